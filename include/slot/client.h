@@ -1,0 +1,112 @@
+/*
+ * slot/client.h — the C client of slotd's protocol (PROTOCOL.md v1).
+ *
+ * Two layers:
+ *   1. Codec, no I/O: slot_req_* build typed requests, slot_req_encode turns
+ *      one into a request line, slot_reply_parse turns a reply line into a
+ *      typed struct slot_reply. Event-loop programs (slot-bench) use these
+ *      with their own sockets.
+ *   2. A blocking connection (slot_client_*): connect, send (pipelining is
+ *      just several sends before the receives), receive in order, call.
+ * Tests, slotctl and slot-bench all use this library. Not thread-safe per
+ * object: use one slot_client per thread.
+ */
+#ifndef SLOT_CLIENT_H
+#define SLOT_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "slot/alloc.h"
+#include "slot/error.h"
+
+#define SLOT_CLIENT_LINE_MAX (4u << 20) /* a reply line longer than this is refused (-EMSGSIZE) */
+
+/* ---- building requests (all copy their strings; return 0 or -EINVAL when a
+ *      string is too long for its field — syntax is otherwise the server's to check) */
+void slot_req_init(slot_req *req, slot_op op);
+int slot_req_set_event(slot_req *req, const char *event);
+int slot_req_set_user(slot_req *req, const char *user);
+int slot_req_set_request(slot_req *req, const char *request);
+int slot_req_set_hold(slot_req *req, const char *hold);
+int slot_req_set_token(slot_req *req, const char *token);
+void slot_req_set_id_int(slot_req *req, int64_t id);
+int slot_req_set_id_str(slot_req *req, const char *id);
+/* Shorthands for the common requests. */
+int slot_req_hold(slot_req *req, const char *event, const char *user, const char *request, uint32_t qty);
+int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *hold, const char *user); /* confirm, release, get_hold, cancel */
+int slot_req_event(slot_req *req, slot_op op, const char *event); /* event, shards, check (event may be NULL), set_status... */
+
+/*
+ * slot_req_encode — one request line (JSON object + "\n") for req. Optional
+ * fields are written when their SLOT_HAS_* bit is set; the fields an op uses
+ * are always written. Returns the length (with "\n"), or a value >= cap when
+ * it did not fit (like snprintf); -EINVAL for an op out of range.
+ */
+long slot_req_encode(const slot_req *req, char *buf, size_t cap);
+
+/* A parsed reply. Fields the reply did not carry are zero / empty. */
+typedef struct slot_reply {
+    bool ok;
+    slot_err err;                      /* SLOT_E_OK when ok; SLOT_E__COUNT for an unknown code */
+    char error[32];                    /* the wire code as sent */
+    char message[256];
+    slot_id id;                        /* kind SLOT_ID_NONE when absent */
+    char status[16];                   /* "held", "sold_out", "confirmed", "on_sale", ... */
+    bool replay, released, cancelled;
+    char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
+    char user[SLOT_USER_BYTES_MAX + 1];
+    char event[SLOT_EVENT_BYTES_MAX + 1];
+    char role[16];
+    char version[32];
+    int64_t protocol;
+    uint64_t qty, expires_at, created_at, available;
+    uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
+    uint64_t events, holds, expired;   /* check, expire */
+    uint32_t nviolations;              /* check: length of the violations array */
+    uint32_t nshard_free;              /* shards: length of shard_free */
+    uint64_t *shard_free;              /* heap, owned; freed by slot_reply_clear */
+    char *line;                        /* heap copy of the whole reply line (NUL-terminated), owned */
+} slot_reply;
+
+/*
+ * slot_reply_parse — parse one reply line (without "\n"; need not be
+ * NUL-terminated). Clears `out` first. Returns 0, or -EINVAL when the line is
+ * not a JSON object with a boolean "ok". out must be cleared with
+ * slot_reply_clear after use.
+ */
+int slot_reply_parse(const char *line, size_t len, slot_reply *out);
+void slot_reply_clear(slot_reply *r);
+
+/* ---- the blocking connection */
+typedef struct slot_client slot_client;
+
+/*
+ * slot_client_connect — TCP connect to host:port (host: a numeric IPv4/IPv6
+ * address or a name resolved by getaddrinfo), TCP_NODELAY on.
+ *   timeout_ms: for the connect; 0 = the system's.
+ * Returns 0 and *out (owned; slot_client_close frees), or -errno.
+ */
+int slot_client_connect(const char *host, uint16_t port, int timeout_ms, slot_client **out);
+void slot_client_close(slot_client *c);
+int slot_client_fd(const slot_client *c);
+
+/* slot_client_send — encode and send req (blocking until the kernel has it). 0 or -errno. */
+int slot_client_send(slot_client *c, const slot_req *req);
+/* slot_client_send_raw — send bytes as they are (tests of bad input). 0 or -errno. */
+int slot_client_send_raw(slot_client *c, const void *data, size_t len);
+/*
+ * slot_client_recv_line — the next reply line (without "\n"), NUL-terminated,
+ * borrowed: valid until the next call on c.
+ *   timeout_ms: > 0, or -1 to wait forever.
+ * Returns its length, -ETIMEDOUT, -ECONNRESET when the server closed the
+ * connection (EOF), -EMSGSIZE above SLOT_CLIENT_LINE_MAX, or -errno.
+ */
+long slot_client_recv_line(slot_client *c, const char **line, int timeout_ms);
+/* slot_client_recv — the next reply, parsed. 0 or a negative error as above (-EINVAL: not a reply). */
+int slot_client_recv(slot_client *c, slot_reply *out, int timeout_ms);
+/* slot_client_call — send then receive one reply. */
+int slot_client_call(slot_client *c, const slot_req *req, slot_reply *out, int timeout_ms);
+
+#endif

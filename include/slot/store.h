@@ -1,0 +1,180 @@
+/*
+ * slot/store.h — slotd's LMDB schema: one environment, seven named databases
+ * (DESIGN.md, "Storage"), fixed-width big-endian integers in keys so LMDB's
+ * byte order is number and time order, and packed versioned records as values.
+ *
+ *   db        key                                           value
+ *   meta      "schema"                                      magic "SLOTDB01" + u32 version
+ *   events    ev                                            slot_event_rec (packed)
+ *   shards    ev + u16 shard                                u64 free units
+ *   holds     ev + u64 seq                                  slot_hold_rec (packed)
+ *   requests  ev + user + request                           u64 hold seq (idempotency index)
+ *   expiry    u64 expires_at_ms + ev + u64 seq              empty (sweeper's index; held holds only)
+ *   users     ev + user                                     u64 held + confirmed (max_per_user > 0 only)
+ *
+ * where a name in a key ("ev", "user", "request") is one length byte then the
+ * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
+ *
+ * Records read from LMDB are decoded into caller structs, so nothing returned
+ * here points into the map after the call (LMDB: "an MDB_val from a read is
+ * valid only until the txn ends" — we copy instead).
+ */
+#ifndef SLOT_STORE_H
+#define SLOT_STORE_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "slot/limits.h"
+
+#define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
+#define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
+#define SLOT_RECORD_VERSION 1u         /* first byte of every packed record */
+#define SLOT_STORE_DBS 7
+#define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
+
+typedef enum slot_event_status { SLOT_EVENT_ON_SALE = 0, SLOT_EVENT_CLOSED = 1 } slot_event_status;
+
+/* Hold states (STYLE.md: explicit state machine). held -> confirmed | released | expired | cancelled;
+ * confirmed -> cancelled. Every other transition is refused by slot_hold_transition_ok(). */
+#define SLOT_HOLD_STATUS_MAP(X) \
+    X(HELD, "held")             \
+    X(CONFIRMED, "confirmed")   \
+    X(RELEASED, "released")     \
+    X(EXPIRED, "expired")       \
+    X(CANCELLED, "cancelled")
+
+typedef enum slot_hold_status {
+#define SLOT__HS_ENUM(name, wire) SLOT_HOLD_##name,
+    SLOT_HOLD_STATUS_MAP(SLOT__HS_ENUM)
+#undef SLOT__HS_ENUM
+    SLOT_HOLD__COUNT
+} slot_hold_status;
+
+/* slot_hold_status_name — wire name ("held", ...); static; "?" when out of range. */
+const char *slot_hold_status_name(slot_hold_status s);
+/* slot_event_status_name — "on_sale" or "closed"; static. */
+const char *slot_event_status_name(slot_event_status s);
+/* slot_hold_transition_ok — true when from -> to is an edge of the hold state machine. */
+bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
+
+/* events[ev] */
+typedef struct slot_event_rec {
+    slot_event_status status;
+    uint16_t shards;                   /* 1..SLOT_SHARDS_MAX */
+    uint16_t max_per_request;          /* 1..SLOT_MAX_PER_REQUEST_MAX */
+    uint32_t hold_ttl_ms;
+    uint64_t capacity, held, confirmed; /* free = capacity - held - confirmed */
+    uint64_t max_per_user;             /* 0 = no limit */
+    uint64_t next_seq;                 /* next hold sequence number, from 1 */
+    uint64_t created_at_ms;
+} slot_event_rec;
+
+typedef struct slot_hold_part {
+    uint16_t shard;
+    uint16_t qty;
+} slot_hold_part;
+
+/* holds[ev, seq] */
+typedef struct slot_hold_rec {
+    uint64_t seq;                      /* from the key */
+    uint64_t tag;                      /* random; the hold id is hex(seq) + hex(tag) */
+    slot_hold_status status;
+    uint16_t qty;
+    uint16_t nparts;
+    uint8_t user_len, request_len;
+    uint64_t created_at_ms, expires_at_ms;
+    char user[SLOT_USER_BYTES_MAX + 1];
+    char request[SLOT_REQUEST_BYTES_MAX + 1];
+    slot_hold_part parts[SLOT_PARTS_MAX];
+} slot_hold_rec;
+
+typedef struct slot_store slot_store;
+
+typedef struct slot_store_opts {
+    const char *dir;                   /* data folder; created (0700) when missing */
+    bool nosync;                       /* true: MDB_NOSYNC (a crash of the machine may lose commits) */
+    uint64_t map_size_max;             /* bytes; growth stops here (storage_full) */
+    bool read_only;                    /* open for reading only (tools) */
+} slot_store_opts;
+
+/*
+ * slot_store_open — open (creating when missing) the environment in opts->dir,
+ * check the schema magic and version, and clear stale reader slots left by
+ * killed processes (mdb_reader_check).
+ *   out: receives the store; owned by the caller, freed by slot_store_close().
+ *   errbuf/errlen: a human message on failure ("... was written by a newer
+ *   slotd (schema 3); this one reads 1").
+ * Returns 0, or a negative errno / positive LMDB error. Thread: any, once.
+ */
+int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf, size_t errlen);
+
+/* slot_store_close — close the environment (no transaction may be open). NULL is fine. */
+void slot_store_close(slot_store *st);
+
+/* slot_store_env — the LMDB environment, for beginning transactions. Borrowed. */
+MDB_env *slot_store_env(slot_store *st);
+
+/*
+ * slot_store_grow — double the map size (bounded by map_size_max), for a
+ * writer that got MDB_MAP_FULL and aborted. No write transaction may be open;
+ * read transactions of this process must not be active (the server holds its
+ * read lock while it grows). Returns 0, or MDB_MAP_FULL at the bound.
+ */
+int slot_store_grow(slot_store *st);
+
+/* slot_store_map_size — current map size in bytes; slot_store_used_bytes — pages in use x page size. */
+uint64_t slot_store_map_size(slot_store *st);
+uint64_t slot_store_used_bytes(slot_store *st);
+
+/* slot_store_sync — flush to disk (after nosync commits). Returns 0 or an LMDB error. */
+int slot_store_sync(slot_store *st);
+
+/*
+ * Record access. Every function runs on `txn` (read or write as its name
+ * says), copies what it reads into caller memory, and returns 0, MDB_NOTFOUND
+ * when the record is missing, or another LMDB error (which makes a write txn
+ * unusable). Names are (pointer, length) and are not NUL-terminated here.
+ */
+int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out);
+int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_event_rec *rec);
+
+int slot_store_shard_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t *free_units);
+int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t free_units);
+int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard);
+
+int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_hold_rec *out);
+int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec);
+
+int slot_store_request_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                           size_t user_len, const char *req, size_t req_len, uint64_t *seq);
+int slot_store_request_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                           size_t user_len, const char *req, size_t req_len, uint64_t seq);
+
+int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
+int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
+
+/* users[ev, user]: a missing record reads as 0; writing 0 deletes it. */
+int slot_store_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len, uint64_t *qty);
+int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len, uint64_t qty);
+
+/*
+ * Scans. Each calls `fn` once per record in key order and stops early when
+ * fn returns non-zero (that value is returned). ctx is passed through.
+ */
+typedef int (*slot_store_event_fn)(void *ctx, const char *ev, size_t ev_len, const slot_event_rec *rec);
+typedef int (*slot_store_hold_fn)(void *ctx, const slot_hold_rec *rec);
+typedef int (*slot_store_user_fn)(void *ctx, const char *user, size_t user_len, uint64_t qty);
+typedef int (*slot_store_expiry_fn)(void *ctx, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
+
+int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx);
+int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_hold_fn fn, void *ctx);
+int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_user_fn fn, void *ctx);
+/* Expiry entries with expires_at_ms <= until_ms, oldest first (all events). */
+int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot_store_expiry_fn fn, void *ctx);
+/* Count of shards records of an event (check compares it with the event's shard count). */
+int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint32_t *count);
+
+#endif

@@ -1,0 +1,104 @@
+/* ops.c — name tables of ops, roles and states, and result helpers (alloc.h, store.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slot/alloc.h"
+#include "slot/store.h"
+
+static const struct {
+    const char *name;
+    bool writes;
+    bool admin;
+} op_table[] = {
+#define SLOT__OP_ROW(name, wire, writes, admin) {wire, writes, admin},
+    SLOT_OP_MAP(SLOT__OP_ROW)
+#undef SLOT__OP_ROW
+};
+
+_Static_assert(sizeof(op_table) / sizeof(op_table[0]) == SLOT_OP__COUNT, "one row per op");
+
+const char *slot_op_name(slot_op op)
+{
+    return (unsigned)op < SLOT_OP__COUNT ? op_table[op].name : "?";
+}
+
+slot_op slot_op_from_name(const char *name, size_t len)
+{
+    for (unsigned i = 0; i < SLOT_OP__COUNT; i++)
+        if (strlen(op_table[i].name) == len && memcmp(op_table[i].name, name, len) == 0)
+            return (slot_op)i;
+    return SLOT_OP__COUNT;
+}
+
+bool slot_op_writes(slot_op op)
+{
+    return (unsigned)op < SLOT_OP__COUNT && op_table[op].writes;
+}
+
+bool slot_op_admin(slot_op op)
+{
+    return (unsigned)op < SLOT_OP__COUNT && op_table[op].admin;
+}
+
+const char *slot_role_name(slot_role role)
+{
+    switch (role) {
+    case SLOT_ROLE_FRONTEND:
+        return "frontend";
+    case SLOT_ROLE_ADMIN:
+        return "admin";
+    default:
+        return "none";
+    }
+}
+
+static const char *const hold_status_names[] = {
+#define SLOT__HS_NAME(name, wire) wire,
+    SLOT_HOLD_STATUS_MAP(SLOT__HS_NAME)
+#undef SLOT__HS_NAME
+};
+
+const char *slot_hold_status_name(slot_hold_status s)
+{
+    return (unsigned)s < SLOT_HOLD__COUNT ? hold_status_names[s] : "?";
+}
+
+const char *slot_event_status_name(slot_event_status s)
+{
+    return s == SLOT_EVENT_CLOSED ? "closed" : "on_sale";
+}
+
+bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to)
+{
+    switch (from) {
+    case SLOT_HOLD_HELD:
+        return to == SLOT_HOLD_CONFIRMED || to == SLOT_HOLD_RELEASED || to == SLOT_HOLD_EXPIRED ||
+               to == SLOT_HOLD_CANCELLED;
+    case SLOT_HOLD_CONFIRMED:
+        return to == SLOT_HOLD_CANCELLED;
+    default:
+        return false; /* released, expired and cancelled are final */
+    }
+}
+
+void slot_res_clear(slot_res *res)
+{
+    free(res->shard_free);
+    free(res->violations);
+    free(res->extra);
+    memset(res, 0, sizeof(*res));
+}
+
+void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...)
+{
+    res->err = err;
+    res->message[0] = 0;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(res->message, sizeof(res->message), fmt, ap);
+        va_end(ap);
+    }
+}

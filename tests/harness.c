@@ -1,0 +1,206 @@
+/* harness.c — see harness.h. */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int slot_test_failures;
+
+static int run_case(const slot_test_case *c)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (pid == 0) {
+        c->fn();
+        fflush(NULL);
+        _exit(0);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    if (WIFSIGNALED(st))
+        fprintf(stderr, "  %s: killed by signal %d\n", c->name, WTERMSIG(st));
+    return 1;
+}
+
+int slot_test_main(int argc, char **argv, const slot_test_case *cases, size_t n)
+{
+    signal(SIGPIPE, SIG_IGN);
+    unsigned passed = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (argc > 1 && strstr(cases[i].name, argv[1]) == NULL)
+            continue;
+        uint64_t t0 = slot_test_now_ms();
+        int bad = run_case(&cases[i]);
+        uint64_t ms = slot_test_now_ms() - t0;
+        printf("%s %s (%" PRIu64 " ms)\n", bad ? "FAIL" : "PASS", cases[i].name, ms);
+        fflush(stdout);
+        if (bad)
+            failed++;
+        else
+            passed++;
+    }
+    printf("%u passed, %u failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+char *slot_test_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    char *path = NULL;
+    if (asprintf(&path, "%s/slot-test-XXXXXX", base) < 0)
+        abort();
+    if (!mkdtemp(path)) {
+        perror("mkdtemp");
+        abort();
+    }
+    return path;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void slot_test_rmdir(const char *dir)
+{
+    if (dir)
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+uint64_t slot_test_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void slot_test_server_start(slot_test_server *s, const char *dir, const char *const *extra)
+{
+    const char *bin = getenv("SLOTD");
+    if (!bin)
+        bin = "./slotd";
+    if (s->dir == NULL) {
+        if (dir) {
+            s->dir = strdup(dir);
+            s->own_dir = false;
+        } else {
+            s->dir = slot_test_tmpdir();
+            s->own_dir = true;
+        }
+    }
+    int out[2];
+    ASSERT_EQ(pipe(out), 0);
+    const char *argv[64];
+    int argc = 0;
+    argv[argc++] = bin;
+    argv[argc++] = "--listen";
+    argv[argc++] = "127.0.0.1:0";
+    argv[argc++] = "--data";
+    argv[argc++] = s->dir;
+    for (int i = 0; extra && extra[i] && argc < 62; i++)
+        argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], STDOUT_FILENO);
+        close(out[0]);
+        close(out[1]);
+        execv(bin, (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    close(out[1]);
+    s->pid = pid;
+    s->port = 0;
+    char buf[512];
+    size_t used = 0;
+    uint64_t deadline = slot_test_now_ms() + 10000;
+    while (s->port == 0 && slot_test_now_ms() < deadline) {
+        struct pollfd p = {.fd = out[0], .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t n = read(out[0], buf + used, sizeof(buf) - 1 - used);
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+        buf[used] = 0;
+        char *nl = strchr(buf, '\n');
+        if (nl) {
+            unsigned port = 0;
+            char *colon = strrchr(buf, ':');
+            if (strncmp(buf, "listening on ", 13) == 0 && colon && colon < nl && sscanf(colon + 1, "%u", &port) == 1)
+                s->port = (uint16_t)port;
+            break;
+        }
+    }
+    /* The server's later stdout goes nowhere: keep the pipe's read end open
+     * would block it when full, so hand stdout to /dev/null by closing ours
+     * (the server ignores SIGPIPE and writes nothing more to stdout). */
+    close(out[0]);
+    if (s->port == 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        T_FAIL_("slotd did not print 'listening on' (got \"%.*s\")", (int)used, buf);
+    }
+}
+
+int slot_test_server_stop(slot_test_server *s)
+{
+    if (s->pid <= 0)
+        return -1;
+    kill(s->pid, SIGTERM);
+    int st = 0;
+    uint64_t deadline = slot_test_now_ms() + 10000;
+    for (;;) {
+        pid_t r = waitpid(s->pid, &st, WNOHANG);
+        if (r == s->pid)
+            break;
+        if (slot_test_now_ms() > deadline) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &st, 0);
+            break;
+        }
+        usleep(10000);
+    }
+    s->pid = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void slot_test_server_kill9(slot_test_server *s)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+}
+
+void slot_test_server_free(slot_test_server *s)
+{
+    if (s->pid > 0)
+        slot_test_server_stop(s);
+    if (s->own_dir)
+        slot_test_rmdir(s->dir);
+    free(s->dir);
+    s->dir = NULL;
+}
