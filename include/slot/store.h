@@ -154,6 +154,8 @@ int slot_store_request_put(slot_store *st, MDB_txn *txn, const char *ev, size_t 
                            size_t user_len, const char *req, size_t req_len, uint64_t seq);
 
 int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
+/* slot_store_expiry_has — 0 when the entry exists, MDB_NOTFOUND when not. */
+int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
 int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
 
 /* users[ev, user]: a missing record reads as 0; writing 0 deletes it. */

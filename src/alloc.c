@@ -1,0 +1,914 @@
+/*
+ * alloc.c — the allocator: the ops of PROTOCOL.md on one LMDB transaction.
+ *
+ * Every op reads and validates first and writes only when it will succeed,
+ * so a failed request changes nothing even though it shares its write
+ * transaction (group commit) with others. Units move only through
+ * hold_finish(), which is guarded by the hold state machine, so a hold's units
+ * come back at most once (invariant 7).
+ */
+#include "slot/alloc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "slot/assert.h"
+
+#define EXPIRE_CHUNK 256 /* due holds collected per expiry-index scan */
+_Static_assert(EXPIRE_CHUNK <= SLOT_SWEEP_BATCH_MAX, "a chunk fits a sweep");
+
+/* ---- random numbers: xoshiro256** (Blackman and Vigna, 2018) */
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(slot_alloc *a)
+{
+    uint64_t *s = a->rng;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* splitmix64, to spread one seed over the four words of state. */
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+void slot_alloc_seed(slot_alloc *a, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        a->rng[i] = splitmix(&seed);
+}
+
+int slot_alloc_init(slot_alloc *a, slot_store *store)
+{
+    a->store = store;
+    uint64_t seed[4];
+    ssize_t n = getrandom(seed, sizeof(seed), 0);
+    if (n != (ssize_t)sizeof(seed))
+        return n < 0 ? -errno : -EIO;
+    memcpy(a->rng, seed, sizeof(seed));
+    if ((a->rng[0] | a->rng[1] | a->rng[2] | a->rng[3]) == 0)
+        a->rng[0] = 1; /* the one state xoshiro cannot leave */
+    return 0;
+}
+
+/* ---- hold ids: 16 hex digits of sequence number, 16 of random tag */
+
+static void hold_id_format(char out[SLOT_HOLD_ID_BYTES + 1], uint64_t seq, uint64_t tag)
+{
+    snprintf(out, SLOT_HOLD_ID_BYTES + 1, "%016llx%016llx", (unsigned long long)seq, (unsigned long long)tag);
+}
+
+static bool hold_id_parse(const char *s, size_t len, uint64_t *seq, uint64_t *tag)
+{
+    if (len != SLOT_HOLD_ID_BYTES)
+        return false;
+    uint64_t v[2] = {0, 0};
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        unsigned d;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else
+            return false;
+        v[i / 16] = (v[i / 16] << 4) | d;
+    }
+    *seq = v[0];
+    *tag = v[1];
+    return true;
+}
+
+/* ---- shared pieces */
+
+typedef struct ctx {
+    slot_alloc *a;
+    slot_store *st;
+    MDB_txn *txn;
+    const char *ev;
+    size_t ev_len;
+    uint64_t now_ms;
+} ctx;
+
+static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const slot_event_rec *e)
+{
+    memcpy(v->event, ev, ev_len);
+    v->event[ev_len] = 0;
+    v->status = e->status;
+    v->capacity = e->capacity;
+    v->held = e->held;
+    v->confirmed = e->confirmed;
+    v->available = e->capacity - e->held - e->confirmed;
+    v->shards = e->shards;
+    v->hold_ttl_ms = e->hold_ttl_ms;
+    v->max_per_user = e->max_per_user;
+    v->max_per_request = e->max_per_request;
+}
+
+static bool hold_due(const slot_hold_rec *h, uint64_t now_ms)
+{
+    return h->status == SLOT_HOLD_HELD && now_ms >= h->expires_at_ms;
+}
+
+/* Writes free units spread evenly over shards 0..n-1 (largest minus smallest
+ * at most 1), as set_capacity and reshard require. O(n). */
+static int shards_spread(ctx *c, uint32_t n, uint64_t free_units)
+{
+    SLOT_ASSERT(n >= 1 && n <= SLOT_SHARDS_MAX);
+    uint64_t base = free_units / n, extra = free_units % n;
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, (uint16_t)i, base + (i < extra ? 1 : 0));
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int shard_add(ctx *c, uint16_t shard, uint64_t units)
+{
+    uint64_t f;
+    int rc = slot_store_shard_get(c->st, c->txn, c->ev, c->ev_len, shard, &f);
+    if (rc == 0)
+        rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, shard, f + units);
+    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+}
+
+/* Gives a hold's units back: each part to the shard it came from when that
+ * shard still exists, the rest spread over the current shards starting at
+ * one picked by the hold's sequence number (PROTOCOL.md, "reshard"). */
+static int units_return(ctx *c, const slot_event_rec *e, const slot_hold_rec *h)
+{
+    uint64_t leftover = 0;
+    for (uint16_t i = 0; i < h->nparts; i++) {
+        if (h->parts[i].shard < e->shards) {
+            int rc = shard_add(c, h->parts[i].shard, h->parts[i].qty);
+            if (rc != 0)
+                return rc;
+        } else {
+            leftover += h->parts[i].qty;
+        }
+    }
+    uint32_t n = e->shards;
+    for (uint32_t i = 0; leftover > 0 && i < n; i++) {
+        uint64_t share = leftover / (n - i) + (leftover % (n - i) ? 1 : 0);
+        int rc = shard_add(c, (uint16_t)((h->seq + i) % n), share);
+        if (rc != 0)
+            return rc;
+        leftover -= share;
+    }
+    return 0;
+}
+
+/*
+ * hold_finish — the one place a hold changes state. Moves the hold's units
+ * (back to the shards, or from held to confirmed), fixes the event and user
+ * counters, drops the expiry entry when it leaves "held", and writes the hold
+ * and the event. Counters that would go negative mean the store is corrupt:
+ * MDB_CORRUPTED, and the batch is aborted.
+ */
+static int hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_status to)
+{
+    SLOT_ASSERT(slot_hold_transition_ok(h->status, to));
+    slot_hold_status from = h->status;
+    uint64_t *counter = from == SLOT_HOLD_HELD ? &e->held : &e->confirmed;
+    if (*counter < h->qty)
+        return MDB_CORRUPTED;
+    *counter -= h->qty;
+    int rc = 0;
+    if (to == SLOT_HOLD_CONFIRMED) {
+        e->confirmed += h->qty;
+    } else {
+        rc = units_return(c, e, h);
+        if (rc == 0 && e->max_per_user > 0) {
+            uint64_t u;
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
+            if (rc == 0 && u < h->qty)
+                rc = MDB_CORRUPTED;
+            if (rc == 0)
+                rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - h->qty);
+        }
+    }
+    if (rc == 0 && from == SLOT_HOLD_HELD) {
+        rc = slot_store_expiry_del(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
+        if (rc == MDB_NOTFOUND)
+            rc = MDB_CORRUPTED;
+    }
+    h->status = to;
+    if (rc == 0)
+        rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+    if (rc == 0)
+        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
+    return rc;
+}
+
+/* ---- expiry */
+
+typedef struct due {
+    uint64_t at, seq;
+    uint8_t ev_len;
+    char ev[SLOT_EVENT_BYTES_MAX + 1];
+} due;
+
+typedef struct due_list {
+    due items[EXPIRE_CHUNK];
+    size_t n;
+    const char *only_ev; /* NULL: every event */
+    size_t only_len;
+} due_list;
+
+static int due_collect(void *p, uint64_t at, const char *ev, size_t ev_len, uint64_t seq)
+{
+    due_list *l = p;
+    if (l->only_ev && (ev_len != l->only_len || memcmp(ev, l->only_ev, ev_len) != 0))
+        return 0;
+    due *d = &l->items[l->n++];
+    d->at = at;
+    d->seq = seq;
+    d->ev_len = (uint8_t)ev_len;
+    memcpy(d->ev, ev, ev_len);
+    d->ev[ev_len] = 0;
+    return l->n == EXPIRE_CHUNK ? 1 : 0; /* 1 stops the scan: the chunk is full */
+}
+
+/* Expires one due hold named by the expiry index. */
+static int expire_one(slot_alloc *a, MDB_txn *txn, const due *d, uint64_t now_ms)
+{
+    ctx c = {a, a->store, txn, d->ev, d->ev_len, now_ms};
+    slot_event_rec e;
+    slot_hold_rec hold, *h = &hold;
+    int rc = slot_store_event_get(c.st, txn, d->ev, d->ev_len, &e);
+    if (rc == 0)
+        rc = slot_store_hold_get(c.st, txn, d->ev, d->ev_len, d->seq, h);
+    if (rc == 0 && (h->status != SLOT_HOLD_HELD || h->expires_at_ms != d->at))
+        rc = MDB_CORRUPTED; /* the index names only held holds, at their expiry */
+    if (rc == 0)
+        rc = hold_finish(&c, &e, h, SLOT_HOLD_EXPIRED);
+    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+}
+
+/* Expires due holds (of one event, or all when ev is NULL), oldest first, at
+ * most `limit`, in chunks of EXPIRE_CHUNK. Each chunk is collected before it
+ * is changed, so no cursor walks a database being written. */
+static int expire_due(slot_alloc *a, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t now_ms, uint64_t limit,
+                      uint64_t *expired)
+{
+    due_list list, *l = &list;
+    int rc = 0;
+    *expired = 0;
+    while (*expired < limit) {
+        l->n = 0;
+        l->only_ev = ev;
+        l->only_len = ev_len;
+        rc = slot_store_expiry_scan(a->store, txn, now_ms, due_collect, l);
+        if (rc == 1)
+            rc = 0;
+        for (size_t i = 0; rc == 0 && i < l->n && *expired < limit; i++) {
+            rc = expire_one(a, txn, &l->items[i], now_ms);
+            if (rc == 0)
+                (*expired)++;
+        }
+        if (rc != 0 || l->n < EXPIRE_CHUNK)
+            break;
+    }
+    return rc;
+}
+
+int slot_alloc_expire_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t limit, uint64_t *expired)
+{
+    return expire_due(a, txn, NULL, 0, now_ms, limit, expired);
+}
+
+/* Expires the due holds of c's event and rereads the event record. */
+static int expire_event_due(ctx *c, slot_event_rec *e)
+{
+    uint64_t n = 0;
+    int rc = expire_due(c->a, c->txn, c->ev, c->ev_len, c->now_ms, SLOT_EXPIRE_OP_MAX, &n);
+    if (rc == 0 && n > 0)
+        rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
+    return rc;
+}
+
+/* ---- ops */
+
+/* Loads the event of the request into e; 1 with res = unknown_event when missing. */
+static int event_load(ctx *c, slot_event_rec *e, slot_res *res)
+{
+    int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
+    if (rc == MDB_NOTFOUND) {
+        slot_res_error(res, SLOT_E_UNKNOWN_EVENT, "no event \"%s\"", c->ev);
+        return 1;
+    }
+    return rc;
+}
+
+/* Loads the hold the request names; 1 with res = unknown_hold when there is
+ * none, or it belongs to another user (PROTOCOL.md: the two look the same).
+ * user NULL: any user (cancel). */
+static int hold_load(ctx *c, const slot_req *req, const char *user, slot_hold_rec *h, slot_res *res)
+{
+    uint64_t seq, tag;
+    int rc = MDB_NOTFOUND;
+    if (hold_id_parse(req->hold, req->hold_len, &seq, &tag))
+        rc = slot_store_hold_get(c->st, c->txn, c->ev, c->ev_len, seq, h);
+    if (rc == 0 && (h->tag != tag || (user && (h->user_len != req->user_len || memcmp(h->user, user, h->user_len) != 0))))
+        rc = MDB_NOTFOUND;
+    if (rc == MDB_NOTFOUND) {
+        slot_res_error(res, SLOT_E_UNKNOWN_HOLD, "no hold \"%s\" for this user in event \"%s\"", req->hold, c->ev);
+        return 1;
+    }
+    return rc;
+}
+
+static void res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status status)
+{
+    res->hold_status = status;
+    hold_id_format(res->hold, h->seq, h->tag);
+    res->qty = h->qty;
+    res->expires_at_ms = h->expires_at_ms;
+    res->created_at_ms = h->created_at_ms;
+    memcpy(res->user, h->user, h->user_len);
+    res->user[h->user_len] = 0;
+}
+
+/* A hold that is due counts as expired for every op: on the write path it is
+ * expired here, returning its units, before the op looks at it. */
+static int hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
+{
+    if (!hold_due(h, c->now_ms))
+        return 0;
+    return hold_finish(c, e, h, SLOT_HOLD_EXPIRED);
+}
+
+/* Replay of a known (event, user, request): the original hold with its current status. */
+static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t seq, slot_res *res)
+{
+    slot_hold_rec hold, *h = &hold;
+    int rc = slot_store_hold_get(c->st, c->txn, c->ev, c->ev_len, seq, h);
+    if (rc == MDB_NOTFOUND)
+        rc = MDB_CORRUPTED; /* the index names a hold that is not there */
+    if (rc == 0 && h->qty != req->qty) {
+        slot_res_error(res, SLOT_E_IDEMPOTENCY_CONFLICT, "request \"%s\" was used with qty %u", req->request,
+                       (unsigned)h->qty);
+    } else if (rc == 0) {
+        rc = hold_settle(c, e, h);
+        res_hold(res, h, h->status);
+        res->replay = true;
+    }
+    return rc;
+}
+
+/* Takes qty units: random start shard, then the others in turn (DESIGN.md,
+ * "The allocation rule"). The caller has checked that the event's free units
+ * (capacity - held - confirmed, equal to the sum over shards by invariant 1)
+ * are at least qty. */
+static int units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h)
+{
+    uint32_t n = e->shards;
+    uint32_t start = (uint32_t)(rng_next(c->a) % n);
+    uint32_t taken = 0;
+    h->nparts = 0;
+    for (uint32_t i = 0; i < n && taken < h->qty; i++) {
+        uint16_t s = (uint16_t)((start + i) % n);
+        uint64_t f;
+        int rc = slot_store_shard_get(c->st, c->txn, c->ev, c->ev_len, s, &f);
+        if (rc != 0)
+            return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+        if (f == 0)
+            continue;
+        uint32_t want = h->qty - taken;
+        uint32_t take = f < want ? (uint32_t)f : want;
+        rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, s, f - take);
+        if (rc != 0)
+            return rc;
+        h->parts[h->nparts].shard = s;
+        h->parts[h->nparts].qty = (uint16_t)take;
+        h->nparts++;
+        taken += take;
+    }
+    return taken == h->qty ? 0 : MDB_CORRUPTED; /* shards held fewer than the counters said */
+}
+
+/* Decides user_limit / sold_out after expiring due holds when that could
+ * change the answer. Returns 0 and leaves res->err OK when the hold may go on. */
+static int hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res)
+{
+    int rc = 0;
+    bool settled = false;
+    if (e->max_per_user > 0) {
+        rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
+        if (rc == 0 && *user_qty + req->qty > e->max_per_user) {
+            settled = true;
+            rc = expire_event_due(c, e);
+            if (rc == 0)
+                rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
+            if (rc == 0 && *user_qty + req->qty > e->max_per_user) {
+                slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of max_per_user %llu", (unsigned long long)*user_qty,
+                               (unsigned long long)e->max_per_user);
+                return 0;
+            }
+        }
+    }
+    uint64_t avail = e->capacity - e->held - e->confirmed;
+    if (rc == 0 && avail < req->qty && !settled) {
+        rc = expire_event_due(c, e);
+        avail = e->capacity - e->held - e->confirmed;
+    }
+    if (rc == 0 && avail < req->qty) {
+        res->sold_out = true;
+        res->available = avail;
+    }
+    return rc;
+}
+
+static int op_hold(ctx *c, const slot_req *req, slot_res *res)
+{
+    slot_event_rec e;
+    int rc = event_load(c, &e, res);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    uint64_t seq;
+    rc = slot_store_request_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, req->request,
+                                req->request_len, &seq);
+    if (rc == 0)
+        return hold_replay(c, req, &e, seq, res);
+    if (rc != MDB_NOTFOUND)
+        return rc;
+    if (req->qty > e.max_per_request) {
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "qty: %u is above the event's max_per_request %u",
+                       (unsigned)req->qty, (unsigned)e.max_per_request);
+        return 0;
+    }
+    if (e.status != SLOT_EVENT_ON_SALE) {
+        slot_res_error(res, SLOT_E_NOT_ON_SALE, "event \"%s\" is closed", c->ev);
+        return 0;
+    }
+    uint64_t user_qty = 0;
+    rc = hold_admit(c, req, &e, &user_qty, res);
+    if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
+        return rc;
+
+    slot_hold_rec hold, *h = &hold;
+    h->seq = e.next_seq++;
+    h->tag = rng_next(c->a);
+    h->status = SLOT_HOLD_HELD;
+    h->qty = (uint16_t)req->qty;
+    h->created_at_ms = c->now_ms;
+    h->expires_at_ms = c->now_ms + e.hold_ttl_ms;
+    h->user_len = req->user_len;
+    memcpy(h->user, req->user, req->user_len + 1u);
+    h->request_len = req->request_len;
+    memcpy(h->request, req->request, req->request_len + 1u);
+    rc = units_take(c, &e, h);
+    e.held += h->qty;
+    if (rc == 0)
+        rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+    if (rc == 0)
+        rc = slot_store_request_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, req->request,
+                                    req->request_len, h->seq);
+    if (rc == 0)
+        rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
+    if (rc == 0 && e.max_per_user > 0)
+        rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty + h->qty);
+    if (rc == 0)
+        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc == 0)
+        res_hold(res, h, SLOT_HOLD_HELD);
+    return rc;
+}
+
+static int op_confirm(ctx *c, const slot_req *req, slot_res *res)
+{
+    slot_event_rec e;
+    slot_hold_rec h;
+    int rc = event_load(c, &e, res);
+    if (rc == 0)
+        rc = hold_load(c, req, req->user, &h, res);
+    if (rc == 0)
+        rc = hold_settle(c, &e, &h);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    if (h.status == SLOT_HOLD_CONFIRMED) {
+        res_hold(res, &h, SLOT_HOLD_CONFIRMED);
+        res->replay = true;
+        return 0;
+    }
+    if (h.status != SLOT_HOLD_HELD) {
+        res_hold(res, &h, h.status);
+        slot_res_error(res, SLOT_E_HOLD_NOT_ACTIVE, "hold is %s", slot_hold_status_name(h.status));
+        return 0;
+    }
+    rc = hold_finish(c, &e, &h, SLOT_HOLD_CONFIRMED);
+    if (rc == 0)
+        res_hold(res, &h, SLOT_HOLD_CONFIRMED);
+    return rc;
+}
+
+/* release (the buyer's own hold) and cancel (admin, any user's, also confirmed). */
+static int op_give_back(ctx *c, const slot_req *req, slot_res *res, bool cancel)
+{
+    slot_event_rec e;
+    slot_hold_rec h;
+    int rc = event_load(c, &e, res);
+    if (rc == 0)
+        rc = hold_load(c, req, cancel ? NULL : req->user, &h, res);
+    if (rc == 0)
+        rc = hold_settle(c, &e, &h);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    bool may = h.status == SLOT_HOLD_HELD || (cancel && h.status == SLOT_HOLD_CONFIRMED);
+    if (may)
+        rc = hold_finish(c, &e, &h, cancel ? SLOT_HOLD_CANCELLED : SLOT_HOLD_RELEASED);
+    if (rc == 0) {
+        res_hold(res, &h, h.status);
+        res->done = may;
+    }
+    return rc;
+}
+
+/* get_hold runs on a read transaction: a due hold is shown as expired
+ * without being written (the next write op or the sweeper expires it). */
+static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
+{
+    slot_event_rec e;
+    slot_hold_rec h;
+    int rc = event_load(c, &e, res);
+    if (rc == 0)
+        rc = hold_load(c, req, req->user, &h, res);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    res_hold(res, &h, hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);
+    return 0;
+}
+
+static int op_event(ctx *c, slot_res *res)
+{
+    slot_event_rec e;
+    int rc = event_load(c, &e, res);
+    if (rc == 0)
+        view_fill(&res->view, c->ev, c->ev_len, &e);
+    return rc == 1 ? 0 : rc;
+}
+
+static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
+{
+    slot_event_rec e;
+    int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc == 0) {
+        if (e.capacity != req->capacity || e.shards != req->shards || e.hold_ttl_ms != req->hold_ttl_ms ||
+            e.max_per_user != req->max_per_user || e.max_per_request != req->max_per_request) {
+            slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
+            return 0;
+        }
+        view_fill(&res->view, c->ev, c->ev_len, &e);
+        res->replay = true;
+        return 0;
+    }
+    if (rc != MDB_NOTFOUND)
+        return rc;
+    memset(&e, 0, sizeof(e));
+    e.status = SLOT_EVENT_ON_SALE;
+    e.shards = (uint16_t)req->shards;
+    e.max_per_request = (uint16_t)req->max_per_request;
+    e.hold_ttl_ms = req->hold_ttl_ms;
+    e.capacity = req->capacity;
+    e.max_per_user = req->max_per_user;
+    e.next_seq = 1;
+    e.created_at_ms = c->now_ms;
+    rc = shards_spread(c, e.shards, e.capacity);
+    if (rc == 0)
+        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc == 0)
+        view_fill(&res->view, c->ev, c->ev_len, &e);
+    return rc;
+}
+
+/* set_capacity, reshard, set_status: change the event, then show it. Due
+ * holds are expired first so they neither block a capacity cut nor get
+ * spread as held units. */
+static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
+{
+    slot_event_rec e;
+    int rc = event_load(c, &e, res);
+    if (rc == 0 && req->op != SLOT_OP_SET_STATUS)
+        rc = expire_event_due(c, &e);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    uint64_t allocated = e.held + e.confirmed;
+    switch (req->op) {
+    case SLOT_OP_SET_CAPACITY:
+        if (req->capacity < allocated) {
+            slot_res_error(res, SLOT_E_CAPACITY_BELOW_ALLOCATED, "capacity %llu is below held + confirmed %llu",
+                           (unsigned long long)req->capacity, (unsigned long long)allocated);
+            return 0;
+        }
+        e.capacity = req->capacity;
+        rc = shards_spread(c, e.shards, e.capacity - allocated);
+        break;
+    case SLOT_OP_RESHARD:
+        for (uint32_t s = req->shards; rc == 0 && s < e.shards; s++)
+            rc = slot_store_shard_del(c->st, c->txn, c->ev, c->ev_len, (uint16_t)s);
+        if (rc == 0)
+            rc = shards_spread(c, req->shards, e.capacity - allocated);
+        e.shards = (uint16_t)req->shards;
+        break;
+    case SLOT_OP_SET_STATUS:
+        e.status = req->status;
+        break;
+    default:
+        SLOT_ASSERT(!"op_edit_event: not an edit op");
+    }
+    if (rc == 0)
+        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc == 0)
+        view_fill(&res->view, c->ev, c->ev_len, &e);
+    return rc;
+}
+
+static int op_shards(ctx *c, slot_res *res)
+{
+    slot_event_rec e;
+    int rc = event_load(c, &e, res);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    res->shard_free = calloc(e.shards, sizeof(uint64_t));
+    if (!res->shard_free)
+        return ENOMEM;
+    res->nshards = e.shards;
+    for (uint16_t s = 0; rc == 0 && s < e.shards; s++)
+        rc = slot_store_shard_get(c->st, c->txn, c->ev, c->ev_len, s, &res->shard_free[s]);
+    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+}
+
+int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t now_ms, slot_res *res)
+{
+    ctx c = {a, a->store, txn, req->event, req->event_len, now_ms};
+    res->err = SLOT_E_OK;
+    switch (req->op) {
+    case SLOT_OP_HOLD:
+        return op_hold(&c, req, res);
+    case SLOT_OP_CONFIRM:
+        return op_confirm(&c, req, res);
+    case SLOT_OP_RELEASE:
+        return op_give_back(&c, req, res, false);
+    case SLOT_OP_CANCEL:
+        return op_give_back(&c, req, res, true);
+    case SLOT_OP_GET_HOLD:
+        return op_get_hold(&c, req, res);
+    case SLOT_OP_EVENT:
+        return op_event(&c, res);
+    case SLOT_OP_CREATE_EVENT:
+        return op_create_event(&c, req, res);
+    case SLOT_OP_SET_CAPACITY:
+    case SLOT_OP_RESHARD:
+    case SLOT_OP_SET_STATUS:
+        return op_edit_event(&c, req, res);
+    case SLOT_OP_SHARDS:
+        return op_shards(&c, res);
+    case SLOT_OP_EXPIRE:
+        return slot_alloc_expire_due(a, txn, now_ms, SLOT_EXPIRE_OP_MAX, &res->expired);
+    case SLOT_OP_CHECK:
+        return slot_alloc_check(a, txn, (req->has & SLOT_HAS_EVENT) ? req->event : NULL,
+                                (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
+    case SLOT_OP_HELLO:
+    case SLOT_OP_STATS:
+    default:
+        /* hello and stats are answered by the server, never by the allocator. */
+        slot_res_error(res, SLOT_E_INTERNAL, "op %s is not the allocator's", slot_op_name(req->op));
+        return 0;
+    }
+}
+
+/* ---- check: the invariants of PROTOCOL.md as a full scan */
+
+typedef struct user_sum {
+    char user[SLOT_USER_BYTES_MAX + 1];
+    uint64_t qty;
+} user_sum;
+
+typedef struct check_ctx {
+    slot_alloc *a;
+    MDB_txn *txn;
+    slot_res *res;
+    const char *ev;
+    size_t ev_len;
+    const slot_event_rec *e;
+    uint64_t held, confirmed, holds, held_holds;
+    user_sum *users; /* active holds' (user, qty), for invariant 4 */
+    size_t nusers, capusers;
+    size_t users_matched;
+    int err;
+} check_ctx;
+
+static void violation(check_ctx *k, int inv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void violation(check_ctx *k, int inv, const char *fmt, ...)
+{
+    slot_res *res = k->res;
+    if (res->nviolations < SLOT_CHECK_VIOLATIONS_MAX) {
+        if (!res->violations)
+            res->violations = calloc(SLOT_CHECK_VIOLATIONS_MAX, sizeof(slot_violation));
+        if (res->violations) {
+            slot_violation *v = &res->violations[res->nviolations];
+            v->invariant = inv;
+            memcpy(v->event, k->ev, k->ev_len);
+            v->event[k->ev_len] = 0;
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(v->detail, sizeof(v->detail), fmt, ap);
+            va_end(ap);
+        }
+    }
+    res->nviolations++;
+}
+
+static int check_hold(void *p, const slot_hold_rec *h)
+{
+    check_ctx *k = p;
+    k->holds++;
+    uint64_t parts = 0;
+    for (uint16_t i = 0; i < h->nparts; i++)
+        parts += h->parts[i].qty;
+    if (parts != h->qty)
+        violation(k, 3, "hold seq %llu: parts add up to %llu, qty %u", (unsigned long long)h->seq,
+                  (unsigned long long)parts, (unsigned)h->qty);
+    bool active = h->status == SLOT_HOLD_HELD || h->status == SLOT_HOLD_CONFIRMED;
+    if (h->status == SLOT_HOLD_HELD) {
+        k->held += h->qty;
+        k->held_holds++;
+        int rc = slot_store_expiry_has(k->a->store, k->txn, h->expires_at_ms, k->ev, k->ev_len, h->seq);
+        if (rc == MDB_NOTFOUND)
+            violation(k, 7, "held hold seq %llu has no expiry entry", (unsigned long long)h->seq);
+        else if (rc != 0)
+            return rc;
+    } else if (h->status == SLOT_HOLD_CONFIRMED) {
+        k->confirmed += h->qty;
+    }
+    if (active && k->e->max_per_user > 0) {
+        if (k->nusers == k->capusers) {
+            size_t cap = k->capusers ? k->capusers * 2 : 64;
+            user_sum *u = realloc(k->users, cap * sizeof(*u));
+            if (!u)
+                return ENOMEM;
+            k->users = u;
+            k->capusers = cap;
+        }
+        user_sum *u = &k->users[k->nusers++];
+        memcpy(u->user, h->user, h->user_len + 1u);
+        u->qty = h->qty;
+    }
+    return 0;
+}
+
+static int user_cmp(const void *x, const void *y)
+{
+    return strcmp(((const user_sum *)x)->user, ((const user_sum *)y)->user);
+}
+
+static int check_user_row(void *p, const char *user, size_t user_len, uint64_t qty)
+{
+    check_ctx *k = p;
+    user_sum key;
+    memcpy(key.user, user, user_len);
+    key.user[user_len] = 0;
+    user_sum *u = bsearch(&key, k->users, k->nusers, sizeof(user_sum), user_cmp);
+    uint64_t want = u ? u->qty : 0;
+    if (u)
+        k->users_matched++;
+    if (want != qty)
+        violation(k, 4, "user \"%s\": users record says %llu, holds say %llu", key.user, (unsigned long long)qty,
+                  (unsigned long long)want);
+    if (qty > k->e->max_per_user)
+        violation(k, 4, "user \"%s\" has %llu, max_per_user %llu", key.user, (unsigned long long)qty,
+                  (unsigned long long)k->e->max_per_user);
+    return 0;
+}
+
+/* Sorts the active (user, qty) pairs and sums each user's into one entry. */
+static void users_fold(check_ctx *k)
+{
+    if (k->nusers == 0)
+        return;
+    qsort(k->users, k->nusers, sizeof(user_sum), user_cmp);
+    size_t w = 0;
+    for (size_t r = 1; r < k->nusers; r++) {
+        if (strcmp(k->users[r].user, k->users[w].user) == 0)
+            k->users[w].qty += k->users[r].qty;
+        else
+            k->users[++w] = k->users[r];
+    }
+    k->nusers = w + 1;
+}
+
+static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
+{
+    check_ctx *k = p;
+    k->ev = ev;
+    k->ev_len = ev_len;
+    k->e = e;
+    k->held = k->confirmed = k->held_holds = 0;
+    k->nusers = k->users_matched = 0;
+    k->res->events_checked++;
+    uint64_t free_sum = 0;
+    uint32_t records = 0;
+    int rc = slot_store_shards_count(k->a->store, k->txn, ev, ev_len, &records);
+    for (uint16_t s = 0; rc == 0 && s < e->shards; s++) {
+        uint64_t f = 0;
+        rc = slot_store_shard_get(k->a->store, k->txn, ev, ev_len, s, &f);
+        if (rc == MDB_NOTFOUND) {
+            violation(k, 1, "shard %u is missing", (unsigned)s);
+            rc = 0;
+        }
+        free_sum += f;
+    }
+    if (rc != 0)
+        return rc;
+    if (records != e->shards)
+        violation(k, 1, "%u shard records for %u shards", records, (unsigned)e->shards);
+    if (free_sum + e->held + e->confirmed != e->capacity || e->held + e->confirmed > e->capacity)
+        violation(k, 1, "free %llu + held %llu + confirmed %llu != capacity %llu", (unsigned long long)free_sum,
+                  (unsigned long long)e->held, (unsigned long long)e->confirmed, (unsigned long long)e->capacity);
+    rc = slot_store_holds_scan(k->a->store, k->txn, ev, ev_len, check_hold, k);
+    if (rc != 0)
+        return rc;
+    if (k->held != e->held || k->confirmed != e->confirmed)
+        violation(k, 2, "counters held %llu confirmed %llu, holds say %llu and %llu", (unsigned long long)e->held,
+                  (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);
+    if (e->max_per_user > 0) {
+        users_fold(k);
+        rc = slot_store_users_scan(k->a->store, k->txn, ev, ev_len, check_user_row, k);
+        if (rc == 0 && k->users_matched != k->nusers)
+            violation(k, 4, "%zu users with active holds have no users record", k->nusers - k->users_matched);
+    }
+    return rc;
+}
+
+/* Every expiry entry must name a held hold with that expires_at (invariant 7:
+ * a hold that left "held" can never be expired later). */
+typedef struct expiry_check {
+    check_ctx *k;
+    const char *only;
+    size_t only_len;
+} expiry_check;
+
+static int check_expiry_row(void *p, uint64_t at, const char *ev, size_t ev_len, uint64_t seq)
+{
+    expiry_check *x = p;
+    if (x->only && (ev_len != x->only_len || memcmp(ev, x->only, ev_len) != 0))
+        return 0;
+    slot_hold_rec h;
+    int rc = slot_store_hold_get(x->k->a->store, x->k->txn, ev, ev_len, seq, &h);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return rc;
+    if (rc == MDB_NOTFOUND || h.status != SLOT_HOLD_HELD || h.expires_at_ms != at) {
+        x->k->ev = ev;
+        x->k->ev_len = ev_len;
+        violation(x->k, 7, "expiry entry for seq %llu names a hold that is not held at that time",
+                  (unsigned long long)seq);
+    }
+    return 0;
+}
+
+int slot_alloc_check(slot_alloc *a, MDB_txn *txn, const char *event, size_t event_len, slot_res *res)
+{
+    check_ctx k = {.a = a, .txn = txn, .res = res};
+    int rc;
+    res->err = SLOT_E_OK;
+    if (event) {
+        slot_event_rec e;
+        rc = slot_store_event_get(a->store, txn, event, event_len, &e);
+        if (rc == MDB_NOTFOUND) {
+            slot_res_error(res, SLOT_E_UNKNOWN_EVENT, "no event \"%.*s\"", (int)event_len, event);
+            return 0;
+        }
+        if (rc == 0)
+            rc = check_event(&k, event, event_len, &e);
+    } else {
+        rc = slot_store_events_scan(a->store, txn, check_event, &k);
+    }
+    if (rc == 0) {
+        expiry_check x = {&k, event, event_len};
+        rc = slot_store_expiry_scan(a->store, txn, UINT64_MAX, check_expiry_row, &x);
+    }
+    res->holds_checked = k.holds;
+    free(k.users);
+    return rc;
+}

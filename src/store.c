@@ -1,0 +1,713 @@
+/*
+ * store.c — slotd's LMDB schema (see slot/store.h for the table of databases).
+ *
+ * Keys are built in caller stack buffers: a name is one length byte then its
+ * bytes, integers are big-endian, so LMDB's memcmp order is number order.
+ * Records are packed by hand, field by field, big-endian, after a version
+ * byte, so the file does not depend on struct layout or the host's byte order.
+ */
+#include "slot/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define KEY_BYTES_MAX 512 /* LMDB's default mdb_env_get_maxkeysize() is 511 */
+/* requests key: 3 names, each a length byte plus its bytes. */
+_Static_assert(3 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_MAX <= 511,
+               "requests key fits LMDB's key size");
+
+enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_REQUESTS, DB_EXPIRY, DB_USERS };
+static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds",
+                                                     "requests", "expiry", "users"};
+
+struct slot_store {
+    MDB_env *env;
+    MDB_dbi dbi[SLOT_STORE_DBS];
+    uint64_t map_size, map_size_max;
+};
+
+/* ---- byte packing */
+
+typedef struct buf {
+    uint8_t *p;
+    size_t len, cap;
+    bool bad; /* a read past the end or a write past cap */
+} buf;
+
+static void put_u8(buf *b, uint8_t v)
+{
+    if (b->len + 1 > b->cap) {
+        b->bad = true;
+        return;
+    }
+    b->p[b->len++] = v;
+}
+
+static void put_be(buf *b, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        put_u8(b, (uint8_t)(v >> (8 * i)));
+}
+
+static void put_name(buf *b, const char *s, size_t len)
+{
+    if (len > 255 || b->len + 1 + len > b->cap) {
+        b->bad = true;
+        return;
+    }
+    b->p[b->len++] = (uint8_t)len;
+    memcpy(b->p + b->len, s, len);
+    b->len += len;
+}
+
+static uint8_t get_u8(buf *b)
+{
+    if (b->len + 1 > b->cap) {
+        b->bad = true;
+        return 0;
+    }
+    return b->p[b->len++];
+}
+
+static uint64_t get_be(buf *b, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = (v << 8) | get_u8(b);
+    return v;
+}
+
+/* Reads a name into out (capacity outcap including the NUL). */
+static size_t get_name(buf *b, char *out, size_t outcap)
+{
+    size_t len = get_u8(b);
+    if (b->bad || len + 1 > outcap || b->len + len > b->cap) {
+        b->bad = true;
+        return 0;
+    }
+    memcpy(out, b->p + b->len, len);
+    out[len] = 0;
+    b->len += len;
+    return len;
+}
+
+static uint64_t load_be64(const void *p)
+{
+    buf b = {.p = (uint8_t *)p, .cap = 8};
+    return get_be(&b, 8);
+}
+
+/* ---- open, close, grow */
+
+static int check_schema(slot_store *st, MDB_txn *txn, bool create, char *errbuf, size_t errlen)
+{
+    MDB_val k = {6, "schema"}, v;
+    int rc = mdb_get(txn, st->dbi[DB_META], &k, &v);
+    if (rc == MDB_NOTFOUND && create) {
+        uint8_t raw[12];
+        memcpy(raw, SLOT_SCHEMA_MAGIC, 8);
+        buf b = {.p = raw + 8, .cap = 4};
+        put_be(&b, SLOT_SCHEMA_VERSION, 4);
+        v.mv_data = raw;
+        v.mv_size = sizeof(raw);
+        return mdb_put(txn, st->dbi[DB_META], &k, &v, 0);
+    }
+    if (rc != 0)
+        return rc;
+    if (v.mv_size != 12 || memcmp(v.mv_data, SLOT_SCHEMA_MAGIC, 8) != 0) {
+        snprintf(errbuf, errlen, "not a slotd store (bad schema magic)");
+        return EINVAL;
+    }
+    buf b = {.p = (uint8_t *)v.mv_data + 8, .cap = 4};
+    uint32_t version = (uint32_t)get_be(&b, 4);
+    if (version > SLOT_SCHEMA_VERSION) {
+        snprintf(errbuf, errlen, "written by a newer slotd (schema %u); this one reads up to %u", version,
+                 SLOT_SCHEMA_VERSION);
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* Opens the named databases and checks (or writes) the schema record. A
+ * folder that has an LMDB file without our meta record is foreign. */
+static int open_dbs(slot_store *st, bool read_only, char *errbuf, size_t errlen)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, read_only ? MDB_RDONLY : 0, &txn);
+    if (rc != 0)
+        return rc;
+    MDB_dbi main_dbi;
+    rc = mdb_dbi_open(txn, NULL, 0, &main_dbi);
+    MDB_stat ms;
+    bool fresh = rc == 0 && mdb_stat(txn, main_dbi, &ms) == 0 && ms.ms_entries == 0;
+    for (int i = 0; rc == 0 && i < SLOT_STORE_DBS; i++) {
+        rc = mdb_dbi_open(txn, db_names[i], read_only ? 0 : MDB_CREATE, &st->dbi[i]);
+        if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+            snprintf(errbuf, errlen, "not a slotd store (database \"%s\" %s)", db_names[i],
+                     rc == MDB_NOTFOUND ? "missing" : "of another kind");
+            rc = EINVAL;
+        }
+    }
+    if (rc == 0)
+        rc = check_schema(st, txn, fresh && !read_only, errbuf, errlen);
+    if (rc == MDB_NOTFOUND) {
+        snprintf(errbuf, errlen, "not a slotd store (no schema record)");
+        rc = EINVAL;
+    }
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    return mdb_txn_commit(txn);
+}
+
+int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf, size_t errlen)
+{
+    *out = NULL;
+    snprintf(errbuf, errlen, "%s", "");
+    if (!opts->read_only && mkdir(opts->dir, 0700) != 0 && errno != EEXIST) {
+        int e = errno;
+        snprintf(errbuf, errlen, "mkdir %s: %s", opts->dir, strerror(e));
+        return -e;
+    }
+    slot_store *st = calloc(1, sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    st->map_size_max = opts->map_size_max ? opts->map_size_max : SLOT_MAP_SIZE_MAX_DEFAULT;
+    int rc = mdb_env_create(&st->env);
+    if (rc == 0)
+        rc = mdb_env_set_maxdbs(st->env, SLOT_STORE_DBS);
+    if (rc == 0)
+        rc = mdb_env_set_maxreaders(st->env, SLOT_STORE_READERS);
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+    if (opts->nosync)
+        flags |= MDB_NOSYNC;
+    if (opts->read_only)
+        flags |= MDB_RDONLY;
+    if (rc == 0)
+        rc = mdb_env_open(st->env, opts->dir, flags, 0600);
+    if (rc != 0) {
+        if (!errbuf[0])
+            snprintf(errbuf, errlen, "open %s: %s", opts->dir, mdb_strerror(rc));
+        goto fail;
+    }
+    /* The file may be bigger than our initial map (it grew in an earlier run). */
+    MDB_envinfo info;
+    mdb_env_info(st->env, &info);
+    st->map_size = info.me_mapsize;
+    if (st->map_size < SLOT_MAP_SIZE_INITIAL && !opts->read_only) {
+        st->map_size = SLOT_MAP_SIZE_INITIAL < st->map_size_max ? SLOT_MAP_SIZE_INITIAL : st->map_size_max;
+        rc = mdb_env_set_mapsize(st->env, st->map_size);
+        if (rc != 0)
+            goto fail;
+    }
+    int dead = 0;
+    mdb_reader_check(st->env, &dead); /* readers left by killed processes */
+    rc = open_dbs(st, opts->read_only, errbuf, errlen);
+    if (rc != 0) {
+        if (!errbuf[0])
+            snprintf(errbuf, errlen, "open %s: %s", opts->dir, mdb_strerror(rc));
+        goto fail;
+    }
+    *out = st;
+    return 0;
+fail:
+    mdb_env_close(st->env);
+    free(st);
+    return rc;
+}
+
+void slot_store_close(slot_store *st)
+{
+    if (!st)
+        return;
+    mdb_env_close(st->env);
+    free(st);
+}
+
+MDB_env *slot_store_env(slot_store *st)
+{
+    return st->env;
+}
+
+int slot_store_grow(slot_store *st)
+{
+    if (st->map_size >= st->map_size_max)
+        return MDB_MAP_FULL;
+    uint64_t next = st->map_size * 2;
+    if (next > st->map_size_max)
+        next = st->map_size_max;
+    int rc = mdb_env_set_mapsize(st->env, next);
+    if (rc == 0)
+        st->map_size = next;
+    return rc;
+}
+
+uint64_t slot_store_map_size(slot_store *st)
+{
+    return st->map_size;
+}
+
+uint64_t slot_store_used_bytes(slot_store *st)
+{
+    MDB_envinfo info;
+    MDB_stat stat;
+    if (mdb_env_info(st->env, &info) != 0 || mdb_env_stat(st->env, &stat) != 0)
+        return 0;
+    return ((uint64_t)info.me_last_pgno + 1) * stat.ms_psize;
+}
+
+int slot_store_sync(slot_store *st)
+{
+    return mdb_env_sync(st->env, 1);
+}
+
+/* ---- keys */
+
+typedef struct key {
+    uint8_t raw[KEY_BYTES_MAX];
+    buf b;
+} key;
+
+static MDB_val key_val(key *k)
+{
+    MDB_val v = {k->b.len, k->raw};
+    return v;
+}
+
+static void key_init(key *k)
+{
+    k->b = (buf){.p = k->raw, .cap = sizeof(k->raw)};
+}
+
+/* ---- events */
+
+#define EVENT_REC_BYTES 58
+
+int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
+{
+    key k;
+    key_init(&k);
+    put_name(&k.b, ev, ev_len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_EVENTS], &kv, &v);
+    if (rc != 0)
+        return rc;
+    buf b = {.p = v.mv_data, .cap = v.mv_size};
+    if (get_u8(&b) != SLOT_RECORD_VERSION)
+        return MDB_CORRUPTED;
+    out->status = get_u8(&b) ? SLOT_EVENT_CLOSED : SLOT_EVENT_ON_SALE;
+    out->shards = (uint16_t)get_be(&b, 2);
+    out->max_per_request = (uint16_t)get_be(&b, 2);
+    out->hold_ttl_ms = (uint32_t)get_be(&b, 4);
+    out->capacity = get_be(&b, 8);
+    out->held = get_be(&b, 8);
+    out->confirmed = get_be(&b, 8);
+    out->max_per_user = get_be(&b, 8);
+    out->next_seq = get_be(&b, 8);
+    out->created_at_ms = get_be(&b, 8);
+    return b.bad ? MDB_CORRUPTED : 0;
+}
+
+int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_event_rec *rec)
+{
+    key k;
+    key_init(&k);
+    put_name(&k.b, ev, ev_len);
+    uint8_t raw[EVENT_REC_BYTES];
+    buf b = {.p = raw, .cap = sizeof(raw)};
+    put_u8(&b, SLOT_RECORD_VERSION);
+    put_u8(&b, rec->status == SLOT_EVENT_CLOSED);
+    put_be(&b, rec->shards, 2);
+    put_be(&b, rec->max_per_request, 2);
+    put_be(&b, rec->hold_ttl_ms, 4);
+    put_be(&b, rec->capacity, 8);
+    put_be(&b, rec->held, 8);
+    put_be(&b, rec->confirmed, 8);
+    put_be(&b, rec->max_per_user, 8);
+    put_be(&b, rec->next_seq, 8);
+    put_be(&b, rec->created_at_ms, 8);
+    if (b.bad || k.b.bad)
+        return EINVAL;
+    MDB_val kv = key_val(&k), v = {b.len, raw};
+    return mdb_put(txn, st->dbi[DB_EVENTS], &kv, &v, 0);
+}
+
+/* ---- shards */
+
+static void shard_key(key *k, const char *ev, size_t ev_len, uint16_t shard)
+{
+    key_init(k);
+    put_name(&k->b, ev, ev_len);
+    put_be(&k->b, shard, 2);
+}
+
+int slot_store_shard_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t *free_units)
+{
+    key k;
+    shard_key(&k, ev, ev_len, shard);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_SHARDS], &kv, &v);
+    if (rc != 0)
+        return rc;
+    if (v.mv_size != 8)
+        return MDB_CORRUPTED;
+    *free_units = load_be64(v.mv_data);
+    return 0;
+}
+
+int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t free_units)
+{
+    key k;
+    shard_key(&k, ev, ev_len, shard);
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, free_units, 8);
+    MDB_val kv = key_val(&k), v = {8, raw};
+    return k.b.bad ? EINVAL : mdb_put(txn, st->dbi[DB_SHARDS], &kv, &v, 0);
+}
+
+int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard)
+{
+    key k;
+    shard_key(&k, ev, ev_len, shard);
+    MDB_val kv = key_val(&k);
+    return mdb_del(txn, st->dbi[DB_SHARDS], &kv, NULL);
+}
+
+/* ---- holds */
+
+#define HOLD_REC_BYTES_MAX (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX)
+
+static void hold_key(key *k, const char *ev, size_t ev_len, uint64_t seq)
+{
+    key_init(k);
+    put_name(&k->b, ev, ev_len);
+    put_be(&k->b, seq, 8);
+}
+
+static int hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
+{
+    buf b = {.p = v->mv_data, .cap = v->mv_size};
+    if (get_u8(&b) != SLOT_RECORD_VERSION)
+        return MDB_CORRUPTED;
+    out->seq = seq;
+    uint8_t status = get_u8(&b);
+    out->status = status < SLOT_HOLD__COUNT ? (slot_hold_status)status : SLOT_HOLD__COUNT;
+    out->qty = (uint16_t)get_be(&b, 2);
+    out->nparts = (uint16_t)get_be(&b, 2);
+    out->tag = get_be(&b, 8);
+    out->created_at_ms = get_be(&b, 8);
+    out->expires_at_ms = get_be(&b, 8);
+    out->user_len = (uint8_t)get_name(&b, out->user, sizeof(out->user));
+    out->request_len = (uint8_t)get_name(&b, out->request, sizeof(out->request));
+    if (out->nparts > SLOT_PARTS_MAX || status >= SLOT_HOLD__COUNT)
+        return MDB_CORRUPTED;
+    for (uint16_t i = 0; i < out->nparts; i++) {
+        out->parts[i].shard = (uint16_t)get_be(&b, 2);
+        out->parts[i].qty = (uint16_t)get_be(&b, 2);
+    }
+    return b.bad ? MDB_CORRUPTED : 0;
+}
+
+int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_hold_rec *out)
+{
+    key k;
+    hold_key(&k, ev, ev_len, seq);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_HOLDS], &kv, &v);
+    if (rc != 0)
+        return rc;
+    return hold_decode(&v, seq, out);
+}
+
+int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec)
+{
+    key k;
+    hold_key(&k, ev, ev_len, rec->seq);
+    uint8_t raw[HOLD_REC_BYTES_MAX];
+    buf b = {.p = raw, .cap = sizeof(raw)};
+    put_u8(&b, SLOT_RECORD_VERSION);
+    put_u8(&b, (uint8_t)rec->status);
+    put_be(&b, rec->qty, 2);
+    put_be(&b, rec->nparts, 2);
+    put_be(&b, rec->tag, 8);
+    put_be(&b, rec->created_at_ms, 8);
+    put_be(&b, rec->expires_at_ms, 8);
+    put_name(&b, rec->user, rec->user_len);
+    put_name(&b, rec->request, rec->request_len);
+    for (uint16_t i = 0; i < rec->nparts && i < SLOT_PARTS_MAX; i++) {
+        put_be(&b, rec->parts[i].shard, 2);
+        put_be(&b, rec->parts[i].qty, 2);
+    }
+    if (b.bad || k.b.bad || rec->nparts > SLOT_PARTS_MAX)
+        return EINVAL;
+    MDB_val kv = key_val(&k), v = {b.len, raw};
+    return mdb_put(txn, st->dbi[DB_HOLDS], &kv, &v, 0);
+}
+
+/* ---- requests (idempotency index) */
+
+static void request_key(key *k, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                        size_t req_len)
+{
+    key_init(k);
+    put_name(&k->b, ev, ev_len);
+    put_name(&k->b, user, user_len);
+    put_name(&k->b, req, req_len);
+}
+
+int slot_store_request_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                           size_t user_len, const char *req, size_t req_len, uint64_t *seq)
+{
+    key k;
+    request_key(&k, ev, ev_len, user, user_len, req, req_len);
+    if (k.b.bad)
+        return EINVAL;
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_REQUESTS], &kv, &v);
+    if (rc != 0)
+        return rc;
+    if (v.mv_size != 8)
+        return MDB_CORRUPTED;
+    *seq = load_be64(v.mv_data);
+    return 0;
+}
+
+int slot_store_request_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                           size_t user_len, const char *req, size_t req_len, uint64_t seq)
+{
+    key k;
+    request_key(&k, ev, ev_len, user, user_len, req, req_len);
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, seq, 8);
+    MDB_val kv = key_val(&k), v = {8, raw};
+    return k.b.bad ? EINVAL : mdb_put(txn, st->dbi[DB_REQUESTS], &kv, &v, 0);
+}
+
+/* ---- expiry index */
+
+static void expiry_key(key *k, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
+{
+    key_init(k);
+    put_be(&k->b, expires_at_ms, 8);
+    put_name(&k->b, ev, ev_len);
+    put_be(&k->b, seq, 8);
+}
+
+int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
+{
+    key k;
+    expiry_key(&k, expires_at_ms, ev, ev_len, seq);
+    MDB_val kv = key_val(&k), v = {0, ""};
+    return k.b.bad ? EINVAL : mdb_put(txn, st->dbi[DB_EXPIRY], &kv, &v, 0);
+}
+
+int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
+{
+    key k;
+    expiry_key(&k, expires_at_ms, ev, ev_len, seq);
+    MDB_val kv = key_val(&k);
+    return mdb_del(txn, st->dbi[DB_EXPIRY], &kv, NULL);
+}
+
+/* ---- users (per-user held + confirmed, for max_per_user) */
+
+static void user_key(key *k, const char *ev, size_t ev_len, const char *user, size_t user_len)
+{
+    key_init(k);
+    put_name(&k->b, ev, ev_len);
+    put_name(&k->b, user, user_len);
+}
+
+int slot_store_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                        uint64_t *qty)
+{
+    key k;
+    user_key(&k, ev, ev_len, user, user_len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_USERS], &kv, &v);
+    if (rc == MDB_NOTFOUND) {
+        *qty = 0;
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    if (v.mv_size != 8)
+        return MDB_CORRUPTED;
+    *qty = load_be64(v.mv_data);
+    return 0;
+}
+
+int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                        uint64_t qty)
+{
+    key k;
+    user_key(&k, ev, ev_len, user, user_len);
+    if (k.b.bad)
+        return EINVAL;
+    MDB_val kv = key_val(&k);
+    if (qty == 0) {
+        int rc = mdb_del(txn, st->dbi[DB_USERS], &kv, NULL);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+    }
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, qty, 8);
+    MDB_val v = {8, raw};
+    return mdb_put(txn, st->dbi[DB_USERS], &kv, &v, 0);
+}
+
+/* ---- scans */
+
+/* Walks the records of `dbi` whose key starts with `prefix`, calling fn. */
+typedef int (*raw_fn)(void *ctx, const MDB_val *k, const MDB_val *v);
+
+static int scan_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen, raw_fn fn, void *ctx)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, dbi, &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val k = {plen, (void *)prefix}, v;
+    rc = mdb_cursor_get(cur, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    while (rc == 0) {
+        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+            break;
+        rc = fn(ctx, &k, &v);
+        if (rc != 0)
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+struct scan_ctx {
+    void *fn;
+    void *ctx;
+    size_t skip; /* prefix bytes before what the callback wants */
+};
+
+
+int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_EVENTS], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val k, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        buf b = {.p = k.mv_data, .cap = k.mv_size};
+        char ev[SLOT_EVENT_BYTES_MAX + 1];
+        size_t len = get_name(&b, ev, sizeof(ev));
+        slot_event_rec rec;
+        rc = b.bad ? MDB_CORRUPTED : slot_store_event_get(st, txn, ev, len, &rec);
+        if (rc == 0)
+            rc = fn(ctx, ev, len, &rec);
+        if (rc != 0)
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int hold_row(void *c, const MDB_val *k, const MDB_val *v)
+{
+    struct scan_ctx *sc = c;
+    if (k->mv_size != sc->skip + 8)
+        return MDB_CORRUPTED;
+    slot_hold_rec *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return ENOMEM;
+    int rc = hold_decode(v, load_be64((uint8_t *)k->mv_data + sc->skip), rec);
+    if (rc == 0)
+        rc = ((slot_store_hold_fn)sc->fn)(sc->ctx, rec);
+    free(rec);
+    return rc;
+}
+
+int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_hold_fn fn, void *ctx)
+{
+    key k;
+    key_init(&k);
+    put_name(&k.b, ev, ev_len);
+    struct scan_ctx sc = {(void *)fn, ctx, k.b.len};
+    return scan_prefix(txn, st->dbi[DB_HOLDS], k.raw, k.b.len, hold_row, &sc);
+}
+
+static int user_row(void *c, const MDB_val *k, const MDB_val *v)
+{
+    struct scan_ctx *sc = c;
+    buf b = {.p = (uint8_t *)k->mv_data + sc->skip, .cap = k->mv_size - sc->skip};
+    char user[SLOT_USER_BYTES_MAX + 1];
+    size_t len = get_name(&b, user, sizeof(user));
+    if (b.bad || v->mv_size != 8)
+        return MDB_CORRUPTED;
+    return ((slot_store_user_fn)sc->fn)(sc->ctx, user, len, load_be64(v->mv_data));
+}
+
+int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_user_fn fn, void *ctx)
+{
+    key k;
+    key_init(&k);
+    put_name(&k.b, ev, ev_len);
+    struct scan_ctx sc = {(void *)fn, ctx, k.b.len};
+    return scan_prefix(txn, st->dbi[DB_USERS], k.raw, k.b.len, user_row, &sc);
+}
+
+int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot_store_expiry_fn fn, void *ctx)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_EXPIRY], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val k, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        buf b = {.p = k.mv_data, .cap = k.mv_size};
+        uint64_t at = get_be(&b, 8);
+        if (at > until_ms)
+            break;
+        char ev[SLOT_EVENT_BYTES_MAX + 1];
+        size_t len = get_name(&b, ev, sizeof(ev));
+        uint64_t seq = get_be(&b, 8);
+        rc = b.bad ? MDB_CORRUPTED : fn(ctx, at, ev, len, seq);
+        if (rc != 0)
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int count_row(void *c, const MDB_val *k, const MDB_val *v)
+{
+    (void)k;
+    (void)v;
+    (*(uint32_t *)c)++;
+    return 0;
+}
+
+int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint32_t *count)
+{
+    key k;
+    key_init(&k);
+    put_name(&k.b, ev, ev_len);
+    *count = 0;
+    return scan_prefix(txn, st->dbi[DB_SHARDS], k.raw, k.b.len, count_row, count);
+}
+
+int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
+{
+    key k;
+    expiry_key(&k, expires_at_ms, ev, ev_len, seq);
+    MDB_val kv = key_val(&k), v;
+    return mdb_get(txn, st->dbi[DB_EXPIRY], &kv, &v);
+}
