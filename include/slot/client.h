@@ -72,9 +72,12 @@ typedef struct slot_reply {
 
 /*
  * slot_reply_parse — parse one reply line (without "\n"; need not be
- * NUL-terminated). Clears `out` first. Returns 0, or -EINVAL when the line is
- * not a JSON object with a boolean "ok". out must be cleared with
- * slot_reply_clear after use.
+ * NUL-terminated). Clears `out` first (it need not be initialized, but a
+ * reply already in it must have been cleared, or its heap parts leak).
+ * Returns 0, or -EINVAL when the line is not a JSON object with a boolean
+ * "ok", -ENOMEM. Known fields of an unexpected type are left zero; strings
+ * longer than their field are cut at a UTF-8 character boundary. out must be
+ * cleared with slot_reply_clear after use (also after an error: harmless).
  */
 int slot_reply_parse(const char *line, size_t len, slot_reply *out);
 void slot_reply_clear(slot_reply *r);
@@ -85,14 +88,17 @@ typedef struct slot_client slot_client;
 /*
  * slot_client_connect — TCP connect to host:port (host: a numeric IPv4/IPv6
  * address or a name resolved by getaddrinfo), TCP_NODELAY on.
- *   timeout_ms: for the connect; 0 = the system's.
- * Returns 0 and *out (owned; slot_client_close frees), or -errno.
+ *   timeout_ms: for the connect (per resolved address); 0 = the system's.
+ * Returns 0 and *out (owned; slot_client_close frees), or -errno of the last
+ * address tried (-ECONNREFUSED, -ETIMEDOUT, ...); -ENXIO when the name does
+ * not resolve.
  */
 int slot_client_connect(const char *host, uint16_t port, int timeout_ms, slot_client **out);
 void slot_client_close(slot_client *c);
 int slot_client_fd(const slot_client *c);
 
-/* slot_client_send — encode and send req (blocking until the kernel has it). 0 or -errno. */
+/* slot_client_send — encode and send req (blocking, without a time bound, until
+ * the kernel has it; SIGPIPE is never raised: a closed peer is -EPIPE). 0 or -errno. */
 int slot_client_send(slot_client *c, const slot_req *req);
 /* slot_client_send_raw — send bytes as they are (tests of bad input). 0 or -errno. */
 int slot_client_send_raw(slot_client *c, const void *data, size_t len);

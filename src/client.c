@@ -1,0 +1,724 @@
+/* client.c — the C client of slotd's protocol: request codec, reply parser and
+ * a blocking connection; see slot/client.h. */
+#include "slot/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- building */
+
+void slot_req_init(slot_req *req, slot_op op)
+{
+    memset(req, 0, sizeof(*req));
+    req->op = op;
+}
+
+/* Copy a NUL-terminated string into a fixed field; -EINVAL when it does not fit. */
+static int set_field(char *dst, size_t max, const char *src, size_t *len_out)
+{
+    size_t n = strlen(src);
+    if (n > max)
+        return -EINVAL;
+    memcpy(dst, src, n + 1);
+    *len_out = n;
+    return 0;
+}
+
+int slot_req_set_event(slot_req *req, const char *event)
+{
+    size_t n = 0;
+    int rc = set_field(req->event, SLOT_EVENT_BYTES_MAX, event, &n);
+    if (rc == 0) {
+        req->event_len = (uint8_t)n;
+        req->has |= SLOT_HAS_EVENT;
+    }
+    return rc;
+}
+
+int slot_req_set_user(slot_req *req, const char *user)
+{
+    size_t n = 0;
+    int rc = set_field(req->user, SLOT_USER_BYTES_MAX, user, &n);
+    if (rc == 0)
+        req->user_len = (uint8_t)n;
+    return rc;
+}
+
+int slot_req_set_request(slot_req *req, const char *request)
+{
+    size_t n = 0;
+    int rc = set_field(req->request, SLOT_REQUEST_BYTES_MAX, request, &n);
+    if (rc == 0)
+        req->request_len = (uint8_t)n;
+    return rc;
+}
+
+int slot_req_set_hold(slot_req *req, const char *hold)
+{
+    size_t n = 0;
+    int rc = set_field(req->hold, SLOT_HOLD_ARG_BYTES_MAX, hold, &n);
+    if (rc == 0)
+        req->hold_len = (uint8_t)n;
+    return rc;
+}
+
+int slot_req_set_token(slot_req *req, const char *token)
+{
+    size_t n = 0;
+    int rc = set_field(req->token, SLOT_TOKEN_BYTES_MAX, token, &n);
+    if (rc == 0) {
+        req->token_len = (uint16_t)n;
+        req->has |= SLOT_HAS_TOKEN;
+    }
+    return rc;
+}
+
+void slot_req_set_id_int(slot_req *req, int64_t id)
+{
+    req->id.kind = SLOT_ID_INT;
+    req->id.i = id;
+    req->id.len = 0;
+    req->id.s[0] = 0;
+}
+
+int slot_req_set_id_str(slot_req *req, const char *id)
+{
+    size_t n = 0;
+    int rc = set_field(req->id.s, SLOT_ID_BYTES_MAX, id, &n);
+    if (rc == 0) {
+        req->id.kind = SLOT_ID_STR;
+        req->id.len = (uint8_t)n;
+        req->id.i = 0;
+    }
+    return rc;
+}
+
+int slot_req_hold(slot_req *req, const char *event, const char *user, const char *request, uint32_t qty)
+{
+    slot_req_init(req, SLOT_OP_HOLD);
+    req->qty = qty;
+    if (slot_req_set_event(req, event) < 0 || slot_req_set_user(req, user) < 0 ||
+        slot_req_set_request(req, request) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *hold, const char *user)
+{
+    if (op != SLOT_OP_CONFIRM && op != SLOT_OP_RELEASE && op != SLOT_OP_GET_HOLD && op != SLOT_OP_CANCEL)
+        return -EINVAL;
+    slot_req_init(req, op);
+    if (slot_req_set_event(req, event) < 0 || slot_req_set_hold(req, hold) < 0)
+        return -EINVAL;
+    if (user && slot_req_set_user(req, user) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int slot_req_event(slot_req *req, slot_op op, const char *event)
+{
+    if ((unsigned)op >= SLOT_OP__COUNT)
+        return -EINVAL;
+    slot_req_init(req, op);
+    if (event && slot_req_set_event(req, event) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+/* A bounded writer that keeps counting past the end, so the caller learns the
+ * size a line needs (snprintf's contract) without a second pass. */
+typedef struct wbuf {
+    char *p;
+    size_t cap;
+    size_t len;
+} wbuf;
+
+static void w_mem(wbuf *w, const char *s, size_t n)
+{
+    if (w->len + n <= w->cap)
+        memcpy(w->p + w->len, s, n);
+    w->len += n;
+}
+
+#define W_LIT(w, lit) w_mem((w), (lit), sizeof(lit) - 1)
+
+static void w_u64(wbuf *w, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    w_mem(w, tmp + i, sizeof(tmp) - i);
+}
+
+static void w_i64(wbuf *w, int64_t v)
+{
+    if (v < 0) {
+        W_LIT(w, "-");
+        w_u64(w, (uint64_t)0 - (uint64_t)v); /* INT64_MIN has no positive int64 */
+        return;
+    }
+    w_u64(w, (uint64_t)v);
+}
+
+/* A JSON string: runs of plain bytes are copied whole; '"', '\\' and control
+ * characters are escaped. Bytes >= 0x80 pass as they are (UTF-8 is the
+ * caller's; the server answers bad_json to invalid UTF-8). */
+static void w_str(wbuf *w, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    W_LIT(w, "\"");
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        w_mem(w, s + run, i - run);
+        run = i + 1;
+        switch (ch) {
+        case '"': W_LIT(w, "\\\""); break;
+        case '\\': W_LIT(w, "\\\\"); break;
+        case '\n': W_LIT(w, "\\n"); break;
+        case '\r': W_LIT(w, "\\r"); break;
+        case '\t': W_LIT(w, "\\t"); break;
+        case '\b': W_LIT(w, "\\b"); break;
+        case '\f': W_LIT(w, "\\f"); break;
+        default: {
+            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+            w_mem(w, esc, sizeof(esc));
+        }
+        }
+    }
+    w_mem(w, s + run, n - run);
+    W_LIT(w, "\"");
+}
+
+/* ,"key":"value" and ,"key":123 — every field after "op" starts with a comma. */
+static void w_key(wbuf *w, const char *key)
+{
+    W_LIT(w, ",\"");
+    w_mem(w, key, strlen(key));
+    W_LIT(w, "\":");
+}
+
+static void w_str_field(wbuf *w, const char *key, const char *s, size_t n)
+{
+    w_key(w, key);
+    w_str(w, s, n);
+}
+
+static void w_u64_field(wbuf *w, const char *key, uint64_t v)
+{
+    w_key(w, key);
+    w_u64(w, v);
+}
+
+static void w_create_event(wbuf *w, const slot_req *req)
+{
+    w_str_field(w, "event", req->event, req->event_len);
+    w_u64_field(w, "capacity", req->capacity);
+    if (req->has & SLOT_HAS_SHARDS)
+        w_u64_field(w, "shards", req->shards);
+    if (req->has & SLOT_HAS_HOLD_TTL)
+        w_u64_field(w, "hold_ttl_ms", req->hold_ttl_ms);
+    if (req->has & SLOT_HAS_MAX_PER_USER)
+        w_u64_field(w, "max_per_user", req->max_per_user);
+    if (req->has & SLOT_HAS_MAX_PER_REQUEST)
+        w_u64_field(w, "max_per_request", req->max_per_request);
+}
+
+/* The fields of each op (PROTOCOL.md, "Frontend ops" and "Admin ops"). */
+static void w_op_fields(wbuf *w, const slot_req *req)
+{
+    switch (req->op) {
+    case SLOT_OP_HELLO:
+        if (req->has & SLOT_HAS_TOKEN)
+            w_str_field(w, "token", req->token, req->token_len);
+        break;
+    case SLOT_OP_HOLD:
+        w_str_field(w, "event", req->event, req->event_len);
+        w_str_field(w, "user", req->user, req->user_len);
+        w_str_field(w, "request", req->request, req->request_len);
+        w_u64_field(w, "qty", req->qty);
+        break;
+    case SLOT_OP_CONFIRM:
+    case SLOT_OP_RELEASE:
+    case SLOT_OP_GET_HOLD:
+        w_str_field(w, "event", req->event, req->event_len);
+        w_str_field(w, "hold", req->hold, req->hold_len);
+        w_str_field(w, "user", req->user, req->user_len);
+        break;
+    case SLOT_OP_CANCEL:
+        w_str_field(w, "event", req->event, req->event_len);
+        w_str_field(w, "hold", req->hold, req->hold_len);
+        break;
+    case SLOT_OP_EVENT:
+    case SLOT_OP_SHARDS:
+        w_str_field(w, "event", req->event, req->event_len);
+        break;
+    case SLOT_OP_CHECK:
+        if (req->has & SLOT_HAS_EVENT)
+            w_str_field(w, "event", req->event, req->event_len);
+        break;
+    case SLOT_OP_CREATE_EVENT:
+        w_create_event(w, req);
+        break;
+    case SLOT_OP_SET_CAPACITY:
+        w_str_field(w, "event", req->event, req->event_len);
+        w_u64_field(w, "capacity", req->capacity);
+        break;
+    case SLOT_OP_RESHARD:
+        w_str_field(w, "event", req->event, req->event_len);
+        w_u64_field(w, "shards", req->shards);
+        break;
+    case SLOT_OP_SET_STATUS: {
+        const char *st = slot_event_status_name(req->status);
+        w_str_field(w, "event", req->event, req->event_len);
+        w_str_field(w, "status", st, strlen(st));
+        break;
+    }
+    case SLOT_OP_EXPIRE:
+    case SLOT_OP_STATS:
+    case SLOT_OP__COUNT:
+        break;
+    }
+}
+
+long slot_req_encode(const slot_req *req, char *buf, size_t cap)
+{
+    if ((unsigned)req->op >= SLOT_OP__COUNT)
+        return -EINVAL;
+    wbuf w = {.p = buf, .cap = cap, .len = 0};
+    const char *op = slot_op_name(req->op);
+    W_LIT(&w, "{\"op\":\"");
+    w_mem(&w, op, strlen(op)); /* op names are plain ASCII: no escaping */
+    W_LIT(&w, "\"");
+    if (req->id.kind == SLOT_ID_INT) {
+        w_key(&w, "id");
+        w_i64(&w, req->id.i);
+    } else if (req->id.kind == SLOT_ID_STR) {
+        w_str_field(&w, "id", req->id.s, req->id.len);
+    }
+    w_op_fields(&w, req);
+    W_LIT(&w, "}\n");
+    if (w.len < cap)
+        buf[w.len] = 0;
+    return (long)w.len;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+/* Copy a reply string into a fixed field, cut (at a UTF-8 character
+ * boundary) when the server sent more than the field holds. */
+static void copy_str(char *dst, size_t size, const char *src, size_t n)
+{
+    if (n >= size) {
+        n = size - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--; /* src[n] would be a continuation byte: back off to a lead byte */
+    }
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+#define REPLY_STR(key, field) {key, offsetof(slot_reply, field), sizeof(((slot_reply *)0)->field)}
+static const struct {
+    const char *key;
+    size_t off, size;
+} reply_strs[] = {
+    REPLY_STR("error", error),     REPLY_STR("message", message), REPLY_STR("status", status),
+    REPLY_STR("hold", hold),       REPLY_STR("user", user),       REPLY_STR("event", event),
+    REPLY_STR("role", role),       REPLY_STR("version", version),
+};
+
+#define REPLY_U64(key, field) {key, offsetof(slot_reply, field)}
+static const struct {
+    const char *key;
+    size_t off;
+} reply_u64s[] = {
+    REPLY_U64("qty", qty),           REPLY_U64("expires_at", expires_at),
+    REPLY_U64("created_at", created_at), REPLY_U64("available", available),
+    REPLY_U64("capacity", capacity), REPLY_U64("held", held),
+    REPLY_U64("confirmed", confirmed), REPLY_U64("shards", shards),
+    REPLY_U64("hold_ttl_ms", hold_ttl_ms), REPLY_U64("max_per_user", max_per_user),
+    REPLY_U64("max_per_request", max_per_request), REPLY_U64("events", events),
+    REPLY_U64("holds", holds),       REPLY_U64("expired", expired),
+};
+
+/* The "shards" op's array: shard_free[i] is the free units of the i-th entry
+ * (the server lists shards in order, from 0). */
+static int parse_shard_array(json_t *arr, slot_reply *out)
+{
+    size_t n = json_array_size(arr);
+    if (n == 0)
+        return 0;
+    if (n > SLOT_SHARDS_MAX)
+        return -EINVAL;
+    out->shard_free = calloc(n, sizeof(uint64_t));
+    if (!out->shard_free)
+        return -ENOMEM;
+    out->nshard_free = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *fr = json_object_get(json_array_get(arr, i), "free");
+        if (json_is_integer(fr) && json_integer_value(fr) >= 0)
+            out->shard_free[i] = (uint64_t)json_integer_value(fr);
+    }
+    return 0;
+}
+
+/* Everything but "ok": the known fields, each only when of the expected type. */
+static int parse_fields(json_t *root, slot_reply *out)
+{
+    char *base = (char *)out;
+    for (size_t i = 0; i < sizeof(reply_strs) / sizeof(reply_strs[0]); i++) {
+        json_t *v = json_object_get(root, reply_strs[i].key);
+        if (json_is_string(v))
+            copy_str(base + reply_strs[i].off, reply_strs[i].size, json_string_value(v), json_string_length(v));
+    }
+    for (size_t i = 0; i < sizeof(reply_u64s) / sizeof(reply_u64s[0]); i++) {
+        json_t *v = json_object_get(root, reply_u64s[i].key);
+        if (json_is_integer(v) && json_integer_value(v) >= 0)
+            *(uint64_t *)(void *)(base + reply_u64s[i].off) = (uint64_t)json_integer_value(v);
+    }
+    out->replay = json_is_true(json_object_get(root, "replay"));
+    out->released = json_is_true(json_object_get(root, "released"));
+    out->cancelled = json_is_true(json_object_get(root, "cancelled"));
+    json_t *v = json_object_get(root, "protocol");
+    if (json_is_integer(v))
+        out->protocol = json_integer_value(v);
+    v = json_object_get(root, "violations");
+    if (json_is_array(v))
+        out->nviolations = (uint32_t)json_array_size(v);
+    v = json_object_get(root, "id");
+    if (json_is_integer(v)) {
+        out->id.kind = SLOT_ID_INT;
+        out->id.i = json_integer_value(v);
+    } else if (json_is_string(v)) {
+        out->id.kind = SLOT_ID_STR;
+        copy_str(out->id.s, sizeof(out->id.s), json_string_value(v), json_string_length(v));
+        out->id.len = (uint8_t)strlen(out->id.s);
+    }
+    v = json_object_get(root, "shards");
+    return json_is_array(v) ? parse_shard_array(v, out) : 0;
+}
+
+int slot_reply_parse(const char *line, size_t len, slot_reply *out)
+{
+    memset(out, 0, sizeof(*out));
+    json_error_t jerr;
+    json_t *root = json_loadb(line, len, 0, &jerr);
+    if (!root)
+        return -EINVAL;
+    json_t *ok = json_object_get(root, "ok");
+    if (!json_is_object(root) || !json_is_boolean(ok)) {
+        json_decref(root);
+        return -EINVAL;
+    }
+    out->ok = json_is_true(ok);
+    int rc = parse_fields(root, out);
+    json_decref(root);
+    if (rc == 0 && !(out->line = malloc(len + 1)))
+        rc = -ENOMEM;
+    if (rc < 0) {
+        slot_reply_clear(out);
+        return rc;
+    }
+    memcpy(out->line, line, len);
+    out->line[len] = 0;
+    /* A failure without a known code is SLOT_E__COUNT: the caller sees it is not one of ours. */
+    out->err = out->ok ? SLOT_E_OK : slot_err_from_name(out->error);
+    return 0;
+}
+
+void slot_reply_clear(slot_reply *r)
+{
+    free(r->shard_free);
+    free(r->line);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---------------------------------------------------------------- connection */
+
+#define CLIENT_BUF_BYTES_INITIAL (64u << 10) /* most replies are < 512 bytes: one read fills many */
+#define CLIENT_BUF_BYTES_MAX (SLOT_CLIENT_LINE_MAX + 1u) /* a longest line plus its "\n" */
+/* The longest request line: every string field of slot_req escaped at 6 bytes
+ * per byte (\u00XX), plus keys and numbers. */
+#define CLIENT_REQ_BYTES_MAX                                                                 \
+    (6u * (SLOT_EVENT_BYTES_MAX + SLOT_REQUEST_BYTES_MAX + SLOT_USER_BYTES_MAX +             \
+           SLOT_HOLD_ARG_BYTES_MAX + SLOT_TOKEN_BYTES_MAX + SLOT_ID_BYTES_MAX) + 1024u)
+
+struct slot_client {
+    int fd;
+    char *buf;          /* received bytes: [start, end) not yet returned */
+    size_t cap, start, end;
+    size_t scan;        /* bytes before this offset are known to hold no "\n" */
+    size_t pending;     /* length (with "\n") of the line last returned, consumed on the next call */
+    int err;            /* sticky: -EMSGSIZE once a line was too long, -ECONNRESET after EOF */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for `events` on fd until deadline_ms (monotonic; -1 = no deadline).
+ * Signals restart the wait with the time left. 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    for (;;) {
+        int left = -1;
+        if (deadline_ms >= 0) {
+            int64_t d = deadline_ms - now_ms();
+            left = d < 0 ? 0 : (d > 0x7fffffff ? 0x7fffffff : (int)d);
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = poll(&p, 1, left);
+        if (n > 0)
+            return 0; /* ready, or an error/hangup the next call will report */
+        if (n == 0)
+            return -ETIMEDOUT;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* Connect one resolved address: nonblocking connect, then poll for the
+ * outcome so the timeout is ours and not the kernel's ~2 minutes. */
+static int connect_addr(const struct addrinfo *ai, int timeout_ms, int *fd_out)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+        if (errno != EINPROGRESS && errno != EINTR) {
+            rc = -errno;
+        } else {
+            rc = wait_fd(fd, POLLOUT, timeout_ms > 0 ? now_ms() + timeout_ms : -1);
+            int soerr = 0;
+            socklen_t sl = sizeof(soerr);
+            if (rc == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+                rc = -errno;
+            else if (rc == 0 && soerr != 0)
+                rc = -soerr;
+        }
+    }
+    int one = 1;
+    if (rc == 0 && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+/* Resolve host:port and try each address in turn; -errno of the last failure. */
+static int connect_host(const char *host, uint16_t port, int timeout_ms, int *fd_out)
+{
+    char portstr[8];
+    snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int g = getaddrinfo(host, portstr, &hints, &res);
+    if (g != 0)
+        return g == EAI_SYSTEM ? -errno : g == EAI_MEMORY ? -ENOMEM : -ENXIO;
+    int rc = -ENXIO;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        rc = connect_addr(ai, timeout_ms, fd_out);
+        if (rc == 0)
+            break;
+    }
+    freeaddrinfo(res);
+    return rc;
+}
+
+int slot_client_connect(const char *host, uint16_t port, int timeout_ms, slot_client **out)
+{
+    *out = NULL;
+    slot_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->cap = CLIENT_BUF_BYTES_INITIAL;
+    c->buf = malloc(c->cap);
+    if (!c->buf) {
+        free(c);
+        return -ENOMEM;
+    }
+    int rc = connect_host(host, port, timeout_ms, &c->fd);
+    if (rc < 0) {
+        free(c->buf);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void slot_client_close(slot_client *c)
+{
+    if (!c)
+        return;
+    close(c->fd);
+    free(c->buf);
+    free(c);
+}
+
+int slot_client_fd(const slot_client *c)
+{
+    return c->fd;
+}
+
+int slot_client_send_raw(slot_client *c, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+        if (n >= 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int rc = wait_fd(c->fd, POLLOUT, -1);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int slot_client_send(slot_client *c, const slot_req *req)
+{
+    char line[CLIENT_REQ_BYTES_MAX];
+    long n = slot_req_encode(req, line, sizeof(line));
+    if (n < 0)
+        return (int)n;
+    if ((size_t)n >= sizeof(line))
+        return -EMSGSIZE; /* cannot happen for a slot_req: the bound covers every field */
+    return slot_client_send_raw(c, line, (size_t)n);
+}
+
+/* Make room after `end`: first by moving the unread bytes to the front, then
+ * by doubling the buffer up to CLIENT_BUF_BYTES_MAX. */
+static int make_room(slot_client *c)
+{
+    if (c->end < c->cap)
+        return 0;
+    if (c->start > 0) {
+        memmove(c->buf, c->buf + c->start, c->end - c->start);
+        c->end -= c->start;
+        c->scan -= c->start;
+        c->start = 0;
+        return 0;
+    }
+    if (c->cap >= CLIENT_BUF_BYTES_MAX)
+        return -EMSGSIZE;
+    size_t ncap = c->cap * 2 > CLIENT_BUF_BYTES_MAX ? CLIENT_BUF_BYTES_MAX : c->cap * 2;
+    char *nb = realloc(c->buf, ncap);
+    if (!nb)
+        return -ENOMEM;
+    c->buf = nb;
+    c->cap = ncap;
+    return 0;
+}
+
+/* Read what the socket has (waiting up to deadline_ms). 0, or a negative error;
+ * EOF is -ECONNRESET. */
+static int fill(slot_client *c, int64_t deadline_ms)
+{
+    int rc = make_room(c);
+    if (rc < 0)
+        return rc;
+    for (;;) {
+        ssize_t n = recv(c->fd, c->buf + c->end, c->cap - c->end, 0);
+        if (n > 0) {
+            c->end += (size_t)n;
+            return 0;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        rc = wait_fd(c->fd, POLLIN, deadline_ms);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+long slot_client_recv_line(slot_client *c, const char **line, int timeout_ms)
+{
+    c->start += c->pending;
+    c->pending = 0;
+    if (c->scan < c->start)
+        c->scan = c->start;
+    int64_t deadline_ms = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    for (;;) {
+        char *nl = memchr(c->buf + c->scan, '\n', c->end - c->scan);
+        if (nl) {
+            size_t len = (size_t)(nl - (c->buf + c->start));
+            c->pending = len + 1;
+            c->scan = c->start + len + 1;
+            if (len > 0 && c->buf[c->start + len - 1] == '\r')
+                len--;
+            c->buf[c->start + len] = 0;
+            *line = c->buf + c->start;
+            return (long)len;
+        }
+        c->scan = c->end;
+        if (c->err)
+            return c->err;
+        if (c->end - c->start > SLOT_CLIENT_LINE_MAX) {
+            c->err = -EMSGSIZE;
+            return c->err;
+        }
+        int rc = fill(c, deadline_ms);
+        if (rc == -ECONNRESET || rc == -EMSGSIZE)
+            c->err = rc;
+        else if (rc < 0)
+            return rc;
+    }
+}
+
+int slot_client_recv(slot_client *c, slot_reply *out, int timeout_ms)
+{
+    const char *line = NULL;
+    long n = slot_client_recv_line(c, &line, timeout_ms);
+    if (n < 0) {
+        memset(out, 0, sizeof(*out));
+        return (int)n;
+    }
+    return slot_reply_parse(line, (size_t)n, out);
+}
+
+int slot_client_call(slot_client *c, const slot_req *req, slot_reply *out, int timeout_ms)
+{
+    int rc = slot_client_send(c, req);
+    if (rc < 0) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    return slot_client_recv(c, out, timeout_ms);
+}
