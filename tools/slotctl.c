@@ -1,0 +1,668 @@
+/*
+ * slotctl — slotd's admin tool. Every command is one or two requests of
+ * PROTOCOL.md sent through the client library (slot/client.h); slotctl never
+ * touches the database itself.
+ *
+ * Exit status: 0 done; 1 the server answered with an error (or `check` found
+ * violations); 2 the server could not be reached or the connection failed;
+ * 64 a usage error (unknown command or option, a bad number).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slot/client.h"
+#include "slot/limits.h"
+#include "slot/proto.h"
+#include "slot_config.h"
+
+#define EXIT_SERVER_ERROR 1
+#define EXIT_CONNECTION 2
+#define EXIT_USAGE 64                  /* sysexits.h EX_USAGE */
+#define CTL_CONNECT_TIMEOUT_MS 5000
+#define CTL_TIMEOUT_S_DEFAULT 60       /* check scans every hold: allow a big database */
+#define CTL_HOST_BYTES_MAX 255
+
+typedef struct ctl {
+    char host[CTL_HOST_BYTES_MAX + 1];
+    uint16_t port;
+    const char *token;
+    bool json;                         /* print the raw reply lines */
+    int timeout_ms;                    /* for each reply */
+    const char *cmd;                   /* the command's name, for messages */
+    slot_client *client;
+} ctl;
+
+typedef struct ctl_cmd {
+    const char *name;
+    const char *args;                  /* synopsis after the name */
+    const char *summary;               /* one line, for `slotctl --help` */
+    const char *help;                  /* the rest of `slotctl help NAME` */
+    int (*run)(ctl *x, int argc, char **argv);
+} ctl_cmd;
+
+static const ctl_cmd *find_cmd(const char *name);
+static void print_cmd_help(FILE *f, const ctl_cmd *c);
+
+/* ---------------------------------------------------------------- arguments */
+
+static int usage_error(const ctl *x, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "slotctl: %s%s", x->cmd ? x->cmd : "", x->cmd ? ": " : "");
+    fprintf(stderr, fmt, arg);
+    if (x->cmd)
+        fprintf(stderr, " (see 'slotctl %s --help')\n", x->cmd);
+    else
+        fprintf(stderr, " (see 'slotctl --help')\n");
+    return EXIT_USAGE;
+}
+
+/* A decimal number in [min, max], the whole string and nothing else (strtoull
+ * alone would take "-1", " 5" or "5x"). Returns 0, or EXIT_USAGE after a message. */
+static int parse_num(const ctl *x, const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = (s[0] >= '0' && s[0] <= '9') ? strtoull(s, &end, 10) : 0;
+    if (end == NULL || *end != 0) {
+        fprintf(stderr, "slotctl: %s%s%s: not a number: '%s'\n", x->cmd ? x->cmd : "", x->cmd ? ": " : "", what, s);
+        return EXIT_USAGE;
+    }
+    if (errno == ERANGE || v < min || v > max) {
+        fprintf(stderr, "slotctl: %s%s%s: %s is out of range %" PRIu64 "..%" PRIu64 "\n", x->cmd ? x->cmd : "",
+                x->cmd ? ": " : "", what, s, min, max);
+        return EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The n positional arguments `rest` left after getopt: between min and max of them. */
+static int want_args(const ctl *x, int n, char **rest, int min, int max)
+{
+    if (n < min)
+        return usage_error(x, "%s", "missing argument");
+    if (n > max)
+        return usage_error(x, "unexpected argument '%s'", rest[max]);
+    return 0;
+}
+
+/* A command's options: only --help unless `longopts` adds some. Returns the
+ * option's value (as getopt_long), -1 at the end, or -2 after printing a usage
+ * error or the help (then *rc is the exit status). */
+static int next_opt(ctl *x, int argc, char **argv, const struct option *longopts, int *rc)
+{
+    static const struct option help_only[] = {{"help", no_argument, NULL, 'h'}, {0}};
+    int o = getopt_long(argc, argv, ":h", longopts ? longopts : help_only, NULL);
+    if (o == 'h') {
+        print_cmd_help(stdout, find_cmd(x->cmd));
+        *rc = 0;
+        return -2;
+    }
+    if (o == '?') {
+        *rc = usage_error(x, "unknown option '%s'", argv[optind - 1]);
+        return -2;
+    }
+    if (o == ':') {
+        *rc = usage_error(x, "option '%s' needs a value", argv[optind - 1]);
+        return -2;
+    }
+    return o;
+}
+
+/* ---------------------------------------------------------------- talking to slotd */
+
+static int ctl_call(ctl *x, const slot_req *req, slot_reply *r);
+
+/* Connect (once) and, with a token, authenticate. 0 or an exit status. */
+static int ctl_connect(ctl *x)
+{
+    if (x->client)
+        return 0;
+    int rc = slot_client_connect(x->host, x->port, CTL_CONNECT_TIMEOUT_MS, &x->client);
+    if (rc < 0) {
+        const char *v6 = strchr(x->host, ':') ? "[" : "";
+        fprintf(stderr, "slotctl: cannot connect to %s%s%s:%u: %s\n", v6, x->host, *v6 ? "]" : "", (unsigned)x->port,
+                rc == -ENXIO ? "host name not found" : strerror(-rc));
+        return EXIT_CONNECTION;
+    }
+    if (!x->token)
+        return 0;
+    slot_req req;
+    slot_req_init(&req, SLOT_OP_HELLO);
+    if (slot_req_set_token(&req, x->token) < 0) {
+        fprintf(stderr, "slotctl: --token: longer than %d bytes\n", SLOT_TOKEN_BYTES_MAX);
+        return EXIT_USAGE;
+    }
+    const char *cmd = x->cmd;
+    bool json = x->json;
+    x->cmd = "hello";
+    x->json = false; /* the hello reply is not what the user asked to see */
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    slot_reply_clear(&r);
+    x->cmd = cmd;
+    x->json = json;
+    return rc;
+}
+
+/* Send req and read its reply. 0 on an "ok":true reply; otherwise the error is
+ * printed ("slotctl: CMD: code: message") and the exit status returned. With
+ * --json the reply line is printed as it came. r is to be cleared by the caller. */
+static int ctl_call(ctl *x, const slot_req *req, slot_reply *r)
+{
+    memset(r, 0, sizeof(*r));
+    int rc = ctl_connect(x);
+    if (rc != 0)
+        return rc;
+    rc = slot_client_call(x->client, req, r, x->timeout_ms);
+    if (rc < 0) {
+        const char *why = rc == -ECONNRESET ? "the server closed the connection"
+                          : rc == -EINVAL   ? "the reply is not a slotd reply"
+                                            : strerror(-rc);
+        fprintf(stderr, "slotctl: %s: %s:%u: %s\n", x->cmd, x->host, (unsigned)x->port, why);
+        return EXIT_CONNECTION;
+    }
+    if (x->json)
+        printf("%s\n", r->line);
+    if (!r->ok) {
+        fprintf(stderr, "slotctl: %s: %s: %s\n", x->cmd, r->error[0] ? r->error : "error",
+                r->message[0] ? r->message : slot_err_message(r->err));
+        return EXIT_SERVER_ERROR;
+    }
+    return 0;
+}
+
+/* A request naming one event; a usage error when the name cannot be one. */
+static int event_req(const ctl *x, slot_req *req, slot_op op, const char *event)
+{
+    if (slot_req_event(req, op, event) < 0)
+        return usage_error(x, "event name longer than 64 bytes: '%s'", event);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void print_event_view(const slot_reply *r)
+{
+    printf("%-16s %s\n", "event", r->event);
+    printf("%-16s %s\n", "status", r->status);
+    printf("%-16s %" PRIu64 "\n", "capacity", r->capacity);
+    printf("%-16s %" PRIu64 "\n", "available", r->available);
+    printf("%-16s %" PRIu64 "\n", "held", r->held);
+    printf("%-16s %" PRIu64 "\n", "confirmed", r->confirmed);
+    printf("%-16s %" PRIu64 "\n", "shards", r->shards);
+    printf("%-16s %" PRIu64 "\n", "hold_ttl_ms", r->hold_ttl_ms);
+    printf("%-16s %" PRIu64 "%s\n", "max_per_user", r->max_per_user, r->max_per_user ? "" : " (no limit)");
+    printf("%-16s %" PRIu64 "\n", "max_per_request", r->max_per_request);
+    if (r->replay)
+        printf("%-16s %s\n", "replay", "yes (the event already had these settings)");
+}
+
+static void print_shards(const slot_reply *r)
+{
+    uint64_t total = 0, lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < r->nshard_free; i++) {
+        total += r->shard_free[i];
+        lo = r->shard_free[i] < lo ? r->shard_free[i] : lo;
+        hi = r->shard_free[i] > hi ? r->shard_free[i] : hi;
+    }
+    printf("\n%5s %20s %7s\n", "shard", "free", "share");
+    for (uint32_t i = 0; i < r->nshard_free; i++) {
+        double share = total ? 100.0 * (double)r->shard_free[i] / (double)total : 0.0;
+        printf("%5u %20" PRIu64 " %6.1f%%\n", i, r->shard_free[i], share);
+    }
+    if (r->nshard_free)
+        printf("%5s %20" PRIu64 "   (largest - smallest: %" PRIu64 ")\n", "total", total, hi - lo);
+}
+
+/* A reply whose shape slotctl does not model (stats, check's violations):
+ * its members without "ok", indented. */
+static void print_members(const slot_reply *r, const char *key)
+{
+    json_t *root = json_loads(r->line, 0, NULL);
+    json_t *what = key ? json_object_get(root, key) : root;
+    if (!key)
+        json_object_del(root, "ok");
+    char *s = what ? json_dumps(what, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    json_decref(root);
+}
+
+/* ---------------------------------------------------------------- commands */
+
+/* One option of create into req. 0 or EXIT_USAGE. */
+static int create_opt(const ctl *x, int o, const char *arg, slot_req *req)
+{
+    uint64_t v = 0;
+    switch (o) {
+    case 'c':
+        if (parse_num(x, "--capacity", arg, 0, SLOT_CAPACITY_MAX, &v))
+            return EXIT_USAGE;
+        req->capacity = v;
+        return 0;
+    case 's':
+        if (parse_num(x, "--shards", arg, 1, SLOT_SHARDS_MAX, &v))
+            return EXIT_USAGE;
+        req->shards = (uint32_t)v;
+        req->has |= SLOT_HAS_SHARDS;
+        return 0;
+    case 't':
+        if (parse_num(x, "--hold-ttl-ms", arg, SLOT_HOLD_TTL_MS_MIN, SLOT_HOLD_TTL_MS_MAX, &v))
+            return EXIT_USAGE;
+        req->hold_ttl_ms = (uint32_t)v;
+        req->has |= SLOT_HAS_HOLD_TTL;
+        return 0;
+    case 'u':
+        if (parse_num(x, "--max-per-user", arg, 0, SLOT_CAPACITY_MAX, &v))
+            return EXIT_USAGE;
+        req->max_per_user = v;
+        req->has |= SLOT_HAS_MAX_PER_USER;
+        return 0;
+    default: /* 'r' */
+        if (parse_num(x, "--max-per-request", arg, 1, SLOT_MAX_PER_REQUEST_MAX, &v))
+            return EXIT_USAGE;
+        req->max_per_request = (uint32_t)v;
+        req->has |= SLOT_HAS_MAX_PER_REQUEST;
+        return 0;
+    }
+}
+
+static int cmd_create(ctl *x, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"capacity", required_argument, NULL, 'c'},        {"shards", required_argument, NULL, 's'},
+        {"hold-ttl-ms", required_argument, NULL, 't'},     {"max-per-user", required_argument, NULL, 'u'},
+        {"max-per-request", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+        {0}};
+    slot_req req;
+    slot_req_init(&req, SLOT_OP_CREATE_EVENT);
+    bool have_capacity = false;
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, opts, &rc)) >= 0) {
+        if ((rc = create_opt(x, o, optarg, &req)))
+            return rc;
+        have_capacity |= o == 'c';
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 1, 1)))
+        return rc;
+    if (!have_capacity)
+        return usage_error(x, "%s", "--capacity is required");
+    if (slot_req_set_event(&req, argv[optind]) < 0)
+        return usage_error(x, "event name longer than 64 bytes: '%s'", argv[optind]);
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json)
+        print_event_view(&r);
+    slot_reply_clear(&r);
+    return rc;
+}
+
+static int cmd_show(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 1, 1)))
+        return rc;
+    slot_req req;
+    if ((rc = event_req(x, &req, SLOT_OP_EVENT, argv[optind])))
+        return rc;
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json)
+        print_event_view(&r);
+    slot_reply_clear(&r);
+    if (rc)
+        return rc;
+    req.op = SLOT_OP_SHARDS;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json)
+        print_shards(&r);
+    slot_reply_clear(&r);
+    return rc;
+}
+
+/* reshard, capacity: one number for one event, the event view back. */
+static int cmd_event_number(ctl *x, int argc, char **argv, slot_op op)
+{
+    static const struct option opts[] = {{"shards", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {0}};
+    uint64_t v = 0;
+    bool have = false;
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, op == SLOT_OP_RESHARD ? opts : NULL, &rc)) >= 0) {
+        if ((rc = parse_num(x, "--shards", optarg, 1, SLOT_SHARDS_MAX, &v)))
+            return rc; /* only reshard has an option with a value: --shards */
+        have = true;
+    }
+    int nargs = op == SLOT_OP_RESHARD ? 1 : 2;
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, nargs, nargs)))
+        return rc;
+    if (op == SLOT_OP_RESHARD && !have)
+        return usage_error(x, "%s", "--shards is required");
+    if (op == SLOT_OP_SET_CAPACITY && (rc = parse_num(x, "N", argv[optind + 1], 0, SLOT_CAPACITY_MAX, &v)))
+        return rc;
+    slot_req req;
+    if ((rc = event_req(x, &req, op, argv[optind])))
+        return rc;
+    if (op == SLOT_OP_RESHARD)
+        req.shards = (uint32_t)v;
+    else
+        req.capacity = v;
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json)
+        print_event_view(&r);
+    slot_reply_clear(&r);
+    return rc;
+}
+
+static int cmd_reshard(ctl *x, int argc, char **argv)
+{
+    return cmd_event_number(x, argc, argv, SLOT_OP_RESHARD);
+}
+
+static int cmd_capacity(ctl *x, int argc, char **argv)
+{
+    return cmd_event_number(x, argc, argv, SLOT_OP_SET_CAPACITY);
+}
+
+static int cmd_status(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 2, 2)))
+        return rc;
+    slot_req req;
+    if ((rc = event_req(x, &req, SLOT_OP_SET_STATUS, argv[optind])))
+        return rc;
+    const char *st = argv[optind + 1];
+    if (strcmp(st, "on_sale") == 0)
+        req.status = SLOT_EVENT_ON_SALE;
+    else if (strcmp(st, "closed") == 0)
+        req.status = SLOT_EVENT_CLOSED;
+    else
+        return usage_error(x, "status must be on_sale or closed, not '%s'", st);
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json)
+        print_event_view(&r);
+    slot_reply_clear(&r);
+    return rc;
+}
+
+static int cmd_cancel(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 2, 2)))
+        return rc;
+    slot_req req;
+    if (slot_req_hold_op(&req, SLOT_OP_CANCEL, argv[optind], argv[optind + 1], NULL) < 0)
+        return usage_error(x, "%s", "event (64 bytes) or hold (128 bytes) name too long");
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json && r.cancelled)
+        printf("cancelled %s (its units are free again)\n", argv[optind + 1]);
+    else if (rc == 0 && !x->json)
+        printf("not cancelled: the hold is %s\n", r.status);
+    slot_reply_clear(&r);
+    return rc;
+}
+
+static int cmd_check(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 1)))
+        return rc;
+    slot_req req;
+    if ((rc = event_req(x, &req, SLOT_OP_CHECK, argc > optind ? argv[optind] : NULL)))
+        return rc;
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json) {
+        printf("events %" PRIu64 ", holds %" PRIu64 ", violations %" PRIu32 "\n", r.events, r.holds, r.nviolations);
+        if (r.nviolations)
+            print_members(&r, "violations");
+    }
+    if (rc == 0 && r.nviolations) {
+        fprintf(stderr, "slotctl: check: %" PRIu32 " invariant violation%s\n", r.nviolations,
+                r.nviolations == 1 ? "" : "s");
+        rc = EXIT_SERVER_ERROR;
+    }
+    slot_reply_clear(&r);
+    return rc;
+}
+
+/* expire, stats: no arguments. */
+static int cmd_bare(ctl *x, int argc, char **argv, slot_op op)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 0)))
+        return rc;
+    slot_req req;
+    slot_req_init(&req, op);
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json && op == SLOT_OP_EXPIRE)
+        printf("expired %" PRIu64 " hold%s\n", r.expired, r.expired == 1 ? "" : "s");
+    else if (rc == 0 && !x->json)
+        print_members(&r, NULL);
+    slot_reply_clear(&r);
+    return rc;
+}
+
+static int cmd_expire(ctl *x, int argc, char **argv)
+{
+    return cmd_bare(x, argc, argv, SLOT_OP_EXPIRE);
+}
+
+static int cmd_stats(ctl *x, int argc, char **argv)
+{
+    return cmd_bare(x, argc, argv, SLOT_OP_STATS);
+}
+
+static int cmd_help(ctl *x, int argc, char **argv);
+
+static const ctl_cmd commands[] = {
+    {"create", "EVENT --capacity N [--shards N] [--hold-ttl-ms MS] [--max-per-user N] [--max-per-request N]",
+     "create an event (create_event)",
+     "Creates EVENT with CAPACITY units spread evenly over its shards. Running it again with\n"
+     "the same settings changes nothing (replay); other settings are refused (event_exists).\n"
+     "  --capacity N          units to sell, 0..2^40 (required)\n"
+     "  --shards N            1..1024 (server default 16)\n"
+     "  --hold-ttl-ms MS      how long a hold lasts, 1000..86400000 (default 600000)\n"
+     "  --max-per-user N      held + confirmed units per user, 0 = no limit (default 0)\n"
+     "  --max-per-request N   units per hold, 1..1000 (default 10)\n",
+     cmd_create},
+    {"show", "EVENT", "show an event's counters and the free units of each shard (event, shards)",
+     "Prints the event view (capacity, available, held, confirmed, settings) and a table of\n"
+     "the free units per shard. With --json, prints the two raw replies, one per line.\n",
+     cmd_show},
+    {"reshard", "EVENT --shards N", "spread the free units over N shards (reshard)",
+     "Moves the free units of EVENT onto N shards (1..1024), evenly, in one transaction.\n"
+     "Held and confirmed units stay where they are.\n",
+     cmd_reshard},
+    {"capacity", "EVENT N", "set an event's capacity (set_capacity)",
+     "Sets the capacity of EVENT to N (0..2^40); the difference is added to or taken from\n"
+     "the free units. Refused (capacity_below_allocated) below held + confirmed.\n",
+     cmd_capacity},
+    {"status", "EVENT on_sale|closed", "open or close an event for sale (set_status)",
+     "A closed event answers new holds with not_on_sale; confirms and releases go on.\n", cmd_status},
+    {"cancel", "EVENT HOLD", "cancel a held or confirmed hold, returning its units (cancel)",
+     "Prints whether the hold was cancelled; a hold already released, expired or cancelled\n"
+     "is left as it is (that is not an error).\n",
+     cmd_cancel},
+    {"check", "[EVENT]", "verify the invariants of one event or all (check); exit 1 on violations",
+     "A full scan of the server's invariants (PROTOCOL.md, \"Invariants\"). Prints the counts and\n"
+     "every violation found; exits 1 when there is any.\n",
+     cmd_check},
+    {"expire", "", "run the hold sweeper now (expire)", "Expires every hold whose time is up and prints how many.\n",
+     cmd_expire},
+    {"stats", "", "print the server's counters (stats)", "Prints the server's counters as indented JSON.\n",
+     cmd_stats},
+    {"help", "[COMMAND]", "show help for slotctl or one command", "", cmd_help},
+};
+
+static const ctl_cmd *find_cmd(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_cmd_help(FILE *f, const ctl_cmd *c)
+{
+    fprintf(f, "usage: slotctl [GLOBAL OPTIONS] %s %s\n\n%s.\n\n%s", c->name, c->args, c->summary, c->help);
+    fprintf(f, "  -h, --help            this help\n");
+}
+
+static void print_help(FILE *f)
+{
+    fprintf(f,
+            "usage: slotctl [--host H] [--port P] [--token T] [--json] COMMAND [ARGS...]\n\n"
+            "The admin tool of slotd: runs admin ops of the slotd protocol.\n\n"
+            "Global options:\n"
+            "  -H, --host H          server address (default 127.0.0.1, or the host of $SLOTD_ADDR)\n"
+            "  -p, --port P          server port (default %d, or the port of $SLOTD_ADDR=host:port)\n"
+            "  -t, --token T         send hello with this token first (or $SLOTD_TOKEN)\n"
+            "  -j, --json            print the server's raw reply lines instead of tables\n"
+            "      --timeout S       seconds to wait for each reply (default %d)\n"
+            "  -h, --help            this help\n"
+            "  -V, --version         print the version\n\n"
+            "Commands:\n",
+            SLOT_PORT_DEFAULT, CTL_TIMEOUT_S_DEFAULT);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'slotctl help COMMAND' or 'slotctl COMMAND --help' tells more.\n"
+               "Exit status: 0 done; 1 the server refused (or check found violations);\n"
+               "2 the server could not be reached; 64 a usage error.\n");
+}
+
+static int cmd_help(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 1)))
+        return rc;
+    if (argc == optind) {
+        print_help(stdout);
+        return 0;
+    }
+    const ctl_cmd *c = find_cmd(argv[optind]);
+    if (!c) {
+        x->cmd = NULL;
+        return usage_error(x, "unknown command '%s'", argv[optind]);
+    }
+    print_cmd_help(stdout, c);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- main */
+
+/* "host:port" or "[v6]:port" into x. 0 or EXIT_USAGE. */
+static int parse_addr(ctl *x, const char *what, const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    const char *host = s, *host_end = colon;
+    if (s[0] == '[') {
+        host = s + 1;
+        host_end = strchr(s, ']');
+        if (!host_end || host_end + 1 != colon)
+            colon = NULL;
+    }
+    uint64_t port = 0;
+    if (!colon || host_end <= host || (size_t)(host_end - host) > CTL_HOST_BYTES_MAX) {
+        fprintf(stderr, "slotctl: %s: expected HOST:PORT, not '%s'\n", what, s);
+        return EXIT_USAGE;
+    }
+    if (parse_num(x, what, colon + 1, 1, 65535, &port))
+        return EXIT_USAGE;
+    memcpy(x->host, host, (size_t)(host_end - host));
+    x->host[host_end - host] = 0;
+    x->port = (uint16_t)port;
+    return 0;
+}
+
+/* Global options, up to the command name. Returns -1 to go on, else an exit status. */
+static int parse_global(ctl *x, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"host", required_argument, NULL, 'H'}, {"port", required_argument, NULL, 'p'},
+        {"token", required_argument, NULL, 't'}, {"json", no_argument, NULL, 'j'},
+        {"timeout", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},     {0}};
+    uint64_t v = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, "+:H:p:t:jhV", opts, NULL)) != -1) {
+        switch (o) {
+        case 'H':
+            if (strlen(optarg) == 0 || strlen(optarg) > CTL_HOST_BYTES_MAX)
+                return usage_error(x, "bad --host '%s'", optarg);
+            strcpy(x->host, optarg);
+            break;
+        case 'p':
+            if (parse_num(x, "--port", optarg, 1, 65535, &v))
+                return EXIT_USAGE;
+            x->port = (uint16_t)v;
+            break;
+        case 't': x->token = optarg; break;
+        case 'j': x->json = true; break;
+        case 'T':
+            if (parse_num(x, "--timeout", optarg, 1, 86400, &v))
+                return EXIT_USAGE;
+            x->timeout_ms = (int)v * 1000;
+            break;
+        case 'h': print_help(stdout); return 0;
+        case 'V': printf("slotctl %s (protocol %d)\n", SLOT_VERSION, SLOT_PROTOCOL_VERSION); return 0;
+        case ':': return usage_error(x, "option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error(x, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    ctl x = {.port = SLOT_PORT_DEFAULT, .timeout_ms = CTL_TIMEOUT_S_DEFAULT * 1000};
+    strcpy(x.host, "127.0.0.1");
+    const char *env = getenv("SLOTD_ADDR");
+    if (env && *env && parse_addr(&x, "$SLOTD_ADDR", env))
+        return EXIT_USAGE;
+    x.token = getenv("SLOTD_TOKEN");
+    if (x.token && !*x.token)
+        x.token = NULL;
+    opterr = 0;
+    int rc = parse_global(&x, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (optind >= argc) {
+        print_help(stderr);
+        return EXIT_USAGE;
+    }
+    const ctl_cmd *c = find_cmd(argv[optind]);
+    if (!c)
+        return usage_error(&x, "unknown command '%s'", argv[optind]);
+    x.cmd = c->name;
+    int cargc = argc - optind;
+    char **cargv = argv + optind;
+    optind = 0; /* GNU getopt: start over on the command's own arguments */
+    rc = c->run(&x, cargc, cargv);
+    slot_client_close(x.client);
+    return rc;
+}
