@@ -67,8 +67,8 @@ uint64_t slot_hist_percentile(const slot_hist *h, double pct)
     if (pct < 0.0)
         pct = 0.0;
     /* The rank of the value asked for: ceil(pct% of count), at least 1. */
-    double want = pct / 100.0 * (double)h->count;
-    uint64_t rank = (uint64_t)want;
+    double want = pct / 100.0 * (double)h->count - 1e-9; /* 99.9% of 1000 is 999, not 999.0000000000001 */
+    uint64_t rank = want > 0 ? (uint64_t)want : 0;
     if ((double)rank < want)
         rank++;
     if (rank == 0)

@@ -1,0 +1,111 @@
+/* test_hist.c — the latency histogram against known inputs. */
+#include <math.h>
+
+#include "harness.h"
+#include "slot/hist.h"
+
+static slot_hist *fresh(void)
+{
+    slot_hist *h = malloc(sizeof(*h));
+    ASSERT(h != NULL);
+    slot_hist_reset(h);
+    return h;
+}
+
+/* |got - want| within 0.1% of want (3 significant digits). */
+static void near(uint64_t got, uint64_t want)
+{
+    double err = fabs((double)got - (double)want);
+    if (err > (double)want * 0.001 + 1e-9)
+        T_FAIL_("got %" PRIu64 ", want %" PRIu64 " within 0.1%%", got, want);
+}
+
+static void empty_histogram_is_zero(void)
+{
+    slot_hist *h = fresh();
+    ASSERT_EQ(slot_hist_percentile(h, 50), 0);
+    ASSERT_EQ(slot_hist_percentile(h, 100), 0);
+    ASSERT(slot_hist_mean(h) == 0.0);
+    free(h);
+}
+
+static void small_values_are_exact(void)
+{
+    slot_hist *h = fresh();
+    for (uint64_t v = 1; v <= 100; v++)
+        slot_hist_record(h, v);
+    ASSERT_EQ(slot_hist_percentile(h, 50), 50);
+    ASSERT_EQ(slot_hist_percentile(h, 99), 99);
+    ASSERT_EQ(slot_hist_percentile(h, 1), 1);
+    ASSERT_EQ(slot_hist_percentile(h, 100), 100);
+    ASSERT_EQ(h->min, 1);
+    ASSERT(fabs(slot_hist_mean(h) - 50.5) < 1e-9);
+    free(h);
+}
+
+static void uniform_million_has_three_digits(void)
+{
+    slot_hist *h = fresh();
+    for (uint64_t v = 1; v <= 1000000; v++)
+        slot_hist_record(h, v * 1000); /* 1 us .. 1 s in ns */
+    near(slot_hist_percentile(h, 50), 500000000);
+    near(slot_hist_percentile(h, 90), 900000000);
+    near(slot_hist_percentile(h, 99), 990000000);
+    near(slot_hist_percentile(h, 99.9), 999000000);
+    ASSERT_EQ(slot_hist_percentile(h, 100), 1000000000);
+    free(h);
+}
+
+static void one_outlier_shows_at_the_tail_only(void)
+{
+    slot_hist *h = fresh();
+    for (int i = 0; i < 999; i++)
+        slot_hist_record(h, 2000);
+    slot_hist_record(h, 5000000);
+    near(slot_hist_percentile(h, 99.9), 2000);
+    near(slot_hist_percentile(h, 99.95), 5000000);
+    ASSERT_EQ(slot_hist_percentile(h, 100), 5000000);
+    free(h);
+}
+
+static void merge_adds_counts(void)
+{
+    slot_hist *a = fresh(), *b = fresh();
+    for (uint64_t v = 1; v <= 500; v++)
+        slot_hist_record(a, v);
+    for (uint64_t v = 501; v <= 1000; v++)
+        slot_hist_record(b, v);
+    slot_hist_merge(a, b);
+    ASSERT_EQ(a->count, 1000);
+    ASSERT_EQ(slot_hist_percentile(a, 50), 500);
+    ASSERT_EQ(a->max, 1000);
+    ASSERT_EQ(a->min, 1);
+    free(a);
+    free(b);
+}
+
+static void huge_values_do_not_overflow(void)
+{
+    slot_hist *h = fresh();
+    slot_hist_record(h, UINT64_MAX);
+    slot_hist_record(h, UINT64_MAX / 3);
+    ASSERT_EQ(slot_hist_percentile(h, 100), UINT64_MAX);
+    uint64_t p50 = slot_hist_percentile(h, 50);
+    ASSERT_GE(p50, UINT64_MAX / 3);
+    ASSERT(p50 - UINT64_MAX / 3 <= (UINT64_MAX / 3) / 1000);
+    free(h);
+}
+
+static const slot_test_case cases[] = {
+    {"empty_histogram_is_zero", empty_histogram_is_zero},
+    {"small_values_are_exact", small_values_are_exact},
+    {"uniform_million_has_three_digits", uniform_million_has_three_digits},
+    {"one_outlier_shows_at_the_tail_only", one_outlier_shows_at_the_tail_only},
+    {"merge_adds_counts", merge_adds_counts},
+    {"huge_values_do_not_overflow", huge_values_do_not_overflow},
+};
+
+int main(int argc, char **argv)
+{
+    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
