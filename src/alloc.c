@@ -431,6 +431,10 @@ static int hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *
     if (rc == 0 && avail < req->qty && !settled) {
         rc = expire_event_due(c, e);
         avail = e->capacity - e->held - e->confirmed;
+        /* Expiring may have returned this user's own units: the quantity
+         * read above is stale, and op_hold writes user_qty + qty. */
+        if (rc == 0 && e->max_per_user > 0)
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
     }
     if (rc == 0 && avail < req->qty) {
         res->sold_out = true;
