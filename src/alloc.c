@@ -793,7 +793,8 @@ static int check_user_row(void *p, const char *user, size_t user_len, uint64_t q
     user_sum key;
     memcpy(key.user, user, user_len);
     key.user[user_len] = 0;
-    user_sum *u = bsearch(&key, k->users, k->nusers, sizeof(user_sum), user_cmp);
+    /* No active holds: users may be NULL, which bsearch must not get. */
+    user_sum *u = k->nusers ? bsearch(&key, k->users, k->nusers, sizeof(user_sum), user_cmp) : NULL;
     uint64_t want = u ? u->qty : 0;
     if (u)
         k->users_matched++;
