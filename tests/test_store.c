@@ -10,6 +10,14 @@
 #include "harness.h"
 #include "slot/store.h"
 
+/* In a sanitizer build a UBSan report fails the case (the runtime's default
+ * is to print and go on, which a passing test would hide). Unused otherwise. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+    return "halt_on_error=1:print_stacktrace=1";
+}
+
 #define ERRBUF 256
 
 /* ---- helpers */
@@ -264,6 +272,22 @@ static void test_open_read_only_missing_folder_fails(void)
     ASSERT(err[0] != 0);
     struct stat sb;
     ASSERT_NE(stat(dir, &sb), 0); /* read-only never creates */
+    slot_test_rmdir(base);
+    free(dir);
+    free(base);
+}
+
+static void test_open_missing_parent_fails(void)
+{
+    char *base = slot_test_tmpdir();
+    char *dir = subdir(base, "no/such/parent");
+    slot_store *st = (slot_store *)1;
+    char err[ERRBUF] = "";
+    slot_store_opts o = {.dir = dir};
+    ASSERT_EQ(slot_store_open(&o, &st, err, sizeof err), -ENOENT);
+    ASSERT(st == NULL);
+    if (!strstr(err, "mkdir") || !strstr(err, dir))
+        T_FAIL_("message \"%s\" should name mkdir and the folder", err);
     slot_test_rmdir(base);
     free(dir);
     free(base);
@@ -868,6 +892,28 @@ static void test_map_growth_refused_at_max(void)
     fx_close(&f);
 }
 
+static void test_map_grow_doubles_then_caps(void)
+{
+    /* 64 MiB -> 128 MiB (doubling) -> 192 MiB (the bound) -> MDB_MAP_FULL. */
+    fixture f = {.dir = slot_test_tmpdir()};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = 3 * SLOT_MAP_SIZE_INITIAL};
+    fx_open_opts(&f, &o);
+    ASSERT_EQ(slot_store_grow(f.st), 0);
+    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_grow(f.st), 0);
+    ASSERT_EQ(slot_store_map_size(f.st), 3 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
+    ASSERT_EQ(slot_store_map_size(f.st), 3 * SLOT_MAP_SIZE_INITIAL);
+    MDB_envinfo info;
+    ASSERT_EQ(mdb_env_info(f.env, &info), 0);
+    ASSERT_EQ(info.me_mapsize, 3 * SLOT_MAP_SIZE_INITIAL);
+    /* Writes still work on the grown map. */
+    MDB_txn *t = txn_w(&f);
+    ASSERT_EQ(slot_store_shard_put(f.st, t, S("ev"), 0, 1), 0);
+    ASSERT_EQ(mdb_txn_commit(t), 0);
+    fx_close(&f);
+}
+
 static void test_map_max_below_initial(void)
 {
     /* A bound below the initial map caps the map at the bound. */
@@ -908,6 +954,7 @@ static const slot_test_case cases[] = {
     {"open_creates_folder_and_schema", test_open_creates_folder_and_schema},
     {"reopen_keeps_records", test_reopen_keeps_records},
     {"open_read_only_missing_folder_fails", test_open_read_only_missing_folder_fails},
+    {"open_missing_parent_fails", test_open_missing_parent_fails},
     {"open_refuses_newer_schema", test_open_refuses_newer_schema},
     {"open_refuses_foreign_magic", test_open_refuses_foreign_magic},
     {"open_refuses_other_lmdb_file", test_open_refuses_other_lmdb_file},
@@ -924,6 +971,7 @@ static const slot_test_case cases[] = {
     {"expiry_scan_bound", test_expiry_scan_bound},
     {"map_grows_once_then_full", test_map_grows_once_then_full},
     {"map_growth_refused_at_max", test_map_growth_refused_at_max},
+    {"map_grow_doubles_then_caps", test_map_grow_doubles_then_caps},
     {"map_max_below_initial", test_map_max_below_initial},
     {"state_names", test_state_names},
 };
