@@ -2239,8 +2239,17 @@ static void randomized(uint64_t seed, int ops)
         create_full(&f, me->name, me->cap, me->shards, me->mpu, me->mpr, me->ttl);
     }
     fx_commit(&f);
+    /* The model as it was at the start of the batch, for batches that abort. */
+    model *snap = malloc(sizeof *snap);
+    mhold *snap_h = malloc(R_HOLDS_MAX * sizeof(mhold));
+    ASSERT(snap != NULL && snap_h != NULL);
+    *snap = *m;
     int batch = 0, batch_len = 1 + (int)rnd_below(m, 16);
     for (int i = 0; i < ops; i++) {
+        if (batch == 0) {
+            *snap = *m;
+            memcpy(snap_h, m->h, m->nh * sizeof(mhold));
+        }
         f.now += rnd_below(m, 120);
         if (rnd_below(m, 50) == 0)
             f.now += 1000 + rnd_below(m, 2000);
@@ -2267,14 +2276,31 @@ static void randomized(uint64_t seed, int ops)
         for (int ev = 0; ev < R_EVENTS; ev++)
             model_expect_event(&f, m, ev, false);
         if (++batch >= batch_len) {
+            if (rnd_below(m, 20) == 0) {
+                /* An aborted batch leaves nothing behind: back to the model
+                 * of its start (the clock and the random streams go on). */
+                mdb_txn_abort(f.txn);
+                f.txn = NULL;
+                uint64_t rng = m->rng;
+                mhold *h = m->h;
+                *m = *snap;
+                m->h = h;
+                m->rng = rng;
+                memcpy(m->h, snap_h, m->nh * sizeof(mhold));
+                model_settle(m, f.now);
+            }
             fx_commit(&f); /* and slot_alloc_check on the committed state */
             model_expect_store(&f, m);
+            for (int ev = 0; ev < R_EVENTS; ev++)
+                model_expect_event(&f, m, ev, false);
             batch = 0;
             batch_len = 1 + (int)rnd_below(m, 16);
         }
     }
     fx_commit(&f);
     model_expect_store(&f, m);
+    free(snap_h);
+    free(snap);
     free(m->h);
     free(m);
     fx_close(&f);
