@@ -1,0 +1,797 @@
+/*
+ * proto.c — the wire format of PROTOCOL.md (proto.h).
+ *
+ * Parsing: jansson builds the tree (duplicate keys rejected; it already
+ * refuses invalid UTF-8, \u0000, lone surrogates, NaN and a scalar top level),
+ * then slotd's own checks run in the order of the contract: the shape (an
+ * object, at most SLOT_JSON_DEPTH_MAX deep), the id, the op, the op's fields.
+ * The only heap use is jansson's tree, freed before returning.
+ *
+ * Encoding: replies are written straight into the caller's buffer by a small
+ * bounded writer that counts what it could not write, so the return value is
+ * the needed length, as snprintf's is. No heap use.
+ */
+#include "slot/proto.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Parsing                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define TRY(expr)                        \
+    do {                                 \
+        slot_err try_err_ = (expr);      \
+        if (try_err_ != SLOT_E_OK)       \
+            return try_err_;             \
+    } while (0)
+
+/* What the field checks share: the parsed object and where messages go. */
+typedef struct parse_ctx {
+    json_t *root;
+    char *msg;
+    size_t msglen;
+} parse_ctx;
+
+/* Required or optional, for the field getters. */
+enum { OPTIONAL = 0, REQUIRED = 1 };
+
+__attribute__((format(printf, 4, 5)))
+static slot_err fail(char *msg, size_t msglen, slot_err err, const char *fmt, ...)
+{
+    if (msg && msglen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, msglen, fmt, ap);
+        va_end(ap);
+    }
+    return err;
+}
+
+/*
+ * A field is missing or bad: "<key>: must be <spec>", or "<key>: missing;
+ * must be <spec>" when absent, so every message names the field.
+ */
+__attribute__((format(printf, 4, 5)))
+static slot_err field_fail(const parse_ctx *c, const char *key, const json_t *v, const char *spec_fmt, ...)
+{
+    if (c->msg && c->msglen > 0) {
+        char spec[96];
+        va_list ap;
+        va_start(ap, spec_fmt);
+        vsnprintf(spec, sizeof(spec), spec_fmt, ap);
+        va_end(ap);
+        snprintf(c->msg, c->msglen, "%s: %smust be %s", key, v ? "" : "missing; ", spec);
+    }
+    return SLOT_E_INVALID_ARGUMENT;
+}
+
+/* True when a container below `v` (itself at level `depth`) passes the limit; stops at the first. */
+static bool too_deep(json_t *v, int depth)
+{
+    if (depth > SLOT_JSON_DEPTH_MAX)
+        return true;
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *m;
+        json_object_foreach(v, key, m) {
+            if ((json_is_object(m) || json_is_array(m)) && too_deep(m, depth + 1))
+                return true;
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) {
+            if ((json_is_object(m) || json_is_array(m)) && too_deep(m, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The checks jansson does not make: the top level is an object, the nesting is bounded. */
+static slot_err check_shape(json_t *root, char *msg, size_t msglen)
+{
+    if (!json_is_object(root))
+        return fail(msg, msglen, SLOT_E_BAD_JSON, "the top level must be an object");
+    if (too_deep(root, 1))
+        return fail(msg, msglen, SLOT_E_BAD_JSON, "nesting deeper than %d levels", SLOT_JSON_DEPTH_MAX);
+    return SLOT_E_OK;
+}
+
+/*
+ * jansson stops at a number too large for int64 (or a double), so the rest of
+ * the line is unseen and a later syntax error, duplicate key or bad shape
+ * would be hidden behind invalid_argument. Parse once more with integers read
+ * as doubles to see the rest: bad_json wins over invalid_argument (contract
+ * order). Only this error path pays for the second parse.
+ */
+static slot_err overflow_verdict(const char *line, size_t len, const json_error_t *first, char *msg, size_t msglen)
+{
+    json_error_t e;
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &e);
+    if (!root && json_error_code(&e) != json_error_numeric_overflow)
+        return fail(msg, msglen, SLOT_E_BAD_JSON, "%s (byte %d)", e.text, e.position);
+    if (root) {
+        slot_err err = check_shape(root, msg, msglen);
+        json_decref(root);
+        if (err != SLOT_E_OK)
+            return err;
+    }
+    return fail(msg, msglen, SLOT_E_INVALID_ARGUMENT, "number out of range: %s (byte %d)", first->text,
+                first->position);
+}
+
+/* jansson's parse plus the shape checks; *out is a new reference on success. */
+static slot_err load(const char *line, size_t len, json_t **out, char *msg, size_t msglen)
+{
+    json_error_t e;
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &e);
+    if (!root) {
+        if (json_error_code(&e) == json_error_numeric_overflow)
+            return overflow_verdict(line, len, &e, msg, msglen);
+        return fail(msg, msglen, SLOT_E_BAD_JSON, "%s (byte %d)", e.text, e.position);
+    }
+    slot_err err = check_shape(root, msg, msglen);
+    if (err != SLOT_E_OK) {
+        json_decref(root);
+        return err;
+    }
+    *out = root;
+    return SLOT_E_OK;
+}
+
+static slot_err parse_id(const parse_ctx *c, slot_id *id)
+{
+    json_t *v = json_object_get(c->root, "id");
+    if (!v)
+        return SLOT_E_OK;
+    if (json_is_integer(v)) {
+        id->kind = SLOT_ID_INT;
+        id->i = (int64_t)json_integer_value(v);
+        return SLOT_E_OK;
+    }
+    if (json_is_string(v) && json_string_length(v) <= SLOT_ID_BYTES_MAX) {
+        size_t n = json_string_length(v);
+        memcpy(id->s, json_string_value(v), n);
+        id->s[n] = 0;
+        id->len = (uint8_t)n;
+        id->kind = SLOT_ID_STR;
+        return SLOT_E_OK;
+    }
+    return field_fail(c, "id", v, "a string of at most %d bytes or an integer that fits in int64",
+                      SLOT_ID_BYTES_MAX);
+}
+
+static slot_err parse_op(const parse_ctx *c, slot_op *op)
+{
+    json_t *v = json_object_get(c->root, "op");
+    if (!json_is_string(v))
+        return fail(c->msg, c->msglen, SLOT_E_UNKNOWN_OP, "op: %s", v ? "must be a string" : "missing");
+    *op = slot_op_from_name(json_string_value(v), json_string_length(v));
+    if (*op == SLOT_OP__COUNT)
+        return fail(c->msg, c->msglen, SLOT_E_UNKNOWN_OP, "op: unknown op \"%.32s\"", json_string_value(v));
+    return SLOT_E_OK;
+}
+
+/* PROTOCOL.md, "Names and numbers": the alphabet of event and request names. */
+static bool name_char(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+           ch == '_' || ch == ':' || ch == '-';
+}
+
+/* User names: any UTF-8 (jansson checked it) except U+0000..U+001F and U+007F. */
+static bool user_char(unsigned char ch)
+{
+    return ch >= 0x20 && ch != 0x7f;
+}
+
+/*
+ * A string field of 1..max bytes whose every byte passes `ok` (NULL: any).
+ * *given (may be NULL) says whether an optional field was present.
+ */
+static slot_err get_string(const parse_ctx *c, const char *key, int required, size_t max, bool (*ok)(unsigned char),
+                           const char *spec, char *dst, size_t *dst_len, bool *given)
+{
+    json_t *v = json_object_get(c->root, key);
+    if (given)
+        *given = v != NULL;
+    if (!v && !required)
+        return SLOT_E_OK;
+    if (!json_is_string(v))
+        return field_fail(c, key, v, "%s", spec);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n < 1 || n > max)
+        return field_fail(c, key, v, "%s", spec);
+    for (size_t i = 0; ok && i < n; i++)
+        if (!ok((unsigned char)s[i]))
+            return field_fail(c, key, v, "%s", spec);
+    memcpy(dst, s, n);
+    dst[n] = 0;
+    *dst_len = n;
+    return SLOT_E_OK;
+}
+
+#define NAME_SPEC "1..64 bytes of [A-Za-z0-9._:-]"
+_Static_assert(SLOT_EVENT_BYTES_MAX == 64 && SLOT_REQUEST_BYTES_MAX == 64, "NAME_SPEC says 64");
+
+static slot_err get_event(const parse_ctx *c, slot_req *r, int required)
+{
+    size_t n = 0;
+    bool given = false;
+    TRY(get_string(c, "event", required, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, r->event, &n, &given));
+    if (given) {
+        r->event_len = (uint8_t)n;
+        r->has |= SLOT_HAS_EVENT;
+    }
+    return SLOT_E_OK;
+}
+
+static slot_err get_request(const parse_ctx *c, slot_req *r)
+{
+    size_t n = 0;
+    TRY(get_string(c, "request", REQUIRED, SLOT_REQUEST_BYTES_MAX, name_char, NAME_SPEC, r->request, &n, NULL));
+    r->request_len = (uint8_t)n;
+    return SLOT_E_OK;
+}
+
+static slot_err get_user(const parse_ctx *c, slot_req *r)
+{
+    size_t n = 0;
+    TRY(get_string(c, "user", REQUIRED, SLOT_USER_BYTES_MAX, user_char,
+                   "1..128 bytes of UTF-8 without control characters", r->user, &n, NULL));
+    r->user_len = (uint8_t)n;
+    return SLOT_E_OK;
+}
+
+/* The hold id's format is not checked here: a malformed one is the allocator's unknown_hold. */
+static slot_err get_hold(const parse_ctx *c, slot_req *r)
+{
+    size_t n = 0;
+    TRY(get_string(c, "hold", REQUIRED, SLOT_HOLD_ARG_BYTES_MAX, NULL, "a string of 1..128 bytes", r->hold, &n,
+                   NULL));
+    r->hold_len = (uint8_t)n;
+    return SLOT_E_OK;
+}
+
+_Static_assert(SLOT_USER_BYTES_MAX <= UINT8_MAX && SLOT_HOLD_ARG_BYTES_MAX <= UINT8_MAX, "lengths are uint8_t");
+_Static_assert(SLOT_TOKEN_BYTES_MAX <= UINT16_MAX, "token_len is uint16_t");
+
+/* hello's token: optional, 0..SLOT_TOKEN_BYTES_MAX bytes (whether it is right is the server's call). */
+static slot_err get_token(const parse_ctx *c, slot_req *r)
+{
+    json_t *v = json_object_get(c->root, "token");
+    if (!v)
+        return SLOT_E_OK;
+    if (!json_is_string(v) || json_string_length(v) > SLOT_TOKEN_BYTES_MAX)
+        return field_fail(c, "token", v, "a string of at most %d bytes", SLOT_TOKEN_BYTES_MAX);
+    size_t n = json_string_length(v);
+    memcpy(r->token, json_string_value(v), n);
+    r->token[n] = 0;
+    r->token_len = (uint16_t)n;
+    r->has |= SLOT_HAS_TOKEN;
+    return SLOT_E_OK;
+}
+
+/*
+ * An integer field in lo..hi. Only a JSON integer counts: 1.0 and 1e0 are
+ * reals to jansson, "1", true and null are other types; all are refused.
+ */
+static slot_err get_int(const parse_ctx *c, const char *key, int required, int64_t lo, int64_t hi, int64_t *out,
+                        bool *given)
+{
+    json_t *v = json_object_get(c->root, key);
+    if (given)
+        *given = v != NULL;
+    if (!v && !required)
+        return SLOT_E_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return field_fail(c, key, v, "an integer in %" PRId64 "..%" PRId64, lo, hi);
+    *out = (int64_t)json_integer_value(v);
+    return SLOT_E_OK;
+}
+
+static slot_err get_qty(const parse_ctx *c, slot_req *r)
+{
+    int64_t v = 0;
+    TRY(get_int(c, "qty", REQUIRED, 1, SLOT_MAX_PER_REQUEST_MAX, &v, NULL));
+    r->qty = (uint32_t)v;
+    return SLOT_E_OK;
+}
+
+static slot_err get_capacity(const parse_ctx *c, slot_req *r)
+{
+    int64_t v = 0;
+    TRY(get_int(c, "capacity", REQUIRED, 0, (int64_t)SLOT_CAPACITY_MAX, &v, NULL));
+    r->capacity = (uint64_t)v;
+    return SLOT_E_OK;
+}
+
+static slot_err get_shards(const parse_ctx *c, slot_req *r, int required)
+{
+    int64_t v = SLOT_SHARDS_DEFAULT;
+    bool given = false;
+    TRY(get_int(c, "shards", required, 1, SLOT_SHARDS_MAX, &v, &given));
+    r->shards = (uint32_t)v;
+    if (given)
+        r->has |= SLOT_HAS_SHARDS;
+    return SLOT_E_OK;
+}
+
+static slot_err get_status(const parse_ctx *c, slot_req *r)
+{
+    json_t *v = json_object_get(c->root, "status");
+    const char *s = json_string_value(v); /* NULL when v is missing or not a string */
+    if (s && strcmp(s, "on_sale") == 0)
+        r->status = SLOT_EVENT_ON_SALE;
+    else if (s && strcmp(s, "closed") == 0)
+        r->status = SLOT_EVENT_CLOSED;
+    else
+        return field_fail(c, "status", v, "\"on_sale\" or \"closed\"");
+    return SLOT_E_OK;
+}
+
+/* create_event: event and capacity, then the optional settings with their defaults (limits.h). */
+static slot_err parse_create_event(const parse_ctx *c, slot_req *r)
+{
+    int64_t ttl = SLOT_HOLD_TTL_MS_DEFAULT, mpu = 0, mpr = SLOT_MAX_PER_REQUEST_DEFAULT;
+    bool given = false;
+    TRY(get_event(c, r, REQUIRED));
+    TRY(get_capacity(c, r));
+    TRY(get_shards(c, r, OPTIONAL));
+    TRY(get_int(c, "hold_ttl_ms", OPTIONAL, SLOT_HOLD_TTL_MS_MIN, SLOT_HOLD_TTL_MS_MAX, &ttl, &given));
+    if (given)
+        r->has |= SLOT_HAS_HOLD_TTL;
+    TRY(get_int(c, "max_per_user", OPTIONAL, 0, (int64_t)SLOT_CAPACITY_MAX, &mpu, &given));
+    if (given)
+        r->has |= SLOT_HAS_MAX_PER_USER;
+    TRY(get_int(c, "max_per_request", OPTIONAL, 1, SLOT_MAX_PER_REQUEST_MAX, &mpr, &given));
+    if (given)
+        r->has |= SLOT_HAS_MAX_PER_REQUEST;
+    r->hold_ttl_ms = (uint32_t)ttl;
+    r->max_per_user = (uint64_t)mpu;
+    r->max_per_request = (uint32_t)mpr;
+    return SLOT_E_OK;
+}
+
+/* The fields of each op (PROTOCOL.md); fields an op does not use are never looked at. */
+static slot_err parse_fields(const parse_ctx *c, slot_req *r)
+{
+    switch (r->op) {
+    case SLOT_OP_HELLO:
+        return get_token(c, r);
+    case SLOT_OP_HOLD:
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_user(c, r));
+        TRY(get_request(c, r));
+        return get_qty(c, r);
+    case SLOT_OP_CONFIRM:
+    case SLOT_OP_RELEASE:
+    case SLOT_OP_GET_HOLD:
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_hold(c, r));
+        return get_user(c, r);
+    case SLOT_OP_EVENT:
+    case SLOT_OP_SHARDS:
+        return get_event(c, r, REQUIRED);
+    case SLOT_OP_CREATE_EVENT:
+        return parse_create_event(c, r);
+    case SLOT_OP_SET_CAPACITY:
+        TRY(get_event(c, r, REQUIRED));
+        return get_capacity(c, r);
+    case SLOT_OP_RESHARD:
+        TRY(get_event(c, r, REQUIRED));
+        return get_shards(c, r, REQUIRED);
+    case SLOT_OP_SET_STATUS:
+        TRY(get_event(c, r, REQUIRED));
+        return get_status(c, r);
+    case SLOT_OP_CANCEL:
+        TRY(get_event(c, r, REQUIRED));
+        return get_hold(c, r);
+    case SLOT_OP_CHECK:
+        return get_event(c, r, OPTIONAL);
+    case SLOT_OP_EXPIRE:
+    case SLOT_OP_STATS:
+        return SLOT_E_OK;
+    default:
+        return fail(c->msg, c->msglen, SLOT_E_UNKNOWN_OP, "op: unknown op");
+    }
+}
+
+slot_err slot_proto_parse(const char *line, size_t len, slot_req *req, char *msg, size_t msglen)
+{
+    memset(req, 0, sizeof(*req));
+    if (msg && msglen > 0)
+        msg[0] = 0;
+    parse_ctx c = {.root = NULL, .msg = msg, .msglen = msglen};
+    TRY(load(line, len, &c.root, msg, msglen));
+    slot_err err = parse_id(&c, &req->id);
+    if (err == SLOT_E_OK)
+        err = parse_op(&c, &req->op);
+    if (err == SLOT_E_OK)
+        err = parse_fields(&c, req);
+    json_decref(c.root);
+    return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Encoding                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A bounded output: bytes past cap are counted, not written, so len is the needed length. */
+typedef struct writer {
+    char *buf;
+    size_t cap;
+    size_t len;
+} writer;
+
+static void put(writer *w, const char *s, size_t n)
+{
+    /* strictly less than, so a fitting reply always has room for its NUL */
+    if (w->len < w->cap && n < w->cap - w->len)
+        memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+/* Only for string literals: "" lit "" refuses anything else at compile time. */
+#define PUT_LIT(w, lit) put((w), "" lit "", sizeof(lit) - 1)
+
+static void put_u64(writer *w, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(w, tmp + i, sizeof(tmp) - i);
+}
+
+static void put_i64(writer *w, int64_t v)
+{
+    if (v < 0) {
+        PUT_LIT(w, "-");
+        put_u64(w, (uint64_t)0 - (uint64_t)v); /* INT64_MIN has no positive int64 */
+        return;
+    }
+    put_u64(w, (uint64_t)v);
+}
+
+/*
+ * Length of the well-formed UTF-8 sequence at p (Unicode table 3-7: no
+ * overlongs, no surrogates, nothing above U+10FFFF), or 0 when ill-formed.
+ */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    size_t len;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        len = 2;
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        len = 3;
+        if (p[0] == 0xe0)
+            lo = 0xa0; /* overlong below U+0800 */
+        if (p[0] == 0xed)
+            hi = 0x9f; /* surrogates U+D800..U+DFFF */
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        len = 4;
+        if (p[0] == 0xf0)
+            lo = 0x90; /* overlong below U+10000 */
+        if (p[0] == 0xf4)
+            hi = 0x8f; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+/*
+ * A JSON string (RFC 8259): quote and backslash escaped, control characters
+ * as \u00XX, UTF-8 passed through. Ill-formed UTF-8 (a message cut by
+ * snprintf mid-character, say) becomes U+FFFD so the reply always parses.
+ */
+static void put_str(writer *w, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    PUT_LIT(w, "\"");
+    while (i < n) {
+        unsigned char ch = p[i];
+        /* k: bytes that pass through as they are; 0 when this byte needs an escape */
+        size_t k = ch >= 0x80 ? utf8_len(p + i, n - i) : (ch >= 0x20 && ch != '"' && ch != '\\') ? 1 : 0;
+        if (k > 0) {
+            i += k;
+            continue;
+        }
+        put(w, s + run, i - run);
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = {'\\', (char)ch};
+            put(w, esc, 2);
+        } else if (ch < 0x20) {
+            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+            put(w, esc, 6);
+        } else {
+            PUT_LIT(w, "\\ufffd");
+        }
+        run = ++i;
+    }
+    put(w, s + run, n - run);
+    PUT_LIT(w, "\"");
+}
+
+/* A NUL-terminated field of a fixed-size array; strnlen guards a missing NUL. */
+#define PUT_FIXED(w, arr) put_str((w), (arr), strnlen((arr), sizeof(arr)))
+
+/* ,"key": — keys are literals of this file and need no escaping. */
+static void put_key(writer *w, const char *key)
+{
+    PUT_LIT(w, ",\"");
+    put(w, key, strlen(key));
+    PUT_LIT(w, "\":");
+}
+
+static void kv_u64(writer *w, const char *key, uint64_t v)
+{
+    put_key(w, key);
+    put_u64(w, v);
+}
+
+static void kv_cstr(writer *w, const char *key, const char *s)
+{
+    put_key(w, key);
+    put_str(w, s, strlen(s));
+}
+
+static void kv_bool(writer *w, const char *key, bool v)
+{
+    put_key(w, key);
+    if (v)
+        PUT_LIT(w, "true");
+    else
+        PUT_LIT(w, "false");
+}
+
+/* {"id":...,"ok":true|false — the id first, as PROTOCOL.md shows it. */
+static void put_head(writer *w, const slot_id *id, bool ok)
+{
+    PUT_LIT(w, "{");
+    if (id && id->kind == SLOT_ID_INT) {
+        PUT_LIT(w, "\"id\":");
+        put_i64(w, id->i);
+        PUT_LIT(w, ",");
+    } else if (id && id->kind == SLOT_ID_STR) {
+        PUT_LIT(w, "\"id\":");
+        put_str(w, id->s, id->len <= SLOT_ID_BYTES_MAX ? id->len : SLOT_ID_BYTES_MAX);
+        PUT_LIT(w, ",");
+    }
+    if (ok)
+        PUT_LIT(w, "\"ok\":true");
+    else
+        PUT_LIT(w, "\"ok\":false");
+}
+
+/* "error" and "message"; message/len is the caller's text, or NULL for the default of err. */
+static void put_error_body(writer *w, slot_err err, const char *message, size_t len)
+{
+    kv_cstr(w, "error", slot_err_name(err));
+    put_key(w, "message");
+    if (message)
+        put_str(w, message, len);
+    else
+        put_str(w, slot_err_message(err), strlen(slot_err_message(err)));
+}
+
+/*
+ * res->extra's members after ours: the text between its outer braces, with
+ * raw CR/LF (only ever whitespace in valid JSON) made spaces so the reply
+ * stays one line. Text that is not an object is ignored.
+ */
+static void put_extra(writer *w, const char *extra)
+{
+    if (!extra)
+        return;
+    const char *b = extra, *e = extra + strlen(extra);
+    while (b < e && strchr(" \t\r\n", *b))
+        b++;
+    while (e > b && strchr(" \t\r\n", e[-1]))
+        e--;
+    if (e - b < 2 || *b != '{' || e[-1] != '}')
+        return;
+    b++, e--;
+    while (b < e && strchr(" \t\r\n", *b))
+        b++;
+    if (b == e)
+        return;
+    PUT_LIT(w, ",");
+    for (const char *run = b; run < e;) {
+        const char *nl = run;
+        while (nl < e && *nl != '\n' && *nl != '\r')
+            nl++;
+        put(w, run, (size_t)(nl - run));
+        if (nl < e)
+            PUT_LIT(w, " ");
+        run = nl + 1;
+    }
+}
+
+/* The event view shared by event, create_event, set_capacity, reshard and set_status. */
+static void put_event_view(writer *w, const slot_event_view *v)
+{
+    put_key(w, "event");
+    PUT_FIXED(w, v->event);
+    kv_cstr(w, "status", slot_event_status_name(v->status));
+    kv_u64(w, "capacity", v->capacity);
+    kv_u64(w, "available", v->available);
+    kv_u64(w, "held", v->held);
+    kv_u64(w, "confirmed", v->confirmed);
+    kv_u64(w, "shards", v->shards);
+    kv_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
+    kv_u64(w, "max_per_user", v->max_per_user);
+    kv_u64(w, "max_per_request", v->max_per_request);
+}
+
+static void put_hold_reply(writer *w, const slot_res *res)
+{
+    if (res->sold_out) {
+        kv_cstr(w, "status", "sold_out");
+        kv_u64(w, "available", res->available);
+        return;
+    }
+    kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+    put_key(w, "hold");
+    PUT_FIXED(w, res->hold);
+    kv_u64(w, "qty", res->qty);
+    kv_u64(w, "expires_at", res->expires_at_ms);
+}
+
+static void put_get_hold(writer *w, const slot_res *res)
+{
+    put_key(w, "hold");
+    PUT_FIXED(w, res->hold);
+    put_key(w, "user");
+    PUT_FIXED(w, res->user);
+    kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+    kv_u64(w, "qty", res->qty);
+    kv_u64(w, "expires_at", res->expires_at_ms);
+    kv_u64(w, "created_at", res->created_at_ms);
+}
+
+static void put_shards(writer *w, const slot_res *res)
+{
+    put_key(w, "shards");
+    PUT_LIT(w, "[");
+    for (uint32_t i = 0; res->shard_free && i < res->nshards; i++) {
+        if (i > 0)
+            PUT_LIT(w, ",");
+        PUT_LIT(w, "{\"shard\":");
+        put_u64(w, i);
+        PUT_LIT(w, ",\"free\":");
+        put_u64(w, res->shard_free[i]);
+        PUT_LIT(w, "}");
+    }
+    PUT_LIT(w, "]");
+}
+
+static void put_check(writer *w, const slot_res *res)
+{
+    uint32_t n = res->nviolations < SLOT_CHECK_VIOLATIONS_MAX ? res->nviolations : SLOT_CHECK_VIOLATIONS_MAX;
+    kv_u64(w, "events", res->events_checked);
+    kv_u64(w, "holds", res->holds_checked);
+    put_key(w, "violations");
+    PUT_LIT(w, "[");
+    for (uint32_t i = 0; res->violations && i < n; i++) {
+        const slot_violation *v = &res->violations[i];
+        if (i > 0)
+            PUT_LIT(w, ",");
+        PUT_LIT(w, "{\"invariant\":");
+        put_i64(w, v->invariant);
+        put_key(w, "event");
+        PUT_FIXED(w, v->event);
+        put_key(w, "detail");
+        PUT_FIXED(w, v->detail);
+        PUT_LIT(w, "}");
+    }
+    PUT_LIT(w, "]");
+    kv_u64(w, "violations_total", res->nviolations);
+}
+
+/* The op's own fields of a success reply (PROTOCOL.md, one section per op). */
+static void put_op_fields(writer *w, slot_op op, const slot_res *res)
+{
+    switch (op) {
+    case SLOT_OP_HELLO:
+        kv_cstr(w, "server", "slotd");
+        kv_u64(w, "protocol", SLOT_PROTOCOL_VERSION);
+        kv_cstr(w, "role", slot_role_name(res->role));
+        break;
+    case SLOT_OP_HOLD:
+        put_hold_reply(w, res);
+        break;
+    case SLOT_OP_CONFIRM:
+        kv_cstr(w, "status", "confirmed");
+        put_key(w, "hold");
+        PUT_FIXED(w, res->hold);
+        kv_u64(w, "qty", res->qty);
+        break;
+    case SLOT_OP_RELEASE:
+    case SLOT_OP_CANCEL:
+        kv_bool(w, op == SLOT_OP_RELEASE ? "released" : "cancelled", res->done);
+        kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+        break;
+    case SLOT_OP_GET_HOLD:
+        put_get_hold(w, res);
+        break;
+    case SLOT_OP_EVENT:
+    case SLOT_OP_CREATE_EVENT:
+    case SLOT_OP_SET_CAPACITY:
+    case SLOT_OP_RESHARD:
+    case SLOT_OP_SET_STATUS:
+        put_event_view(w, &res->view);
+        break;
+    case SLOT_OP_SHARDS:
+        put_shards(w, res);
+        break;
+    case SLOT_OP_CHECK:
+        put_check(w, res);
+        break;
+    case SLOT_OP_EXPIRE:
+        kv_u64(w, "expired", res->expired);
+        break;
+    default: /* stats: res->extra carries it all */
+        break;
+    }
+}
+
+/* "}\n", the NUL when it fits, and the needed length. */
+static size_t finish(writer *w)
+{
+    PUT_LIT(w, "}\n");
+    if (w->len < w->cap)
+        w->buf[w->len] = 0;
+    return w->len;
+}
+
+size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, size_t cap)
+{
+    writer w = {.buf = buf, .cap = buf ? cap : 0, .len = 0};
+    if (res->err != SLOT_E_OK) {
+        /* Error replies have the fixed shape of PROTOCOL.md; extra is not spliced into them. */
+        put_head(&w, &req->id, false);
+        size_t mlen = strnlen(res->message, sizeof(res->message));
+        put_error_body(&w, res->err, mlen ? res->message : NULL, mlen);
+        if (res->err == SLOT_E_HOLD_NOT_ACTIVE)
+            kv_cstr(&w, "status", slot_hold_status_name(res->hold_status));
+        return finish(&w);
+    }
+    put_head(&w, &req->id, true);
+    put_op_fields(&w, req->op, res);
+    if (res->replay)
+        kv_bool(&w, "replay", true);
+    put_extra(&w, res->extra);
+    return finish(&w);
+}
+
+size_t slot_proto_encode_error(const slot_id *id, slot_err err, const char *message, char *buf, size_t cap)
+{
+    writer w = {.buf = buf, .cap = buf ? cap : 0, .len = 0};
+    if (err == SLOT_E_OK || (unsigned)err >= SLOT_E__COUNT)
+        err = SLOT_E_INTERNAL; /* "ok" is no wire error code; keep the closed set */
+    put_head(&w, id, false);
+    put_error_body(&w, err, message, message ? strlen(message) : 0);
+    return finish(&w);
+}

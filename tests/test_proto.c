@@ -1,0 +1,1261 @@
+/*
+ * test_proto.c — the wire format (proto.h) against PROTOCOL.md: every class
+ * of bad input, the id rules, each op's fields, names and numbers, and every
+ * reply shape parsed back with jansson.
+ */
+#include <jansson.h>
+
+#include "harness.h"
+#include "slot/proto.h"
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static char last_msg[160];
+
+/* Parse a NUL-terminated line (the NUL is not part of it). */
+static slot_err parse(const char *line, slot_req *r)
+{
+    return slot_proto_parse(line, strlen(line), r, last_msg, sizeof(last_msg));
+}
+
+/* Parse with an explicit length (lines holding raw NUL bytes). */
+static slot_err parse_n(const char *line, size_t len, slot_req *r)
+{
+    return slot_proto_parse(line, len, r, last_msg, sizeof(last_msg));
+}
+
+#define EXPECT(line, code)                                                                  \
+    do {                                                                                    \
+        slot_req r_;                                                                        \
+        slot_err e_ = parse((line), &r_);                                                   \
+        if (e_ != (code))                                                                   \
+            T_FAIL_("parse(%s) = %s, want %s (%s)", (line), slot_err_name(e_), slot_err_name(code), \
+                    last_msg);                                                              \
+    } while (0)
+
+/* Assert the last message names `field` (PROTOCOL.md: "the message names the field"). */
+#define ASSERT_MSG_HAS(field)                                                               \
+    do {                                                                                    \
+        if (strstr(last_msg, (field)) == NULL)                                              \
+            T_FAIL_("message \"%s\" does not name %s", last_msg, (field));                  \
+    } while (0)
+
+/* {"op":"hold",...,"qty":<v>}: one spot for every integer case of qty. */
+static slot_err parse_qty(const char *v, slot_req *r)
+{
+    char line[512];
+    snprintf(line, sizeof(line), "{\"id\":7,\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":%s}", v);
+    return parse(line, r);
+}
+
+/* A string of n copies of c (static buffer; one at a time). */
+static const char *rep(char c, size_t n)
+{
+    static char buf[272]; /* the longest name under test is 257 bytes */
+    ASSERT(n < sizeof(buf));
+    memset(buf, c, n);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Nested arrays/objects: levels total, the top-level object included. */
+static void nested(char *out, size_t cap, int levels, bool objects)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(out + n, cap - n, "{\"op\":\"stats\",\"x\":");
+    for (int i = 1; i < levels; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s", objects ? "{\"k\":" : "[");
+    n += (size_t)snprintf(out + n, cap - n, "1");
+    for (int i = 1; i < levels; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s", objects ? "}" : "]");
+    n += (size_t)snprintf(out + n, cap - n, "}");
+    ASSERT(n < cap);
+}
+
+/* Encode, check the framing (one line, ends "}\n", length = return), parse back. */
+static json_t *roundtrip(const slot_req *req, const slot_res *res, char *buf, size_t cap)
+{
+    size_t n = slot_proto_encode(req, res, buf, cap);
+    ASSERT_LT(n, cap);
+    ASSERT_EQ(strlen(buf), n);
+    ASSERT_GE(n, 3);
+    ASSERT(buf[n - 2] == '}' && buf[n - 1] == '\n');
+    ASSERT(memchr(buf, '\n', n - 1) == NULL);
+    json_error_t e;
+    json_t *j = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &e);
+    if (!j)
+        T_FAIL_("reply does not parse: %s: %s", e.text, buf);
+    ASSERT(json_is_object(j));
+    return j;
+}
+
+static int64_t jint(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v))
+        T_FAIL_("%s: not an integer", key);
+    return (int64_t)json_integer_value(v);
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v))
+        T_FAIL_("%s: not a string", key);
+    return json_string_value(v);
+}
+
+static bool jtrue(const json_t *o, const char *key)
+{
+    return json_is_true(json_object_get(o, key));
+}
+
+/* ------------------------------------------------------------------------ */
+/* bad_json                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void test_bad_json_syntax(void)
+{
+    EXPECT("{", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\"", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\"} x", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":tru}", SLOT_E_BAD_JSON);
+    EXPECT("{op:\"stats\"}", SLOT_E_BAD_JSON);
+    EXPECT("{'op':'stats'}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"a\":01}", SLOT_E_BAD_JSON);
+    EXPECT("\xef\xbb\xbf{\"op\":\"stats\"}", SLOT_E_BAD_JSON); /* a BOM is not JSON */
+    EXPECT("{\"op\":\"st\x01\"}", SLOT_E_BAD_JSON);                /* raw control char in a string */
+    /* A raw NUL byte inside the line, and one after the object. */
+    slot_req r;
+    ASSERT_EQ(parse_n("{\"op\":\"st\0ats\"}", 15, &r), SLOT_E_BAD_JSON);
+    ASSERT_EQ(parse_n("{\"op\":\"stats\"}\0", 15, &r), SLOT_E_BAD_JSON);
+    /* Control: the same object is fine. */
+    EXPECT("{\"op\":\"stats\"}", SLOT_E_OK);
+    EXPECT("  {\"op\" : \"stats\" }\t", SLOT_E_OK);
+}
+
+static void test_bad_json_duplicate_keys(void)
+{
+    EXPECT("{\"op\":\"stats\",\"op\":\"stats\"}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":1,\"x\":1}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":{\"a\":1,\"a\":2}}", SLOT_E_BAD_JSON);
+    EXPECT("{\"id\":1,\"id\":1,\"op\":\"stats\"}", SLOT_E_BAD_JSON);
+    /* The same key in two different objects is not a duplicate. */
+    EXPECT("{\"op\":\"stats\",\"x\":{\"op\":1},\"y\":{\"op\":2}}", SLOT_E_OK);
+}
+
+static void test_bad_json_invalid_utf8(void)
+{
+    EXPECT("{\"op\":\"stats\",\"x\":\"\xff\"}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":\"\xc0\xaf\"}", SLOT_E_BAD_JSON);         /* overlong '/' */
+    EXPECT("{\"op\":\"stats\",\"x\":\"\xed\xa0\x80\"}", SLOT_E_BAD_JSON);     /* UTF-8 of a surrogate */
+    EXPECT("{\"op\":\"stats\",\"x\":\"\xf4\x90\x80\x80\"}", SLOT_E_BAD_JSON); /* above U+10FFFF */
+    EXPECT("{\"op\":\"stats\",\"x\":\"\xe2\x82\"}", SLOT_E_BAD_JSON);         /* truncated */
+    EXPECT("{\"op\":\"stats\",\"\x80\":1}", SLOT_E_BAD_JSON);                 /* in a key */
+    EXPECT("{\"op\":\"hold\",\"event\":\"e\",\"user\":\"\xff\",\"request\":\"r\",\"qty\":1}", SLOT_E_BAD_JSON);
+    /* Well-formed multi-byte UTF-8 passes. */
+    EXPECT("{\"op\":\"stats\",\"x\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}", SLOT_E_OK);
+}
+
+static void test_bad_json_nul_escape(void)
+{
+    EXPECT("{\"op\":\"stats\",\"x\":\"a\\u0000b\"}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"a\\u0000b\":1}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\\u0000\",\"request\":\"r\",\"qty\":1}", SLOT_E_BAD_JSON);
+    EXPECT("{\"id\":\"\\u0000\",\"op\":\"stats\"}", SLOT_E_BAD_JSON);
+}
+
+static void test_bad_json_lone_surrogate(void)
+{
+    EXPECT("{\"op\":\"stats\",\"x\":\"\\ud800\"}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":\"\\udc00\"}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":\"\\ud800\\u0041\"}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"\\udfff\":1}", SLOT_E_BAD_JSON);
+    /* A proper pair is one character, U+1F600, four bytes of UTF-8. */
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"hold\",\"event\":\"e\",\"user\":\"\\ud83d\\ude00\",\"request\":\"r\",\"qty\":1}", &r),
+              SLOT_E_OK);
+    ASSERT_EQ(r.user_len, 4);
+    ASSERT_STR_EQ(r.user, "\xf0\x9f\x98\x80");
+}
+
+static void test_bad_json_nan_infinity(void)
+{
+    EXPECT("{\"op\":\"stats\",\"x\":NaN}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":Infinity}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":-Infinity}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":NaN}", SLOT_E_BAD_JSON);
+}
+
+static void test_bad_json_depth(void)
+{
+    static char line[20000];
+    slot_req r;
+    nested(line, sizeof(line), 32, false);
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    nested(line, sizeof(line), 33, false);
+    ASSERT_EQ(parse(line, &r), SLOT_E_BAD_JSON);
+    ASSERT_MSG_HAS("32");
+    nested(line, sizeof(line), 32, true);
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    nested(line, sizeof(line), 33, true);
+    ASSERT_EQ(parse(line, &r), SLOT_E_BAD_JSON);
+    /* Past jansson's own limit (2048) as well. */
+    nested(line, sizeof(line), 3000, false);
+    ASSERT_EQ(parse(line, &r), SLOT_E_BAD_JSON);
+    /* A deep branch after a shallow one is still found. */
+    EXPECT("{\"op\":\"stats\",\"a\":[],\"b\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+           SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"a\":[],\"b\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+           SLOT_E_OK);
+}
+
+static void test_bad_json_top_level(void)
+{
+    EXPECT("[{\"op\":\"stats\"}]", SLOT_E_BAD_JSON);
+    EXPECT("[]", SLOT_E_BAD_JSON);
+    EXPECT("1", SLOT_E_BAD_JSON);
+    EXPECT("\"stats\"", SLOT_E_BAD_JSON);
+    EXPECT("true", SLOT_E_BAD_JSON);
+    EXPECT("null", SLOT_E_BAD_JSON);
+}
+
+static void test_bad_json_spaces_only(void)
+{
+    EXPECT(" ", SLOT_E_BAD_JSON);
+    EXPECT("      ", SLOT_E_BAD_JSON);
+    EXPECT("\t", SLOT_E_BAD_JSON);
+    slot_req r;
+    ASSERT_EQ(parse_n("", 0, &r), SLOT_E_BAD_JSON);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Integers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void test_int_not_integers(void)
+{
+    const char *bad[] = {"1.0", "1e0", "1E0", "0.5", "\"1\"", "true", "false", "null", "[1]", "{}", "-0.0"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        slot_req r;
+        if (parse_qty(bad[i], &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("qty %s accepted", bad[i]);
+        ASSERT_STR_EQ(last_msg, "qty: must be an integer in 1..1000");
+        ASSERT_EQ(r.id.kind, SLOT_ID_INT); /* later errors echo the id */
+        ASSERT_EQ(r.id.i, 7);
+    }
+    /* Where 0 is in range too (a real must not be read as integer 0). */
+    const char *reals[] = {"0.0", "5.0", "1e2", "-0.0", "0e0"};
+    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+        char line[160];
+        slot_req r;
+        snprintf(line, sizeof(line), "{\"op\":\"set_capacity\",\"event\":\"e\",\"capacity\":%s}", reals[i]);
+        if (parse(line, &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("capacity %s accepted", reals[i]);
+        ASSERT_MSG_HAS("capacity");
+        snprintf(line, sizeof(line), "{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}",
+                 reals[i]);
+        if (parse(line, &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("max_per_user %s accepted", reals[i]);
+        ASSERT_MSG_HAS("max_per_user");
+    }
+}
+
+static void test_int_ranges(void)
+{
+    const char *bad[] = {"-1", "0", "-0", "1001", "9223372036854775807", "-9223372036854775808"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        slot_req r;
+        if (parse_qty(bad[i], &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("qty %s accepted", bad[i]);
+        ASSERT_MSG_HAS("qty");
+    }
+    slot_req r;
+    ASSERT_EQ(parse_qty("1", &r), SLOT_E_OK);
+    ASSERT_EQ(r.qty, 1);
+    ASSERT_EQ(parse_qty("1000", &r), SLOT_E_OK);
+    ASSERT_EQ(r.qty, 1000);
+}
+
+static void test_int_overflow_is_invalid_argument_without_id(void)
+{
+    const char *bad[] = {"18446744073709551615", "9223372036854775808", "-9223372036854775809",
+                         "99999999999999999999999999999999", "1e400"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        slot_req r;
+        if (parse_qty(bad[i], &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("qty %s: %s", bad[i], last_msg);
+        ASSERT_EQ(r.id.kind, SLOT_ID_NONE); /* the line could not be parsed: no id */
+    }
+    /* Anywhere in the request, used or not, even in a nested array. */
+    EXPECT("{\"op\":\"stats\",\"junk\":[1,2,18446744073709551616]}", SLOT_E_INVALID_ARGUMENT);
+    EXPECT("{\"id\":18446744073709551616,\"op\":\"stats\"}", SLOT_E_INVALID_ARGUMENT);
+    /* But a line that is also not one valid JSON object stays bad_json. */
+    EXPECT("{\"op\":\"stats\",\"x\":18446744073709551616,\"x\":1}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":18446744073709551616,}", SLOT_E_BAD_JSON);
+    EXPECT("{\"op\":\"stats\",\"x\":18446744073709551616", SLOT_E_BAD_JSON);
+    EXPECT("[18446744073709551616]", SLOT_E_BAD_JSON);
+    EXPECT("{\"x\":18446744073709551616,\"y\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+           SLOT_E_BAD_JSON);
+}
+
+static void test_int_minus_zero_is_zero(void)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"set_capacity\",\"event\":\"e\",\"capacity\":-0}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.capacity, 0);
+    ASSERT_EQ(parse("{\"op\":\"stats\",\"id\":-0}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.id.kind, SLOT_ID_INT);
+    ASSERT_EQ(r.id.i, 0);
+}
+
+static void test_int_bounds_of_each_field(void)
+{
+    struct {
+        const char *fmt;
+        const char *value;
+        slot_err want;
+    } cases[] = {
+        {"{\"op\":\"set_capacity\",\"event\":\"e\",\"capacity\":%s}", "1099511627776", SLOT_E_OK},
+        {"{\"op\":\"set_capacity\",\"event\":\"e\",\"capacity\":%s}", "1099511627777", SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"set_capacity\",\"event\":\"e\",\"capacity\":%s}", "-1", SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"reshard\",\"event\":\"e\",\"shards\":%s}", "0", SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"reshard\",\"event\":\"e\",\"shards\":%s}", "1", SLOT_E_OK},
+        {"{\"op\":\"reshard\",\"event\":\"e\",\"shards\":%s}", "1024", SLOT_E_OK},
+        {"{\"op\":\"reshard\",\"event\":\"e\",\"shards\":%s}", "1025", SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"hold_ttl_ms\":%s}", "999", SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"hold_ttl_ms\":%s}", "1000", SLOT_E_OK},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"hold_ttl_ms\":%s}", "86400000", SLOT_E_OK},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"hold_ttl_ms\":%s}", "86400001",
+         SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_request\":%s}", "0",
+         SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_request\":%s}", "1000", SLOT_E_OK},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_request\":%s}", "1001",
+         SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "0", SLOT_E_OK},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "1099511627776", SLOT_E_OK},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "1099511627777",
+         SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "-1",
+         SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"shards\":%s}", "\"4\"", SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"shards\":%s}", "null", SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"shards\":%s}", "4.0", SLOT_E_INVALID_ARGUMENT},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char line[256];
+        slot_req r;
+        snprintf(line, sizeof(line), cases[i].fmt, cases[i].value);
+        slot_err e = parse(line, &r);
+        if (e != cases[i].want)
+            T_FAIL_("%s = %s, want %s (%s)", line, slot_err_name(e), slot_err_name(cases[i].want), last_msg);
+    }
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"set_capacity\",\"event\":\"e\",\"capacity\":1099511627776}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.capacity, UINT64_C(1) << 40);
+    ASSERT_EQ(parse("{\"op\":\"reshard\",\"event\":\"e\",\"shards\":1025}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(last_msg, "shards: must be an integer in 1..1024");
+}
+
+/* ------------------------------------------------------------------------ */
+/* id                                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void test_id_string(void)
+{
+    char line[1024];
+    slot_req r;
+    snprintf(line, sizeof(line), "{\"id\":\"%s\",\"op\":\"stats\"}", rep('i', 64));
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    ASSERT_EQ(r.id.kind, SLOT_ID_STR);
+    ASSERT_EQ(r.id.len, 64);
+    ASSERT_STR_EQ(r.id.s, rep('i', 64));
+    snprintf(line, sizeof(line), "{\"id\":\"%s\",\"op\":\"stats\"}", rep('i', 65));
+    ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(r.id.kind, SLOT_ID_NONE);
+    ASSERT_MSG_HAS("id");
+    ASSERT_EQ(parse("{\"id\":\"\",\"op\":\"stats\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.id.kind, SLOT_ID_STR);
+    ASSERT_EQ(r.id.len, 0);
+    /* 64 bytes, not 64 characters: 32 two-byte characters fit, 33 do not. */
+    char id[200] = "";
+    for (int i = 0; i < 33; i++)
+        strcat(id, "\xc3\xa9");
+    snprintf(line, sizeof(line), "{\"id\":\"%s\",\"op\":\"stats\"}", id);
+    ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+    id[64] = 0;
+    snprintf(line, sizeof(line), "{\"id\":\"%s\",\"op\":\"stats\"}", id);
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    ASSERT_EQ(r.id.len, 64);
+}
+
+static void test_id_integer(void)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"id\":42,\"op\":\"stats\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.id.kind, SLOT_ID_INT);
+    ASSERT_EQ(r.id.i, 42);
+    ASSERT_EQ(parse("{\"id\":9223372036854775807,\"op\":\"stats\"}", &r), SLOT_E_OK);
+    ASSERT(r.id.i == INT64_MAX);
+    ASSERT_EQ(parse("{\"id\":-9223372036854775808,\"op\":\"stats\"}", &r), SLOT_E_OK);
+    ASSERT(r.id.i == INT64_MIN);
+}
+
+static void test_id_other_types_not_echoed(void)
+{
+    const char *bad[] = {"1.5", "1.0", "1e2", "true", "null", "[1]", "{}", "{\"a\":1}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char line[128];
+        slot_req r;
+        snprintf(line, sizeof(line), "{\"id\":%s,\"op\":\"stats\"}", bad[i]);
+        if (parse(line, &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("id %s accepted", bad[i]);
+        ASSERT_EQ(r.id.kind, SLOT_ID_NONE);
+    }
+}
+
+static void test_id_checked_before_op_and_echoed_after(void)
+{
+    slot_req r;
+    /* A bad id wins over a missing op. */
+    ASSERT_EQ(parse("{\"id\":1.5}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"id\":1.5,\"op\":\"nope\"}", &r), SLOT_E_INVALID_ARGUMENT);
+    /* A good id is kept for the op and field errors that follow. */
+    ASSERT_EQ(parse("{\"id\":\"x\",\"op\":\"nope\"}", &r), SLOT_E_UNKNOWN_OP);
+    ASSERT_EQ(r.id.kind, SLOT_ID_STR);
+    ASSERT_STR_EQ(r.id.s, "x");
+    ASSERT_EQ(parse("{\"id\":-5,\"op\":\"hold\"}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(r.id.kind, SLOT_ID_INT);
+    ASSERT_EQ(r.id.i, -5);
+    /* bad_json comes before everything: no id. */
+    ASSERT_EQ(parse("{\"id\":3,\"op\":\"stats\",\"op\":\"stats\"}", &r), SLOT_E_BAD_JSON);
+    ASSERT_EQ(r.id.kind, SLOT_ID_NONE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* op and fields                                                             */
+/* ------------------------------------------------------------------------ */
+
+static void test_op_missing_or_unknown(void)
+{
+    EXPECT("{}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"id\":1}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"op\":1}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"op\":null}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"op\":[\"hold\"]}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"op\":\"\"}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"op\":\"HOLD\"}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"op\":\"hold \"}", SLOT_E_UNKNOWN_OP);
+    EXPECT("{\"op\":\"frobnicate\"}", SLOT_E_UNKNOWN_OP);
+    /* op comes before fields: an unknown op with bad fields is unknown_op. */
+    EXPECT("{\"op\":\"nope\",\"qty\":\"x\"}", SLOT_E_UNKNOWN_OP);
+}
+
+/* One valid request per op, its fields as "key":value fragments; the first nreq are required. */
+typedef struct op_case {
+    const char *op;
+    slot_op want;
+    int nreq;
+    const char *frag[6];
+} op_case;
+
+static const op_case op_cases[] = {
+    {"hello", SLOT_OP_HELLO, 0, {"\"token\":\"t\""}},
+    {"hold", SLOT_OP_HOLD, 4, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\"", "\"qty\":2"}},
+    {"confirm", SLOT_OP_CONFIRM, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
+    {"release", SLOT_OP_RELEASE, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
+    {"get_hold", SLOT_OP_GET_HOLD, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
+    {"event", SLOT_OP_EVENT, 1, {"\"event\":\"e\""}},
+    {"create_event", SLOT_OP_CREATE_EVENT, 2,
+     {"\"event\":\"e\"", "\"capacity\":100", "\"shards\":4", "\"hold_ttl_ms\":5000", "\"max_per_user\":3",
+      "\"max_per_request\":2"}},
+    {"set_capacity", SLOT_OP_SET_CAPACITY, 2, {"\"event\":\"e\"", "\"capacity\":100"}},
+    {"reshard", SLOT_OP_RESHARD, 2, {"\"event\":\"e\"", "\"shards\":4"}},
+    {"set_status", SLOT_OP_SET_STATUS, 2, {"\"event\":\"e\"", "\"status\":\"closed\""}},
+    {"cancel", SLOT_OP_CANCEL, 2, {"\"event\":\"e\"", "\"hold\":\"h\""}},
+    {"shards", SLOT_OP_SHARDS, 1, {"\"event\":\"e\""}},
+    {"check", SLOT_OP_CHECK, 0, {"\"event\":\"e\""}},
+    {"expire", SLOT_OP_EXPIRE, 0, {NULL}},
+    {"stats", SLOT_OP_STATS, 0, {NULL}},
+};
+
+/* The request of c without fragment `skip` (-1: all of them). */
+static void op_line(const op_case *c, int skip, char *line, size_t cap)
+{
+    size_t n = (size_t)snprintf(line, cap, "{\"id\":\"q\",\"op\":\"%s\"", c->op);
+    for (int i = 0; i < 6 && c->frag[i]; i++)
+        if (i != skip)
+            n += (size_t)snprintf(line + n, cap - n, ",%s", c->frag[i]);
+    snprintf(line + n, cap - n, "}");
+}
+
+static void test_every_op_parses(void)
+{
+    ASSERT_EQ(sizeof(op_cases) / sizeof(op_cases[0]), SLOT_OP__COUNT);
+    for (size_t i = 0; i < SLOT_OP__COUNT; i++) {
+        char line[512];
+        slot_req r;
+        op_line(&op_cases[i], -1, line, sizeof(line));
+        if (parse(line, &r) != SLOT_E_OK)
+            T_FAIL_("%s: %s", line, last_msg);
+        ASSERT_EQ(r.op, op_cases[i].want);
+        ASSERT_EQ(r.id.kind, SLOT_ID_STR);
+    }
+}
+
+static void test_every_required_field(void)
+{
+    for (size_t i = 0; i < SLOT_OP__COUNT; i++) {
+        const op_case *c = &op_cases[i];
+        for (int k = 0; k < c->nreq; k++) {
+            char line[512], key[32];
+            slot_req r;
+            op_line(c, k, line, sizeof(line));
+            if (parse(line, &r) != SLOT_E_INVALID_ARGUMENT)
+                T_FAIL_("%s accepted without %s", line, c->frag[k]);
+            sscanf(c->frag[k], "\"%31[^\"]\"", key);
+            char want[48];
+            snprintf(want, sizeof(want), "%s: missing", key);
+            if (strncmp(last_msg, want, strlen(want)) != 0)
+                T_FAIL_("%s: message \"%s\" does not start with \"%s\"", line, last_msg, want);
+            ASSERT_EQ(r.id.kind, SLOT_ID_STR); /* echoed */
+        }
+        /* The optional ones may go. */
+        for (int k = c->nreq; k < 6 && c->frag[k]; k++) {
+            char line[512];
+            slot_req r;
+            op_line(c, k, line, sizeof(line));
+            if (parse(line, &r) != SLOT_E_OK)
+                T_FAIL_("%s: %s", line, last_msg);
+        }
+    }
+}
+
+static void test_hold_fields_filled(void)
+{
+    slot_req r;
+    memset(&r, 0xa5, sizeof(r)); /* parse zeroes what it does not fill */
+    ASSERT_EQ(parse("{\"op\":\"hold\",\"event\":\"sale-1\",\"user\":\"alice\",\"request\":\"r:1\",\"qty\":3}", &r),
+              SLOT_E_OK);
+    ASSERT_EQ(r.op, SLOT_OP_HOLD);
+    ASSERT_EQ(r.id.kind, SLOT_ID_NONE);
+    ASSERT_STR_EQ(r.event, "sale-1");
+    ASSERT_EQ(r.event_len, 6);
+    ASSERT_STR_EQ(r.user, "alice");
+    ASSERT_EQ(r.user_len, 5);
+    ASSERT_STR_EQ(r.request, "r:1");
+    ASSERT_EQ(r.request_len, 3);
+    ASSERT_EQ(r.qty, 3);
+    ASSERT_EQ(r.hold_len, 0);
+    ASSERT_EQ(r.hold[0], 0);
+    ASSERT_EQ(r.capacity, 0);
+    ASSERT_EQ(r.token_len, 0);
+    ASSERT_EQ(r.has & SLOT_HAS_TOKEN, 0);
+    ASSERT_EQ(last_msg[0], 0);
+}
+
+static void test_create_event_defaults_and_has_bits(void)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":500}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.capacity, 500);
+    ASSERT_EQ(r.shards, SLOT_SHARDS_DEFAULT);
+    ASSERT_EQ(r.hold_ttl_ms, SLOT_HOLD_TTL_MS_DEFAULT);
+    ASSERT_EQ(r.max_per_user, 0);
+    ASSERT_EQ(r.max_per_request, SLOT_MAX_PER_REQUEST_DEFAULT);
+    ASSERT_EQ(r.has & (SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST), 0);
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":500,\"shards\":3,\"hold_ttl_ms\":2000,"
+                    "\"max_per_user\":4,\"max_per_request\":5}",
+                    &r),
+              SLOT_E_OK);
+    ASSERT_EQ(r.shards, 3);
+    ASSERT_EQ(r.hold_ttl_ms, 2000);
+    ASSERT_EQ(r.max_per_user, 4);
+    ASSERT_EQ(r.max_per_request, 5);
+    ASSERT_EQ(r.has & SLOT_HAS_SHARDS, SLOT_HAS_SHARDS);
+    ASSERT_EQ(r.has & SLOT_HAS_HOLD_TTL, SLOT_HAS_HOLD_TTL);
+    ASSERT_EQ(r.has & SLOT_HAS_MAX_PER_USER, SLOT_HAS_MAX_PER_USER);
+    ASSERT_EQ(r.has & SLOT_HAS_MAX_PER_REQUEST, SLOT_HAS_MAX_PER_REQUEST);
+    /* Defaults given explicitly are still "given". */
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":5,\"max_per_user\":0}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.has & SLOT_HAS_MAX_PER_USER, SLOT_HAS_MAX_PER_USER);
+    ASSERT_EQ(r.has & SLOT_HAS_SHARDS, 0);
+}
+
+static void test_set_status_values(void)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"set_status\",\"event\":\"e\",\"status\":\"closed\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.status, SLOT_EVENT_CLOSED);
+    ASSERT_EQ(parse("{\"op\":\"set_status\",\"event\":\"e\",\"status\":\"on_sale\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.status, SLOT_EVENT_ON_SALE);
+    const char *bad[] = {"\"open\"", "\"CLOSED\"", "\"on_sale \"", "\"\"", "1", "null", "true"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char line[128];
+        snprintf(line, sizeof(line), "{\"op\":\"set_status\",\"event\":\"e\",\"status\":%s}", bad[i]);
+        ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+        ASSERT_MSG_HAS("status");
+    }
+}
+
+static void test_hello_token(void)
+{
+    char line[1024];
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"hello\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.has & SLOT_HAS_TOKEN, 0);
+    ASSERT_EQ(parse("{\"op\":\"hello\",\"token\":\"s3cr\\\"et\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.has & SLOT_HAS_TOKEN, SLOT_HAS_TOKEN);
+    ASSERT_STR_EQ(r.token, "s3cr\"et");
+    ASSERT_EQ(r.token_len, 7);
+    snprintf(line, sizeof(line), "{\"op\":\"hello\",\"token\":\"%s\"}", rep('t', 256));
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    ASSERT_EQ(r.token_len, 256);
+    snprintf(line, sizeof(line), "{\"op\":\"hello\",\"token\":\"%s\"}", rep('t', 257));
+    ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_MSG_HAS("token");
+    ASSERT_EQ(parse("{\"op\":\"hello\",\"token\":42}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"hello\",\"token\":null}", &r), SLOT_E_INVALID_ARGUMENT);
+}
+
+static void test_hold_argument(void)
+{
+    char line[1024];
+    slot_req r;
+    /* The format is the allocator's business: anything of 1..128 bytes passes here. */
+    ASSERT_EQ(parse("{\"op\":\"cancel\",\"event\":\"e\",\"hold\":\"not a hold id!\"}", &r), SLOT_E_OK);
+    ASSERT_STR_EQ(r.hold, "not a hold id!");
+    ASSERT_EQ(r.hold_len, 14);
+    snprintf(line, sizeof(line), "{\"op\":\"cancel\",\"event\":\"e\",\"hold\":\"%s\"}", rep('h', 128));
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    ASSERT_EQ(r.hold_len, 128);
+    snprintf(line, sizeof(line), "{\"op\":\"cancel\",\"event\":\"e\",\"hold\":\"%s\"}", rep('h', 129));
+    ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_MSG_HAS("hold");
+    ASSERT_EQ(parse("{\"op\":\"cancel\",\"event\":\"e\",\"hold\":\"\"}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"cancel\",\"event\":\"e\",\"hold\":12}", &r), SLOT_E_INVALID_ARGUMENT);
+}
+
+static void test_check_optional_event(void)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"check\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.has & SLOT_HAS_EVENT, 0);
+    ASSERT_EQ(r.event_len, 0);
+    ASSERT_EQ(parse("{\"op\":\"check\",\"event\":\"ev.1\"}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.has & SLOT_HAS_EVENT, SLOT_HAS_EVENT);
+    ASSERT_STR_EQ(r.event, "ev.1");
+    ASSERT_EQ(parse("{\"op\":\"check\",\"event\":\"bad key!\"}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"check\",\"event\":null}", &r), SLOT_E_INVALID_ARGUMENT);
+}
+
+static void test_unknown_and_unused_fields_ignored(void)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"event\",\"event\":\"e\",\"future\":{\"x\":[1,2.5,null]},\"qty\":\"x\",\"user\":7,"
+                    "\"shards\":-1,\"status\":\"weird\",\"token\":false}",
+                    &r),
+              SLOT_E_OK);
+    ASSERT_EQ(r.op, SLOT_OP_EVENT);
+    ASSERT_EQ(r.qty, 0);
+    ASSERT_EQ(r.user_len, 0);
+    ASSERT_EQ(parse("{\"op\":\"stats\",\"event\":\"bad key!\",\"capacity\":1.5}", &r), SLOT_E_OK);
+    ASSERT_EQ(parse("{\"op\":\"expire\",\"hold\":\"\"}", &r), SLOT_E_OK);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Names                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void test_event_and_request_names(void)
+{
+    char line[1024];
+    slot_req r;
+    snprintf(line, sizeof(line), "{\"op\":\"event\",\"event\":\"%s\"}", rep('e', 64));
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    ASSERT_EQ(r.event_len, 64);
+    snprintf(line, sizeof(line), "{\"op\":\"event\",\"event\":\"%s\"}", rep('e', 65));
+    ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(last_msg, "event: must be 1..64 bytes of [A-Za-z0-9._:-]");
+    ASSERT_EQ(parse("{\"op\":\"event\",\"event\":\"AZaz09._:-\"}", &r), SLOT_E_OK);
+    const char *bad[] = {"\"\"", "\"bad key!\"", "\"a b\"", "\"a/b\"", "\"caf\xc3\xa9\"", "\"a\\tb\"", "\"a+b\"",
+                         "\"a@b\"", "1", "null", "[\"e\"]"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(line, sizeof(line), "{\"op\":\"event\",\"event\":%s}", bad[i]);
+        if (parse(line, &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("event %s accepted", bad[i]);
+        ASSERT_MSG_HAS("event");
+        snprintf(line, sizeof(line), "{\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":%s,\"qty\":1}",
+                 bad[i]);
+        if (parse(line, &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("request %s accepted", bad[i]);
+        ASSERT_MSG_HAS("request");
+    }
+    snprintf(line, sizeof(line), "{\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"%s\",\"qty\":1}",
+             rep('r', 64));
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    ASSERT_EQ(r.request_len, 64);
+    snprintf(line, sizeof(line), "{\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"%s\",\"qty\":1}",
+             rep('r', 65));
+    ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+}
+
+static slot_err parse_user(const char *user_json, slot_req *r)
+{
+    char line[1024];
+    snprintf(line, sizeof(line), "{\"op\":\"get_hold\",\"event\":\"e\",\"hold\":\"h\",\"user\":%s}", user_json);
+    return parse(line, r);
+}
+
+static void test_user_names(void)
+{
+    char u[600];
+    slot_req r;
+    snprintf(u, sizeof(u), "\"%s\"", rep('u', 128));
+    ASSERT_EQ(parse_user(u, &r), SLOT_E_OK);
+    ASSERT_EQ(r.user_len, 128);
+    snprintf(u, sizeof(u), "\"%s\"", rep('u', 129));
+    ASSERT_EQ(parse_user(u, &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_MSG_HAS("user");
+    /* Bytes, not characters: 64 x U+00E9 is 128 bytes. */
+    strcpy(u, "\"");
+    for (int i = 0; i < 64; i++)
+        strcat(u, "\xc3\xa9");
+    strcat(u, "\"");
+    ASSERT_EQ(parse_user(u, &r), SLOT_E_OK);
+    ASSERT_EQ(r.user_len, 128);
+    strcpy(u + strlen(u) - 1, "x\"");
+    ASSERT_EQ(parse_user(u, &r), SLOT_E_INVALID_ARGUMENT);
+    /* Anything printable goes, quotes and spaces included; U+0080 is not in the banned set. */
+    ASSERT_EQ(parse_user("\"Ann \\\"O'Neil\\\" \\\\ \\/ \xe2\x82\xac \\u0080\"", &r), SLOT_E_OK);
+    ASSERT_STR_EQ(r.user, "Ann \"O'Neil\" \\ / \xe2\x82\xac \xc2\x80");
+    const char *bad[] = {"\"\"", "\"a\\u0001\"", "\"a\\u001f\"", "\"a\\u007f\"", "\"a\x7f\"", "\"a\\tb\"",
+                         "\"a\\nb\"", "1", "null", "true"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (parse_user(bad[i], &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("user %s accepted", bad[i]);
+        ASSERT_MSG_HAS("user");
+    }
+}
+
+static void test_non_terminated_input(void)
+{
+    /* The line need not be NUL-terminated: only len bytes are read. */
+    const char text[] = "{\"op\":\"event\",\"event\":\"e1\"}GARBAGE";
+    slot_req r;
+    ASSERT_EQ(parse_n(text, 27, &r), SLOT_E_OK);
+    ASSERT_STR_EQ(r.event, "e1");
+    ASSERT_EQ(parse_n(text, 28, &r), SLOT_E_BAD_JSON);
+}
+
+static void test_tiny_message_buffer(void)
+{
+    slot_req r;
+    char m[4] = "zzz";
+    ASSERT_EQ(slot_proto_parse("{\"op\":1}", 8, &r, m, sizeof(m)), SLOT_E_UNKNOWN_OP);
+    ASSERT_EQ(strlen(m), 3);
+    ASSERT_EQ(slot_proto_parse("{\"op\":1}", 8, &r, NULL, 0), SLOT_E_UNKNOWN_OP);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Encoder                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void req_for(slot_req *req, slot_op op, const char *id_str)
+{
+    memset(req, 0, sizeof(*req));
+    req->op = op;
+    if (id_str) {
+        req->id.kind = SLOT_ID_STR;
+        req->id.len = (uint8_t)strlen(id_str);
+        memcpy(req->id.s, id_str, req->id.len + 1u);
+    }
+}
+
+static void test_encode_id_first_and_echo(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_EXPIRE, "abc");
+    res.expired = 9;
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(buf, "{\"id\":\"abc\",\"ok\":true,\"expired\":9}\n");
+    json_decref(j);
+    req.id.kind = SLOT_ID_INT;
+    req.id.i = INT64_MIN;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(jint(j, "id") == INT64_MIN);
+    json_decref(j);
+    req.id.i = INT64_MAX;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(jint(j, "id") == INT64_MAX);
+    json_decref(j);
+    req.id.kind = SLOT_ID_NONE;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(json_object_get(j, "id") == NULL);
+    ASSERT_STR_EQ(buf, "{\"ok\":true,\"expired\":9}\n");
+    json_decref(j);
+}
+
+static void test_encode_hello(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_HELLO, NULL);
+    res.role = SLOT_ROLE_FRONTEND;
+    res.extra = strdup("{\"version\":\"0.1.0\"}");
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "server"), "slotd");
+    ASSERT_EQ(jint(j, "protocol"), 1);
+    ASSERT_STR_EQ(jstr(j, "role"), "frontend");
+    ASSERT_STR_EQ(jstr(j, "version"), "0.1.0");
+    ASSERT(jtrue(j, "ok"));
+    json_decref(j);
+    slot_res_clear(&res);
+}
+
+static void test_encode_hold_shapes(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_HOLD, "h1");
+    res.hold_status = SLOT_HOLD_HELD;
+    strcpy(res.hold, "00000000000000010123456789abcdef");
+    res.qty = 2;
+    res.expires_at_ms = UINT64_C(1764500000000);
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "status"), "held");
+    ASSERT_STR_EQ(jstr(j, "hold"), "00000000000000010123456789abcdef");
+    ASSERT_EQ(jint(j, "qty"), 2);
+    ASSERT_EQ(jint(j, "expires_at"), 1764500000000);
+    ASSERT(json_object_get(j, "replay") == NULL);
+    json_decref(j);
+    /* Replay shows the current status. */
+    res.replay = true;
+    res.hold_status = SLOT_HOLD_EXPIRED;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "status"), "expired");
+    ASSERT(jtrue(j, "replay"));
+    json_decref(j);
+    /* Sold out: ok, status and available only. */
+    memset(&res, 0, sizeof(res));
+    res.sold_out = true;
+    res.available = 1;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(jtrue(j, "ok"));
+    ASSERT_STR_EQ(jstr(j, "status"), "sold_out");
+    ASSERT_EQ(jint(j, "available"), 1);
+    ASSERT(json_object_get(j, "hold") == NULL);
+    ASSERT_EQ(json_object_size(j), 4);
+    json_decref(j);
+}
+
+static void test_encode_confirm_release_cancel(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_CONFIRM, NULL);
+    res.hold_status = SLOT_HOLD_CONFIRMED;
+    strcpy(res.hold, "H");
+    res.qty = 5;
+    res.replay = true;
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "status"), "confirmed");
+    ASSERT_STR_EQ(jstr(j, "hold"), "H");
+    ASSERT_EQ(jint(j, "qty"), 5);
+    ASSERT(jtrue(j, "replay"));
+    json_decref(j);
+
+    memset(&res, 0, sizeof(res));
+    req_for(&req, SLOT_OP_RELEASE, NULL);
+    res.done = true;
+    res.hold_status = SLOT_HOLD_RELEASED;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(jtrue(j, "released"));
+    ASSERT_STR_EQ(jstr(j, "status"), "released");
+    json_decref(j);
+    res.done = false;
+    res.hold_status = SLOT_HOLD_EXPIRED;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(json_is_false(json_object_get(j, "released")));
+    ASSERT_STR_EQ(jstr(j, "status"), "expired");
+    json_decref(j);
+
+    req_for(&req, SLOT_OP_CANCEL, NULL);
+    res.done = true;
+    res.hold_status = SLOT_HOLD_CANCELLED;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(jtrue(j, "cancelled"));
+    ASSERT_STR_EQ(jstr(j, "status"), "cancelled");
+    ASSERT(json_object_get(j, "released") == NULL);
+    json_decref(j);
+    res.done = false;
+    res.hold_status = SLOT_HOLD_RELEASED;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(json_is_false(json_object_get(j, "cancelled")));
+    ASSERT_STR_EQ(jstr(j, "status"), "released");
+    json_decref(j);
+}
+
+static void test_encode_get_hold(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_GET_HOLD, NULL);
+    strcpy(res.hold, "HH");
+    strcpy(res.user, "bob");
+    res.hold_status = SLOT_HOLD_HELD;
+    res.qty = 2;
+    res.expires_at_ms = 2000;
+    res.created_at_ms = 1000;
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "hold"), "HH");
+    ASSERT_STR_EQ(jstr(j, "user"), "bob");
+    ASSERT_STR_EQ(jstr(j, "status"), "held");
+    ASSERT_EQ(jint(j, "qty"), 2);
+    ASSERT_EQ(jint(j, "expires_at"), 2000);
+    ASSERT_EQ(jint(j, "created_at"), 1000);
+    json_decref(j);
+}
+
+static void test_encode_event_view_ops(void)
+{
+    const slot_op ops[] = {SLOT_OP_EVENT, SLOT_OP_CREATE_EVENT, SLOT_OP_SET_CAPACITY, SLOT_OP_RESHARD,
+                           SLOT_OP_SET_STATUS};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        char buf[1024];
+        slot_req req;
+        slot_res res = {0};
+        req_for(&req, ops[i], "v");
+        strcpy(res.view.event, "sale.2025");
+        res.view.status = i % 2 ? SLOT_EVENT_CLOSED : SLOT_EVENT_ON_SALE;
+        res.view.capacity = UINT64_C(1) << 40;
+        res.view.available = 7;
+        res.view.held = 8;
+        res.view.confirmed = 9;
+        res.view.shards = 1024;
+        res.view.hold_ttl_ms = 86400000;
+        res.view.max_per_user = 3;
+        res.view.max_per_request = 1000;
+        res.replay = ops[i] == SLOT_OP_CREATE_EVENT;
+        json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+        ASSERT_STR_EQ(jstr(j, "id"), "v");
+        ASSERT_STR_EQ(jstr(j, "event"), "sale.2025");
+        ASSERT_STR_EQ(jstr(j, "status"), i % 2 ? "closed" : "on_sale");
+        ASSERT_EQ(jint(j, "capacity"), INT64_C(1) << 40);
+        ASSERT_EQ(jint(j, "available"), 7);
+        ASSERT_EQ(jint(j, "held"), 8);
+        ASSERT_EQ(jint(j, "confirmed"), 9);
+        ASSERT_EQ(jint(j, "shards"), 1024);
+        ASSERT_EQ(jint(j, "hold_ttl_ms"), 86400000);
+        ASSERT_EQ(jint(j, "max_per_user"), 3);
+        ASSERT_EQ(jint(j, "max_per_request"), 1000);
+        ASSERT_EQ(jtrue(j, "replay"), ops[i] == SLOT_OP_CREATE_EVENT);
+        ASSERT_EQ(json_object_size(j), 12u + (ops[i] == SLOT_OP_CREATE_EVENT));
+        json_decref(j);
+    }
+}
+
+static void test_encode_shards(void)
+{
+    char buf[4096];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_SHARDS, NULL);
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(json_is_array(json_object_get(j, "shards")));
+    ASSERT_EQ(json_array_size(json_object_get(j, "shards")), 0);
+    json_decref(j);
+    res.nshards = 3;
+    res.shard_free = calloc(3, sizeof(uint64_t));
+    res.shard_free[0] = 10;
+    res.shard_free[1] = 0;
+    res.shard_free[2] = UINT64_C(1) << 40;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    json_t *a = json_object_get(j, "shards");
+    ASSERT_EQ(json_array_size(a), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *s = json_array_get(a, i);
+        ASSERT_EQ(jint(s, "shard"), (int64_t)i);
+        ASSERT_EQ(jint(s, "free"), (int64_t)res.shard_free[i]);
+    }
+    json_decref(j);
+    slot_res_clear(&res);
+}
+
+static void test_encode_check(void)
+{
+    static char buf[65536];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_CHECK, NULL);
+    res.events_checked = 2;
+    res.holds_checked = 30;
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_EQ(jint(j, "events"), 2);
+    ASSERT_EQ(jint(j, "holds"), 30);
+    ASSERT_EQ(json_array_size(json_object_get(j, "violations")), 0);
+    ASSERT_EQ(jint(j, "violations_total"), 0);
+    json_decref(j);
+    /* More violations than are reported: the list is capped, the total exact. */
+    res.nviolations = 150;
+    res.violations = calloc(SLOT_CHECK_VIOLATIONS_MAX, sizeof(slot_violation));
+    for (int i = 0; i < SLOT_CHECK_VIOLATIONS_MAX; i++) {
+        res.violations[i].invariant = 1 + i % 7;
+        snprintf(res.violations[i].event, sizeof(res.violations[i].event), "ev%d", i);
+        snprintf(res.violations[i].detail, sizeof(res.violations[i].detail), "free %d + \"held\" != cap\n", i);
+    }
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    json_t *a = json_object_get(j, "violations");
+    ASSERT_EQ(json_array_size(a), SLOT_CHECK_VIOLATIONS_MAX);
+    ASSERT_EQ(jint(j, "violations_total"), 150);
+    json_t *v = json_array_get(a, 9);
+    ASSERT_EQ(jint(v, "invariant"), 3);
+    ASSERT_STR_EQ(jstr(v, "event"), "ev9");
+    ASSERT_STR_EQ(jstr(v, "detail"), "free 9 + \"held\" != cap\n");
+    json_decref(j);
+    slot_res_clear(&res);
+}
+
+static void test_encode_stats_extra(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_STATS, "s");
+    res.extra = strdup("{\"connections\": 3,\n \"ops\": {\"hold\": 10},\r\n \"db\": \"x\\ny\"}\n");
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf)); /* roundtrip asserts one line */
+    ASSERT_EQ(jint(j, "connections"), 3);
+    ASSERT_EQ(jint(json_object_get(j, "ops"), "hold"), 10);
+    ASSERT_STR_EQ(jstr(j, "db"), "x\ny");
+    ASSERT_EQ(json_object_size(j), 5);
+    json_decref(j);
+    /* An empty object adds nothing (and no stray comma). */
+    free(res.extra);
+    res.extra = strdup(" { } ");
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(buf, "{\"id\":\"s\",\"ok\":true}\n");
+    json_decref(j);
+    /* Not an object: ignored rather than breaking the reply. */
+    free(res.extra);
+    res.extra = strdup("[1,2]");
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_EQ(json_object_size(j), 2);
+    json_decref(j);
+    /* Spliced after the op's own fields for any op. */
+    free(res.extra);
+    res.extra = strdup("{\"a\":1,\"b\":\"x\"}");
+    req_for(&req, SLOT_OP_EXPIRE, NULL);
+    res.expired = 4;
+    slot_proto_encode(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(buf, "{\"ok\":true,\"expired\":4,\"a\":1,\"b\":\"x\"}\n");
+    slot_res_clear(&res);
+}
+
+static void test_encode_errors(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_HOLD, "e1");
+    slot_res_error(&res, SLOT_E_UNKNOWN_EVENT, NULL);
+    res.extra = strdup("{\"leak\":1}");
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "id"), "e1");
+    ASSERT(json_is_false(json_object_get(j, "ok")));
+    ASSERT_STR_EQ(jstr(j, "error"), "unknown_event");
+    ASSERT_STR_EQ(jstr(j, "message"), slot_err_message(SLOT_E_UNKNOWN_EVENT));
+    ASSERT_EQ(json_object_size(j), 4);
+    ASSERT(strncmp(buf, "{\"id\":\"e1\",\"ok\":false,", 21) == 0);
+    json_decref(j);
+    slot_res_error(&res, SLOT_E_INVALID_ARGUMENT, "qty: above max_per_request %d", 4);
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "message"), "qty: above max_per_request 4");
+    json_decref(j);
+    /* hold_not_active carries the hold's status. */
+    req_for(&req, SLOT_OP_CONFIRM, NULL);
+    slot_res_error(&res, SLOT_E_HOLD_NOT_ACTIVE, NULL);
+    res.hold_status = SLOT_HOLD_EXPIRED;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "error"), "hold_not_active");
+    ASSERT_STR_EQ(jstr(j, "status"), "expired");
+    ASSERT(json_object_get(j, "id") == NULL);
+    json_decref(j);
+    slot_res_clear(&res);
+}
+
+static void test_encode_error_standalone(void)
+{
+    char buf[512];
+    size_t n = slot_proto_encode_error(NULL, SLOT_E_BAD_JSON, NULL, buf, sizeof(buf));
+    ASSERT_EQ(n, strlen(buf));
+    ASSERT_STR_EQ(buf, "{\"ok\":false,\"error\":\"bad_json\",\"message\":\"the line is not one valid JSON object\"}\n");
+    slot_id id = {.kind = SLOT_ID_INT, .i = -3};
+    n = slot_proto_encode_error(&id, SLOT_E_OVERLOADED, "queue full", buf, sizeof(buf));
+    ASSERT_STR_EQ(buf, "{\"id\":-3,\"ok\":false,\"error\":\"overloaded\",\"message\":\"queue full\"}\n");
+    slot_id none = {0};
+    slot_proto_encode_error(&none, SLOT_E_LINE_TOO_LONG, NULL, buf, sizeof(buf));
+    ASSERT(strncmp(buf, "{\"ok\":false,\"error\":\"line_too_long\"", 35) == 0);
+    /* OK is no wire error: the closed set holds. */
+    slot_proto_encode_error(NULL, SLOT_E_OK, NULL, buf, sizeof(buf));
+    ASSERT(strstr(buf, "\"error\":\"internal\"") != NULL);
+}
+
+static void test_encode_escaping(void)
+{
+    char buf[2048];
+    slot_req req;
+    slot_res res = {0};
+    const char *user = "q\"b\\s/\x01\x1f\x7f\t\n\xc3\xa9\xf0\x9f\x98\x80";
+    const char *id = "i\"d\\\x02";
+    req_for(&req, SLOT_OP_GET_HOLD, id);
+    strcpy(res.user, user);
+    strcpy(res.hold, "h");
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "user"), user);
+    ASSERT_STR_EQ(jstr(j, "id"), id);
+    json_decref(j);
+    /* The exact escapes: RFC 8259 short forms for quote and backslash, \u00XX for controls. */
+    ASSERT(strstr(buf, "\"id\":\"i\\\"d\\\\\\u0002\"") != NULL);
+    ASSERT(strstr(buf, "q\\\"b\\\\s/\\u0001\\u001f\x7f\\u0009\\u000a\xc3\xa9\xf0\x9f\x98\x80") != NULL);
+    /* A parsed id echoes unchanged. */
+    slot_req parsed;
+    ASSERT_EQ(parse("{\"id\":\"a\\\"b\\\\c\\u0001\\u00e9\",\"op\":\"expire\"}", &parsed), SLOT_E_OK);
+    memset(&res, 0, sizeof(res));
+    j = roundtrip(&parsed, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "id"), "a\"b\\c\x01\xc3\xa9");
+    json_decref(j);
+}
+
+static void test_encode_invalid_utf8_replaced(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_HOLD, NULL);
+    /* A message cut mid-character, a stray byte, an overlong, an encoded surrogate. */
+    slot_res_error(&res, SLOT_E_INVALID_ARGUMENT, "a\xc3|b\xff|c\xc0\xaf|d\xed\xa0\x80|e\xe2\x82");
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+#define FFFD "\xef\xbf\xbd" /* U+FFFD, once per ill-formed byte */
+    ASSERT_STR_EQ(jstr(j, "message"), "a" FFFD "|b" FFFD "|c" FFFD FFFD "|d" FFFD FFFD FFFD "|e" FFFD FFFD);
+#undef FFFD
+    ASSERT(strstr(buf, "\\ufffd") != NULL); /* escaped, so the reply itself is ASCII here */
+    json_decref(j);
+}
+
+static void test_encode_small_buffer(void)
+{
+    static char full[4096];
+    char buf[4096];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_GET_HOLD, "small");
+    strcpy(res.hold, "HOLD");
+    strcpy(res.user, "\"u\"");
+    size_t n = slot_proto_encode(&req, &res, full, sizeof(full));
+    ASSERT_EQ(n, strlen(full));
+    ASSERT_EQ(slot_proto_encode(&req, &res, NULL, 0), n);
+    for (size_t cap = 0; cap <= n + 1; cap++) {
+        memset(buf, '#', sizeof(buf));
+        size_t m = slot_proto_encode(&req, &res, buf, cap);
+        ASSERT_EQ(m, n);
+        for (size_t k = cap; k < sizeof(buf); k++)
+            if (buf[k] != '#')
+                T_FAIL_("cap %zu: byte %zu written", cap, k);
+        if (cap > n)
+            ASSERT_STR_EQ(buf, full); /* fits exactly with its NUL at cap n+1 */
+    }
+    /* The retry rule of proto.h: a buffer of the returned size + 1 suffices. */
+    char *big = malloc(n + 1);
+    ASSERT_EQ(slot_proto_encode(&req, &res, big, n + 1), n);
+    ASSERT_STR_EQ(big, full);
+    free(big);
+    ASSERT_EQ(slot_proto_encode_error(NULL, SLOT_E_INTERNAL, NULL, buf, 5),
+              slot_proto_encode_error(NULL, SLOT_E_INTERNAL, NULL, NULL, 0));
+}
+
+static void test_parse_then_encode(void)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    ASSERT_EQ(parse("{\"id\":12345678901234,\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":1}",
+                    &req),
+              SLOT_E_OK);
+    res.sold_out = true;
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_EQ(jint(j, "id"), INT64_C(12345678901234));
+    json_decref(j);
+    /* A parse error echoes the id it kept. */
+    slot_req bad;
+    slot_err e = parse("{\"id\":\"x-1\",\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":1.0}", &bad);
+    ASSERT_EQ(e, SLOT_E_INVALID_ARGUMENT);
+    size_t n = slot_proto_encode_error(&bad.id, e, last_msg, buf, sizeof(buf));
+    ASSERT_LT(n, sizeof(buf));
+    ASSERT_STR_EQ(buf, "{\"id\":\"x-1\",\"ok\":false,\"error\":\"invalid_argument\","
+                       "\"message\":\"qty: must be an integer in 1..1000\"}\n");
+}
+
+static const slot_test_case cases[] = {
+    {"bad_json_syntax", test_bad_json_syntax},
+    {"bad_json_duplicate_keys", test_bad_json_duplicate_keys},
+    {"bad_json_invalid_utf8", test_bad_json_invalid_utf8},
+    {"bad_json_nul_escape", test_bad_json_nul_escape},
+    {"bad_json_lone_surrogate", test_bad_json_lone_surrogate},
+    {"bad_json_nan_infinity", test_bad_json_nan_infinity},
+    {"bad_json_depth", test_bad_json_depth},
+    {"bad_json_top_level", test_bad_json_top_level},
+    {"bad_json_spaces_only", test_bad_json_spaces_only},
+    {"int_not_integers", test_int_not_integers},
+    {"int_ranges", test_int_ranges},
+    {"int_overflow_is_invalid_argument_without_id", test_int_overflow_is_invalid_argument_without_id},
+    {"int_minus_zero_is_zero", test_int_minus_zero_is_zero},
+    {"int_bounds_of_each_field", test_int_bounds_of_each_field},
+    {"id_string", test_id_string},
+    {"id_integer", test_id_integer},
+    {"id_other_types_not_echoed", test_id_other_types_not_echoed},
+    {"id_checked_before_op_and_echoed_after", test_id_checked_before_op_and_echoed_after},
+    {"op_missing_or_unknown", test_op_missing_or_unknown},
+    {"every_op_parses", test_every_op_parses},
+    {"every_required_field", test_every_required_field},
+    {"hold_fields_filled", test_hold_fields_filled},
+    {"create_event_defaults_and_has_bits", test_create_event_defaults_and_has_bits},
+    {"set_status_values", test_set_status_values},
+    {"hello_token", test_hello_token},
+    {"hold_argument", test_hold_argument},
+    {"check_optional_event", test_check_optional_event},
+    {"unknown_and_unused_fields_ignored", test_unknown_and_unused_fields_ignored},
+    {"event_and_request_names", test_event_and_request_names},
+    {"user_names", test_user_names},
+    {"non_terminated_input", test_non_terminated_input},
+    {"tiny_message_buffer", test_tiny_message_buffer},
+    {"encode_id_first_and_echo", test_encode_id_first_and_echo},
+    {"encode_hello", test_encode_hello},
+    {"encode_hold_shapes", test_encode_hold_shapes},
+    {"encode_confirm_release_cancel", test_encode_confirm_release_cancel},
+    {"encode_get_hold", test_encode_get_hold},
+    {"encode_event_view_ops", test_encode_event_view_ops},
+    {"encode_shards", test_encode_shards},
+    {"encode_check", test_encode_check},
+    {"encode_stats_extra", test_encode_stats_extra},
+    {"encode_errors", test_encode_errors},
+    {"encode_error_standalone", test_encode_error_standalone},
+    {"encode_escaping", test_encode_escaping},
+    {"encode_invalid_utf8_replaced", test_encode_invalid_utf8_replaced},
+    {"encode_small_buffer", test_encode_small_buffer},
+    {"parse_then_encode", test_parse_then_encode},
+};
+
+int main(int argc, char **argv)
+{
+    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
