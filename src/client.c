@@ -404,6 +404,10 @@ static int parse_fields(json_t *root, slot_reply *out)
     v = json_object_get(root, "violations");
     if (json_is_array(v))
         out->nviolations = (uint32_t)json_array_size(v);
+    /* slotd lists at most SLOT_CHECK_VIOLATIONS_MAX and may give the exact count beside them. */
+    v = json_object_get(root, "violations_total");
+    if (json_is_integer(v) && json_integer_value(v) > (json_int_t)out->nviolations)
+        out->nviolations = json_integer_value(v) > UINT32_MAX ? UINT32_MAX : (uint32_t)json_integer_value(v);
     v = json_object_get(root, "id");
     if (json_is_integer(v)) {
         out->id.kind = SLOT_ID_INT;

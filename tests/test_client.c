@@ -455,6 +455,13 @@ static void test_reply_admin(void)
              "\"detail\":\"x\"},{\"invariant\":2,\"event\":\"E\",\"detail\":\"y\"}]}", &r);
     ASSERT_EQ(r.nviolations, 2);
     slot_reply_clear(&r);
+    /* the list is capped; the exact count comes beside it */
+    parse_ok("{\"ok\":true,\"events\":1,\"holds\":0,\"violations\":[{\"invariant\":1}],\"violations_total\":250}", &r);
+    ASSERT_EQ(r.nviolations, 250);
+    slot_reply_clear(&r);
+    parse_ok("{\"ok\":true,\"events\":1,\"holds\":0,\"violations\":[],\"violations_total\":0}", &r);
+    ASSERT_EQ(r.nviolations, 0);
+    slot_reply_clear(&r);
 
     parse_ok("{\"ok\":true,\"expired\":17}", &r);
     ASSERT_EQ(r.expired, 17);

@@ -64,7 +64,8 @@ typedef struct slot_reply {
     uint64_t qty, expires_at, created_at, available;
     uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
     uint64_t events, holds, expired;   /* check, expire */
-    uint32_t nviolations;              /* check: length of the violations array */
+    uint32_t nviolations;              /* check: violations found: "violations_total" when the
+                                          server sends it, else the length of "violations" */
     uint32_t nshard_free;              /* shards: length of shard_free */
     uint64_t *shard_free;              /* heap, owned; freed by slot_reply_clear */
     char *line;                        /* heap copy of the whole reply line (NUL-terminated), owned */
