@@ -591,38 +591,6 @@ int slot_client_fd(const slot_client *c)
     return c->fd;
 }
 
-int slot_client_send_raw(slot_client *c, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
-        if (n >= 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return -errno;
-        int rc = wait_fd(c->fd, POLLOUT, -1);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
-int slot_client_send(slot_client *c, const slot_req *req)
-{
-    char line[CLIENT_REQ_BYTES_MAX];
-    long n = slot_req_encode(req, line, sizeof(line));
-    if (n < 0)
-        return (int)n;
-    if ((size_t)n >= sizeof(line))
-        return -EMSGSIZE; /* cannot happen for a slot_req: the bound covers every field */
-    return slot_client_send_raw(c, line, (size_t)n);
-}
-
 /* Make room after `end`: first by moving the unread bytes to the front, then
  * by doubling the buffer up to CLIENT_BUF_BYTES_MAX. */
 static int make_room(slot_client *c)
@@ -647,9 +615,9 @@ static int make_room(slot_client *c)
     return 0;
 }
 
-/* Read what the socket has (waiting up to deadline_ms). 0, or a negative error;
- * EOF is -ECONNRESET. */
-static int fill(slot_client *c, int64_t deadline_ms)
+/* One nonblocking read into the buffer: 1 when bytes came, 0 when none were
+ * waiting, -ECONNRESET at EOF, -EMSGSIZE when the buffer is full, or -errno. */
+static int read_some(slot_client *c)
 {
     int rc = make_room(c);
     if (rc < 0)
@@ -658,18 +626,83 @@ static int fill(slot_client *c, int64_t deadline_ms)
         ssize_t n = recv(c->fd, c->buf + c->end, c->cap - c->end, 0);
         if (n > 0) {
             c->end += (size_t)n;
-            return 0;
+            return 1;
         }
         if (n == 0)
             return -ECONNRESET;
         if (errno == EINTR)
             continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return -errno;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+    }
+}
+
+/* Read at least one byte, waiting up to deadline_ms. 0 or a negative error. */
+static int fill(slot_client *c, int64_t deadline_ms)
+{
+    for (;;) {
+        int rc = read_some(c);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
         rc = wait_fd(c->fd, POLLIN, deadline_ms);
         if (rc < 0)
             return rc;
     }
+}
+
+/* Wait until the socket takes more bytes. Replies that arrive meanwhile are
+ * read into the buffer (while it has room), so a client that pipelines more
+ * than the socket buffers hold does not deadlock with a server that has
+ * stopped reading until its replies are read. 0 or -errno. */
+static int wait_writable(slot_client *c)
+{
+    for (;;) {
+        bool can_read = c->err == 0 && c->end - c->start < CLIENT_BUF_BYTES_MAX;
+        struct pollfd p = {.fd = c->fd, .events = (short)(POLLOUT | (can_read ? POLLIN : 0))};
+        int n = poll(&p, 1, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (p.revents & (POLLOUT | POLLERR | POLLHUP | POLLNVAL))
+            return 0; /* writable, or an error the next send() reports */
+        int rc = read_some(c);
+        if (rc == -ECONNRESET || rc == -EMSGSIZE)
+            c->err = rc; /* recv_line reports it after the lines before it */
+        else if (rc < 0)
+            return rc;
+    }
+}
+
+int slot_client_send_raw(slot_client *c, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+        if (n >= 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int rc = wait_writable(c);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int slot_client_send(slot_client *c, const slot_req *req)
+{
+    char line[CLIENT_REQ_BYTES_MAX];
+    long n = slot_req_encode(req, line, sizeof(line));
+    if (n < 0)
+        return (int)n;
+    if ((size_t)n >= sizeof(line))
+        return -EMSGSIZE; /* cannot happen for a slot_req: the bound covers every field */
+    return slot_client_send_raw(c, line, (size_t)n);
 }
 
 long slot_client_recv_line(slot_client *c, const char **line, int timeout_ms)

@@ -924,6 +924,59 @@ static void test_client_line_too_long(void)
     fake_join(&s);
 }
 
+/* Answers every line with a reply of PIPE_REPLY_BYTES, reading in chunks. */
+enum { PIPE_REQS = 2000, PIPE_REQ_BYTES = 4096, PIPE_REPLY_BYTES = 1500, PIPE_SOCKBUF_BYTES = 32768 };
+
+static void serve_fat_replies(int fd, void *arg)
+{
+    (void)arg;
+    char *reply = malloc(PIPE_REPLY_BYTES);
+    memset(reply, ' ', PIPE_REPLY_BYTES);
+    memcpy(reply, "{\"ok\":true}", 11);
+    reply[PIPE_REPLY_BYTES - 1] = '\n';
+    char chunk[65536];
+    ssize_t n;
+    while ((n = recv(fd, chunk, sizeof(chunk), 0)) > 0 || (n < 0 && errno == EINTR))
+        for (ssize_t i = 0; i < n; i++)
+            if (chunk[i] == '\n')
+                write_all(fd, reply, PIPE_REPLY_BYTES);
+    free(reply);
+}
+
+/* Regression: 8 MB of requests sent before any of 3 MB of replies is read,
+ * through socket buffers of 32 KiB. A client that only waited to write would
+ * hang here: the server stops reading while its replies are not read. */
+static void test_client_pipeline_beyond_socket_buffers(void)
+{
+    alarm(20); /* a hang is a failure, not a stuck test run (the test takes ~0.1 s) */
+    fake_server s;
+    int small = PIPE_SOCKBUF_BYTES;
+    fake_start(&s, serve_fat_replies, NULL);
+    ASSERT_EQ(setsockopt(s.lfd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+    ASSERT_EQ(setsockopt(s.lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    slot_client *c = connect_ok(s.port);
+    ASSERT_EQ(setsockopt(slot_client_fd(c), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    ASSERT_EQ(setsockopt(slot_client_fd(c), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+    char *req = malloc(PIPE_REQ_BYTES);
+    memset(req, ' ', PIPE_REQ_BYTES);
+    memcpy(req, "{\"op\":\"stats\"}", 14);
+    req[PIPE_REQ_BYTES - 1] = '\n';
+    for (int i = 0; i < PIPE_REQS; i++)
+        ASSERT_EQ(slot_client_send_raw(c, req, PIPE_REQ_BYTES), 0);
+    for (int i = 0; i < PIPE_REQS; i++) {
+        slot_reply r;
+        ASSERT_EQ(slot_client_recv(c, &r, 10000), 0);
+        ASSERT(r.ok);
+        slot_reply_clear(&r);
+    }
+    const char *line = NULL;
+    ASSERT_EQ(slot_client_recv_line(c, &line, 0), -ETIMEDOUT);
+    free(req);
+    slot_client_close(c);
+    fake_join(&s);
+    alarm(0);
+}
+
 static void test_client_refused(void)
 {
     /* A port that was just free: bound, never listened on, closed. */
@@ -1003,6 +1056,7 @@ static const slot_test_case cases[] = {
     {"reply_long_and_odd_fields", test_reply_long_and_odd_fields},
     {"client_call", test_client_call},
     {"client_pipeline", test_client_pipeline},
+    {"client_pipeline_beyond_socket_buffers", test_client_pipeline_beyond_socket_buffers},
     {"client_split_line", test_client_split_line},
     {"client_recv_timeout", test_client_recv_timeout},
     {"client_eintr", test_client_eintr},

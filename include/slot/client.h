@@ -99,7 +99,11 @@ void slot_client_close(slot_client *c);
 int slot_client_fd(const slot_client *c);
 
 /* slot_client_send — encode and send req (blocking, without a time bound, until
- * the kernel has it; SIGPIPE is never raised: a closed peer is -EPIPE). 0 or -errno. */
+ * the kernel has it; SIGPIPE is never raised: a closed peer is -EPIPE). While
+ * it waits, replies that arrive are read into the receive buffer (up to
+ * SLOT_CLIENT_LINE_MAX bytes), so pipelining more than the socket buffers hold
+ * does not deadlock with a server that stops reading until its replies are
+ * read. 0 or -errno. */
 int slot_client_send(slot_client *c, const slot_req *req);
 /* slot_client_send_raw — send bytes as they are (tests of bad input). 0 or -errno. */
 int slot_client_send_raw(slot_client *c, const void *data, size_t len);
