@@ -242,7 +242,6 @@ static int hr_parse(hr_opts *o, int argc, char **argv)
     return -1;
 }
 
-
 /* ---------------------------------------------------------------- hot-release: the run */
 
 typedef struct hr_run hr_run;

@@ -95,7 +95,9 @@ typedef struct slot_client slot_client;
  * not resolve.
  */
 int slot_client_connect(const char *host, uint16_t port, int timeout_ms, slot_client **out);
+/* slot_client_close — close the socket and free c; NULL is a no-op. */
 void slot_client_close(slot_client *c);
+/* slot_client_fd — the socket (nonblocking; owned by c), e.g. for getpeername or setsockopt. */
 int slot_client_fd(const slot_client *c);
 
 /* slot_client_send — encode and send req (blocking, without a time bound, until
