@@ -21,6 +21,7 @@ static int run_case(const slot_test_case *c)
         return 1;
     }
     if (pid == 0) {
+        setpgid(0, 0); /* the case and the servers it starts: one group to stop */
         c->fn();
         fflush(NULL);
         _exit(0);
@@ -28,6 +29,7 @@ static int run_case(const slot_test_case *c)
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
+    kill(-pid, SIGKILL); /* a failed case may leave its servers behind: they are ours, in its group */
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
     if (WIFSIGNALED(st))

@@ -1,0 +1,165 @@
+/*
+ * slotd.c — the daemon's command line. Everything else is in server.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+#include "slot/limits.h"
+#include "slot_config.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: slotd [options]\n"
+            "\n"
+            "slotd sells the units of flash-sale events over TCP (newline-delimited JSON,\n"
+            "protocol v1), keeping them in an LMDB store. A held/confirmed/released answer\n"
+            "is sent only after the commit that made it durable.\n"
+            "\n"
+            "options:\n"
+            "  --data DIR              data folder, created when missing (default %s)\n"
+            "  --listen HOST:PORT      address to listen on (default %s); port 0 picks a free\n"
+            "                          port. The first line on stdout is \"listening on HOST:PORT\"\n"
+            "  --durability MODE       sync: fsync every group commit (default); nosync: leave\n"
+            "                          flushing to the OS (a machine crash may lose commits)\n"
+            "  --max-line BYTES        longest request line, without its newline (default %u)\n"
+            "  --map-size-max BYTES    largest the LMDB map may grow to (default %llu); then\n"
+            "                          writes are answered storage_full. Suffixes K, M, G allowed\n"
+            "  --sweep-interval-ms MS  how often expired holds are swept (default %u)\n"
+            "  --max-queue N           queued write requests before new ones are answered\n"
+            "                          overloaded (default %u, at least 100000)\n"
+            "  --max-inflight N        unanswered requests per connection before reading from\n"
+            "                          it pauses (default %u)\n"
+            "  --max-connections N     open connections (default %u)\n"
+            "  --token-file FILE       lines \"frontend TOKEN\" / \"admin TOKEN\"; clients must send\n"
+            "                          hello first. The file must be mode 600 or stricter\n"
+            "  --insecure              allow a non-loopback --listen without --token-file\n"
+            "  --help                  this text\n"
+            "  --version               print the version\n"
+            "\n"
+            "SIGINT/SIGTERM stop the server cleanly: the batch in flight commits, queued\n"
+            "requests are answered shutting_down.\n",
+            SLOT_DATA_DEFAULT, SLOT_LISTEN_DEFAULT, SLOT_LINE_BYTES_DEFAULT,
+            (unsigned long long)SLOT_MAP_SIZE_MAX_DEFAULT, SLOT_SWEEP_INTERVAL_MS_DEFAULT,
+            SLOT_QUEUE_REQUESTS_DEFAULT, SLOT_CONN_INFLIGHT_DEFAULT, SLOT_CONNS_DEFAULT);
+}
+
+/* Parses a whole decimal number with an optional K/M/G (x1024) suffix, within [lo, hi]. */
+static int parse_num(const char *flag, const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    uint64_t mul = 1;
+    if (end && *end && end[1] == 0) {
+        switch (*end) {
+        case 'K': case 'k': mul = 1ull << 10; end++; break;
+        case 'M': case 'm': mul = 1ull << 20; end++; break;
+        case 'G': case 'g': mul = 1ull << 30; end++; break;
+        default: break;
+        }
+    }
+    if (errno || end == text || *end || text[0] == '-' || (mul > 1 && v > UINT64_MAX / mul) || v * mul < lo ||
+        v * mul > hi) {
+        fprintf(stderr, "slotd: %s: \"%s\" is not a number in %" PRIu64 "..%" PRIu64 "\n", flag, text, lo, hi);
+        return -1;
+    }
+    *out = v * mul;
+    return 0;
+}
+
+/* HOST:PORT, [IPv6]:PORT. */
+static int parse_listen(const char *text, slot__server_opts *o)
+{
+    const char *colon = strrchr(text, ':');
+    const char *host = text;
+    size_t hlen = colon ? (size_t)(colon - text) : 0;
+    if (colon && text[0] == '[' && hlen >= 2 && text[hlen - 1] == ']') {
+        host++;
+        hlen -= 2;
+    }
+    uint64_t port;
+    if (!colon || hlen == 0 || hlen >= sizeof(o->host) || parse_num("--listen", colon + 1, 0, 65535, &port) != 0) {
+        fprintf(stderr, "slotd: --listen: want HOST:PORT (e.g. 127.0.0.1:7420), got \"%s\"\n", text);
+        return -1;
+    }
+    memcpy(o->host, host, hlen);
+    o->host[hlen] = 0;
+    o->port = (uint16_t)port;
+    return 0;
+}
+
+enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_TOKENS, O_INSECURE, O_HELP, O_VERSION };
+
+static int parse_args(int argc, char **argv, slot__server_opts *o)
+{
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, O_DATA}, {"listen", required_argument, NULL, O_LISTEN},
+        {"durability", required_argument, NULL, O_DUR}, {"max-line", required_argument, NULL, O_LINE},
+        {"map-size-max", required_argument, NULL, O_MAP}, {"sweep-interval-ms", required_argument, NULL, O_SWEEP},
+        {"max-queue", required_argument, NULL, O_QUEUE}, {"max-inflight", required_argument, NULL, O_INFLIGHT},
+        {"max-connections", required_argument, NULL, O_CONNS}, {"token-file", required_argument, NULL, O_TOKENS},
+        {"insecure", no_argument, NULL, O_INSECURE}, {"help", no_argument, NULL, O_HELP},
+        {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+    int ch;
+    uint64_t v;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int rc = 0;
+        switch (ch) {
+        case O_DATA: o->data_dir = optarg; break;
+        case O_LISTEN: rc = parse_listen(optarg, o); break;
+        case O_DUR:
+            if (strcmp(optarg, "sync") != 0 && strcmp(optarg, "nosync") != 0) {
+                fprintf(stderr, "slotd: --durability: want sync or nosync, got \"%s\"\n", optarg);
+                rc = -1;
+            }
+            o->nosync = strcmp(optarg, "nosync") == 0;
+            break;
+        case O_LINE: rc = parse_num("--max-line", optarg, SLOT_LINE_BYTES_MIN, SLOT_LINE_BYTES_MAX, &v); o->max_line = (uint32_t)v; break;
+        case O_MAP: rc = parse_num("--map-size-max", optarg, 1ull << 20, 1ull << 44, &v); o->map_size_max = v; break;
+        case O_SWEEP: rc = parse_num("--sweep-interval-ms", optarg, 10, 60000, &v); o->sweep_interval_ms = (uint32_t)v; break;
+        case O_QUEUE: rc = parse_num("--max-queue", optarg, 1, 10000000, &v); o->queue_max = (uint32_t)v; break;
+        case O_INFLIGHT: rc = parse_num("--max-inflight", optarg, 1, 1000000, &v); o->conn_inflight_max = (uint32_t)v; break;
+        case O_CONNS: rc = parse_num("--max-connections", optarg, 1, 1000000, &v); o->conns_max = (uint32_t)v; break;
+        case O_TOKENS: o->token_file = optarg; break;
+        case O_INSECURE: o->insecure = true; break;
+        case 'h':
+        case O_HELP: usage(stdout); exit(0);
+        case O_VERSION: printf("slotd %s\n", SLOT_VERSION); exit(0);
+        default:
+            fprintf(stderr, "slotd: unknown or incomplete option \"%s\" (see slotd --help)\n", argv[optind - 1]);
+            return -1;
+        }
+        if (rc != 0)
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "slotd: unexpected argument \"%s\" (see slotd --help)\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    slot__server_opts o = {
+        .data_dir = SLOT_DATA_DEFAULT,
+        .port = SLOT_PORT_DEFAULT,
+        .max_line = SLOT_LINE_BYTES_DEFAULT,
+        .map_size_max = SLOT_MAP_SIZE_MAX_DEFAULT,
+        .sweep_interval_ms = SLOT_SWEEP_INTERVAL_MS_DEFAULT,
+        .queue_max = SLOT_QUEUE_REQUESTS_DEFAULT,
+        .conn_inflight_max = SLOT_CONN_INFLIGHT_DEFAULT,
+        .conns_max = SLOT_CONNS_DEFAULT,
+    };
+    snprintf(o.host, sizeof(o.host), "%s", "127.0.0.1");
+    if (parse_args(argc, argv, &o) != 0)
+        return 2;
+    return slot__server_run(&o);
+}

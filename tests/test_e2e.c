@@ -1,0 +1,655 @@
+/*
+ * test_e2e.c — end-to-end tests: a real slotd on an ephemeral loopback port,
+ * driven through the client library. Races, durability across kill -9,
+ * ordering, framing, shutdown.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "slot/client.h"
+
+#define TIMEOUT_MS 10000
+
+static slot_test_server srv;
+
+static slot_client *dial(void)
+{
+    slot_client *c = NULL;
+    int rc = slot_client_connect("127.0.0.1", srv.port, 5000, &c);
+    ASSERT_EQ(rc, 0);
+    return c;
+}
+
+static void call(slot_client *c, const slot_req *req, slot_reply *rep)
+{
+    int rc = slot_client_call(c, req, rep, TIMEOUT_MS);
+    ASSERT_EQ(rc, 0);
+}
+
+static void create(slot_client *c, const char *ev, uint64_t capacity, uint32_t shards, uint32_t ttl_ms, uint64_t per_user)
+{
+    slot_req q;
+    slot_reply r;
+    slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev);
+    q.capacity = capacity;
+    q.shards = shards;
+    q.hold_ttl_ms = ttl_ms;
+    q.max_per_user = per_user;
+    q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER;
+    call(c, &q, &r);
+    if (!r.ok)
+        T_FAIL_("create_event %s: %s %s", ev, r.error, r.message);
+    slot_reply_clear(&r);
+}
+
+/* The event view, and a clean check of it (invariants 1-4, 7). */
+static slot_reply view_checked(slot_client *c, const char *ev)
+{
+    slot_req q;
+    slot_reply r;
+    slot_req_event(&q, SLOT_OP_CHECK, ev);
+    q.has |= SLOT_HAS_EVENT;
+    call(c, &q, &r);
+    ASSERT(r.ok);
+    if (r.nviolations != 0)
+        T_FAIL_("check %s: %u violations: %s", ev, r.nviolations, r.line);
+    slot_reply_clear(&r);
+    slot_req_event(&q, SLOT_OP_EVENT, ev);
+    call(c, &q, &r);
+    ASSERT(r.ok);
+    ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
+    return r;
+}
+
+static void hold(slot_client *c, const char *ev, const char *user, const char *key, uint32_t qty, slot_reply *r)
+{
+    slot_req q;
+    ASSERT_EQ(slot_req_hold(&q, ev, user, key, qty), 0);
+    call(c, &q, r);
+}
+
+static void start(const char *const *extra)
+{
+    memset(&srv, 0, sizeof(srv));
+    slot_test_server_start(&srv, NULL, extra);
+}
+
+static void stop(void)
+{
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    slot_test_server_free(&srv);
+}
+
+/* ---- 64 clients racing for the last few units, many rounds */
+
+#define RACERS 64
+
+typedef struct racer {
+    pthread_barrier_t *go;
+    const char *ev;
+    int i;
+    slot_client *c;
+    slot_reply r;
+} racer;
+
+static void *race_one(void *p)
+{
+    racer *x = p;
+    char user[32];
+    snprintf(user, sizeof(user), "u%d", x->i);
+    slot_req q;
+    slot_req_hold(&q, x->ev, user, "r", 1);
+    pthread_barrier_wait(x->go);
+    if (slot_client_call(x->c, &q, &x->r, TIMEOUT_MS) != 0)
+        x->r.ok = false;
+    return NULL;
+}
+
+static void race_for_last_units(void)
+{
+    start(NULL);
+    slot_client *admin = dial();
+    racer rs[RACERS];
+    for (int i = 0; i < RACERS; i++)
+        rs[i].c = dial();
+    for (int round = 0; round < 25; round++) {
+        char ev[32];
+        uint64_t cap = 1 + (uint64_t)round % 7;
+        snprintf(ev, sizeof(ev), "race%d", round);
+        create(admin, ev, cap, 1 + (uint32_t)round % 5, 600000, 0);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, RACERS);
+        pthread_t th[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            rs[i] = (racer){.go = &go, .ev = ev, .i = i, .c = rs[i].c};
+            pthread_create(&th[i], NULL, race_one, &rs[i]);
+        }
+        uint64_t held = 0, sold = 0;
+        for (int i = 0; i < RACERS; i++) {
+            pthread_join(th[i], NULL);
+            ASSERT(rs[i].r.ok);
+            if (strcmp(rs[i].r.status, "held") == 0)
+                held++;
+            else if (strcmp(rs[i].r.status, "sold_out") == 0)
+                sold++;
+            slot_reply_clear(&rs[i].r);
+        }
+        pthread_barrier_destroy(&go);
+        ASSERT_EQ(held, cap);
+        ASSERT_EQ(sold, RACERS - cap);
+        slot_reply v = view_checked(admin, ev);
+        ASSERT_EQ(v.available, 0);
+        ASSERT_EQ(v.held, cap);
+        slot_reply_clear(&v);
+    }
+    for (int i = 0; i < RACERS; i++)
+        slot_client_close(rs[i].c);
+    slot_client_close(admin);
+    stop();
+}
+
+/* ---- a confirm racing the hold's expiry (and the sweeper, every 10 ms) */
+
+static void confirm_races_expiry(void)
+{
+    const char *extra[] = {"--sweep-interval-ms", "10", NULL};
+    start(extra);
+    slot_client *c = dial();
+    enum { N = 60 };
+    create(c, "ttl", N, 4, 1000, 0);
+    char ids[N][SLOT_HOLD_ARG_BYTES_MAX + 1];
+    uint64_t exp[N];
+    for (int i = 0; i < N; i++) {
+        char user[16];
+        slot_reply r;
+        snprintf(user, sizeof(user), "u%d", i);
+        hold(c, "ttl", user, "k", 1, &r);
+        ASSERT_STR_EQ(r.status, "held");
+        snprintf(ids[i], sizeof(ids[i]), "%s", r.hold);
+        exp[i] = r.expires_at;
+        slot_reply_clear(&r);
+    }
+    int confirmed = 0, expired = 0;
+    bool won[N];
+    for (int i = 0; i < N; i++) {
+        /* aim at expires_at - 3 .. + 3 ms of the server clock (same machine) */
+        int64_t target = (int64_t)exp[i] + (i % 7) - 3;
+        int64_t wait = target - (int64_t)slot_test_now_ms();
+        if (wait > 0)
+            usleep((useconds_t)wait * 1000);
+        char user[16];
+        snprintf(user, sizeof(user), "u%d", i);
+        slot_req q;
+        slot_reply r;
+        slot_req_hold_op(&q, SLOT_OP_CONFIRM, "ttl", ids[i], user);
+        call(c, &q, &r);
+        won[i] = r.ok;
+        if (r.ok) {
+            ASSERT_STR_EQ(r.status, "confirmed");
+            confirmed++;
+        } else {
+            ASSERT_STR_EQ(r.error, "hold_not_active");
+            ASSERT_STR_EQ(r.status, "expired");
+            expired++;
+        }
+        slot_reply_clear(&r);
+    }
+    ASSERT_EQ(confirmed + expired, N);
+    usleep(300 * 1000); /* the sweeper has expired whatever was left */
+    for (int i = 0; i < N; i++) {
+        char user[16];
+        snprintf(user, sizeof(user), "u%d", i);
+        slot_req q;
+        slot_reply r;
+        slot_req_hold_op(&q, SLOT_OP_GET_HOLD, "ttl", ids[i], user);
+        call(c, &q, &r);
+        ASSERT_STR_EQ(r.status, won[i] ? "confirmed" : "expired");
+        slot_reply_clear(&r);
+    }
+    slot_reply v = view_checked(c, "ttl");
+    ASSERT_EQ(v.confirmed, (uint64_t)confirmed);
+    ASSERT_EQ(v.held, 0);
+    ASSERT_EQ(v.available, (uint64_t)expired); /* each expired hold's unit came back exactly once */
+    slot_reply_clear(&v);
+    slot_client_close(c);
+    stop();
+}
+
+/* ---- two concurrent releases of one hold */
+
+typedef struct releaser {
+    pthread_barrier_t *go;
+    slot_client *c;
+    const char *hold;
+    slot_reply r;
+} releaser;
+
+static void *release_one(void *p)
+{
+    releaser *x = p;
+    slot_req q;
+    slot_req_hold_op(&q, SLOT_OP_RELEASE, "rel", x->hold, "u");
+    pthread_barrier_wait(x->go);
+    if (slot_client_call(x->c, &q, &x->r, TIMEOUT_MS) != 0)
+        x->r.ok = false;
+    return NULL;
+}
+
+static void two_releases_return_units_once(void)
+{
+    start(NULL);
+    slot_client *admin = dial();
+    create(admin, "rel", 10, 3, 600000, 0);
+    releaser rs[2] = {{.c = dial()}, {.c = dial()}};
+    for (int round = 0; round < 40; round++) {
+        char key[16];
+        slot_reply h;
+        snprintf(key, sizeof(key), "k%d", round);
+        hold(admin, "rel", "u", key, 2, &h);
+        ASSERT_STR_EQ(h.status, "held");
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, 2);
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            rs[i].go = &go;
+            rs[i].hold = h.hold;
+            pthread_create(&th[i], NULL, release_one, &rs[i]);
+        }
+        int released = 0;
+        for (int i = 0; i < 2; i++) {
+            pthread_join(th[i], NULL);
+            ASSERT(rs[i].r.ok);
+            ASSERT_STR_EQ(rs[i].r.status, "released");
+            released += rs[i].r.released;
+            slot_reply_clear(&rs[i].r);
+        }
+        pthread_barrier_destroy(&go);
+        slot_reply_clear(&h);
+        ASSERT_EQ(released, 1);
+        slot_reply v = view_checked(admin, "rel");
+        ASSERT_EQ(v.available, 10);
+        slot_reply_clear(&v);
+    }
+    slot_client_close(rs[0].c);
+    slot_client_close(rs[1].c);
+    slot_client_close(admin);
+    stop();
+}
+
+/* ---- twenty identical holds at once: one hold, twenty replies with its id */
+
+typedef struct twin {
+    pthread_barrier_t *go;
+    slot_client *c;
+    slot_reply r;
+} twin;
+
+static void *twin_hold(void *p)
+{
+    twin *x = p;
+    slot_req q;
+    slot_req_hold(&q, "twins", "alice", "same-key", 3);
+    pthread_barrier_wait(x->go);
+    if (slot_client_call(x->c, &q, &x->r, TIMEOUT_MS) != 0)
+        x->r.ok = false;
+    return NULL;
+}
+
+static void twenty_identical_holds_make_one(void)
+{
+    start(NULL);
+    slot_client *admin = dial();
+    create(admin, "twins", 100, 16, 600000, 0);
+    enum { N = 20 };
+    twin ts[N];
+    pthread_t th[N];
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, N);
+    for (int i = 0; i < N; i++) {
+        ts[i] = (twin){.go = &go, .c = dial()};
+        pthread_create(&th[i], NULL, twin_hold, &ts[i]);
+    }
+    int fresh = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ASSERT(ts[i].r.ok);
+        ASSERT_STR_EQ(ts[i].r.status, "held");
+        ASSERT_STR_EQ(ts[i].r.hold, ts[0].r.hold);
+        ASSERT_EQ(ts[i].r.qty, 3);
+        fresh += !ts[i].r.replay;
+    }
+    ASSERT_EQ(fresh, 1);
+    for (int i = 0; i < N; i++) {
+        slot_reply_clear(&ts[i].r);
+        slot_client_close(ts[i].c);
+    }
+    pthread_barrier_destroy(&go);
+    slot_reply v = view_checked(admin, "twins");
+    ASSERT_EQ(v.held, 3);
+    ASSERT_EQ(v.available, 97);
+    slot_reply_clear(&v);
+    slot_client_close(admin);
+    stop();
+}
+
+/* ---- kill -9 right after holds were acknowledged */
+
+static void acknowledged_holds_survive_kill9(void)
+{
+    start(NULL);
+    slot_client *c = dial();
+    enum { SENT = 3000, READ = 1500 };
+    create(c, "durable", 5000, 16, 600000, 0);
+    /* Pipeline SENT holds, read READ replies, then kill -9 at once: the
+     * acknowledged ones must all be there after a restart. */
+    char line[256];
+    for (int i = 0; i < SENT; i++) {
+        int n = snprintf(line, sizeof(line),
+                         "{\"op\":\"hold\",\"event\":\"durable\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i);
+        ASSERT_EQ(slot_client_send_raw(c, line, (size_t)n), 0);
+    }
+    static char ids[READ][SLOT_HOLD_ARG_BYTES_MAX + 1];
+    for (int i = 0; i < READ; i++) {
+        slot_reply r;
+        ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+        ASSERT_STR_EQ(r.status, "held");
+        snprintf(ids[i], sizeof(ids[i]), "%s", r.hold);
+        slot_reply_clear(&r);
+    }
+    slot_test_server_kill9(&srv);
+    slot_client_close(c);
+
+    slot_test_server_start(&srv, NULL, NULL); /* same folder */
+    c = dial();
+    for (int i = 0; i < READ; i++) {
+        char user[16];
+        snprintf(user, sizeof(user), "u%d", i);
+        slot_req q;
+        slot_reply r;
+        slot_req_hold_op(&q, SLOT_OP_GET_HOLD, "durable", ids[i], user);
+        call(c, &q, &r);
+        if (!r.ok || strcmp(r.status, "held") != 0)
+            T_FAIL_("acknowledged hold %d (%s) lost after kill -9: %s", i, ids[i], r.line);
+        slot_reply_clear(&r);
+    }
+    slot_reply v = view_checked(c, "durable");
+    ASSERT_GE(v.held, READ);
+    ASSERT_LE(v.held, SENT);
+    slot_reply_clear(&v);
+    slot_client_close(c);
+    stop();
+}
+
+/* ---- replies in request order, reads see earlier writes of the connection */
+
+static void pipelined_mixed_requests_keep_order(void)
+{
+    start(NULL);
+    slot_client *c = dial();
+    create(c, "pipe", 1000, 8, 600000, 0);
+    enum { N = 600 };
+    char line[256];
+    for (int i = 0; i < N; i++) {
+        int n;
+        switch (i % 4) {
+        case 0:
+        case 1:
+            n = snprintf(line, sizeof(line),
+                         "{\"id\":%d,\"op\":\"hold\",\"event\":\"pipe\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i, i);
+            break;
+        case 2:
+            n = snprintf(line, sizeof(line), "{\"id\":%d,\"op\":\"event\",\"event\":\"pipe\"}\n", i);
+            break;
+        default:
+            n = snprintf(line, sizeof(line), "{\"id\":\"s%d\",\"op\":\"nope\"}\n", i);
+            break;
+        }
+        ASSERT_EQ(slot_client_send_raw(c, line, (size_t)n), 0);
+        if (i % 50 == 49)
+            ASSERT_EQ(slot_client_send_raw(c, "{not json\n", 10), 0);
+    }
+    uint64_t holds_before = 0;
+    for (int i = 0; i < N; i++) {
+        slot_reply r;
+        ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+        if (i % 4 == 3) {
+            char want[16];
+            snprintf(want, sizeof(want), "s%d", i);
+            ASSERT_EQ(r.id.kind, SLOT_ID_STR);
+            ASSERT_STR_EQ(r.id.s, want);
+            ASSERT_STR_EQ(r.error, "unknown_op");
+        } else {
+            ASSERT_EQ(r.id.kind, SLOT_ID_INT);
+            ASSERT_EQ(r.id.i, i);
+        }
+        if (i % 4 < 2) {
+            ASSERT_STR_EQ(r.status, "held");
+            holds_before++;
+        }
+        if (i % 4 == 2) /* the event read sees every hold acknowledged before it on this connection
+                           (and may see later ones that committed meanwhile) */
+            ASSERT_GE(r.held, holds_before);
+        slot_reply_clear(&r);
+        if (i % 50 == 49) {
+            ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+            ASSERT_STR_EQ(r.error, "bad_json");
+            ASSERT_EQ(r.id.kind, SLOT_ID_NONE);
+            slot_reply_clear(&r);
+        }
+    }
+    slot_client_close(c);
+    stop();
+}
+
+/* ---- framing: bytes one at a time, \r\n, empty lines, the line limit */
+
+static void framing_and_line_limit(void)
+{
+    const char *extra[] = {"--max-line", "1024", NULL};
+    start(extra);
+    slot_client *c = dial();
+    const char *req = "{\"op\":\"event\",\"event\":\"none\",\"id\":\"x\"}\r\n";
+    for (size_t i = 0; req[i]; i++)
+        ASSERT_EQ(slot_client_send_raw(c, &req[i], 1), 0);
+    ASSERT_EQ(slot_client_send_raw(c, "\n\r\n\n", 4), 0); /* empty lines: no reply */
+    slot_reply r;
+    ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+    ASSERT_STR_EQ(r.error, "unknown_event");
+    ASSERT_STR_EQ(r.id.s, "x");
+    slot_reply_clear(&r);
+    ASSERT_EQ(slot_client_send_raw(c, "   \n", 4), 0); /* spaces only: bad_json, connection stays */
+    ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+    ASSERT_STR_EQ(r.error, "bad_json");
+    slot_reply_clear(&r);
+    /* exactly 1024 bytes + \r\n is accepted */
+    char big[1100];
+    const char *head = "{\"op\":\"hello\",\"pad\":\"";
+    size_t hl = strlen(head);
+    memcpy(big, head, hl);
+    memset(big + hl, 'a', 1024 - hl - 2);
+    memcpy(big + 1022, "\"}\r\n", 4);
+    ASSERT_EQ(slot_client_send_raw(c, big, 1026), 0);
+    ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+    ASSERT(r.ok);
+    slot_reply_clear(&r);
+    /* 1025 bytes without a newline: line_too_long, then the server closes */
+    memset(big, 'a', 1025);
+    ASSERT_EQ(slot_client_send_raw(c, big, 1025), 0);
+    ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+    ASSERT_STR_EQ(r.error, "line_too_long");
+    slot_reply_clear(&r);
+    ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), -ECONNRESET);
+    slot_client_close(c);
+    stop();
+}
+
+/* ---- SIGTERM with requests in flight: answered or shutting_down, exit 0 */
+
+static void sigterm_answers_everything(void)
+{
+    start(NULL);
+    slot_client *c = dial();
+    create(c, "stop", 100000, 16, 600000, 0);
+    enum { N = 4000 };
+    char line[256];
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(line, sizeof(line),
+                         "{\"op\":\"hold\",\"event\":\"stop\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i);
+        ASSERT_EQ(slot_client_send_raw(c, line, (size_t)n), 0);
+    }
+    kill(srv.pid, SIGTERM);
+    uint64_t held = 0, refused = 0;
+    for (int i = 0; i < N; i++) {
+        slot_reply r;
+        int rc = slot_client_recv(c, &r, TIMEOUT_MS);
+        if (rc == -ECONNRESET)
+            break; /* requests the server had not read yet get no answer */
+        ASSERT_EQ(rc, 0);
+        if (r.ok && strcmp(r.status, "held") == 0)
+            held++;
+        else if (!r.ok && strcmp(r.error, "shutting_down") == 0)
+            refused++;
+        else
+            T_FAIL_("unexpected reply while stopping: %s", r.line);
+        slot_reply_clear(&r);
+    }
+    slot_client_close(c);
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    slot_test_server_start(&srv, NULL, NULL);
+    c = dial();
+    slot_reply v = view_checked(c, "stop");
+    ASSERT_EQ(v.held, held); /* every held answer was committed, nothing else was */
+    slot_reply_clear(&v);
+    slot_client_close(c);
+    (void)refused;
+    stop();
+}
+
+/* ---- an admin reshards and edits capacity while the event is selling */
+
+typedef struct seller {
+    slot_client *c;
+    int id;
+    uint64_t held;
+} seller;
+
+static void *sell(void *p)
+{
+    seller *x = p;
+    for (int i = 0; i < 400; i++) {
+        char user[32];
+        snprintf(user, sizeof(user), "s%d-%d", x->id, i);
+        slot_req q;
+        slot_reply r;
+        slot_req_hold(&q, "busy", user, "r", 1 + (uint32_t)(i % 3));
+        if (slot_client_call(x->c, &q, &r, TIMEOUT_MS) != 0)
+            break;
+        if (r.ok && strcmp(r.status, "held") == 0) {
+            x->held += r.qty;
+            if (i % 5 == 0) { /* give some back so units move between shards */
+                slot_req_hold_op(&q, SLOT_OP_RELEASE, "busy", r.hold, user);
+                slot_reply_clear(&r);
+                if (slot_client_call(x->c, &q, &r, TIMEOUT_MS) == 0 && r.released)
+                    x->held -= (uint64_t)(1 + (i % 3));
+            }
+        }
+        slot_reply_clear(&r);
+    }
+    return NULL;
+}
+
+static void reshard_while_selling(void)
+{
+    start(NULL);
+    slot_client *admin = dial();
+    create(admin, "busy", 3000, 16, 600000, 0);
+    enum { SELLERS = 8 };
+    seller ss[SELLERS];
+    pthread_t th[SELLERS];
+    for (int i = 0; i < SELLERS; i++) {
+        ss[i] = (seller){.c = dial(), .id = i};
+        pthread_create(&th[i], NULL, sell, &ss[i]);
+    }
+    static const uint32_t layouts[] = {1, 7, 64, 3, 1024, 16, 2, 31};
+    for (int round = 0; round < 40; round++) {
+        slot_req q;
+        slot_reply r;
+        slot_req_event(&q, SLOT_OP_RESHARD, "busy");
+        q.shards = layouts[round % 8];
+        call(admin, &q, &r);
+        ASSERT(r.ok);
+        ASSERT_EQ(r.shards, layouts[round % 8]);
+        slot_reply_clear(&r);
+        slot_reply v = view_checked(admin, "busy");
+        slot_reply_clear(&v);
+    }
+    uint64_t held = 0;
+    for (int i = 0; i < SELLERS; i++) {
+        pthread_join(th[i], NULL);
+        held += ss[i].held;
+        slot_client_close(ss[i].c);
+    }
+    slot_reply v = view_checked(admin, "busy");
+    ASSERT_EQ(v.held, held);
+    slot_reply_clear(&v);
+    slot_client_close(admin);
+    stop();
+}
+
+/* ---- slot-bench and slotctl against a real server */
+
+static int run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int run_cmd(const char *fmt, ...)
+{
+    char cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    fflush(NULL);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void bench_and_slotctl_against_server(void)
+{
+    const char *bench = getenv("SLOT_BENCH"), *ctl = getenv("SLOTCTL");
+    ASSERT(bench && ctl);
+    start(NULL);
+    ASSERT_EQ(run_cmd("%s hot-release --port %u --capacity 3000 --connections 32 --tail 300 >/dev/null", bench, srv.port), 0);
+    ASSERT_EQ(run_cmd("%s --port %u create tool-ev --capacity 50 --shards 4 >/dev/null", ctl, srv.port), 0);
+    ASSERT_EQ(run_cmd("%s --port %u reshard tool-ev --shards 9 >/dev/null", ctl, srv.port), 0);
+    ASSERT_EQ(run_cmd("%s --port %u check >/dev/null", ctl, srv.port), 0);
+    ASSERT_NE(run_cmd("%s --port %u show no-such-event 2>/dev/null >/dev/null", ctl, srv.port), 0);
+    slot_client *c = dial();
+    slot_reply v = view_checked(c, "tool-ev");
+    ASSERT_EQ(v.shards, 9);
+    ASSERT_EQ(v.available, 50);
+    slot_reply_clear(&v);
+    slot_client_close(c);
+    stop();
+}
+
+static const slot_test_case cases[] = {
+    {"race_for_last_units", race_for_last_units},
+    {"confirm_races_expiry", confirm_races_expiry},
+    {"two_releases_return_units_once", two_releases_return_units_once},
+    {"twenty_identical_holds_make_one", twenty_identical_holds_make_one},
+    {"acknowledged_holds_survive_kill9", acknowledged_holds_survive_kill9},
+    {"pipelined_mixed_requests_keep_order", pipelined_mixed_requests_keep_order},
+    {"framing_and_line_limit", framing_and_line_limit},
+    {"sigterm_answers_everything", sigterm_answers_everything},
+    {"reshard_while_selling", reshard_while_selling},
+    {"bench_and_slotctl_against_server", bench_and_slotctl_against_server},
+};
+
+int main(int argc, char **argv)
+{
+    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# tools/setup.sh — install what slotd needs to build (Debian packages), then
+# configure and build it with meson. Sourced by tools/demo.sh and tools/test.sh;
+# also runnable alone. Idempotent: installs only what is missing.
+set -euo pipefail
+
+SLOT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SLOT_BUILD=${SLOT_BUILD:-$SLOT_ROOT/build}
+
+slot_need_packages() {
+    local pkgs=(meson ninja-build pkg-config gcc liblmdb-dev libuv1-dev libjansson-dev python3 "$@")
+    local missing=()
+    for p in "${pkgs[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "setup: installing ${missing[*]}" >&2
+    $sudo apt-get update -qq >&2 || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+}
+
+slot_build() {
+    if [ ! -f "$SLOT_BUILD/build.ninja" ]; then
+        meson setup "$SLOT_BUILD" "$SLOT_ROOT" "$@" >&2
+    fi
+    ninja -C "$SLOT_BUILD" >&2
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    slot_need_packages
+    slot_build
+fi
