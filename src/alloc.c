@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "idem.h"
 #include "slot/assert.h"
 
 #define EXPIRE_CHUNK 256 /* due holds collected per expiry-index scan */
@@ -57,9 +58,16 @@ void slot_alloc_seed(slot_alloc *a, uint64_t seed)
         a->rng[i] = splitmix(&seed);
 }
 
+void slot_alloc_close(slot_alloc *a)
+{
+    slot__idem_free(a->idem);
+    a->idem = NULL;
+}
+
 int slot_alloc_init(slot_alloc *a, slot_store *store)
 {
     a->store = store;
+    a->idem = NULL;
     uint64_t seed[4];
     ssize_t n = getrandom(seed, sizeof(seed), 0);
     if (n != (ssize_t)sizeof(seed))
@@ -359,20 +367,79 @@ static int hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
 }
 
 /* Replay of a known (event, user, request): the original hold with its current status. */
-static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t seq, slot_res *res)
+static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_rec *h, slot_res *res)
 {
-    slot_hold_rec hold, *h = &hold;
-    int rc = slot_store_hold_get(c->st, c->txn, c->ev, c->ev_len, seq, h);
-    if (rc == MDB_NOTFOUND)
-        rc = MDB_CORRUPTED; /* the index names a hold that is not there */
-    if (rc == 0 && h->qty != req->qty) {
+    if (h->qty != req->qty) {
         slot_res_error(res, SLOT_E_IDEMPOTENCY_CONFLICT, "request \"%s\" was used with qty %u", req->request,
                        (unsigned)h->qty);
-    } else if (rc == 0) {
-        rc = hold_settle(c, e, h);
-        res_hold(res, h, h->status);
-        res->replay = true;
+        return 0;
     }
+    int rc = hold_settle(c, e, h);
+    res_hold(res, h, h->status);
+    res->replay = true;
+    return rc;
+}
+
+typedef struct idem_build {
+    slot__idem *ix;
+    slot_alloc *a;
+    MDB_txn *txn;
+    const char *ev;
+    size_t ev_len;
+} idem_build;
+
+static int idem_add(void *p, const slot_hold_rec *h)
+{
+    idem_build *b = p;
+    int rc = slot__idem_put(b->ix, b->ev, b->ev_len, h->user, h->user_len, h->request, h->request_len, h->seq);
+    return rc == 0 ? 0 : ENOMEM;
+}
+
+static int idem_add_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
+{
+    idem_build *b = p;
+    (void)e;
+    b->ev = ev;
+    b->ev_len = ev_len;
+    return slot_store_holds_scan(b->a->store, b->txn, ev, ev_len, idem_add, b);
+}
+
+/* Builds the idempotency index from the holds database (idem.h says why it
+ * is in memory). O(holds), once per allocator. */
+static int idem_ensure(ctx *c)
+{
+    if (c->a->idem)
+        return 0;
+    idem_build b = {.ix = slot__idem_new(), .a = c->a, .txn = c->txn};
+    if (!b.ix)
+        return ENOMEM;
+    int rc = slot_store_events_scan(c->st, c->txn, idem_add_event, &b);
+    if (rc != 0) {
+        slot__idem_free(b.ix);
+        return rc;
+    }
+    c->a->idem = b.ix;
+    return 0;
+}
+
+/* Finds the hold made earlier for (event, user, request), into h. The index
+ * is checked against the hold record: an entry whose hold is missing or
+ * names other keys was left by an aborted batch and is dropped. Returns 0
+ * (found), MDB_NOTFOUND, or an error. */
+static int request_find(ctx *c, const slot_req *req, slot_hold_rec *h)
+{
+    int rc = idem_ensure(c);
+    uint64_t seq;
+    if (rc != 0)
+        return rc;
+    if (slot__idem_get(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request, req->request_len, &seq) != 0)
+        return MDB_NOTFOUND;
+    rc = slot_store_hold_get(c->st, c->txn, c->ev, c->ev_len, seq, h);
+    if (rc == 0 && (h->user_len != req->user_len || memcmp(h->user, req->user, h->user_len) != 0 ||
+                    h->request_len != req->request_len || memcmp(h->request, req->request, h->request_len) != 0))
+        rc = MDB_NOTFOUND;
+    if (rc == MDB_NOTFOUND)
+        slot__idem_del(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request, req->request_len);
     return rc;
 }
 
@@ -449,11 +516,10 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     int rc = event_load(c, &e, res);
     if (rc != 0)
         return rc == 1 ? 0 : rc;
-    uint64_t seq;
-    rc = slot_store_request_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, req->request,
-                                req->request_len, &seq);
+    slot_hold_rec hold, *h = &hold;
+    rc = request_find(c, req, h);
     if (rc == 0)
-        return hold_replay(c, req, &e, seq, res);
+        return hold_replay(c, req, &e, h, res);
     if (rc != MDB_NOTFOUND)
         return rc;
     if (req->qty > e.max_per_request) {
@@ -470,7 +536,6 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
 
-    slot_hold_rec hold, *h = &hold;
     h->seq = e.next_seq++;
     h->tag = rng_next(c->a);
     h->status = SLOT_HOLD_HELD;
@@ -485,9 +550,9 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     e.held += h->qty;
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
-    if (rc == 0)
-        rc = slot_store_request_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, req->request,
-                                    req->request_len, h->seq);
+    if (rc == 0 && slot__idem_put(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request,
+                                  req->request_len, h->seq) != 0)
+        rc = ENOMEM; /* the batch aborts; the entry, if any, is dropped as stale later */
     if (rc == 0)
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
     if (rc == 0 && e.max_per_user > 0)

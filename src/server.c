@@ -1185,6 +1185,8 @@ static void server_free(server *s)
     }
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
+    slot_alloc_close(&s->read_alloc);
+    slot_alloc_close(&s->write_alloc);
     while (s->free_entries) {
         entry *e = s->free_entries;
         s->free_entries = e->next;

@@ -15,13 +15,11 @@
 #include <sys/stat.h>
 
 #define KEY_BYTES_MAX 512 /* LMDB's default mdb_env_get_maxkeysize() is 511 */
-/* requests key: 3 names, each a length byte plus its bytes. */
-_Static_assert(3 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_MAX <= 511,
-               "requests key fits LMDB's key size");
+/* The longest key (users: two names, each a length byte plus its bytes). */
+_Static_assert(2 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX <= 511, "keys fit LMDB's key size");
 
-enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_REQUESTS, DB_EXPIRY, DB_USERS };
-static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds",
-                                                     "requests", "expiry", "users"};
+enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS };
+static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users"};
 
 struct slot_store {
     MDB_env *env;
@@ -447,46 +445,6 @@ int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
         return EINVAL;
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return mdb_put(txn, st->dbi[DB_HOLDS], &kv, &v, 0);
-}
-
-/* ---- requests (idempotency index) */
-
-static void request_key(key *k, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
-                        size_t req_len)
-{
-    key_init(k);
-    put_name(&k->b, ev, ev_len);
-    put_name(&k->b, user, user_len);
-    put_name(&k->b, req, req_len);
-}
-
-int slot_store_request_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
-                           size_t user_len, const char *req, size_t req_len, uint64_t *seq)
-{
-    key k;
-    request_key(&k, ev, ev_len, user, user_len, req, req_len);
-    if (k.b.bad)
-        return EINVAL;
-    MDB_val kv = key_val(&k), v;
-    int rc = mdb_get(txn, st->dbi[DB_REQUESTS], &kv, &v);
-    if (rc != 0)
-        return rc;
-    if (v.mv_size != 8)
-        return MDB_CORRUPTED;
-    *seq = load_be64(v.mv_data);
-    return 0;
-}
-
-int slot_store_request_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
-                           size_t user_len, const char *req, size_t req_len, uint64_t seq)
-{
-    key k;
-    request_key(&k, ev, ev_len, user, user_len, req, req_len);
-    uint8_t raw[8];
-    buf b = {.p = raw, .cap = 8};
-    put_be(&b, seq, 8);
-    MDB_val kv = key_val(&k), v = {8, raw};
-    return k.b.bad ? EINVAL : mdb_put(txn, st->dbi[DB_REQUESTS], &kv, &v, 0);
 }
 
 /* ---- expiry index */

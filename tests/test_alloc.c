@@ -83,6 +83,7 @@ static void fx_close(fx *f)
 {
     if (f->txn)
         fx_commit(f);
+    slot_alloc_close(&f->a);
     slot_store_close(f->st);
     slot_test_rmdir(f->dir);
     free(f->dir);

@@ -214,7 +214,7 @@ static void test_open_creates_folder_and_schema(void)
     MDB_txn *t;
     MDB_dbi dbi;
     ASSERT_EQ(mdb_txn_begin(env, NULL, MDB_RDONLY, &t), 0);
-    static const char *const dbs[] = {"meta", "events", "shards", "holds", "requests", "expiry", "users"};
+    static const char *const dbs[] = {"meta", "events", "shards", "holds", "expiry", "users"};
     for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++)
         ASSERT_EQ(mdb_dbi_open(t, dbs[i], 0, &dbi), 0);
     ASSERT_EQ(mdb_dbi_open(t, "meta", 0, &dbi), 0);
@@ -515,37 +515,6 @@ static void test_hold_roundtrip_many_parts_max_user(void)
     /* More parts than a hold can have is refused, not truncated. */
     h.nparts = SLOT_PARTS_MAX + 1;
     ASSERT_NE(slot_store_hold_put(f.st, t, S("ev"), &h), 0);
-    mdb_txn_abort(t);
-    fx_close(&f);
-}
-
-static void test_request_roundtrip(void)
-{
-    fixture f;
-    fx_open(&f);
-    char user[SLOT_USER_BYTES_MAX + 1], req[SLOT_REQUEST_BYTES_MAX + 1], ev[SLOT_EVENT_BYTES_MAX + 1];
-    max_user(user);
-    memset(req, 'q', SLOT_REQUEST_BYTES_MAX);
-    req[SLOT_REQUEST_BYTES_MAX] = 0;
-    memset(ev, 'E', SLOT_EVENT_BYTES_MAX);
-    ev[SLOT_EVENT_BYTES_MAX] = 0;
-    MDB_txn *t = txn_w(&f);
-    uint64_t seq = 0;
-    ASSERT_EQ(slot_store_request_get(f.st, t, S(ev), S(user), S(req), &seq), MDB_NOTFOUND);
-    ASSERT_EQ(slot_store_request_put(f.st, t, S(ev), S(user), S(req), UINT64_C(0xabcdef0123456789)), 0);
-    ASSERT_EQ(slot_store_request_put(f.st, t, S("e"), S("u"), S("r"), 1), 0);
-    ASSERT_EQ(slot_store_request_put(f.st, t, S("e"), S("u2"), S("r"), 2), 0);
-    ASSERT_EQ(mdb_txn_commit(t), 0);
-    t = txn_r(&f);
-    ASSERT_EQ(slot_store_request_get(f.st, t, S(ev), S(user), S(req), &seq), 0);
-    ASSERT(seq == UINT64_C(0xabcdef0123456789));
-    ASSERT_EQ(slot_store_request_get(f.st, t, S("e"), S("u"), S("r"), &seq), 0);
-    ASSERT_EQ(seq, 1);
-    ASSERT_EQ(slot_store_request_get(f.st, t, S("e"), S("u2"), S("r"), &seq), 0);
-    ASSERT_EQ(seq, 2);
-    /* The three names are kept apart: "e"+"ur" is not "e"+"u"+"r". */
-    ASSERT_EQ(slot_store_request_get(f.st, t, S("e"), S("ur"), S(""), &seq), MDB_NOTFOUND);
-    ASSERT_EQ(slot_store_request_get(f.st, t, S("eu"), S(""), S("r"), &seq), MDB_NOTFOUND);
     mdb_txn_abort(t);
     fx_close(&f);
 }
@@ -963,7 +932,6 @@ static const slot_test_case cases[] = {
     {"event_roundtrip", test_event_roundtrip},
     {"shard_roundtrip", test_shard_roundtrip},
     {"hold_roundtrip_many_parts_max_user", test_hold_roundtrip_many_parts_max_user},
-    {"request_roundtrip", test_request_roundtrip},
     {"expiry_roundtrip", test_expiry_roundtrip},
     {"user_roundtrip_zero_deletes", test_user_roundtrip_zero_deletes},
     {"events_scan_key_order", test_events_scan_key_order},

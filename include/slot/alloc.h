@@ -167,16 +167,29 @@ void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...)
  * generator (the start shard of each hold, the random tag of each hold id).
  * One per thread that runs ops; not shared.
  */
+struct slot__idem;
+
 typedef struct slot_alloc {
     slot_store *store;
     uint64_t rng[4];                   /* xoshiro256** state, seeded from getrandom() */
+    struct slot__idem *idem;           /* idempotency index (src/idem.h); built on the first hold */
 } slot_alloc;
 
 /*
  * slot_alloc_init — bind an allocator to an open store and seed its random
  * generator from the kernel (getrandom). Returns 0, or -errno.
+ * The allocator that runs holds keeps an in-memory idempotency index, built
+ * from the holds database on its first hold (O(holds) once) and kept up to
+ * date by its own holds: so there must be ONE writing allocator per store
+ * (the server's commit thread). Free with slot_alloc_close.
  */
 int slot_alloc_init(slot_alloc *a, slot_store *store);
+
+/*
+ * slot_alloc_close — free what the allocator holds (its idempotency index).
+ * The store stays open. a may be zeroed already.
+ */
+void slot_alloc_close(slot_alloc *a);
 
 /*
  * slot_alloc_seed — replace the random seed (tests and benchmarks that must

@@ -1,6 +1,8 @@
 /*
- * slot/store.h — slotd's LMDB schema: one environment, seven named databases
- * (DESIGN.md, "Storage"), fixed-width big-endian integers in keys so LMDB's
+ * slot/store.h — slotd's LMDB schema: one environment, six named databases
+ * (DESIGN.md, "Storage", less its "requests" database: the idempotency index
+ * is rebuilt in memory from the holds, see src/idem.h), fixed-width
+ * big-endian integers in keys so LMDB's
  * byte order is number and time order, and packed versioned records as values.
  *
  *   db        key                                           value
@@ -8,11 +10,10 @@
  *   events    ev                                            slot_event_rec (packed)
  *   shards    ev + u16 shard                                u64 free units
  *   holds     ev + u64 seq                                  slot_hold_rec (packed)
- *   requests  ev + user + request                           u64 hold seq (idempotency index)
  *   expiry    u64 expires_at_ms + ev + u64 seq              empty (sweeper's index; held holds only)
  *   users     ev + user                                     u64 held + confirmed (max_per_user > 0 only)
  *
- * where a name in a key ("ev", "user", "request") is one length byte then the
+ * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
  *
  * Records read from LMDB are decoded into caller structs, so nothing returned
@@ -32,7 +33,7 @@
 #define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION 1u         /* first byte of every packed record */
-#define SLOT_STORE_DBS 7
+#define SLOT_STORE_DBS 6
 #define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
 
 typedef enum slot_event_status { SLOT_EVENT_ON_SALE = 0, SLOT_EVENT_CLOSED = 1 } slot_event_status;
@@ -147,11 +148,6 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 
 int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_hold_rec *out);
 int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec);
-
-int slot_store_request_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
-                           size_t user_len, const char *req, size_t req_len, uint64_t *seq);
-int slot_store_request_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
-                           size_t user_len, const char *req, size_t req_len, uint64_t seq);
 
 int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
 /* slot_store_expiry_has — 0 when the entry exists, MDB_NOTFOUND when not. */

@@ -1,0 +1,48 @@
+/*
+ * idem.h — the idempotency index: (event, user, request key) -> hold
+ * sequence number, kept in memory by the allocator that writes.
+ *
+ * Why in memory: a durable index keyed by client-chosen names is written in
+ * random order, so every hold dirtied one more random LMDB page, and each
+ * fsynced random page cost about 40 us on the reference machine — a ceiling
+ * of ~25,000 durable holds/s whatever the batch size (measured; see
+ * README "Performance"). The holds database already records each hold's
+ * user and request key and is written in sequence order, so it is the
+ * durable truth: the index is rebuilt from it when the allocator first
+ * writes, and every hit is verified against the hold record (an entry left
+ * by an aborted transaction is dropped), so the index can only ever be
+ * a faster way to find what the holds database says.
+ *
+ * Internal to libslot; one index per writing allocator; not thread-safe.
+ */
+#ifndef SLOT_IDEM_H
+#define SLOT_IDEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct slot__idem slot__idem;
+
+/* slot__idem_new — an empty index; NULL when out of memory. */
+slot__idem *slot__idem_new(void);
+/* slot__idem_free — frees the index and every entry. NULL is fine. */
+void slot__idem_free(slot__idem *ix);
+/*
+ * slot__idem_put — remember key -> seq (replacing an older entry for key).
+ *   ev/user/req: the names (not NUL-terminated), each at most 255 bytes.
+ * Returns 0, or -ENOMEM. Amortized O(1); no allocation per call (entries
+ * come from arena blocks of SLOT__IDEM_BLOCK_BYTES).
+ */
+int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                   const char *req, size_t req_len, uint64_t seq);
+/* slot__idem_get — 0 and *seq when the key is known, -1 when not. */
+int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                   const char *req, size_t req_len, uint64_t *seq);
+/* slot__idem_del — forget key (a stale entry). */
+void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                    const char *req, size_t req_len);
+/* slot__idem_count — entries held; slot__idem_bytes — memory held by the arena. */
+size_t slot__idem_count(const slot__idem *ix);
+size_t slot__idem_bytes(const slot__idem *ix);
+
+#endif
