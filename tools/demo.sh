@@ -25,4 +25,4 @@ for _ in $(seq 1 100); do
 done
 [ -n "$port" ] || { echo "demo: slotd did not start (see $data.log)" >&2; exit 1; }
 echo "demo: slotd (pid $pid) on 127.0.0.1:$port, store in $data, durability sync"
-"$SLOT_BUILD/slot-bench" hot-release --port "$port" --capacity 100000 --connections 256 "$@"
+"$SLOT_BUILD/bench/slot-bench" hot-release --port "$port" --capacity 100000 --connections 256 "$@"
