@@ -83,6 +83,9 @@ struct conn {
     bool close_after_flush;   /* line_too_long, unauthenticated */
     bool writing;             /* a uv_write is in flight */
     uint64_t drain_deadline_ms;
+    uint64_t last_read_ms;    /* loop time (uv_now) of the last bytes read */
+    uint64_t partial_since_ms; /* when the unfinished line started */
+    uint64_t write_since_ms;  /* when the uv_write in flight started */
     uv_shutdown_t sreq;
     slot_role role;
     entry *head, *tail;
@@ -122,6 +125,7 @@ typedef struct server {
     conn *dirty;
     uint32_t nconns;
     bool stopping, listener_open, sweep_pending, loop_done;
+    bool accept_paused;            /* a connection waits in libuv until one closes */
     uint64_t stop_deadline_ms;
 
     /* batch hand-off; fields below are shared with the commit thread under mu */
@@ -140,6 +144,7 @@ typedef struct server {
 
     /* counters (loop thread) */
     uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
+    uint64_t reads_paused, accepts_paused, conns_timed_out;
     uint64_t commits, commit_failures, batches_retried;
     slot_hist *latency_us, *batch_sizes;
     char read_buf[READ_BUF_BYTES];
@@ -148,6 +153,7 @@ typedef struct server {
 static void conn_flush(conn *c);
 static void conn_close(conn *c);
 static void conn_drain(conn *c);
+static bool accept_one(struct server *s);
 static void dispatch(server *s);
 
 static void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -403,7 +409,7 @@ static char *stats_json(server *s)
         "{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I,"
         " s:{s:I, s:f, s:I, s:I, s:I},"
         " s:{s:I, s:I, s:I, s:I, s:I},"
-        " s:I, s:I, s:I, s:s}",
+        " s:I, s:I, s:I, s:s, s:I, s:I, s:I}",
         "connections", (json_int_t)s->nconns, "connections_total", (json_int_t)s->conns_total, "requests", req,
         "bad_lines", (json_int_t)s->bad_lines, "holds", (json_int_t)s->holds, "sold_out", (json_int_t)s->sold_out,
         "errors", (json_int_t)s->errors, "commits", (json_int_t)s->commits, "commit_failures",
@@ -413,7 +419,9 @@ static char *stats_json(server *s)
         (json_int_t)slot_hist_percentile(l, 50), "p99", (json_int_t)slot_hist_percentile(l, 99), "p999",
         (json_int_t)slot_hist_percentile(l, 99.9), "max", (json_int_t)slot_hist_percentile(l, 100), "queue",
         (json_int_t)s->q_len, "db_bytes", (json_int_t)slot_store_used_bytes(s->store), "map_bytes",
-        (json_int_t)slot_store_map_size(s->store), "durability", s->opts.nosync ? "nosync" : "sync");
+        (json_int_t)slot_store_map_size(s->store), "durability", s->opts.nosync ? "nosync" : "sync",
+        "reads_paused", (json_int_t)s->reads_paused, "accepts_paused", (json_int_t)s->accepts_paused,
+        "connections_timed_out", (json_int_t)s->conns_timed_out);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
@@ -634,6 +642,8 @@ static void conn_feed(server *s, conn *c, const char *data, size_t n)
             return;
         }
         if (!nl) {
+            if (c->partial_len == 0)
+                c->partial_since_ms = uv_now(s->loop);
             if (!partial_append(c, data, seg))
                 conn_close(c);
             return;
@@ -732,6 +742,7 @@ static void conn_write(conn *c)
     memmove(c->wbuf, c->wbuf + done, rest);
     b = uv_buf_init(c->wbuf, (unsigned)rest);
     c->writing = true;
+    c->write_since_ms = uv_now(c->srv->loop);
     c->wreq.data = c;
     if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
         c->writing = false;
@@ -748,10 +759,11 @@ static void conn_pace(conn *c)
     server *s = c->srv;
     if (c->state != CONN_OPEN || c->close_after_flush || s->stopping)
         return;
-    bool full = c->pending >= s->opts.conn_inflight_max || c->out_len > SLOT_CONN_OUT_BYTES_DEFAULT;
+    bool full = c->pending >= s->opts.conn_inflight_max || c->out_len > s->opts.out_bytes_max;
     if (full && c->reading) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
+        s->reads_paused++;
     } else if (!full && !c->reading && c->pending <= s->opts.conn_inflight_max / 2) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->reading = true;
@@ -812,6 +824,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
     if (c->state != CONN_OPEN)
         return; /* draining: input after the last answer is discarded */
+    c->last_read_ms = uv_now(c->srv->loop);
     if (nread == 0)
         return;
     conn_feed(c->srv, c, buf->base, (size_t)nread);
@@ -841,6 +854,10 @@ static void on_conn_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     s->nconns--;
+    if (s->accept_paused && s->listener_open && s->nconns < s->opts.conns_max) {
+        s->accept_paused = false;
+        accept_one(s); /* also makes libuv poll the listener again */
+    }
     free(c->partial);
     free(c->out);
     free(c->wbuf);
@@ -886,20 +903,46 @@ static void conn_drain(conn *c)
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
     }
-    c->drain_deadline_ms = now_ms() + DRAIN_MS;
+    c->drain_deadline_ms = uv_now(c->srv->loop) + DRAIN_MS;
     c->sreq.data = c;
     if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
         conn_close(c);
 }
 
-/* Closes draining connections whose peer did not finish within DRAIN_MS. */
+/* Why a connection should be dropped now, or NULL. Every bound here is a
+ * flag; times are loop times (uv_now, monotonic ms). */
+static const char *conn_overdue(server *s, conn *c, uint64_t now)
+{
+    const slot__server_opts *o = &s->opts;
+    if (c->state == CONN_DRAINING)
+        return now >= c->drain_deadline_ms ? "did not close after its last answer" : NULL;
+    if (c->state != CONN_OPEN)
+        return NULL;
+    if (c->writing && now - c->write_since_ms >= o->write_timeout_ms)
+        return "took none of its replies within --write-timeout-ms";
+    if (c->partial_len > 0 && now - c->partial_since_ms >= o->line_timeout_ms)
+        return "left a line unfinished past --line-timeout-ms";
+    if (o->idle_timeout_ms && !c->head && !c->writing && c->out_len == 0 && c->partial_len == 0 &&
+        now - c->last_read_ms >= o->idle_timeout_ms)
+        return "was idle past --idle-timeout-ms";
+    return NULL;
+}
+
+/* Closes the connections that passed one of their time bounds. O(connections);
+ * runs on the sweeper's timer and while stopping. */
 static void conns_reap(server *s)
 {
-    uint64_t now = now_ms();
+    uint64_t now = uv_now(s->loop);
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
-        if (c->state == CONN_DRAINING && now >= c->drain_deadline_ms)
-            conn_close(c);
+        const char *why = conn_overdue(s, c, now);
+        if (!why)
+            continue;
+        if (c->state == CONN_OPEN) {
+            s->conns_timed_out++;
+            log_msg("closing a connection that %s", why);
+        }
+        conn_close(c);
     }
 }
 
@@ -908,25 +951,22 @@ static void on_unaccepted_closed(uv_handle_t *h)
     free(h->data);
 }
 
-static void on_connection(uv_stream_t *listener, int status)
+/* Takes the connection libuv has waiting. Returns false when it could not. */
+static bool accept_one(server *s)
 {
-    server *s = listener->data;
-    if (status < 0) {
-        log_msg("accept: %s", uv_strerror(status));
-        return;
-    }
     conn *c = calloc(1, sizeof(*c));
     if (!c) {
         log_msg("accept: out of memory for a connection");
-        return;
+        return false;
     }
     c->srv = s;
     c->role = s->ntokens ? SLOT_ROLE_NONE : SLOT_ROLE_ADMIN;
+    c->last_read_ms = uv_now(s->loop);
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+    if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&c->tcp) != 0) {
         uv_close((uv_handle_t *)&c->tcp, on_unaccepted_closed);
-        return;
+        return false;
     }
     c->next = s->conns;
     if (s->conns)
@@ -935,15 +975,35 @@ static void on_connection(uv_stream_t *listener, int status)
     s->nconns++;
     s->conns_total++;
     uv_tcp_nodelay(&c->tcp, 1);
-    if (s->nconns > s->opts.conns_max) {
-        log_msg("connection limit %u reached: closing a new connection", s->opts.conns_max);
-        conn_close(c);
-        return;
-    }
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
         c->reading = true;
     else
         conn_close(c);
+    return true;
+}
+
+/*
+ * At --max-connections, the new connection is left in libuv: while one is
+ * waiting un-accepted, libuv stops polling the listener, so accepting pauses
+ * without spinning, and on_conn_closed resumes it. When descriptors run out
+ * (EMFILE) libuv sheds the connection itself (its reserve-fd trick) and
+ * reports the error here; the server goes on.
+ */
+static void on_connection(uv_stream_t *listener, int status)
+{
+    server *s = listener->data;
+    if (status < 0) {
+        log_msg("accept: %s", uv_strerror(status));
+        return;
+    }
+    if (s->nconns >= s->opts.conns_max) {
+        if (!s->accept_paused)
+            log_msg("connection limit %u reached: accepting paused", s->opts.conns_max);
+        s->accept_paused = true;
+        s->accepts_paused++;
+        return;
+    }
+    accept_one(s);
 }
 
 /* ---- stopping */

@@ -21,6 +21,10 @@ typedef struct slot__server_opts {
     uint32_t queue_max;            /* --max-queue: queued write requests before overloaded */
     uint32_t conn_inflight_max;    /* --max-inflight: per connection, before reading pauses */
     uint32_t conns_max;            /* --max-connections: accept pauses at this many */
+    uint32_t out_bytes_max;        /* --max-output: unsent reply bytes before reading pauses */
+    uint32_t idle_timeout_ms;      /* --idle-timeout-ms: close a connection silent this long (0: never) */
+    uint32_t line_timeout_ms;      /* --line-timeout-ms: close when a started line stays unfinished this long */
+    uint32_t write_timeout_ms;     /* --write-timeout-ms: drop a client whose replies make no progress this long */
     const char *token_file;        /* --token-file, or NULL */
     bool insecure;                 /* --insecure: allow a non-loopback listen address without tokens */
 } slot__server_opts;

@@ -32,10 +32,18 @@ static void usage(FILE *out)
             "                          writes are answered storage_full. Suffixes K, M, G allowed\n"
             "  --sweep-interval-ms MS  how often expired holds are swept (default %u)\n"
             "  --max-queue N           queued write requests before new ones are answered\n"
-            "                          overloaded (default %u, at least 100000)\n"
+            "                          overloaded (default %u)\n"
             "  --max-inflight N        unanswered requests per connection before reading from\n"
             "                          it pauses (default %u)\n"
-            "  --max-connections N     open connections (default %u)\n"
+            "  --max-connections N     open connections; accepting pauses at the limit (default %u)\n"
+            "  --max-output BYTES      unsent reply bytes per connection before reading from it\n"
+            "                          pauses (default %u)\n"
+            "  --idle-timeout-ms MS    close a connection silent this long with nothing pending;\n"
+            "                          0 never (default %u)\n"
+            "  --line-timeout-ms MS    close a connection whose started line stays unfinished this\n"
+            "                          long (default %u)\n"
+            "  --write-timeout-ms MS   drop a client that takes none of its replies this long\n"
+            "                          (default %u)\n"
             "  --token-file FILE       lines \"frontend TOKEN\" / \"admin TOKEN\"; clients must send\n"
             "                          hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
@@ -46,7 +54,8 @@ static void usage(FILE *out)
             "requests are answered shutting_down.\n",
             SLOT_DATA_DEFAULT, SLOT_LISTEN_DEFAULT, SLOT_LINE_BYTES_DEFAULT,
             (unsigned long long)SLOT_MAP_SIZE_MAX_DEFAULT, SLOT_SWEEP_INTERVAL_MS_DEFAULT,
-            SLOT_QUEUE_REQUESTS_DEFAULT, SLOT_CONN_INFLIGHT_DEFAULT, SLOT_CONNS_DEFAULT);
+            SLOT_QUEUE_REQUESTS_DEFAULT, SLOT_CONN_INFLIGHT_DEFAULT, SLOT_CONNS_DEFAULT, SLOT_CONN_OUT_BYTES_DEFAULT,
+            SLOT_IDLE_TIMEOUT_MS_DEFAULT, SLOT_LINE_TIMEOUT_MS_DEFAULT, SLOT_WRITE_TIMEOUT_MS_DEFAULT);
 }
 
 /* Parses a whole decimal number with an optional K/M/G (x1024) suffix, within [lo, hi]. */
@@ -94,7 +103,7 @@ static int parse_listen(const char *text, slot__server_opts *o)
     return 0;
 }
 
-enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_TOKENS, O_INSECURE, O_HELP, O_VERSION };
+enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_TOKENS, O_INSECURE, O_HELP, O_VERSION };
 
 static int parse_args(int argc, char **argv, slot__server_opts *o)
 {
@@ -104,6 +113,8 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"map-size-max", required_argument, NULL, O_MAP}, {"sweep-interval-ms", required_argument, NULL, O_SWEEP},
         {"max-queue", required_argument, NULL, O_QUEUE}, {"max-inflight", required_argument, NULL, O_INFLIGHT},
         {"max-connections", required_argument, NULL, O_CONNS}, {"token-file", required_argument, NULL, O_TOKENS},
+        {"max-output", required_argument, NULL, O_OUT}, {"idle-timeout-ms", required_argument, NULL, O_IDLE},
+        {"line-timeout-ms", required_argument, NULL, O_LINE_TO}, {"write-timeout-ms", required_argument, NULL, O_WRITE_TO},
         {"insecure", no_argument, NULL, O_INSECURE}, {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
     int ch;
@@ -127,6 +138,10 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_QUEUE: rc = parse_num("--max-queue", optarg, 1, 10000000, &v); o->queue_max = (uint32_t)v; break;
         case O_INFLIGHT: rc = parse_num("--max-inflight", optarg, 1, 1000000, &v); o->conn_inflight_max = (uint32_t)v; break;
         case O_CONNS: rc = parse_num("--max-connections", optarg, 1, 1000000, &v); o->conns_max = (uint32_t)v; break;
+        case O_OUT: rc = parse_num("--max-output", optarg, 4096, 1u << 30, &v); o->out_bytes_max = (uint32_t)v; break;
+        case O_IDLE: rc = parse_num("--idle-timeout-ms", optarg, 0, 86400000, &v); o->idle_timeout_ms = (uint32_t)v; break;
+        case O_LINE_TO: rc = parse_num("--line-timeout-ms", optarg, 10, 86400000, &v); o->line_timeout_ms = (uint32_t)v; break;
+        case O_WRITE_TO: rc = parse_num("--write-timeout-ms", optarg, 10, 86400000, &v); o->write_timeout_ms = (uint32_t)v; break;
         case O_TOKENS: o->token_file = optarg; break;
         case O_INSECURE: o->insecure = true; break;
         case 'h':
@@ -157,6 +172,10 @@ int main(int argc, char **argv)
         .queue_max = SLOT_QUEUE_REQUESTS_DEFAULT,
         .conn_inflight_max = SLOT_CONN_INFLIGHT_DEFAULT,
         .conns_max = SLOT_CONNS_DEFAULT,
+        .out_bytes_max = SLOT_CONN_OUT_BYTES_DEFAULT,
+        .idle_timeout_ms = SLOT_IDLE_TIMEOUT_MS_DEFAULT,
+        .line_timeout_ms = SLOT_LINE_TIMEOUT_MS_DEFAULT,
+        .write_timeout_ms = SLOT_WRITE_TIMEOUT_MS_DEFAULT,
     };
     snprintf(o.host, sizeof(o.host), "%s", "127.0.0.1");
     if (parse_args(argc, argv, &o) != 0)

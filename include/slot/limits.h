@@ -41,6 +41,9 @@
 #define SLOT_CONN_INFLIGHT_DEFAULT 1024        /* per connection: stop reading above this many unanswered */
 #define SLOT_CONN_OUT_BYTES_DEFAULT (4u << 20) /* per connection: stop reading above this many unsent reply bytes */
 #define SLOT_CONNS_DEFAULT 10000               /* open connections; accept pauses at the limit */
+#define SLOT_IDLE_TIMEOUT_MS_DEFAULT 300000    /* 5 min without a byte from a client with nothing pending */
+#define SLOT_LINE_TIMEOUT_MS_DEFAULT 30000     /* a started line must end within 30 s */
+#define SLOT_WRITE_TIMEOUT_MS_DEFAULT 30000    /* replies must make progress within 30 s */
 #define SLOT_SWEEP_INTERVAL_MS_DEFAULT 1000    /* PROTOCOL.md: units back within interval + 1 s */
 #define SLOT_SWEEP_BATCH_MAX 1024              /* holds expired per sweeper batch, so sales never stall */
 #define SLOT_EXPIRE_OP_MAX 1000000             /* the admin "expire" op expires at most this many */

@@ -1,0 +1,309 @@
+/*
+ * test_limits.c — the server's bounds against hostile and broken clients:
+ * connection limit (accept pauses and resumes), requests in flight per
+ * connection, a client that does not read, idle and unfinished-line
+ * timeouts, the global queue bound (overloaded), and resets mid-stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "slot/client.h"
+
+#define TIMEOUT_MS 10000
+
+static slot_test_server srv;
+
+static slot_client *dial(void)
+{
+    slot_client *c = NULL;
+    ASSERT_EQ(slot_client_connect("127.0.0.1", srv.port, 5000, &c), 0);
+    return c;
+}
+
+static void start(const char *const *extra)
+{
+    memset(&srv, 0, sizeof(srv));
+    slot_test_server_start(&srv, NULL, extra);
+}
+
+static void stop(void)
+{
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    slot_test_server_free(&srv);
+}
+
+/* A stats counter (the reply's raw line, searched for "name":N). */
+static uint64_t stat(const char *name)
+{
+    slot_client *c = dial();
+    slot_req q;
+    slot_reply r;
+    slot_req_init(&q, SLOT_OP_STATS);
+    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
+    char key[64];
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    const char *p = strstr(r.line, key);
+    ASSERT(p != NULL);
+    uint64_t v = strtoull(p + strlen(key), NULL, 10);
+    slot_reply_clear(&r);
+    slot_client_close(c);
+    return v;
+}
+
+static void hello_ok(slot_client *c)
+{
+    slot_req q;
+    slot_reply r;
+    slot_req_init(&q, SLOT_OP_HELLO);
+    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
+    ASSERT(r.ok);
+    slot_reply_clear(&r);
+}
+
+static void create(const char *ev, uint64_t capacity)
+{
+    slot_client *c = dial();
+    slot_req q;
+    slot_reply r;
+    slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev);
+    q.capacity = capacity;
+    q.shards = 16;
+    q.hold_ttl_ms = 600000;
+    q.max_per_request = 10;
+    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
+    ASSERT(r.ok);
+    slot_reply_clear(&r);
+    slot_client_close(c);
+}
+
+/* The event view after a clean check. */
+static slot_reply checked(const char *ev)
+{
+    slot_client *c = dial();
+    slot_req q;
+    slot_reply r;
+    slot_req_event(&q, SLOT_OP_CHECK, ev);
+    q.has |= SLOT_HAS_EVENT;
+    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
+    ASSERT(r.ok);
+    ASSERT_EQ(r.nviolations, 0);
+    slot_reply_clear(&r);
+    slot_req_event(&q, SLOT_OP_EVENT, ev);
+    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
+    ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
+    slot_client_close(c);
+    return r;
+}
+
+static void accept_pauses_at_connection_limit(void)
+{
+    const char *extra[] = {"--max-connections", "3", NULL};
+    start(extra);
+    slot_client *a[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = dial();
+        hello_ok(a[i]);
+    }
+    slot_client *late = dial(); /* the kernel completes the handshake; slotd does not accept it yet */
+    slot_req q;
+    slot_reply r;
+    slot_req_init(&q, SLOT_OP_HELLO);
+    ASSERT_EQ(slot_client_send(late, &q), 0);
+    ASSERT_EQ(slot_client_recv(late, &r, 300), -ETIMEDOUT);
+    slot_client_close(a[0]); /* one leaves: accepting resumes */
+    ASSERT_EQ(slot_client_recv(late, &r, TIMEOUT_MS), 0);
+    ASSERT(r.ok);
+    slot_reply_clear(&r);
+    slot_client_close(a[1]); /* room for the stats connection */
+    ASSERT_GE(stat("accepts_paused"), 1);
+    slot_client_close(a[2]);
+    slot_client_close(late);
+    stop();
+}
+
+static void inflight_bound_pauses_reading(void)
+{
+    const char *extra[] = {"--max-inflight", "8", NULL};
+    start(extra);
+    create("pipe", 5000);
+    slot_client *c = dial();
+    enum { N = 3000 };
+    char line[160];
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(line, sizeof(line),
+                         "{\"id\":%d,\"op\":\"hold\",\"event\":\"pipe\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i, i);
+        ASSERT_EQ(slot_client_send_raw(c, line, (size_t)n), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        slot_reply r;
+        ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+        ASSERT_EQ(r.id.i, i); /* slowed, never refused, in order */
+        ASSERT_STR_EQ(r.status, "held");
+        slot_reply_clear(&r);
+    }
+    slot_client_close(c);
+    ASSERT_GE(stat("reads_paused"), 1);
+    slot_reply v = checked("pipe");
+    ASSERT_EQ(v.held, N);
+    slot_reply_clear(&v);
+    stop();
+}
+
+/* A raw socket, so nothing reads replies behind the test's back. */
+static int raw_dial(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(srv.port), .sin_addr.s_addr = htonl(0x7f000001)};
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+/* True when the server closed fd (EOF or reset) within ms. */
+static bool closed_within(int fd, int ms)
+{
+    uint64_t deadline = slot_test_now_ms() + (uint64_t)ms;
+    char buf[65536];
+    while (slot_test_now_ms() < deadline) {
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            return true;
+        if (n < 0)
+            usleep(10000);
+    }
+    return false;
+}
+
+static void client_that_does_not_read_is_dropped(void)
+{
+    const char *extra[] = {"--max-output", "65536", "--write-timeout-ms", "300", "--sweep-interval-ms", "50", NULL};
+    start(extra);
+    int fd = raw_dial();
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    const char *req = "{\"op\":\"stats\"}\n"; /* a ~900-byte reply for 15 bytes sent */
+    size_t len = strlen(req);
+    uint64_t deadline = slot_test_now_ms() + 5000;
+    for (int i = 0; i < 200000 && slot_test_now_ms() < deadline; i++)
+        if (send(fd, req, len, MSG_NOSIGNAL) < 0)
+            break; /* the server stopped reading: our send buffer is full */
+    usleep(1000 * 1000);
+    ASSERT_GE(stat("connections_timed_out"), 1);
+    ASSERT(closed_within(fd, 3000));
+    close(fd);
+    slot_client *c = dial(); /* the server goes on */
+    hello_ok(c);
+    slot_client_close(c);
+    stop();
+}
+
+static void idle_and_unfinished_lines_time_out(void)
+{
+    const char *extra[] = {"--idle-timeout-ms", "300", "--line-timeout-ms", "300", "--sweep-interval-ms", "50", NULL};
+    start(extra);
+    int idle = raw_dial();
+    int partial = raw_dial();
+    ASSERT_EQ(send(partial, "{\"op\":", 6, MSG_NOSIGNAL), 6);
+    slot_client *busy = dial();
+    uint64_t t0 = slot_test_now_ms();
+    bool idle_closed = false, partial_closed = false;
+    while (slot_test_now_ms() - t0 < 3000 && !(idle_closed && partial_closed)) {
+        hello_ok(busy); /* a connection that talks within the bound stays */
+        idle_closed = idle_closed || closed_within(idle, 100);
+        partial_closed = partial_closed || closed_within(partial, 1);
+    }
+    ASSERT(idle_closed);
+    ASSERT(partial_closed);
+    ASSERT_GE(slot_test_now_ms() - t0, 250);
+    hello_ok(busy);
+    close(idle);
+    close(partial);
+    slot_client_close(busy);
+    stop();
+}
+
+static void overloaded_changes_nothing(void)
+{
+    const char *extra[] = {"--max-queue", "1", NULL};
+    start(extra);
+    create("crowd", 100000);
+    enum { CONNS = 8, EACH = 300 };
+    slot_client *cs[CONNS];
+    char line[160];
+    for (int k = 0; k < CONNS; k++) {
+        cs[k] = dial();
+        for (int i = 0; i < EACH; i++) {
+            int n = snprintf(line, sizeof(line),
+                             "{\"op\":\"hold\",\"event\":\"crowd\",\"user\":\"u%d-%d\",\"request\":\"r\",\"qty\":1}\n", k, i);
+            ASSERT_EQ(slot_client_send_raw(cs[k], line, (size_t)n), 0);
+        }
+    }
+    uint64_t held = 0, overloaded = 0;
+    for (int k = 0; k < CONNS; k++) {
+        for (int i = 0; i < EACH; i++) {
+            slot_reply r;
+            ASSERT_EQ(slot_client_recv(cs[k], &r, TIMEOUT_MS), 0);
+            if (r.ok && strcmp(r.status, "held") == 0)
+                held++;
+            else if (!r.ok && strcmp(r.error, "overloaded") == 0)
+                overloaded++;
+            else
+                T_FAIL_("unexpected reply: %s", r.line);
+            slot_reply_clear(&r);
+        }
+        slot_client_close(cs[k]);
+    }
+    ASSERT_GT(overloaded, 0);
+    ASSERT_EQ(held + overloaded, CONNS * EACH);
+    slot_reply v = checked("crowd");
+    ASSERT_EQ(v.held, held); /* an overloaded request changed nothing */
+    slot_reply_clear(&v);
+    stop();
+}
+
+static void reset_after_many_requests_keeps_serving(void)
+{
+    start(NULL);
+    create("reset", 100000);
+    for (int round = 0; round < 5; round++) {
+        int fd = raw_dial();
+        char line[160];
+        for (int i = 0; i < 3000; i++) {
+            int n = snprintf(line, sizeof(line),
+                             "{\"op\":\"hold\",\"event\":\"reset\",\"user\":\"r%d-%d\",\"request\":\"r\",\"qty\":1}\n", round, i);
+            if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n)
+                break;
+        }
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        close(fd); /* RST, with requests in flight and replies unread */
+    }
+    usleep(200 * 1000);
+    slot_client *c = dial();
+    hello_ok(c);
+    slot_client_close(c);
+    slot_reply v = checked("reset"); /* what committed stays committed, and adds up */
+    ASSERT_LE(v.held, 15000);
+    slot_reply_clear(&v);
+    stop();
+}
+
+static const slot_test_case cases[] = {
+    {"accept_pauses_at_connection_limit", accept_pauses_at_connection_limit},
+    {"inflight_bound_pauses_reading", inflight_bound_pauses_reading},
+    {"client_that_does_not_read_is_dropped", client_that_does_not_read_is_dropped},
+    {"idle_and_unfinished_lines_time_out", idle_and_unfinished_lines_time_out},
+    {"overloaded_changes_nothing", overloaded_changes_nothing},
+    {"reset_after_many_requests_keeps_serving", reset_after_many_requests_keeps_serving},
+};
+
+int main(int argc, char **argv)
+{
+    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
