@@ -18,6 +18,7 @@
 
 #include "idem.h"
 #include "slot/assert.h"
+#include "slot/failpoint.h"
 
 #define EXPIRE_CHUNK 256 /* due holds collected per expiry-index scan */
 _Static_assert(EXPIRE_CHUNK <= SLOT_SWEEP_BATCH_MAX, "a chunk fits a sweep");
@@ -548,11 +549,19 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     memcpy(h->request, req->request, req->request_len + 1u);
     rc = units_take(c, &e, h);
     e.held += h->qty;
+    if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
+        rc = EIO;
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+    if (rc == 0 && SLOT_FAIL(AFTER_HOLD_INSERT))
+        rc = EIO;
     if (rc == 0 && slot__idem_put(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request,
                                   req->request_len, h->seq) != 0)
         rc = ENOMEM; /* the batch aborts; the entry, if any, is dropped as stale later */
+    if (rc == 0 && SLOT_FAIL(AFTER_IDEMPOTENCY_INSERT))
+        rc = EIO; /* leaves a stale index entry: request_find must see through it */
+    if (rc == 0 && SLOT_FAIL(MAP_FULL))
+        rc = MDB_MAP_FULL;
     if (rc == 0)
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
     if (rc == 0 && e.max_per_user > 0)

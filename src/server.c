@@ -32,6 +32,7 @@
 
 #include "slot/alloc.h"
 #include "slot/assert.h"
+#include "slot/failpoint.h"
 #include "slot/hist.h"
 #include "slot/proto.h"
 #include "slot/store.h"
@@ -138,6 +139,7 @@ typedef struct server {
     bool batch_busy;               /* loop: a batch is with the commit thread */
     bool batch_ready, batch_done, thread_stop;
     uint64_t batch_commit_ns;      /* commit thread: time of the last run */
+    uint64_t batch_failures;       /* commit thread: failed attempts of the last run */
 
     token tokens[TOKENS_MAX];
     size_t ntokens;
@@ -231,10 +233,19 @@ static void batch_run(server *s)
             else
                 rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now, &e->res);
         }
+        if (rc == 0 && SLOT_FAIL(BEFORE_COMMIT))
+            rc = EIO;
+        if (rc == 0 && SLOT_FAIL(COMMIT_FAIL)) {
+            mdb_txn_abort(txn); /* as a commit that failed: the txn is gone, nothing kept */
+            txn = NULL;
+            rc = EIO;
+        }
         if (rc == 0)
             rc = mdb_txn_commit(txn); /* frees txn, also when it fails */
         else if (txn)
             mdb_txn_abort(txn);
+        if (rc != 0)
+            s->batch_failures++;
         if (rc == 0)
             return;
         if (rc == MDB_MAP_FULL) {
@@ -270,6 +281,7 @@ static void *commit_thread(void *arg)
         s->batch_ready = false;
         pthread_mutex_unlock(&s->mu);
         uint64_t t0 = uv_hrtime();
+        s->batch_failures = 0;
         batch_run(s);
         pthread_mutex_lock(&s->mu);
         s->batch_commit_ns = uv_hrtime() - t0;
@@ -325,6 +337,7 @@ static void batch_complete(uv_async_t *h)
     pthread_mutex_lock(&s->mu);
     bool done = s->batch_done;
     s->batch_done = false;
+    uint64_t failures = s->batch_failures;
     pthread_mutex_unlock(&s->mu);
     if (!done)
         return;
@@ -349,6 +362,7 @@ static void batch_complete(uv_async_t *h)
             s->dirty = e->conn;
         }
     }
+    s->commit_failures += failures;
     s->commits++;
     slot_hist_record(s->batch_sizes, s->batch_n);
     s->batch_n = 0;
@@ -1186,6 +1200,12 @@ static int listen_start(server *s)
 static int server_start(server *s)
 {
     char err[256];
+#ifdef SLOT_FAILPOINTS
+    if (slot_failpoints_parse(getenv("SLOT_FAILPOINTS"), err, sizeof(err)) != 0) {
+        log_msg("%s", err);
+        return -1;
+    }
+#endif
     slot_store_opts so = {.dir = s->opts.data_dir, .nosync = s->opts.nosync, .map_size_max = s->opts.map_size_max};
     int rc = slot_store_open(&so, &s->store, err, sizeof(err));
     if (rc != 0) {

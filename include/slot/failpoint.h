@@ -1,0 +1,53 @@
+/*
+ * slot/failpoint.h — fault injection at each step of the write path, compiled
+ * only into test builds (meson -Dfailpoints=true, the default for a
+ * development build; release builds use -Dfailpoints=false and every
+ * SLOT_FAIL() below is the constant false).
+ *
+ * A failpoint that fires makes its step fail as the storage would: the
+ * allocator returns an LMDB-style error, the whole batch is rolled back and
+ * every request in it is answered internal (or storage_full for map_full
+ * when the map cannot grow). Tests arm failpoints through the environment of
+ * the slotd they start:
+ *
+ *   SLOT_FAILPOINTS="NAME[@SKIP][*TIMES],..."   e.g. "after_hold_insert@3*1"
+ *
+ * fires NAME after SKIP passes, TIMES times (default 0 and 1).
+ */
+#ifndef SLOT_FAILPOINT_H
+#define SLOT_FAILPOINT_H
+
+#include <stdbool.h>
+
+/* X(NAME, spelling) — in write-path order. */
+#define SLOT_FAILPOINT_MAP(X)                            \
+    X(AFTER_SHARD_UPDATE, "after_shard_update")          \
+    X(AFTER_HOLD_INSERT, "after_hold_insert")            \
+    X(AFTER_IDEMPOTENCY_INSERT, "after_idempotency_insert") \
+    X(BEFORE_COMMIT, "before_commit")                    \
+    X(COMMIT_FAIL, "commit_fail")                        \
+    X(MAP_FULL, "map_full")
+
+typedef enum slot_failpoint {
+#define SLOT__FP_ENUM(name, spelling) SLOT_FP_##name,
+    SLOT_FAILPOINT_MAP(SLOT__FP_ENUM)
+#undef SLOT__FP_ENUM
+    SLOT_FP__COUNT
+} slot_failpoint;
+
+#ifdef SLOT_FAILPOINTS
+/*
+ * slot_failpoints_parse — arm failpoints from a spec (see above); NULL or ""
+ * arms none. Returns 0, or -1 with a message in err (errlen bytes) naming
+ * the bad part. Call once at start, before other threads run.
+ */
+int slot_failpoints_parse(const char *spec, char *err, unsigned errlen);
+/* slot_failpoint_hit — true when fp fires now (counts its passes). Thread:
+ * the commit thread (the only one that runs the write path). */
+bool slot_failpoint_hit(slot_failpoint fp);
+#define SLOT_FAIL(fp) slot_failpoint_hit(SLOT_FP_##fp)
+#else
+#define SLOT_FAIL(fp) false
+#endif
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * test_failpoints.c — faults at each step of the write path (slot/failpoint.h)
+ * against a real slotd: the whole batch rolls back, every request in it gets
+ * an error and changes nothing (counters and records before and after), and
+ * the server serves the next batch.
+ */
+#include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "slot/client.h"
+
+#define TIMEOUT_MS 10000
+#define N 40 /* holds sent in one write, so they share a batch */
+
+static slot_test_server srv;
+
+static slot_client *dial(void)
+{
+    slot_client *c = NULL;
+    ASSERT_EQ(slot_client_connect("127.0.0.1", srv.port, 5000, &c), 0);
+    return c;
+}
+
+static void call(slot_client *c, slot_req *q, slot_reply *r)
+{
+    ASSERT_EQ(slot_client_call(c, q, r, TIMEOUT_MS), 0);
+}
+
+static slot_reply view(slot_client *c)
+{
+    slot_req q;
+    slot_reply r;
+    slot_req_event(&q, SLOT_OP_CHECK, "fp");
+    q.has |= SLOT_HAS_EVENT;
+    call(c, &q, &r);
+    ASSERT(r.ok);
+    ASSERT_EQ(r.nviolations, 0);
+    slot_reply_clear(&r);
+    slot_req_event(&q, SLOT_OP_EVENT, "fp");
+    call(c, &q, &r);
+    ASSERT(r.ok);
+    ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
+    return r;
+}
+
+static uint64_t stat(slot_client *c, const char *name)
+{
+    slot_req q;
+    slot_reply r;
+    slot_req_init(&q, SLOT_OP_STATS);
+    call(c, &q, &r);
+    char key[64];
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    const char *p = strstr(r.line, key);
+    ASSERT(p != NULL);
+    uint64_t v = strtoull(p + strlen(key), NULL, 10);
+    slot_reply_clear(&r);
+    return v;
+}
+
+/* Starts slotd with the failpoint armed, creates the event, sends N holds
+ * at once and checks what the failed batch left: nothing. Returns the number
+ * of requests answered with want_err. */
+static int run(const char *spec, const char *want_err, const char *const *extra)
+{
+    memset(&srv, 0, sizeof(srv));
+    setenv("SLOT_FAILPOINTS", spec, 1);
+    slot_test_server_start(&srv, NULL, extra);
+    unsetenv("SLOT_FAILPOINTS");
+    slot_client *c = dial();
+    slot_req q;
+    slot_reply r;
+    slot_req_event(&q, SLOT_OP_CREATE_EVENT, "fp");
+    q.capacity = 1000;
+    q.shards = 8;
+    q.hold_ttl_ms = 600000;
+    q.max_per_request = 10;
+    call(c, &q, &r);
+    ASSERT(r.ok);
+    slot_reply_clear(&r);
+    slot_reply before = view(c);
+
+    char buf[N * 128];
+    size_t len = 0;
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+                                "{\"id\":%d,\"op\":\"hold\",\"event\":\"fp\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":2}\n", i, i);
+    ASSERT_EQ(slot_client_send_raw(c, buf, len), 0);
+    bool failed[N];
+    int nfailed = 0;
+    uint64_t held = 0;
+    for (int i = 0; i < N; i++) {
+        ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+        ASSERT_EQ(r.id.i, i);
+        failed[i] = !r.ok;
+        if (r.ok) {
+            ASSERT_STR_EQ(r.status, "held");
+            held += r.qty;
+        } else {
+            ASSERT_STR_EQ(r.error, want_err);
+            nfailed++;
+        }
+        slot_reply_clear(&r);
+    }
+    slot_reply after = view(c);
+    ASSERT_EQ(after.held, before.held + held); /* the failed batch left no unit taken */
+    ASSERT_EQ(after.available, before.available - held);
+    slot_reply_clear(&before);
+    slot_reply_clear(&after);
+    /* A failed request left no record: retried, it makes a new hold, no replay. */
+    for (int i = 0; i < N; i++) {
+        char user[16];
+        snprintf(user, sizeof(user), "u%d", i);
+        slot_req_hold(&q, "fp", user, "r", 2);
+        call(c, &q, &r);
+        ASSERT(r.ok);
+        ASSERT_STR_EQ(r.status, "held");
+        ASSERT_EQ(r.replay, !failed[i]);
+        slot_reply_clear(&r);
+    }
+    after = view(c);
+    ASSERT_EQ(after.held, 2 * N);
+    slot_reply_clear(&after);
+    if (nfailed)
+        ASSERT_GE(stat(c, "commit_failures"), 1);
+    slot_client_close(c);
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    slot_test_server_free(&srv);
+    return nfailed;
+}
+
+static void after_shard_update(void)
+{
+    ASSERT_GE(run("after_shard_update@3", "internal", NULL), 1);
+}
+
+static void after_hold_insert(void)
+{
+    ASSERT_GE(run("after_hold_insert@5", "internal", NULL), 1);
+}
+
+/* The index entry written before the failure must not make the retry a replay. */
+static void after_idempotency_insert(void)
+{
+    ASSERT_GE(run("after_idempotency_insert@7", "internal", NULL), 1);
+}
+
+/* before_commit and commit_fail: skip the create_event batch. */
+static void before_commit(void)
+{
+    ASSERT_GE(run("before_commit@1", "internal", NULL), 1);
+}
+
+static void commit_fail(void)
+{
+    ASSERT_GE(run("commit_fail@1", "internal", NULL), 1);
+}
+
+/* Map full with room to grow: the map grows and the batch is retried. */
+static void map_full_grows_and_retries(void)
+{
+    ASSERT_EQ(run("map_full@2", "none", NULL), 0);
+}
+
+/* Map full at --map-size-max: storage_full, nothing changed. */
+static void map_full_at_max_is_storage_full(void)
+{
+    const char *extra[] = {"--map-size-max", "64M", NULL};
+    ASSERT_GE(run("map_full@2", "storage_full", extra), 1);
+}
+
+static void bad_spec_refuses_to_start(void)
+{
+    setenv("SLOT_FAILPOINTS", "no_such_point", 1);
+    const char *bin = getenv("SLOTD");
+    ASSERT(bin != NULL);
+    char *dir = slot_test_tmpdir();
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s --data %s --listen 127.0.0.1:0 >/dev/null 2>&1", bin, dir);
+    int st = system(cmd);
+    unsetenv("SLOT_FAILPOINTS");
+    slot_test_rmdir(dir);
+    free(dir);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+}
+
+static const slot_test_case cases[] = {
+    {"after_shard_update", after_shard_update},
+    {"after_hold_insert", after_hold_insert},
+    {"after_idempotency_insert", after_idempotency_insert},
+    {"before_commit", before_commit},
+    {"commit_fail", commit_fail},
+    {"map_full_grows_and_retries", map_full_grows_and_retries},
+    {"map_full_at_max_is_storage_full", map_full_at_max_is_storage_full},
+    {"bad_spec_refuses_to_start", bad_spec_refuses_to_start},
+};
+
+int main(int argc, char **argv)
+{
+    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
