@@ -42,6 +42,7 @@
 #define SHUTDOWN_FLUSH_MS 5000          /* on stop, how long slow clients get to take their replies */
 #define TOKENS_MAX 64                   /* lines in --token-file */
 #define LISTEN_BACKLOG 1024
+#define ENTRIES_MAX (256u << 10)       /* requests alive at once (~1.3 KiB each): reading pauses above */
 #define DRAIN_MS 2000                   /* how long a closing connection's unread input is discarded */
 
 /* ---- entries: one request from arrival to reply */
@@ -119,6 +120,8 @@ typedef struct server {
     MDB_txn *rtxn;                 /* the loop's read transaction, reset between uses */
     pthread_rwlock_t map_lock;     /* read: a read txn is active; write: the map grows */
 
+    uint64_t entries_live;         /* entries taken from the pool and not yet back */
+    bool mem_paused;               /* some connection stopped reading at ENTRIES_MAX */
     entry *q_head, *q_tail;        /* write queue (loop thread) */
     uint32_t q_len;
     entry *free_entries;
@@ -155,6 +158,7 @@ typedef struct server {
 static void conn_flush(conn *c);
 static void conn_close(conn *c);
 static void conn_drain(conn *c);
+static void conn_pace(conn *c);
 static bool accept_one(struct server *s);
 static void dispatch(server *s);
 
@@ -186,6 +190,7 @@ static entry *entry_get(server *s)
         s->free_entries = e->next;
     else if (!(e = malloc(sizeof(*e))))
         return NULL;
+    s->entries_live++;
     memset(e, 0, offsetof(entry, req));
     memset(&e->res, 0, sizeof(e->res));
     e->req.op = SLOT_OP__COUNT;
@@ -196,6 +201,7 @@ static entry *entry_get(server *s)
 static void entry_put(server *s, entry *e)
 {
     slot_res_clear(&e->res);
+    s->entries_live--;
     e->next = s->free_entries;
     s->free_entries = e;
 }
@@ -378,9 +384,17 @@ static void batch_complete(uv_async_t *h)
     dispatch(s);
 }
 
+/* End of every loop turn: hand the collected requests to the commit thread;
+ * and when reading paused for lack of entries, resume once half are back. */
 static void on_check(uv_check_t *h)
 {
-    dispatch(h->data);
+    server *s = h->data;
+    dispatch(s);
+    if (s->mem_paused && s->entries_live < ENTRIES_MAX / 2) {
+        s->mem_paused = false;
+        for (conn *c = s->conns; c; c = c->next)
+            conn_pace(c);
+    }
 }
 
 /* ---- the sweeper: a loop timer that queues "expire due holds" work */
@@ -773,7 +787,9 @@ static void conn_pace(conn *c)
     server *s = c->srv;
     if (c->state != CONN_OPEN || c->close_after_flush || s->stopping)
         return;
-    bool full = c->pending >= s->opts.conn_inflight_max || c->out_len > s->opts.out_bytes_max;
+    bool starved = s->entries_live >= ENTRIES_MAX;
+    bool full = starved || c->pending >= s->opts.conn_inflight_max || c->out_len > s->opts.out_bytes_max;
+    s->mem_paused = s->mem_paused || (starved && c->reading);
     if (full && c->reading) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
