@@ -83,7 +83,12 @@ int slot_alloc_init(slot_alloc *a, slot_store *store)
 
 static void hold_id_format(char out[SLOT_HOLD_ID_BYTES + 1], uint64_t seq, uint64_t tag)
 {
-    snprintf(out, SLOT_HOLD_ID_BYTES + 1, "%016llx%016llx", (unsigned long long)seq, (unsigned long long)tag);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[i] = hex[(seq >> (60 - 4 * i)) & 0xf];
+        out[16 + i] = hex[(tag >> (60 - 4 * i)) & 0xf];
+    }
+    out[SLOT_HOLD_ID_BYTES] = 0;
 }
 
 static bool hold_id_parse(const char *s, size_t len, uint64_t *seq, uint64_t *tag)
