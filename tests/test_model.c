@@ -1,0 +1,1268 @@
+/*
+ * test_model.c — the allocator held to a reference model of PROTOCOL.md for
+ * a million operations (SLOT_MODEL_OPS; seed SLOT_MODEL_SEED, printed).
+ *
+ * The model keeps what the store keeps — every event's counters and every
+ * hold's stored status — and follows the protocol's rules for when a due hold
+ * is expired in the store (an op that touches it, the sold-out and user-limit
+ * paths of hold, set_capacity and reshard, the sweeper), so that it can
+ * predict not only each reply but every counter of the event view and the
+ * free sum of the shards, exactly. Ops run in batches of random size on one
+ * write transaction (group commit, MDB_NOSYNC for speed); some batches abort
+ * and the model rolls back through an undo log; a full map aborts the batch
+ * and grows the map; now and then the store is closed and opened again (with
+ * a new allocator, which rebuilds its in-memory idempotency index), after
+ * which every stored hold is compared with the model.
+ */
+#include <lmdb.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "slot/alloc.h"
+#include "slot/store.h"
+
+/* In a sanitizer build a UBSan report fails the case (the runtime's default
+ * is to print and go on, which a passing test would hide). */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+    return "halt_on_error=1:print_stacktrace=1";
+}
+
+#define T0 UINT64_C(1764500000000) /* the virtual clock starts here, ms */
+#define M_OPS_DEFAULT 1000000
+#define M_USERS 12                 /* per event; few, so max_per_user bites */
+#define M_LIVE 4                   /* events selling at once */
+#define M_CAP_MAX 240              /* capacity bound, so an event's held holds fit a fixed list */
+#define M_NEW_EVENT_EVERY 2500     /* mean ops between replacing a live event by a new one */
+#define M_REOPEN_EVERY 50000       /* mean ops between closing and opening the store */
+#define M_CHECK_EVERY 100000       /* ops between full slot_alloc_check scans */
+#define M_BATCH_MAX 64             /* ops per write transaction: 1..this */
+#define M_RECENT 50                /* ops on holds mostly pick among the newest this many */
+
+_Static_assert(M_CAP_MAX <= UINT16_MAX, "held-list positions are 16-bit");
+
+/* ---- the model */
+
+typedef struct mhold {
+    uint64_t seq, tag, created, exp;
+    uint32_t ev, key;              /* event index; request key "r<key>" */
+    uint16_t user, qty;
+    uint16_t pos;                  /* index in its event's held list while stored held */
+    uint8_t st;                    /* stored status: a held hold may be due */
+} mhold;
+
+typedef struct mevent {
+    char name[8];                  /* "e%05u": one length, so key order is index order */
+    uint8_t status;
+    uint32_t shards, ttl, mpr;
+    uint64_t cap, mpu, held, confirmed, next_seq;
+    uint64_t user_qty[M_USERS];    /* stored held + confirmed per user (what users[] keeps) */
+    uint32_t next_key[M_USERS];    /* driver: the user's next fresh request key */
+    uint32_t nheld;
+    uint32_t held_ix[M_CAP_MAX];   /* holds stored held; a held hold has qty >= 1 */
+} mevent;
+
+/* One saved value: `len` bytes at p, the old ones at arena offset off. */
+typedef struct undo {
+    void *p;
+    size_t len, off;
+} undo;
+
+/* What the model says a request answers. */
+typedef struct mres {
+    slot_err err;
+    bool sold_out, replay, done;
+    uint64_t available, expired;
+    const mhold *h;                /* the hold the answer is about, or NULL */
+    slot_hold_status st;
+} mres;
+
+typedef struct stats {
+    uint64_t held, sold_out, replay, conflict, user_limit, not_on_sale, too_big, unknown_hold, unknown_event;
+    uint64_t confirmed, released, cancelled, not_active, expired, aborts, map_full, reopens, checks, commits;
+    uint64_t reshards, capacity, below, exists, events;
+} stats;
+
+typedef struct model {
+    uint64_t seed, rng, op, ops;
+    mevent *ev;
+    uint32_t nev, cap_ev;
+    uint32_t live[M_LIVE];
+    mhold *h;
+    uint32_t nh, cap_h;
+    uint64_t *kt_key;              /* (event, user, key) -> hold index + 1, open addressing */
+    uint32_t *kt_val;
+    uint64_t kt_mask;
+    undo *log;
+    size_t nlog, cap_log;
+    unsigned char *arena;
+    size_t arena_used, arena_cap;
+    uint32_t touched[8];           /* events whose view the current op may have changed */
+    uint32_t ntouched;
+    bool touched_all;
+    /* the store under test */
+    char *dir;
+    slot_store *st;
+    slot_alloc a;
+    bool alloc_open;
+    MDB_txn *txn;
+    uint64_t now;
+    bool map_full;                 /* the running batch hit MDB_MAP_FULL */
+    stats n;
+} model;
+
+static volatile uint64_t g_seed, g_op; /* printed when the test fails */
+
+static void on_abort(int sig)
+{
+    char msg[160];
+    int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (SLOT_MODEL_SEED=%llu)\n",
+                       (unsigned long long)g_op, (unsigned long long)g_seed, (unsigned long long)g_seed);
+    if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0) {
+        /* nothing more to do while failing */
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static uint64_t rnd(model *m)
+{
+    uint64_t z = (m->rng += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint32_t below(model *m, uint32_t n)
+{
+    return n ? (uint32_t)(rnd(m) % n) : 0;
+}
+
+static bool chance(model *m, uint32_t per_mille)
+{
+    return below(m, 1000) < per_mille;
+}
+
+static const char *const users[M_USERS] = {"alice", "bob",   "carol", "dave",  "\xc3\xa9ve", "frank",
+                                           "grace", "heidi", "ivan",  "judy",  "mallory",    "\xe2\x82\xac"};
+
+/* ---- undo log: every change to the model goes through U_SET, so an aborted
+ *      batch can put the model back as it was at the batch's start. */
+
+static void u_save(model *m, void *p, size_t len)
+{
+    if (m->nlog == m->cap_log) {
+        m->cap_log = m->cap_log ? m->cap_log * 2 : 4096;
+        m->log = realloc(m->log, m->cap_log * sizeof(undo));
+        ASSERT(m->log != NULL);
+    }
+    if (m->arena_used + len > m->arena_cap) {
+        m->arena_cap = m->arena_cap ? m->arena_cap * 2 : 65536;
+        m->arena = realloc(m->arena, m->arena_cap);
+        ASSERT(m->arena != NULL);
+    }
+    m->log[m->nlog++] = (undo){p, len, m->arena_used};
+    memcpy(m->arena + m->arena_used, p, len);
+    m->arena_used += len;
+}
+
+#define U_SET(m, lvalue, value)                       \
+    do {                                              \
+        u_save((m), &(lvalue), sizeof(lvalue));       \
+        (lvalue) = (value);                           \
+    } while (0)
+
+static void u_rollback(model *m)
+{
+    while (m->nlog > 0) {
+        const undo *u = &m->log[--m->nlog];
+        memcpy(u->p, m->arena + u->off, u->len);
+    }
+    m->arena_used = 0;
+}
+
+static void u_forget(model *m)
+{
+    m->nlog = 0;
+    m->arena_used = 0;
+}
+
+/* ---- the idempotency index of the model: (event, user, key) -> hold */
+
+static uint64_t kt_pack(uint32_t ev, uint32_t user, uint32_t key)
+{
+    ASSERT_LT(key, UINT32_C(1) << 24);
+    return ((uint64_t)ev << 32) | ((uint64_t)user << 24) | key;
+}
+
+static uint64_t kt_slot(const model *m, uint64_t k)
+{
+    uint64_t z = (k + 1) * UINT64_C(0x9e3779b97f4a7c15);
+    size_t i = (size_t)((z ^ (z >> 31)) & m->kt_mask);
+    while (m->kt_val[i] != 0 && m->kt_key[i] != k)
+        i = (i + 1) & m->kt_mask;
+    return i;
+}
+
+/* The hold a key names, or NULL. */
+static mhold *kt_get(model *m, uint32_t ev, uint32_t user, uint32_t key)
+{
+    uint64_t i = kt_slot(m, kt_pack(ev, user, key));
+    return m->kt_val[i] ? &m->h[m->kt_val[i] - 1] : NULL;
+}
+
+/* Inserts only: keys are never removed, so linear probing stays valid, and
+ * undoing inserts in reverse order empties exactly the slots they filled. */
+static void kt_put(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t hold_ix)
+{
+    uint64_t k = kt_pack(ev, user, key);
+    uint64_t i = kt_slot(m, k);
+    ASSERT_EQ(m->kt_val[i], 0);
+    U_SET(m, m->kt_key[i], k);
+    U_SET(m, m->kt_val[i], hold_ix + 1);
+}
+
+/* ---- the model's transitions: what the allocator does to the store */
+
+static void touch(model *m, uint32_t ev)
+{
+    for (uint32_t i = 0; i < m->ntouched; i++)
+        if (m->touched[i] == ev)
+            return;
+    if (m->ntouched < sizeof m->touched / sizeof m->touched[0])
+        m->touched[m->ntouched++] = ev;
+    else
+        m->touched_all = true;
+}
+
+static uint32_t hold_index(const model *m, const mhold *h)
+{
+    return (uint32_t)(h - m->h);
+}
+
+static bool due(const model *m, const mhold *h)
+{
+    return h->st == SLOT_HOLD_HELD && m->now >= h->exp;
+}
+
+/* A hold leaves "held" or "confirmed" (the state machine of store.h): units
+ * move between the event's counters and the free units, the user's quantity
+ * drops when the units go back, and a hold that leaves "held" leaves the
+ * event's held list (swap with the last). */
+static void m_finish(model *m, mhold *h, slot_hold_status to)
+{
+    mevent *e = &m->ev[h->ev];
+    ASSERT(slot_hold_transition_ok((slot_hold_status)h->st, to));
+    if (h->st == SLOT_HOLD_HELD) {
+        U_SET(m, e->held, e->held - h->qty);
+        uint32_t last = e->held_ix[e->nheld - 1];
+        ASSERT_EQ(e->held_ix[h->pos], hold_index(m, h));
+        U_SET(m, e->held_ix[h->pos], last);
+        U_SET(m, m->h[last].pos, h->pos);
+        U_SET(m, e->nheld, e->nheld - 1);
+    } else {
+        U_SET(m, e->confirmed, e->confirmed - h->qty);
+    }
+    if (to == SLOT_HOLD_CONFIRMED)
+        U_SET(m, e->confirmed, e->confirmed + h->qty);
+    else
+        U_SET(m, e->user_qty[h->user], e->user_qty[h->user] - h->qty);
+    U_SET(m, h->st, (uint8_t)to);
+    touch(m, h->ev);
+}
+
+/* Every op that touches a due hold expires it first (PROTOCOL.md, "confirm"). */
+static void m_settle(model *m, mhold *h)
+{
+    if (due(m, h))
+        m_finish(m, h, SLOT_HOLD_EXPIRED);
+}
+
+/* Expires every due hold of one event (the sold-out and user-limit paths of
+ * hold, set_capacity, reshard). Returns how many. */
+static uint64_t m_expire_event(model *m, uint32_t ev)
+{
+    mevent *e = &m->ev[ev];
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < e->nheld;) {
+        mhold *h = &m->h[e->held_ix[i]];
+        if (due(m, h)) {
+            m_finish(m, h, SLOT_HOLD_EXPIRED); /* the last one moved to i */
+            n++;
+        } else {
+            i++;
+        }
+    }
+    return n;
+}
+
+static mhold *m_new_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
+{
+    mevent *e = &m->ev[ev];
+    ASSERT_LT(m->nh, m->cap_h);
+    ASSERT_LT(e->nheld, M_CAP_MAX);
+    uint32_t ix = m->nh;
+    U_SET(m, m->nh, m->nh + 1);
+    mhold *h = &m->h[ix]; /* above the old nh: a rollback forgets it without a save */
+    *h = (mhold){.seq = e->next_seq, .created = m->now, .exp = m->now + e->ttl, .ev = ev, .key = key,
+                 .user = (uint16_t)user, .qty = (uint16_t)qty, .pos = (uint16_t)e->nheld, .st = SLOT_HOLD_HELD};
+    U_SET(m, e->next_seq, e->next_seq + 1);
+    U_SET(m, e->held_ix[e->nheld], ix);
+    U_SET(m, e->nheld, e->nheld + 1);
+    U_SET(m, e->held, e->held + qty);
+    U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
+    kt_put(m, ev, user, key, ix);
+    touch(m, ev);
+    return h;
+}
+
+/* hold, in PROTOCOL.md's order of decisions. */
+static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
+{
+    mevent *e = &m->ev[ev];
+    mres r = {.err = SLOT_E_OK};
+    mhold *h = kt_get(m, ev, user, key);
+    if (h && h->qty != qty) {
+        r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
+        return r;
+    }
+    if (h) {
+        m_settle(m, h);
+        r.replay = true;
+        r.h = h;
+        r.st = (slot_hold_status)h->st;
+        return r;
+    }
+    if (qty > e->mpr) {
+        r.err = SLOT_E_INVALID_ARGUMENT;
+        return r;
+    }
+    if (e->status != SLOT_EVENT_ON_SALE) {
+        r.err = SLOT_E_NOT_ON_SALE;
+        return r;
+    }
+    bool settled = false;
+    if (e->mpu > 0 && e->user_qty[user] + qty > e->mpu) {
+        settled = true;
+        m_expire_event(m, ev);
+        if (e->user_qty[user] + qty > e->mpu) {
+            r.err = SLOT_E_USER_LIMIT;
+            return r;
+        }
+    }
+    if (e->cap - e->held - e->confirmed < qty && !settled)
+        m_expire_event(m, ev);
+    if (e->cap - e->held - e->confirmed < qty) {
+        r.sold_out = true;
+        r.available = e->cap - e->held - e->confirmed;
+        return r;
+    }
+    r.h = m_new_hold(m, ev, user, key, qty);
+    r.st = SLOT_HOLD_HELD;
+    return r;
+}
+
+/* confirm, release, cancel and get_hold of a hold the request names rightly. */
+static mres m_on_hold(model *m, slot_op op, mhold *h)
+{
+    mres r = {.err = SLOT_E_OK, .h = h};
+    if (op == SLOT_OP_GET_HOLD) {
+        r.st = due(m, h) ? SLOT_HOLD_EXPIRED : (slot_hold_status)h->st; /* a read: nothing written */
+        return r;
+    }
+    m_settle(m, h);
+    slot_hold_status st = (slot_hold_status)h->st;
+    if (op == SLOT_OP_CONFIRM) {
+        if (st == SLOT_HOLD_CONFIRMED)
+            r.replay = true;
+        else if (st == SLOT_HOLD_HELD)
+            m_finish(m, h, SLOT_HOLD_CONFIRMED);
+        else
+            r.err = SLOT_E_HOLD_NOT_ACTIVE;
+    } else {
+        bool cancel = op == SLOT_OP_CANCEL;
+        r.done = st == SLOT_HOLD_HELD || (cancel && st == SLOT_HOLD_CONFIRMED);
+        if (r.done)
+            m_finish(m, h, cancel ? SLOT_HOLD_CANCELLED : SLOT_HOLD_RELEASED);
+    }
+    r.st = (slot_hold_status)h->st;
+    return r;
+}
+
+typedef struct due_ref {
+    uint64_t exp, seq;
+    uint32_t ev, ix;
+} due_ref;
+
+static int due_cmp(const void *x, const void *y)
+{
+    const due_ref *a = x, *b = y;
+    if (a->exp != b->exp)
+        return a->exp < b->exp ? -1 : 1;
+    if (a->ev != b->ev)
+        return a->ev < b->ev ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The sweeper: at most `limit` due holds of all events, oldest first in the
+ * expiry index's order (expires_at, event, sequence). Returns how many. */
+static uint64_t m_expire_due(model *m, uint64_t limit)
+{
+    size_t n = 0, cap = 256;
+    due_ref *d = malloc(cap * sizeof *d);
+    ASSERT(d != NULL);
+    for (uint32_t ev = 0; ev < m->nev; ev++) {
+        const mevent *e = &m->ev[ev];
+        for (uint32_t i = 0; i < e->nheld; i++) {
+            const mhold *h = &m->h[e->held_ix[i]];
+            if (!due(m, h))
+                continue;
+            if (n == cap) {
+                cap *= 2;
+                d = realloc(d, cap * sizeof *d);
+                ASSERT(d != NULL);
+            }
+            d[n++] = (due_ref){h->exp, h->seq, ev, e->held_ix[i]};
+        }
+    }
+    qsort(d, n, sizeof *d, due_cmp);
+    uint64_t done = 0;
+    for (size_t i = 0; i < n && done < limit; i++, done++)
+        m_finish(m, &m->h[d[i].ix], SLOT_HOLD_EXPIRED);
+    free(d);
+    return done;
+}
+
+/* ---- requests, filled the way proto fills them */
+
+static void set_name(char *dst, uint8_t *len, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    ASSERT_LT(n, cap);
+    memcpy(dst, src, n + 1);
+    *len = (uint8_t)n;
+}
+
+static slot_req req_of(slot_op op, const char *ev)
+{
+    slot_req q;
+    memset(&q, 0, sizeof q);
+    q.op = op;
+    if (ev) {
+        set_name(q.event, &q.event_len, sizeof q.event, ev);
+        q.has |= SLOT_HAS_EVENT;
+    }
+    return q;
+}
+
+static void hold_id(char out[SLOT_HOLD_ID_BYTES + 1], const mhold *h)
+{
+    snprintf(out, SLOT_HOLD_ID_BYTES + 1, "%016llx%016llx", (unsigned long long)h->seq, (unsigned long long)h->tag);
+}
+
+static void key_name(char out[16], uint32_t key)
+{
+    snprintf(out, 16, "r%u", (unsigned)key);
+}
+
+/* ---- the store under test */
+
+static void store_open(model *m)
+{
+    slot_store_opts o = {.dir = m->dir, .nosync = true};
+    char err[256];
+    int rc = slot_store_open(&o, &m->st, err, sizeof err);
+    if (rc != 0)
+        T_FAIL_("slot_store_open: %d %s", rc, err);
+    ASSERT_EQ(slot_alloc_init(&m->a, m->st), 0);
+    /* Seeded, so a failing seed repeats: shard choices and hold tags too. */
+    slot_alloc_seed(&m->a, m->seed ^ m->op);
+    m->alloc_open = true;
+}
+
+static void store_close(model *m)
+{
+    ASSERT(m->txn == NULL);
+    if (m->alloc_open)
+        slot_alloc_close(&m->a);
+    m->alloc_open = false;
+    slot_store_close(m->st);
+    m->st = NULL;
+}
+
+static MDB_txn *txn(model *m)
+{
+    if (!m->txn)
+        ASSERT_EQ(mdb_txn_begin(slot_store_env(m->st), NULL, 0, &m->txn), 0);
+    return m->txn;
+}
+
+/* Runs q on the batch (or on `on` when not NULL). Returns false when the map
+ * is full: the batch must be aborted and nothing of res means anything. */
+static bool run_on(model *m, MDB_txn *on, const slot_req *q, slot_res *res)
+{
+    slot_res_clear(res);
+    int rc = slot_alloc_run(&m->a, on ? on : txn(m), q, m->now, res);
+    if (rc == MDB_MAP_FULL) {
+        m->map_full = true;
+        return false;
+    }
+    if (rc != 0)
+        T_FAIL_("slot_alloc_run(%s): %d %s", slot_op_name(q->op), rc, mdb_strerror(rc));
+    return true;
+}
+
+static void expect_err(const slot_res *r, slot_err want, const char *what)
+{
+    if (r->err != want)
+        T_FAIL_("%s: error %s, model says %s (message \"%s\")", what, slot_err_name(r->err), slot_err_name(want),
+                r->message);
+}
+
+/* The answer about a hold (hold, confirm, release, cancel, get_hold, and
+ * hold_not_active) against the model's hold. */
+static void expect_hold_fields(const slot_res *r, const mres *want, const char *what)
+{
+    char id[SLOT_HOLD_ID_BYTES + 1];
+    hold_id(id, want->h);
+    if (r->hold_status != want->st)
+        T_FAIL_("%s: status %s, model says %s", what, slot_hold_status_name(r->hold_status),
+                slot_hold_status_name(want->st));
+    ASSERT_STR_EQ(r->hold, id);
+    ASSERT_EQ(r->qty, want->h->qty);
+    ASSERT_EQ(r->expires_at_ms, want->h->exp);
+    ASSERT_EQ(r->created_at_ms, want->h->created);
+    ASSERT_STR_EQ(r->user, users[want->h->user]);
+}
+
+static void expect_res(const slot_res *r, const mres *want, const char *what)
+{
+    expect_err(r, want->err, what);
+    if (want->err != SLOT_E_OK && want->err != SLOT_E_HOLD_NOT_ACTIVE)
+        return;
+    ASSERT_EQ(r->sold_out, want->sold_out);
+    ASSERT_EQ(r->replay, want->replay);
+    ASSERT_EQ(r->done, want->done);
+    if (want->sold_out)
+        ASSERT_EQ(r->available, want->available);
+    else if (want->h)
+        expect_hold_fields(r, want, what);
+}
+
+/* The event view and the shards' free units against the model. */
+static void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
+{
+    const mevent *e = &m->ev[ev];
+    slot_req q = req_of(SLOT_OP_EVENT, e->name);
+    slot_res r = {0};
+    if (!run_on(m, on, &q, &r))
+        return;
+    expect_err(&r, SLOT_E_OK, "event");
+    ASSERT_STR_EQ(r.view.event, e->name);
+    ASSERT_EQ(r.view.status, e->status);
+    ASSERT_EQ(r.view.capacity, e->cap);
+    ASSERT_EQ(r.view.held, e->held);
+    ASSERT_EQ(r.view.confirmed, e->confirmed);
+    ASSERT_EQ(r.view.available, e->cap - e->held - e->confirmed);
+    ASSERT_EQ(r.view.shards, e->shards);
+    ASSERT_EQ(r.view.hold_ttl_ms, e->ttl);
+    ASSERT_EQ(r.view.max_per_user, e->mpu);
+    ASSERT_EQ(r.view.max_per_request, e->mpr);
+    q.op = SLOT_OP_SHARDS;
+    if (!run_on(m, on, &q, &r))
+        return;
+    expect_err(&r, SLOT_E_OK, "shards");
+    ASSERT_EQ(r.nshards, e->shards);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < r.nshards; i++)
+        sum += r.shard_free[i];
+    ASSERT_EQ(sum, e->cap - e->held - e->confirmed);
+    slot_res_clear(&r);
+}
+
+/* After set_capacity and reshard: free units spread evenly (largest minus
+ * smallest at most 1). */
+static void expect_even(model *m, uint32_t ev)
+{
+    slot_req q = req_of(SLOT_OP_SHARDS, m->ev[ev].name);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < r.nshards; i++) {
+        lo = r.shard_free[i] < lo ? r.shard_free[i] : lo;
+        hi = r.shard_free[i] > hi ? r.shard_free[i] : hi;
+    }
+    ASSERT_LE(hi - lo, 1);
+    slot_res_clear(&r);
+}
+
+static void expect_touched(model *m)
+{
+    if (m->touched_all) {
+        for (uint32_t ev = 0; ev < m->nev && !m->map_full; ev++)
+            expect_event_on(m, NULL, ev);
+    } else {
+        for (uint32_t i = 0; i < m->ntouched && !m->map_full; i++)
+            expect_event_on(m, NULL, m->touched[i]);
+    }
+    m->ntouched = 0;
+    m->touched_all = false;
+}
+
+/* slot_alloc_check: no violations (of one event, or all when ev is NULL). */
+static void expect_clean(model *m, MDB_txn *on, const char *ev)
+{
+    slot_res r = {0};
+    int rc = slot_alloc_check(&m->a, on, ev, ev ? strlen(ev) : 0, &r);
+    if (rc != 0)
+        T_FAIL_("slot_alloc_check: %d %s", rc, mdb_strerror(rc));
+    expect_err(&r, SLOT_E_OK, "check");
+    for (uint32_t i = 0; i < r.nviolations && i < SLOT_CHECK_VIOLATIONS_MAX; i++)
+        fprintf(stderr, "  violation %d in \"%s\": %s\n", r.violations[i].invariant, r.violations[i].event,
+                r.violations[i].detail);
+    ASSERT_EQ(r.nviolations, 0);
+    m->n.checks++;
+    slot_res_clear(&r);
+}
+
+/* ---- the driver: one random op, its model answer, the store's answer */
+
+/* An event for an op: mostly a live one, now and then an older one (closed
+ * or still selling, its holds still there). */
+static uint32_t pick_event(model *m)
+{
+    if (m->nev > M_LIVE && chance(m, 20))
+        return below(m, m->nev);
+    return m->live[below(m, M_LIVE)];
+}
+
+/* A request key for (event, user): mostly fresh, else one used before (a
+ * replay or, with another qty, a conflict; or a retry after sold_out). */
+static uint32_t pick_key(model *m, mevent *e, uint32_t user)
+{
+    uint32_t next = e->next_key[user];
+    uint32_t dice = below(m, 100);
+    if (next == 0 || dice < 65)
+        return e->next_key[user]++;
+    if (dice < 88)
+        return next - 1 - below(m, next < 8 ? next : 8);
+    return below(m, next);
+}
+
+static void op_hold(model *m)
+{
+    uint32_t ev = pick_event(m), user = below(m, M_USERS);
+    mevent *e = &m->ev[ev];
+    uint32_t key = pick_key(m, e, user);
+    const mhold *old = kt_get(m, ev, user, key);
+    uint32_t qty = 1 + below(m, e->mpr < 4 ? e->mpr : 4);
+    if (chance(m, 60))
+        qty = 1 + below(m, e->mpr + 3); /* now and then above max_per_request */
+    if (old && chance(m, 800))
+        qty = old->qty;
+    char k[16];
+    key_name(k, key);
+    slot_req q = req_of(SLOT_OP_HOLD, e->name);
+    set_name(q.user, &q.user_len, sizeof q.user, users[user]);
+    set_name(q.request, &q.request_len, sizeof q.request, k);
+    q.qty = qty;
+    mres want = m_hold(m, ev, user, key, qty);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    if (want.err == SLOT_E_OK && !want.sold_out && !want.replay) {
+        /* A new hold: the id carries the event's next sequence number and a
+         * random tag the model learns here. */
+        ASSERT_EQ(strlen(r.hold), SLOT_HOLD_ID_BYTES);
+        mhold *h = &m->h[hold_index(m, want.h)];
+        ASSERT_EQ(sscanf(r.hold + 16, "%16" SCNx64, &h->tag), 1);
+        m->n.held++;
+    }
+    expect_res(&r, &want, "hold");
+    m->n.sold_out += want.sold_out;
+    m->n.replay += want.replay;
+    m->n.conflict += want.err == SLOT_E_IDEMPOTENCY_CONFLICT;
+    m->n.user_limit += want.err == SLOT_E_USER_LIMIT;
+    m->n.not_on_sale += want.err == SLOT_E_NOT_ON_SALE;
+    m->n.too_big += want.err == SLOT_E_INVALID_ARGUMENT;
+    slot_res_clear(&r);
+}
+
+/* A hold to act on: mostly a recent one, where the action is. */
+static mhold *pick_hold(model *m)
+{
+    if (m->nh == 0)
+        return NULL;
+    uint32_t span = m->nh < M_RECENT ? m->nh : M_RECENT;
+    if (chance(m, 900))
+        return &m->h[m->nh - 1 - below(m, span)];
+    return &m->h[below(m, m->nh)];
+}
+
+/* The ways to name a hold that is not the caller's or does not exist; each
+ * must be unknown_hold (PROTOCOL.md: the two are not told apart). */
+static void wrong_hold(model *m, const mhold *h, slot_op op, char id[SLOT_HOLD_ID_BYTES + 1], uint32_t *user)
+{
+    static const char hex[] = "0123456789abcdef";
+    hold_id(id, h);
+    switch (below(m, op == SLOT_OP_CANCEL ? 4 : 5)) {
+    case 0: { /* one hex digit of the random tag changed */
+        uint32_t i = 16 + below(m, 16);
+        id[i] = hex[(strchr(hex, id[i]) - hex + 1 + below(m, 15)) % 16];
+        break;
+    }
+    case 1: /* the sequence number of a hold that does not exist yet */
+        snprintf(id, SLOT_HOLD_ID_BYTES + 1, "%016llx%016llx", (unsigned long long)(m->ev[h->ev].next_seq + below(m, 3)),
+                 (unsigned long long)h->tag);
+        break;
+    case 2: /* not an id at all */
+        snprintf(id, SLOT_HOLD_ID_BYTES + 1, "%s", below(m, 2) ? "x" : "0000000000000001000000000000000G");
+        break;
+    case 3: /* upper case hex is another string */
+        for (int i = 0; i < SLOT_HOLD_ID_BYTES; i++)
+            id[i] = (char)(id[i] >= 'a' ? id[i] - 'a' + 'A' : id[i]);
+        if (strpbrk(id, "ABCDEF") == NULL)
+            id[0] = 'Z';
+        break;
+    default: /* another user's hold */
+        *user = (h->user + 1 + below(m, M_USERS - 1)) % M_USERS;
+        break;
+    }
+}
+
+/* confirm, release, cancel or get_hold of a random hold, rightly named or not. */
+static void op_on_hold(model *m, slot_op op)
+{
+    mhold *h = pick_hold(m);
+    if (!h)
+        return;
+    uint32_t user = h->user;
+    char id[SLOT_HOLD_ID_BYTES + 1];
+    bool wrong = chance(m, 80);
+    if (wrong)
+        wrong_hold(m, h, op, id, &user);
+    else
+        hold_id(id, h);
+    slot_req q = req_of(op, m->ev[h->ev].name);
+    set_name(q.hold, &q.hold_len, sizeof q.hold, id);
+    if (op != SLOT_OP_CANCEL || chance(m, 500))
+        set_name(q.user, &q.user_len, sizeof q.user, users[user]); /* cancel ignores the user */
+    mres want = {.err = SLOT_E_UNKNOWN_HOLD};
+    if (!wrong)
+        want = m_on_hold(m, op, h);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_res(&r, &want, slot_op_name(op));
+    m->n.unknown_hold += wrong;
+    m->n.not_active += want.err == SLOT_E_HOLD_NOT_ACTIVE;
+    m->n.confirmed += op == SLOT_OP_CONFIRM && want.err == SLOT_E_OK && !want.replay;
+    m->n.released += op == SLOT_OP_RELEASE && want.done;
+    m->n.cancelled += op == SLOT_OP_CANCEL && want.done;
+    slot_res_clear(&r);
+}
+
+/* The sweeper: all due holds (the admin op) or a few (a bounded sweep). */
+static void op_expire(model *m)
+{
+    uint64_t n = 0;
+    if (chance(m, 500)) {
+        slot_req q = req_of(SLOT_OP_EXPIRE, NULL);
+        slot_res r = {0};
+        uint64_t want = m_expire_due(m, SLOT_EXPIRE_OP_MAX);
+        if (!run_on(m, NULL, &q, &r))
+            return;
+        expect_err(&r, SLOT_E_OK, "expire");
+        n = r.expired;
+        ASSERT_EQ(n, want);
+    } else {
+        uint64_t limit = 1 + below(m, 6);
+        uint64_t want = m_expire_due(m, limit);
+        int rc = slot_alloc_expire_due(&m->a, txn(m), m->now, limit, &n);
+        if (rc == MDB_MAP_FULL) {
+            m->map_full = true;
+            return;
+        }
+        ASSERT_EQ(rc, 0);
+        ASSERT_EQ(n, want);
+    }
+    m->n.expired += n;
+}
+
+static slot_req req_create_of(const mevent *e)
+{
+    slot_req q = req_of(SLOT_OP_CREATE_EVENT, e->name);
+    q.capacity = e->cap;
+    q.shards = e->shards;
+    q.hold_ttl_ms = e->ttl;
+    q.max_per_user = e->mpu;
+    q.max_per_request = e->mpr;
+    q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
+    return q;
+}
+
+/* A new event, replacing a live one (whose holds stay in the store). */
+static void op_new_event(model *m, uint32_t slot)
+{
+    if (m->nev == m->cap_ev)
+        return;
+    uint32_t ev = m->nev;
+    mevent *e = &m->ev[ev];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "e%05u", (unsigned)ev);
+    e->status = SLOT_EVENT_ON_SALE;
+    e->cap = chance(m, 30) ? below(m, 4) : 20 + below(m, M_CAP_MAX - 19);
+    e->shards = chance(m, 100) ? 1 : 1 + below(m, 24);
+    e->ttl = SLOT_HOLD_TTL_MS_MIN + below(m, 5000);
+    e->mpu = chance(m, 400) ? 0 : 4 + below(m, 60);
+    e->mpr = 1 + below(m, 8);
+    e->next_seq = 1;
+    slot_req q = req_create_of(e);
+    U_SET(m, m->nev, m->nev + 1);
+    U_SET(m, m->live[slot], ev);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, SLOT_E_OK, "create_event");
+    ASSERT(!r.replay);
+    touch(m, ev);
+    m->n.events++;
+    slot_res_clear(&r);
+}
+
+/* create_event of an existing event: its current settings are a replay, any
+ * other is event_exists. */
+static void op_create_again(model *m)
+{
+    uint32_t ev = pick_event(m);
+    mevent *e = &m->ev[ev];
+    slot_req q = req_create_of(e);
+    bool same = chance(m, 500);
+    if (!same) {
+        switch (below(m, 5)) {
+        case 0: q.capacity = e->cap + 1; break;
+        case 1: q.shards = e->shards % SLOT_SHARDS_MAX + 1; break;
+        case 2: q.hold_ttl_ms = e->ttl + 1; break;
+        case 3: q.max_per_user = e->mpu + 1; break;
+        default: q.max_per_request = e->mpr % SLOT_MAX_PER_REQUEST_MAX + 1; break;
+        }
+    }
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, same ? SLOT_E_OK : SLOT_E_EVENT_EXISTS, "create_event again");
+    if (same) {
+        ASSERT(r.replay);
+        ASSERT_EQ(r.view.capacity, e->cap);
+        ASSERT_EQ(r.view.held, e->held);
+    }
+    m->n.exists += !same;
+    slot_res_clear(&r);
+}
+
+/* reshard, set_capacity, set_status. The first two expire the event's due
+ * holds before anything else, so those neither block a capacity cut nor get
+ * spread as held units; that happens even when the cut is refused. */
+static void op_edit(model *m, slot_op op)
+{
+    uint32_t ev = pick_event(m);
+    mevent *e = &m->ev[ev];
+    slot_req q = req_of(op, e->name);
+    mres want = {.err = SLOT_E_OK};
+    if (op == SLOT_OP_SET_STATUS) {
+        /* Mostly on sale: a closed event answers every new hold alike. */
+        q.status = e->status == SLOT_EVENT_CLOSED || chance(m, 850) ? SLOT_EVENT_ON_SALE : SLOT_EVENT_CLOSED;
+        U_SET(m, e->status, (uint8_t)q.status);
+    } else {
+        m_expire_event(m, ev);
+    }
+    uint64_t allocated = e->held + e->confirmed;
+    if (op == SLOT_OP_RESHARD) {
+        q.shards = chance(m, 20) ? SLOT_SHARDS_MAX - below(m, 8) : 1 + below(m, 24);
+        U_SET(m, e->shards, q.shards);
+        m->n.reshards++;
+    } else if (op == SLOT_OP_SET_CAPACITY) {
+        uint64_t c = allocated + below(m, 100);
+        q.capacity = c > M_CAP_MAX ? M_CAP_MAX : c;
+        if (allocated > 0 && chance(m, 100))
+            q.capacity = allocated - 1 - below(m, allocated < 5 ? (uint32_t)allocated : 5);
+        if (q.capacity < allocated)
+            want.err = SLOT_E_CAPACITY_BELOW_ALLOCATED;
+        else
+            U_SET(m, e->cap, q.capacity);
+        m->n.capacity++;
+        m->n.below += want.err != SLOT_E_OK;
+    }
+    touch(m, ev);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, want.err, slot_op_name(op));
+    if (want.err == SLOT_E_OK) {
+        ASSERT_EQ(r.view.shards, e->shards);
+        ASSERT_EQ(r.view.capacity, e->cap);
+        ASSERT_EQ(r.view.status, e->status);
+        if (op != SLOT_OP_SET_STATUS)
+            expect_even(m, ev);
+    }
+    slot_res_clear(&r);
+}
+
+/* Any op on an event that does not exist: unknown_event, before anything else. */
+static void op_unknown_event(model *m)
+{
+    static const slot_op ops[] = {SLOT_OP_HOLD,  SLOT_OP_CONFIRM, SLOT_OP_RELEASE,      SLOT_OP_GET_HOLD,
+                                  SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS};
+    slot_req q = req_of(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
+    set_name(q.user, &q.user_len, sizeof q.user, users[0]);
+    set_name(q.request, &q.request_len, sizeof q.request, "r0");
+    set_name(q.hold, &q.hold_len, sizeof q.hold, "00000000000000010000000000000001");
+    q.qty = 1;
+    q.shards = 1;
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, SLOT_E_UNKNOWN_EVENT, slot_op_name(q.op));
+    m->n.unknown_event++;
+    slot_res_clear(&r);
+}
+
+/* ---- every stored hold against the model (after a reopen, and at the end) */
+
+typedef struct hold_cmp {
+    const model *m;
+    const uint32_t *ix;            /* the model's holds of the event, in sequence order */
+    uint32_t n, at;
+} hold_cmp;
+
+static int cmp_hold(void *p, const slot_hold_rec *rec)
+{
+    hold_cmp *c = p;
+    if (c->at >= c->n)
+        T_FAIL_("hold seq %llu is in the store, not in the model", (unsigned long long)rec->seq);
+    const mhold *h = &c->m->h[c->ix[c->at++]];
+    char k[16];
+    key_name(k, h->key);
+    ASSERT_EQ(rec->seq, h->seq);
+    ASSERT_EQ(rec->tag, h->tag);
+    if (rec->status != h->st)
+        T_FAIL_("hold seq %llu: stored %s, model %s", (unsigned long long)h->seq, slot_hold_status_name(rec->status),
+                slot_hold_status_name((slot_hold_status)h->st));
+    ASSERT_EQ(rec->qty, h->qty);
+    ASSERT_EQ(rec->created_at_ms, h->created);
+    ASSERT_EQ(rec->expires_at_ms, h->exp);
+    ASSERT_STR_EQ(rec->user, users[h->user]);
+    ASSERT_STR_EQ(rec->request, k);
+    return 0;
+}
+
+/* Holds grouped by event (a counting sort keeps each event's holds in
+ * creation order, which is sequence order), then one scan per event. Also
+ * the users records of events with max_per_user. O(holds + events). */
+static void expect_store(model *m, MDB_txn *ro)
+{
+    uint32_t *start = calloc(m->nev + 1u, sizeof(uint32_t));
+    uint32_t *ix = malloc((m->nh + 1u) * sizeof(uint32_t));
+    ASSERT(start != NULL && ix != NULL);
+    for (uint32_t i = 0; i < m->nh; i++)
+        start[m->h[i].ev + 1]++;
+    for (uint32_t ev = 0; ev < m->nev; ev++)
+        start[ev + 1] += start[ev];
+    uint32_t *fill = calloc(m->nev + 1u, sizeof(uint32_t));
+    ASSERT(fill != NULL);
+    for (uint32_t i = 0; i < m->nh; i++)
+        ix[start[m->h[i].ev] + fill[m->h[i].ev]++] = i;
+    for (uint32_t ev = 0; ev < m->nev; ev++) {
+        const mevent *e = &m->ev[ev];
+        hold_cmp c = {m, ix + start[ev], start[ev + 1] - start[ev], 0};
+        ASSERT_EQ(slot_store_holds_scan(m->st, ro, e->name, strlen(e->name), cmp_hold, &c), 0);
+        ASSERT_EQ(c.at, c.n);
+        for (uint32_t u = 0; e->mpu > 0 && u < M_USERS; u++) {
+            uint64_t q = 0;
+            ASSERT_EQ(slot_store_user_get(m->st, ro, e->name, strlen(e->name), users[u], strlen(users[u]), &q), 0);
+            ASSERT_EQ(q, e->user_qty[u]);
+        }
+        expect_event_on(m, ro, ev);
+    }
+    free(fill);
+    free(ix);
+    free(start);
+}
+
+/* Closes the store and opens it again with a new allocator: everything
+ * committed is there, and replays keep working (the allocator's idempotency
+ * index is rebuilt from the store). */
+static void reopen(model *m)
+{
+    store_close(m);
+    store_open(m);
+    MDB_txn *ro;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(m->st), NULL, MDB_RDONLY, &ro), 0);
+    expect_clean(m, ro, NULL);
+    expect_store(m, ro);
+    mdb_txn_abort(ro);
+    m->n.reopens++;
+}
+
+/* ---- batches */
+
+/* Ends the batch: commit (or, now and then, abort and roll the model back).
+ * A full map aborts the batch too, and grows the map. */
+static void batch_end(model *m, bool abort_it)
+{
+    if (!m->txn)
+        return;
+    if (!m->map_full && !abort_it) {
+        int rc = mdb_txn_commit(m->txn);
+        m->txn = NULL;
+        if (rc == 0) {
+            u_forget(m);
+            m->n.commits++;
+            return;
+        }
+        ASSERT_EQ(rc, MDB_MAP_FULL); /* a failed commit has freed the transaction */
+        m->map_full = true;
+    } else {
+        mdb_txn_abort(m->txn);
+        m->txn = NULL;
+    }
+    u_rollback(m);
+    m->ntouched = 0;
+    m->touched_all = false;
+    if (m->map_full) {
+        ASSERT_EQ(slot_store_grow(m->st), 0);
+        m->map_full = false;
+        m->n.map_full++;
+    } else {
+        m->n.aborts++;
+    }
+}
+
+/* The committed state on a read transaction: the live events' views, and
+ * get_hold of a recent hold (the server answers reads this way). */
+static void expect_committed(model *m)
+{
+    MDB_txn *ro;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(m->st), NULL, MDB_RDONLY, &ro), 0);
+    for (uint32_t i = 0; i < M_LIVE; i++)
+        expect_event_on(m, ro, m->live[i]);
+    mhold *h = pick_hold(m);
+    if (h) {
+        char id[SLOT_HOLD_ID_BYTES + 1];
+        hold_id(id, h);
+        slot_req q = req_of(SLOT_OP_GET_HOLD, m->ev[h->ev].name);
+        set_name(q.hold, &q.hold_len, sizeof q.hold, id);
+        set_name(q.user, &q.user_len, sizeof q.user, users[h->user]);
+        mres want = m_on_hold(m, SLOT_OP_GET_HOLD, h);
+        slot_res r = {0};
+        ASSERT(run_on(m, ro, &q, &r));
+        expect_res(&r, &want, "get_hold (read txn)");
+        slot_res_clear(&r);
+    }
+    expect_clean(m, ro, m->ev[m->live[below(m, M_LIVE)]].name);
+    mdb_txn_abort(ro);
+}
+
+/* One op, picked by weight (per mille). */
+static void one_op(model *m)
+{
+    uint32_t dice = below(m, 1000);
+    if (dice < 440)
+        op_hold(m);
+    else if (dice < 580)
+        op_on_hold(m, SLOT_OP_CONFIRM);
+    else if (dice < 690)
+        op_on_hold(m, SLOT_OP_RELEASE);
+    else if (dice < 730)
+        op_on_hold(m, SLOT_OP_CANCEL);
+    else if (dice < 800)
+        op_on_hold(m, SLOT_OP_GET_HOLD);
+    else if (dice < 830)
+        op_expire(m);
+    else if (dice < 840)
+        op_edit(m, SLOT_OP_RESHARD);
+    else if (dice < 855)
+        op_edit(m, SLOT_OP_SET_CAPACITY);
+    else if (dice < 865)
+        op_edit(m, SLOT_OP_SET_STATUS);
+    else if (dice < 870)
+        op_create_again(m);
+    else if (dice < 875)
+        op_unknown_event(m);
+    else
+        op_hold(m);
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? strtoull(s, NULL, 0) : dflt;
+}
+
+static void model_init(model *m, uint64_t seed, uint64_t ops)
+{
+    memset(m, 0, sizeof *m);
+    m->seed = m->rng = seed;
+    m->ops = ops;
+    m->cap_h = (uint32_t)ops + 16;
+    m->h = malloc(m->cap_h * sizeof(mhold));
+    m->cap_ev = (uint32_t)(ops / M_NEW_EVENT_EVERY) * 2 + M_LIVE + 16;
+    m->ev = malloc(m->cap_ev * sizeof(mevent));
+    uint64_t slots = 1024;
+    while (slots < 2 * (uint64_t)m->cap_h)
+        slots *= 2;
+    m->kt_mask = slots - 1;
+    m->kt_key = calloc(slots, sizeof(uint64_t));
+    m->kt_val = calloc(slots, sizeof(uint32_t));
+    ASSERT(m->h && m->ev && m->kt_key && m->kt_val);
+    m->dir = slot_test_tmpdir();
+    m->now = T0;
+    store_open(m);
+}
+
+static void model_free(model *m)
+{
+    store_close(m);
+    slot_test_rmdir(m->dir);
+    free(m->dir);
+    free(m->h);
+    free(m->ev);
+    free(m->kt_key);
+    free(m->kt_val);
+    free(m->log);
+    free(m->arena);
+}
+
+/* The virtual clock: small steps, now and then a jump past many holds'
+ * expiry, and now and then to the very ms a hold expires (or one before):
+ * expiry is at now >= expires_at, an edge worth landing on. */
+static void clock_step(model *m)
+{
+    m->now += below(m, 20);
+    if (chance(m, 2))
+        m->now += 500 + below(m, 4000);
+    const mhold *h = pick_hold(m);
+    if (h && chance(m, 20) && h->exp > m->now)
+        m->now = h->exp - below(m, 2);
+}
+
+/* Every path was taken: a model test that stopped reaching one would pass
+ * without testing it. */
+static void expect_coverage(const stats *n, uint64_t ops)
+{
+    if (ops < 100000)
+        return;
+    ASSERT_GT(n->held, 1000);
+    ASSERT_GT(n->sold_out, 100);
+    ASSERT_GT(n->replay, 100);
+    ASSERT_GT(n->conflict, 100);
+    ASSERT_GT(n->user_limit, 100);
+    ASSERT_GT(n->not_on_sale, 100);
+    ASSERT_GT(n->too_big, 100);
+    ASSERT_GT(n->unknown_hold, 100);
+    ASSERT_GT(n->confirmed, 1000);
+    ASSERT_GT(n->released, 1000);
+    ASSERT_GT(n->cancelled, 100);
+    ASSERT_GT(n->not_active, 100);
+    ASSERT_GT(n->expired, 1000);
+    ASSERT_GT(n->aborts, 10);
+    ASSERT_GT(n->reopens, 1);
+    ASSERT_GT(n->below, 10);
+}
+
+static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
+{
+    printf("model: seed %llu, %llu ops, %llu commits, %llu aborts, %llu map growths, %llu reopens, %llu checks, "
+           "%llu events\n"
+           "  holds %llu held, %llu sold_out, %llu replays, %llu conflicts, %llu user_limit, %llu not_on_sale, "
+           "%llu over max_per_request\n"
+           "  %llu confirmed, %llu released, %llu cancelled, %llu expired, %llu unknown_hold, %llu hold_not_active, "
+           "%llu unknown_event\n"
+           "  %llu reshards, %llu set_capacity (%llu below allocated), %llu event_exists\n",
+           (unsigned long long)seed, (unsigned long long)ops, (unsigned long long)n->commits,
+           (unsigned long long)n->aborts, (unsigned long long)n->map_full, (unsigned long long)n->reopens,
+           (unsigned long long)n->checks, (unsigned long long)n->events, (unsigned long long)n->held,
+           (unsigned long long)n->sold_out, (unsigned long long)n->replay, (unsigned long long)n->conflict,
+           (unsigned long long)n->user_limit, (unsigned long long)n->not_on_sale, (unsigned long long)n->too_big,
+           (unsigned long long)n->confirmed, (unsigned long long)n->released, (unsigned long long)n->cancelled,
+           (unsigned long long)n->expired, (unsigned long long)n->unknown_hold, (unsigned long long)n->not_active,
+           (unsigned long long)n->unknown_event, (unsigned long long)n->reshards, (unsigned long long)n->capacity,
+           (unsigned long long)n->below, (unsigned long long)n->exists);
+    fflush(stdout);
+}
+
+static void model_run(uint64_t seed, uint64_t ops)
+{
+    g_seed = seed;
+    signal(SIGABRT, on_abort);
+    model *m = calloc(1, sizeof *m);
+    ASSERT(m != NULL);
+    model_init(m, seed, ops);
+    for (uint32_t i = 0; i < M_LIVE; i++)
+        op_new_event(m, i);
+    batch_end(m, false);
+    uint32_t batch = 0, batch_len = 1 + below(m, M_BATCH_MAX);
+    uint64_t next_reopen = 1 + below(m, 2 * M_REOPEN_EVERY), next_check = M_CHECK_EVERY;
+    for (m->op = 0; m->op < ops; m->op++) {
+        g_op = m->op;
+        clock_step(m);
+        if (below(m, M_NEW_EVENT_EVERY) == 0)
+            op_new_event(m, below(m, M_LIVE));
+        else
+            one_op(m);
+        if (!m->map_full)
+            expect_touched(m);
+        if (!m->map_full && ++batch < batch_len)
+            continue;
+        batch_end(m, chance(m, 20));
+        expect_committed(m);
+        batch = 0;
+        batch_len = 1 + below(m, M_BATCH_MAX);
+        if (m->op >= next_reopen) {
+            reopen(m);
+            next_reopen = m->op + 1 + below(m, 2 * M_REOPEN_EVERY);
+        } else if (m->op >= next_check) {
+            next_check += M_CHECK_EVERY;
+            MDB_txn *ro;
+            ASSERT_EQ(mdb_txn_begin(slot_store_env(m->st), NULL, MDB_RDONLY, &ro), 0);
+            expect_clean(m, ro, NULL);
+            mdb_txn_abort(ro);
+        }
+    }
+    batch_end(m, false);
+    reopen(m);
+    stats_print(&m->n, seed, ops);
+    expect_coverage(&m->n, ops);
+    model_free(m);
+    free(m);
+}
+
+/* SLOT_MODEL_SEED repeats a run (the seed is printed at the start and on
+ * failure); without it each run takes a new seed, so CI keeps exploring. */
+static void test_model(void)
+{
+    uint64_t seed = env_u64("SLOT_MODEL_SEED", 0);
+    if (seed == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    }
+    uint64_t ops = env_u64("SLOT_MODEL_OPS", M_OPS_DEFAULT);
+    printf("model: seed %llu (SLOT_MODEL_SEED=%llu to repeat), %llu ops\n", (unsigned long long)seed,
+           (unsigned long long)seed, (unsigned long long)ops);
+    fflush(stdout);
+    model_run(seed, ops);
+}
+
+static const slot_test_case cases[] = {
+    {"model", test_model},
+};
+
+int main(int argc, char **argv)
+{
+    return slot_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
