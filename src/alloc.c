@@ -346,7 +346,8 @@ static int hold_load(ctx *c, const slot_req *req, const char *user, slot_hold_re
     if (rc == 0 && (h->tag != tag || (user && (h->user_len != req->user_len || memcmp(h->user, user, h->user_len) != 0))))
         rc = MDB_NOTFOUND;
     if (rc == MDB_NOTFOUND) {
-        slot_res_error(res, SLOT_E_UNKNOWN_HOLD, "no hold \"%s\" for this user in event \"%s\"", req->hold, c->ev);
+        slot_res_error(res, SLOT_E_UNKNOWN_HOLD, "no hold \"%s\"%s in event \"%s\"", req->hold,
+                       user ? " for this user" : "", c->ev);
         return 1;
     }
     return rc;
@@ -426,6 +427,12 @@ static int idem_ensure(ctx *c)
     }
     c->a->idem = b.ix;
     return 0;
+}
+
+int slot_alloc_load(slot_alloc *a, MDB_txn *txn)
+{
+    ctx c = {.a = a, .st = a->store, .txn = txn};
+    return idem_ensure(&c);
 }
 
 /* Finds the hold made earlier for (event, user, request), into h. The index

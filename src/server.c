@@ -26,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 #include <uv.h>
 
@@ -130,6 +132,7 @@ typedef struct server {
     uint32_t nconns;
     bool stopping, listener_open, sweep_pending, loop_done;
     bool accept_paused;            /* a connection waits in libuv until one closes */
+    int lock_fd;                   /* flock on DATA/slotd.lock; -1 before data_lock */
     uint64_t stop_deadline_ms;
 
     /* batch hand-off; fields below are shared with the commit thread under mu */
@@ -629,6 +632,7 @@ static void line_too_long(server *s, conn *c)
         conn_close(c);
         return;
     }
+    e->t0_ns = uv_hrtime();
     conn_push(c, e);
     e->state = ENTRY_DONE;
     s->bad_lines++;
@@ -1201,6 +1205,13 @@ static int listen_start(server *s)
         log_msg("listen on %s:%u: %s", s->opts.host, s->opts.port, uv_strerror(rc));
         return -1;
     }
+    return 0;
+}
+
+/* The first line on stdout, once the server is ready: tests and scripts wait for it. */
+static void listen_announce(server *s)
+{
+    struct sockaddr_storage ss;
     int len = sizeof(ss);
     char name[64] = "?";
     uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
@@ -1209,19 +1220,53 @@ static int listen_start(server *s)
                                                    : ((struct sockaddr_in *)&ss)->sin_port);
     printf(ss.ss_family == AF_INET6 ? "listening on [%s]:%u\n" : "listening on %s:%u\n", name, port);
     fflush(stdout);
+}
+
+/*
+ * One slotd per data folder: LMDB would let two processes share the files,
+ * but the idempotency index lives in the writer's memory (src/idem.h), so a
+ * second writer would grant a second hold for a replayed key. An flock on
+ * DIR/slotd.lock (released by the kernel when the process dies, kill -9
+ * included) keeps the second one out.
+ */
+static int data_lock(server *s)
+{
+    const char *dir = s->opts.data_dir;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        log_msg("--data %s: mkdir: %s", dir, strerror(errno));
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/slotd.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        log_msg("--data %s: %s: %s", dir, path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        log_msg("--data %s is in use by another slotd (pid %s)", dir, pid[0] ? pid : "?");
+        close(fd);
+        return -1;
+    }
+    char line[32];
+    int len = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
+        log_msg("--data %s: could not write the pid to %s: %s", dir, path, strerror(errno));
+    s->lock_fd = fd; /* held until exit */
     return 0;
 }
 
-/* Starts every handle and the commit thread. */
-static int server_start(server *s)
+/* Opens the store (in a folder this process has locked) and builds the
+ * writer's idempotency index now, so restart time includes it. */
+static int store_start(server *s)
 {
     char err[256];
-#ifdef SLOT_FAILPOINTS
-    if (slot_failpoints_parse(getenv("SLOT_FAILPOINTS"), err, sizeof(err)) != 0) {
-        log_msg("%s", err);
+    if (data_lock(s) != 0)
         return -1;
-    }
-#endif
     slot_store_opts so = {.dir = s->opts.data_dir, .nosync = s->opts.nosync, .map_size_max = s->opts.map_size_max};
     int rc = slot_store_open(&so, &s->store, err, sizeof(err));
     if (rc != 0) {
@@ -1232,10 +1277,36 @@ static int server_start(server *s)
         log_msg("getrandom: %s", strerror(errno));
         return -1;
     }
+    MDB_txn *txn = NULL;
+    rc = mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &txn);
+    if (rc == 0)
+        rc = slot_alloc_load(&s->write_alloc, txn);
+    if (txn)
+        mdb_txn_abort(txn);
+    if (rc != 0) {
+        log_msg("cannot read the holds in %s: %s", s->opts.data_dir, mdb_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Starts every handle and the commit thread. The listening socket is bound
+ * first (a taken port fails before anything is written), and announced last. */
+static int server_start(server *s)
+{
+#ifdef SLOT_FAILPOINTS
+    char err[256];
+    if (slot_failpoints_parse(getenv("SLOT_FAILPOINTS"), err, sizeof(err)) != 0) {
+        log_msg("%s", err);
+        return -1;
+    }
+#endif
     if (s->opts.token_file && tokens_load(s, s->opts.token_file) != 0)
         return -1;
     s->loop = uv_default_loop();
     s->loop->data = s;
+    if (listen_start(s) != 0 || store_start(s) != 0)
+        return -1;
     uv_async_init(s->loop, &s->async, batch_complete);
     s->async.data = s;
     uv_check_init(s->loop, &s->check);
@@ -1256,7 +1327,8 @@ static int server_start(server *s)
         return -1;
     }
     s->thread_started = true;
-    return listen_start(s);
+    listen_announce(s);
+    return 0;
 }
 
 static void server_free(server *s)
@@ -1289,6 +1361,8 @@ static void server_free(server *s)
         free(e);
     }
     slot_store_close(s->store);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
     pthread_rwlock_destroy(&s->map_lock);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -1306,6 +1380,7 @@ int slot__server_run(const slot__server_opts *opts)
         return 1;
     }
     s->opts = *opts;
+    s->lock_fd = -1;
     pthread_rwlock_init(&s->map_lock, NULL);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);

@@ -47,11 +47,13 @@ static void usage(FILE *out)
             "  --token-file FILE       lines \"frontend TOKEN\" / \"admin TOKEN\"; clients must send\n"
             "                          hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
-            "  --help                  this text\n"
-            "  --version               print the version\n"
+            "  -h, --help              this text\n"
+            "  -V, --version           print the version\n"
             "\n"
             "SIGINT/SIGTERM stop the server cleanly: the batch in flight commits, queued\n"
-            "requests are answered shutting_down.\n",
+            "requests are answered shutting_down. One slotd per --data folder (locked).\n"
+            "Exit status: 0 after a clean stop; 1 the server could not start or failed;\n"
+            "64 a usage error.\n",
             SLOT_DATA_DEFAULT, SLOT_LISTEN_DEFAULT, SLOT_LINE_BYTES_DEFAULT,
             (unsigned long long)SLOT_MAP_SIZE_MAX_DEFAULT, SLOT_SWEEP_INTERVAL_MS_DEFAULT,
             SLOT_QUEUE_REQUESTS_DEFAULT, SLOT_CONN_INFLIGHT_DEFAULT, SLOT_CONNS_DEFAULT, SLOT_CONN_OUT_BYTES_DEFAULT,
@@ -92,9 +94,10 @@ static int parse_listen(const char *text, slot__server_opts *o)
         host++;
         hlen -= 2;
     }
-    uint64_t port;
-    if (!colon || hlen == 0 || hlen >= sizeof(o->host) || parse_num("--listen", colon + 1, 0, 65535, &port) != 0) {
-        fprintf(stderr, "slotd: --listen: want HOST:PORT (e.g. 127.0.0.1:7420), got \"%s\"\n", text);
+    char *end = NULL;
+    unsigned long port = colon ? strtoul(colon + 1, &end, 10) : 0;
+    if (!colon || hlen == 0 || hlen >= sizeof(o->host) || !colon[1] || *end || colon[1] == '-' || port > 65535) {
+        fprintf(stderr, "slotd: --listen: want HOST:PORT with PORT 0..65535 (e.g. 127.0.0.1:7420), got \"%s\"\n", text);
         return -1;
     }
     memcpy(o->host, host, hlen);
@@ -120,10 +123,16 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
     int ch;
     uint64_t v;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
         int rc = 0;
         switch (ch) {
-        case O_DATA: o->data_dir = optarg; break;
+        case O_DATA:
+            o->data_dir = optarg;
+            if (!*optarg) {
+                fprintf(stderr, "slotd: --data: the folder name is empty\n");
+                rc = -1;
+            }
+            break;
         case O_LISTEN: rc = parse_listen(optarg, o); break;
         case O_DUR:
             if (strcmp(optarg, "sync") != 0 && strcmp(optarg, "nosync") != 0) {
@@ -146,9 +155,13 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_INSECURE: o->insecure = true; break;
         case 'h':
         case O_HELP: usage(stdout); exit(0);
+        case 'V':
         case O_VERSION: printf("slotd %s\n", SLOT_VERSION); exit(0);
+        case ':':
+            fprintf(stderr, "slotd: option \"%s\" needs a value (see slotd --help)\n", argv[optind - 1]);
+            return -1;
         default:
-            fprintf(stderr, "slotd: unknown or incomplete option \"%s\" (see slotd --help)\n", argv[optind - 1]);
+            fprintf(stderr, "slotd: unknown option \"%s\" (see slotd --help)\n", argv[optind - 1]);
             return -1;
         }
         if (rc != 0)
@@ -179,6 +192,6 @@ int main(int argc, char **argv)
     };
     snprintf(o.host, sizeof(o.host), "%s", "127.0.0.1");
     if (parse_args(argc, argv, &o) != 0)
-        return 2;
+        return 64; /* EX_USAGE, as slotctl and slot-bench */
     return slot__server_run(&o);
 }

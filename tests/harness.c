@@ -22,6 +22,8 @@ static int run_case(const slot_test_case *c)
     }
     if (pid == 0) {
         setpgid(0, 0); /* the case and the servers it starts: one group to stop */
+        const char *limit = getenv("SLOT_TEST_CASE_TIMEOUT_S");
+        alarm(limit ? (unsigned)atoi(limit) : 240); /* a hung case fails alone, with its name */
         c->fn();
         fflush(NULL);
         _exit(0);
@@ -33,7 +35,8 @@ static int run_case(const slot_test_case *c)
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
     if (WIFSIGNALED(st))
-        fprintf(stderr, "  %s: killed by signal %d\n", c->name, WTERMSIG(st));
+        fprintf(stderr, "  %s: killed by signal %d%s\n", c->name, WTERMSIG(st),
+                WTERMSIG(st) == SIGALRM ? " (timed out: SLOT_TEST_CASE_TIMEOUT_S)" : "");
     return 1;
 }
 

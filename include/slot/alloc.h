@@ -186,6 +186,13 @@ typedef struct slot_alloc {
 int slot_alloc_init(slot_alloc *a, slot_store *store);
 
 /*
+ * slot_alloc_load — build the idempotency index now (else the first hold
+ * does), from every hold in the store as txn sees it (a read txn is fine).
+ * O(holds). Returns 0 or an LMDB error / ENOMEM.
+ */
+int slot_alloc_load(slot_alloc *a, MDB_txn *txn);
+
+/*
  * slot_alloc_close — free what the allocator holds (its idempotency index).
  * The store stays open. a may be zeroed already.
  */
