@@ -636,6 +636,20 @@ static void bench_and_slotctl_against_server(void)
     stop();
 }
 
+/* Regression: a second slotd on the same folder started silently and, with
+ * its own idempotency index, granted a second hold for a replayed key. */
+static void second_slotd_on_same_folder_is_refused(void)
+{
+    start(NULL);
+    const char *bin = getenv("SLOTD");
+    ASSERT(bin != NULL);
+    ASSERT_EQ(run_cmd("%s --data %s --listen 127.0.0.1:0 >/dev/null 2>&1", bin, srv.dir), 1);
+    slot_client *c = dial(); /* the first one is unharmed */
+    create(c, "still", 1, 1, 600000, 0);
+    slot_client_close(c);
+    stop();
+}
+
 static const slot_test_case cases[] = {
     {"race_for_last_units", race_for_last_units},
     {"confirm_races_expiry", confirm_races_expiry},
@@ -647,6 +661,7 @@ static const slot_test_case cases[] = {
     {"sigterm_answers_everything", sigterm_answers_everything},
     {"reshard_while_selling", reshard_while_selling},
     {"bench_and_slotctl_against_server", bench_and_slotctl_against_server},
+    {"second_slotd_on_same_folder_is_refused", second_slotd_on_same_folder_is_refused},
 };
 
 int main(int argc, char **argv)
