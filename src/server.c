@@ -339,7 +339,7 @@ static void count_result(server *s, const entry *e)
 static void sweep_enqueue(server *s);
 
 /* The loop's side of a finished batch: results become answers (the commit has
- * returned), connections with new answers are flushed, the next batch goes. */
+ * returned), the next batch goes, connections with new answers are flushed. */
 static void batch_complete(uv_async_t *h)
 {
     server *s = h->data;
@@ -376,15 +376,17 @@ static void batch_complete(uv_async_t *h)
     slot_hist_record(s->batch_sizes, s->batch_n);
     s->batch_n = 0;
     s->batch_busy = false;
+    if (sweep_again && !s->stopping)
+        sweep_enqueue(s);
+    /* The next batch goes before the answers are written, so the commit
+     * thread works while this thread does the write syscalls. */
+    dispatch(s);
     while (s->dirty) {
         conn *c = s->dirty;
         s->dirty = c->dirty_next;
         c->dirty = false;
         conn_flush(c);
     }
-    if (sweep_again && !s->stopping)
-        sweep_enqueue(s);
-    dispatch(s);
 }
 
 /* End of every loop turn: hand the collected requests to the commit thread;
