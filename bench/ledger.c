@@ -1,0 +1,58 @@
+/* ledger.c — every hold the bench was told it has: its id, user, event,
+ * quantity and the status the target should show for it now. Ids live in
+ * one arena (no allocation per hold); both arrays grow by doubling, up to
+ * BENCH_LEDGER_MAX holds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static bool grow(void **p, size_t *cap, size_t need, size_t item)
+{
+    if (need <= *cap)
+        return true;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * item);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+long bench_ledger_add(bench_ledger *l, const bench_ticket *t, const bench_result *r)
+{
+    if (l->n >= BENCH_LEDGER_MAX || r->hold_len == 0 || r->hold_len > UINT8_MAX ||
+        l->ids_len + r->hold_len > UINT32_MAX)
+        return -1;
+    if (!grow((void **)&l->holds, &l->cap, l->n + 1, sizeof(bench_hold)) ||
+        !grow((void **)&l->ids, &l->ids_cap, l->ids_len + r->hold_len, 1))
+        return -1;
+    bench_hold *h = &l->holds[l->n];
+    memset(h, 0, sizeof(*h));
+    h->user = t->user;
+    h->expires_at_ms = r->expires_at_ms;
+    h->id_off = (uint32_t)l->ids_len;
+    h->id_len = (uint8_t)r->hold_len;
+    h->event = t->event;
+    h->qty = t->qty;
+    h->expect = SLOT_HOLD_HELD;
+    h->seen = SLOT_HOLD__COUNT;
+    memcpy(l->ids + l->ids_len, r->hold, r->hold_len);
+    l->ids_len += r->hold_len;
+    return (long)l->n++;
+}
+
+const char *bench_ledger_id(const bench_ledger *l, size_t i)
+{
+    return l->ids + l->holds[i].id_off;
+}
+
+void bench_ledger_free(bench_ledger *l)
+{
+    free(l->holds);
+    free(l->ids);
+    memset(l, 0, sizeof(*l));
+}

@@ -1,0 +1,300 @@
+/* report.c — the summary table, --json and --csv, and the machine facts. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "slot_config.h"
+
+static double ns_s(uint64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+static double pct_ms(const slot_hist *h, double pct)
+{
+    return h->count ? (double)slot_hist_percentile(h, pct) / 1e6 : 0;
+}
+
+void bench_report_numbers(bench_report *r)
+{
+    const bench_counters *n = r->n;
+    const slot_hist *h = r->run->lat_ns;
+    r->run_s = n->last_reply_ns > n->first_send_ns ? ns_s(n->last_reply_ns - n->first_send_ns) : 0;
+    r->sellout_s = n->sellout_ns > n->first_send_ns ? ns_s(n->sellout_ns - n->first_send_ns) : 0;
+    r->requests_per_s = r->run_s > 0 ? (double)n->answered / r->run_s : 0;
+    double hold_s = r->sellout_s > 0 ? r->sellout_s : r->run_s;
+    r->holds_per_s = hold_s > 0 ? (double)n->holds / hold_s : 0;
+    double so_s = n->last_sold_out_ns > n->first_sold_out_ns ? ns_s(n->last_sold_out_ns - n->first_sold_out_ns) : 0;
+    r->sold_out_per_s = so_s > 0 ? (double)n->sold_out / so_s : 0;
+    r->p50_ms = pct_ms(h, 50);
+    r->p90_ms = pct_ms(h, 90);
+    r->p99_ms = pct_ms(h, 99);
+    r->p999_ms = pct_ms(h, 99.9);
+    r->max_ms = pct_ms(h, 100);
+    r->mean_ms = slot_hist_mean(h) / 1e6;
+}
+
+/* ---------------------------------------------------------------- the summary table */
+
+static const char *jstr(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "?";
+}
+
+static void print_head(const bench_report *r, FILE *f)
+{
+    const bench_config *c = r->run->cfg;
+    fprintf(f, "slot-bench %s %s -> %s %s at %s:%u\n", c->name, SLOT_VERSION, r->run->drv->name,
+            jstr(r->server, "version"), c->host, (unsigned)c->port);
+    fprintf(f, "  setup             %s%s, capacity %" PRIu64 "%s, %u shards, qty %s, %u connections x pipeline %u, seed %" PRIu64
+               "\n",
+            c->scenario == BENCH_MULTI_EVENT ? "events " : "event ", c->event,
+            c->capacity, c->scenario == BENCH_MULTI_EVENT ? " each" : "", c->shards, c->qty.text, c->connections,
+            c->pipeline, c->seed);
+    if (c->scenario == BENCH_MULTI_EVENT)
+        fprintf(f, "                    %u events, Zipf s=%.2f\n", c->events, c->zipf_s);
+    if (c->max_per_user || c->users)
+        fprintf(f, "                    max_per_user %" PRIu64 ", user pool %" PRIu64 "\n", c->max_per_user, c->users);
+    fprintf(f, "  stopped           %s\n", r->stopped);
+}
+
+static void print_counts(const bench_report *r, FILE *f)
+{
+    const bench_counters *n = r->n;
+    const bench_config *c = r->run->cfg;
+    if (c->scenario == BENCH_OPEN_LOOP)
+        fprintf(f, "  schedule          %.0f/s: %" PRIu64 " due, %" PRIu64 " sent (most waiting in the bench at once: %" PRIu64
+                   ")\n",
+                c->rate, n->scheduled, n->sent, n->backlog_max);
+    fprintf(f, "  requests          %" PRIu64 " answered of %" PRIu64 " sent in %.3f s: %.0f requests/s\n", n->answered,
+            n->sent, r->run_s, r->requests_per_s);
+    fprintf(f, "  holds             %" PRIu64 " (%" PRIu64 " units): %.0f holds/s%s\n", n->holds, n->held_units,
+            r->holds_per_s, r->sellout_s > 0 ? " until the sell-out" : "");
+    fprintf(f, "  sold_out          %" PRIu64 ": %.0f answers/s\n", n->sold_out, r->sold_out_per_s);
+    if (r->sellout_s > 0)
+        fprintf(f, "  time to sell out  %.3f s\n", r->sellout_s);
+    if (c->scenario == BENCH_CHURN)
+        fprintf(f, "  churn             %" PRIu64 " confirmed, %" PRIu64 " released, %" PRIu64 " abandoned, %" PRIu64
+                   " expired before the buyer acted\n",
+                n->confirmed, n->released, n->abandoned, n->expired);
+    fprintf(f, "  errors           ");
+    bool any = false;
+    for (unsigned e = 0; e <= SLOT_E__COUNT; e++)
+        if (n->errors[e]) {
+            fprintf(f, " %s %" PRIu64, e < SLOT_E__COUNT ? slot_err_name((slot_err)e) : "(unknown code)", n->errors[e]);
+            any = true;
+        }
+    fprintf(f, "%s\n", any ? "" : " none");
+    if (n->replays || n->unexpected)
+        fprintf(f, "  unexpected        %" PRIu64 " replays, %" PRIu64 " other answers\n", n->replays, n->unexpected);
+    fprintf(f, "  latency ms        p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (mean %.3f, %" PRIu64 " answers)\n",
+            r->p50_ms, r->p90_ms, r->p99_ms, r->p999_ms, r->max_ms, r->mean_ms, r->run->lat_ns->count);
+}
+
+static json_int_t jint(json_t *o, const char *a, const char *b)
+{
+    json_t *v = json_object_get(o, a);
+    if (b)
+        v = json_object_get(v, b);
+    return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+static void print_server(const bench_report *r, FILE *f)
+{
+    json_t *a = r->stats_after, *b = r->stats_before;
+    json_t *bs = json_object_get(a, "batch_size");
+    if (!a || !bs) {
+        fprintf(f, "  server batches    n/a (%s has no group commit stats)\n", r->run->drv->name);
+        return;
+    }
+    json_int_t commits = jint(a, "commits", NULL) - jint(b, "commits", NULL);
+    json_int_t writes = 0;
+    static const char *const write_ops[] = {"hold", "confirm", "release"};
+    for (size_t i = 0; i < sizeof(write_ops) / sizeof(write_ops[0]); i++)
+        writes += jint(a, "requests", write_ops[i]) - jint(b, "requests", write_ops[i]);
+    fprintf(f, "  server batches    mean %.1f  p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT
+               "  max %" JSON_INTEGER_FORMAT " requests (since the server started)\n",
+            json_real_value(json_object_get(bs, "mean")) + (double)jint(bs, "mean", NULL), jint(a, "batch_size", "p50"),
+            jint(a, "batch_size", "p99"), jint(a, "batch_size", "max"));
+    fprintf(f, "  server commits    %" JSON_INTEGER_FORMAT " during the run (%.1f hold/confirm/release requests per commit)\n", commits,
+            commits > 0 ? (double)writes / (double)commits : 0.0);
+    fprintf(f, "  server latency us p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT "  p99.9 %" JSON_INTEGER_FORMAT
+               "  max %" JSON_INTEGER_FORMAT " (in the server, since it started)\n",
+            jint(a, "latency_us", "p50"), jint(a, "latency_us", "p99"), jint(a, "latency_us", "p999"),
+            jint(a, "latency_us", "max"));
+}
+
+void bench_report_print(const bench_report *r, FILE *f)
+{
+    print_head(r, f);
+    print_counts(r, f);
+    print_server(r, f);
+    const bench_ledger *l = &r->run->ledger;
+    if (r->verdict->ran)
+        fprintf(f, "  ledger            %zu holds asked with get_hold, %" PRIu64 " differ\n", l->n, l->mismatches);
+}
+
+/* ---------------------------------------------------------------- machine facts */
+
+static void cpu_model(char *buf, size_t n)
+{
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            colon++;
+            colon += strspn(colon, " \t");
+            colon[strcspn(colon, "\n")] = 0;
+            snprintf(buf, n, "%s", colon);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+json_t *bench_machine_json(void)
+{
+    struct utsname u;
+    char kernel[300] = "unknown", cpu[256];
+    if (uname(&u) == 0)
+        snprintf(kernel, sizeof(kernel), "%s %s %s", u.sysname, u.release, u.machine);
+    cpu_model(cpu, sizeof(cpu));
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return json_pack("{s:i, s:I, s:s, s:s}", "nproc", (int)sysconf(_SC_NPROCESSORS_ONLN), "memory_bytes",
+                     (json_int_t)(pages > 0 && page > 0 ? pages * page : 0), "kernel", kernel, "cpu_model", cpu);
+}
+
+/* ---------------------------------------------------------------- --json */
+
+static json_t *counters_json(const bench_report *r)
+{
+    const bench_counters *n = r->n;
+    json_t *errors = json_object();
+    for (unsigned e = 0; e <= SLOT_E__COUNT; e++)
+        if (n->errors[e])
+            json_object_set_new(errors, e < SLOT_E__COUNT ? slot_err_name((slot_err)e) : "unknown",
+                                json_integer((json_int_t)n->errors[e]));
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I,"
+                     " s:f, s:f, s:f, s:f, s:f, s:f,"
+                     " s:{s:f, s:f, s:f, s:f, s:f, s:f, s:I}}",
+                     "scheduled", (json_int_t)n->scheduled, "sent", (json_int_t)n->sent, "answered", (json_int_t)n->answered,
+                     "holds", (json_int_t)n->holds, "held_units", (json_int_t)n->held_units, "sold_out",
+                     (json_int_t)n->sold_out, "confirmed", (json_int_t)n->confirmed, "released", (json_int_t)n->released,
+                     "expired", (json_int_t)n->expired, "abandoned", (json_int_t)n->abandoned, "replays",
+                     (json_int_t)n->replays, "unexpected", (json_int_t)n->unexpected, "bad_sold_out",
+                     (json_int_t)n->bad_sold_out, "errors", errors, "backlog_max", (json_int_t)n->backlog_max,
+                     "run_s", r->run_s, "requests_per_s", r->requests_per_s, "holds_per_s", r->holds_per_s,
+                     "sold_out_per_s", r->sold_out_per_s, "sellout_s", r->sellout_s, "units_left",
+                     (double)bench_units_left(r->run), "latency_ms", "p50", r->p50_ms, "p90", r->p90_ms, "p99",
+                     r->p99_ms, "p99_9", r->p999_ms, "max", r->max_ms, "mean", r->mean_ms, "count",
+                     (json_int_t)r->run->lat_ns->count);
+}
+
+static json_t *events_json(const bench_run *run, const bench_verdict *v)
+{
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < run->nevents; i++) {
+        const bench_event *e = &run->events[i];
+        uint64_t sell_ns = e->sellout_ns > run->n.first_send_ns ? e->sellout_ns - run->n.first_send_ns : 0;
+        json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "event", e->name, "measured",
+                              e->measured, "capacity", (json_int_t)e->capacity, "holds", (json_int_t)e->holds,
+                              "held_units", (json_int_t)e->held_units, "confirmed_units", (json_int_t)e->confirmed_units,
+                              "released_units", (json_int_t)e->released_units, "expired_units",
+                              (json_int_t)e->expired_units, "sellout_s", ns_s(sell_ns));
+        if (v->ran)
+            json_object_set_new(o, "server", json_pack("{s:I, s:I, s:I, s:I, s:s}", "capacity",
+                                                      (json_int_t)v->views[i].capacity, "available",
+                                                      (json_int_t)v->views[i].available, "held",
+                                                      (json_int_t)v->views[i].held, "confirmed",
+                                                      (json_int_t)v->views[i].confirmed, "status", v->views[i].status));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *series_json(const bench_run *run)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < run->nseries; i++) {
+        const bench_sample *s = &run->series[i];
+        json_array_append_new(a, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "t_ms", (int)s->t_ms, "sent",
+                                           (json_int_t)s->sent, "answered", (json_int_t)s->answered, "held",
+                                           (json_int_t)s->held, "sold_out", (json_int_t)s->sold_out, "errors",
+                                           (json_int_t)s->errors, "units_left", (json_int_t)s->units_left, "p99_ms",
+                                           s->p99_ms));
+    }
+    return a;
+}
+
+static json_t *verification_json(const bench_report *r)
+{
+    const bench_verdict *v = r->verdict;
+    const bench_ledger *l = &r->run->ledger;
+    const char *status = !v->ran ? "not run" : r->run->fatal[0] ? "not completed" : v->nproblems ? "failed" : "passed";
+    return json_pack("{s:s, s:b, s:s, s:{s:I, s:I, s:I, s:I, s:s}}", "status", status, "passed",
+                     v->ran && !r->run->fatal[0] && v->nproblems == 0, "problems",
+                     v->ran ? v->problems : r->run->fatal, "ledger", "holds", (json_int_t)l->n, "checked",
+                     (json_int_t)l->checked, "mismatches", (json_int_t)l->mismatches, "errors", (json_int_t)l->errors,
+                     "first_mismatch", l->first_mismatch);
+}
+
+static json_t *report_json(const bench_report *r)
+{
+    char started[32];
+    time_t now = time(NULL);
+    strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    json_t *root = json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:s, s:i, s:O}, s:o, s:s, s:o, s:o, s:o, s:o}", "tool",
+                             "slot-bench", "version", SLOT_VERSION, "finished_at", started, "config",
+                             bench_config_json(r->run->cfg), "target", "kind", r->run->drv->name, "host",
+                             r->run->cfg->host, "port", (int)r->run->cfg->port, "server",
+                             r->server ? r->server : json_null(), "machine", bench_machine_json(), "stopped",
+                             r->stopped, "results", counters_json(r), "events", events_json(r->run, r->verdict),
+                             "verification", verification_json(r), "series", series_json(r->run));
+    if (root)
+        json_object_set_new(root, "server_stats",
+                            json_pack("{s:O?, s:O?}", "before", r->stats_before, "after", r->stats_after));
+    return root;
+}
+
+int bench_report_json(const bench_report *r, const char *path)
+{
+    json_t *root = report_json(r);
+    int rc = root ? json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : -1;
+    if (rc != 0)
+        fprintf(stderr, "slot-bench: --json %s: %s\n", path, root ? strerror(errno) : "cannot build the report");
+    json_decref(root);
+    return rc == 0 ? 0 : -EIO;
+}
+
+/* ---------------------------------------------------------------- --csv */
+
+int bench_report_csv(const bench_report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "slot-bench: --csv %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    fprintf(f, "t_ms,sent,held,sold_out,errors,units_left,p99_ms\n");
+    for (size_t i = 0; i < r->run->nseries; i++) {
+        const bench_sample *s = &r->run->series[i];
+        fprintf(f, "%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f\n", s->t_ms, s->sent, s->held,
+                s->sold_out, s->errors, s->units_left, s->p99_ms);
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "slot-bench: --csv %s: write failed\n", path);
+        return -EIO;
+    }
+    return 0;
+}

@@ -1,0 +1,217 @@
+/*
+ * scenario.c — one run from start to end: parse, create the events, open the
+ * connections, warm up, (sold-out) sell the event out, measure, verify,
+ * report. Every scenario goes through here; they differ in their options,
+ * their measured phase (workload.c) and what verification expects.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+uint64_t bench_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static const bench_driver *driver_of(const bench_config *cfg)
+{
+#ifdef BENCH_HAVE_REDIS
+    if (cfg->target == BENCH_TARGET_REDIS)
+        return &bench_driver_redis;
+#endif
+    (void)cfg;
+    return &bench_driver_slotd;
+}
+
+/* Zipf popularity of the measured events: running sums of 1/(i+1)^s, normalized. */
+static int zipf_init(bench_run *run)
+{
+    uint32_t n = run->cfg->events;
+    if (!(run->zipf_cum = calloc(n, sizeof(double))))
+        return -ENOMEM;
+    double sum = 0;
+    for (uint32_t i = 0; i < n; i++)
+        run->zipf_cum[i] = (sum += pow((double)(i + 1), -run->cfg->zipf_s));
+    for (uint32_t i = 0; i < n; i++)
+        run->zipf_cum[i] /= sum;
+    run->zipf_cum[n - 1] = 1.0;
+    return 0;
+}
+
+/* Create one event; it must be new (a replay of the same settings with nothing sold is fine). */
+static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, char *err, size_t errlen)
+{
+    const bench_config *cfg = run->cfg;
+    bench_event_spec spec = {
+        .name = e->name, .capacity = e->capacity, .max_per_user = cfg->max_per_user, .shards = cfg->shards,
+        .hold_ttl_ms = ttl_ms, .max_per_request = cfg->qty.max > SLOT_MAX_PER_REQUEST_DEFAULT ? cfg->qty.max
+                                                                                               : SLOT_MAX_PER_REQUEST_DEFAULT,
+    };
+    bench_view v;
+    int rc = run->drv->create_event(run->admin, &spec, &v, err, errlen);
+    if (rc)
+        return rc;
+    if (v.held != 0 || v.confirmed != 0 || v.available != e->capacity) {
+        snprintf(err, errlen, "event %s exists and already sold %" PRIu64 " units: use a new --event", e->name,
+                 v.held + v.confirmed);
+        return BENCH_EXIT_FAILED;
+    }
+    if (strcmp(v.status, "on_sale") != 0) {
+        snprintf(err, errlen, "event %s is %s, not on_sale", e->name, v.status);
+        return BENCH_EXIT_FAILED;
+    }
+    return 0;
+}
+
+/* The measured events, then (with --warmup) the warm-up event, all created on the target. */
+static int setup_events(bench_run *run, char *err, size_t errlen)
+{
+    const bench_config *cfg = run->cfg;
+    uint32_t n = cfg->events + (cfg->warmup_ms > 0);
+    if (!(run->events = calloc(n, sizeof(bench_event))) || zipf_init(run) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return BENCH_EXIT_FAILED;
+    }
+    run->nevents = n;
+    for (uint32_t i = 0; i < n; i++) {
+        bench_event *e = &run->events[i];
+        bool warm = i == cfg->events;
+        if (warm)
+            snprintf(e->name, sizeof(e->name), "%.57s-warmup", cfg->event); /* --event is at most 57 bytes */
+        else if (cfg->scenario == BENCH_MULTI_EVENT)
+            snprintf(e->name, sizeof(e->name), "%.57s-%u", cfg->event, (unsigned)(uint16_t)i);
+        else
+            snprintf(e->name, sizeof(e->name), "%s", cfg->event);
+        e->capacity = warm ? SLOT_CAPACITY_MAX : cfg->capacity;
+        e->measured = !warm;
+        /* Churn's holds expire by design; nothing else may expire before verification counted it. */
+        uint32_t ttl = cfg->scenario == BENCH_CHURN && !warm ? cfg->hold_ttl_ms : SLOT_HOLD_TTL_MS_MAX;
+        int rc = create_one(run, e, ttl, err, errlen);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Stats of the target (slotd: the stats op). Failure is reported, not fatal. */
+static json_t *stats_now(bench_run *run)
+{
+    json_t *s = NULL;
+    char err[512];
+    if (run->drv->stats(run->admin, &s, err, sizeof(err)) != 0)
+        fprintf(stderr, "slot-bench: %s\n", err);
+    return s;
+}
+
+/* Warm-up, prefill, the measured phase. 0 or an exit status. */
+static int load(bench_run *run, json_t **before, json_t **after, const char **stopped)
+{
+    const bench_config *cfg = run->cfg;
+    int rc = bench_engine_open(run);
+    if (rc == 0 && cfg->scenario == BENCH_CHURN && bench_sessions_init(run) < 0)
+        bench_fail(run, BENCH_EXIT_FAILED, "out of memory for %u sessions", cfg->connections * cfg->pipeline);
+    bench_phase warm = bench_warmup_phase(run), prefill = bench_prefill_phase(run), main = bench_workload_phase(run);
+    if (rc == 0 && cfg->warmup_ms > 0)
+        rc = bench_engine_phase(run, &warm);
+    if (rc == 0 && cfg->scenario == BENCH_SOLD_OUT) {
+        rc = bench_engine_phase(run, &prefill);
+        if (rc == 0 && run->events_sold == 0)
+            bench_fail(run, BENCH_EXIT_FAILED, "the prefill could not sell the event out (stopped: %s)",
+                       run->stop_reason ? run->stop_reason : "-");
+    }
+    if (run->fatal[0])
+        return run->fatal_exit;
+    *before = stats_now(run);
+    rc = bench_engine_phase(run, &main);
+    *stopped = run->fatal[0] ? run->fatal : run->stop_reason ? run->stop_reason : "-";
+    *after = stats_now(run);
+    return rc;
+}
+
+/* Reports on stdout and into the files asked for. 0, or BENCH_EXIT_FAILED when a file could not be written. */
+static int report(bench_report *rep)
+{
+    const bench_config *cfg = rep->run->cfg;
+    bench_report_numbers(rep);
+    bench_report_print(rep, stdout);
+    fflush(stdout);
+    int bad = 0;
+    if (cfg->json_path && bench_report_json(rep, cfg->json_path) < 0)
+        bad = 1;
+    if (cfg->csv_path && bench_report_csv(rep, cfg->csv_path) < 0)
+        bad = 1;
+    if (cfg->svg_path && bench_report_svg(rep, cfg->svg_path) < 0)
+        bad = 1;
+    return bad ? BENCH_EXIT_FAILED : 0;
+}
+
+/* Load, verify, report; the run and its admin connection are set up. */
+static int run_and_report(bench_run *run, json_t *server)
+{
+    json_t *before = NULL, *after = NULL;
+    const char *stopped = "-";
+    bench_verdict *verdict = calloc(1, sizeof(*verdict));
+    if (!verdict)
+        return BENCH_EXIT_FAILED;
+    int rc = load(run, &before, &after, &stopped);
+    bench_counters measured = run->n;
+    char stop_copy[sizeof(run->fatal)];
+    snprintf(stop_copy, sizeof(stop_copy), "%s", stopped);
+    int vrc = rc == 0 ? bench_verify(run, verdict) : rc;
+    if (vrc == 0 && verdict->nproblems)
+        vrc = BENCH_EXIT_FAILED;
+    run->n = measured;
+    bench_report rep = {.run = run, .n = &measured, .verdict = verdict, .server = server,
+                        .stats_before = before, .stats_after = after, .stopped = stop_copy};
+    int wrc = report(&rep);
+    if (run->fatal[0])
+        fprintf(stderr, "slot-bench: %s: %s\n", run->cfg->name, run->fatal);
+    if (!verdict->ran)
+        printf("verification: not run: %s\n", run->fatal[0] ? run->fatal : "the load did not complete");
+    else if (run->fatal[0])
+        printf("verification: not completed: %s\n", run->fatal);
+    else
+        printf("verification: %s%s\n", verdict->nproblems ? "FAILED: " : "passed", verdict->problems);
+    json_decref(before);
+    json_decref(after);
+    free(verdict);
+    return vrc ? vrc : wrc;
+}
+
+int bench_run_scenario(bench_scenario scenario, int argc, char **argv)
+{
+    bench_config cfg;
+    int rc = bench_config_parse(&cfg, scenario, argc, argv);
+    if (rc >= 0)
+        return rc;
+    bench_run *run = calloc(1, sizeof(*run));
+    if (!run)
+        return BENCH_EXIT_FAILED;
+    run->cfg = &cfg;
+    run->drv = driver_of(&cfg);
+    run->next_user = cfg.users; /* the pool is u0..u<users-1>; new users come after it */
+    char err[512] = "";
+    json_t *server = NULL;
+    if ((rc = run->drv->admin_open(&cfg, &run->admin, err, sizeof(err))) == 0 &&
+        (rc = run->drv->server_info(run->admin, &server, err, sizeof(err))) == 0)
+        rc = setup_events(run, err, sizeof(err));
+    if (rc) {
+        fprintf(stderr, "slot-bench: %s: %s\n", cfg.name, err);
+    } else {
+        rc = run_and_report(run, server);
+        bench_engine_close(run);
+    }
+    json_decref(server);
+    run->drv->admin_close(run->admin);
+    free(run->events);
+    free(run->zipf_cum);
+    free(run);
+    return rc;
+}

@@ -1,0 +1,205 @@
+/*
+ * verify.c — after the measured phase: did the target do what it said, and
+ * does it say what it did? Four layers, each naming what differed:
+ *   1. the answers themselves (errors nobody expected, replays, sold_out
+ *      while enough units were free, requests never answered);
+ *   2. the scenario's outcome (sold out exactly; nothing held on a sold-out event);
+ *   3. the target's own invariant check and each event's counters against the tallies;
+ *   4. the ledger: get_hold for every hold the bench was told it has, and the
+ *      totals of what get_hold says against the event's counters.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+#define BENCH_EXPIRE_ROUNDS_MAX 64      /* admin expire calls after a churn run (each bounded by the server) */
+
+void bench_problem(bench_verdict *v, const char *fmt, ...)
+{
+    size_t n = strlen(v->problems);
+    if (n > 0 && n + 2 < sizeof(v->problems)) {
+        strcpy(v->problems + n, "; ");
+        n += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->problems + n, sizeof(v->problems) - n, fmt, ap);
+    va_end(ap);
+    v->nproblems++;
+}
+
+static void answers_consistent(const bench_run *run, const bench_counters *n, bench_verdict *v)
+{
+    uint64_t bad = 0;
+    for (unsigned e = 0; e <= SLOT_E__COUNT; e++)
+        if (e != SLOT_E_OVERLOADED && !(e == SLOT_E_USER_LIMIT && run->cfg->max_per_user > 0))
+            bad += n->errors[e];
+    if (bad)
+        bench_problem(v, "%" PRIu64 " error answers (first: %s)", bad, run->first_error);
+    if (n->replays)
+        bench_problem(v, "%" PRIu64 " replays for request keys never used before", n->replays);
+    if (n->unexpected)
+        bench_problem(v, "%" PRIu64 " answers neither held, sold_out, confirmed, released, expired nor an error",
+                      n->unexpected);
+    if (n->bad_sold_out)
+        bench_problem(v, "%" PRIu64 " sold_out answers said at least qty units were available", n->bad_sold_out);
+    if (run->inflight_total)
+        bench_problem(v, "%" PRIu64 " requests never answered", run->inflight_total);
+}
+
+/* Hot-release and multi-event must sell out; sold-out must grant nothing. */
+static void outcome(const bench_run *run, const bench_counters *n, bench_verdict *v)
+{
+    const bench_config *cfg = run->cfg;
+    if (cfg->scenario == BENCH_SOLD_OUT && n->holds)
+        bench_problem(v, "%" PRIu64 " holds were granted on a sold-out event", n->holds);
+    if (cfg->scenario != BENCH_HOT_RELEASE && cfg->scenario != BENCH_MULTI_EVENT)
+        return;
+    for (uint32_t i = 0; i < run->nevents; i++) {
+        const bench_event *e = &run->events[i];
+        if (!e->measured)
+            continue;
+        if (e->held_units > e->capacity)
+            bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 " (oversold)", e->name,
+                          e->held_units, e->capacity);
+        else if (e->capacity - e->held_units >= cfg->qty.min)
+            bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 ": not sold out (stopped: %s)",
+                          e->name, e->held_units, e->capacity, run->stop_reason ? run->stop_reason : "-");
+    }
+}
+
+/* Churn: wait until every hold still held by us has expired, then have the
+ * target sweep them, so the state to check is settled. */
+static int settle_expiry(bench_run *run, bench_verdict *v)
+{
+    bench_ledger *l = &run->ledger;
+    uint64_t last = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->holds[i].expect == SLOT_HOLD_HELD && l->holds[i].expires_at_ms > last)
+            last = l->holds[i].expires_at_ms;
+    uint64_t now = bench_wall_ms();
+    if (last + 50 > now) {
+        uint64_t wait = last + 50 - now;
+        if (wait > BENCH_EXPIRE_WAIT_MS_MAX)
+            wait = BENCH_EXPIRE_WAIT_MS_MAX;
+        struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    char err[512];
+    uint64_t expired = 0;
+    for (int round = 0; round < BENCH_EXPIRE_ROUNDS_MAX; round++) {
+        int rc = run->drv->expire(run->admin, run->events[0].name, &expired, err, sizeof(err));
+        if (rc == BENCH_EXIT_CONNECTION)
+            return rc;
+        if (rc) {
+            bench_problem(v, "%s", err);
+            break;
+        }
+        if (expired < 1000)
+            break;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        if (l->holds[i].expect == SLOT_HOLD_HELD)
+            l->holds[i].expect = SLOT_HOLD_EXPIRED;
+    return 0;
+}
+
+/* The counters an event should show, from the tallies. */
+static void expected_view(const bench_run *run, const bench_event *e, bench_view *x)
+{
+    memset(x, 0, sizeof(*x));
+    x->capacity = e->capacity;
+    if (run->cfg->scenario == BENCH_CHURN && e->measured) {
+        x->confirmed = e->confirmed_units;
+        x->held = 0;
+    } else {
+        x->held = e->held_units;
+    }
+    uint64_t used = x->held + x->confirmed;
+    x->available = used < e->capacity ? e->capacity - used : 0;
+}
+
+static int event_checks(bench_run *run, uint32_t i, bench_verdict *v)
+{
+    const bench_event *e = &run->events[i];
+    char detail[600];
+    uint32_t violations = 0;
+    int rc = run->drv->check(run->admin, e->name, &violations, detail, sizeof(detail));
+    if (rc == BENCH_EXIT_CONNECTION)
+        return rc;
+    if (rc)
+        bench_problem(v, "%s", detail);
+    else if (violations)
+        bench_problem(v, "check %s: %" PRIu32 " violations: %.300s", e->name, violations, detail);
+    bench_view *got = &v->views[i], want;
+    if ((rc = run->drv->event(run->admin, e->name, got, detail, sizeof(detail))) == BENCH_EXIT_CONNECTION)
+        return rc;
+    if (rc) {
+        bench_problem(v, "%s", detail);
+        return 0;
+    }
+    expected_view(run, e, &want);
+    if (got->capacity != want.capacity || got->available != want.available || got->held != want.held ||
+        got->confirmed != want.confirmed)
+        bench_problem(v, "%s shows capacity %" PRIu64 ", available %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64
+                         "; the answers say %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64,
+                      e->name, got->capacity, got->available, got->held, got->confirmed, want.capacity,
+                      want.available, want.held, want.confirmed);
+    return 0;
+}
+
+/* What get_hold said, summed per event, against the event's counters. One
+ * pass over the ledger: O(holds + events). */
+static void ledger_totals(const bench_run *run, bench_verdict *v)
+{
+    const bench_ledger *l = &run->ledger;
+    uint64_t *sums = calloc((size_t)run->nevents * 3, sizeof(uint64_t)); /* held, confirmed, entries */
+    if (!sums) {
+        bench_problem(v, "out of memory for the ledger totals");
+        return;
+    }
+    for (size_t k = 0; k < l->n; k++) {
+        const bench_hold *h = &l->holds[k];
+        uint64_t *s = &sums[(size_t)h->event * 3];
+        s[0] += h->seen == SLOT_HOLD_HELD ? h->qty : 0;
+        s[1] += h->seen == SLOT_HOLD_CONFIRMED ? h->qty : 0;
+        s[2]++;
+    }
+    for (uint32_t i = 0; i < run->nevents; i++) {
+        const uint64_t *s = &sums[(size_t)i * 3];
+        const bench_view *got = &v->views[i];
+        if (s[2] > 0 && (s[0] != got->held || s[1] != got->confirmed))
+            bench_problem(v, "%s: get_hold shows %" PRIu64 " units held and %" PRIu64 " confirmed, the event %" PRIu64
+                             " and %" PRIu64, run->events[i].name, s[0], s[1], got->held, got->confirmed);
+    }
+    free(sums);
+}
+
+int bench_verify(bench_run *run, bench_verdict *v)
+{
+    bench_counters n = run->n; /* the measured phase's; the ledger phase resets run->n */
+    v->ran = true;
+    answers_consistent(run, &n, v);
+    outcome(run, &n, v);
+    int rc = run->cfg->scenario == BENCH_CHURN ? settle_expiry(run, v) : 0;
+    for (uint32_t i = 0; rc == 0 && i < run->nevents; i++)
+        rc = event_checks(run, i, v);
+    if (rc)
+        return rc;
+    bench_phase ph = bench_verify_phase(run);
+    rc = bench_engine_phase(run, &ph);
+    run->n = n;
+    if (rc)
+        return rc;
+    const bench_ledger *l = &run->ledger;
+    if (l->checked != l->n)
+        bench_problem(v, "the ledger check asked about %" PRIu64 " of %zu holds", l->checked, l->n);
+    if (l->mismatches)
+        bench_problem(v, "%" PRIu64 " of %zu holds differ (first: %s)", l->mismatches, l->n, l->first_mismatch);
+    ledger_totals(run, v);
+    return 0;
+}

@@ -1,0 +1,380 @@
+/*
+ * workload.c — what each phase sends and what each answer means.
+ *
+ *   hold workloads (hot-release, open-loop, sold-out, multi-event, warm-up,
+ *   prefill): every request is a hold of a new request key, for a new user
+ *   or one of the --users pool; held answers go into the ledger.
+ *   churn: sessions hold, think, then confirm / release / abandon.
+ *   verify: get_hold for every ledger entry; the status must be the expected one.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "slot/assert.h"
+
+size_t bench_user_name(uint64_t n, char *buf, size_t cap)
+{
+    int len = snprintf(buf, cap, "u%" PRIu64, n);
+    return len > 0 ? (size_t)len : 0;
+}
+
+size_t bench_key_name(uint64_t n, char *buf, size_t cap)
+{
+    int len = snprintf(buf, cap, "r%" PRIx64, n);
+    return len > 0 ? (size_t)len : 0;
+}
+
+static uint32_t measured_events(const bench_run *run)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < run->nevents; i++)
+        n += run->events[i].measured;
+    return n;
+}
+
+/* An error answer: counted by code; one nobody expected ends the phase. */
+static void count_error(bench_run *run, const bench_result *r)
+{
+    unsigned code = (unsigned)r->err <= SLOT_E__COUNT ? (unsigned)r->err : SLOT_E__COUNT;
+    run->n.errors[code]++;
+    bool expected = r->err == SLOT_E_OVERLOADED || (r->err == SLOT_E_USER_LIMIT && run->cfg->max_per_user > 0);
+    if (expected)
+        return;
+    if (run->first_error[0] == 0)
+        snprintf(run->first_error, sizeof(run->first_error), "%s: %s",
+                 code < SLOT_E__COUNT ? slot_err_name((slot_err)code) : "(unknown code)", r->text);
+    bench_stop(run, "an error answer nobody expected (see errors)");
+}
+
+/* Zipf: event i (0-based) has weight 1/(i+1)^s; zipf_cum holds the running sums, normalized. */
+static uint16_t pick_event(const bench_run *run, bench_conn *c)
+{
+    const bench_phase *ph = run->phase;
+    double u = (double)(bench_rand(&c->rng) >> 11) * 0x1.0p-53;
+    uint32_t lo = 0, hi = ph->event_count - 1u;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (run->zipf_cum[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return (uint16_t)(ph->event_first + lo);
+}
+
+static void new_hold(bench_run *run, bench_conn *c, bench_ticket *t)
+{
+    const bench_phase *ph = run->phase;
+    const bench_config *cfg = run->cfg;
+    memset(t, 0, sizeof(*t));
+    t->op = BENCH_OP_HOLD;
+    t->session = UINT32_MAX;
+    t->event = ph->zipf ? pick_event(run, c) : ph->event_first;
+    t->qty = (uint16_t)bench_qty_pick(&cfg->qty, bench_rand(&c->rng));
+    t->user = cfg->users > 0 && !ph->unique_users ? bench_rand(&c->rng) % cfg->users : run->next_user++;
+    t->key = run->next_key++;
+}
+
+static bool hold_next(bench_run *run, bench_conn *c, bench_ticket *t)
+{
+    new_hold(run, c, t);
+    return true;
+}
+
+/* After a held answer: has the event (and with it every measured event) sold out?
+ * Not asked in churn, where units come back and "sold out" is only a moment. */
+static void sellout_check(bench_run *run, bench_event *e, uint64_t now_ns)
+{
+    uint64_t used = e->out_units + e->confirmed_units;
+    if (e->sellout_ns || !e->measured || run->cfg->scenario == BENCH_CHURN ||
+        (used < e->capacity && e->capacity - used >= run->cfg->qty.min))
+        return;
+    e->sellout_ns = now_ns;
+    if (++run->events_sold == measured_events(run))
+        run->n.sellout_ns = now_ns;
+}
+
+static void sold_out_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+{
+    bench_counters *n = &run->n;
+    if (n->sold_out++ == 0)
+        n->first_sold_out_ns = now_ns;
+    n->last_sold_out_ns = now_ns;
+    if (r->available >= t->qty)
+        n->bad_sold_out++; /* invariant 5, as the client sees it */
+    if (run->events_sold == measured_events(run) && ++n->tail_seen >= run->phase->tail)
+        bench_stop(run, "sold out, and the tail of sold_out answers came back");
+}
+
+/* A held answer: tallies, the ledger. Returns the ledger index, -1 when not kept. */
+static long held_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+{
+    bench_event *e = &run->events[t->event];
+    run->n.holds++;
+    run->n.held_units += t->qty;
+    e->holds++;
+    e->held_units += t->qty;
+    e->out_units += t->qty;
+    long idx = -1;
+    if (run->phase->ledger && (idx = bench_ledger_add(&run->ledger, t, r)) < 0)
+        bench_fail(run, BENCH_EXIT_FAILED, "the ledger is full (%u holds) or out of memory: use a smaller run",
+                   BENCH_LEDGER_MAX);
+    sellout_check(run, e, now_ns);
+    if (run->events_sold == measured_events(run) && run->phase->tail == 0)
+        bench_stop(run, "sold out");
+    return idx;
+}
+
+/* Classify a hold answer. Returns 1 held, 0 sold_out, -1 anything else (counted). */
+static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns, long *idx)
+{
+    if (!r->ok) {
+        count_error(run, r);
+        return -1;
+    }
+    if (r->replay) {
+        run->n.replays++; /* every key is new: no replay should ever come */
+        return -1;
+    }
+    if (r->sold_out) {
+        sold_out_answer(run, t, r, now_ns);
+        return 0;
+    }
+    if (!r->has_status || r->status != SLOT_HOLD_HELD || r->qty != t->qty || r->hold_len == 0) {
+        run->n.unexpected++;
+        return -1;
+    }
+    *idx = held_answer(run, t, r, now_ns);
+    return 1;
+}
+
+static void hold_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+{
+    (void)c;
+    long idx;
+    hold_answer(run, t, r, now_ns, &idx);
+}
+
+/* ---------------------------------------------------------------- churn */
+
+int bench_sessions_init(bench_run *run)
+{
+    const bench_config *cfg = run->cfg;
+    run->nsessions = cfg->connections * cfg->pipeline;
+    run->sessions = calloc(run->nsessions, sizeof(bench_session));
+    run->heap = calloc(run->nsessions, sizeof(bench_heap_item));
+    if (!run->sessions || !run->heap)
+        return -1;
+    for (uint32_t i = 0; i < cfg->connections; i++) {
+        bench_conn *c = &run->conns[i];
+        if (!(c->ready = calloc(cfg->pipeline, sizeof(uint32_t))))
+            return -1;
+        for (uint32_t k = 0; k < cfg->pipeline; k++) {
+            uint32_t s = i * cfg->pipeline + k;
+            run->sessions[s] = (bench_session){.conn = i, .state = BENCH_SESSION_READY, .next_op = BENCH_OP_HOLD};
+            c->ready[c->nready++] = s;
+        }
+    }
+    return 0;
+}
+
+static uint32_t think_ms(const bench_config *cfg, bench_conn *c)
+{
+    uint32_t span = cfg->think_max_ms - cfg->think_min_ms;
+    return cfg->think_min_ms + (span ? (uint32_t)(bench_rand(&c->rng) % (span + 1u)) : 0);
+}
+
+static bool churn_next(bench_run *run, bench_conn *c, bench_ticket *t)
+{
+    if (c->nready == 0)
+        return false;
+    uint32_t s = c->ready[--c->nready];
+    bench_session *ss = &run->sessions[s];
+    SLOT_ASSERT(ss->state == BENCH_SESSION_READY);
+    ss->state = BENCH_SESSION_WAITING;
+    if (ss->next_op == BENCH_OP_HOLD) {
+        new_hold(run, c, t);
+    } else {
+        const bench_hold *h = &run->ledger.holds[ss->hold];
+        memset(t, 0, sizeof(*t));
+        t->op = ss->next_op;
+        t->key = ss->hold;
+        t->user = h->user;
+        t->event = h->event;
+        t->qty = h->qty;
+    }
+    t->session = s;
+    return true;
+}
+
+/* What the session does with a hold it got: decided when it is granted. */
+static void churn_fate(bench_run *run, bench_conn *c, uint32_t s, long idx)
+{
+    const bench_config *cfg = run->cfg;
+    bench_session *ss = &run->sessions[s];
+    uint32_t roll = (uint32_t)(bench_rand(&c->rng) % 100);
+    ss->hold = (uint32_t)idx;
+    if (roll < cfg->confirm_pct) {
+        ss->next_op = BENCH_OP_CONFIRM;
+    } else if (roll < cfg->confirm_pct + cfg->release_pct) {
+        ss->next_op = BENCH_OP_RELEASE;
+    } else {
+        run->n.abandoned++;
+        ss->next_op = BENCH_OP_HOLD;
+        if (run->nabandoned == run->abandoned_cap) {
+            size_t cap = run->abandoned_cap ? run->abandoned_cap * 2 : 4096;
+            uint32_t *a = realloc(run->abandoned, cap * sizeof(uint32_t));
+            if (!a) {
+                bench_fail(run, BENCH_EXIT_FAILED, "out of memory for abandoned holds");
+                return;
+            }
+            run->abandoned = a;
+            run->abandoned_cap = cap;
+        }
+        run->abandoned[run->nabandoned++] = (uint32_t)idx;
+    }
+}
+
+/* The hold left our hands (confirmed, released or expired): move its units in the tallies. */
+static void hold_settled(bench_run *run, const bench_ticket *t, slot_hold_status st)
+{
+    bench_event *e = &run->events[t->event];
+    bench_hold *h = &run->ledger.holds[t->key];
+    h->expect = (uint8_t)st;
+    e->out_units -= t->qty <= e->out_units ? t->qty : e->out_units;
+    if (st == SLOT_HOLD_CONFIRMED) {
+        run->n.confirmed++;
+        e->confirmed_units += t->qty;
+    } else if (st == SLOT_HOLD_RELEASED) {
+        run->n.released++;
+        e->released_units += t->qty;
+    } else {
+        run->n.expired++;
+        e->expired_units += t->qty;
+    }
+}
+
+/* confirm / release answers: confirmed, released, or (think time past the TTL) expired. */
+static void churn_settle(bench_run *run, const bench_ticket *t, const bench_result *r)
+{
+    bool expired = r->has_status && r->status == SLOT_HOLD_EXPIRED;
+    if (t->op == BENCH_OP_CONFIRM && r->ok && r->has_status && r->status == SLOT_HOLD_CONFIRMED && !r->replay)
+        hold_settled(run, t, SLOT_HOLD_CONFIRMED);
+    else if (t->op == BENCH_OP_CONFIRM && !r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && expired)
+        hold_settled(run, t, SLOT_HOLD_EXPIRED);
+    else if (t->op == BENCH_OP_RELEASE && r->ok && r->released)
+        hold_settled(run, t, SLOT_HOLD_RELEASED);
+    else if (t->op == BENCH_OP_RELEASE && r->ok && !r->released && expired)
+        hold_settled(run, t, SLOT_HOLD_EXPIRED);
+    else if (!r->ok)
+        count_error(run, r);
+    else
+        run->n.unexpected++;
+}
+
+static void churn_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+{
+    uint32_t s = t->session;
+    bench_session *ss = &run->sessions[s];
+    SLOT_ASSERT(s < run->nsessions && ss->state == BENCH_SESSION_WAITING);
+    if (t->op != BENCH_OP_HOLD) {
+        churn_settle(run, t, r);
+        ss->next_op = BENCH_OP_HOLD; /* a new buyer takes the place at once */
+        bench_think(run, s, 0);
+        return;
+    }
+    long idx = -1;
+    int rc = hold_answer(run, t, r, now_ns, &idx);
+    ss->next_op = BENCH_OP_HOLD;
+    if (rc == 1 && idx >= 0)
+        churn_fate(run, c, s, idx);
+    bench_think(run, s, think_ms(run->cfg, c));
+}
+
+/* ---------------------------------------------------------------- verification: get_hold for every hold */
+
+static bool verify_next(bench_run *run, bench_conn *c, bench_ticket *t)
+{
+    (void)c;
+    bench_ledger *l = &run->ledger;
+    if (l->cursor >= l->n)
+        return false;
+    const bench_hold *h = &l->holds[l->cursor];
+    memset(t, 0, sizeof(*t));
+    t->op = BENCH_OP_GET_HOLD;
+    t->key = l->cursor++;
+    t->user = h->user;
+    t->event = h->event;
+    t->qty = h->qty;
+    t->session = UINT32_MAX;
+    return true;
+}
+
+static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+{
+    (void)c;
+    (void)now_ns;
+    bench_ledger *l = &run->ledger;
+    bench_hold *h = &l->holds[t->key];
+    l->checked++;
+    h->seen = r->ok && r->has_status ? (uint8_t)r->status : (uint8_t)SLOT_HOLD__COUNT;
+    if (r->ok && h->seen == h->expect && r->qty == h->qty)
+        return;
+    l->mismatches++;
+    if (!r->ok)
+        l->errors++;
+    if (l->first_mismatch[0] == 0)
+        snprintf(l->first_mismatch, sizeof(l->first_mismatch), "hold %.*s of u%" PRIu64 " on %s: expected %s x%u, get_hold said %s%s%.60s x%u",
+                 (int)h->id_len, bench_ledger_id(l, t->key), h->user, run->events[h->event].name,
+                 slot_hold_status_name((slot_hold_status)h->expect), h->qty,
+                 r->ok ? (r->has_status ? slot_hold_status_name(r->status) : "no status") : slot_err_name(r->err),
+                 r->ok ? "" : ": ", r->ok ? "" : r->text, r->qty);
+}
+
+/* ---------------------------------------------------------------- phases */
+
+bench_phase bench_workload_phase(const bench_run *run)
+{
+    const bench_config *cfg = run->cfg;
+    bool churn = cfg->scenario == BENCH_CHURN;
+    bool sells = cfg->scenario == BENCH_HOT_RELEASE || cfg->scenario == BENCH_MULTI_EVENT;
+    return (bench_phase){
+        .name = cfg->name, .conns = cfg->connections, .pipeline = cfg->pipeline,
+        .rate = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate : 0, .requests_max = cfg->requests,
+        .duration_ms = cfg->duration_ms, .measure = true, .event_first = 0, .event_count = (uint16_t)cfg->events,
+        .zipf = cfg->scenario == BENCH_MULTI_EVENT, .ledger = true, .tail = sells ? cfg->tail : UINT64_MAX,
+        .next = churn ? churn_next : hold_next, .on_result = churn ? churn_on_result : hold_on_result,
+    };
+}
+
+bench_phase bench_warmup_phase(const bench_run *run)
+{
+    const bench_config *cfg = run->cfg;
+    return (bench_phase){
+        .name = "warm-up", .conns = cfg->connections, .pipeline = cfg->pipeline,
+        .rate = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate : 0, .requests_max = UINT64_MAX / 2,
+        .duration_ms = cfg->warmup_ms, .event_first = (uint16_t)(run->nevents - 1), .event_count = 1,
+        .tail = UINT64_MAX, .next = hold_next, .on_result = hold_on_result,
+    };
+}
+
+bench_phase bench_prefill_phase(const bench_run *run)
+{
+    const bench_config *cfg = run->cfg;
+    return (bench_phase){
+        .name = "prefill", .conns = cfg->connections, .pipeline = cfg->pipeline > 16 ? cfg->pipeline : 16,
+        .requests_max = UINT64_MAX / 2, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
+        .ledger = true, .unique_users = true, .tail = 0, .next = hold_next, .on_result = hold_on_result,
+    };
+}
+
+bench_phase bench_verify_phase(const bench_run *run)
+{
+    uint32_t conns = run->nconns < BENCH_VERIFY_CONNS ? run->nconns : BENCH_VERIFY_CONNS;
+    return (bench_phase){
+        .name = "ledger check", .conns = conns, .pipeline = BENCH_VERIFY_PIPELINE, .requests_max = UINT64_MAX / 2,
+        .duration_ms = BENCH_DURATION_MS_MAX, .tail = UINT64_MAX, .next = verify_next, .on_result = verify_on_result,
+    };
+}
