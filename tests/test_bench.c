@@ -1,0 +1,527 @@
+/*
+ * test_bench.c — slot-bench end to end: every scenario for a few seconds
+ * against a real slotd with its verification passing; the report files
+ * (JSON parsed with jansson, CSV columns, SVG well-formed); usage errors and
+ * --help; a lying server that verification must catch; and, when
+ * redis-server is installed, the same scenario against Redis+Lua.
+ * $SLOT_BENCH is the slot-bench under test.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define BENCH_RUN_TIMEOUT_MS 60000       /* one slot-bench run; the scenarios here take seconds */
+#define FAKE_CONNS_MAX 16
+#define OUT_BYTES (64u << 10)
+
+static slot_test_server srv;
+static char *tmp;
+
+static const char *bench_path(void)
+{
+    const char *p = getenv("SLOT_BENCH");
+    if (!p || !*p)
+        T_FAIL_("%s", "SLOT_BENCH is not set (run through meson test)");
+    return p;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Run slot-bench with args; stdout and stderr into out (NUL-terminated, cut at
+ * OUT_BYTES). Returns the exit status; aborts the test after BENCH_RUN_TIMEOUT_MS. */
+static int run_bench(const char *const *args, char *out)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bench-out.txt", tmp);
+    const char *argv[64] = {bench_path()};
+    size_t n = 1;
+    for (; args[n - 1] && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    uint64_t t0 = slot_test_now_ms();
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        if (slot_test_now_ms() - t0 > BENCH_RUN_TIMEOUT_MS) {
+            kill(pid, SIGKILL);
+            T_FAIL_("slot-bench %s ran longer than %d ms", args[0], BENCH_RUN_TIMEOUT_MS);
+        }
+        sleep_ms(20);
+    }
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(out, 1, OUT_BYTES - 1, f) : 0;
+    out[got] = 0;
+    if (f)
+        fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A run that must pass: exit 0 and "verification: passed". */
+static void expect_pass(const char *const *args)
+{
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    int rc = run_bench(args, out);
+    if (rc != 0 || !strstr(out, "verification: passed"))
+        T_FAIL_("slot-bench %s exited %d:\n%s", args[0], rc, out);
+    printf("  %s: %s", args[0], strstr(out, "  requests") ? strstr(out, "  requests") + 2 : "\n");
+    free(out);
+}
+
+static const char *port_arg(uint16_t port)
+{
+    static char buf[16];
+    snprintf(buf, sizeof(buf), "%u", (unsigned)port);
+    return buf;
+}
+
+static void start(void)
+{
+    memset(&srv, 0, sizeof(srv));
+    slot_test_server_start(&srv, NULL, NULL);
+    tmp = slot_test_tmpdir();
+}
+
+static void stop(void)
+{
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    slot_test_server_free(&srv);
+    slot_test_rmdir(tmp);
+    free(tmp);
+}
+
+/* ---------------------------------------------------------------- usage */
+
+static void test_usage_and_help(void)
+{
+    tmp = slot_test_tmpdir();
+    char *out = malloc(OUT_BYTES);
+    static const char *const scenarios[] = {"hot-release", "open-loop", "churn", "sold-out", "multi-event"};
+    for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+        const char *help[] = {scenarios[i], "--help", NULL};
+        ASSERT_EQ(run_bench(help, out), 0);
+        ASSERT(strstr(out, "Exit status") && strstr(out, "--duration") && strstr(out, "--requests"));
+    }
+    const char *bad_opt[] = {"hot-release", "--no-such-option", NULL};
+    ASSERT_EQ(run_bench(bad_opt, out), 64);
+    const char *bad_num[] = {"churn", "--capacity", "lots", NULL};
+    ASSERT_EQ(run_bench(bad_num, out), 64);
+    ASSERT(strstr(out, "--capacity"));
+    const char *wrong_scenario[] = {"hot-release", "--rate", "5", NULL};
+    ASSERT_EQ(run_bench(wrong_scenario, out), 64);
+    const char *pcts[] = {"churn", "--confirm", "50", "--release", "50", "--abandon", "10", NULL};
+    ASSERT_EQ(run_bench(pcts, out), 64);
+    const char *remote[] = {"hot-release", "--host", "192.0.2.1", NULL};
+    ASSERT_EQ(run_bench(remote, out), 64);
+    ASSERT(strstr(out, "loopback"));
+    const char *unknown[] = {"warp-speed", NULL};
+    ASSERT_EQ(run_bench(unknown, out), 64);
+    const char *nothing_there[] = {"hot-release", "--port", "1", NULL};
+    ASSERT_EQ(run_bench(nothing_there, out), 2);
+    free(out);
+    slot_test_rmdir(tmp);
+    free(tmp);
+}
+
+/* ---------------------------------------------------------------- report files */
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ASSERT(f);
+    char *buf = malloc(8u << 20);
+    ASSERT(buf);
+    size_t n = fread(buf, 1, (8u << 20) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void check_json(const char *path, uint64_t capacity)
+{
+    json_error_t e;
+    json_t *root = json_load_file(path, 0, &e);
+    if (!root)
+        T_FAIL_("%s: line %d column %d: %s", path, e.line, e.column, e.text);
+    ASSERT_STR_EQ(json_string_value(json_object_get(root, "tool")), "slot-bench");
+    json_t *cfg = json_object_get(root, "config"), *res = json_object_get(root, "results");
+    ASSERT_STR_EQ(json_string_value(json_object_get(cfg, "scenario")), "hot-release");
+    ASSERT_EQ(json_integer_value(json_object_get(cfg, "capacity")), capacity);
+    ASSERT_EQ(json_integer_value(json_object_get(res, "held_units")), capacity);
+    ASSERT(json_real_value(json_object_get(res, "requests_per_s")) > 0);
+    ASSERT(json_real_value(json_object_get(json_object_get(res, "latency_ms"), "p99")) > 0);
+    ASSERT(json_is_true(json_object_get(json_object_get(root, "verification"), "passed")));
+    json_t *machine = json_object_get(root, "machine");
+    ASSERT_GE(json_integer_value(json_object_get(machine, "nproc")), 1);
+    ASSERT(json_is_string(json_object_get(machine, "kernel")) && json_is_string(json_object_get(machine, "cpu_model")));
+    ASSERT_GT(json_integer_value(json_object_get(machine, "memory_bytes")), 0);
+    json_t *server = json_object_get(json_object_get(root, "target"), "server");
+    ASSERT(json_is_string(json_object_get(server, "version")));
+    json_t *after = json_object_get(json_object_get(root, "server_stats"), "after");
+    ASSERT(json_is_object(json_object_get(after, "batch_size")));
+    ASSERT_GT(json_array_size(json_object_get(root, "series")), 0);
+    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(json_object_get(root, "verification"), "ledger"), "holds")),
+              capacity);
+    json_decref(root);
+}
+
+/* Header, seven numeric columns, time increasing, the last row sold out. */
+static void check_csv(const char *path, uint64_t capacity)
+{
+    char *text = slurp(path);
+    const char *header = "t_ms,sent,held,sold_out,errors,units_left,p99_ms\n";
+    ASSERT(strncmp(text, header, strlen(header)) == 0);
+    long prev_t = -1, rows = 0;
+    unsigned long long last_held = 0, last_left = 1;
+    for (char *save = NULL, *line = strtok_r(text + strlen(header), "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        long t;
+        unsigned long long sent, held, so, err, left;
+        double p99;
+        char tail;
+        int n = sscanf(line, "%ld,%llu,%llu,%llu,%llu,%llu,%lf%c", &t, &sent, &held, &so, &err, &left, &p99, &tail);
+        if (n != 7)
+            T_FAIL_("%s: not 7 numeric columns: '%s'", path, line);
+        ASSERT_GT(t, prev_t);
+        ASSERT_GE(sent, held);
+        prev_t = t;
+        last_held = held;
+        last_left = left;
+        rows++;
+    }
+    ASSERT_GT(rows, 0);
+    ASSERT_EQ(last_held, capacity);
+    ASSERT_EQ(last_left, 0);
+    free(text);
+}
+
+/* Well-formed enough for any XML parser: every tag closed in order, quotes balanced. */
+static void check_svg_tags(const char *path)
+{
+    char *text = slurp(path);
+    ASSERT(strncmp(text, "<?xml", 5) == 0 && strstr(text, "<svg ") && strstr(text, "</svg>"));
+    char stack[32][32];
+    int depth = 0, roots = 0;
+    for (char *p = strchr(text, '<'); p; p = strchr(p + 1, '<')) {
+        char *end = strchr(p, '>');
+        ASSERT(end);
+        if (p[1] == '?' || p[1] == '!')
+            continue;
+        bool closing = p[1] == '/', self = end[-1] == '/';
+        char name[32];
+        ASSERT_EQ(sscanf(p + 1 + closing, "%31[a-zA-Z]", name), 1);
+        if (closing) {
+            ASSERT_GT(depth, 0);
+            ASSERT_STR_EQ(stack[--depth], name);
+        } else if (!self) {
+            ASSERT_LT(depth, 32);
+            roots += depth == 0;
+            strcpy(stack[depth++], name);
+        }
+    }
+    ASSERT_EQ(depth, 0);
+    ASSERT_EQ(roots, 1);
+    ASSERT(strstr(text, "units left") && strstr(text, "requests/s") && strstr(text, "latency (ms)"));
+    free(text);
+}
+
+static void check_svg(const char *path)
+{
+    check_svg_tags(path);
+    if (system("command -v python3 >/dev/null 2>&1") != 0) {
+        printf("  python3 not installed: the SVG was checked by the built-in tag check only\n");
+        return;
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' '%s'", path);
+    ASSERT_EQ(system(cmd), 0);
+}
+
+static void test_hot_release_reports(void)
+{
+    start();
+    char json[512], csv[512], svg[512];
+    snprintf(json, sizeof(json), "%s/r.json", tmp);
+    snprintf(csv, sizeof(csv), "%s/r.csv", tmp);
+    snprintf(svg, sizeof(svg), "%s/r.svg", tmp);
+    const char *args[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "3000", "--connections", "16",
+                          "--pipeline", "4", "--tail", "500", "--seed", "7", "--json", json, "--csv", csv, "--svg", svg,
+                          NULL};
+    expect_pass(args);
+    check_json(json, 3000);
+    check_csv(csv, 3000);
+    check_svg(svg);
+    stop();
+}
+
+/* ---------------------------------------------------------------- each scenario, briefly */
+
+static void test_open_loop(void)
+{
+    start();
+    const char *args[] = {"open-loop", "--port", port_arg(srv.port), "--rate", "3000", "--duration", "1.5",
+                          "--connections", "8", "--pipeline", "16", NULL};
+    expect_pass(args);
+    stop();
+}
+
+static void test_churn(void)
+{
+    start();
+    const char *args[] = {"churn", "--port", port_arg(srv.port), "--duration", "2", "--capacity", "400",
+                          "--connections", "8", "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30",
+                          "--max-per-user", "3", "--users", "200", "--qty", "1:80,2:20", NULL};
+    expect_pass(args);
+    stop();
+}
+
+static void test_sold_out(void)
+{
+    start();
+    const char *args[] = {"sold-out", "--port", port_arg(srv.port), "--capacity", "300", "--duration", "1",
+                          "--connections", "8", "--pipeline", "8", NULL};
+    expect_pass(args);
+    stop();
+}
+
+static void test_multi_event(void)
+{
+    start();
+    const char *args[] = {"multi-event", "--port", port_arg(srv.port), "--events", "4", "--capacity", "300",
+                          "--qty", "1:70,2:20,4:10", "--tail", "200", "--connections", "16", "--pipeline", "2", NULL};
+    expect_pass(args);
+    stop();
+}
+
+static void test_warmup_and_bounds(void)
+{
+    start();
+    const char *warm[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "500", "--warmup", "0.5",
+                          "--connections", "8", "--tail", "100", NULL};
+    expect_pass(warm);
+    /* Stopped by --requests before the sell-out: verification says so and fails. */
+    char *out = malloc(OUT_BYTES);
+    const char *bounded[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000", "--requests", "100",
+                             "--connections", "4", NULL};
+    ASSERT_EQ(run_bench(bounded, out), 1);
+    ASSERT(strstr(out, "not sold out") && strstr(out, "--requests"));
+    free(out);
+    stop();
+}
+
+/* ---------------------------------------------------------------- a lying server */
+
+typedef struct fake {
+    int listener;
+    uint16_t port;
+    volatile int stop;
+    uint64_t next_hold;
+} fake;
+
+/* The answer of a server that grants every hold and shows an untouched event. */
+static void fake_answer(fake *fk, const char *line, char *out, size_t cap)
+{
+    json_t *req = json_loads(line, 0, NULL);
+    const char *op = json_string_value(json_object_get(req, "op"));
+    const char *ev = json_string_value(json_object_get(req, "event"));
+    json_int_t cap_units = json_integer_value(json_object_get(req, "capacity"));
+    if (op && strcmp(op, "hold") == 0)
+        snprintf(out, cap, "{\"ok\":true,\"status\":\"held\",\"hold\":\"h%" PRIu64 "\",\"qty\":%d,\"expires_at\":%" PRIu64 "}\n",
+                 fk->next_hold++, (int)json_integer_value(json_object_get(req, "qty")), slot_test_now_ms() + 600000);
+    else if (op && (strcmp(op, "create_event") == 0 || strcmp(op, "event") == 0))
+        snprintf(out, cap, "{\"ok\":true,\"event\":\"%s\",\"status\":\"on_sale\",\"capacity\":%d,\"available\":%d,"
+                           "\"held\":0,\"confirmed\":0,\"shards\":1}\n",
+                 ev ? ev : "?", (int)(cap_units ? cap_units : 100), (int)(cap_units ? cap_units : 100));
+    else if (op && strcmp(op, "get_hold") == 0)
+        snprintf(out, cap, "{\"ok\":true,\"hold\":\"%s\",\"status\":\"held\",\"qty\":1}\n",
+                 json_string_value(json_object_get(req, "hold")));
+    else if (op && strcmp(op, "check") == 0)
+        snprintf(out, cap, "{\"ok\":true,\"events\":1,\"holds\":0,\"violations\":[]}\n");
+    else
+        snprintf(out, cap, "{\"ok\":true,\"server\":\"slotd\",\"version\":\"0.0.0-fake\",\"protocol\":1}\n");
+    json_decref(req);
+}
+
+/* Serve lines on one connection's buffer; false when it closed. */
+static bool fake_serve(fake *fk, int fd, char *buf, size_t *len)
+{
+    ssize_t n = read(fd, buf + *len, 65536 - *len - 1);
+    if (n <= 0)
+        return false;
+    *len += (size_t)n;
+    char *start = buf, *nl;
+    while ((nl = memchr(start, '\n', (size_t)(buf + *len - start))) != NULL) {
+        *nl = 0;
+        char reply[512];
+        fake_answer(fk, start, reply, sizeof(reply));
+        ASSERT_EQ(write(fd, reply, strlen(reply)), (ssize_t)strlen(reply));
+        start = nl + 1;
+    }
+    *len = (size_t)(buf + *len - start);
+    memmove(buf, start, *len);
+    return true;
+}
+
+static void *fake_main(void *arg)
+{
+    fake *fk = arg;
+    struct pollfd pfd[FAKE_CONNS_MAX + 1] = {{.fd = fk->listener, .events = POLLIN}};
+    static char bufs[FAKE_CONNS_MAX][65536];
+    size_t lens[FAKE_CONNS_MAX] = {0};
+    int n = 1;
+    while (!fk->stop) {
+        if (poll(pfd, (nfds_t)n, 100) <= 0)
+            continue;
+        if ((pfd[0].revents & POLLIN) && n <= FAKE_CONNS_MAX) {
+            pfd[n] = (struct pollfd){.fd = accept(fk->listener, NULL, NULL), .events = POLLIN};
+            lens[n - 1] = 0;
+            n += pfd[n].fd >= 0;
+        }
+        for (int i = 1; i < n; i++)
+            if ((pfd[i].revents & (POLLIN | POLLHUP)) && !fake_serve(fk, pfd[i].fd, bufs[i - 1], &lens[i - 1])) {
+                close(pfd[i].fd);
+                pfd[i].fd = -1; /* poll skips it */
+            }
+    }
+    return NULL;
+}
+
+static void test_verification_catches_a_lying_server(void)
+{
+    tmp = slot_test_tmpdir();
+    fake fk = {0};
+    fk.listener = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    ASSERT_EQ(bind(fk.listener, (struct sockaddr *)&a, sizeof(a)), 0);
+    ASSERT_EQ(listen(fk.listener, 16), 0);
+    ASSERT_EQ(getsockname(fk.listener, (struct sockaddr *)&a, &alen), 0);
+    fk.port = ntohs(a.sin_port);
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, fake_main, &fk), 0);
+    char *out = malloc(OUT_BYTES);
+    const char *args[] = {"hot-release", "--port", port_arg(fk.port), "--capacity", "100", "--connections", "2",
+                          "--pipeline", "4", "--tail", "0", "--duration", "5", NULL};
+    int rc = run_bench(args, out);
+    if (rc != 1 || !strstr(out, "verification: FAILED") || !strstr(out, "oversold") || !strstr(out, "shows capacity"))
+        T_FAIL_("a server that oversells: exit %d:\n%s", rc, out);
+    fk.stop = 1;
+    pthread_join(th, NULL);
+    close(fk.listener);
+    free(out);
+    slot_test_rmdir(tmp);
+    free(tmp);
+}
+
+/* ---------------------------------------------------------------- the Redis peer */
+
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    ASSERT_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* redis-server on a free loopback port, data in tmp; waits until it answers PING. */
+static pid_t redis_start(uint16_t port)
+{
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        execlp("redis-server", "redis-server", "--port", port_arg(port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "yes", "--appendfsync", "always", "--dir", tmp, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        char pong[8] = "";
+        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && write(fd, "PING\r\n", 6) == 6 &&
+            read(fd, pong, sizeof(pong) - 1) > 0 && strncmp(pong, "+PONG", 5) == 0) {
+            close(fd);
+            return pid;
+        }
+        close(fd);
+        sleep_ms(50);
+    }
+    kill(pid, SIGKILL);
+    T_FAIL_("redis-server on port %u did not answer PING", (unsigned)port);
+}
+
+static void test_redis_target(void)
+{
+    if (system("command -v redis-server >/dev/null 2>&1") != 0) {
+        printf("  skipped: redis-server is not installed (apt-get install redis-server)\n");
+        return;
+    }
+    tmp = slot_test_tmpdir();
+    char *out = malloc(OUT_BYTES);
+    const char *version[] = {"--version", NULL};
+    ASSERT_EQ(run_bench(version, out), 0);
+    if (!strstr(out, "redis")) {
+        printf("  skipped: this slot-bench was built without hiredis (apt-get install libhiredis-dev)\n");
+        free(out);
+        return;
+    }
+    uint16_t port = free_port();
+    pid_t pid = redis_start(port);
+    char target[64];
+    snprintf(target, sizeof(target), "redis://127.0.0.1:%u", (unsigned)port);
+    const char *hr[] = {"hot-release", "--target", target, "--capacity", "1500", "--connections", "8", "--pipeline",
+                        "4", "--tail", "300", NULL};
+    expect_pass(hr);
+    const char *churn[] = {"churn", "--target", target, "--duration", "2", "--capacity", "300", "--connections", "4",
+                           "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30", NULL};
+    expect_pass(churn);
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    free(out);
+    slot_test_rmdir(tmp);
+    free(tmp);
+}
+
+int main(int argc, char **argv)
+{
+    static const slot_test_case cases[] = {
+        {"usage_and_help", test_usage_and_help},
+        {"hot_release_reports", test_hot_release_reports},
+        {"open_loop", test_open_loop},
+        {"churn", test_churn},
+        {"sold_out", test_sold_out},
+        {"multi_event", test_multi_event},
+        {"warmup_and_bounds", test_warmup_and_bounds},
+        {"verification_catches_a_lying_server", test_verification_catches_a_lying_server},
+        {"redis_target", test_redis_target},
+    };
+    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
