@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# bench/compare.sh — slotd against its peers, in one go on one machine, with the
+# same connections and pipeline for every run:
+#
+#   1. the loopback ceiling: redis-benchmark PING against a redis-server;
+#   2. slotd --durability sync       (slot-bench hot-release);
+#   3. slotd --durability nosync     (slot-bench hot-release);
+#   4. Redis + Lua, appendfsync always   (slot-bench hot-release --target redis://);
+#   5. Redis + Lua, appendfsync everysec (the same).
+#
+# Each server is started here on a free loopback port with its data in a temporary
+# folder, and stopped by its PID. The result is a markdown table (requests/s,
+# holds/s, p50, p99, and each run's ratio to the PING ceiling) on stdout, or in
+# --out FILE. Missing Debian packages (redis-server redis-tools libhiredis-dev) are
+# installed with apt-get (sudo when not root), and slot-bench is rebuilt with hiredis
+# when it lacks the Redis target.
+#
+# usage: bench/compare.sh [--connections K] [--pipeline D] [--capacity N]
+#                         [--ping-requests N] [--out FILE] [--build DIR]
+# Exit status: 0 every run completed and verified; 1 a run failed (the table
+# still says which); 64 usage error.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${SLOT_BUILD:-$ROOT/build}
+CONNS=256
+PIPELINE=1
+CAPACITY=200000
+PING_N=""
+OUT=""
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --connections) CONNS=$2; shift 2 ;;
+    --pipeline) PIPELINE=$2; shift 2 ;;
+    --capacity) CAPACITY=$2; shift 2 ;;
+    --ping-requests) PING_N=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+    esac
+done
+for v in "$CONNS" "$PIPELINE" "$CAPACITY" ${PING_N:+"$PING_N"}; do
+    [[ $v =~ ^[0-9]+$ ]] || { echo "compare.sh: not a number: '$v'" >&2; exit 64; }
+done
+PING_N=${PING_N:-$((PIPELINE > 1 ? 4000000 : 1000000))}
+
+log() { echo "compare: $*" >&2; }
+
+# ---------------------------------------------------------------- what we need
+
+need_packages() {
+    local missing=()
+    for p in redis-server redis-tools libhiredis-dev; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    log "installing ${missing[*]}"
+    $sudo apt-get update -qq >&2 || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+}
+
+need_build() {
+    if [ ! -f "$BUILD/build.ninja" ]; then
+        meson setup "$BUILD" "$ROOT" >&2
+    elif ! "$BUILD/bench/slot-bench" --version 2>/dev/null | grep -q redis; then
+        meson setup --reconfigure "$BUILD" "$ROOT" >&2 # hiredis may have just been installed
+    fi
+    ninja -C "$BUILD" slotd bench/slot-bench >&2
+    "$BUILD/bench/slot-bench" --version | grep -q redis || {
+        log "slot-bench was built without hiredis; cannot run the Redis target"
+        exit 1
+    }
+}
+
+# ---------------------------------------------------------------- servers
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/slot-compare-XXXXXX")
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    local keep=()
+    for p in "${PIDS[@]}"; do [ "$p" != "$1" ] && keep+=("$p"); done
+    PIDS=("${keep[@]+"${keep[@]}"}")
+}
+
+# redis_start NAME ARGS... — sets PORT and PID; waits for PING.
+redis_start() {
+    local name=$1; shift
+    PORT=$(free_port)
+    mkdir -p "$TMP/$name"
+    redis-server --port "$PORT" --bind 127.0.0.1 --save '' --dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
+    PID=$!
+    PIDS+=("$PID")
+    for _ in $(seq 1 100); do
+        redis-cli -p "$PORT" ping 2>/dev/null | grep -q PONG && return 0
+        sleep 0.05
+    done
+    log "redis-server ($name) did not start:"; cat "$TMP/$name.log" >&2
+    exit 1
+}
+
+# slotd_start NAME ARGS... — sets PORT and PID from its "listening on" line.
+slotd_start() {
+    local name=$1; shift
+    mkdir -p "$TMP/$name"
+    "$BUILD/slotd" --data "$TMP/$name" --listen 127.0.0.1:0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.log" &
+    PID=$!
+    PIDS+=("$PID")
+    PORT=""
+    for _ in $(seq 1 100); do
+        PORT=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$TMP/$name.out" | head -1)
+        [ -n "$PORT" ] && return 0
+        sleep 0.05
+    done
+    log "slotd ($name) did not start:"; cat "$TMP/$name.log" >&2
+    exit 1
+}
+
+# ---------------------------------------------------------------- runs
+
+ROWS=()
+declare -A HOLDS    # holds/s by run name, for the ratios
+FAILED=0
+
+# ping_ceiling — redis-benchmark PING (multibulk) with the same connections and pipeline.
+ping_ceiling() {
+    redis_start ping
+    log "PING ceiling: redis-benchmark -t ping -c $CONNS -P $PIPELINE -n $PING_N"
+    local out
+    out=$(redis-benchmark -h 127.0.0.1 -p "$PORT" -t ping -c "$CONNS" -P "$PIPELINE" -n "$PING_N" -q 2>/dev/null | tr '\r' '\n')
+    stop_pid "$PID"
+    PING_RPS=$(echo "$out" | sed -n 's/^PING_MBULK: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+    PING_P50=$(echo "$out" | sed -n 's/^PING_MBULK: .*p50=\([0-9.]*\) msec.*/\1/p' | tail -1)
+    [ -n "$PING_RPS" ] || { log "redis-benchmark gave no PING_MBULK line: $out"; exit 1; }
+    ROWS+=("| loopback PING ceiling (redis-benchmark) | $(printf '%.0f' "$PING_RPS") | - | ${PING_P50:--} | - | 1.00 | - | - |")
+}
+
+# bench_row NAME TARGET_ARGS... — one slot-bench hot-release; appends a table row.
+bench_row() {
+    local name=$1; shift
+    local json="$TMP/$name.json"
+    log "$name: slot-bench hot-release --connections $CONNS --pipeline $PIPELINE --capacity $CAPACITY $*"
+    local rc=0
+    "$BUILD/bench/slot-bench" hot-release "$@" --connections "$CONNS" --pipeline "$PIPELINE" \
+        --capacity "$CAPACITY" --json "$json" >"$TMP/$name.txt" 2>&1 || rc=$?
+    cat "$TMP/$name.txt" >&2
+    [ "$rc" -eq 0 ] || FAILED=1
+    if [ ! -f "$json" ]; then
+        ROWS+=("| $name | - | - | - | - | - | - | exit $rc |")
+        return
+    fi
+    ROWS+=("$(python3 - "$json" "$name" "$PING_RPS" "$rc" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); name, ping, rc = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+r = d["results"]; lat = r["latency_ms"]; v = d["verification"]["status"]
+print(f"| {name} | {r['requests_per_s']:.0f} | {r['holds_per_s']:.0f} | {lat['p50']:.3f} | {lat['p99']:.3f} "
+      f"| {r['requests_per_s'] / ping:.2f} | {r['holds_per_s'] / ping:.2f} | {v if rc == '0' else v + ', exit ' + rc} |")
+EOF
+)")
+    HOLDS[$name]=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"]["holds_per_s"])' "$json")
+}
+
+run_all() {
+    ping_ceiling
+    slotd_start slotd-sync --durability sync
+    bench_row "slotd sync" --port "$PORT"
+    stop_pid "$PID"
+    slotd_start slotd-nosync --durability nosync
+    bench_row "slotd nosync" --port "$PORT"
+    stop_pid "$PID"
+    redis_start redis-always --appendonly yes --appendfsync always
+    bench_row "Redis+Lua appendfsync always" --target "redis://127.0.0.1:$PORT"
+    stop_pid "$PID"
+    redis_start redis-everysec --appendonly yes --appendfsync everysec
+    bench_row "Redis+Lua appendfsync everysec" --target "redis://127.0.0.1:$PORT"
+    stop_pid "$PID"
+}
+
+ratio() { python3 -c 'import sys; a, b = float(sys.argv[1] or 0), float(sys.argv[2] or 0); print(f"{a / b:.2f}" if b else "-")' "$1" "$2"; }
+
+report() {
+    local cpu kernel
+    cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
+    kernel=$(uname -sr)
+    echo "### slotd vs Redis+Lua, hot release: $CONNS connections, pipeline $PIPELINE, capacity $CAPACITY"
+    echo
+    echo "$(nproc) CPUs ($cpu), $(free -g | awk '/^Mem:/ {print $2}') GiB, $kernel; $(redis-server --version | awk '{print $1, $2, $3}');"
+    echo "slot-bench, slotd and redis-server on the same machine over loopback. requests/s counts every"
+    echo "answer (held and sold_out); holds/s is held answers until the sell-out (durable in the sync rows"
+    echo "and with appendfsync always). Latency in ms."
+    echo
+    echo "| run | requests/s | holds/s | p50 ms | p99 ms | requests/s ÷ PING | holds/s ÷ PING | verification |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---|"
+    printf '%s\n' "${ROWS[@]}"
+    echo
+    local sync=${HOLDS["slotd sync"]:-0} always=${HOLDS["Redis+Lua appendfsync always"]:-0}
+    echo "slotd sync ÷ Redis+Lua (always), holds/s: **$(ratio "$sync" "$always")x**;" \
+         "slotd sync holds/s ÷ PING ceiling: **$(ratio "$sync" "$PING_RPS")x**."
+    echo
+    echo "Reproduce: \`bench/compare.sh --connections $CONNS --pipeline $PIPELINE --capacity $CAPACITY\`"
+}
+
+need_packages
+need_build
+run_all
+if [ -n "$OUT" ]; then
+    report >"$OUT"
+    log "wrote $OUT"
+else
+    report
+fi
+exit "$FAILED"
