@@ -326,6 +326,19 @@ static void dispatch(server *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Appends a write request to the queue the next batch is taken from. */
+static void queue_push(server *s, entry *e)
+{
+    e->state = ENTRY_QUEUED;
+    e->qnext = NULL;
+    if (s->q_tail)
+        s->q_tail->qnext = e;
+    else
+        s->q_head = e;
+    s->q_tail = e;
+    s->q_len++;
+}
+
 static void count_result(server *s, const entry *e)
 {
     if (e->res.err != SLOT_E_OK)
@@ -412,13 +425,7 @@ static void sweep_enqueue(server *s)
     if (!e)
         return;
     e->sweep = true;
-    e->state = ENTRY_QUEUED;
-    if (s->q_tail)
-        s->q_tail->qnext = e;
-    else
-        s->q_head = e;
-    s->q_tail = e;
-    s->q_len++;
+    queue_push(s, e);
     s->sweep_pending = true;
 }
 
@@ -611,13 +618,7 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
         s->errors++;
         return;
     }
-    e->state = ENTRY_QUEUED;
-    if (s->q_tail)
-        s->q_tail->qnext = e;
-    else
-        s->q_head = e;
-    s->q_tail = e;
-    s->q_len++;
+    queue_push(s, e);
 }
 
 /* line_too_long: answered, then the connection closes (PROTOCOL.md). */
