@@ -87,7 +87,10 @@ static uint16_t read_port(int fd)
     size_t used = 0;
     while (used < sizeof buf - 1) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 10000) <= 0)
+        int r = poll(&p, 1, 10000);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
             break;
         ssize_t n = read(fd, buf + used, sizeof buf - 1 - used);
         if (n <= 0)
@@ -152,7 +155,18 @@ static int dial(void)
      * tens of thousands in TIME_WAIT and run out of local ports. */
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+    if (rc != 0 && errno == EINTR) {
+        /* libFuzzer's timeout alarm interrupted the wait, not the connect,
+         * which goes on: wait for it to finish and take its result. */
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        socklen_t elen = sizeof rc;
+        while (poll(&p, 1, REPLY_WAIT_MS) < 0 && errno == EINTR) {
+        }
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &elen) != 0 || rc != 0)
+            errno = rc ? rc : errno;
+    }
+    if (rc != 0) {
         int e = errno;
         expect_alive();
         fprintf(stderr, "fuzz_conn: connect: %s\n", strerror(e));
@@ -228,6 +242,8 @@ static void read_replies(int fd, const char *sentinel)
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, REPLY_WAIT_MS);
+        if (r < 0 && errno == EINTR)
+            continue; /* libFuzzer's alarm; the wait starts again */
         if (r == 0) {
             expect_alive();
             die("slotd did not answer within the wait (the sentinel hello got no reply)");
