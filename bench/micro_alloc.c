@@ -120,9 +120,11 @@ static int measure(bool nosync, uint32_t batch, double seconds, uint64_t max_hol
     slot_store_opts opts = {.dir = dir, .nosync = nosync, .map_size_max = 64ull << 30};
     slot_store *st = NULL;
     slot_alloc a;
+    bool inited = false;
     char err[256] = "";
     int rc = slot_store_open(&opts, &st, err, sizeof(err));
     if (rc == 0 && (rc = slot_alloc_init(&a, st)) == 0) {
+        inited = true;
         slot_alloc_seed(&a, 42);
         rc = create_event(st, &a);
     }
@@ -138,6 +140,8 @@ static int measure(bool nosync, uint32_t batch, double seconds, uint64_t max_hol
     if (rc)
         fprintf(stderr, "micro_alloc: %s batch %u: %s%s\n", out->mode, batch, err[0] ? err : "",
                 err[0] ? "" : (rc > 0 ? mdb_strerror(rc) : strerror(-rc)));
+    if (inited)
+        slot_alloc_close(&a); /* its idempotency index */
     slot_store_close(st);
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return rc;

@@ -70,8 +70,9 @@ static void print_counts(const bench_report *r, FILE *f)
     const bench_config *c = r->run->cfg;
     if (c->scenario == BENCH_OPEN_LOOP)
         fprintf(f, "  schedule          %.0f/s: %" PRIu64 " due, %" PRIu64 " sent (most waiting in the bench at once: %" PRIu64
-                   ")\n",
-                c->rate, n->scheduled, n->sent, n->backlog_max);
+                   ")%s\n",
+                c->rate, n->scheduled, n->sent, n->backlog_max,
+                n->scheduled > n->sent ? ": the target fell behind the schedule" : "");
     fprintf(f, "  requests          %" PRIu64 " answered of %" PRIu64 " sent in %.3f s: %.0f requests/s\n", n->answered,
             n->sent, r->run_s, r->requests_per_s);
     fprintf(f, "  holds             %" PRIu64 " (%" PRIu64 " units): %.0f holds/s%s\n", n->holds, n->held_units,
