@@ -354,7 +354,7 @@ bench_phase bench_warmup_phase(const bench_run *run)
     const bench_config *cfg = run->cfg;
     return (bench_phase){
         .name = "warm-up", .conns = cfg->connections, .pipeline = cfg->pipeline,
-        .rate = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate : 0, .requests_max = UINT64_MAX / 2,
+        .rate = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate : 0, .requests_max = cfg->requests,
         .duration_ms = cfg->warmup_ms, .event_first = (uint16_t)(run->nevents - 1), .event_count = 1,
         .tail = UINT64_MAX, .next = hold_next, .on_result = hold_on_result,
     };
@@ -365,7 +365,7 @@ bench_phase bench_prefill_phase(const bench_run *run)
     const bench_config *cfg = run->cfg;
     return (bench_phase){
         .name = "prefill", .conns = cfg->connections, .pipeline = cfg->pipeline > 16 ? cfg->pipeline : 16,
-        .requests_max = UINT64_MAX / 2, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
+        .requests_max = cfg->requests, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
         .ledger = true, .unique_users = true, .tail = 0, .next = hold_next, .on_result = hold_on_result,
     };
 }
@@ -374,7 +374,8 @@ bench_phase bench_verify_phase(const bench_run *run)
 {
     uint32_t conns = run->nconns < BENCH_VERIFY_CONNS ? run->nconns : BENCH_VERIFY_CONNS;
     return (bench_phase){
-        .name = "ledger check", .conns = conns, .pipeline = BENCH_VERIFY_PIPELINE, .requests_max = UINT64_MAX / 2,
+        .name = "ledger check", .conns = conns, .pipeline = BENCH_VERIFY_PIPELINE,
+        .requests_max = run->ledger.n > 0 ? run->ledger.n : 1, /* one get_hold per hold */
         .duration_ms = BENCH_DURATION_MS_MAX, .tail = UINT64_MAX, .next = verify_next, .on_result = verify_on_result,
     };
 }
