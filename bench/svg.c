@@ -143,7 +143,9 @@ static void sellout_panel(FILE *f, const bench_run *run, double sellout_s, doubl
         double x = px_x(&p, sellout_s);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>\n", x,
                 p.y0, x, p.y0 + p.h);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">sold out at %.3f s</text>\n", x + 4, p.y0 + 16, sellout_s);
+        bool left = x > p.x0 + p.w * 0.7; /* near the right axis: write it on the left of the line */
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">sold out at %.3f s</text>\n", left ? x - 4 : x + 4,
+                p.y0 + 16, left ? "end" : "start", sellout_s);
     }
 }
 
