@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -401,25 +400,13 @@ static void connect_cb(uv_connect_t *req, int status)
 
 /* ---------------------------------------------------------------- open and close */
 
-static int resolve(const bench_config *cfg, struct sockaddr_storage *out)
-{
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-    char port[8];
-    snprintf(port, sizeof(port), "%u", (unsigned)cfg->port);
-    int rc = getaddrinfo(cfg->host, port, &hints, &res);
-    if (rc != 0)
-        return -1;
-    memcpy(out, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
-}
+static const struct sockaddr_storage *admin_peer(const bench_admin *a);
 
 static int slotd_open(bench_run *run)
 {
-    if (resolve(run->cfg, &run->addr) < 0) {
-        bench_fail(run, BENCH_EXIT_CONNECTION, "cannot resolve %s", run->cfg->host);
-        return -1;
-    }
+    /* Where the admin connection got through: a name like "localhost" may resolve
+     * to several addresses, and the load must go where the server listens. */
+    memcpy(&run->addr, admin_peer(run->admin), sizeof(run->addr));
     uint32_t depth = run->cfg->pipeline > BENCH_VERIFY_PIPELINE ? run->cfg->pipeline : BENCH_VERIFY_PIPELINE;
     for (uint32_t i = 0; i < run->nconns; i++) {
         bench_conn *c = &run->conns[i];
@@ -470,7 +457,13 @@ struct bench_admin {
     slot_client *c;
     const bench_config *cfg;
     json_t *hello;
+    struct sockaddr_storage peer;       /* the address the connection reached */
 };
+
+static const struct sockaddr_storage *admin_peer(const bench_admin *a)
+{
+    return &a->peer;
+}
 
 static int admin_connect(bench_admin *a, char *err, size_t errlen);
 
@@ -511,6 +504,11 @@ static int admin_connect(bench_admin *a, char *err, size_t errlen)
         snprintf(err, errlen, "cannot connect to slotd at %s:%u: %s", cfg->host, (unsigned)cfg->port,
                  rc == -ENXIO ? "host name not found" : strerror(-rc));
         a->c = NULL;
+        return BENCH_EXIT_CONNECTION;
+    }
+    socklen_t plen = sizeof(a->peer);
+    if (getpeername(slot_client_fd(a->c), (struct sockaddr *)&a->peer, &plen) < 0) {
+        snprintf(err, errlen, "getpeername: %s", strerror(errno));
         return BENCH_EXIT_CONNECTION;
     }
     slot_req req;
