@@ -10,7 +10,9 @@
  * before the crash, or a new one — never two); `check` is clean; the event's
  * counters equal the sum over the holds the clients know of, and
  * available + held + confirmed = capacity; no LMDB reader slot of a killed
- * process is left behind. Restart times (exec to "listening on") are printed.
+ * process is left behind; the shard count is the last reshard an admin,
+ * resharding all along, was told of or the one in flight. Restart times
+ * (exec to "listening on") are printed.
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -49,6 +51,8 @@ static void leak_check(void)
 #define CAPACITY 100000000u      /* never sells out: every hold sent must end held */
 #define TTL_MS 86400000u         /* a day: no hold expires during the test */
 #define USERS_PER_CLIENT 64
+#define RESHARD_SHARDS_MAX 64    /* the admin reshards to 1..this */
+#define RESHARD_PAUSE_US 3000    /* between reshards */
 
 /* What a client knows of one request, by what it was told. */
 typedef enum hstate { H_SENT, H_HELD, H_CONFIRM_SENT, H_CONFIRMED } hstate;
@@ -203,6 +207,41 @@ out:
     return NULL;
 }
 
+/* ---- an admin reshards the event while it sells, so kills land inside
+ *      reshards too */
+
+typedef struct resharder {
+    uint16_t port;
+    uint64_t seed;
+    uint32_t acked, sent;        /* shard counts: the last acknowledged, the last sent */
+    uint64_t count;              /* reshards acknowledged, all rounds */
+} resharder;
+
+static void *reshard_loop(void *p)
+{
+    resharder *x = p;
+    slot_client *c = NULL;
+    if (slot_client_connect("127.0.0.1", x->port, 2000, &c) != 0)
+        return NULL;
+    for (;;) {
+        slot_req q;
+        slot_reply r;
+        slot_req_event(&q, SLOT_OP_RESHARD, EVENT);
+        q.shards = 1 + (uint32_t)(rnd(&x->seed) % RESHARD_SHARDS_MAX);
+        x->sent = q.shards;
+        if (slot_client_call(c, &q, &r, TIMEOUT_MS) != 0)
+            break; /* the server is gone */
+        if (!r.ok)
+            T_FAIL_("reshard: %s", r.line);
+        x->acked = q.shards;
+        x->count++;
+        slot_reply_clear(&r);
+        usleep(RESHARD_PAUSE_US);
+    }
+    slot_client_close(c);
+    return NULL;
+}
+
 /* ---- after a restart: what the clients were told against the store */
 
 /* One request per record in `ix` (build), answers checked in order (take),
@@ -299,7 +338,7 @@ static void pipe_states(slot_client *c, client_log *logs, int states, slot_req (
 /* check is clean, and the event's counters are the clients' holds exactly:
  * every hold in the store was made by a request a client sent, and every such
  * request has now been answered. */
-static void expect_counters(slot_client *c, client_log *logs)
+static void expect_counters(slot_client *c, client_log *logs, resharder *x)
 {
     slot_req q;
     slot_reply r;
@@ -319,6 +358,10 @@ static void expect_counters(slot_client *c, client_log *logs)
     ASSERT_EQ(r.held, held);
     ASSERT_EQ(r.confirmed, confirmed);
     ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
+    if (r.shards != x->acked && r.shards != x->sent)
+        T_FAIL_("%llu shards after the restart; the admin was told %u and had sent %u",
+                (unsigned long long)r.shards, (unsigned)x->acked, (unsigned)x->sent);
+    x->acked = x->sent = (uint32_t)r.shards; /* what the next round starts from */
     slot_reply_clear(&r);
 }
 
@@ -349,14 +392,14 @@ static void expect_no_stale_readers(const char *dir)
 
 /* After a restart: settle the requests whose answers were lost, then every
  * acknowledged hold, the counters and the reader table. */
-static void verify_after_restart(const slot_test_server *srv, client_log *logs)
+static void verify_after_restart(const slot_test_server *srv, client_log *logs, resharder *x)
 {
     slot_client *c = NULL;
     ASSERT_EQ(slot_client_connect("127.0.0.1", srv->port, 5000, &c), 0);
     pipe_states(c, logs, 1 << H_SENT, build_hold, take_resent_hold);
     pipe_states(c, logs, 1 << H_CONFIRM_SENT, build_confirm, take_resent_confirm);
     pipe_states(c, logs, (1 << H_HELD) | (1 << H_CONFIRMED), build_get, take_get);
-    expect_counters(c, logs);
+    expect_counters(c, logs, x);
     slot_client_close(c);
     expect_no_stale_readers(srv->dir);
 }
@@ -375,16 +418,18 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* One round: the clients sell until slotd is killed at a random moment. */
-static void storm_round(slot_test_server *srv, client_log *logs, uint64_t *seed)
+static void storm_round(slot_test_server *srv, client_log *logs, resharder *x, uint64_t *seed)
 {
-    pthread_t th[CLIENTS];
+    pthread_t th[CLIENTS + 1];
     for (int i = 0; i < CLIENTS; i++) {
         logs[i].port = srv->port;
         ASSERT_EQ(pthread_create(&th[i], NULL, storm_client, &logs[i]), 0);
     }
+    x->port = srv->port;
+    ASSERT_EQ(pthread_create(&th[CLIENTS], NULL, reshard_loop, x), 0);
     usleep((useconds_t)(RUN_MS_MIN + rnd(seed) % RUN_MS_SPAN) * 1000u);
     slot_test_server_kill9(srv);
-    for (int i = 0; i < CLIENTS; i++)
+    for (int i = 0; i <= CLIENTS; i++)
         pthread_join(th[i], NULL);
 }
 
@@ -414,13 +459,14 @@ static void crash_storm(void)
         logs[i].index = i;
         logs[i].seed = seed + (uint64_t)i;
     }
+    resharder x = {.seed = seed ^ 0x5eed, .acked = SLOT_SHARDS_DEFAULT, .sent = SLOT_SHARDS_DEFAULT};
     uint64_t restart_us[CRASHES];
     for (int k = 0; k < CRASHES; k++) {
-        storm_round(&srv, logs, &seed);
+        storm_round(&srv, logs, &x, &seed);
         uint64_t t0 = now_us();
         slot_test_server_start(&srv, srv.dir, NULL); /* the same folder */
         restart_us[k] = now_us() - t0;
-        verify_after_restart(&srv, logs);
+        verify_after_restart(&srv, logs, &x);
     }
     size_t total = 0, held = 0, confirmed = 0;
     for (int i = 0; i < CLIENTS; i++) {
@@ -430,13 +476,15 @@ static void crash_storm(void)
         free(logs[i].r);
     }
     qsort(restart_us, CRASHES, sizeof restart_us[0], cmp_u64);
-    printf("crash storm: %d kill -9 survived, %zu holds (%zu held, %zu confirmed) all found after each restart\n"
+    printf("crash storm: %d kill -9 survived, %zu holds (%zu held, %zu confirmed) all found after each restart, "
+           "%llu reshards meanwhile\n"
            "crash storm: restart to \"listening on\": min %.1f ms, median %.1f ms, max %.1f ms\n",
-           CRASHES, total, held, confirmed, restart_us[0] / 1000.0, restart_us[CRASHES / 2] / 1000.0,
+           CRASHES, total, held, confirmed, (unsigned long long)x.count, restart_us[0] / 1000.0, restart_us[CRASHES / 2] / 1000.0,
            restart_us[CRASHES - 1] / 1000.0);
     fflush(stdout);
     ASSERT_GT(confirmed, 0);
     ASSERT_GT(held, 0);
+    ASSERT_GT(x.count, 0);
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_free(&srv);
     leak_check();
