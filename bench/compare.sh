@@ -209,7 +209,8 @@ report() {
     echo "$(nproc) CPUs ($cpu), $(free -g | awk '/^Mem:/ {print $2}') GiB, $kernel; $(redis-server --version | awk '{print $1, $2, $3}');"
     echo "slot-bench, slotd and redis-server on the same machine over loopback. requests/s counts every"
     echo "answer (held and sold_out); holds/s is held answers until the sell-out (durable in the sync rows"
-    echo "and with appendfsync always). Latency in ms."
+    echo "and with appendfsync always). Latency in ms. Load average before: $LOAD_BEFORE; after: $LOAD_AFTER"
+    echo "(anything else running on the machine shows up in these numbers)."
     echo
     echo "| run | requests/s | holds/s | p50 ms | p99 ms | requests/s ÷ PING | holds/s ÷ PING | verification |"
     echo "|---|---:|---:|---:|---:|---:|---:|---|"
@@ -224,7 +225,9 @@ report() {
 
 need_packages
 need_build
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 run_all
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ -n "$OUT" ]; then
     report >"$OUT"
     log "wrote $OUT"
