@@ -732,7 +732,7 @@ static bool out_reserve(conn *c, size_t need)
 static bool out_encode(conn *c, const entry *e)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        char *dst = c->out + c->out_len;
+        char *dst = c->out ? c->out + c->out_len : NULL; /* no arithmetic on a NULL buffer */
         size_t room = c->out_cap - c->out_len;
         size_t n = e->parsed ? slot_proto_encode(&e->req, &e->res, dst, room)
                              : slot_proto_encode_error(&e->req.id, e->res.err, e->res.message[0] ? e->res.message : NULL,
