@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonw.h"
+
 /* ---------------------------------------------------------------- building */
 
 void slot_req_init(slot_req *req, slot_op op)
@@ -138,112 +140,33 @@ int slot_req_event(slot_req *req, slot_op op, const char *event)
 
 /* ---------------------------------------------------------------- encoding */
 
-/* A bounded writer that keeps counting past the end, so the caller learns the
- * size a line needs (snprintf's contract) without a second pass. */
-typedef struct wbuf {
-    char *p;
-    size_t cap;
-    size_t len;
-} wbuf;
+/* The client's strings go out as the caller gave them: bytes >= 0x80 unchanged
+ * (UTF-8 is the caller's; slotd answers bad_json to ill-formed UTF-8, where
+ * U+FFFD would silently turn two different bad names into the same one), and
+ * \b \t \n \f \r in their 2-byte short escapes, as the client always sent them. */
+#define REQ_STR_FLAGS (SLOT__JW_STR_RAW_UTF8 | SLOT__JW_STR_SHORT_ESC)
 
-static void w_mem(wbuf *w, const char *s, size_t n)
+static void w_str_field(slot__jw *w, const char *key, const char *s, size_t n)
 {
-    if (w->len + n <= w->cap)
-        memcpy(w->p + w->len, s, n);
-    w->len += n;
+    slot__jw_key_str(w, key, s, n, REQ_STR_FLAGS);
 }
 
-#define W_LIT(w, lit) w_mem((w), (lit), sizeof(lit) - 1)
-
-static void w_u64(wbuf *w, uint64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    w_mem(w, tmp + i, sizeof(tmp) - i);
-}
-
-static void w_i64(wbuf *w, int64_t v)
-{
-    if (v < 0) {
-        W_LIT(w, "-");
-        w_u64(w, (uint64_t)0 - (uint64_t)v); /* INT64_MIN has no positive int64 */
-        return;
-    }
-    w_u64(w, (uint64_t)v);
-}
-
-/* A JSON string: runs of plain bytes are copied whole; '"', '\\' and control
- * characters are escaped. Bytes >= 0x80 pass as they are (UTF-8 is the
- * caller's; the server answers bad_json to invalid UTF-8). */
-static void w_str(wbuf *w, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    W_LIT(w, "\"");
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\')
-            continue;
-        w_mem(w, s + run, i - run);
-        run = i + 1;
-        switch (ch) {
-        case '"': W_LIT(w, "\\\""); break;
-        case '\\': W_LIT(w, "\\\\"); break;
-        case '\n': W_LIT(w, "\\n"); break;
-        case '\r': W_LIT(w, "\\r"); break;
-        case '\t': W_LIT(w, "\\t"); break;
-        case '\b': W_LIT(w, "\\b"); break;
-        case '\f': W_LIT(w, "\\f"); break;
-        default: {
-            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-            w_mem(w, esc, sizeof(esc));
-        }
-        }
-    }
-    w_mem(w, s + run, n - run);
-    W_LIT(w, "\"");
-}
-
-/* ,"key":"value" and ,"key":123 — every field after "op" starts with a comma. */
-static void w_key(wbuf *w, const char *key)
-{
-    W_LIT(w, ",\"");
-    w_mem(w, key, strlen(key));
-    W_LIT(w, "\":");
-}
-
-static void w_str_field(wbuf *w, const char *key, const char *s, size_t n)
-{
-    w_key(w, key);
-    w_str(w, s, n);
-}
-
-static void w_u64_field(wbuf *w, const char *key, uint64_t v)
-{
-    w_key(w, key);
-    w_u64(w, v);
-}
-
-static void w_create_event(wbuf *w, const slot_req *req)
+static void w_create_event(slot__jw *w, const slot_req *req)
 {
     w_str_field(w, "event", req->event, req->event_len);
-    w_u64_field(w, "capacity", req->capacity);
+    slot__jw_key_u64(w, "capacity", req->capacity);
     if (req->has & SLOT_HAS_SHARDS)
-        w_u64_field(w, "shards", req->shards);
+        slot__jw_key_u64(w, "shards", req->shards);
     if (req->has & SLOT_HAS_HOLD_TTL)
-        w_u64_field(w, "hold_ttl_ms", req->hold_ttl_ms);
+        slot__jw_key_u64(w, "hold_ttl_ms", req->hold_ttl_ms);
     if (req->has & SLOT_HAS_MAX_PER_USER)
-        w_u64_field(w, "max_per_user", req->max_per_user);
+        slot__jw_key_u64(w, "max_per_user", req->max_per_user);
     if (req->has & SLOT_HAS_MAX_PER_REQUEST)
-        w_u64_field(w, "max_per_request", req->max_per_request);
+        slot__jw_key_u64(w, "max_per_request", req->max_per_request);
 }
 
 /* The fields of each op (PROTOCOL.md, "Frontend ops" and "Admin ops"). */
-static void w_op_fields(wbuf *w, const slot_req *req)
+static void w_op_fields(slot__jw *w, const slot_req *req)
 {
     switch (req->op) {
     case SLOT_OP_HELLO:
@@ -254,7 +177,7 @@ static void w_op_fields(wbuf *w, const slot_req *req)
         w_str_field(w, "event", req->event, req->event_len);
         w_str_field(w, "user", req->user, req->user_len);
         w_str_field(w, "request", req->request, req->request_len);
-        w_u64_field(w, "qty", req->qty);
+        slot__jw_key_u64(w, "qty", req->qty);
         break;
     case SLOT_OP_CONFIRM:
     case SLOT_OP_RELEASE:
@@ -280,11 +203,11 @@ static void w_op_fields(wbuf *w, const slot_req *req)
         break;
     case SLOT_OP_SET_CAPACITY:
         w_str_field(w, "event", req->event, req->event_len);
-        w_u64_field(w, "capacity", req->capacity);
+        slot__jw_key_u64(w, "capacity", req->capacity);
         break;
     case SLOT_OP_RESHARD:
         w_str_field(w, "event", req->event, req->event_len);
-        w_u64_field(w, "shards", req->shards);
+        slot__jw_key_u64(w, "shards", req->shards);
         break;
     case SLOT_OP_SET_STATUS: {
         const char *st = slot_event_status_name(req->status);
@@ -303,22 +226,21 @@ long slot_req_encode(const slot_req *req, char *buf, size_t cap)
 {
     if ((unsigned)req->op >= SLOT_OP__COUNT)
         return -EINVAL;
-    wbuf w = {.p = buf, .cap = cap, .len = 0};
+    slot__jw w;
+    slot__jw_init(&w, buf, cap);
     const char *op = slot_op_name(req->op);
-    W_LIT(&w, "{\"op\":\"");
-    w_mem(&w, op, strlen(op)); /* op names are plain ASCII: no escaping */
-    W_LIT(&w, "\"");
+    SLOT__JW_LIT(&w, "{\"op\":\"");
+    slot__jw_mem(&w, op, strlen(op)); /* op names are plain ASCII: no escaping */
+    SLOT__JW_LIT(&w, "\"");
     if (req->id.kind == SLOT_ID_INT) {
-        w_key(&w, "id");
-        w_i64(&w, req->id.i);
+        slot__jw_key(&w, "id");
+        slot__jw_i64(&w, req->id.i);
     } else if (req->id.kind == SLOT_ID_STR) {
         w_str_field(&w, "id", req->id.s, req->id.len);
     }
     w_op_fields(&w, req);
-    W_LIT(&w, "}\n");
-    if (w.len < cap)
-        buf[w.len] = 0;
-    return (long)w.len;
+    SLOT__JW_LIT(&w, "}\n");
+    return (long)slot__jw_finish(&w);
 }
 
 /* ---------------------------------------------------------------- replies */

@@ -7,9 +7,11 @@
  * object, at most SLOT_JSON_DEPTH_MAX deep), the id, the op, the op's fields.
  * The only heap use is jansson's tree, freed before returning.
  *
- * Encoding: replies are written straight into the caller's buffer by a small
- * bounded writer that counts what it could not write, so the return value is
- * the needed length, as snprintf's is. No heap use.
+ * Encoding: replies are written straight into the caller's buffer by the
+ * bounded writer of jsonw.h, which counts what it could not write, so the
+ * return value is the needed length, as snprintf's is. Strings are escaped
+ * strictly: ill-formed UTF-8 becomes U+FFFD, so a reply always parses. No
+ * heap use.
  */
 #include "slot/proto.h"
 
@@ -19,6 +21,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "jsonw.h"
 
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                   */
@@ -425,175 +429,50 @@ slot_err slot_proto_parse(const char *line, size_t len, slot_req *req, char *msg
 /* Encoding                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* A bounded output: bytes past cap are counted, not written, so len is the needed length. */
-typedef struct writer {
-    char *buf;
-    size_t cap;
-    size_t len;
-} writer;
-
-static void put(writer *w, const char *s, size_t n)
-{
-    /* strictly less than, so a fitting reply always has room for its NUL */
-    if (w->len < w->cap && n < w->cap - w->len)
-        memcpy(w->buf + w->len, s, n);
-    w->len += n;
-}
-
-/* Only for string literals: "" lit "" refuses anything else at compile time. */
-#define PUT_LIT(w, lit) put((w), "" lit "", sizeof(lit) - 1)
-
-static void put_u64(writer *w, uint64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put(w, tmp + i, sizeof(tmp) - i);
-}
-
-static void put_i64(writer *w, int64_t v)
-{
-    if (v < 0) {
-        PUT_LIT(w, "-");
-        put_u64(w, (uint64_t)0 - (uint64_t)v); /* INT64_MIN has no positive int64 */
-        return;
-    }
-    put_u64(w, (uint64_t)v);
-}
-
-/*
- * Length of the well-formed UTF-8 sequence at p (Unicode table 3-7: no
- * overlongs, no surrogates, nothing above U+10FFFF), or 0 when ill-formed.
- */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
-    size_t len;
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        len = 2;
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        len = 3;
-        if (p[0] == 0xe0)
-            lo = 0xa0; /* overlong below U+0800 */
-        if (p[0] == 0xed)
-            hi = 0x9f; /* surrogates U+D800..U+DFFF */
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        len = 4;
-        if (p[0] == 0xf0)
-            lo = 0x90; /* overlong below U+10000 */
-        if (p[0] == 0xf4)
-            hi = 0x8f; /* above U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return len;
-}
-
-/*
- * A JSON string (RFC 8259): quote and backslash escaped, control characters
- * as \u00XX, UTF-8 passed through. Ill-formed UTF-8 (a message cut by
- * snprintf mid-character, say) becomes U+FFFD so the reply always parses.
- */
-static void put_str(writer *w, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, run = 0;
-    PUT_LIT(w, "\"");
-    while (i < n) {
-        unsigned char ch = p[i];
-        /* k: bytes that pass through as they are; 0 when this byte needs an escape */
-        size_t k = ch >= 0x80 ? utf8_len(p + i, n - i) : (ch >= 0x20 && ch != '"' && ch != '\\') ? 1 : 0;
-        if (k > 0) {
-            i += k;
-            continue;
-        }
-        put(w, s + run, i - run);
-        if (ch == '"' || ch == '\\') {
-            char esc[2] = {'\\', (char)ch};
-            put(w, esc, 2);
-        } else if (ch < 0x20) {
-            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-            put(w, esc, 6);
-        } else {
-            PUT_LIT(w, "\\ufffd");
-        }
-        run = ++i;
-    }
-    put(w, s + run, n - run);
-    PUT_LIT(w, "\"");
-}
-
 /* A NUL-terminated field of a fixed-size array; strnlen guards a missing NUL. */
-#define PUT_FIXED(w, arr) put_str((w), (arr), strnlen((arr), sizeof(arr)))
+#define PUT_FIXED(w, arr) slot__jw_str((w), (arr), strnlen((arr), sizeof(arr)), SLOT__JW_STR_STRICT)
 
-/* ,"key": — keys are literals of this file and need no escaping. */
-static void put_key(writer *w, const char *key)
+static void kv_cstr(slot__jw *w, const char *key, const char *s)
 {
-    PUT_LIT(w, ",\"");
-    put(w, key, strlen(key));
-    PUT_LIT(w, "\":");
+    slot__jw_key_str(w, key, s, strlen(s), SLOT__JW_STR_STRICT);
 }
 
-static void kv_u64(writer *w, const char *key, uint64_t v)
+static void kv_bool(slot__jw *w, const char *key, bool v)
 {
-    put_key(w, key);
-    put_u64(w, v);
-}
-
-static void kv_cstr(writer *w, const char *key, const char *s)
-{
-    put_key(w, key);
-    put_str(w, s, strlen(s));
-}
-
-static void kv_bool(writer *w, const char *key, bool v)
-{
-    put_key(w, key);
+    slot__jw_key(w, key);
     if (v)
-        PUT_LIT(w, "true");
+        SLOT__JW_LIT(w, "true");
     else
-        PUT_LIT(w, "false");
+        SLOT__JW_LIT(w, "false");
 }
 
 /* {"id":...,"ok":true|false — the id first, as PROTOCOL.md shows it. */
-static void put_head(writer *w, const slot_id *id, bool ok)
+static void put_head(slot__jw *w, const slot_id *id, bool ok)
 {
-    PUT_LIT(w, "{");
+    SLOT__JW_LIT(w, "{");
     if (id && id->kind == SLOT_ID_INT) {
-        PUT_LIT(w, "\"id\":");
-        put_i64(w, id->i);
-        PUT_LIT(w, ",");
+        SLOT__JW_LIT(w, "\"id\":");
+        slot__jw_i64(w, id->i);
+        SLOT__JW_LIT(w, ",");
     } else if (id && id->kind == SLOT_ID_STR) {
-        PUT_LIT(w, "\"id\":");
-        put_str(w, id->s, id->len <= SLOT_ID_BYTES_MAX ? id->len : SLOT_ID_BYTES_MAX);
-        PUT_LIT(w, ",");
+        SLOT__JW_LIT(w, "\"id\":");
+        slot__jw_str(w, id->s, id->len <= SLOT_ID_BYTES_MAX ? id->len : SLOT_ID_BYTES_MAX, SLOT__JW_STR_STRICT);
+        SLOT__JW_LIT(w, ",");
     }
     if (ok)
-        PUT_LIT(w, "\"ok\":true");
+        SLOT__JW_LIT(w, "\"ok\":true");
     else
-        PUT_LIT(w, "\"ok\":false");
+        SLOT__JW_LIT(w, "\"ok\":false");
 }
 
 /* "error" and "message"; message/len is the caller's text, or NULL for the default of err. */
-static void put_error_body(writer *w, slot_err err, const char *message, size_t len)
+static void put_error_body(slot__jw *w, slot_err err, const char *message, size_t len)
 {
     kv_cstr(w, "error", slot_err_name(err));
-    put_key(w, "message");
     if (message)
-        put_str(w, message, len);
+        slot__jw_key_str(w, "message", message, len, SLOT__JW_STR_STRICT);
     else
-        put_str(w, slot_err_message(err), strlen(slot_err_message(err)));
+        kv_cstr(w, "message", slot_err_message(err));
 }
 
 /*
@@ -601,7 +480,7 @@ static void put_error_body(writer *w, slot_err err, const char *message, size_t 
  * raw CR/LF (only ever whitespace in valid JSON) made spaces so the reply
  * stays one line. Text that is not an object is ignored.
  */
-static void put_extra(writer *w, const char *extra)
+static void put_extra(slot__jw *w, const char *extra)
 {
     if (!extra)
         return;
@@ -617,106 +496,106 @@ static void put_extra(writer *w, const char *extra)
         b++;
     if (b == e)
         return;
-    PUT_LIT(w, ",");
+    SLOT__JW_LIT(w, ",");
     for (const char *run = b; run < e;) {
         const char *nl = run;
         while (nl < e && *nl != '\n' && *nl != '\r')
             nl++;
-        put(w, run, (size_t)(nl - run));
+        slot__jw_mem(w, run, (size_t)(nl - run));
         if (nl < e)
-            PUT_LIT(w, " ");
+            SLOT__JW_LIT(w, " ");
         run = nl + 1;
     }
 }
 
 /* The event view shared by event, create_event, set_capacity, reshard and set_status. */
-static void put_event_view(writer *w, const slot_event_view *v)
+static void put_event_view(slot__jw *w, const slot_event_view *v)
 {
-    put_key(w, "event");
+    slot__jw_key(w, "event");
     PUT_FIXED(w, v->event);
     kv_cstr(w, "status", slot_event_status_name(v->status));
-    kv_u64(w, "capacity", v->capacity);
-    kv_u64(w, "available", v->available);
-    kv_u64(w, "held", v->held);
-    kv_u64(w, "confirmed", v->confirmed);
-    kv_u64(w, "shards", v->shards);
-    kv_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
-    kv_u64(w, "max_per_user", v->max_per_user);
-    kv_u64(w, "max_per_request", v->max_per_request);
+    slot__jw_key_u64(w, "capacity", v->capacity);
+    slot__jw_key_u64(w, "available", v->available);
+    slot__jw_key_u64(w, "held", v->held);
+    slot__jw_key_u64(w, "confirmed", v->confirmed);
+    slot__jw_key_u64(w, "shards", v->shards);
+    slot__jw_key_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
+    slot__jw_key_u64(w, "max_per_user", v->max_per_user);
+    slot__jw_key_u64(w, "max_per_request", v->max_per_request);
 }
 
-static void put_hold_reply(writer *w, const slot_res *res)
+static void put_hold_reply(slot__jw *w, const slot_res *res)
 {
     if (res->sold_out) {
         kv_cstr(w, "status", "sold_out");
-        kv_u64(w, "available", res->available);
+        slot__jw_key_u64(w, "available", res->available);
         return;
     }
     kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
-    put_key(w, "hold");
+    slot__jw_key(w, "hold");
     PUT_FIXED(w, res->hold);
-    kv_u64(w, "qty", res->qty);
-    kv_u64(w, "expires_at", res->expires_at_ms);
+    slot__jw_key_u64(w, "qty", res->qty);
+    slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
 }
 
-static void put_get_hold(writer *w, const slot_res *res)
+static void put_get_hold(slot__jw *w, const slot_res *res)
 {
-    put_key(w, "hold");
+    slot__jw_key(w, "hold");
     PUT_FIXED(w, res->hold);
-    put_key(w, "user");
+    slot__jw_key(w, "user");
     PUT_FIXED(w, res->user);
     kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
-    kv_u64(w, "qty", res->qty);
-    kv_u64(w, "expires_at", res->expires_at_ms);
-    kv_u64(w, "created_at", res->created_at_ms);
+    slot__jw_key_u64(w, "qty", res->qty);
+    slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
+    slot__jw_key_u64(w, "created_at", res->created_at_ms);
 }
 
-static void put_shards(writer *w, const slot_res *res)
+static void put_shards(slot__jw *w, const slot_res *res)
 {
-    put_key(w, "shards");
-    PUT_LIT(w, "[");
+    slot__jw_key(w, "shards");
+    SLOT__JW_LIT(w, "[");
     for (uint32_t i = 0; res->shard_free && i < res->nshards; i++) {
         if (i > 0)
-            PUT_LIT(w, ",");
-        PUT_LIT(w, "{\"shard\":");
-        put_u64(w, i);
-        PUT_LIT(w, ",\"free\":");
-        put_u64(w, res->shard_free[i]);
-        PUT_LIT(w, "}");
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{\"shard\":");
+        slot__jw_u64(w, i);
+        SLOT__JW_LIT(w, ",\"free\":");
+        slot__jw_u64(w, res->shard_free[i]);
+        SLOT__JW_LIT(w, "}");
     }
-    PUT_LIT(w, "]");
+    SLOT__JW_LIT(w, "]");
 }
 
-static void put_check(writer *w, const slot_res *res)
+static void put_check(slot__jw *w, const slot_res *res)
 {
     uint32_t n = res->nviolations < SLOT_CHECK_VIOLATIONS_MAX ? res->nviolations : SLOT_CHECK_VIOLATIONS_MAX;
-    kv_u64(w, "events", res->events_checked);
-    kv_u64(w, "holds", res->holds_checked);
-    put_key(w, "violations");
-    PUT_LIT(w, "[");
+    slot__jw_key_u64(w, "events", res->events_checked);
+    slot__jw_key_u64(w, "holds", res->holds_checked);
+    slot__jw_key(w, "violations");
+    SLOT__JW_LIT(w, "[");
     for (uint32_t i = 0; res->violations && i < n; i++) {
         const slot_violation *v = &res->violations[i];
         if (i > 0)
-            PUT_LIT(w, ",");
-        PUT_LIT(w, "{\"invariant\":");
-        put_i64(w, v->invariant);
-        put_key(w, "event");
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{\"invariant\":");
+        slot__jw_i64(w, v->invariant);
+        slot__jw_key(w, "event");
         PUT_FIXED(w, v->event);
-        put_key(w, "detail");
+        slot__jw_key(w, "detail");
         PUT_FIXED(w, v->detail);
-        PUT_LIT(w, "}");
+        SLOT__JW_LIT(w, "}");
     }
-    PUT_LIT(w, "]");
-    kv_u64(w, "violations_total", res->nviolations);
+    SLOT__JW_LIT(w, "]");
+    slot__jw_key_u64(w, "violations_total", res->nviolations);
 }
 
 /* The op's own fields of a success reply (PROTOCOL.md, one section per op). */
-static void put_op_fields(writer *w, slot_op op, const slot_res *res)
+static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
 {
     switch (op) {
     case SLOT_OP_HELLO:
         kv_cstr(w, "server", "slotd");
-        kv_u64(w, "protocol", SLOT_PROTOCOL_VERSION);
+        slot__jw_key_u64(w, "protocol", SLOT_PROTOCOL_VERSION);
         kv_cstr(w, "role", slot_role_name(res->role));
         break;
     case SLOT_OP_HOLD:
@@ -724,9 +603,9 @@ static void put_op_fields(writer *w, slot_op op, const slot_res *res)
         break;
     case SLOT_OP_CONFIRM:
         kv_cstr(w, "status", "confirmed");
-        put_key(w, "hold");
+        slot__jw_key(w, "hold");
         PUT_FIXED(w, res->hold);
-        kv_u64(w, "qty", res->qty);
+        slot__jw_key_u64(w, "qty", res->qty);
         break;
     case SLOT_OP_RELEASE:
     case SLOT_OP_CANCEL:
@@ -750,7 +629,7 @@ static void put_op_fields(writer *w, slot_op op, const slot_res *res)
         put_check(w, res);
         break;
     case SLOT_OP_EXPIRE:
-        kv_u64(w, "expired", res->expired);
+        slot__jw_key_u64(w, "expired", res->expired);
         break;
     default: /* stats: res->extra carries it all */
         break;
@@ -758,17 +637,16 @@ static void put_op_fields(writer *w, slot_op op, const slot_res *res)
 }
 
 /* "}\n", the NUL when it fits, and the needed length. */
-static size_t finish(writer *w)
+static size_t finish(slot__jw *w)
 {
-    PUT_LIT(w, "}\n");
-    if (w->len < w->cap)
-        w->buf[w->len] = 0;
-    return w->len;
+    SLOT__JW_LIT(w, "}\n");
+    return slot__jw_finish(w);
 }
 
 size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, size_t cap)
 {
-    writer w = {.buf = buf, .cap = buf ? cap : 0, .len = 0};
+    slot__jw w;
+    slot__jw_init(&w, buf, cap);
     if (res->err != SLOT_E_OK) {
         /* Error replies have the fixed shape of PROTOCOL.md; extra is not spliced into them. */
         put_head(&w, &req->id, false);
@@ -788,7 +666,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
 
 size_t slot_proto_encode_error(const slot_id *id, slot_err err, const char *message, char *buf, size_t cap)
 {
-    writer w = {.buf = buf, .cap = buf ? cap : 0, .len = 0};
+    slot__jw w;
+    slot__jw_init(&w, buf, cap);
     if (err == SLOT_E_OK || (unsigned)err >= SLOT_E__COUNT)
         err = SLOT_E_INTERNAL; /* "ok" is no wire error code; keep the closed set */
     put_head(&w, id, false);
