@@ -4,6 +4,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-slot_need_packages
+# redis-server and hiredis: the bench's Redis peer (tests/test_bench.c runs it).
+slot_need_packages redis-server redis-tools libhiredis-dev
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"
