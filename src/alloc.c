@@ -564,7 +564,7 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
         rc = EIO;
     if (rc == 0)
-        rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+        rc = slot_store_hold_add(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0 && SLOT_FAIL(AFTER_HOLD_INSERT))
         rc = EIO;
     if (rc == 0 && slot__idem_put(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request,

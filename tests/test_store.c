@@ -919,7 +919,43 @@ static void test_state_names(void)
         }
 }
 
+/* hold_add appends when the key is the database's last and falls back to an
+ * ordinary put otherwise (another event's holds sort after, or the key is
+ * already there): every record reads back either way. */
+static void test_hold_add_in_and_out_of_order(void)
+{
+    fixture f;
+    fx_open(&f);
+    slot_hold_rec h, got;
+    MDB_txn *t = txn_w(&f);
+    for (uint64_t seq = 1; seq <= 300; seq++) {
+        hold_sample(&h, seq, "u", "r", 1);
+        ASSERT_EQ(slot_store_hold_add(f.st, t, S("b"), &h), 0);
+    }
+    for (uint64_t seq = 1; seq <= 300; seq++) { /* "a" sorts before "b": not appends */
+        hold_sample(&h, seq, "v", "q", 2);
+        ASSERT_EQ(slot_store_hold_add(f.st, t, S("a"), &h), 0);
+    }
+    hold_sample(&h, 150, "w", "x", 3); /* an existing key: replaced */
+    ASSERT_EQ(slot_store_hold_add(f.st, t, S("b"), &h), 0);
+    ASSERT_EQ(slot_store_expiry_put(f.st, t, 2000, S("b"), 1), 0);
+    ASSERT_EQ(slot_store_expiry_put(f.st, t, 1000, S("b"), 2), 0); /* earlier: not an append */
+    ASSERT_EQ(mdb_txn_commit(t), 0);
+    t = txn_r(&f);
+    for (uint64_t seq = 1; seq <= 300; seq++) {
+        ASSERT_EQ(slot_store_hold_get(f.st, t, S("b"), seq, &got), 0);
+        ASSERT_EQ(got.qty, seq == 150 ? 3 : 1);
+        ASSERT_EQ(slot_store_hold_get(f.st, t, S("a"), seq, &got), 0);
+        ASSERT_EQ(got.qty, 2);
+    }
+    ASSERT_EQ(slot_store_expiry_has(f.st, t, 1000, S("b"), 2), 0);
+    ASSERT_EQ(slot_store_expiry_has(f.st, t, 2000, S("b"), 1), 0);
+    mdb_txn_abort(t);
+    fx_close(&f);
+}
+
 static const slot_test_case cases[] = {
+    {"hold_add_in_and_out_of_order", test_hold_add_in_and_out_of_order},
     {"open_creates_folder_and_schema", test_open_creates_folder_and_schema},
     {"reopen_keeps_records", test_reopen_keeps_records},
     {"open_read_only_missing_folder_fails", test_open_read_only_missing_folder_fails},

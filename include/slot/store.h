@@ -148,6 +148,9 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 
 int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_hold_rec *out);
 int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec);
+/* slot_store_hold_add — hold_put for a new hold: appended when its key is the
+ * database's last (MDB_APPEND fills pages), else put as usual. */
+int slot_store_hold_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec);
 
 int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
 /* slot_store_expiry_has — 0 when the entry exists, MDB_NOTFOUND when not. */
