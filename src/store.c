@@ -9,6 +9,7 @@
 #include "slot/store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,6 +552,8 @@ int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
 /* Walks the records of `dbi` whose key starts with `prefix`, calling fn. */
 typedef int (*raw_fn)(void *ctx, const MDB_val *k, const MDB_val *v);
 
+#define SCAN_STOP INT_MIN /* a row function's "enough": the scan ends without error (no callback returns it) */
+
 static int scan_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen, raw_fn fn, void *ctx)
 {
     MDB_cursor *cur;
@@ -568,7 +571,7 @@ static int scan_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t 
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    return rc == MDB_NOTFOUND || rc == SCAN_STOP ? 0 : rc;
 }
 
 struct scan_ctx {
@@ -578,28 +581,29 @@ struct scan_ctx {
 };
 
 
+struct event_scan {
+    slot_store *st;
+    MDB_txn *txn;
+    slot_store_event_fn fn;
+    void *ctx;
+};
+
+static int event_row(void *c, const MDB_val *k, const MDB_val *v)
+{
+    struct event_scan *es = c;
+    (void)v;
+    buf b = {.p = k->mv_data, .cap = k->mv_size};
+    char ev[SLOT_EVENT_BYTES_MAX + 1];
+    size_t len = get_name(&b, ev, sizeof(ev));
+    slot_event_rec rec;
+    int rc = b.bad ? MDB_CORRUPTED : slot_store_event_get(es->st, es->txn, ev, len, &rec);
+    return rc == 0 ? es->fn(es->ctx, ev, len, &rec) : rc;
+}
+
 int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx)
 {
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, st->dbi[DB_EVENTS], &cur);
-    if (rc != 0)
-        return rc;
-    MDB_val k, v;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    while (rc == 0) {
-        buf b = {.p = k.mv_data, .cap = k.mv_size};
-        char ev[SLOT_EVENT_BYTES_MAX + 1];
-        size_t len = get_name(&b, ev, sizeof(ev));
-        slot_event_rec rec;
-        rc = b.bad ? MDB_CORRUPTED : slot_store_event_get(st, txn, ev, len, &rec);
-        if (rc == 0)
-            rc = fn(ctx, ev, len, &rec);
-        if (rc != 0)
-            break;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    struct event_scan es = {st, txn, fn, ctx};
+    return scan_prefix(txn, st->dbi[DB_EVENTS], NULL, 0, event_row, &es);
 }
 
 static int hold_row(void *c, const MDB_val *k, const MDB_val *v)
@@ -646,29 +650,30 @@ int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t e
     return scan_prefix(txn, st->dbi[DB_USERS], k.raw, k.b.len, user_row, &sc);
 }
 
+struct expiry_scan {
+    uint64_t until_ms;
+    slot_store_expiry_fn fn;
+    void *ctx;
+};
+
+static int expiry_row(void *c, const MDB_val *k, const MDB_val *v)
+{
+    struct expiry_scan *xs = c;
+    (void)v;
+    buf b = {.p = k->mv_data, .cap = k->mv_size};
+    uint64_t at = get_be(&b, 8);
+    if (at > xs->until_ms)
+        return SCAN_STOP; /* keys are in time order: nothing later is due */
+    char ev[SLOT_EVENT_BYTES_MAX + 1];
+    size_t len = get_name(&b, ev, sizeof(ev));
+    uint64_t seq = get_be(&b, 8);
+    return b.bad ? MDB_CORRUPTED : xs->fn(xs->ctx, at, ev, len, seq);
+}
+
 int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot_store_expiry_fn fn, void *ctx)
 {
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, st->dbi[DB_EXPIRY], &cur);
-    if (rc != 0)
-        return rc;
-    MDB_val k, v;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    while (rc == 0) {
-        buf b = {.p = k.mv_data, .cap = k.mv_size};
-        uint64_t at = get_be(&b, 8);
-        if (at > until_ms)
-            break;
-        char ev[SLOT_EVENT_BYTES_MAX + 1];
-        size_t len = get_name(&b, ev, sizeof(ev));
-        uint64_t seq = get_be(&b, 8);
-        rc = b.bad ? MDB_CORRUPTED : fn(ctx, at, ev, len, seq);
-        if (rc != 0)
-            break;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    struct expiry_scan xs = {until_ms, fn, ctx};
+    return scan_prefix(txn, st->dbi[DB_EXPIRY], NULL, 0, expiry_row, &xs);
 }
 
 static int count_row(void *c, const MDB_val *k, const MDB_val *v)
