@@ -387,28 +387,22 @@ static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold
     return rc;
 }
 
-typedef struct idem_build {
-    slot__idem *ix;
-    slot_alloc *a;
-    MDB_txn *txn;
-    const char *ev;
-    size_t ev_len;
-} idem_build;
-
+/* Index building walks every event, then every hold of it; c->ev names the
+ * event being walked and c->a->idem the index being filled. */
 static int idem_add(void *p, const slot_hold_rec *h)
 {
-    idem_build *b = p;
-    int rc = slot__idem_put(b->ix, b->ev, b->ev_len, h->user, h->user_len, h->request, h->request_len, h->seq);
+    ctx *c = p;
+    int rc = slot__idem_put(c->a->idem, c->ev, c->ev_len, h->user, h->user_len, h->request, h->request_len, h->seq);
     return rc == 0 ? 0 : ENOMEM;
 }
 
 static int idem_add_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
 {
-    idem_build *b = p;
+    ctx *c = p;
     (void)e;
-    b->ev = ev;
-    b->ev_len = ev_len;
-    return slot_store_holds_scan(b->a->store, b->txn, ev, ev_len, idem_add, b);
+    c->ev = ev;
+    c->ev_len = ev_len;
+    return slot_store_holds_scan(c->st, c->txn, ev, ev_len, idem_add, c);
 }
 
 /* Builds the idempotency index from the holds database (idem.h says why it
@@ -417,16 +411,15 @@ static int idem_ensure(ctx *c)
 {
     if (c->a->idem)
         return 0;
-    idem_build b = {.ix = slot__idem_new(), .a = c->a, .txn = c->txn};
-    if (!b.ix)
+    ctx walk = {.a = c->a, .st = c->st, .txn = c->txn};
+    if (!(c->a->idem = slot__idem_new()))
         return ENOMEM;
-    int rc = slot_store_events_scan(c->st, c->txn, idem_add_event, &b);
+    int rc = slot_store_events_scan(c->st, c->txn, idem_add_event, &walk);
     if (rc != 0) {
-        slot__idem_free(b.ix);
-        return rc;
+        slot__idem_free(c->a->idem);
+        c->a->idem = NULL;
     }
-    c->a->idem = b.ix;
-    return 0;
+    return rc;
 }
 
 int slot_alloc_load(slot_alloc *a, MDB_txn *txn)
