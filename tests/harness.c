@@ -1,5 +1,6 @@
 /* harness.c — see harness.h. */
 #include "harness.h"
+#include "slot/client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -214,4 +215,31 @@ void slot_test_server_free(slot_test_server *s)
         slot_test_rmdir(s->dir);
     free(s->dir);
     s->dir = NULL;
+}
+
+struct slot_client *slot_test_dial(const slot_test_server *s)
+{
+    slot_client *c = NULL;
+    int rc = slot_client_connect("127.0.0.1", s->port, 5000, &c);
+    if (rc != 0)
+        T_FAIL_("connect to 127.0.0.1:%u: %s", (unsigned)s->port, strerror(-rc));
+    return c;
+}
+
+uint64_t slot_test_stat(const slot_test_server *s, const char *name)
+{
+    slot_client *c = slot_test_dial(s);
+    slot_req q;
+    slot_reply r;
+    slot_req_init(&q, SLOT_OP_STATS);
+    ASSERT_EQ(slot_client_call(c, &q, &r, 10000), 0);
+    char key[64];
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    const char *p = strstr(r.line, key);
+    if (!p)
+        T_FAIL_("stats has no %s: %s", name, r.line);
+    uint64_t v = strtoull(p + strlen(key), NULL, 10);
+    slot_reply_clear(&r);
+    slot_client_close(c);
+    return v;
 }

@@ -86,6 +86,16 @@ typedef struct slot_test_server {
  * Aborts the test on failure.
  */
 void slot_test_server_start(slot_test_server *s, const char *dir, const char *const *extra);
+struct slot_client;
+
+/* slot_test_dial — a client connection to s on 127.0.0.1 (5 s connect
+ * timeout); aborts the test when it cannot connect. Close with slot_client_close. */
+struct slot_client *slot_test_dial(const slot_test_server *s);
+
+/* slot_test_stat — one counter of s's `stats` reply ("name":N at any depth
+ * of the line), asked over a new connection; aborts when it is missing. */
+uint64_t slot_test_stat(const slot_test_server *s, const char *name);
+
 /* slot_test_server_stop — SIGTERM, wait (up to 10 s, then SIGKILL); returns the exit status (or 128+sig). */
 int slot_test_server_stop(slot_test_server *s);
 /* slot_test_server_kill9 — SIGKILL and reap; the data folder is kept. */

@@ -19,10 +19,7 @@ static slot_test_server srv;
 
 static slot_client *dial(void)
 {
-    slot_client *c = NULL;
-    int rc = slot_client_connect("127.0.0.1", srv.port, 5000, &c);
-    ASSERT_EQ(rc, 0);
-    return c;
+    return slot_test_dial(&srv);
 }
 
 static void call(slot_client *c, const slot_req *req, slot_reply *rep)

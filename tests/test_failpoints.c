@@ -18,9 +18,7 @@ static slot_test_server srv;
 
 static slot_client *dial(void)
 {
-    slot_client *c = NULL;
-    ASSERT_EQ(slot_client_connect("127.0.0.1", srv.port, 5000, &c), 0);
-    return c;
+    return slot_test_dial(&srv);
 }
 
 static void call(slot_client *c, slot_req *q, slot_reply *r)
@@ -43,21 +41,6 @@ static slot_reply view(slot_client *c)
     ASSERT(r.ok);
     ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
     return r;
-}
-
-static uint64_t stat(slot_client *c, const char *name)
-{
-    slot_req q;
-    slot_reply r;
-    slot_req_init(&q, SLOT_OP_STATS);
-    call(c, &q, &r);
-    char key[64];
-    snprintf(key, sizeof(key), "\"%s\":", name);
-    const char *p = strstr(r.line, key);
-    ASSERT(p != NULL);
-    uint64_t v = strtoull(p + strlen(key), NULL, 10);
-    slot_reply_clear(&r);
-    return v;
 }
 
 /* Starts slotd with the failpoint armed, creates the event, sends N holds
@@ -124,7 +107,7 @@ static int run(const char *spec, const char *want_err, const char *const *extra)
     ASSERT_EQ(after.held, 2 * N);
     slot_reply_clear(&after);
     if (nfailed)
-        ASSERT_GE(stat(c, "commit_failures"), 1);
+        ASSERT_GE(slot_test_stat(&srv, "commit_failures"), 1);
     slot_client_close(c);
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_free(&srv);

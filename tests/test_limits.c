@@ -20,9 +20,7 @@ static slot_test_server srv;
 
 static slot_client *dial(void)
 {
-    slot_client *c = NULL;
-    ASSERT_EQ(slot_client_connect("127.0.0.1", srv.port, 5000, &c), 0);
-    return c;
+    return slot_test_dial(&srv);
 }
 
 static void start(const char *const *extra)
@@ -37,22 +35,9 @@ static void stop(void)
     slot_test_server_free(&srv);
 }
 
-/* A stats counter (the reply's raw line, searched for "name":N). */
 static uint64_t stat(const char *name)
 {
-    slot_client *c = dial();
-    slot_req q;
-    slot_reply r;
-    slot_req_init(&q, SLOT_OP_STATS);
-    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
-    char key[64];
-    snprintf(key, sizeof(key), "\"%s\":", name);
-    const char *p = strstr(r.line, key);
-    ASSERT(p != NULL);
-    uint64_t v = strtoull(p + strlen(key), NULL, 10);
-    slot_reply_clear(&r);
-    slot_client_close(c);
-    return v;
+    return slot_test_stat(&srv, name);
 }
 
 static void hello_ok(slot_client *c)
