@@ -563,8 +563,8 @@ static int scan_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t 
     MDB_val k = {plen, (void *)prefix}, v;
     rc = mdb_cursor_get(cur, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
     while (rc == 0) {
-        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
-            break;
+        if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0))
+            break; /* past the prefix (a whole-database scan has none: no memcmp on NULL) */
         rc = fn(ctx, &k, &v);
         if (rc != 0)
             break;
