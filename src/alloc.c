@@ -578,15 +578,25 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     return rc;
 }
 
+/* Loads the event and the hold a request names (user NULL: any user's);
+ * with settle (the write path) a due hold is expired first. Returns 0, 1 when
+ * res already holds the wire error, or an LMDB error. */
+static int hold_open(ctx *c, const slot_req *req, const char *user, bool settle, slot_event_rec *e,
+                     slot_hold_rec *h, slot_res *res)
+{
+    int rc = event_load(c, e, res);
+    if (rc == 0)
+        rc = hold_load(c, req, user, h, res);
+    if (rc == 0 && settle)
+        rc = hold_settle(c, e, h);
+    return rc;
+}
+
 static int op_confirm(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
     slot_hold_rec h;
-    int rc = event_load(c, &e, res);
-    if (rc == 0)
-        rc = hold_load(c, req, req->user, &h, res);
-    if (rc == 0)
-        rc = hold_settle(c, &e, &h);
+    int rc = hold_open(c, req, req->user, true, &e, &h, res);
     if (rc != 0)
         return rc == 1 ? 0 : rc;
     if (h.status == SLOT_HOLD_CONFIRMED) {
@@ -610,11 +620,7 @@ static int op_give_back(ctx *c, const slot_req *req, slot_res *res, bool cancel)
 {
     slot_event_rec e;
     slot_hold_rec h;
-    int rc = event_load(c, &e, res);
-    if (rc == 0)
-        rc = hold_load(c, req, cancel ? NULL : req->user, &h, res);
-    if (rc == 0)
-        rc = hold_settle(c, &e, &h);
+    int rc = hold_open(c, req, cancel ? NULL : req->user, true, &e, &h, res);
     if (rc != 0)
         return rc == 1 ? 0 : rc;
     bool may = h.status == SLOT_HOLD_HELD || (cancel && h.status == SLOT_HOLD_CONFIRMED);
@@ -633,9 +639,7 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
     slot_hold_rec h;
-    int rc = event_load(c, &e, res);
-    if (rc == 0)
-        rc = hold_load(c, req, req->user, &h, res);
+    int rc = hold_open(c, req, req->user, false, &e, &h, res);
     if (rc != 0)
         return rc == 1 ? 0 : rc;
     res_hold(res, &h, hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);

@@ -275,6 +275,18 @@ static int create_opt(const ctl *x, int o, const char *arg, slot_req *req)
     }
 }
 
+/* Sends an op whose reply is the event view, and prints that view (the raw
+ * line with --json). Returns the command's exit status. */
+static int call_show_view(ctl *x, const slot_req *req)
+{
+    slot_reply r;
+    int rc = ctl_call(x, req, &r);
+    if (rc == 0 && !x->json)
+        print_event_view(&r);
+    slot_reply_clear(&r);
+    return rc;
+}
+
 static int cmd_create(ctl *x, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -297,12 +309,7 @@ static int cmd_create(ctl *x, int argc, char **argv)
         return usage_error(x, "%s", "--capacity is required");
     if (slot_req_set_event(&req, argv[optind]) < 0)
         return usage_error(x, "event name longer than 64 bytes: '%s'", argv[optind]);
-    slot_reply r;
-    rc = ctl_call(x, &req, &r);
-    if (rc == 0 && !x->json)
-        print_event_view(&r);
-    slot_reply_clear(&r);
-    return rc;
+    return call_show_view(x, &req);
 }
 
 static int cmd_show(ctl *x, int argc, char **argv)
@@ -356,12 +363,7 @@ static int cmd_event_number(ctl *x, int argc, char **argv, slot_op op)
         req.shards = (uint32_t)v;
     else
         req.capacity = v;
-    slot_reply r;
-    rc = ctl_call(x, &req, &r);
-    if (rc == 0 && !x->json)
-        print_event_view(&r);
-    slot_reply_clear(&r);
-    return rc;
+    return call_show_view(x, &req);
 }
 
 static int cmd_reshard(ctl *x, int argc, char **argv)
@@ -391,12 +393,7 @@ static int cmd_status(ctl *x, int argc, char **argv)
         req.status = SLOT_EVENT_CLOSED;
     else
         return usage_error(x, "status must be on_sale or closed, not '%s'", st);
-    slot_reply r;
-    rc = ctl_call(x, &req, &r);
-    if (rc == 0 && !x->json)
-        print_event_view(&r);
-    slot_reply_clear(&r);
-    return rc;
+    return call_show_view(x, &req);
 }
 
 static int cmd_cancel(ctl *x, int argc, char **argv)
