@@ -10,7 +10,8 @@
 #
 # Each server is started here on a free loopback port with its data in a temporary
 # folder, and stopped by its PID. The result is a markdown table (requests/s,
-# holds/s, p50, p99, and each run's ratio to the PING ceiling) on stdout, or in
+# holds/s, p50, p99, requests in flight, and each run's ratios to the PING
+# ceiling: requests/s, holds/s and p99) on stdout, or in
 # --out FILE. Missing Debian packages (redis-server redis-tools libhiredis-dev) are
 # installed with apt-get (sudo when not root), and slot-bench is rebuilt with hiredis
 # when it lacks the Redis target.
@@ -142,20 +143,28 @@ slotd_start() {
 
 ROWS=()
 declare -A HOLDS    # holds/s by run name, for the ratios
+declare -A P99      # p99 ms by run name
 FAILED=0
 
-# ping_ceiling — redis-benchmark PING (multibulk) with the same connections and pipeline.
+# ping_ceiling — redis-benchmark PING (multibulk) with the same connections and
+# pipeline; --csv gives its requests/s and its mean, p50 and p99 latency.
 ping_ceiling() {
     redis_start ping
-    log "PING ceiling: redis-benchmark -t ping -c $CONNS -P $PIPELINE -n $PING_N"
-    local out
-    out=$(redis-benchmark -h 127.0.0.1 -p "$PORT" -t ping -c "$CONNS" -P "$PIPELINE" -n "$PING_N" -q 2>/dev/null | tr '\r' '\n')
+    log "PING ceiling: redis-benchmark -t ping -c $CONNS -P $PIPELINE -n $PING_N --csv"
+    local out line
+    out=$(redis-benchmark -h 127.0.0.1 -p "$PORT" -t ping -c "$CONNS" -P "$PIPELINE" -n "$PING_N" --csv 2>/dev/null | tr '\r' '\n')
     stop_pid "$PID"
-    PING_RPS=$(echo "$out" | sed -n 's/^PING_MBULK: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
-    PING_P50=$(echo "$out" | sed -n 's/^PING_MBULK: .*p50=\([0-9.]*\) msec.*/\1/p' | tail -1)
-    [ -n "$PING_RPS" ] || { log "redis-benchmark gave no PING_MBULK line: $out"; exit 1; }
-    ROWS+=("| loopback PING ceiling (redis-benchmark) | $(printf '%.0f' "$PING_RPS") | - | ${PING_P50:--} | - | 1.00 | - | - |")
+    # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    line=$(echo "$out" | grep '^"PING_MBULK"' | tail -1 | tr -d '"')
+    [ -n "$line" ] || { log "redis-benchmark gave no PING_MBULK line: $out"; exit 1; }
+    IFS=, read -r _ PING_RPS PING_MEAN _ PING_P50 _ PING_P99 _ <<<"$line"
+    ROWS+=("| loopback PING ceiling (redis-benchmark) | $(printf '%.0f' "$PING_RPS") | - | $PING_P50 | $PING_P99 | $(inflight "$PING_RPS" "$PING_MEAN") | 1.00 | - | 1.00 | - |")
 }
+
+# inflight RPS MEAN_MS — requests in flight on average by Little's law (L = λW):
+# with every connection busy this is connections x pipeline; less means the
+# latency figure leaves out time the client kept requests unsent.
+inflight() { python3 -c 'import sys; print(f"{float(sys.argv[1]) * float(sys.argv[2]) / 1000:.0f}")' "$1" "$2"; }
 
 # bench_row NAME TARGET_ARGS... — one slot-bench hot-release; appends a table row.
 bench_row() {
@@ -168,18 +177,21 @@ bench_row() {
     cat "$TMP/$name.txt" >&2
     [ "$rc" -eq 0 ] || FAILED=1
     if [ ! -f "$json" ]; then
-        ROWS+=("| $name | - | - | - | - | - | - | exit $rc |")
+        ROWS+=("| $name | - | - | - | - | - | - | - | - | exit $rc |")
         return
     fi
-    ROWS+=("$(python3 - "$json" "$name" "$PING_RPS" "$rc" <<'EOF'
+    ROWS+=("$(python3 - "$json" "$name" "$PING_RPS" "$PING_P99" "$rc" <<'EOF'
 import json, sys
-d = json.load(open(sys.argv[1])); name, ping, rc = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+d = json.load(open(sys.argv[1])); name, ping, ping_p99, rc = sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 r = d["results"]; lat = r["latency_ms"]; v = d["verification"]["status"]
 print(f"| {name} | {r['requests_per_s']:.0f} | {r['holds_per_s']:.0f} | {lat['p50']:.3f} | {lat['p99']:.3f} "
-      f"| {r['requests_per_s'] / ping:.2f} | {r['holds_per_s'] / ping:.2f} | {v if rc == '0' else v + ', exit ' + rc} |")
+      f"| {r['requests_per_s'] * lat['mean'] / 1000:.0f} "
+      f"| {r['requests_per_s'] / ping:.2f} | {r['holds_per_s'] / ping:.2f} | {lat['p99'] / ping_p99:.2f} "
+      f"| {v if rc == '0' else v + ', exit ' + rc} |")
 EOF
 )")
     HOLDS[$name]=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"]["holds_per_s"])' "$json")
+    P99[$name]=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"]["latency_ms"]["p99"])' "$json")
 }
 
 run_all() {
@@ -210,15 +222,18 @@ report() {
     echo "slot-bench, slotd and redis-server on the same machine over loopback. requests/s counts every"
     echo "answer (held and sold_out); holds/s is held answers until the sell-out (durable in the sync rows"
     echo "and with appendfsync always). Latency in ms. Load average before: $LOAD_BEFORE; after: $LOAD_AFTER"
-    echo "(anything else running on the machine shows up in these numbers)."
+    echo "(anything else running on the machine shows up in these numbers). \"in flight\" is requests/s x mean"
+    echo "latency (Little's law): $((CONNS * PIPELINE)) when a tool's latency covers the whole round trip; redis-benchmark"
+    echo "starts its clock when it writes, so its latency leaves out the time a request waits in the client."
     echo
-    echo "| run | requests/s | holds/s | p50 ms | p99 ms | requests/s ÷ PING | holds/s ÷ PING | verification |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---|"
+    echo "| run | requests/s | holds/s | p50 ms | p99 ms | in flight | requests/s ÷ PING | holds/s ÷ PING | p99 ÷ PING p99 | verification |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     printf '%s\n' "${ROWS[@]}"
     echo
     local sync=${HOLDS["slotd sync"]:-0} always=${HOLDS["Redis+Lua appendfsync always"]:-0}
     echo "slotd sync ÷ Redis+Lua (always), holds/s: **$(ratio "$sync" "$always")x**;" \
-         "slotd sync holds/s ÷ PING ceiling: **$(ratio "$sync" "$PING_RPS")x**."
+         "slotd sync holds/s ÷ PING ceiling: **$(ratio "$sync" "$PING_RPS")x**;" \
+         "slotd sync p99 ÷ PING p99: **$(ratio "${P99["slotd sync"]:-0}" "$PING_P99")x**."
     echo
     echo "Reproduce: \`bench/compare.sh --connections $CONNS --pipeline $PIPELINE --capacity $CAPACITY\`"
 }

@@ -560,7 +560,9 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
         rc = slot_store_hold_add(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0 && SLOT_FAIL(AFTER_HOLD_INSERT))
         rc = EIO;
-    if (rc == 0 && slot__idem_put(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request,
+    /* request_find above found no entry for this key (or dropped a stale
+     * one), and nothing since added one: add without looking again. */
+    if (rc == 0 && slot__idem_add(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request,
                                   req->request_len, h->seq) != 0)
         rc = ENOMEM; /* the batch aborts; the entry, if any, is dropped as stale later */
     if (rc == 0 && SLOT_FAIL(AFTER_IDEMPOTENCY_INSERT))

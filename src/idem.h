@@ -35,6 +35,15 @@ void slot__idem_free(slot__idem *ix);
  */
 int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t seq);
+/*
+ * slot__idem_add — slot__idem_put for a key the caller has just looked up
+ * and not found (slot__idem_get returned -1, or the entry was deleted as
+ * stale) with nothing added since: skips put's lookup. Adding a key that is
+ * present leaves two entries for it — a caller's bug.
+ * Returns 0, or -ENOMEM.
+ */
+int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                   const char *req, size_t req_len, uint64_t seq);
 /* slot__idem_get — 0 and *seq when the key is known, -1 when not. */
 int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t *seq);

@@ -647,6 +647,39 @@ static void second_slotd_on_same_folder_is_refused(void)
     stop();
 }
 
+/* stats: commits and the commit thread's time — in the transaction and in
+ * mdb_txn_commit (its writes and fsync) — grow with the writes, and the
+ * part is never more than the whole. Reads commit nothing. */
+static void stats_time_the_commits(void)
+{
+    const char *const slow_sweep[] = {"--sweep-interval-ms", "60000", NULL}; /* no sweep commits meanwhile */
+    start(slow_sweep);
+    slot_client *c = dial();
+    create(c, "timed", 100, 4, 600000, 0);
+    uint64_t commits0 = slot_test_stat(&srv, "commits");
+    ASSERT_GE(commits0, 1); /* create_event */
+    for (int i = 0; i < 20; i++) {
+        char key[16];
+        slot_reply r;
+        snprintf(key, sizeof(key), "k%d", i);
+        hold(c, "timed", key, key, 1, &r);
+        if (!r.ok || strcmp(r.status, "held") != 0)
+            T_FAIL_("hold %s: %s %s", key, r.error, r.message);
+        slot_reply_clear(&r);
+    }
+    uint64_t commits = slot_test_stat(&srv, "commits");
+    uint64_t busy = slot_test_stat(&srv, "commit_busy_us"), sync = slot_test_stat(&srv, "commit_sync_us");
+    ASSERT_GE(commits, commits0 + 20); /* one call at a time: a commit each */
+    ASSERT_GE(sync, 1);                 /* sync durability: 21 fsyncs take well over 1 us */
+    ASSERT_GE(busy, sync);
+    slot_reply v = view_checked(c, "timed");
+    ASSERT_EQ(v.held, 20);
+    slot_reply_clear(&v);
+    ASSERT_EQ(slot_test_stat(&srv, "commits"), commits);
+    slot_client_close(c);
+    stop();
+}
+
 static const slot_test_case cases[] = {
     {"race_for_last_units", race_for_last_units},
     {"confirm_races_expiry", confirm_races_expiry},
@@ -659,6 +692,7 @@ static const slot_test_case cases[] = {
     {"reshard_while_selling", reshard_while_selling},
     {"bench_and_slotctl_against_server", bench_and_slotctl_against_server},
     {"second_slotd_on_same_folder_is_refused", second_slotd_on_same_folder_is_refused},
+    {"stats_time_the_commits", stats_time_the_commits},
 };
 
 int main(int argc, char **argv)
