@@ -12,12 +12,23 @@
 # folder, and stopped by its PID. The result is a markdown table (requests/s,
 # holds/s, p50, p99, requests in flight, and each run's ratios to the PING
 # ceiling: requests/s, holds/s and p99) on stdout, or in
-# --out FILE. Missing Debian packages (redis-server redis-tools libhiredis-dev) are
-# installed with apt-get (sudo when not root), and slot-bench is rebuilt with hiredis
-# when it lacks the Redis target.
+# --out FILE. requests/s counts every answer, including slot-bench's tail of
+# 10,000 sold_out answers after the sell-out; holds/s only the held ones. Missing
+# Debian packages (redis-server redis-tools libhiredis-dev) are installed with
+# apt-get (sudo when not root), and slot-bench is rebuilt with hiredis when it
+# lacks the Redis target.
 #
 # usage: bench/compare.sh [--connections K] [--pipeline D] [--capacity N]
 #                         [--ping-requests N] [--out FILE] [--build DIR]
+#   --connections K    connections of every run, 1..10000 (default 256)
+#   --pipeline D       requests in flight per connection, 1..1024 (default 1)
+#   --capacity N       units of each hot release, >= 1 (default 200000)
+#   --ping-requests N  PINGs redis-benchmark sends (default 1000000; 4000000
+#                      when D > 1)
+#   --out FILE         write the table to FILE instead of stdout
+#   --build DIR        the meson build folder with slotd and slot-bench (default
+#                      build/ at the top, or $SLOT_BUILD); configured and built
+#                      there when needed
 # Exit status: 0 every run completed and verified; 1 a run failed (the table
 # still says which); 64 usage error.
 set -euo pipefail
@@ -34,8 +45,12 @@ usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
+usage_error() { echo "compare.sh: $* (see --help)" >&2; exit 64; }
+
 while [ $# -gt 0 ]; do
     case "$1" in
+    --connections | --pipeline | --capacity | --ping-requests | --out | --build)
+        [ $# -ge 2 ] || usage_error "$1 needs a value" ;;&
     --connections) CONNS=$2; shift 2 ;;
     --pipeline) PIPELINE=$2; shift 2 ;;
     --capacity) CAPACITY=$2; shift 2 ;;
@@ -43,12 +58,19 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
-    *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+    *) usage_error "unknown argument '$1'" ;;
     esac
 done
 for v in "$CONNS" "$PIPELINE" "$CAPACITY" ${PING_N:+"$PING_N"}; do
-    [[ $v =~ ^[0-9]+$ ]] || { echo "compare.sh: not a number: '$v'" >&2; exit 64; }
+    [[ $v =~ ^[0-9]+$ ]] || usage_error "not a number: '$v'"
 done
+# the bounds of slot-bench (--connections, --pipeline) and redis-benchmark
+in_range() { [ "${#2}" -le 10 ] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || usage_error "$1 $2: not in $3..$4"; }
+in_range --connections "$CONNS" 1 10000
+in_range --pipeline "$PIPELINE" 1 1024
+in_range --capacity "$CAPACITY" 1 1000000000
+[ -z "$PING_N" ] || in_range --ping-requests "$PING_N" 1 1000000000
+PING_GIVEN=$PING_N
 PING_N=${PING_N:-$((PIPELINE > 1 ? 4000000 : 1000000))}
 
 log() { echo "compare: $*" >&2; }
@@ -210,7 +232,7 @@ run_all() {
     stop_pid "$PID"
 }
 
-ratio() { python3 -c 'import sys; a, b = float(sys.argv[1] or 0), float(sys.argv[2] or 0); print(f"{a / b:.2f}" if b else "-")' "$1" "$2"; }
+ratio() { python3 -c 'import sys; a, b = float(sys.argv[1] or 0), float(sys.argv[2] or 0); print(f"{a / b:.2f}" if a and b else "-")' "$1" "$2"; }
 
 report() {
     local cpu kernel
@@ -235,7 +257,7 @@ report() {
          "slotd sync holds/s ÷ PING ceiling: **$(ratio "$sync" "$PING_RPS")x**;" \
          "slotd sync p99 ÷ PING p99: **$(ratio "${P99["slotd sync"]:-0}" "$PING_P99")x**."
     echo
-    echo "Reproduce: \`bench/compare.sh --connections $CONNS --pipeline $PIPELINE --capacity $CAPACITY\`"
+    echo "Reproduce: \`bench/compare.sh --connections $CONNS --pipeline $PIPELINE --capacity $CAPACITY${PING_GIVEN:+ --ping-requests $PING_N}\`"
 }
 
 need_packages

@@ -120,6 +120,7 @@ typedef struct server {
     slot_store *store;
     slot_alloc read_alloc, write_alloc;
     MDB_txn *rtxn;                 /* the loop's read transaction, reset between uses */
+    bool rtxn_live;                /* rtxn is renewed: between read_begin and read_end */
     pthread_rwlock_t map_lock;     /* read: a read txn is active; write: the map grows */
 
     uint64_t entries_live;         /* entries taken from the pool and not yet back */
@@ -425,6 +426,25 @@ static void on_check(uv_check_t *h)
 
 /* ---- the sweeper: a loop timer that queues "expire due holds" work */
 
+/* The loop thread's read transaction (s->rtxn, reused): read_begin holds off
+ * map growth and renews it (0 or an LMDB error); read_end resets it, if the
+ * renew worked, and lets growth go on. Every read_begin has its read_end. */
+static int read_begin(server *s)
+{
+    pthread_rwlock_rdlock(&s->map_lock);
+    int rc = s->rtxn ? mdb_txn_renew(s->rtxn) : mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &s->rtxn);
+    s->rtxn_live = rc == 0;
+    return rc;
+}
+
+static void read_end(server *s)
+{
+    if (s->rtxn_live)
+        mdb_txn_reset(s->rtxn);
+    s->rtxn_live = false;
+    pthread_rwlock_unlock(&s->map_lock);
+}
+
 static void sweep_enqueue(server *s)
 {
     if (s->sweep_pending)
@@ -439,10 +459,25 @@ static void sweep_enqueue(server *s)
 
 static void conns_reap(server *s);
 
+/* Whether any held hold has expired by now, from a read transaction: an idle
+ * server then runs no write transaction at all. On a storage error: true
+ * (the sweep's own transaction reports it). */
+static bool sweep_due(server *s)
+{
+    uint64_t first = 0;
+    int rc = read_begin(s);
+    if (rc == 0)
+        rc = slot_store_expiry_first(s->store, s->rtxn, &first);
+    read_end(s);
+    return rc == MDB_NOTFOUND ? false : rc != 0 || first <= now_ms();
+}
+
 static void on_sweep_timer(uv_timer_t *t)
 {
-    sweep_enqueue(t->data);
-    conns_reap(t->data);
+    server *s = t->data;
+    if (!s->sweep_pending && sweep_due(s))
+        sweep_enqueue(s);
+    conns_reap(s);
 }
 
 /* ---- read-only ops, on the loop thread */
@@ -495,13 +530,10 @@ static void run_read(server *s, entry *e)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }
-    pthread_rwlock_rdlock(&s->map_lock);
-    int rc = s->rtxn ? mdb_txn_renew(s->rtxn) : mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &s->rtxn);
-    if (rc == 0) {
+    int rc = read_begin(s);
+    if (rc == 0)
         rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, now_ms(), res);
-        mdb_txn_reset(s->rtxn);
-    }
-    pthread_rwlock_unlock(&s->map_lock);
+    read_end(s);
     if (rc != 0) {
         log_msg("read transaction for %s failed: %s", slot_op_name(e->req.op), mdb_strerror(rc));
         slot_res_clear(res);

@@ -693,6 +693,22 @@ int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t
     return scan_prefix(txn, st->dbi[DB_SHARDS], k.raw, k.b.len, count_row, count);
 }
 
+int slot_store_expiry_first(slot_store *st, MDB_txn *txn, uint64_t *expires_at_ms)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_EXPIRY], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val k, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    if (rc == 0 && k.mv_size < 8)
+        rc = MDB_CORRUPTED;
+    if (rc == 0)
+        *expires_at_ms = load_be64(k.mv_data); /* keys lead with the big-endian time */
+    mdb_cursor_close(cur);
+    return rc;
+}
+
 int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
 {
     key k;

@@ -680,6 +680,41 @@ static void stats_time_the_commits(void)
     stop();
 }
 
+/* The sweeper runs a write transaction only when a held hold is due: an idle
+ * server commits nothing, and a due hold is still expired by the timer. */
+static void sweeper_commits_only_when_due(void)
+{
+    const char *const fast_sweep[] = {"--sweep-interval-ms", "10", NULL};
+    start(fast_sweep);
+    slot_client *c = dial();
+    create(c, "idle", 10, 2, 1000, 0);
+    slot_reply r;
+    hold(c, "idle", "ann", "k1", 3, &r);
+    if (!r.ok || strcmp(r.status, "held") != 0)
+        T_FAIL_("hold: %s %s", r.error, r.message);
+    slot_reply_clear(&r);
+    uint64_t commits = slot_test_stat(&srv, "commits");
+    usleep(300 * 1000); /* ~30 ticks, the hold not due yet (1 s) */
+    ASSERT_EQ(slot_test_stat(&srv, "commits"), commits);
+    slot_reply v = {0};
+    for (int i = 0; i < 100; i++) { /* due after 1 s; bounded at 5 s */
+        usleep(50 * 1000);
+        slot_reply_clear(&v);
+        v = view_checked(c, "idle");
+        if (v.available == 10)
+            break;
+    }
+    ASSERT_EQ(v.available, 10);
+    ASSERT_EQ(v.held, 0);
+    slot_reply_clear(&v);
+    uint64_t after = slot_test_stat(&srv, "commits");
+    ASSERT_GE(after, commits + 1);
+    usleep(300 * 1000); /* nothing held: idle again */
+    ASSERT_EQ(slot_test_stat(&srv, "commits"), after);
+    slot_client_close(c);
+    stop();
+}
+
 static const slot_test_case cases[] = {
     {"race_for_last_units", race_for_last_units},
     {"confirm_races_expiry", confirm_races_expiry},
@@ -693,6 +728,7 @@ static const slot_test_case cases[] = {
     {"bench_and_slotctl_against_server", bench_and_slotctl_against_server},
     {"second_slotd_on_same_folder_is_refused", second_slotd_on_same_folder_is_refused},
     {"stats_time_the_commits", stats_time_the_commits},
+    {"sweeper_commits_only_when_due", sweeper_commits_only_when_due},
 };
 
 int main(int argc, char **argv)

@@ -772,6 +772,29 @@ static void test_expiry_scan_bound(void)
     fx_close(&f);
 }
 
+/* expiry_first: none, then the earliest time whatever the insertion order. */
+static void test_expiry_first(void)
+{
+    fixture f;
+    fx_open(&f);
+    MDB_txn *t = txn_w(&f);
+    uint64_t at = 7;
+    ASSERT_EQ(slot_store_expiry_first(f.st, t, &at), MDB_NOTFOUND);
+    ASSERT_EQ(at, 7); /* untouched */
+    ASSERT_EQ(slot_store_expiry_put(f.st, t, UINT64_C(1) << 40, S("b"), 1), 0);
+    ASSERT_EQ(slot_store_expiry_first(f.st, t, &at), 0);
+    ASSERT(at == UINT64_C(1) << 40);
+    ASSERT_EQ(slot_store_expiry_put(f.st, t, 300, S("z"), 9), 0);
+    ASSERT_EQ(slot_store_expiry_put(f.st, t, 301, S("a"), 1), 0);
+    ASSERT_EQ(slot_store_expiry_first(f.st, t, &at), 0);
+    ASSERT_EQ(at, 300);
+    ASSERT_EQ(slot_store_expiry_del(f.st, t, 300, S("z"), 9), 0);
+    ASSERT_EQ(slot_store_expiry_first(f.st, t, &at), 0);
+    ASSERT_EQ(at, 301);
+    mdb_txn_abort(t);
+    fx_close(&f);
+}
+
 /* ---- map growth */
 
 /* Puts big hold records (4 KiB of parts each, overflow pages) from seq
@@ -973,6 +996,7 @@ static const slot_test_case cases[] = {
     {"events_scan_key_order", test_events_scan_key_order},
     {"holds_scan_one_event_only", test_holds_scan_one_event_only},
     {"expiry_scan_bound", test_expiry_scan_bound},
+    {"expiry_first", test_expiry_first},
     {"map_grows_once_then_full", test_map_grows_once_then_full},
     {"map_growth_refused_at_max", test_map_growth_refused_at_max},
     {"map_grow_doubles_then_caps", test_map_grow_doubles_then_caps},

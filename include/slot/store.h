@@ -153,6 +153,12 @@ int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
 int slot_store_hold_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec);
 
 int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
+/*
+ * slot_store_expiry_first — the earliest expires_at (ms since the epoch) of any
+ * held hold, into *expires_at_ms. One cursor step (keys sort by time first).
+ * Returns 0, MDB_NOTFOUND when no hold is held, or an LMDB error.
+ */
+int slot_store_expiry_first(slot_store *st, MDB_txn *txn, uint64_t *expires_at_ms);
 /* slot_store_expiry_has — 0 when the entry exists, MDB_NOTFOUND when not. */
 int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
 int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
