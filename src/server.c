@@ -256,8 +256,7 @@ static void batch_run(server *s)
             uint64_t t0 = uv_hrtime();
             rc = mdb_txn_commit(txn); /* frees txn, also when it fails */
             s->batch_sync_ns += uv_hrtime() - t0;
-        }
-        else if (txn)
+        } else if (txn)
             mdb_txn_abort(txn);
         if (rc != 0)
             s->batch_failures++;
@@ -367,8 +366,10 @@ static void batch_complete(uv_async_t *h)
     bool done = s->batch_done;
     s->batch_done = false;
     uint64_t failures = s->batch_failures;
-    s->commit_busy_ns += s->batch_run_ns;
-    s->commit_sync_ns += s->batch_sync_ns;
+    if (done) { /* a wake-up without a finished batch must not count the last one again */
+        s->commit_busy_ns += s->batch_run_ns;
+        s->commit_sync_ns += s->batch_sync_ns;
+    }
     pthread_mutex_unlock(&s->mu);
     if (!done)
         return;
@@ -469,7 +470,9 @@ static bool sweep_due(server *s)
     if (rc == 0)
         rc = slot_store_expiry_first(s->store, s->rtxn, &first);
     read_end(s);
-    return rc == MDB_NOTFOUND ? false : rc != 0 || first <= now_ms();
+    if (rc == MDB_NOTFOUND)
+        return false;
+    return rc != 0 || first <= now_ms();
 }
 
 static void on_sweep_timer(uv_timer_t *t)
