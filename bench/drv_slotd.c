@@ -1,6 +1,6 @@
 /*
  * drv_slotd.c — the slotd target: newline-delimited JSON over libuv TCP for
- * the load, the blocking slot_client for administration (PROTOCOL.md).
+ * the load, the blocking slot_client for administration (docs/protocol.md).
  *
  * The load side writes hold lines directly (event names are plain
  * [A-Za-z0-9._:-], user and key names are ours) and encodes the other ops
@@ -14,7 +14,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "bench.h"
+#include "driver.h"
+#include "drv_slotd.h"
+#include "engine.h"
+#include "exit.h"
+#include "ledger.h"
+#include "limits.h"
+#include "wire.h"
 #include "slot/client.h"
 
 #define SLOTD_IN_BYTES (64u << 10)      /* per connection; a reply line is ~100-250 bytes */
@@ -34,27 +40,6 @@ typedef struct slotd_conn {
 
 /* ---------------------------------------------------------------- replies */
 
-/* A hold status name into r; false for other statuses (on_sale, ...). */
-static bool status_of(const char *s, size_t n, bench_result *r)
-{
-    static const struct {
-        const char *name;
-        slot_hold_status st;
-    } names[] = {{"held", SLOT_HOLD_HELD},         {"confirmed", SLOT_HOLD_CONFIRMED}, {"released", SLOT_HOLD_RELEASED},
-                 {"expired", SLOT_HOLD_EXPIRED},   {"cancelled", SLOT_HOLD_CANCELLED}};
-    if (n == 8 && memcmp(s, "sold_out", 8) == 0) {
-        r->sold_out = true;
-        return true;
-    }
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strlen(names[i].name) == n && memcmp(s, names[i].name, n) == 0) {
-            r->has_status = true;
-            r->status = names[i].st;
-            return true;
-        }
-    return false;
-}
-
 static bool key_is(const char *k, size_t n, const char *lit)
 {
     return strlen(lit) == n && memcmp(k, lit, n) == 0;
@@ -69,7 +54,7 @@ static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, 
         *saw_ok = kind == V_TRUE || kind == V_FALSE;
         r->ok = kind == V_TRUE;
     } else if (key_is(k, kn, "status") && kind == V_STR) {
-        status_of(v, vn, r);
+        bench_result_status(v, vn, r);
     } else if (key_is(k, kn, "hold") && kind == V_STR) {
         if (vn > SLOT_HOLD_ARG_BYTES_MAX)
             return false;
@@ -178,7 +163,7 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     r->ok = rep.ok;
     r->err = rep.ok ? SLOT_E_OK : rep.err;
     snprintf(r->text, sizeof(r->text), "%.150s", rep.message);
-    status_of(rep.status, strlen(rep.status), r);
+    bench_result_status(rep.status, strlen(rep.status), r);
     r->replay = rep.replay;
     r->released = rep.released;
     r->qty = rep.qty > UINT32_MAX ? UINT32_MAX : (uint32_t)rep.qty;
@@ -192,9 +177,7 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
 
 int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)
 {
-    memset(r, 0, offsetof(bench_result, hold));
-    r->hold[0] = 0;
-    r->text[0] = 0;
+    bench_result_clear(r);
     if (fast_scan(line, len, r) == 0) {
         if (r->ok)
             r->err = SLOT_E_OK;
@@ -202,9 +185,7 @@ int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)
             r->err = SLOT_E__COUNT; /* ok:false without a code we know */
         return 0;
     }
-    memset(r, 0, offsetof(bench_result, hold));
-    r->hold[0] = 0;
-    r->text[0] = 0;
+    bench_result_clear(r);
     return slow_parse(line, len, r);
 }
 

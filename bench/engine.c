@@ -14,11 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "engine.h"
+#include "exit.h"
+#include "ledger.h"
+#include "limits.h"
+#include "util.h"
 #include "slot/assert.h"
-
-#define BENCH_BACKLOG_MIN 1024           /* open loop: requests due per connection the bench holds back */
-#define BENCH_BACKLOG_MAX 65536          /* ... at most (rate x 1 s / connections in between) */
 
 static void flush_dirty(bench_run *run);
 static void phase_end(bench_run *run);
@@ -88,7 +89,7 @@ static void pump(bench_conn *c)
 {
     bench_run *run = c->run;
     const bench_phase *ph = run->phase;
-    if (ph->rate > 0) {
+    if (ph->rate_per_s > 0) {
         while (c->backlog > 0 && c->inflight < ph->pipeline && !run->stop_sending) {
             c->backlog--;
             run->backlog_total--;
@@ -144,7 +145,7 @@ void bench_deliver(bench_conn *c, const bench_result *r, uint64_t now_ns)
     if (run->fatal[0])
         return;
     pump(c);
-    if (!run->stop_sending && run->phase->rate <= 0 && run->inflight_total == 0 && run->heap_n == 0)
+    if (!run->stop_sending && run->phase->rate_per_s <= 0 && run->inflight_total == 0 && run->heap_n == 0)
         bench_stop(run, "nothing more to send"); /* the ledger check asked about every hold */
     if (run->stop_sending && run->inflight_total == 0)
         phase_end(run);
@@ -382,7 +383,7 @@ static void tick_cb(uv_timer_t *t)
     bench_run *run = t->data;
     const bench_phase *ph = run->phase;
     uint64_t now = uv_hrtime();
-    double per_ns = ph->rate / 1e9;
+    double per_ns = ph->rate_per_s / 1e9;
     uint64_t due = (uint64_t)((double)(now - run->open_t0_ns) * per_ns) + 1;
     if (due > ph->requests_max)
         due = ph->requests_max;
@@ -410,7 +411,7 @@ static void start_timers(bench_run *run, const bench_phase *ph)
         if (run->progress_tty)
             uv_timer_start(&run->progress_timer, progress_cb, BENCH_PROGRESS_MS, BENCH_PROGRESS_MS);
     }
-    if (ph->rate > 0)
+    if (ph->rate_per_s > 0)
         uv_timer_start(&run->tick_timer, tick_cb, 0, BENCH_OPEN_TICK_MS);
 }
 
@@ -435,10 +436,10 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
         run->nseries = 0;
     }
     start_timers(run, ph);
-    for (uint32_t i = 0; ph->rate <= 0 && i < ph->conns && !run->stop_sending; i++)
+    for (uint32_t i = 0; ph->rate_per_s <= 0 && i < ph->conns && !run->stop_sending; i++)
         pump(&run->conns[i]);
     flush_dirty(run);
-    if (ph->rate <= 0 && run->inflight_total == 0 && run->heap_n == 0)
+    if (ph->rate_per_s <= 0 && run->inflight_total == 0 && run->heap_n == 0)
         bench_stop(run, "nothing to send");
     if (!run->phase_over && !run->fatal[0])
         uv_run(&run->loop, UV_RUN_DEFAULT);
@@ -462,7 +463,7 @@ static uint32_t ring_cap_of(const bench_config *cfg)
 {
     uint32_t cap = cfg->pipeline > BENCH_VERIFY_PIPELINE ? cfg->pipeline : BENCH_VERIFY_PIPELINE;
     if (cfg->scenario == BENCH_OPEN_LOOP) {
-        double per_conn = cfg->rate / cfg->connections;
+        double per_conn = cfg->rate_per_s / cfg->connections;
         uint32_t backlog = per_conn < BENCH_BACKLOG_MIN ? BENCH_BACKLOG_MIN
                            : per_conn > BENCH_BACKLOG_MAX ? BENCH_BACKLOG_MAX
                                                           : (uint32_t)per_conn;

@@ -12,23 +12,13 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <uv.h>
 
-#include "bench.h"
+#include "config.h"
+#include "exit.h"
+#include "limits.h"
+#include "util.h"
 #include "slot_config.h"
-
-#define BENCH_REQUESTS_DEFAULT 100000000ull   /* the count bound when --requests is not given */
-#define BENCH_RATE_MAX 10000000.0              /* open loop: requests/s */
-#define BENCH_USERS_MAX (UINT64_C(1) << 40)
-#define BENCH_THINK_MS_MAX 600000u
-#define BENCH_REDIS_PORT_DEFAULT 6379
-
-uint64_t bench_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static const struct {
     const char *name, *prefix, *summary;
@@ -116,7 +106,7 @@ static void defaults(bench_config *c, bench_scenario s)
     c->duration_ms = (s == BENCH_HOT_RELEASE || s == BENCH_MULTI_EVENT) ? 120000 : 10000;
     c->requests = BENCH_REQUESTS_DEFAULT;
     c->tail = 10000;
-    c->rate = 10000;
+    c->rate_per_s = 10000;
     c->confirm_pct = 20;
     c->release_pct = 40;
     c->abandon_pct = 40;
@@ -124,7 +114,7 @@ static void defaults(bench_config *c, bench_scenario s)
     c->think_max_ms = 100;
     c->hold_ttl_ms = s == BENCH_CHURN ? 2000 : 0;
     c->events = s == BENCH_MULTI_EVENT ? 16 : 1;
-    c->zipf_s = 1.0;
+    c->zipf_exponent = 1.0;
     c->qty.n = 1;
     c->qty.qty[0] = c->qty.cum[0] = c->qty.min = c->qty.max = 1;
     strcpy(c->qty.text, "1");
@@ -148,14 +138,14 @@ static bool default_text(const bench_config *d, int id, char *buf, size_t n)
     case O_REQUESTS: snprintf(buf, n, "%" PRIu64, d->requests); return true;
     case O_WARMUP: snprintf(buf, n, "0"); return true;
     case O_TAIL: snprintf(buf, n, "%" PRIu64, d->tail); return true;
-    case O_RATE: snprintf(buf, n, "%.0f", d->rate); return true;
+    case O_RATE: snprintf(buf, n, "%.0f", d->rate_per_s); return true;
     case O_CONFIRM: snprintf(buf, n, "%u", d->confirm_pct); return true;
     case O_RELEASE: snprintf(buf, n, "%u", d->release_pct); return true;
     case O_ABANDON: snprintf(buf, n, "%u", d->abandon_pct); return true;
     case O_THINK: snprintf(buf, n, "%u:%u", d->think_min_ms, d->think_max_ms); return true;
     case O_TTL: snprintf(buf, n, "%u", d->hold_ttl_ms); return true;
     case O_EVENTS: snprintf(buf, n, "%u, at most %d", d->events, BENCH_EVENTS_MAX); return true;
-    case O_ZIPF: snprintf(buf, n, "%.1f", d->zipf_s); return true;
+    case O_ZIPF: snprintf(buf, n, "%.1f", d->zipf_exponent); return true;
     default: return false;
     }
 }
@@ -391,14 +381,14 @@ static int set_value(bench_config *c, int id, const char *a, bool *port_given)
     case O_SEED: ok = num(a, 0, INT64_MAX, &c->seed); break;
     case O_WARMUP: ok = seconds_ms(a, 0, BENCH_DURATION_MS_MAX, &c->warmup_ms); break;
     case O_TAIL: ok = num(a, 0, UINT32_MAX, &c->tail); break;
-    case O_RATE: ok = real(a, 1, BENCH_RATE_MAX, &c->rate); break;
+    case O_RATE: ok = real(a, 1, BENCH_RATE_PER_S_MAX, &c->rate_per_s); break;
     case O_CONFIRM: ok = num(a, 0, 100, &v); c->confirm_pct = (uint32_t)v; break;
     case O_RELEASE: ok = num(a, 0, 100, &v); c->release_pct = (uint32_t)v; break;
     case O_ABANDON: ok = num(a, 0, 100, &v); c->abandon_pct = (uint32_t)v; break;
     case O_THINK: ok = parse_think(a, &c->think_min_ms, &c->think_max_ms); break;
     case O_TTL: ok = num(a, SLOT_HOLD_TTL_MS_MIN, BENCH_EXPIRE_WAIT_MS_MAX - 10000, &v); c->hold_ttl_ms = (uint32_t)v; break;
     case O_EVENTS: ok = num(a, 1, BENCH_EVENTS_MAX, &v); c->events = (uint32_t)v; break;
-    case O_ZIPF: ok = real(a, 0, 10, &c->zipf_s); break;
+    case O_ZIPF: ok = real(a, 0, 10, &c->zipf_exponent); break;
     case O_QTY: ok = parse_qty(a, &c->qty); break;
     case O_TARGET: ok = parse_target(a, c, port_given); break;
     default: ok = false;
@@ -536,7 +526,7 @@ json_t *bench_config_json(const bench_config *c)
     if (c->scenario == BENCH_HOT_RELEASE || c->scenario == BENCH_MULTI_EVENT)
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
     if (c->scenario == BENCH_OPEN_LOOP)
-        json_object_set_new(o, "rate", json_real(c->rate));
+        json_object_set_new(o, "rate", json_real(c->rate_per_s));
     if (c->scenario == BENCH_CHURN) {
         json_object_set_new(o, "confirm_pct", json_integer(c->confirm_pct));
         json_object_set_new(o, "release_pct", json_integer(c->release_pct));
@@ -546,7 +536,7 @@ json_t *bench_config_json(const bench_config *c)
     }
     if (c->scenario == BENCH_MULTI_EVENT) {
         json_object_set_new(o, "events", json_integer(c->events));
-        json_object_set_new(o, "zipf_s", json_real(c->zipf_s));
+        json_object_set_new(o, "zipf_s", json_real(c->zipf_exponent));
     }
     return o;
 }

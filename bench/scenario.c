@@ -9,16 +9,17 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "bench.h"
-
-uint64_t bench_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+#include "config.h"
+#include "driver.h"
+#include "drv_redis.h"
+#include "drv_slotd.h"
+#include "engine.h"
+#include "exit.h"
+#include "report.h"
+#include "scenario.h"
+#include "verify.h"
+#include "workload.h"
 
 static const bench_driver *driver_of(const bench_config *cfg)
 {
@@ -38,7 +39,7 @@ static int zipf_init(bench_run *run)
         return -ENOMEM;
     double sum = 0;
     for (uint32_t i = 0; i < n; i++)
-        run->zipf_cum[i] = (sum += pow((double)(i + 1), -run->cfg->zipf_s));
+        run->zipf_cum[i] = (sum += pow((double)(i + 1), -run->cfg->zipf_exponent));
     for (uint32_t i = 0; i < n; i++)
         run->zipf_cum[i] /= sum;
     run->zipf_cum[n - 1] = 1.0;

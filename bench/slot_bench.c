@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
+#include "config.h"
+#include "exit.h"
+#include "scenario.h"
 #include "slot_config.h"
 
 static const bench_scenario scenarios[] = {

@@ -11,7 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench.h"
+#include "engine.h"
+#include "report.h"
 
 #define SVG_W 960
 #define SVG_LEFT 80            /* room for the left axis labels */

@@ -14,9 +14,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench.h"
-
-#define BENCH_EXPIRE_ROUNDS_MAX 64      /* admin expire calls after a churn run (each bounded by the server) */
+#include "engine.h"
+#include "exit.h"
+#include "ledger.h"
+#include "limits.h"
+#include "util.h"
+#include "verify.h"
+#include "workload.h"
 
 void bench_problem(bench_verdict *v, const char *fmt, ...)
 {
