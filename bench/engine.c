@@ -23,6 +23,7 @@
 
 static void flush_dirty(bench_run *run);
 static void phase_end(bench_run *run);
+static void stop_at_bound(bench_run *run, const char *reason);
 static void drain_cb(uv_timer_t *t);
 
 void bench_fail(bench_run *run, int exit_code, const char *fmt, ...)
@@ -58,7 +59,7 @@ static bool send_slot(bench_conn *c)
         run->dirty[run->ndirty++] = c->index;
     }
     if (run->n.sent >= run->phase->requests_max)
-        bench_stop(run, "the request bound (--requests) was reached");
+        stop_at_bound(run, "the request bound (--requests) was reached");
     return true;
 }
 
@@ -180,6 +181,15 @@ void bench_stop(bench_run *run, const char *reason)
         phase_end(run);
 }
 
+/* A stop by the phase's own bounds (time, request count): verification then
+ * checks what was done and asks for no sell-out (verify.c). */
+static void stop_at_bound(bench_run *run, const char *reason)
+{
+    if (run->in_phase && !run->phase_over && !run->stop_sending)
+        run->stopped_at_bound = true;
+    bench_stop(run, reason);
+}
+
 static void take_sample(bench_run *run, uint64_t now_ns);
 
 static void phase_end(bench_run *run)
@@ -203,7 +213,7 @@ static void phase_end(bench_run *run)
 static void bound_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
-    bench_stop(run, run->phase->measure ? "the time bound (--duration) was reached" : "its time was up");
+    stop_at_bound(run, run->phase->measure ? "the time bound (--duration) was reached" : "its time was up");
     flush_dirty(run);
 }
 
@@ -426,6 +436,7 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
     run->in_phase = true;
     run->stop_sending = run->phase_over = false;
     run->stop_reason = NULL;
+    run->stopped_at_bound = false;
     run->phase_start_ns = run->last_progress_ns = uv_hrtime();
     run->open_t0_ns = run->phase_start_ns;
     run->open_next = 0;

@@ -40,6 +40,11 @@ const char *bench_scenario_summary(bench_scenario s)
     return scenario_info[s].summary;
 }
 
+bool bench_scenario_sells_out(bench_scenario s)
+{
+    return s == BENCH_HOT_RELEASE || s == BENCH_MULTI_EVENT;
+}
+
 /* ---------------------------------------------------------------- the option table */
 
 enum {
@@ -154,7 +159,9 @@ static const char *const scenario_text[] = {
     [BENCH_HOT_RELEASE] =
         "K connections each keep D holds in flight on one new event until it is sold out and --tail\n"
         "more sold_out answers came back. Verified: held units = capacity (less a remainder below the\n"
-        "smallest --qty), check clean, the event's counters, every hold by get_hold.\n",
+        "smallest --qty), check clean, the event's counters, every hold by get_hold. A run that\n"
+        "--duration or --requests stops before the sell-out is verified the same way for what it\n"
+        "did (nothing oversold), without the sell-out.\n",
     [BENCH_OPEN_LOOP] =
         "Holds are sent on a fixed schedule of --rate per second, spread over the connections, whatever\n"
         "the replies do; latency is measured from each request's intended send time, so a stalled\n"
@@ -166,12 +173,13 @@ static const char *const scenario_text[] = {
         "expire after --hold-ttl-ms), and hold again: capacity recycles. Runs for --duration; then\n"
         "verification waits for the abandoned holds to expire and checks every hold's status.\n",
     [BENCH_SOLD_OUT] =
-        "The event is first sold out (not measured); then K x D holds in flight measure how fast\n"
-        "sold_out answers come. Verified: no hold granted, counters unchanged, check clean.\n",
+        "The event is first sold out (not measured; --duration and --requests bound only what follows);\n"
+        "then K x D holds in flight measure how fast sold_out answers come. Verified: no hold granted, counters unchanged, check clean.\n",
     [BENCH_MULTI_EVENT] =
         "--events events of --capacity units each; every hold picks an event with Zipf(--zipf)\n"
         "popularity (event 0 the most popular). Runs until all are sold out and --tail sold_out\n"
-        "answers came back; each event is verified as in hot-release.\n",
+        "answers came back (or --duration or --requests stops it); each event is verified as in\n"
+        "hot-release.\n",
 };
 
 void bench_usage(FILE *f, bench_scenario s)
@@ -454,7 +462,7 @@ static int cross_checks(bench_config *c)
                            c->release_pct, c->abandon_pct);
     if (c->max_per_user > 0 && c->qty.max > c->max_per_user)
         return usage_error(c, "--qty up to %u is above --max-per-user %" PRIu64, c->qty.max, c->max_per_user);
-    bool sells_out = c->scenario == BENCH_HOT_RELEASE || c->scenario == BENCH_MULTI_EVENT;
+    bool sells_out = bench_scenario_sells_out(c->scenario);
     uint64_t units = c->capacity * c->events; /* <= 2^40 * BENCH_EVENTS_MAX: no overflow */
     if (sells_out && c->users > 0 && c->max_per_user > 0 && c->users < (units + c->max_per_user - 1) / c->max_per_user)
         return usage_error(c, "%" PRIu64 " users x max %" PRIu64 " each cannot buy %" PRIu64 " units: it would never sell out",
@@ -523,7 +531,7 @@ json_t *bench_config_json(const bench_config *c)
                           (json_int_t)c->requests, "seed", (json_int_t)c->seed, "warmup_s", c->warmup_ms / 1000.0);
     if (!o)
         return NULL;
-    if (c->scenario == BENCH_HOT_RELEASE || c->scenario == BENCH_MULTI_EVENT)
+    if (bench_scenario_sells_out(c->scenario))
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
     if (c->scenario == BENCH_OPEN_LOOP)
         json_object_set_new(o, "rate", json_real(c->rate_per_s));

@@ -333,7 +333,7 @@ bench_phase bench_workload_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
     bool churn = cfg->scenario == BENCH_CHURN;
-    bool sells = cfg->scenario == BENCH_HOT_RELEASE || cfg->scenario == BENCH_MULTI_EVENT;
+    bool sells = bench_scenario_sells_out(cfg->scenario);
     return (bench_phase){
         .name = cfg->name, .conns = cfg->connections, .pipeline = cfg->pipeline,
         .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0, .requests_max = cfg->requests,
@@ -358,8 +358,10 @@ bench_phase bench_prefill_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
     return (bench_phase){
-        .name = "prefill", .conns = cfg->connections, .pipeline = cfg->pipeline > 16 ? cfg->pipeline : 16,
-        .requests_max = cfg->requests, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
+        .name = "prefill", .conns = cfg->connections,
+        .pipeline = cfg->pipeline > BENCH_PREFILL_PIPELINE_MIN ? cfg->pipeline : BENCH_PREFILL_PIPELINE_MIN,
+        /* not the measured phase: --requests does not bound it; it ends at the sell-out or after an hour */
+        .requests_max = BENCH_REQUESTS_MAX, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
         .ledger = true, .unique_users = true, .tail = 0, .next = hold_next, .on_result = hold_on_result,
     };
 }
