@@ -286,10 +286,10 @@ static void sample_cb(uv_timer_t *t)
 static void progress_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
-    uint64_t now = uv_hrtime();
-    double dt = (double)(now - run->last_progress_ns) / 1e9;
-    double rps = dt > 0 ? (double)(run->n.answered - run->last_progress_answered) / dt : 0;
-    run->last_progress_ns = now;
+    uint64_t now_ns = uv_hrtime();
+    double dt_s = (double)(now_ns - run->last_progress_ns) / 1e9;
+    double rps = dt_s > 0 ? (double)(run->n.answered - run->last_progress_answered) / dt_s : 0;
+    run->last_progress_ns = now_ns;
     run->last_progress_answered = run->n.answered;
     uint64_t total = 0;
     for (uint32_t i = 0; i < run->nevents; i++)
@@ -298,7 +298,7 @@ static void progress_cb(uv_timer_t *t)
     double sold_pct = total ? 100.0 * (double)(total - left) / (double)total : 100.0;
     const bench_sample *s = run->nseries ? &run->series[run->nseries - 1] : NULL;
     fprintf(stderr, "\r\033[K%s %.1f s: %.1f%% sold, %.0f requests/s, p99 %.3f ms, %" PRIu64 " errors",
-            run->cfg->name, (double)(now - run->phase_start_ns) / 1e9, sold_pct, rps, s ? s->p99_ms : 0.0,
+            run->cfg->name, (double)(now_ns - run->phase_start_ns) / 1e9, sold_pct, rps, s ? s->p99_ms : 0.0,
             s ? s->errors : 0);
 }
 
@@ -342,13 +342,13 @@ static void think_arm(bench_run *run)
 {
     if (run->heap_n == 0 || run->phase_over)
         return;
-    uint64_t due = run->heap[0].due_ns;
-    if (run->think_due_ns != 0 && run->think_due_ns <= due)
+    uint64_t due_ns = run->heap[0].due_ns;
+    if (run->think_due_ns != 0 && run->think_due_ns <= due_ns)
         return;
-    uint64_t now = uv_hrtime();
-    uint64_t ms = due > now ? (due - now + 999999) / 1000000 : 0;
-    run->think_due_ns = due;
-    uv_timer_start(&run->think_timer, think_cb, ms, 0);
+    uint64_t now_ns = uv_hrtime();
+    uint64_t delay_ms = due_ns > now_ns ? (due_ns - now_ns + 999999) / 1000000 : 0;
+    run->think_due_ns = due_ns;
+    uv_timer_start(&run->think_timer, think_cb, delay_ms, 0);
 }
 
 static void make_ready(bench_run *run, uint32_t s)
@@ -374,8 +374,8 @@ static void think_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
     run->think_due_ns = 0;
-    uint64_t now = uv_hrtime() + 500000; /* within half a timer tick counts as due */
-    while (run->heap_n > 0 && run->heap[0].due_ns <= now) {
+    uint64_t now_ns = uv_hrtime() + 500000; /* within half a timer tick counts as due */
+    while (run->heap_n > 0 && run->heap[0].due_ns <= now_ns) {
         uint32_t s = heap_pop(run).session;
         make_ready(run, s);
         pump(&run->conns[run->sessions[s].conn]);
@@ -392,9 +392,9 @@ static void tick_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
     const bench_phase *ph = run->phase;
-    uint64_t now = uv_hrtime();
+    uint64_t now_ns = uv_hrtime();
     double per_ns = ph->rate_per_s / 1e9;
-    uint64_t due = (uint64_t)((double)(now - run->open_t0_ns) * per_ns) + 1;
+    uint64_t due = (uint64_t)((double)(now_ns - run->open_t0_ns) * per_ns) + 1; /* requests due by now */
     if (due > ph->requests_max)
         due = ph->requests_max;
     while (run->open_next < due && !run->stop_sending) {

@@ -1,5 +1,5 @@
 /*
- * slot-bench — load generator for slotd over TCP (PROTOCOL.md), and for the
+ * slot-bench — load generator for slotd over TCP (docs/protocol.md), and for the
  * Redis+Lua peer of bench/peers/ with --target redis://.
  *
  * Scenarios are subcommands, listed in one table (`scenarios` below); each

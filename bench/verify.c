@@ -83,16 +83,16 @@ static void outcome(const bench_run *run, const bench_counters *n, bench_verdict
 static int settle_expiry(bench_run *run, bench_verdict *v)
 {
     bench_ledger *l = &run->ledger;
-    uint64_t last = 0;
+    uint64_t last_ms = 0; /* the last expires_at of a hold still ours */
     for (size_t i = 0; i < l->n; i++)
-        if (l->holds[i].expect == SLOT_HOLD_HELD && l->holds[i].expires_at_ms > last)
-            last = l->holds[i].expires_at_ms;
-    uint64_t now = bench_wall_ms();
-    if (last + 50 > now) {
-        uint64_t wait = last + 50 - now;
-        if (wait > BENCH_EXPIRE_WAIT_MS_MAX)
-            wait = BENCH_EXPIRE_WAIT_MS_MAX;
-        struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000L};
+        if (l->holds[i].expect == SLOT_HOLD_HELD && l->holds[i].expires_at_ms > last_ms)
+            last_ms = l->holds[i].expires_at_ms;
+    uint64_t now_ms = bench_wall_ms();
+    if (last_ms + BENCH_EXPIRE_MARGIN_MS > now_ms) {
+        uint64_t wait_ms = last_ms + BENCH_EXPIRE_MARGIN_MS - now_ms;
+        if (wait_ms > BENCH_EXPIRE_WAIT_MS_MAX)
+            wait_ms = BENCH_EXPIRE_WAIT_MS_MAX;
+        struct timespec ts = {(time_t)(wait_ms / 1000), (long)(wait_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
     char err[512];
