@@ -404,6 +404,15 @@ static int server_facts(bench_admin *a, char *err, size_t errlen)
     return rc;
 }
 
+static void redis_admin_close(bench_admin *a)
+{
+    if (!a)
+        return;
+    redisFree(a->c); /* takes NULL */
+    json_decref(a->info);
+    free(a);
+}
+
 static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen)
 {
     bench_admin *a = calloc(1, sizeof(*a));
@@ -411,9 +420,7 @@ static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *er
     if (!a || !(a->c = redisConnectWithTimeout(cfg->host, cfg->port, tv)) || a->c->err) {
         snprintf(err, errlen, "cannot connect to redis at %s:%u: %s", cfg->host, (unsigned)cfg->port,
                  a && a->c ? a->c->errstr : "out of memory");
-        if (a && a->c)
-            redisFree(a->c);
-        free(a);
+        redis_admin_close(a);
         return BENCH_EXIT_CONNECTION;
     }
     struct timeval call = {BENCH_CALL_TIMEOUT_MS / 1000, 0};
@@ -424,22 +431,11 @@ static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *er
     if (rc == 0)
         rc = server_facts(a, err, errlen);
     if (rc) {
-        redisFree(a->c);
-        json_decref(a->info);
-        free(a);
+        redis_admin_close(a);
         return rc;
     }
     *out = a;
     return 0;
-}
-
-static void redis_admin_close(bench_admin *a)
-{
-    if (!a)
-        return;
-    redisFree(a->c);
-    json_decref(a->info);
-    free(a);
 }
 
 static int redis_server_info(bench_admin *a, json_t **info, char *err, size_t errlen)

@@ -507,6 +507,15 @@ static int admin_connect(bench_admin *a, char *err, size_t errlen)
     return rc;
 }
 
+static void slotd_admin_close(bench_admin *a)
+{
+    if (!a)
+        return;
+    slot_client_close(a->c);
+    json_decref(a->hello);
+    free(a);
+}
+
 static int slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen)
 {
     bench_admin *a = calloc(1, sizeof(*a));
@@ -517,22 +526,11 @@ static int slotd_admin_open(const bench_config *cfg, bench_admin **out, char *er
     a->cfg = cfg;
     int rc = admin_connect(a, err, errlen);
     if (rc) {
-        slot_client_close(a->c);
-        json_decref(a->hello);
-        free(a);
+        slotd_admin_close(a);
         return rc;
     }
     *out = a;
     return 0;
-}
-
-static void slotd_admin_close(bench_admin *a)
-{
-    if (!a)
-        return;
-    slot_client_close(a->c);
-    json_decref(a->hello);
-    free(a);
 }
 
 static int slotd_server_info(bench_admin *a, json_t **info, char *err, size_t errlen)
@@ -543,13 +541,20 @@ static int slotd_server_info(bench_admin *a, json_t **info, char *err, size_t er
     return 0;
 }
 
-static void view_of(const slot_reply *r, bench_view *v)
+/* A call whose reply is an event's view (create_event, event): into v. 0 or an exit status. */
+static int view_call(bench_admin *a, const char *what, const slot_req *req, bench_view *v, char *err, size_t errlen)
 {
-    v->capacity = r->capacity;
-    v->available = r->available;
-    v->held = r->held;
-    v->confirmed = r->confirmed;
-    snprintf(v->status, sizeof(v->status), "%s", r->status);
+    slot_reply r;
+    int rc = call(a, what, req, &r, err, errlen);
+    if (rc == 0) {
+        v->capacity = r.capacity;
+        v->available = r.available;
+        v->held = r.held;
+        v->confirmed = r.confirmed;
+        snprintf(v->status, sizeof(v->status), "%s", r.status);
+    }
+    slot_reply_clear(&r);
+    return rc;
 }
 
 static int slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_view *v, char *err, size_t errlen)
@@ -562,24 +567,14 @@ static int slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_v
     req.max_per_user = s->max_per_user;
     req.max_per_request = s->max_per_request;
     req.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
-    slot_reply r;
-    int rc = call(a, "create_event", &req, &r, err, errlen);
-    if (rc == 0)
-        view_of(&r, v);
-    slot_reply_clear(&r);
-    return rc;
+    return view_call(a, "create_event", &req, v, err, errlen);
 }
 
 static int slotd_event(bench_admin *a, const char *event, bench_view *v, char *err, size_t errlen)
 {
     slot_req req;
     slot_req_event(&req, SLOT_OP_EVENT, event);
-    slot_reply r;
-    int rc = call(a, "event", &req, &r, err, errlen);
-    if (rc == 0)
-        view_of(&r, v);
-    slot_reply_clear(&r);
-    return rc;
+    return view_call(a, "event", &req, v, err, errlen);
 }
 
 static int slotd_check(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen)

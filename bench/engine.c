@@ -26,6 +26,16 @@ static void phase_end(bench_run *run);
 static void stop_at_bound(bench_run *run, const char *reason);
 static void drain_cb(uv_timer_t *t);
 
+#define RUN_TIMERS_N 6
+
+/* The run's timers, for what is done to all of them. */
+static void run_timers(bench_run *run, uv_timer_t *timers[RUN_TIMERS_N])
+{
+    uv_timer_t *all[RUN_TIMERS_N] = {&run->bound_timer,    &run->drain_timer, &run->sample_timer,
+                                     &run->progress_timer, &run->think_timer, &run->tick_timer};
+    memcpy(timers, all, sizeof(all));
+}
+
 void bench_fail(bench_run *run, int exit_code, const char *fmt, ...)
 {
     if (run->fatal[0] == 0) {
@@ -199,12 +209,10 @@ static void phase_end(bench_run *run)
     run->phase_over = true;
     if (run->phase->measure)
         take_sample(run, uv_hrtime());
-    uv_timer_stop(&run->bound_timer);
-    uv_timer_stop(&run->drain_timer);
-    uv_timer_stop(&run->sample_timer);
-    uv_timer_stop(&run->progress_timer);
-    uv_timer_stop(&run->think_timer);
-    uv_timer_stop(&run->tick_timer);
+    uv_timer_t *timers[RUN_TIMERS_N];
+    run_timers(run, timers);
+    for (size_t i = 0; i < RUN_TIMERS_N; i++)
+        uv_timer_stop(timers[i]);
     run->think_due_ns = 0;
     run->heap_n = 0; /* sessions that were thinking are done: only the measured phase has them */
     uv_stop(&run->loop);
@@ -509,9 +517,9 @@ static int alloc_conns(bench_run *run)
 
 static void init_timers(bench_run *run)
 {
-    uv_timer_t *timers[] = {&run->bound_timer, &run->drain_timer, &run->sample_timer,
-                            &run->progress_timer, &run->think_timer, &run->tick_timer};
-    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+    uv_timer_t *timers[RUN_TIMERS_N];
+    run_timers(run, timers);
+    for (size_t i = 0; i < RUN_TIMERS_N; i++) {
         uv_timer_init(&run->loop, timers[i]);
         timers[i]->data = run;
     }
@@ -539,9 +547,9 @@ void bench_engine_close(bench_run *run)
 {
     if (run->conns)
         run->drv->close(run);
-    uv_timer_t *timers[] = {&run->bound_timer, &run->drain_timer, &run->sample_timer,
-                            &run->progress_timer, &run->think_timer, &run->tick_timer};
-    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
+    uv_timer_t *timers[RUN_TIMERS_N];
+    run_timers(run, timers);
+    for (size_t i = 0; i < RUN_TIMERS_N; i++)
         uv_close((uv_handle_t *)timers[i], NULL);
     uv_run(&run->loop, UV_RUN_DEFAULT);
     uv_loop_close(&run->loop);
