@@ -322,12 +322,12 @@ static void test_warmup_and_bounds(void)
     const char *warm[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "500", "--warmup", "0.5",
                           "--connections", "8", "--tail", "100", NULL};
     expect_pass(warm);
-    /* Stopped by --requests before the sell-out: verification says so and fails. */
+    /* Stopped by --requests before the sell-out: verified for what it did, and it says why it stopped. */
     char *out = malloc(OUT_BYTES);
     const char *bounded[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000", "--requests", "100",
                              "--connections", "4", NULL};
-    ASSERT_EQ(run_bench(bounded, out), 1);
-    ASSERT(strstr(out, "not sold out") && strstr(out, "--requests"));
+    ASSERT_EQ(run_bench(bounded, out), 0);
+    ASSERT(strstr(out, "verification: passed") && strstr(out, "--requests"));
     free(out);
     stop();
 }
@@ -510,6 +510,33 @@ static void test_redis_target(void)
     free(tmp);
 }
 
+/* Regression: a run stopped by its --duration (or --requests) bound before the
+ * sell-out failed verification with "not sold out" and exited 1. It verifies
+ * what happened instead: here multi-event on events too large to sell out. */
+static void test_bounded_run_verifies_what_happened(void)
+{
+    start();
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    const char *timed[] = {"multi-event", "--port", port_arg(srv.port), "--events", "4", "--capacity", "1000000000",
+                           "--duration", "1", "--connections", "8", "--pipeline", "4", NULL};
+    int rc = run_bench(timed, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--duration"))
+        T_FAIL_("multi-event stopped by --duration: exit %d:\n%s", rc, out);
+    const char *counted[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000", "--requests", "100",
+                             "--connections", "4", NULL};
+    rc = run_bench(counted, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--requests"))
+        T_FAIL_("hot-release stopped by --requests: exit %d:\n%s", rc, out);
+    const char *prefilled[] = {"sold-out", "--port", port_arg(srv.port), "--capacity", "300", "--requests", "50",
+                               "--connections", "4", NULL};
+    rc = run_bench(prefilled, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--requests"))
+        T_FAIL_("sold-out with --requests below its capacity: exit %d:\n%s", rc, out);
+    free(out);
+    stop();
+}
+
 int main(int argc, char **argv)
 {
     static const slot_test_case cases[] = {
@@ -522,6 +549,8 @@ int main(int argc, char **argv)
         {"warmup_and_bounds", test_warmup_and_bounds},
         {"verification_catches_a_lying_server", test_verification_catches_a_lying_server},
         {"redis_target", test_redis_target},
+        {"bounded_run_verifies_what_happened", test_bounded_run_verifies_what_happened},
     };
     return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
+
