@@ -23,22 +23,12 @@
 #include "slot/alloc.h"
 #include "slot/store.h"
 
-/* In a sanitizer build a UBSan report fails the case (the runtime's default
- * is to print and go on, which a passing test would hide). */
-const char *__ubsan_default_options(void);
-const char *__ubsan_default_options(void)
-{
-    return "halt_on_error=1:print_stacktrace=1";
-}
+TEST_DECLARE(model_random_seed)
 
-/* The harness ends each case with _exit, which skips LeakSanitizer's check
- * at exit: each case runs it as its last step (a no-op outside ASan builds). */
-void __lsan_do_leak_check(void) __attribute__((weak));
-static void leak_check(void)
-{
-    if (__lsan_do_leak_check)
-        __lsan_do_leak_check();
-}
+TEST_LIST_START
+    TEST_ENTRY(model_random_seed)
+TEST_LIST_END
+
 
 #define T0 UINT64_C(1764500000000) /* the virtual clock starts here, ms */
 #define M_OPS_DEFAULT 1000000
@@ -1255,7 +1245,7 @@ static void model_run(uint64_t seed, uint64_t ops)
 
 /* SLOT_MODEL_SEED repeats a run (the seed is printed at the start and on
  * failure); without it each run takes a new seed, so CI keeps exploring. */
-static void test_model(void)
+TEST_IMPL(model_random_seed)
 {
     uint64_t seed = env_u64("SLOT_MODEL_SEED", 0);
     if (seed == 0) {
@@ -1268,14 +1258,6 @@ static void test_model(void)
            (unsigned long long)seed, (unsigned long long)ops);
     fflush(stdout);
     model_run(seed, ops);
-    leak_check();
 }
 
-static const slot_test_case cases[] = {
-    {"model", test_model},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
-}
