@@ -13,6 +13,15 @@
  * and grows the map; now and then the store is closed and opened again (with
  * a new allocator, which rebuilds its in-memory idempotency index), after
  * which every stored hold is compared with the model.
+ *
+ * Two cases run it. model_fixed_seeds: seeds 1, 2, 3 and 0x5eed, 2,500 ops
+ * each (SLOT_MODEL_STRICT_SEED, SLOT_MODEL_STRICT_OPS), strict: after every
+ * op the view and shards of every event, after every batch a full
+ * slot_alloc_check and every stored hold and users record. model_random_seed:
+ * a million ops of a new seed, checking what each op touched, and the full
+ * scans now and then. Event names differ in length and some are a prefix of
+ * another ("e00003" and "e00003.17"), as keys that share a prefix must not
+ * mix.
  */
 #include <lmdb.h>
 #include <signal.h>
@@ -23,9 +32,11 @@
 #include "slot/alloc.h"
 #include "slot/store.h"
 
+TEST_DECLARE(model_fixed_seeds)
 TEST_DECLARE(model_random_seed)
 
 TEST_LIST_START
+    TEST_ENTRY(model_fixed_seeds)
     TEST_ENTRY(model_random_seed)
 TEST_LIST_END
 
@@ -54,7 +65,7 @@ typedef struct mhold {
 } mhold;
 
 typedef struct mevent {
-    char name[8];                  /* "e%05u": one length, so key order is index order */
+    char name[24];                 /* "e%05u", or another event's name and ".<index>" */
     uint8_t status;
     uint32_t shards, ttl, mpr;
     uint64_t cap, mpu, held, confirmed, next_seq;
@@ -110,16 +121,19 @@ typedef struct model {
     MDB_txn *txn;
     uint64_t now;
     bool map_full;                 /* the running batch hit MDB_MAP_FULL */
+    bool strict;                   /* every event after every op; full scans after every batch */
     stats n;
 } model;
 
 static volatile uint64_t g_seed, g_op; /* printed when the test fails */
+static volatile bool g_strict;
 
 static void on_abort(int sig)
 {
     char msg[160];
-    int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (SLOT_MODEL_SEED=%llu)\n",
-                       (unsigned long long)g_op, (unsigned long long)g_seed, (unsigned long long)g_seed);
+    int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (%s=%llu)\n",
+                       (unsigned long long)g_op, (unsigned long long)g_seed,
+                       g_strict ? "SLOT_MODEL_STRICT_SEED" : "SLOT_MODEL_SEED", (unsigned long long)g_seed);
     if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0) {
         /* nothing more to do while failing */
     }
@@ -393,21 +407,28 @@ static mres m_on_hold(model *m, slot_op op, mhold *h)
 
 typedef struct due_ref {
     uint64_t exp, seq;
-    uint32_t ev, ix;
+    const char *name;              /* the hold's event */
+    uint32_t ix;
 } due_ref;
 
+/* The expiry index's key order: expires_at, then the event name as the
+ * store writes it (its length byte, then its bytes), then the sequence. */
 static int due_cmp(const void *x, const void *y)
 {
     const due_ref *a = x, *b = y;
     if (a->exp != b->exp)
         return a->exp < b->exp ? -1 : 1;
-    if (a->ev != b->ev)
-        return a->ev < b->ev ? -1 : 1;
+    size_t la = strlen(a->name), lb = strlen(b->name);
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    int c = memcmp(a->name, b->name, la);
+    if (c != 0)
+        return c;
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 /* The sweeper: at most `limit` due holds of all events, oldest first in the
- * expiry index's order (expires_at, event, sequence). Returns how many. */
+ * expiry index's order (due_cmp). Returns how many. */
 static uint64_t m_expire_due(model *m, uint64_t limit)
 {
     size_t n = 0, cap = 256;
@@ -424,7 +445,7 @@ static uint64_t m_expire_due(model *m, uint64_t limit)
                 d = realloc(d, cap * sizeof *d);
                 ASSERT(d != NULL);
             }
-            d[n++] = (due_ref){h->exp, h->seq, ev, e->held_ix[i]};
+            d[n++] = (due_ref){h->exp, h->seq, e->name, e->held_ix[i]};
         }
     }
     qsort(d, n, sizeof *d, due_cmp);
@@ -437,21 +458,13 @@ static uint64_t m_expire_due(model *m, uint64_t limit)
 
 /* ---- requests, filled the way proto fills them */
 
-static void set_name(char *dst, uint8_t *len, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    ASSERT_LT(n, cap);
-    memcpy(dst, src, n + 1);
-    *len = (uint8_t)n;
-}
-
 static slot_req req_of(slot_op op, const char *ev)
 {
     slot_req q;
     memset(&q, 0, sizeof q);
     q.op = op;
     if (ev) {
-        set_name(q.event, &q.event_len, sizeof q.event, ev);
+        slot_test_set_name(q.event, &q.event_len, sizeof q.event, ev);
         q.has |= SLOT_HAS_EVENT;
     }
     return q;
@@ -666,8 +679,8 @@ static void op_hold(model *m)
     char k[16];
     key_name(k, key);
     slot_req q = req_of(SLOT_OP_HOLD, e->name);
-    set_name(q.user, &q.user_len, sizeof q.user, users[user]);
-    set_name(q.request, &q.request_len, sizeof q.request, k);
+    slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
+    slot_test_set_name(q.request, &q.request_len, sizeof q.request, k);
     q.qty = qty;
     mres want = m_hold(m, ev, user, key, qty);
     slot_res r = {0};
@@ -747,9 +760,9 @@ static void op_on_hold(model *m, slot_op op)
     else
         hold_id(id, h);
     slot_req q = req_of(op, m->ev[h->ev].name);
-    set_name(q.hold, &q.hold_len, sizeof q.hold, id);
+    slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
     if (op != SLOT_OP_CANCEL || chance(m, 500))
-        set_name(q.user, &q.user_len, sizeof q.user, users[user]); /* cancel ignores the user */
+        slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]); /* cancel ignores the user */
     mres want = {.err = SLOT_E_UNKNOWN_HOLD};
     if (!wrong)
         want = m_on_hold(m, op, h);
@@ -779,7 +792,7 @@ static void op_expire(model *m)
         n = r.expired;
         ASSERT_EQ(n, want);
     } else {
-        uint64_t limit = 1 + below(m, 6);
+        uint64_t limit = chance(m, 100) ? SLOT_EXPIRE_OP_MAX : 1 + below(m, 6);
         uint64_t want = m_expire_due(m, limit);
         int rc = slot_alloc_expire_due(&m->a, txn(m), m->now, limit, &n);
         if (rc == MDB_MAP_FULL) {
@@ -812,7 +825,12 @@ static void op_new_event(model *m, uint32_t slot)
     uint32_t ev = m->nev;
     mevent *e = &m->ev[ev];
     memset(e, 0, sizeof *e);
-    snprintf(e->name, sizeof e->name, "e%05u", (unsigned)ev);
+    /* The second event's name has the first's as a prefix; later ones now and then. */
+    const mevent *parent = ev == 1 ? &m->ev[0] : ev > 1 && chance(m, 250) ? &m->ev[below(m, ev)] : NULL;
+    if (parent && strchr(parent->name, '.') == NULL) /* a prefix of the new name */
+        snprintf(e->name, sizeof e->name, "%.8s.%u", parent->name, (unsigned)ev);
+    else
+        snprintf(e->name, sizeof e->name, "e%05u", (unsigned)ev);
     e->status = SLOT_EVENT_ON_SALE;
     e->cap = chance(m, 30) ? below(m, 4) : 20 + below(m, M_CAP_MAX - 19);
     e->shards = chance(m, 100) ? 1 : 1 + below(m, 24);
@@ -917,9 +935,9 @@ static void op_unknown_event(model *m)
     static const slot_op ops[] = {SLOT_OP_HOLD,  SLOT_OP_CONFIRM, SLOT_OP_RELEASE,      SLOT_OP_GET_HOLD,
                                   SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS};
     slot_req q = req_of(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
-    set_name(q.user, &q.user_len, sizeof q.user, users[0]);
-    set_name(q.request, &q.request_len, sizeof q.request, "r0");
-    set_name(q.hold, &q.hold_len, sizeof q.hold, "00000000000000010000000000000001");
+    slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[0]);
+    slot_test_set_name(q.request, &q.request_len, sizeof q.request, "r0");
+    slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, "00000000000000010000000000000001");
     q.qty = 1;
     q.shards = 1;
     slot_res r = {0};
@@ -1057,8 +1075,8 @@ static void expect_committed(model *m)
         char id[SLOT_HOLD_ID_BYTES + 1];
         hold_id(id, h);
         slot_req q = req_of(SLOT_OP_GET_HOLD, m->ev[h->ev].name);
-        set_name(q.hold, &q.hold_len, sizeof q.hold, id);
-        set_name(q.user, &q.user_len, sizeof q.user, users[h->user]);
+        slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
+        slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[h->user]);
         mres want = m_on_hold(m, SLOT_OP_GET_HOLD, h);
         slot_res r = {0};
         ASSERT(run_on(m, ro, &q, &r));
@@ -1197,13 +1215,26 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
     fflush(stdout);
 }
 
-static void model_run(uint64_t seed, uint64_t ops)
+/* Strict runs, after every batch: a full slot_alloc_check, and every stored
+ * hold, users record and event view against the model, on a read txn. */
+static void expect_all_committed(model *m)
+{
+    MDB_txn *ro;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(m->st), NULL, MDB_RDONLY, &ro), 0);
+    expect_clean(m, ro, NULL);
+    expect_store(m, ro);
+    mdb_txn_abort(ro);
+}
+
+static void model_run(uint64_t seed, uint64_t ops, bool strict)
 {
     g_seed = seed;
+    g_strict = strict;
     signal(SIGABRT, on_abort);
     model *m = calloc(1, sizeof *m);
     ASSERT(m != NULL);
     model_init(m, seed, ops);
+    m->strict = strict;
     for (uint32_t i = 0; i < M_LIVE; i++)
         op_new_event(m, i);
     batch_end(m, false);
@@ -1216,12 +1247,17 @@ static void model_run(uint64_t seed, uint64_t ops)
             op_new_event(m, below(m, M_LIVE));
         else
             one_op(m);
-        if (!m->map_full)
+        if (!m->map_full) {
+            if (m->strict)
+                m->touched_all = true; /* every event, touched or not */
             expect_touched(m);
+        }
         if (!m->map_full && ++batch < batch_len)
             continue;
         batch_end(m, chance(m, 20));
         expect_committed(m);
+        if (m->strict)
+            expect_all_committed(m);
         batch = 0;
         batch_len = 1 + below(m, M_BATCH_MAX);
         if (m->op >= next_reopen) {
@@ -1257,7 +1293,23 @@ TEST_IMPL(model_random_seed)
     printf("model: seed %llu (SLOT_MODEL_SEED=%llu to repeat), %llu ops\n", (unsigned long long)seed,
            (unsigned long long)seed, (unsigned long long)ops);
     fflush(stdout);
-    model_run(seed, ops);
+    model_run(seed, ops, false);
+}
+
+/* Fixed seeds, so every run repeats the same ops, each checked strictly;
+ * SLOT_MODEL_STRICT_SEED runs one other seed, SLOT_MODEL_STRICT_OPS sets
+ * the ops per seed. */
+TEST_IMPL(model_fixed_seeds)
+{
+    static const uint64_t seeds[] = {1, 2, 3, 0x5eed};
+    uint64_t ops = env_u64("SLOT_MODEL_STRICT_OPS", 2500);
+    uint64_t one = env_u64("SLOT_MODEL_STRICT_SEED", 0);
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        uint64_t seed = one ? one : seeds[i];
+        model_run(seed, ops, true);
+        if (one)
+            break;
+    }
 }
 
 
