@@ -1,5 +1,5 @@
 /*
- * test_auth.c — tokens and roles against a real slotd (PROTOCOL.md, "hello"
+ * test_auth.c — tokens and roles against a real slotd (docs/protocol.md, "hello"
  * and "Admin ops"): --token-file, hello first, frontend and admin roles, the
  * refusal to listen beyond loopback without tokens, and holds that only
  * their owner can see or change, named by ids nobody can guess.

@@ -1,7 +1,7 @@
 /*
  * test_client.c — the client library without slotd: the request codec is
  * checked by encoding and reading the line back with jansson, the reply
- * parser on every reply shape of PROTOCOL.md, and the blocking connection
+ * parser on every reply shape of docs/protocol.md, and the blocking connection
  * against small fake servers (threads on 127.0.0.1, port 0) that answer,
  * stay silent, split lines, close early or send lines that are too long.
  */

@@ -1,7 +1,7 @@
 /*
  * test_crash.c — a crash storm: a hot release from several pipelining
  * clients, and slotd killed with SIGKILL at random moments, again and again,
- * restarted on the same folder each time (PROTOCOL.md invariant 6: a held or
+ * restarted on the same folder each time (docs/protocol.md invariant 6: a held or
  * confirmed answer is sent only after the commit that made it durable).
  *
  * After every restart: every hold a client was told is held or confirmed is

@@ -1,5 +1,5 @@
 /*
- * test_model.c — the allocator held to a reference model of PROTOCOL.md for
+ * test_model.c — the allocator held to a reference model of docs/protocol.md for
  * a million operations (SLOT_MODEL_OPS; seed SLOT_MODEL_SEED, printed).
  *
  * The model keeps what the store keeps — every event's counters and every
@@ -287,7 +287,7 @@ static void m_finish(model *m, mhold *h, slot_hold_status to)
     touch(m, h->ev);
 }
 
-/* Every op that touches a due hold expires it first (PROTOCOL.md, "confirm"). */
+/* Every op that touches a due hold expires it first (docs/protocol.md, "confirm"). */
 static void m_settle(model *m, mhold *h)
 {
     if (due(m, h))
@@ -332,7 +332,7 @@ static mhold *m_new_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uin
     return h;
 }
 
-/* hold, in PROTOCOL.md's order of decisions. */
+/* hold, in docs/protocol.md's order of decisions. */
 static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
 {
     mevent *e = &m->ev[ev];
@@ -716,7 +716,7 @@ static mhold *pick_hold(model *m)
 }
 
 /* The ways to name a hold that is not the caller's or does not exist; each
- * must be unknown_hold (PROTOCOL.md: the two are not told apart). */
+ * must be unknown_hold (docs/protocol.md: the two are not told apart). */
 static void wrong_hold(model *m, const mhold *h, slot_op op, char id[SLOT_HOLD_ID_BYTES + 1], uint32_t *user)
 {
     static const char hex[] = "0123456789abcdef";

@@ -296,7 +296,7 @@ TEST_IMPL(alloc_hold_draws_from_several_shards)
     fx_close(&f);
 }
 
-/* DESIGN.md's rule: a random start shard, take what it can, then the next
+/* docs/design.md's rule: a random start shard, take what it can, then the next
  * shards in turn. Seeded, so the outcome repeats. */
 TEST_IMPL(alloc_hold_random_start_then_next_shards)
 {
@@ -463,7 +463,7 @@ TEST_IMPL(alloc_hold_idempotency_conflict_and_other_user)
     fx_close(&f);
 }
 
-/* PROTOCOL.md's order: unknown_event -> replay/conflict -> qty above max ->
+/* docs/protocol.md's order: unknown_event -> replay/conflict -> qty above max ->
  * not_on_sale -> user_limit -> sold_out/held. Each pair is set up so that
  * both errors apply and the earlier one must win. */
 TEST_IMPL(alloc_hold_order_of_decisions)
@@ -1359,7 +1359,7 @@ TEST_IMPL(alloc_ops_not_the_allocators)
     run(&f, &q, &r);
     expect_err(&r, SLOT_E_INTERNAL);
     slot_res_clear(&r);
-    /* The op table agrees with PROTOCOL.md's roles. */
+    /* The op table agrees with docs/protocol.md's roles. */
     ASSERT_EQ(slot_op_from_name("hold", 4), SLOT_OP_HOLD);
     ASSERT_EQ(slot_op_from_name("holds", 5), SLOT_OP__COUNT);
     ASSERT(slot_op_writes(SLOT_OP_HOLD) && !slot_op_admin(SLOT_OP_HOLD));

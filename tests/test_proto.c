@@ -1,5 +1,5 @@
 /*
- * test_proto.c — the wire format (proto.h) against PROTOCOL.md: every class
+ * test_proto.c — the wire format (proto.h) against docs/protocol.md: every class
  * of bad input, the id rules, each op's fields, names and numbers, and every
  * reply shape parsed back with jansson.
  */
@@ -134,7 +134,7 @@ static slot_err parse_n(const char *line, size_t len, slot_req *r)
                     last_msg);                                                              \
     } while (0)
 
-/* Assert the last message names `field` (PROTOCOL.md: "the message names the field"). */
+/* Assert the last message names `field` (docs/protocol.md: "the message names the field"). */
 #define ASSERT_MSG_HAS(field)                                                               \
     do {                                                                                    \
         if (strstr(last_msg, (field)) == NULL)                                              \
