@@ -63,22 +63,10 @@ void fx_close(fx *f)
 
 /* ---- requests, filled the way proto fills them */
 
-slot_req req_of(slot_op op, const char *ev)
-{
-    slot_req q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    if (ev) {
-        slot_test_set_name(q.event, &q.event_len, sizeof q.event, ev);
-        q.has |= SLOT_HAS_EVENT;
-    }
-    return q;
-}
-
 /* create_event with the defaults a parser fills in for absent fields. */
 slot_req req_create(const char *ev, uint64_t capacity)
 {
-    slot_req q = req_of(SLOT_OP_CREATE_EVENT, ev);
+    slot_req q = slot_test_req(SLOT_OP_CREATE_EVENT, ev);
     q.capacity = capacity;
     q.shards = SLOT_SHARDS_DEFAULT;
     q.hold_ttl_ms = SLOT_HOLD_TTL_MS_DEFAULT;
@@ -89,7 +77,7 @@ slot_req req_create(const char *ev, uint64_t capacity)
 
 slot_req req_hold(const char *ev, const char *user, const char *request, uint32_t qty)
 {
-    slot_req q = req_of(SLOT_OP_HOLD, ev);
+    slot_req q = slot_test_req(SLOT_OP_HOLD, ev);
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, user);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, request);
     q.qty = qty;
@@ -99,7 +87,7 @@ slot_req req_hold(const char *ev, const char *user, const char *request, uint32_
 /* confirm, release, get_hold, cancel: (event, hold, user). user NULL: none (cancel). */
 slot_req req_on(slot_op op, const char *ev, const char *hold, const char *user)
 {
-    slot_req q = req_of(op, ev);
+    slot_req q = slot_test_req(op, ev);
     slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, hold);
     if (user)
         slot_test_set_name(q.user, &q.user_len, sizeof q.user, user);
@@ -153,7 +141,7 @@ void create(fx *f, const char *ev, uint64_t cap, uint32_t shards)
 /* Per-shard free units (shards op) into out; returns the shard count. */
 uint32_t shards_free(fx *f, MDB_txn *txn, const char *ev, uint64_t *out, uint32_t cap)
 {
-    slot_req q = req_of(SLOT_OP_SHARDS, ev);
+    slot_req q = slot_test_req(SLOT_OP_SHARDS, ev);
     slot_res r = {0};
     run_on(f, txn, &q, &r);
     expect_err(&r, SLOT_E_OK);
@@ -189,7 +177,7 @@ void expect_even(fx *f, const char *ev)
 /* The event's view, shards' free sum and a clean check, on the batch. */
 void expect_counts(fx *f, const char *ev, uint64_t avail, uint64_t held, uint64_t confirmed)
 {
-    slot_req q = req_of(SLOT_OP_EVENT, ev);
+    slot_req q = slot_test_req(SLOT_OP_EVENT, ev);
     slot_res r = {0};
     run(f, &q, &r);
     expect_err(&r, SLOT_E_OK);
@@ -261,7 +249,7 @@ void on(fx *f, slot_op op, const char *ev, const char *hold, const char *user, s
 
 void set_status(fx *f, const char *ev, slot_event_status s)
 {
-    slot_req q = req_of(SLOT_OP_SET_STATUS, ev);
+    slot_req q = slot_test_req(SLOT_OP_SET_STATUS, ev);
     q.status = s;
     slot_res r = {0};
     run(f, &q, &r);
@@ -272,7 +260,7 @@ void set_status(fx *f, const char *ev, slot_event_status s)
 
 void reshard(fx *f, const char *ev, uint32_t n)
 {
-    slot_req q = req_of(SLOT_OP_RESHARD, ev);
+    slot_req q = slot_test_req(SLOT_OP_RESHARD, ev);
     q.shards = n;
     slot_res r = {0};
     run(f, &q, &r);

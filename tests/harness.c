@@ -289,7 +289,19 @@ void slot_test_set_name(char *dst, uint8_t *len, size_t cap, const char *src)
     *len = (uint8_t)n;
 }
 
-struct slot_client *slot_test_dial(const slot_test_server *s)
+slot_req slot_test_req(slot_op op, const char *ev)
+{
+    slot_req q;
+    memset(&q, 0, sizeof q);
+    q.op = op;
+    if (ev) {
+        slot_test_set_name(q.event, &q.event_len, sizeof q.event, ev);
+        q.has |= SLOT_HAS_EVENT;
+    }
+    return q;
+}
+
+slot_client *slot_test_dial(const slot_test_server *s)
 {
     slot_client *c = NULL;
     int rc = slot_client_connect("127.0.0.1", s->port, 5000, &c);

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "slot/client.h" /* slot_req, slot_reply, slot_client */
+
 /* The case running now (its name), for failure messages; NULL in the runner. */
 extern const char *slot_test_current;
 
@@ -118,6 +120,10 @@ void slot_test_rmdir(const char *dir);
  * does not fit. */
 void slot_test_set_name(char *dst, uint8_t *len, size_t cap, const char *src);
 
+/* slot_test_req — a zeroed request for op on event ev (NULL: none), filled
+ * the way proto fills it (name, length, SLOT_HAS_EVENT). */
+slot_req slot_test_req(slot_op op, const char *ev);
+
 /* slot_test_now_ms — wall clock, ms since the epoch. */
 uint64_t slot_test_now_ms(void);
 
@@ -137,11 +143,9 @@ typedef struct slot_test_server {
  * Aborts the test on failure.
  */
 void slot_test_server_start(slot_test_server *s, const char *dir, const char *const *extra);
-struct slot_client;
-
 /* slot_test_dial — a client connection to s on 127.0.0.1 (5 s connect
  * timeout); aborts the test when it cannot connect. Close with slot_client_close. */
-struct slot_client *slot_test_dial(const slot_test_server *s);
+slot_client *slot_test_dial(const slot_test_server *s);
 
 /* slot_test_stat — one counter of s's `stats` reply ("name":N at any depth
  * of the line), asked over a new connection; aborts when it is missing. */
@@ -156,9 +160,7 @@ void slot_test_stop(slot_test_server *s);
 /* slot_test_call — one request and its reply on c (10 s timeout); aborts the
  * case unless the call itself succeeded (the reply may still be an error).
  * The reply is rep's to clear (slot_reply_clear). */
-struct slot_req;
-struct slot_reply;
-void slot_test_call(struct slot_client *c, const struct slot_req *q, struct slot_reply *rep);
+void slot_test_call(slot_client *c, const slot_req *q, slot_reply *rep);
 
 /* slot_test_server_stop — SIGTERM, wait (up to 10 s, then SIGKILL); returns the exit status (or 128+sig). */
 int slot_test_server_stop(slot_test_server *s);

@@ -275,7 +275,7 @@ TEST_IMPL(check_counts_and_caps_violations)
     }
     fx_commit(&f);
     slot_res r = {0};
-    slot_req q = req_of(SLOT_OP_CHECK, NULL);
+    slot_req q = slot_test_req(SLOT_OP_CHECK, NULL);
     run(&f, &q, &r);
     expect_err(&r, SLOT_E_OK);
     ASSERT_EQ(r.nviolations, 0);
@@ -287,7 +287,7 @@ TEST_IMPL(check_counts_and_caps_violations)
         rec.parts[0].qty = 0;
         ASSERT_EQ(slot_store_hold_put(f.st, fx_txn(&f), "C", 1, &rec), 0);
     }
-    q = req_of(SLOT_OP_CHECK, "C");
+    q = slot_test_req(SLOT_OP_CHECK, "C");
     run(&f, &q, &r);
     expect_err(&r, SLOT_E_OK);
     ASSERT_EQ(r.nviolations, 150);

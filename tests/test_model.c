@@ -458,18 +458,6 @@ static uint64_t m_expire_due(model *m, uint64_t limit)
 
 /* ---- requests, filled the way proto fills them */
 
-static slot_req req_of(slot_op op, const char *ev)
-{
-    slot_req q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    if (ev) {
-        slot_test_set_name(q.event, &q.event_len, sizeof q.event, ev);
-        q.has |= SLOT_HAS_EVENT;
-    }
-    return q;
-}
-
 static void hold_id(char out[SLOT_HOLD_ID_BYTES + 1], const mhold *h)
 {
     snprintf(out, SLOT_HOLD_ID_BYTES + 1, "%016llx%016llx", (unsigned long long)h->seq, (unsigned long long)h->tag);
@@ -568,7 +556,7 @@ static void expect_res(const slot_res *r, const mres *want, const char *what)
 static void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
 {
     const mevent *e = &m->ev[ev];
-    slot_req q = req_of(SLOT_OP_EVENT, e->name);
+    slot_req q = slot_test_req(SLOT_OP_EVENT, e->name);
     slot_res r = {0};
     if (!run_on(m, on, &q, &r))
         return;
@@ -599,7 +587,7 @@ static void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
  * smallest at most 1). */
 static void expect_even(model *m, uint32_t ev)
 {
-    slot_req q = req_of(SLOT_OP_SHARDS, m->ev[ev].name);
+    slot_req q = slot_test_req(SLOT_OP_SHARDS, m->ev[ev].name);
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;
@@ -678,7 +666,7 @@ static void op_hold(model *m)
         qty = old->qty;
     char k[16];
     key_name(k, key);
-    slot_req q = req_of(SLOT_OP_HOLD, e->name);
+    slot_req q = slot_test_req(SLOT_OP_HOLD, e->name);
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, k);
     q.qty = qty;
@@ -759,7 +747,7 @@ static void op_on_hold(model *m, slot_op op)
         wrong_hold(m, h, op, id, &user);
     else
         hold_id(id, h);
-    slot_req q = req_of(op, m->ev[h->ev].name);
+    slot_req q = slot_test_req(op, m->ev[h->ev].name);
     slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
     if (op != SLOT_OP_CANCEL || chance(m, 500))
         slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]); /* cancel ignores the user */
@@ -783,7 +771,7 @@ static void op_expire(model *m)
 {
     uint64_t n = 0;
     if (chance(m, 500)) {
-        slot_req q = req_of(SLOT_OP_EXPIRE, NULL);
+        slot_req q = slot_test_req(SLOT_OP_EXPIRE, NULL);
         slot_res r = {0};
         uint64_t want = m_expire_due(m, SLOT_EXPIRE_OP_MAX);
         if (!run_on(m, NULL, &q, &r))
@@ -807,7 +795,7 @@ static void op_expire(model *m)
 
 static slot_req req_create_of(const mevent *e)
 {
-    slot_req q = req_of(SLOT_OP_CREATE_EVENT, e->name);
+    slot_req q = slot_test_req(SLOT_OP_CREATE_EVENT, e->name);
     q.capacity = e->cap;
     q.shards = e->shards;
     q.hold_ttl_ms = e->ttl;
@@ -888,7 +876,7 @@ static void op_edit(model *m, slot_op op)
 {
     uint32_t ev = pick_event(m);
     mevent *e = &m->ev[ev];
-    slot_req q = req_of(op, e->name);
+    slot_req q = slot_test_req(op, e->name);
     mres want = {.err = SLOT_E_OK};
     if (op == SLOT_OP_SET_STATUS) {
         /* Mostly on sale: a closed event answers every new hold alike. */
@@ -934,7 +922,7 @@ static void op_unknown_event(model *m)
 {
     static const slot_op ops[] = {SLOT_OP_HOLD,  SLOT_OP_CONFIRM, SLOT_OP_RELEASE,      SLOT_OP_GET_HOLD,
                                   SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS};
-    slot_req q = req_of(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
+    slot_req q = slot_test_req(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[0]);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, "r0");
     slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, "00000000000000010000000000000001");
@@ -1074,7 +1062,7 @@ static void expect_committed(model *m)
     if (h) {
         char id[SLOT_HOLD_ID_BYTES + 1];
         hold_id(id, h);
-        slot_req q = req_of(SLOT_OP_GET_HOLD, m->ev[h->ev].name);
+        slot_req q = slot_test_req(SLOT_OP_GET_HOLD, m->ev[h->ev].name);
         slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
         slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[h->user]);
         mres want = m_on_hold(m, SLOT_OP_GET_HOLD, h);

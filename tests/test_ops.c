@@ -169,7 +169,7 @@ TEST_IMPL(alloc_create_event_exists_with_other_settings)
     expect_err(&r, SLOT_E_EVENT_EXISTS);
 
     /* "The settings the event has now": after set_capacity the new capacity replays. */
-    slot_req c = req_of(SLOT_OP_SET_CAPACITY, "E");
+    slot_req c = slot_test_req(SLOT_OP_SET_CAPACITY, "E");
     c.capacity = 20;
     run(&f, &c, &r);
     expect_err(&r, SLOT_E_OK);
@@ -208,7 +208,7 @@ TEST_IMPL(alloc_unknown_event_everywhere)
     hold_err(&f, "nope", "u", "r", 1000, SLOT_E_UNKNOWN_EVENT);
     hold_err(&f, "e", "u", "r", 1, SLOT_E_UNKNOWN_EVENT);
     /* check of one unknown event. */
-    slot_req c = req_of(SLOT_OP_CHECK, "nope");
+    slot_req c = slot_test_req(SLOT_OP_CHECK, "nope");
     run(&f, &c, &r);
     expect_err(&r, SLOT_E_UNKNOWN_EVENT);
     expect_counts(&f, "E", 9, 1, 0);
@@ -523,7 +523,7 @@ TEST_IMPL(alloc_hold_not_on_sale_then_on_sale)
     hold_err(&f, "E", "u", "k", 1, SLOT_E_NOT_ON_SALE);
     expect_counts(&f, "E", 10, 0, 0);
     fx_commit(&f);
-    slot_req q = req_of(SLOT_OP_EVENT, "E");
+    slot_req q = slot_test_req(SLOT_OP_EVENT, "E");
     slot_res r = {0};
     run(&f, &q, &r);
     ASSERT_EQ(r.view.status, SLOT_EVENT_CLOSED);
@@ -924,7 +924,7 @@ TEST_IMPL(alloc_get_hold_read_only_shows_expired_without_writing)
     ASSERT_EQ(r.created_at_ms, T0);
     ASSERT_STR_EQ(r.user, "u");
     /* Other read ops run on a read-only txn too. */
-    slot_req ev = req_of(SLOT_OP_EVENT, "E");
+    slot_req ev = slot_test_req(SLOT_OP_EVENT, "E");
     run_on(&f, ro, &ev, &r);
     expect_err(&r, SLOT_E_OK);
     ASSERT_EQ(r.view.held, 2);
@@ -981,7 +981,7 @@ TEST_IMPL(alloc_expire_due_limit_oldest_first)
     expect_counts(&f, "B", 96, 4, 0); /* 1 expired; 3, 5, 7, 9 held */
     fx_commit(&f);
     /* The admin op runs the sweeper with its own bound. */
-    slot_req q = req_of(SLOT_OP_EXPIRE, NULL);
+    slot_req q = slot_test_req(SLOT_OP_EXPIRE, NULL);
     slot_res r = {0};
     run(&f, &q, &r);
     expect_err(&r, SLOT_E_OK);
@@ -1021,7 +1021,7 @@ TEST_IMPL(alloc_expire_due_many_chunks)
     fx_commit(&f);
     /* An admin edit expires all of its own event's due holds (more than one
      * chunk of the expiry index), not other events'. */
-    slot_req q = req_of(SLOT_OP_SET_CAPACITY, "A");
+    slot_req q = slot_test_req(SLOT_OP_SET_CAPACITY, "A");
     q.capacity = 449; /* below allocated until the due ones are gone */
     slot_res r = {0};
     run(&f, &q, &r);
@@ -1086,7 +1086,7 @@ TEST_IMPL(alloc_set_capacity)
     char a[33];
     hold_ok(&f, "E", "u", "k1", 3, a);
     fx_commit(&f);
-    slot_req q = req_of(SLOT_OP_SET_CAPACITY, "E");
+    slot_req q = slot_test_req(SLOT_OP_SET_CAPACITY, "E");
     slot_res r = {0};
 
     q.capacity = 23;
@@ -1352,10 +1352,10 @@ TEST_IMPL(alloc_ops_not_the_allocators)
     fx f;
     fx_open(&f);
     slot_res r = {0};
-    slot_req q = req_of(SLOT_OP_HELLO, NULL);
+    slot_req q = slot_test_req(SLOT_OP_HELLO, NULL);
     run(&f, &q, &r);
     expect_err(&r, SLOT_E_INTERNAL);
-    q = req_of(SLOT_OP_STATS, NULL);
+    q = slot_test_req(SLOT_OP_STATS, NULL);
     run(&f, &q, &r);
     expect_err(&r, SLOT_E_INTERNAL);
     slot_res_clear(&r);
