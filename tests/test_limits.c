@@ -173,7 +173,11 @@ TEST_IMPL(limits_client_that_does_not_read_is_dropped)
     for (int i = 0; i < 200000 && slot_test_now_ms() < deadline; i++)
         if (send(fd, req, len, MSG_NOSIGNAL) < 0)
             break; /* the server stopped reading: our send buffer is full */
-    usleep(1000 * 1000);
+    /* The write timeout (300 ms) and the sweep (50 ms) drop it: wait for the
+     * counter (a loaded machine may take longer than the timeouts say). */
+    uint64_t until = slot_test_now_ms() + 10000;
+    while (slot_test_stat(&srv, "connections_timed_out") < 1 && slot_test_now_ms() < until)
+        usleep(50 * 1000);
     ASSERT_GE(slot_test_stat(&srv, "connections_timed_out"), 1);
     ASSERT(closed_within(fd, 3000));
     close(fd);
