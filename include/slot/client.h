@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "slot/alloc.h"
 #include "slot/error.h"
+#include "slot/ops.h"
 
 #define SLOT_CLIENT_LINE_MAX (4u << 20) /* a reply line longer than this is refused (-EMSGSIZE) */
 

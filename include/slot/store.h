@@ -29,37 +29,13 @@
 #include <stdint.h>
 
 #include "slot/limits.h"
+#include "slot/ops.h"
 
 #define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION 1u         /* first byte of every packed record */
 #define SLOT_STORE_DBS 6
 #define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
-
-typedef enum slot_event_status { SLOT_EVENT_ON_SALE = 0, SLOT_EVENT_CLOSED = 1 } slot_event_status;
-
-/* Hold states (STYLE.md: explicit state machine). held -> confirmed | released | expired | cancelled;
- * confirmed -> cancelled. Every other transition is refused by slot_hold_transition_ok(). */
-#define SLOT_HOLD_STATUS_MAP(X) \
-    X(HELD, "held")             \
-    X(CONFIRMED, "confirmed")   \
-    X(RELEASED, "released")     \
-    X(EXPIRED, "expired")       \
-    X(CANCELLED, "cancelled")
-
-typedef enum slot_hold_status {
-#define SLOT__HS_ENUM(name, wire) SLOT_HOLD_##name,
-    SLOT_HOLD_STATUS_MAP(SLOT__HS_ENUM)
-#undef SLOT__HS_ENUM
-    SLOT_HOLD__COUNT
-} slot_hold_status;
-
-/* slot_hold_status_name — wire name ("held", ...); static; "?" when out of range. */
-const char *slot_hold_status_name(slot_hold_status s);
-/* slot_event_status_name — "on_sale" or "closed"; static. */
-const char *slot_event_status_name(slot_event_status s);
-/* slot_hold_transition_ok — true when from -> to is an edge of the hold state machine. */
-bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
 
 /* events[ev] */
 typedef struct slot_event_rec {
