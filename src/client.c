@@ -273,8 +273,8 @@ static const struct {
     const char *key;
     size_t off;
 } reply_u64s[] = {
-    REPLY_U64("qty", qty),           REPLY_U64("expires_at", expires_at),
-    REPLY_U64("created_at", created_at), REPLY_U64("available", available),
+    REPLY_U64("qty", qty),           REPLY_U64("expires_at", expires_at_ms),
+    REPLY_U64("created_at", created_at_ms), REPLY_U64("available", available),
     REPLY_U64("capacity", capacity), REPLY_U64("held", held),
     REPLY_U64("confirmed", confirmed), REPLY_U64("shards", shards),
     REPLY_U64("hold_ttl_ms", hold_ttl_ms), REPLY_U64("max_per_user", max_per_user),

@@ -8,9 +8,6 @@
 #include "alloc_int.h"
 #include "slot/assert.h"
 
-#define EXPIRE_CHUNK 256 /* due holds collected per expiry-index scan */
-_Static_assert(EXPIRE_CHUNK <= SLOT_SWEEP_BATCH_MAX, "a chunk fits a sweep");
-
 typedef slot__alloc_ctx ctx;
 
 bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms)
@@ -104,7 +101,7 @@ typedef struct due {
 } due;
 
 typedef struct due_list {
-    due items[EXPIRE_CHUNK];
+    due items[SLOT_EXPIRE_CHUNK];
     size_t n;
     const char *only_ev; /* NULL: every event */
     size_t only_len;
@@ -121,7 +118,7 @@ static int due_collect(void *p, uint64_t at, const char *ev, size_t ev_len, uint
     d->ev_len = (uint8_t)ev_len;
     memcpy(d->ev, ev, ev_len);
     d->ev[ev_len] = 0;
-    return l->n == EXPIRE_CHUNK ? 1 : 0; /* 1 stops the scan: the chunk is full */
+    return l->n == SLOT_EXPIRE_CHUNK ? 1 : 0; /* 1 stops the scan: the chunk is full */
 }
 
 /* Expires one due hold named by the expiry index. */
@@ -141,7 +138,7 @@ static int expire_one(slot_alloc *a, MDB_txn *txn, const due *d, uint64_t now_ms
 }
 
 /* Expires due holds (of one event, or all when ev is NULL), oldest first, at
- * most `limit`, in chunks of EXPIRE_CHUNK. Each chunk is collected before it
+ * most `limit`, in chunks of SLOT_EXPIRE_CHUNK. Each chunk is collected before it
  * is changed, so no cursor walks a database being written. */
 int slot__expire_due(slot_alloc *a, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t now_ms, uint64_t limit,
                       uint64_t *expired)
@@ -161,7 +158,7 @@ int slot__expire_due(slot_alloc *a, MDB_txn *txn, const char *ev, size_t ev_len,
             if (rc == 0)
                 (*expired)++;
         }
-        if (rc != 0 || l->n < EXPIRE_CHUNK)
+        if (rc != 0 || l->n < SLOT_EXPIRE_CHUNK)
             break;
     }
     return rc;

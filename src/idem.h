@@ -31,7 +31,7 @@ void slot__idem_free(slot__idem *ix);
  * slot__idem_put — remember key -> seq (replacing an older entry for key).
  *   ev/user/req: the names (not NUL-terminated), each at most 255 bytes.
  * Returns 0, or -ENOMEM. Amortized O(1); no allocation per call (entries
- * come from arena blocks of SLOT__IDEM_BLOCK_BYTES).
+ * come from arena blocks of SLOT_IDEM_BLOCK_BYTES (slot/limits.h)).
  */
 int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t seq);

@@ -55,7 +55,7 @@ static void usage(FILE *out)
             "Exit status: 0 after a clean stop; 1 the server could not start or failed;\n"
             "64 a usage error.\n",
             SLOT_DATA_DEFAULT, SLOT_LISTEN_DEFAULT, SLOT_LINE_BYTES_DEFAULT,
-            (unsigned long long)SLOT_MAP_SIZE_MAX_DEFAULT, SLOT_SWEEP_INTERVAL_MS_DEFAULT,
+            (unsigned long long)SLOT_MAP_BYTES_MAX_DEFAULT, SLOT_SWEEP_INTERVAL_MS_DEFAULT,
             SLOT_QUEUE_REQUESTS_DEFAULT, SLOT_CONN_INFLIGHT_DEFAULT, SLOT_CONNS_DEFAULT, SLOT_CONN_OUT_BYTES_DEFAULT,
             SLOT_IDLE_TIMEOUT_MS_DEFAULT, SLOT_LINE_TIMEOUT_MS_DEFAULT, SLOT_WRITE_TIMEOUT_MS_DEFAULT);
 }
@@ -141,8 +141,8 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
             }
             o->nosync = strcmp(optarg, "nosync") == 0;
             break;
-        case O_LINE: rc = parse_num("--max-line", optarg, SLOT_LINE_BYTES_MIN, SLOT_LINE_BYTES_MAX, &v); o->max_line = (uint32_t)v; break;
-        case O_MAP: rc = parse_num("--map-size-max", optarg, 1ull << 20, 1ull << 44, &v); o->map_size_max = v; break;
+        case O_LINE: rc = parse_num("--max-line", optarg, SLOT_LINE_BYTES_MIN, SLOT_LINE_BYTES_MAX, &v); o->line_bytes_max = (uint32_t)v; break;
+        case O_MAP: rc = parse_num("--map-size-max", optarg, 1ull << 20, 1ull << 44, &v); o->map_bytes_max = v; break;
         case O_SWEEP: rc = parse_num("--sweep-interval-ms", optarg, 10, 60000, &v); o->sweep_interval_ms = (uint32_t)v; break;
         case O_QUEUE: rc = parse_num("--max-queue", optarg, 1, 10000000, &v); o->queue_max = (uint32_t)v; break;
         case O_INFLIGHT: rc = parse_num("--max-inflight", optarg, 1, 1000000, &v); o->conn_inflight_max = (uint32_t)v; break;
@@ -179,8 +179,8 @@ int main(int argc, char **argv)
     slot__server_opts o = {
         .data_dir = SLOT_DATA_DEFAULT,
         .port = SLOT_PORT_DEFAULT,
-        .max_line = SLOT_LINE_BYTES_DEFAULT,
-        .map_size_max = SLOT_MAP_SIZE_MAX_DEFAULT,
+        .line_bytes_max = SLOT_LINE_BYTES_DEFAULT,
+        .map_bytes_max = SLOT_MAP_BYTES_MAX_DEFAULT,
         .sweep_interval_ms = SLOT_SWEEP_INTERVAL_MS_DEFAULT,
         .queue_max = SLOT_QUEUE_REQUESTS_DEFAULT,
         .conn_inflight_max = SLOT_CONN_INFLIGHT_DEFAULT,

@@ -95,7 +95,7 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
     slot_store *st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;
-    st->map_size_max = opts->map_size_max ? opts->map_size_max : SLOT_MAP_SIZE_MAX_DEFAULT;
+    st->map_bytes_max = opts->map_bytes_max ? opts->map_bytes_max : SLOT_MAP_BYTES_MAX_DEFAULT;
     int rc = mdb_env_create(&st->env);
     if (rc == 0)
         rc = mdb_env_set_maxdbs(st->env, SLOT_STORE_DBS);
@@ -116,10 +116,10 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
     /* The file may be bigger than our initial map (it grew in an earlier run). */
     MDB_envinfo info;
     mdb_env_info(st->env, &info);
-    st->map_size = info.me_mapsize;
-    if (st->map_size < SLOT_MAP_SIZE_INITIAL && !opts->read_only) {
-        st->map_size = SLOT_MAP_SIZE_INITIAL < st->map_size_max ? SLOT_MAP_SIZE_INITIAL : st->map_size_max;
-        rc = mdb_env_set_mapsize(st->env, st->map_size);
+    st->map_bytes = info.me_mapsize;
+    if (st->map_bytes < SLOT_MAP_BYTES_INITIAL && !opts->read_only) {
+        st->map_bytes = SLOT_MAP_BYTES_INITIAL < st->map_bytes_max ? SLOT_MAP_BYTES_INITIAL : st->map_bytes_max;
+        rc = mdb_env_set_mapsize(st->env, st->map_bytes);
         if (rc != 0)
             goto fail;
     }
@@ -154,20 +154,20 @@ MDB_env *slot_store_env(slot_store *st)
 
 int slot_store_grow(slot_store *st)
 {
-    if (st->map_size >= st->map_size_max)
+    if (st->map_bytes >= st->map_bytes_max)
         return MDB_MAP_FULL;
-    uint64_t next = st->map_size * 2;
-    if (next > st->map_size_max)
-        next = st->map_size_max;
+    uint64_t next = st->map_bytes * 2;
+    if (next > st->map_bytes_max)
+        next = st->map_bytes_max;
     int rc = mdb_env_set_mapsize(st->env, next);
     if (rc == 0)
-        st->map_size = next;
+        st->map_bytes = next;
     return rc;
 }
 
-uint64_t slot_store_map_size(slot_store *st)
+uint64_t slot_store_map_bytes(slot_store *st)
 {
-    return st->map_size;
+    return st->map_bytes;
 }
 
 uint64_t slot_store_used_bytes(slot_store *st)

@@ -24,7 +24,7 @@ enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS };
 struct slot_store {
     MDB_env *env;
     MDB_dbi dbi[SLOT_STORE_DBS];
-    uint64_t map_size, map_size_max;
+    uint64_t map_bytes, map_bytes_max;
 };
 
 /* ---- byte packing */

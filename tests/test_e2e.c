@@ -168,7 +168,7 @@ static void confirm_races_expiry(void)
         hold(c, "ttl", user, "k", 1, &r);
         ASSERT_STR_EQ(r.status, "held");
         snprintf(ids[i], sizeof(ids[i]), "%s", r.hold);
-        exp[i] = r.expires_at;
+        exp[i] = r.expires_at_ms;
         slot_reply_clear(&r);
     }
     int confirmed = 0, expired = 0;

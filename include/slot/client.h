@@ -61,7 +61,7 @@ typedef struct slot_reply {
     char role[16];
     char version[32];
     int64_t protocol;
-    uint64_t qty, expires_at, created_at, available;
+    uint64_t qty, expires_at_ms, created_at_ms, available;
     uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
     uint64_t events, holds, expired;   /* check, expire */
     uint32_t nviolations;              /* check: violations found: "violations_total" when the

@@ -73,7 +73,7 @@ typedef struct slot_store slot_store;
 typedef struct slot_store_opts {
     const char *dir;                   /* data folder; created (0700) when missing */
     bool nosync;                       /* true: MDB_NOSYNC (a crash of the machine may lose commits) */
-    uint64_t map_size_max;             /* bytes; growth stops here (storage_full) */
+    uint64_t map_bytes_max;             /* bytes; growth stops here (storage_full) */
     bool read_only;                    /* open for reading only (tools) */
 } slot_store_opts;
 
@@ -95,15 +95,15 @@ void slot_store_close(slot_store *st);
 MDB_env *slot_store_env(slot_store *st);
 
 /*
- * slot_store_grow — double the map size (bounded by map_size_max), for a
+ * slot_store_grow — double the map size (bounded by map_bytes_max), for a
  * writer that got MDB_MAP_FULL and aborted. No write transaction may be open;
  * read transactions of this process must not be active (the server holds its
  * read lock while it grows). Returns 0, or MDB_MAP_FULL at the bound.
  */
 int slot_store_grow(slot_store *st);
 
-/* slot_store_map_size — current map size in bytes; slot_store_used_bytes — pages in use x page size. */
-uint64_t slot_store_map_size(slot_store *st);
+/* slot_store_map_bytes — current map size in bytes; slot_store_used_bytes — pages in use x page size. */
+uint64_t slot_store_map_bytes(slot_store *st);
 uint64_t slot_store_used_bytes(slot_store *st);
 
 /* slot_store_sync — flush to disk (after nosync commits). Returns 0 or an LMDB error. */
