@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 
 #include "conn.h"
 #include "loop.h"
@@ -27,23 +28,28 @@ static void batch_fail(server *s, slot_err err, const char *why)
  * Runs the batch in one write transaction and commits it. MDB_MAP_FULL —
  * from a put or from the commit — aborts, grows the map (with the loop's
  * readers held off) and retries the whole batch, until --map-size-max;
- * then every request gets storage_full. Any other LMDB error: internal.
- * Either way nothing of a failed batch is kept.
+ * then every request gets storage_full. A full disk (ENOSPC, EDQUOT: from
+ * a put, the commit's page writes or the file's growth) is storage_full as
+ * well — an operating condition, not a fault of ours; writes work again
+ * once space is freed. Any other LMDB error: internal. Either way nothing of
+ * a failed batch is kept.
  */
 static void batch_run(server *s)
 {
     MDB_env *env = slot_store_env(s->store);
+    SLOT_ASSERT(s->batch_n >= 1);
+    SLOT_ASSERT(s->batch_n <= SLOT_BATCH_REQUESTS_MAX);
     for (int attempt = 0; attempt < SLOT_MAP_GROW_ATTEMPTS_MAX; attempt++) {
-        uint64_t now = slot__wall_ms();
+        uint64_t now_ms = slot__wall_ms();
         MDB_txn *txn = NULL;
         int rc = mdb_txn_begin(env, NULL, 0, &txn);
         for (size_t i = 0; rc == 0 && i < s->batch_n; i++) {
             entry *e = s->batch[i];
             slot_res_clear(&e->res);
             if (e->sweep)
-                rc = slot_alloc_expire_due(&s->write_alloc, txn, now, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
+                rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
             else
-                rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now, &e->res);
+                rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
         }
         if (rc == 0 && SLOT_FAIL(BEFORE_COMMIT))
             rc = EIO;
@@ -53,9 +59,9 @@ static void batch_run(server *s)
             rc = EIO;
         }
         if (rc == 0) {
-            uint64_t t0 = uv_hrtime();
+            uint64_t t0_ns = uv_hrtime();
             rc = mdb_txn_commit(txn); /* frees txn, also when it fails */
-            s->batch_sync_ns += uv_hrtime() - t0;
+            s->batch_sync_ns += uv_hrtime() - t0_ns;
         } else if (txn)
             mdb_txn_abort(txn);
         if (rc != 0)
@@ -76,6 +82,11 @@ static void batch_run(server *s)
             batch_fail(s, SLOT_E_STORAGE_FULL, "the database is full (--map-size-max); nothing was changed");
             return;
         }
+        if (rc == ENOSPC || rc == EDQUOT) {
+            slot__log("write transaction failed: %s; %zu requests answered storage_full", strerror(rc), s->batch_n);
+            batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
+            return;
+        }
         slot__log("write transaction failed: %s; %zu requests answered internal", mdb_strerror(rc), s->batch_n);
         batch_fail(s, SLOT_E_INTERNAL, "storage error; nothing was changed");
         return;
@@ -94,12 +105,12 @@ static void *commit_thread(void *arg)
             break;
         s->batch_ready = false;
         pthread_mutex_unlock(&s->mu);
-        uint64_t t0 = uv_hrtime();
+        uint64_t t0_ns = uv_hrtime();
         s->batch_failures = 0;
         s->batch_sync_ns = 0;
         batch_run(s);
         pthread_mutex_lock(&s->mu);
-        s->batch_run_ns = uv_hrtime() - t0;
+        s->batch_run_ns = uv_hrtime() - t0_ns;
         s->batch_done = true;
         uv_async_send(&s->async);
     }
@@ -123,9 +134,14 @@ void slot__batch_complete(uv_async_t *h)
     pthread_mutex_unlock(&s->mu);
     if (!done)
         return;
+    /* The batch is the loop's again: it was dispatched, whole and in bounds. */
+    SLOT_ASSERT(s->batch_busy);
+    SLOT_ASSERT(s->batch_n >= 1);
+    SLOT_ASSERT(s->batch_n <= SLOT_BATCH_REQUESTS_MAX);
     bool sweep_again = false;
     for (size_t i = 0; i < s->batch_n; i++) {
         entry *e = s->batch[i];
+        SLOT_ASSERT(e->state == ENTRY_QUEUED); /* nothing answers a batched entry but this */
         if (e->sweep) {
             s->sweep_pending = false;
             sweep_again = e->res.err == SLOT_E_OK && e->res.expired >= SLOT_SWEEP_BATCH_MAX;

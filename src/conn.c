@@ -308,7 +308,7 @@ static void on_write(uv_write_t *req, int status)
 void slot__conn_flush(conn *c)
 {
     server *s = c->srv;
-    uint64_t now = uv_hrtime();
+    uint64_t now_ns = uv_hrtime();
     while (c->head && c->state == CONN_OPEN) {
         entry *e = c->head;
         if (e->state == ENTRY_READ_WAIT)
@@ -320,11 +320,13 @@ void slot__conn_flush(conn *c)
             slot__conn_close(c);
             return;
         }
-        slot_hist_record(s->latency_us, (now - e->t0_ns) / 1000u);
+        slot_hist_record(s->latency_us, (now_ns - e->t0_ns) / 1000u);
         c->head = e->next;
         if (!c->head)
             c->tail = NULL;
+        SLOT_ASSERT(c->pending > 0);
         c->pending--;
+        SLOT_ASSERT((c->pending == 0) == (c->head == NULL)); /* pending counts the FIFO */
         slot__entry_put(s, e);
     }
     if (c->state != CONN_OPEN)
@@ -431,19 +433,19 @@ void slot__conn_drain(conn *c)
 
 /* Why a connection should be dropped now, or NULL. Every bound here is a
  * flag; times are loop times (uv_now, monotonic ms). */
-static const char *conn_overdue(server *s, conn *c, uint64_t now)
+static const char *conn_overdue(server *s, conn *c, uint64_t now_ms)
 {
     const slot__server_opts *o = &s->opts;
     if (c->state == CONN_DRAINING)
-        return now >= c->drain_deadline_ms ? "did not close after its last answer" : NULL;
+        return now_ms >= c->drain_deadline_ms ? "did not close after its last answer" : NULL;
     if (c->state != CONN_OPEN)
         return NULL;
-    if (c->writing && now - c->write_since_ms >= o->write_timeout_ms)
+    if (c->writing && now_ms - c->write_since_ms >= o->write_timeout_ms)
         return "took none of its replies within --write-timeout-ms";
-    if (c->partial_len > 0 && now - c->partial_since_ms >= o->line_timeout_ms)
+    if (c->partial_len > 0 && now_ms - c->partial_since_ms >= o->line_timeout_ms)
         return "left a line unfinished past --line-timeout-ms";
     if (o->idle_timeout_ms && !c->head && !c->writing && c->out_len == 0 && c->partial_len == 0 &&
-        now - c->last_read_ms >= o->idle_timeout_ms)
+        now_ms - c->last_read_ms >= o->idle_timeout_ms)
         return "was idle past --idle-timeout-ms";
     return NULL;
 }
@@ -452,10 +454,10 @@ static const char *conn_overdue(server *s, conn *c, uint64_t now)
  * runs on the sweeper's timer and while stopping. */
 void slot__conns_reap(server *s)
 {
-    uint64_t now = uv_now(s->loop);
+    uint64_t now_ms = uv_now(s->loop);
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
-        const char *why = conn_overdue(s, c, now);
+        const char *why = conn_overdue(s, c, now_ms);
         if (!why)
             continue;
         if (c->state == CONN_OPEN) {

@@ -30,6 +30,7 @@ entry *slot__entry_get(server *s)
 
 void slot__entry_put(server *s, entry *e)
 {
+    SLOT_ASSERT(s->entries_live > 0);
     slot_res_clear(&e->res);
     s->entries_live--;
     e->next = s->free_entries;
@@ -56,16 +57,21 @@ void slot__dispatch(server *s)
 {
     if (s->batch_busy || s->q_len == 0)
         return;
+    SLOT_ASSERT(s->batch_n == 0); /* the last batch was completed and emptied */
     size_t n = 0;
     while (s->q_head && n < SLOT_BATCH_REQUESTS_MAX) {
         entry *e = s->q_head;
+        SLOT_ASSERT(e->state == ENTRY_QUEUED);
         s->q_head = e->qnext;
         e->qnext = NULL;
         s->batch[n++] = e;
     }
     if (!s->q_head)
         s->q_tail = NULL;
+    SLOT_ASSERT(n >= 1);
+    SLOT_ASSERT(n <= s->q_len);
     s->q_len -= (uint32_t)n;
+    SLOT_ASSERT((s->q_len == 0) == (s->q_head == NULL)); /* q_len counts the queue */
     s->batch_busy = true;
     pthread_mutex_lock(&s->mu);
     s->batch_n = n;

@@ -68,6 +68,13 @@
 #define SLOT_WRITE_TIMEOUT_MS_MAX 86400000
 #define SLOT_HOST_DEFAULT "127.0.0.1"          /* --listen's host, slotctl's --host */
 #define SLOT_PORT_DEFAULT 7420
+#define SLOT_PORT_MIN 1                        /* slotctl --port (slotd --listen also takes 0: any free port) */
+#define SLOT_PORT_MAX 65535
+#define SLOT_CTL_TIMEOUT_S_DEFAULT 60          /* slotctl --timeout: check scans every hold, allow a big database */
+#define SLOT_CTL_TIMEOUT_S_MIN 1
+#define SLOT_CTL_TIMEOUT_S_MAX 86400
+#define SLOT_CTL_CONNECT_TIMEOUT_MS 5000       /* slotctl's connect */
+#define SLOT_CTL_HOST_BYTES_MAX 255            /* slotctl --host */
 #define SLOT__STR(x) #x
 #define SLOT__XSTR(x) SLOT__STR(x)
 #define SLOT_LISTEN_DEFAULT SLOT_HOST_DEFAULT ":" SLOT__XSTR(SLOT_PORT_DEFAULT)
