@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "conn.h"
 #include "loop.h"
@@ -28,12 +29,26 @@ static void batch_fail(server *s, slot_err err, const char *why)
  * Runs the batch in one write transaction and commits it. MDB_MAP_FULL —
  * from a put or from the commit — aborts, grows the map (with the loop's
  * readers held off) and retries the whole batch, until --map-size-max;
- * then every request gets storage_full. A full disk (ENOSPC, EDQUOT: from
- * a put, the commit's page writes or the file's growth) is storage_full as
- * well — an operating condition, not a fault of ours; writes work again
+ * then every request gets storage_full. A full disk (ENOSPC, EDQUOT, or
+ * EIO on a full file system: from a put, the commit's page writes or the
+ * file's growth; see disk_full) is storage_full as well — an operating condition, not a fault of ours; writes work again
  * once space is freed. Any other LMDB error: internal. Either way nothing of
  * a failed batch is kept.
  */
+/* Whether a failed write transaction's rc means the disk (or quota) is
+ * full. ENOSPC and EDQUOT say so; LMDB turns a short page write — what a
+ * file system that fills mid-write gives — into EIO, so EIO counts too when
+ * the data folder's file system has less than SLOT_DISK_FULL_BYTES free. */
+static bool disk_full(const server *s, int rc)
+{
+    if (rc == ENOSPC || rc == EDQUOT)
+        return true;
+    struct statvfs fs;
+    if (rc != EIO || statvfs(s->opts.data_dir, &fs) != 0)
+        return false;
+    return (uint64_t)fs.f_bavail * fs.f_frsize < SLOT_DISK_FULL_BYTES;
+}
+
 static void batch_run(server *s)
 {
     MDB_env *env = slot_store_env(s->store);
@@ -82,8 +97,9 @@ static void batch_run(server *s)
             batch_fail(s, SLOT_E_STORAGE_FULL, "the database is full (--map-size-max); nothing was changed");
             return;
         }
-        if (rc == ENOSPC || rc == EDQUOT) {
-            slot__log("write transaction failed: %s; %zu requests answered storage_full", strerror(rc), s->batch_n);
+        if (disk_full(s, rc)) {
+            slot__log("write transaction failed: %s, the disk is full; %zu requests answered storage_full",
+                      strerror(rc), s->batch_n);
             batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
             return;
         }

@@ -94,6 +94,8 @@
 #define SLOT_DRAIN_MS 2000                     /* how long a closing connection's unread input is discarded */
 #define SLOT_SHUTDOWN_FLUSH_MS 5000            /* on stop, how long slow clients get to take their replies */
 #define SLOT_STOP_POLL_MS 10                   /* while stopping, how often the stop timer looks */
+#define SLOT_DISK_FULL_BYTES (256u << 10)     /* EIO from a commit with less free than this is a full disk: LMDB
+                                                  reports a short page write (64 pages at most) as EIO */
 #define SLOT_PARTIAL_BYTES_INITIAL 1024        /* first buffer for an unfinished line (grows by doubling) */
 #define SLOT_OUT_BYTES_INITIAL 4096            /* first reply buffer of a connection (grows by doubling) */
 
