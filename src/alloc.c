@@ -1,5 +1,5 @@
 /*
- * alloc.c — the allocator: the ops of PROTOCOL.md on one LMDB transaction.
+ * alloc.c — the allocator: the ops of docs/protocol.md on one LMDB transaction.
  *
  * Every op reads and validates first and writes only when it will succeed,
  * so a failed request changes nothing even though it shares its write
@@ -168,7 +168,7 @@ static int event_load(ctx *c, slot_event_rec *e, slot_res *res)
 }
 
 /* Loads the hold the request names; SLOT__ANSWERED with res = unknown_hold when there is
- * none, or it belongs to another user (PROTOCOL.md: the two look the same).
+ * none, or it belongs to another user (docs/protocol.md: the two look the same).
  * user NULL: any user (cancel). */
 static int hold_load(ctx *c, const slot_req *req, const char *user, slot_hold_rec *h, slot_res *res)
 {
@@ -282,7 +282,7 @@ static int request_find(ctx *c, const slot_req *req, slot_hold_rec *h)
     return rc;
 }
 
-/* Takes qty units: random start shard, then the others in turn (DESIGN.md,
+/* Takes qty units: random start shard, then the others in turn (docs/design.md,
  * "The allocation rule"). The caller has checked that the event's free units
  * (capacity - held - confirmed, equal to the sum over shards by invariant 1)
  * are at least qty. */

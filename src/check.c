@@ -13,7 +13,7 @@
 #include "slot/alloc.h"
 #include "slot/store.h"
 
-/* ---- check: the invariants of PROTOCOL.md as a full scan */
+/* ---- check: the invariants of docs/protocol.md as a full scan */
 
 typedef struct user_sum {
     char user[SLOT_USER_BYTES_MAX + 1];

@@ -165,7 +165,7 @@ static void w_create_event(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "max_per_request", req->max_per_request);
 }
 
-/* The fields of each op (PROTOCOL.md, "Frontend ops" and "Admin ops"). */
+/* The fields of each op (docs/protocol.md, "Frontend ops" and "Admin ops"). */
 static void w_op_fields(slot__jw *w, const slot_req *req)
 {
     switch (req->op) {

@@ -112,7 +112,7 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
     slot__queue_push(s, e);
 }
 
-/* line_too_long: answered, then the connection closes (PROTOCOL.md). */
+/* line_too_long: answered, then the connection closes (docs/protocol.md, "Framing"). */
 static void line_too_long(server *s, conn *c)
 {
     entry *e = slot__entry_get(s);
@@ -273,7 +273,7 @@ static void conn_write(conn *c)
 }
 
 /* Reading pauses while a connection has too many unanswered requests or
- * too many unsent reply bytes (PROTOCOL.md: slowed, never refused). */
+ * too many unsent reply bytes (docs/protocol.md, "Limits": slowed, never refused). */
 void slot__conn_pace(conn *c)
 {
     server *s = c->srv;

@@ -26,7 +26,7 @@ static int shard_add(ctx *c, uint16_t shard, uint64_t units)
 
 /* Gives a hold's units back: each part to the shard it came from when that
  * shard still exists, the rest spread over the current shards starting at
- * one picked by the hold's sequence number (PROTOCOL.md, "reshard"). */
+ * one picked by the hold's sequence number (docs/protocol.md, "reshard"). */
 static int units_return(ctx *c, const slot_event_rec *e, const slot_hold_rec *h)
 {
     uint64_t leftover = 0;

@@ -257,7 +257,7 @@ static char *hello_json(void)
 }
 
 /* Runs a read-only op now: every earlier entry of its connection is answered,
- * so the read sees every write acknowledged before it (PROTOCOL.md). */
+ * so the read sees every write acknowledged before it (docs/protocol.md, "Ordering"). */
 void slot__run_read(server *s, entry *e)
 {
     slot_res *res = &e->res;

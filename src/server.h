@@ -1,6 +1,6 @@
 /*
- * server.h — slotd's server: libuv TCP, line framing, the group-commit
- * batcher, the commit thread and the sweeper (DESIGN.md, "Threads").
+ * server.h — what slotd.c needs of the server: its options and the call
+ * that runs it (docs/design.md, "Threads"; server_int.h maps the modules).
  * Internal to the daemon; slotd.c parses flags and calls slot__server_run.
  */
 #ifndef SLOT_SERVER_H

@@ -1,6 +1,6 @@
 /*
  * slotctl — slotd's admin tool. Every command is one or two requests of
- * PROTOCOL.md sent through the client library (slot/client.h); slotctl never
+ * docs/protocol.md sent through the client library (slot/client.h); slotctl never
  * touches the database itself.
  *
  * Exit status: 0 done; 1 the server answered with an error (or `check` found

@@ -1,5 +1,5 @@
 /*
- * slot/alloc.h — the allocator: every op of PROTOCOL.md as pure logic on an
+ * slot/alloc.h — the allocator: every op of docs/protocol.md as pure logic on an
  * LMDB write (or read) transaction.
  *
  * The allocator never sees JSON or sockets. Its input is a typed request
@@ -8,8 +8,8 @@
  * op reads and validates first and writes only once it will succeed, so a
  * batch of many requests can share one write transaction (group commit).
  *
- * The rules come from PROTOCOL.md ("hold", "confirm", ..., "Invariants") and
- * the allocation rule of DESIGN.md.
+ * The rules come from docs/protocol.md ("hold", "confirm", ..., "Invariants") and
+ * the allocation rule of docs/design.md.
  */
 #ifndef SLOT_ALLOC_H
 #define SLOT_ALLOC_H
@@ -35,22 +35,24 @@ struct slot__idem;
 typedef struct slot_alloc {
     slot_store *store;
     uint64_t rng[4];                   /* xoshiro256** state, seeded from getrandom() */
-    struct slot__idem *idem;           /* idempotency index (src/idem.h); built on the first hold */
+    struct slot__idem *idem;           /* idempotency index (src/idem.h); see slot_alloc_load */
 } slot_alloc;
 
 /*
  * slot_alloc_init — bind an allocator to an open store and seed its random
  * generator from the kernel (getrandom). Returns 0, or -errno.
  * The allocator that runs holds keeps an in-memory idempotency index, built
- * from the holds database on its first hold (O(holds) once) and kept up to
- * date by its own holds: so there must be ONE writing allocator per store
+ * from the holds database by slot_alloc_load (slotd calls it at start) or,
+ * when nobody did, on its first hold (O(holds) once), and kept up to date by
+ * its own holds: so there must be ONE writing allocator per store
  * (the server's commit thread). Free with slot_alloc_close.
  */
 int slot_alloc_init(slot_alloc *a, slot_store *store);
 
 /*
- * slot_alloc_load — build the idempotency index now (else the first hold
- * does), from every hold in the store as txn sees it (a read txn is fine).
+ * slot_alloc_load — build the idempotency index now (slotd does, at start,
+ * so restart time includes it; without this call the first hold does), from
+ * every hold in the store as txn sees it (a read txn is fine).
  * O(holds). Returns 0 or an LMDB error / ENOMEM.
  */
 int slot_alloc_load(slot_alloc *a, MDB_txn *txn);
@@ -74,7 +76,7 @@ void slot_alloc_seed(slot_alloc *a, uint64_t seed);
  *        transaction (a read-only one is fine) for the others.
  *   req: the request, syntax already checked (proto does that).
  *   now_ms: the server clock, ms since the Unix epoch; every hold whose
- *        expires_at_ms <= now_ms counts as expired (PROTOCOL.md, "confirm").
+ *        expires_at_ms <= now_ms counts as expired (docs/protocol.md, "confirm").
  *   res: zeroed (or cleared) by the caller; filled here.
  * Returns 0 when res holds the answer (success or a wire error; on a wire
  * error nothing was written), or an LMDB error code (MDB_MAP_FULL, EIO, ...)

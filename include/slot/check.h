@@ -14,7 +14,7 @@
 struct slot_alloc; /* slot/alloc.h */
 
 /*
- * slot_alloc_check — full scan of the seven invariants (PROTOCOL.md,
+ * slot_alloc_check — full scan of the seven invariants (docs/protocol.md,
  * "Invariants"; 5 and 6 are about answers and are checked by tests, the scan
  * checks the state they leave: 1, 2, 3, 4, 7 and the expiry index).
  *   event/event_len: one event, or NULL/0 for all.

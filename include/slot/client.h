@@ -1,5 +1,5 @@
 /*
- * slot/client.h — the C client of slotd's protocol (PROTOCOL.md v1).
+ * slot/client.h — the C client of slotd's protocol (docs/protocol.md v1).
  *
  * Two layers:
  *   1. Codec, no I/O: slot_req_* build typed requests, slot_req_encode turns

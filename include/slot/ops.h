@@ -18,7 +18,7 @@
 
 typedef enum slot_event_status { SLOT_EVENT_ON_SALE = 0, SLOT_EVENT_CLOSED = 1 } slot_event_status;
 
-/* Hold states (STYLE.md: explicit state machine). held -> confirmed | released | expired | cancelled;
+/* Hold states (docs/design.md, "Code conventions": explicit state machines). held -> confirmed | released | expired | cancelled;
  * confirmed -> cancelled. Every other transition is refused by slot_hold_transition_ok(). */
 #define SLOT_HOLD_STATUS_MAP(X) \
     X(HELD, "held")             \
@@ -41,7 +41,7 @@ const char *slot_event_status_name(slot_event_status s);
 /* slot_hold_transition_ok — true when from -> to is an edge of the hold state machine. */
 bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
 
-/* The ops of PROTOCOL.md, in one list: X(NAME, wire name, writes?, admin?) */
+/* The ops of docs/protocol.md, in one list: X(NAME, wire name, writes?, admin?) */
 #define SLOT_OP_MAP(X)                           \
     X(HELLO, "hello", false, false)              \
     X(HOLD, "hold", true, false)                 \
@@ -73,7 +73,7 @@ const char *slot_op_name(slot_op op);
 slot_op slot_op_from_name(const char *name, size_t len);
 /* slot_op_writes — true when the op needs the write transaction (commit thread). */
 bool slot_op_writes(slot_op op);
-/* slot_op_admin — true when the op needs role admin (PROTOCOL.md, "Admin ops"). */
+/* slot_op_admin — true when the op needs role admin (docs/protocol.md, "Admin ops"). */
 bool slot_op_admin(slot_op op);
 
 /*
@@ -121,7 +121,7 @@ typedef struct slot_req {
     slot_event_status status;          /* set_status */
 } slot_req;
 
-/* Connection roles (PROTOCOL.md, "hello"). */
+/* Connection roles (docs/protocol.md, "hello"). */
 typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN } slot_role;
 
 /* slot_role_name — "frontend", "admin" or "none"; static. */
@@ -136,7 +136,7 @@ typedef struct slot_event_view {
     uint64_t max_per_user;
 } slot_event_view;
 
-/* One invariant violation found by check (PROTOCOL.md, "Invariants"). */
+/* One invariant violation found by check (docs/protocol.md, "Invariants"). */
 typedef struct slot_violation {
     int invariant;                     /* 1..7 */
     char event[SLOT_EVENT_BYTES_MAX + 1];

@@ -1,6 +1,6 @@
 /*
  * slot/store.h — slotd's LMDB schema: one environment, six named databases
- * (DESIGN.md, "Storage", less its "requests" database: the idempotency index
+ * (docs/design.md, "Storage", less its "requests" database: the idempotency index
  * is rebuilt in memory from the holds, see src/idem.h), fixed-width
  * big-endian integers in keys so LMDB's
  * byte order is number and time order, and packed versioned records as values.
