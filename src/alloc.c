@@ -134,7 +134,8 @@ static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const s
  * at most 1), as set_capacity and reshard require. O(n). */
 static int shards_spread(ctx *c, uint32_t n, uint64_t free_units)
 {
-    SLOT_ASSERT(n >= 1 && n <= SLOT_SHARDS_MAX);
+    SLOT_ASSERT(n >= 1);
+    SLOT_ASSERT(n <= SLOT_SHARDS_MAX);
     uint64_t base = free_units / n, extra = free_units % n;
     for (uint32_t i = 0; i < n; i++) {
         int rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, (uint16_t)i, base + (i < extra ? 1 : 0));
