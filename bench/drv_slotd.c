@@ -167,7 +167,7 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     r->replay = rep.replay;
     r->released = rep.released;
     r->qty = rep.qty > UINT32_MAX ? UINT32_MAX : (uint32_t)rep.qty;
-    r->expires_at_ms = rep.expires_at;
+    r->expires_at_ms = rep.expires_at_ms;
     r->available = rep.available;
     r->hold_len = (uint32_t)strlen(rep.hold);
     memcpy(r->hold, rep.hold, r->hold_len + 1);

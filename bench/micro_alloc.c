@@ -115,7 +115,7 @@ static int measure(bool nosync, uint32_t batch, double seconds, uint64_t max_hol
         perror("micro_alloc: mkdtemp");
         return -1;
     }
-    slot_store_opts opts = {.dir = dir, .nosync = nosync, .map_size_max = MICRO_MAP_BYTES_MAX};
+    slot_store_opts opts = {.dir = dir, .nosync = nosync, .map_bytes_max = MICRO_MAP_BYTES_MAX};
     slot_store *st = NULL;
     slot_alloc a;
     bool inited = false;

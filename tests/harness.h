@@ -98,6 +98,18 @@ typedef struct slot_test_case {
 #define TEST_ENTRY(name) {#name, test_##name},
 #define TEST_LIST_END {NULL, NULL}};
 
+/* SLOT_TEST_SKIP(fmt, ...) — the case cannot run here (not root, a tool
+ * missing): it says why and ends as skipped, which counts neither as passed
+ * nor as failed. A program whose every case skipped exits 77 (meson: SKIP). */
+#define SLOT_TEST_SKIPPED 77
+#define SLOT_TEST_SKIP(...)                                                                \
+    do {                                                                                   \
+        printf("  skipped: " __VA_ARGS__);                                                 \
+        printf("\n");                                                                      \
+        fflush(stdout);                                                                    \
+        _exit(SLOT_TEST_SKIPPED);                                                          \
+    } while (0)
+
 /* The program's cases, ended by {NULL, NULL}; defined by TEST_LIST_START. */
 extern const slot_test_case slot_test_list[];
 

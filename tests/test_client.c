@@ -426,7 +426,7 @@ TEST_IMPL(client_reply_hold)
     ASSERT_STR_EQ(r.status, "held");
     ASSERT_STR_EQ(r.hold, "0000000000000001abcdef0123456789");
     ASSERT_EQ(r.qty, 2);
-    ASSERT_EQ(r.expires_at, 1764500000000ull);
+    ASSERT_EQ(r.expires_at_ms, 1764500000000ull);
     ASSERT(!r.replay);
     slot_reply_clear(&r);
     ASSERT(r.line == NULL);
@@ -471,8 +471,8 @@ TEST_IMPL(client_reply_hold_ops)
     parse_ok("{\"ok\":true,\"hold\":\"H9\",\"user\":\"J\\u00fcrgen\",\"status\":\"held\",\"qty\":3,"
              "\"expires_at\":2000,\"created_at\":1000}", &r);
     ASSERT_STR_EQ(r.user, "J\xc3\xbcrgen");
-    ASSERT_EQ(r.created_at, 1000);
-    ASSERT_EQ(r.expires_at, 2000);
+    ASSERT_EQ(r.created_at_ms, 1000);
+    ASSERT_EQ(r.expires_at_ms, 2000);
     slot_reply_clear(&r);
 }
 

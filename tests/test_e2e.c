@@ -176,7 +176,7 @@ TEST_IMPL(slotd_confirm_races_expiry)
         hold(c, "ttl", user, "k", 1, &r);
         ASSERT_STR_EQ(r.status, "held");
         snprintf(ids[i], sizeof(ids[i]), "%s", r.hold);
-        exp[i] = r.expires_at;
+        exp[i] = r.expires_at_ms;
         slot_reply_clear(&r);
     }
     int confirmed = 0, expired = 0;

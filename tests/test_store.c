@@ -249,7 +249,7 @@ TEST_IMPL(store_open_creates_folder_and_schema)
     ASSERT_EQ(stat(dir, &sb), 0);
     ASSERT(S_ISDIR(sb.st_mode));
     ASSERT_EQ(sb.st_mode & 0777, 0700);
-    ASSERT_EQ(slot_store_map_size(f.st), SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), SLOT_MAP_BYTES_INITIAL);
     ASSERT_GT(slot_store_used_bytes(f.st), 0);
     ASSERT_EQ(slot_store_sync(f.st), 0);
     slot_store_close(f.st);
@@ -868,9 +868,9 @@ static uint64_t fill(fixture *f, MDB_txn *t, uint64_t from, uint64_t count, int 
 TEST_IMPL(store_map_grows_once_then_full)
 {
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = 2 * SLOT_MAP_SIZE_INITIAL};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = 2 * SLOT_MAP_BYTES_INITIAL};
     fx_open_opts(&f, &o);
-    ASSERT_EQ(slot_store_map_size(f.st), SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), SLOT_MAP_BYTES_INITIAL);
 
     /* Fill the initial map: one txn until MDB_MAP_FULL, then abort. */
     int rc;
@@ -882,25 +882,25 @@ TEST_IMPL(store_map_grows_once_then_full)
 
     /* Grow (one doubling) and retry the same work: it fits now. */
     ASSERT_EQ(slot_store_grow(f.st), 0);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
     t = txn_w(&f);
     ASSERT_EQ(fill(&f, t, 1, n1 + 1, &rc), n1 + 1);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(mdb_txn_commit(t), 0);
-    ASSERT_GT(slot_store_used_bytes(f.st), SLOT_MAP_SIZE_INITIAL / 2);
+    ASSERT_GT(slot_store_used_bytes(f.st), SLOT_MAP_BYTES_INITIAL / 2);
 
-    /* Fill the rest; at map_size_max growth is refused. */
+    /* Fill the rest; at map_bytes_max growth is refused. */
     t = txn_w(&f);
     fill(&f, t, n1 + 2, UINT64_MAX, &rc);
     ASSERT_EQ(rc, MDB_MAP_FULL);
     mdb_txn_abort(t);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
 
     /* What was committed is all there, and a reopen keeps the grown map. */
     slot_store_close(f.st);
     fx_open_opts(&f, &o);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
     t = txn_r(&f);
     slot_hold_rec got;
     ASSERT_EQ(slot_store_hold_get(f.st, t, S("big"), n1 + 1, &got), 0);
@@ -913,7 +913,7 @@ TEST_IMPL(store_map_grows_once_then_full)
 TEST_IMPL(store_map_growth_refused_at_max)
 {
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = SLOT_MAP_SIZE_INITIAL};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = SLOT_MAP_BYTES_INITIAL};
     fx_open_opts(&f, &o);
     int rc;
     MDB_txn *t = txn_w(&f);
@@ -921,7 +921,7 @@ TEST_IMPL(store_map_growth_refused_at_max)
     ASSERT_EQ(rc, MDB_MAP_FULL);
     mdb_txn_abort(t);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
-    ASSERT_EQ(slot_store_map_size(f.st), SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), SLOT_MAP_BYTES_INITIAL);
     /* The store is still usable after the aborted txn. */
     t = txn_w(&f);
     ASSERT_EQ(slot_store_shard_put(f.st, t, S("ev"), 0, 1), 0);
@@ -933,17 +933,17 @@ TEST_IMPL(store_map_grow_doubles_then_caps)
 {
     /* 64 MiB -> 128 MiB (doubling) -> 192 MiB (the bound) -> MDB_MAP_FULL. */
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = 3 * SLOT_MAP_SIZE_INITIAL};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = 3 * SLOT_MAP_BYTES_INITIAL};
     fx_open_opts(&f, &o);
     ASSERT_EQ(slot_store_grow(f.st), 0);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
     ASSERT_EQ(slot_store_grow(f.st), 0);
-    ASSERT_EQ(slot_store_map_size(f.st), 3 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 3 * SLOT_MAP_BYTES_INITIAL);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
-    ASSERT_EQ(slot_store_map_size(f.st), 3 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 3 * SLOT_MAP_BYTES_INITIAL);
     MDB_envinfo info;
     ASSERT_EQ(mdb_env_info(f.env, &info), 0);
-    ASSERT_EQ(info.me_mapsize, 3 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(info.me_mapsize, 3 * SLOT_MAP_BYTES_INITIAL);
     /* Writes still work on the grown map. */
     MDB_txn *t = txn_w(&f);
     ASSERT_EQ(slot_store_shard_put(f.st, t, S("ev"), 0, 1), 0);
@@ -955,9 +955,9 @@ TEST_IMPL(store_map_max_below_initial)
 {
     /* A bound below the initial map caps the map at the bound. */
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = 8ull << 20};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = 8ull << 20};
     fx_open_opts(&f, &o);
-    ASSERT_EQ(slot_store_map_size(f.st), 8ull << 20);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 8ull << 20);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
     int rc;
     MDB_txn *t = txn_w(&f);
