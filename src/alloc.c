@@ -8,6 +8,7 @@
  * come back at most once (invariant 7).
  */
 #include "slot/alloc.h"
+#include "slot/check.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -609,7 +610,7 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
     case SLOT_OP_EXPIRE:
         return slot_alloc_expire_due(a, txn, now_ms, SLOT_EXPIRE_OP_MAX, &res->expired);
     case SLOT_OP_CHECK:
-        return slot_alloc_check(a, txn, (req->has & SLOT_HAS_EVENT) ? req->event : NULL,
+        return slot_check(a->store, txn, (req->has & SLOT_HAS_EVENT) ? req->event : NULL,
                                 (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
     case SLOT_OP_HELLO:
     case SLOT_OP_STATS:

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slot/alloc.h"
 #include "slot/store.h"
 
 /* ---- check: the invariants of docs/protocol.md as a full scan */
@@ -21,7 +20,7 @@ typedef struct user_sum {
 } user_sum;
 
 typedef struct check_ctx {
-    slot_alloc *a;
+    slot_store *st;
     MDB_txn *txn;
     slot_res *res;
     const char *ev;
@@ -70,7 +69,7 @@ static int check_hold(void *p, const slot_hold_rec *h)
     if (h->status == SLOT_HOLD_HELD) {
         k->held += h->qty;
         k->held_holds++;
-        int rc = slot_store_expiry_has(k->a->store, k->txn, h->expires_at_ms, k->ev, k->ev_len, h->seq);
+        int rc = slot_store_expiry_has(k->st, k->txn, h->expires_at_ms, k->ev, k->ev_len, h->seq);
         if (rc == MDB_NOTFOUND)
             violation(k, 7, "held hold seq %llu has no expiry entry", (unsigned long long)h->seq);
         else if (rc != 0)
@@ -146,10 +145,10 @@ static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_
     k->res->events_checked++;
     uint64_t free_sum = 0;
     uint32_t records = 0;
-    int rc = slot_store_shards_count(k->a->store, k->txn, ev, ev_len, &records);
+    int rc = slot_store_shards_count(k->st, k->txn, ev, ev_len, &records);
     for (uint16_t s = 0; rc == 0 && s < e->shards; s++) {
         uint64_t f = 0;
-        rc = slot_store_shard_get(k->a->store, k->txn, ev, ev_len, s, &f);
+        rc = slot_store_shard_get(k->st, k->txn, ev, ev_len, s, &f);
         if (rc == MDB_NOTFOUND) {
             violation(k, 1, "shard %u is missing", (unsigned)s);
             rc = 0;
@@ -163,7 +162,7 @@ static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_
     if (free_sum + e->held + e->confirmed != e->capacity || e->held + e->confirmed > e->capacity)
         violation(k, 1, "free %llu + held %llu + confirmed %llu != capacity %llu", (unsigned long long)free_sum,
                   (unsigned long long)e->held, (unsigned long long)e->confirmed, (unsigned long long)e->capacity);
-    rc = slot_store_holds_scan(k->a->store, k->txn, ev, ev_len, check_hold, k);
+    rc = slot_store_holds_scan(k->st, k->txn, ev, ev_len, check_hold, k);
     if (rc != 0)
         return rc;
     if (k->held != e->held || k->confirmed != e->confirmed)
@@ -171,7 +170,7 @@ static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_
                   (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);
     if (e->max_per_user > 0) {
         users_fold(k);
-        rc = slot_store_users_scan(k->a->store, k->txn, ev, ev_len, check_user_row, k);
+        rc = slot_store_users_scan(k->st, k->txn, ev, ev_len, check_user_row, k);
         if (rc == 0 && k->users_matched != k->nusers)
             violation(k, 4, "%zu users with active holds have no users record", k->nusers - k->users_matched);
     }
@@ -192,7 +191,7 @@ static int check_expiry_row(void *p, uint64_t at, const char *ev, size_t ev_len,
     if (x->only && (ev_len != x->only_len || memcmp(ev, x->only, ev_len) != 0))
         return 0;
     slot_hold_rec h;
-    int rc = slot_store_hold_get(x->k->a->store, x->k->txn, ev, ev_len, seq, &h);
+    int rc = slot_store_hold_get(x->k->st, x->k->txn, ev, ev_len, seq, &h);
     if (rc != 0 && rc != MDB_NOTFOUND)
         return rc;
     if (rc == MDB_NOTFOUND || h.status != SLOT_HOLD_HELD || h.expires_at_ms != at) {
@@ -204,14 +203,14 @@ static int check_expiry_row(void *p, uint64_t at, const char *ev, size_t ev_len,
     return 0;
 }
 
-int slot_alloc_check(slot_alloc *a, MDB_txn *txn, const char *event, size_t event_len, slot_res *res)
+int slot_check(slot_store *st, MDB_txn *txn, const char *event, size_t event_len, slot_res *res)
 {
-    check_ctx k = {.a = a, .txn = txn, .res = res};
+    check_ctx k = {.st = st, .txn = txn, .res = res};
     int rc;
     res->err = SLOT_E_OK;
     if (event) {
         slot_event_rec e;
-        rc = slot_store_event_get(a->store, txn, event, event_len, &e);
+        rc = slot_store_event_get(st, txn, event, event_len, &e);
         if (rc == MDB_NOTFOUND) {
             slot_res_error(res, SLOT_E_UNKNOWN_EVENT, "no event \"%.*s\"", (int)event_len, event);
             return 0;
@@ -219,11 +218,11 @@ int slot_alloc_check(slot_alloc *a, MDB_txn *txn, const char *event, size_t even
         if (rc == 0)
             rc = check_event(&k, event, event_len, &e);
     } else {
-        rc = slot_store_events_scan(a->store, txn, check_event, &k);
+        rc = slot_store_events_scan(st, txn, check_event, &k);
     }
     if (rc == 0) {
         expiry_check x = {&k, event, event_len};
-        rc = slot_store_expiry_scan(a->store, txn, UINT64_MAX, check_expiry_row, &x);
+        rc = slot_store_expiry_scan(st, txn, UINT64_MAX, check_expiry_row, &x);
     }
     res->holds_checked = k.holds;
     free(k.users);

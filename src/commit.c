@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "conn.h"
 #include "loop.h"
 #include "slot/assert.h"
 #include "slot/failpoint.h"
@@ -190,7 +189,7 @@ void slot__batch_complete(uv_async_t *h)
         conn *c = s->dirty;
         s->dirty = c->dirty_next;
         c->dirty = false;
-        slot__conn_flush(c);
+        s->conn_up.flush(c);
     }
 }
 

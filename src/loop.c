@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
 #include "jsonw.h"
 #include "slot/assert.h"
 #include "slot_config.h"
@@ -99,7 +98,7 @@ void slot__on_check(uv_check_t *h)
     if (s->mem_paused && s->entries_live < SLOT_ENTRIES_MAX / 2) {
         s->mem_paused = false;
         for (conn *c = s->conns; c; c = c->next)
-            slot__conn_pace(c);
+            s->conn_up.pace(c);
     }
 }
 
@@ -154,7 +153,7 @@ void slot__on_sweep_timer(uv_timer_t *t)
     server *s = t->data;
     if (!s->sweep_pending && sweep_due(s))
         slot__sweep_enqueue(s);
-    slot__conns_reap(s);
+    s->conn_up.reap(s);
 }
 
 /* A real number as jansson's JSON_COMPACT writes one (the stats reply

@@ -26,23 +26,6 @@
 #include "server_int.h"
 #include "slot/failpoint.h"
 
-uint64_t slot__wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void slot__log(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("slotd: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
 static void close_handle(uv_handle_t *h, void *arg)
 {
     server *s = arg;
@@ -258,6 +241,7 @@ static int server_start(server *s)
 #endif
     if (s->opts.token_file && slot__tokens_load(s, s->opts.token_file) != 0)
         return -1;
+    s->conn_up = (slot__conn_upcalls){.flush = slot__conn_flush, .pace = slot__conn_pace, .reap = slot__conns_reap};
     s->loop = uv_default_loop();
     s->loop->data = s;
     if (listen_start(s) != 0 || store_start(s) != 0)

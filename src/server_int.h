@@ -23,7 +23,8 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "server.h"
+#include "log.h"
+#include "server_opts.h"
 #include "slot/alloc.h"
 #include "slot/hist.h"
 #include "slot/limits.h"
@@ -104,8 +105,21 @@ typedef struct token {
     char value[SLOT_TOKEN_BYTES_MAX + 1];
 } token;
 
+/*
+ * The calls that go up from the loop core and the commit hand-back to the
+ * connections (conn.c), set once by server.c before the loop runs. They are
+ * pointers so that loop.c and commit.c do not depend on conn.c, which
+ * depends on them: the include graph of src/ stays a tree of layers.
+ */
+typedef struct slot__conn_upcalls {
+    void (*flush)(conn *c);      /* slot__conn_flush: write what is answered, in request order */
+    void (*pace)(conn *c);       /* slot__conn_pace: pause or resume reading by c's bounds */
+    void (*reap)(server *s);     /* slot__conns_reap: close connections past a time bound */
+} slot__conn_upcalls;
+
 struct server {
     slot__server_opts opts;
+    slot__conn_upcalls conn_up;  /* set by server.c; never NULL while the loop runs */
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_signal_t sigint, sigterm;
@@ -156,11 +170,5 @@ struct server {
     char read_buf[SLOT_READ_BUF_BYTES];
 };
 
-/* slot__log — one line "slotd: ..." on stderr. Any thread (stdio locks). */
-void slot__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* slot__wall_ms — the server clock (CLOCK_REALTIME), ms since the Unix
- * epoch, as hold expiry uses it. Any thread. */
-uint64_t slot__wall_ms(void);
 
 #endif

@@ -29,7 +29,7 @@ MDB_txn *fx_txn(fx *f)
 void check_clean_on(fx *f, MDB_txn *txn)
 {
     slot_res r = {0};
-    ASSERT_EQ(slot_alloc_check(&f->a, txn, NULL, 0, &r), 0);
+    ASSERT_EQ(slot_check(f->a.store, txn, NULL, 0, &r), 0);
     ASSERT_EQ(r.err, SLOT_E_OK);
     for (uint32_t i = 0; i < r.nviolations && i < SLOT_CHECK_VIOLATIONS_MAX; i++)
         fprintf(stderr, "  violation %d in \"%s\": %s\n", r.violations[i].invariant, r.violations[i].event,

@@ -3,7 +3,7 @@
  * test_check.c) share: a store and an allocator on a temporary folder, the
  * batch's write transaction, a clock the test moves by hand, requests filled
  * the way proto fills them, and shortcuts that check every step's counters,
- * the shards' free sum and a clean slot_alloc_check.
+ * the shards' free sum and a clean slot_check.
  */
 #ifndef SLOT_TEST_ALLOC_FIXTURE_H
 #define SLOT_TEST_ALLOC_FIXTURE_H
@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "slot/alloc.h"
+#include "slot/check.h"
 #include "slot/store.h"
 
 #define T0 UINT64_C(1764500000000) /* the tests' epoch, ms */
@@ -30,7 +31,7 @@ typedef struct fx {
 void fx_open(fx *f);
 /* The batch's write transaction, begun when there is none. */
 MDB_txn *fx_txn(fx *f);
-/* slot_alloc_check of every event on txn: no violations (they are printed). */
+/* slot_check of every event on txn: no violations (they are printed). */
 void check_clean_on(fx *f, MDB_txn *txn);
 /* Commits the batch, then checks the committed state on a read txn. */
 void fx_commit(fx *f);

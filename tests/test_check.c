@@ -1,5 +1,5 @@
 /*
- * test_check.c — slot_alloc_check (the invariant scan) finds each kind of
+ * test_check.c — slot_check (the invariant scan) finds each kind of
  * corruption: the tests break one record of a small clean store by hand and
  * expect the matching invariant among the violations, about that event only.
  */
@@ -35,7 +35,7 @@ TEST_LIST_END
 static void expect_violation(fx *f, const char *only, const char *ev, int inv)
 {
     slot_res r = {0};
-    ASSERT_EQ(slot_alloc_check(&f->a, fx_txn(f), only, only ? strlen(only) : 0, &r), 0);
+    ASSERT_EQ(slot_check(f->a.store, fx_txn(f), only, only ? strlen(only) : 0, &r), 0);
     expect_err(&r, SLOT_E_OK);
     ASSERT_GT(r.nviolations, 0);
     bool found = false;
@@ -80,7 +80,7 @@ TEST_IMPL(check_detects_shard_free_changed)
     expect_violation(&f, "C", "C", 1);
     /* Checking only the other event finds nothing. */
     slot_res r = {0};
-    ASSERT_EQ(slot_alloc_check(&f.a, fx_txn(&f), "D", 1, &r), 0);
+    ASSERT_EQ(slot_check(f.a.store, fx_txn(&f), "D", 1, &r), 0);
     ASSERT_EQ(r.nviolations, 0);
     ASSERT_EQ(r.events_checked, 1);
     ASSERT_EQ(r.holds_checked, 1);

@@ -17,7 +17,7 @@
  * Two cases run it. model_fixed_seeds: seeds 1, 2, 3 and 0x5eed, 2,500 ops
  * each (SLOT_MODEL_STRICT_SEED, SLOT_MODEL_STRICT_OPS), strict: after every
  * op the view and shards of every event, after every batch a full
- * slot_alloc_check and every stored hold and users record. model_random_seed:
+ * slot_check and every stored hold and users record. model_random_seed:
  * a million ops of a new seed, checking what each op touched, and the full
  * scans now and then. Event names differ in length and some are a prefix of
  * another ("e00003" and "e00003.17"), as keys that share a prefix must not
@@ -30,6 +30,7 @@
 
 #include "harness.h"
 #include "slot/alloc.h"
+#include "slot/check.h"
 #include "slot/store.h"
 
 TEST_DECLARE(model_fixed_seeds)
@@ -48,7 +49,7 @@ TEST_LIST_END
 #define M_CAP_MAX 240              /* capacity bound, so an event's held holds fit a fixed list */
 #define M_NEW_EVENT_EVERY 2500     /* mean ops between replacing a live event by a new one */
 #define M_REOPEN_EVERY 50000       /* mean ops between closing and opening the store */
-#define M_CHECK_EVERY 100000       /* ops between full slot_alloc_check scans */
+#define M_CHECK_EVERY 100000       /* ops between full slot_check scans */
 #define M_BATCH_MAX 64             /* ops per write transaction: 1..this */
 #define M_RECENT 50                /* ops on holds mostly pick among the newest this many */
 
@@ -613,13 +614,13 @@ static void expect_touched(model *m)
     m->touched_all = false;
 }
 
-/* slot_alloc_check: no violations (of one event, or all when ev is NULL). */
+/* slot_check: no violations (of one event, or all when ev is NULL). */
 static void expect_clean(model *m, MDB_txn *on, const char *ev)
 {
     slot_res r = {0};
-    int rc = slot_alloc_check(&m->a, on, ev, ev ? strlen(ev) : 0, &r);
+    int rc = slot_check(m->a.store, on, ev, ev ? strlen(ev) : 0, &r);
     if (rc != 0)
-        T_FAIL_("slot_alloc_check: %d %s", rc, mdb_strerror(rc));
+        T_FAIL_("slot_check: %d %s", rc, mdb_strerror(rc));
     expect_err(&r, SLOT_E_OK, "check");
     for (uint32_t i = 0; i < r.nviolations && i < SLOT_CHECK_VIOLATIONS_MAX; i++)
         fprintf(stderr, "  violation %d in \"%s\": %s\n", r.violations[i].invariant, r.violations[i].event,
@@ -1203,7 +1204,7 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
     fflush(stdout);
 }
 
-/* Strict runs, after every batch: a full slot_alloc_check, and every stored
+/* Strict runs, after every batch: a full slot_check, and every stored
  * hold, users record and event view against the model, on a read txn. */
 static void expect_all_committed(model *m)
 {

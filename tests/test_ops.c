@@ -2,7 +2,7 @@
  * test_ops.c — the allocator (slot/alloc.h): every transition and every
  * error code of the ops of docs/protocol.md, on real LMDB transactions with a
  * clock the test moves by hand. After every step the tests look at the
- * event's counters, the shards' free sum and a full slot_alloc_check (no
+ * event's counters, the shards' free sum and a full slot_check (no
  * violations).
  */
 #include "alloc_fixture.h"

@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "slot/check.h"
 #include "slot/error.h"
 #include "slot/limits.h"
 #include "slot/ops.h"

@@ -10,11 +10,11 @@
 #include <stddef.h>
 
 #include "slot/ops.h"
+#include "slot/store.h"
 
-struct slot_alloc; /* slot/alloc.h */
 
 /*
- * slot_alloc_check — full scan of the seven invariants (docs/protocol.md,
+ * slot_check — full scan of the seven invariants (docs/protocol.md,
  * "Invariants"; 5 and 6 are about answers and are checked by tests, the scan
  * checks the state they leave: 1, 2, 3, 4, 7 and the expiry index).
  *   event/event_len: one event, or NULL/0 for all.
@@ -22,6 +22,6 @@ struct slot_alloc; /* slot/alloc.h */
  * Cost: O(holds + shards + users) of the scanned events; runs on a read txn.
  * Returns 0, or an LMDB error. A missing event is res->err = unknown_event.
  */
-int slot_alloc_check(struct slot_alloc *a, MDB_txn *txn, const char *event, size_t event_len, slot_res *res);
+int slot_check(slot_store *st, MDB_txn *txn, const char *event, size_t event_len, slot_res *res);
 
 #endif
