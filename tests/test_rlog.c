@@ -1,0 +1,1303 @@
+/*
+ * test_rlog.c — the replication record codec (slot/wset.h) and the batch log
+ * on disk (slot/rlog.h).
+ *
+ * Its own small runner (no harness.c): every case runs in order, a failed
+ * check is printed and counted and the case goes on; the last line says
+ * "N passed, M failed" (cases), and the exit status is 0 only when none failed.
+ * Randomness comes from a fixed seed, so a failure reproduces.
+ */
+#include "slot/rlog.h"
+#include "slot/wset.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static int case_failures;
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);               \
+            case_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                     \
+    do {                                                                                   \
+        int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                      \
+        if (a_ != b_) {                                                                    \
+            fprintf(stderr, "%s:%d: FAIL: %s == %s (%" PRId64 " vs %" PRId64 ")\n", __FILE__, \
+                    __LINE__, #a, #b, a_, b_);                                             \
+            case_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+/* A check whose failure makes the rest of the case meaningless. */
+#define REQUIRE(cond)                                                                      \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: FAIL (stopping the case): %s\n", __FILE__, __LINE__, #cond); \
+            case_failures++;                                                               \
+            return;                                                                        \
+        }                                                                                  \
+    } while (0)
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
+
+static void rnd_bytes(uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)rnd();
+}
+
+/* A record in a malloc'd buffer. */
+typedef struct rec {
+    uint8_t *b;
+    size_t len;
+} rec;
+
+/* A random write set of up to max_ops ops, values up to max_val bytes, sealed. */
+static rec make_rec(uint64_t seq, uint64_t epoch, uint64_t prev_epoch, unsigned max_ops, size_t max_val)
+{
+    slot_wset ws;
+    rec r = {0};
+    if (slot_wset_init(&ws, 0) != 0)
+        abort();
+    unsigned n = (unsigned)rnd_below(max_ops + 1);
+    uint8_t key[SLOT_WSET_KEY_BYTES_MAX], *val = malloc(max_val + 1);
+    for (unsigned i = 0; i < n; i++) {
+        size_t klen = 1 + rnd_below(rnd_below(4) ? 40 : SLOT_WSET_KEY_BYTES_MAX);
+        size_t vlen = rnd_below(max_val + 1);
+        rnd_bytes(key, klen);
+        rnd_bytes(val, vlen);
+        uint8_t db = (uint8_t)rnd_below(SLOT_WSET_DBS_MAX);
+        int rc = rnd_below(4) ? slot_wset_put(&ws, db, key, klen, val, vlen) : slot_wset_del(&ws, db, key, klen);
+        if (rc)
+            abort();
+    }
+    slot_wset_hdr h = {.epoch = epoch, .seq = seq, .prev_epoch = prev_epoch,
+                       .commit_seq = seq - 1, .timestamp_ms = 1700000000000ull + seq};
+    const uint8_t *p;
+    if (slot_wset_finish(&ws, &h, &p, &r.len) != 0)
+        abort();
+    r.b = malloc(r.len);
+    memcpy(r.b, p, r.len);
+    slot_wset_free(&ws);
+    free(val);
+    return r;
+}
+
+/* A record of one put with a vlen-byte value: 69 + vlen bytes. */
+static rec make_fixed(uint64_t seq, uint64_t epoch, uint64_t prev_epoch, size_t vlen)
+{
+    slot_wset ws;
+    rec r = {0};
+    uint8_t *v = calloc(1, vlen + 1);
+    const uint8_t *p;
+    slot_wset_hdr h = {.epoch = epoch, .seq = seq, .prev_epoch = prev_epoch, .commit_seq = seq - 1};
+    if (slot_wset_init(&ws, 0) || slot_wset_put(&ws, 2, "k", 1, v, vlen) ||
+        slot_wset_finish(&ws, &h, &p, &r.len))
+        abort();
+    r.b = malloc(r.len);
+    memcpy(r.b, p, r.len);
+    slot_wset_free(&ws);
+    free(v);
+    return r;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static void set_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static void set_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void set_le64(uint8_t *p, uint64_t v)
+{
+    set_le32(p, (uint32_t)v);
+    set_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* The crc as the layout in slot/wset.h defines it, computed independently. */
+static uint32_t layout_crc(const uint8_t *b, size_t len)
+{
+    uLong c = crc32(0L, Z_NULL, 0);
+    c = crc32(c, b, 12);
+    c = crc32(c, b + 16, (uInt)(len - 16));
+    return (uint32_t)c;
+}
+static void reseal(uint8_t *b, size_t len) { set_le32(b + 12, layout_crc(b, len)); }
+
+static char tmp_root[256];
+static int tmp_serial;
+
+static void make_dir(char *out, size_t n)
+{
+    snprintf(out, n, "%s/d%d", tmp_root, tmp_serial++);
+}
+
+static void rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    char path[512];
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name), s = strlen(suffix);
+        if (l > s && strcmp(de->d_name + l - s, suffix) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void seg_path(char *out, size_t n, const char *dir, uint64_t first)
+{
+    snprintf(out, n, "%s/%016" PRIx64 ".seg", dir, first);
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n + 1);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n)
+        abort();
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static void write_file(const char *path, const uint8_t *b, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b, 1, len, f) != len)
+        abort();
+    fclose(f);
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static int log_lines;
+static void count_log(void *ctx, const char *msg)
+{
+    (void)ctx;
+    (void)msg;
+    log_lines++;
+}
+
+static slot_rlog *open_log(const char *dir, uint64_t seg_bytes, slot_rlog_open_info *info, int *rc_out)
+{
+    slot_rlog_opts o = {.segment_bytes = seg_bytes, .log = count_log};
+    slot_rlog *log = NULL;
+    int rc = slot_rlog_open(dir, &o, &log, info);
+    if (rc_out)
+        *rc_out = rc;
+    return log;
+}
+
+/* Append records seq from..to (epoch of each from epoch_at), keeping copies. */
+static uint64_t epoch_at(uint64_t seq) { return seq <= 30 ? 1 : seq <= 70 ? 2 : 5; }
+
+static int append_range(slot_rlog *log, rec *keep, uint64_t from, uint64_t to, unsigned max_ops,
+                        size_t max_val)
+{
+    for (uint64_t s = from; s <= to; s++) {
+        rec r = make_rec(s, epoch_at(s), s > 1 ? epoch_at(s - 1) : 0, max_ops, max_val);
+        int rc = slot_rlog_append(log, r.b, r.len);
+        if (rc) {
+            free(r.b);
+            return rc;
+        }
+        if (keep) {
+            free(keep[s].b);
+            keep[s] = r;
+        } else {
+            free(r.b);
+        }
+    }
+    return 0;
+}
+
+static bool read_equals(slot_rlog *log, uint64_t seq, const rec *want)
+{
+    const uint8_t *p;
+    size_t n;
+    int rc = slot_rlog_read(log, seq, &p, &n);
+    if (rc) {
+        fprintf(stderr, "  read %" PRIu64 ": %s\n", seq, slot_rlog_strerror(rc));
+        return false;
+    }
+    return n == want->len && memcmp(p, want->b, n) == 0;
+}
+
+static void free_recs(rec *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(r[i].b);
+}
+
+/* ---- codec ------------------------------------------------------------- */
+
+typedef struct model_op {
+    uint8_t type, db;
+    size_t klen, vlen;
+    uint8_t key[SLOT_WSET_KEY_BYTES_MAX];
+    uint8_t *val;
+} model_op;
+
+static void test_codec_roundtrip(void)
+{
+    enum { ROUNDS = 300, OPS = 60 };
+    static model_op m[OPS];
+    slot_wset ws;
+    REQUIRE(slot_wset_init(&ws, 0) == 0);
+    for (int round = 0; round < ROUNDS; round++) {
+        slot_wset_clear(&ws);
+        unsigned n = (unsigned)rnd_below(OPS + 1);
+        for (unsigned i = 0; i < n; i++) {
+            model_op *o = &m[i];
+            o->type = rnd_below(3) ? SLOT_WSET_PUT : SLOT_WSET_DEL;
+            o->db = (uint8_t)rnd_below(SLOT_WSET_DBS_MAX);
+            o->klen = 1 + rnd_below(rnd_below(8) ? 32 : SLOT_WSET_KEY_BYTES_MAX);
+            o->vlen = o->type == SLOT_WSET_PUT ? rnd_below(rnd_below(8) ? 64 : 5000) : 0;
+            rnd_bytes(o->key, o->klen);
+            o->val = malloc(o->vlen + 1);
+            rnd_bytes(o->val, o->vlen);
+            int rc = o->type == SLOT_WSET_PUT
+                         ? slot_wset_put(&ws, o->db, o->key, o->klen, o->vlen ? o->val : NULL, o->vlen)
+                         : slot_wset_del(&ws, o->db, o->key, o->klen);
+            CHECK_EQ(rc, 0);
+        }
+        CHECK_EQ(slot_wset_ops(&ws), n);
+        slot_wset_hdr h = {.epoch = rnd() | 1, .seq = 1 + rnd_below(UINT64_MAX - 1),
+                           .timestamp_ms = rnd()};
+        h.prev_epoch = rnd_below(h.epoch + 1);
+        h.commit_seq = rnd_below(h.seq + 1);
+        const uint8_t *p;
+        size_t len;
+        CHECK_EQ(slot_wset_finish(&ws, &h, &p, &len), 0);
+        /* The layout, read independently of the decoder. */
+        CHECK(memcmp(p, "SLWS", 4) == 0);
+        CHECK_EQ(p[4] | p[5] << 8, SLOT_WSET_VERSION);
+        CHECK_EQ(le32(p + 8), len - SLOT_WSET_HEADER_BYTES);
+        CHECK_EQ(le32(p + 12), layout_crc(p, len));
+        CHECK_EQ(le32(p + SLOT_WSET_HEADER_BYTES), n);
+        /* Decode from a buffer with bytes after the record: they are not looked at. */
+        uint8_t *buf = malloc(len + 7);
+        memcpy(buf, p, len);
+        memset(buf + len, 0xAB, 7);
+        slot_wset_rec r;
+        CHECK_EQ(slot_wset_decode(buf, len + 7, &r), 0);
+        CHECK_EQ(r.record_bytes, len);
+        CHECK(r.hdr.epoch == h.epoch && r.hdr.seq == h.seq && r.hdr.prev_epoch == h.prev_epoch);
+        CHECK(r.hdr.commit_seq == h.commit_seq && r.hdr.timestamp_ms == h.timestamp_ms);
+        CHECK_EQ(r.op_count, n);
+        slot_wset_iter it;
+        slot_wset_op op;
+        slot_wset_iter_init(&it, &r);
+        unsigned i = 0;
+        while (slot_wset_next(&it, &op) == 1) {
+            if (i >= n) {
+                CHECK(!"more ops than were added");
+                break;
+            }
+            const model_op *o = &m[i++];
+            CHECK(op.type == o->type && op.db_id == o->db && op.klen == o->klen && op.vlen == o->vlen);
+            CHECK(memcmp(op.key, o->key, o->klen) == 0);
+            CHECK(o->vlen == 0 || memcmp(op.val, o->val, o->vlen) == 0);
+            /* Without copying: the op points into the caller's buffer. */
+            CHECK(op.key > buf && op.key < buf + len);
+        }
+        CHECK_EQ(i, n);
+        free(buf);
+        for (unsigned j = 0; j < n; j++)
+            free(m[j].val);
+    }
+    slot_wset_free(&ws);
+}
+
+static void test_codec_empty_set(void)
+{
+    slot_wset ws;
+    REQUIRE(slot_wset_init(&ws, 0) == 0);
+    slot_wset_hdr h = {.epoch = 3, .seq = 9, .prev_epoch = 3, .commit_seq = 9};
+    const uint8_t *p;
+    size_t len;
+    CHECK_EQ(slot_wset_finish(&ws, &h, &p, &len), 0);
+    CHECK_EQ(len, SLOT_WSET_HEADER_BYTES + SLOT_WSET_PAYLOAD_MIN_BYTES);
+    slot_wset_rec r;
+    CHECK_EQ(slot_wset_decode(p, len, &r), 0);
+    CHECK_EQ(r.op_count, 0);
+    slot_wset_iter it;
+    slot_wset_op op;
+    slot_wset_iter_init(&it, &r);
+    CHECK_EQ(slot_wset_next(&it, &op), 0);
+    /* Finishing again with other fields re-seals the same buffer. */
+    h.seq = 10;
+    CHECK_EQ(slot_wset_finish(&ws, &h, &p, &len), 0);
+    CHECK_EQ(slot_wset_decode(p, len, &r), 0);
+    CHECK_EQ(r.hdr.seq, 10);
+    slot_wset_free(&ws);
+}
+
+static void test_codec_builder_errors(void)
+{
+    slot_wset ws;
+    REQUIRE(slot_wset_init(&ws, 0) == 0);
+    uint8_t key[SLOT_WSET_KEY_BYTES_MAX + 1] = {1, 2, 3};
+    CHECK_EQ(slot_wset_put(&ws, 0, key, 3, "v", 1), 0);
+    CHECK_EQ(slot_wset_put(&ws, SLOT_WSET_DBS_MAX, key, 3, "v", 1), SLOT_WSET_E_DB_ID);
+    CHECK_EQ(slot_wset_del(&ws, 255, key, 3), SLOT_WSET_E_DB_ID);
+    CHECK_EQ(slot_wset_put(&ws, 1, key, 0, "v", 1), SLOT_WSET_E_KEY_LEN);
+    CHECK_EQ(slot_wset_del(&ws, 1, key, SLOT_WSET_KEY_BYTES_MAX + 1), SLOT_WSET_E_KEY_LEN);
+    CHECK_EQ(slot_wset_put(&ws, 1, NULL, 3, "v", 1), SLOT_WSET_E_KEY_LEN);
+    CHECK_EQ(slot_wset_put(&ws, 1, key, 3, NULL, 4), -EINVAL);
+    CHECK_EQ(slot_wset_del(&ws, SLOT_WSET_DBS_MAX - 1, key, SLOT_WSET_KEY_BYTES_MAX), 0);
+    CHECK_EQ(slot_wset_put(&ws, 2, key, 1, NULL, 0), 0); /* an empty value is a value */
+    CHECK_EQ(slot_wset_ops(&ws), 3);                    /* the refused ones left no trace */
+    const uint8_t *p;
+    size_t len;
+    slot_wset_hdr h = {.epoch = 2, .seq = 5, .prev_epoch = 2, .commit_seq = 4};
+    CHECK_EQ(slot_wset_finish(&ws, &h, &p, &len), 0);
+    CHECK_EQ(len, SLOT_WSET_HEADER_BYTES + 4 + (8 + 3 + 1) + (8 + SLOT_WSET_KEY_BYTES_MAX) + (8 + 1));
+    slot_wset_hdr bad = h;
+    bad.seq = 0;
+    bad.commit_seq = 0;
+    CHECK_EQ(slot_wset_finish(&ws, &bad, &p, &len), SLOT_WSET_E_SEQ);
+    bad = h;
+    bad.commit_seq = 6;
+    CHECK_EQ(slot_wset_finish(&ws, &bad, &p, &len), SLOT_WSET_E_SEQ);
+    bad = h;
+    bad.prev_epoch = 3;
+    CHECK_EQ(slot_wset_finish(&ws, &bad, &p, &len), SLOT_WSET_E_EPOCH);
+    slot_wset_free(&ws);
+    /* The bound on init. */
+    CHECK_EQ(slot_wset_init(&ws, 3), -EINVAL);
+    CHECK_EQ(slot_wset_init(&ws, (size_t)SLOT_WSET_BYTES_MAX + 1), -EINVAL);
+    CHECK_EQ(slot_wset_init(&ws, 0), 0);
+    CHECK_EQ(ws.payload_max, SLOT_WSET_BYTES_MAX);
+    slot_wset_free(&ws);
+}
+
+static void test_codec_size_bound(void)
+{
+    enum { MAX = 200 };
+    slot_wset ws;
+    REQUIRE(slot_wset_init(&ws, MAX) == 0);
+    uint8_t k[16] = {7}, v[64] = {9};
+    size_t used = SLOT_WSET_PAYLOAD_MIN_BYTES;
+    int rc;
+    while ((rc = slot_wset_put(&ws, 1, k, sizeof(k), v, sizeof(v))) == 0)
+        used += 8 + sizeof(k) + sizeof(v);
+    CHECK_EQ(rc, SLOT_WSET_E_FULL);
+    CHECK_EQ(slot_wset_ops(&ws), 2); /* 4 + 2*88 = 180; a third would be 268 */
+    /* Exactly filling the bound is allowed: 200 - 180 = 20 = 8 + 12. */
+    CHECK_EQ(slot_wset_put(&ws, 1, k, 12, v, 1), SLOT_WSET_E_FULL);
+    CHECK_EQ(slot_wset_del(&ws, 1, k, 12), 0);
+    CHECK_EQ(slot_wset_del(&ws, 1, k, 1), SLOT_WSET_E_FULL);
+    /* A length near SIZE_MAX must not wrap the bound check. */
+    CHECK_EQ(slot_wset_put(&ws, 1, k, 1, v, SIZE_MAX - 4), SLOT_WSET_E_FULL);
+    const uint8_t *p;
+    size_t len;
+    slot_wset_hdr h = {.epoch = 1, .seq = 1};
+    CHECK_EQ(slot_wset_finish(&ws, &h, &p, &len), 0);
+    CHECK_EQ(len, SLOT_WSET_HEADER_BYTES + MAX);
+    (void)used;
+    slot_wset_rec r;
+    CHECK_EQ(slot_wset_decode(p, len, &r), 0);
+    CHECK_EQ(r.op_count, 3);
+    slot_wset_free(&ws);
+
+    /* The global bound: one value of 64 MiB does not fit with its headers. */
+    REQUIRE(slot_wset_init(&ws, 0) == 0);
+    uint8_t *big = calloc(1, SLOT_WSET_BYTES_MAX);
+    REQUIRE(big != NULL);
+    CHECK_EQ(slot_wset_put(&ws, 0, k, 1, big, SLOT_WSET_BYTES_MAX), SLOT_WSET_E_FULL);
+    size_t fit = SLOT_WSET_BYTES_MAX - SLOT_WSET_PAYLOAD_MIN_BYTES - SLOT_WSET_OP_HEADER_BYTES - 1;
+    CHECK_EQ(slot_wset_put(&ws, 0, k, 1, big, fit), 0);
+    CHECK_EQ(slot_wset_finish(&ws, &h, &p, &len), 0);
+    CHECK_EQ(len, SLOT_WSET_RECORD_BYTES_MAX);
+    CHECK_EQ(slot_wset_decode(p, len, &r), 0);
+    free(big);
+    slot_wset_free(&ws);
+}
+
+/* A small record of three ops: put, delete, put. */
+static rec small_record(void)
+{
+    slot_wset ws;
+    rec r = {0};
+    if (slot_wset_init(&ws, 0))
+        abort();
+    if (slot_wset_put(&ws, 1, "k1", 2, "value", 5) || slot_wset_del(&ws, 3, "\x00\xff", 2) ||
+        slot_wset_put(&ws, 5, "key3", 4, "", 0))
+        abort();
+    slot_wset_hdr h = {.epoch = 4, .seq = 77, .prev_epoch = 3, .commit_seq = 70, .timestamp_ms = 12345};
+    const uint8_t *p;
+    if (slot_wset_finish(&ws, &h, &p, &r.len))
+        abort();
+    r.b = malloc(r.len);
+    memcpy(r.b, p, r.len);
+    slot_wset_free(&ws);
+    return r;
+}
+
+static void test_codec_flip_every_byte(void)
+{
+    rec r = small_record();
+    slot_wset_rec d;
+    REQUIRE(slot_wset_decode(r.b, r.len, &d) == 0);
+    static const uint8_t masks[] = {0x01, 0x02, 0x10, 0x80, 0xff};
+    uint8_t *c = malloc(r.len);
+    int undetected = 0;
+    for (size_t i = 0; i < r.len; i++) {
+        for (size_t m = 0; m < sizeof(masks); m++) {
+            memcpy(c, r.b, r.len);
+            c[i] ^= masks[m];
+            int rc = slot_wset_decode(c, r.len, &d);
+            if (rc == 0) {
+                fprintf(stderr, "  flip of byte %zu by %02x not detected\n", i, masks[m]);
+                undetected++;
+            }
+        }
+    }
+    CHECK_EQ(undetected, 0);
+    /* Every prefix is refused, with the class its length deserves. */
+    for (size_t n = 0; n < r.len; n++) {
+        int rc = slot_wset_decode(r.b, n, &d);
+        CHECK_EQ(rc, n < SLOT_WSET_HEADER_BYTES ? SLOT_WSET_E_TRUNCATED_HEADER : SLOT_WSET_E_TRUNCATED_PAYLOAD);
+    }
+    free(c);
+    free(r.b);
+}
+
+/* Decode a copy of r changed by fn (and resealed when asked). */
+static int decode_changed(const rec *r, void (*fn)(uint8_t *b, size_t *len), bool seal)
+{
+    uint8_t *c = malloc(r->len + 64);
+    memcpy(c, r->b, r->len);
+    memset(c + r->len, 0, 64);
+    size_t len = r->len;
+    fn(c, &len);
+    if (seal)
+        reseal(c, len);
+    slot_wset_rec d;
+    int rc = slot_wset_decode(c, len, &d);
+    free(c);
+    return rc;
+}
+
+/* Offsets in small_record's payload: ops start at 60; op 1 (put k1=value) is
+ * 8+2+5 = 15 bytes, op 2 (del \0\xff) 8+2 = 10, op 3 (put key3="") 8+4 = 12. */
+enum { OP1 = 60, OP2 = 75, OP3 = 85, SMALL_END = 97 };
+static void ch_magic(uint8_t *b, size_t *l) { (void)l, b[0] = 'X'; }
+static void ch_version(uint8_t *b, size_t *l) { (void)l, set_le16(b + 4, 2); }
+static void ch_flags(uint8_t *b, size_t *l) { (void)l, set_le16(b + 6, 1); }
+static void ch_payload_small(uint8_t *b, size_t *l) { (void)l, set_le32(b + 8, 3); }
+static void ch_payload_huge(uint8_t *b, size_t *l) { (void)l, set_le32(b + 8, SLOT_WSET_BYTES_MAX + 1); }
+static void ch_payload_longer(uint8_t *b, size_t *l) { (void)l, set_le32(b + 8, le32(b + 8) + 1); }
+static void ch_crc(uint8_t *b, size_t *l) { (void)l, b[12] ^= 1; }
+static void ch_seq0(uint8_t *b, size_t *l) { (void)l, set_le64(b + 24, 0), set_le64(b + 40, 0); }
+static void ch_commit(uint8_t *b, size_t *l) { (void)l, set_le64(b + 40, 78); }
+static void ch_epoch(uint8_t *b, size_t *l) { (void)l, set_le64(b + 32, 5); }
+static void ch_count_more(uint8_t *b, size_t *l) { (void)l, set_le32(b + 56, 4); }
+static void ch_count_less(uint8_t *b, size_t *l) { (void)l, set_le32(b + 56, 2); }
+static void ch_type0(uint8_t *b, size_t *l) { (void)l, b[OP2] = 0; }
+static void ch_type3(uint8_t *b, size_t *l) { (void)l, b[OP3] = 3; }
+static void ch_db(uint8_t *b, size_t *l) { (void)l, b[OP1 + 1] = SLOT_WSET_DBS_MAX; }
+static void ch_klen0(uint8_t *b, size_t *l) { (void)l, set_le16(b + OP2 + 2, 0); }
+static void ch_klen512(uint8_t *b, size_t *l) { (void)l, set_le16(b + OP3 + 2, 512); }
+static void ch_klen_past(uint8_t *b, size_t *l) { (void)l, set_le16(b + OP3 + 2, 5); }
+static void ch_vlen_past(uint8_t *b, size_t *l) { (void)l, set_le32(b + OP1 + 4, 0xffffffffu); }
+static void ch_del_val(uint8_t *b, size_t *l) { (void)l, set_le32(b + OP2 + 4, 1); }
+static void ch_op_hdr_cut(uint8_t *b, size_t *l)
+{
+    /* Drop op 3's body and half its header: 4 bytes of an op remain. */
+    *l = OP3 + 4;
+    set_le32(b + 8, (uint32_t)(*l - SLOT_WSET_HEADER_BYTES));
+}
+static void ch_trailing(uint8_t *b, size_t *l)
+{
+    b[*l] = 0;
+    *l += 1;
+    set_le32(b + 8, (uint32_t)(*l - SLOT_WSET_HEADER_BYTES));
+}
+
+static void test_codec_error_classes(void)
+{
+    rec r = small_record();
+    REQUIRE(r.len == SMALL_END);
+    CHECK_EQ(decode_changed(&r, ch_magic, false), SLOT_WSET_E_MAGIC);
+    CHECK_EQ(decode_changed(&r, ch_version, false), SLOT_WSET_E_VERSION);
+    CHECK_EQ(decode_changed(&r, ch_flags, false), SLOT_WSET_E_FLAGS);
+    CHECK_EQ(decode_changed(&r, ch_payload_small, false), SLOT_WSET_E_TOO_BIG);
+    CHECK_EQ(decode_changed(&r, ch_payload_huge, false), SLOT_WSET_E_TOO_BIG);
+    CHECK_EQ(decode_changed(&r, ch_payload_longer, false), SLOT_WSET_E_TRUNCATED_PAYLOAD);
+    CHECK_EQ(decode_changed(&r, ch_crc, false), SLOT_WSET_E_CRC);
+    CHECK_EQ(decode_changed(&r, ch_seq0, false), SLOT_WSET_E_CRC); /* crc first */
+    CHECK_EQ(decode_changed(&r, ch_seq0, true), SLOT_WSET_E_SEQ);
+    CHECK_EQ(decode_changed(&r, ch_commit, true), SLOT_WSET_E_SEQ);
+    CHECK_EQ(decode_changed(&r, ch_epoch, true), SLOT_WSET_E_EPOCH);
+    CHECK_EQ(decode_changed(&r, ch_count_more, true), SLOT_WSET_E_OP_TRUNCATED);
+    CHECK_EQ(decode_changed(&r, ch_count_less, true), SLOT_WSET_E_TRAILING);
+    CHECK_EQ(decode_changed(&r, ch_type0, true), SLOT_WSET_E_OP_TYPE);
+    CHECK_EQ(decode_changed(&r, ch_type3, true), SLOT_WSET_E_OP_TYPE);
+    CHECK_EQ(decode_changed(&r, ch_db, true), SLOT_WSET_E_DB_ID);
+    CHECK_EQ(decode_changed(&r, ch_klen0, true), SLOT_WSET_E_KEY_LEN);
+    CHECK_EQ(decode_changed(&r, ch_klen512, true), SLOT_WSET_E_KEY_LEN);
+    CHECK_EQ(decode_changed(&r, ch_klen_past, true), SLOT_WSET_E_OP_TRUNCATED);
+    CHECK_EQ(decode_changed(&r, ch_vlen_past, true), SLOT_WSET_E_OP_TRUNCATED);
+    CHECK_EQ(decode_changed(&r, ch_del_val, true), SLOT_WSET_E_VAL_LEN);
+    CHECK_EQ(decode_changed(&r, ch_op_hdr_cut, true), SLOT_WSET_E_OP_TRUNCATED);
+    CHECK_EQ(decode_changed(&r, ch_trailing, true), SLOT_WSET_E_TRAILING);
+    size_t rb = 0;
+    CHECK_EQ(slot_wset_peek(r.b, r.len, &rb), 0);
+    CHECK_EQ(rb, r.len);
+    CHECK_EQ(slot_wset_peek(r.b, 10, &rb), SLOT_WSET_E_TRUNCATED_HEADER);
+    /* Every code has its own message. */
+    static const int codes[] = {
+#define SLOT__CODE(name, value, msg) value,
+        SLOT_WSET_ERR_MAP(SLOT__CODE) SLOT_RLOG_ERR_MAP(SLOT__CODE)
+#undef SLOT__CODE
+    };
+    size_t n = sizeof(codes) / sizeof(codes[0]);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(codes[i] < -4095);
+        CHECK(strcmp(slot_rlog_strerror(codes[i]), "unknown error") != 0);
+        for (size_t j = i + 1; j < n; j++) {
+            CHECK(codes[i] != codes[j]);
+            CHECK(strcmp(slot_rlog_strerror(codes[i]), slot_rlog_strerror(codes[j])) != 0);
+        }
+    }
+    CHECK(strcmp(slot_rlog_strerror(-ENOSPC), strerror(ENOSPC)) == 0);
+    free(r.b);
+}
+
+/* ---- the log ----------------------------------------------------------- */
+
+static void test_log_append_read_reopen(void)
+{
+    char dir[300];
+    make_dir(dir, sizeof(dir));
+    enum { N = 100 };
+    static rec keep[N + 2];
+    slot_rlog_open_info info;
+    int rc;
+    slot_rlog *log = open_log(dir, 0, &info, &rc);
+    REQUIRE(rc == 0 && log);
+    CHECK_EQ(info.records, 0);
+    CHECK_EQ(info.segments, 0);
+    uint64_t e, s;
+    slot_rlog_last(log, &e, &s);
+    CHECK(e == 0 && s == 0);
+    CHECK_EQ(slot_rlog_epoch_of(log, 0, &e), -ENOENT);
+    const uint8_t *p;
+    size_t n;
+    CHECK_EQ(slot_rlog_read(log, 1, &p, &n), -ENOENT);
+    CHECK_EQ(append_range(log, keep, 1, N, 20, 300), 0);
+    CHECK_EQ(slot_rlog_sync(log), 0);
+    CHECK_EQ(slot_rlog_count(log), N);
+    CHECK_EQ(slot_rlog_first(log), 1);
+    for (uint64_t q = 1; q <= N; q++)
+        CHECK(read_equals(log, q, &keep[q]));
+    slot_rlog_close(log);
+
+    log = open_log(dir, 0, &info, &rc);
+    REQUIRE(rc == 0 && log);
+    CHECK_EQ(info.records, N);
+    CHECK_EQ(info.segments, 1);
+    CHECK_EQ(info.truncated_bytes, 0);
+    slot_rlog_last(log, &e, &s);
+    CHECK(e == 5 && s == N);
+    for (uint64_t q = N; q >= 1; q--) /* backwards too */
+        CHECK(read_equals(log, q, &keep[q]));
+    for (uint64_t q = 0; q <= N; q++) {
+        CHECK_EQ(slot_rlog_epoch_of(log, q, &e), 0);
+        CHECK_EQ(e, q == 0 ? 0 : epoch_at(q));
+    }
+    CHECK_EQ(slot_rlog_epoch_of(log, N + 1, &e), -ENOENT);
+    CHECK_EQ(slot_rlog_read(log, N + 1, &p, &n), -ENOENT);
+    CHECK_EQ(slot_rlog_read(log, 0, &p, &n), -ENOENT);
+    /* Appending goes on after a reopen. */
+    CHECK_EQ(append_range(log, keep, N + 1, N + 1, 3, 10), 0);
+    CHECK(read_equals(log, N + 1, &keep[N + 1]));
+    slot_rlog_close(log);
+    free_recs(keep, N + 2);
+    memset(keep, 0, sizeof(keep));
+    rm_dir(dir);
+}
+
+static void test_log_append_rules(void)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof(dir));
+    int rc;
+    slot_rlog *log = open_log(dir, 0, NULL, &rc);
+    REQUIRE(rc == 0 && log);
+    /* An empty, new log takes any start seq. */
+    rec r5 = make_rec(5, 2, 1, 3, 20);
+    CHECK_EQ(slot_rlog_append(log, r5.b, r5.len), 0);
+    CHECK_EQ(slot_rlog_first(log), 5);
+    uint64_t e;
+    CHECK_EQ(slot_rlog_epoch_of(log, 4, &e), 0);
+    CHECK_EQ(e, 1);
+    seg_path(path, sizeof(path), dir, 5);
+    off_t size = file_size(path);
+    rec r7 = make_rec(7, 3, 3, 3, 20), r4 = make_rec(4, 2, 1, 3, 20);
+    rec r6bad = make_rec(6, 3, 1, 3, 20), r6 = make_rec(6, 3, 2, 3, 20);
+    CHECK_EQ(slot_rlog_append(log, r7.b, r7.len), SLOT_RLOG_E_SEQ);       /* a gap */
+    CHECK_EQ(slot_rlog_append(log, r5.b, r5.len), SLOT_RLOG_E_SEQ);       /* again */
+    CHECK_EQ(slot_rlog_append(log, r4.b, r4.len), SLOT_RLOG_E_SEQ);       /* backwards */
+    CHECK_EQ(slot_rlog_append(log, r6bad.b, r6bad.len), SLOT_RLOG_E_EPOCH); /* prevLogTerm */
+    uint8_t *junk = malloc(r6.len + 1);
+    memcpy(junk, r6.b, r6.len);
+    junk[r6.len] = 0;
+    CHECK_EQ(slot_rlog_append(log, junk, r6.len + 1), SLOT_WSET_E_TRAILING);
+    junk[20] ^= 0x40;
+    CHECK_EQ(slot_rlog_append(log, junk, r6.len), SLOT_WSET_E_CRC);
+    CHECK_EQ(slot_rlog_append(log, junk, 10), SLOT_WSET_E_TRUNCATED_HEADER);
+    CHECK_EQ(file_size(path), size); /* nothing written */
+    CHECK_EQ(slot_rlog_count(log), 1);
+    CHECK_EQ(slot_rlog_append(log, r6.b, r6.len), 0);
+    CHECK_EQ(slot_rlog_append(log, r7.b, r7.len), 0);
+    uint64_t s;
+    slot_rlog_last(log, &e, &s);
+    CHECK(e == 3 && s == 7);
+    slot_rlog_close(log);
+    free(junk);
+    free(r4.b), free(r5.b), free(r6.b), free(r6bad.b), free(r7.b);
+    rm_dir(dir);
+}
+
+/* Build a log of 5 records in one segment; return the segment's bytes and
+ * the offset where record 5 starts. */
+static uint8_t *five_records(const char *dir, rec *keep, size_t *seg_len, size_t *last_off)
+{
+    int rc;
+    slot_rlog *log = open_log(dir, 0, NULL, &rc);
+    if (rc || append_range(log, keep, 1, 5, 6, 40) || slot_rlog_sync(log))
+        abort();
+    slot_rlog_close(log);
+    char path[400];
+    seg_path(path, sizeof(path), dir, 1);
+    uint8_t *b = read_file(path, seg_len);
+    *last_off = *seg_len - keep[5].len;
+    return b;
+}
+
+static void test_log_torn_tail_every_offset(void)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof(dir));
+    rec keep[7] = {{0}};
+    size_t seg_len, last_off;
+    uint8_t *seg = five_records(dir, keep, &seg_len, &last_off);
+    seg_path(path, sizeof(path), dir, 1);
+    int bad = 0;
+    for (size_t cut = last_off; cut < seg_len; cut++) {
+        write_file(path, seg, cut);
+        slot_rlog_open_info info;
+        int rc;
+        slot_rlog *log = open_log(dir, 0, &info, &rc);
+        if (rc || !log) {
+            fprintf(stderr, "  cut at %zu: open: %s\n", cut, slot_rlog_strerror(rc));
+            bad++;
+            continue;
+        }
+        uint64_t e, s;
+        slot_rlog_last(log, &e, &s);
+        if (s != 4 || info.records != 4 || info.truncated_bytes != cut - last_off ||
+            file_size(path) != (off_t)last_off)
+            bad++;
+        /* Appending works again, and the log reopens clean with it. */
+        if (slot_rlog_append(log, keep[5].b, keep[5].len) || slot_rlog_sync(log) ||
+            !read_equals(log, 5, &keep[5]))
+            bad++;
+        slot_rlog_close(log);
+        log = open_log(dir, 0, &info, &rc);
+        if (rc || info.records != 5 || info.truncated_bytes != 0)
+            bad++;
+        slot_rlog_close(log);
+    }
+    CHECK_EQ(bad, 0);
+    /* Zeros after the last record (a file grown but not written) are a torn tail too. */
+    uint8_t *z = calloc(1, seg_len + 100);
+    memcpy(z, seg, seg_len);
+    write_file(path, z, seg_len + 100);
+    slot_rlog_open_info info;
+    int rc;
+    slot_rlog *log = open_log(dir, 0, &info, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(info.records, 5);
+    CHECK_EQ(info.truncated_bytes, 100);
+    slot_rlog_close(log);
+    free(z);
+    free(seg);
+    free_recs(keep, 7);
+    rm_dir(dir);
+}
+
+static void test_log_torn_segment_header(void)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof(dir));
+    rec keep[8] = {{0}};
+    int rc;
+    /* Records of 219 bytes in 256-byte segments: one record each. */
+    slot_rlog *log = open_log(dir, 256, NULL, &rc);
+    REQUIRE(rc == 0);
+    for (uint64_t q = 1; q <= 4; q++) {
+        keep[q] = make_fixed(q, 1, q > 1, 150);
+        CHECK_EQ(slot_rlog_append(log, keep[q].b, keep[q].len), 0);
+    }
+    CHECK_EQ(slot_rlog_sync(log), 0);
+    slot_rlog_close(log);
+    int segs = count_files(dir, ".seg");
+    REQUIRE(segs == 4);
+    /* The last segment as a crash during its creation could leave it. */
+    seg_path(path, sizeof(path), dir, 4);
+    size_t len;
+    uint8_t *b = read_file(path, &len);
+    int bad = 0;
+    for (size_t cut = 0; cut < SLOT_RLOG_SEG_HEADER_BYTES; cut++) {
+        write_file(path, b, cut);
+        slot_rlog_open_info info;
+        log = open_log(dir, 256, &info, &rc);
+        uint64_t s = 0;
+        if (log)
+            slot_rlog_last(log, NULL, &s);
+        if (rc || s != 3 || info.removed_files != 1 || count_files(dir, ".seg") != 3)
+            bad++;
+        if (log && (slot_rlog_append(log, keep[4].b, keep[4].len) || slot_rlog_sync(log)))
+            bad++;
+        slot_rlog_close(log);
+    }
+    CHECK_EQ(bad, 0);
+    /* An empty segment with a whole header is just an empty active segment. */
+    write_file(path, b, SLOT_RLOG_SEG_HEADER_BYTES);
+    slot_rlog_open_info info;
+    log = open_log(dir, 256, &info, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(info.records, 3);
+    CHECK_EQ(info.segments, 4);
+    CHECK_EQ(slot_rlog_append(log, keep[4].b, keep[4].len), 0);
+    CHECK(read_equals(log, 4, &keep[4]));
+    slot_rlog_close(log);
+    /* A torn header on an older segment is corruption. */
+    seg_path(path, sizeof(path), dir, 2);
+    size_t l2;
+    uint8_t *b2 = read_file(path, &l2);
+    write_file(path, b2, 10);
+    log = open_log(dir, 256, &info, &rc);
+    CHECK_EQ(rc, SLOT_RLOG_E_CORRUPT);
+    CHECK(log == NULL);
+    write_file(path, b2, l2);
+    free(b2);
+    free(b);
+    free_recs(keep, 8);
+    rm_dir(dir);
+}
+
+static void test_log_corrupt_middle(void)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof(dir));
+    rec keep[7] = {{0}};
+    size_t seg_len, last_off;
+    uint8_t *seg = five_records(dir, keep, &seg_len, &last_off);
+    seg_path(path, sizeof(path), dir, 1);
+    size_t mid_off = SLOT_RLOG_SEG_HEADER_BYTES + keep[1].len + keep[2].len;
+    uint8_t *c = malloc(seg_len);
+    int bad = 0;
+    /* Every byte of record 3 in turn (and of 4, which has a good record after it too). */
+    for (size_t i = mid_off; i < last_off; i++) {
+        memcpy(c, seg, seg_len);
+        c[i] ^= 0x20;
+        write_file(path, c, seg_len);
+        int rc;
+        slot_rlog *log = open_log(dir, 0, NULL, &rc);
+        if (rc != SLOT_RLOG_E_CORRUPT || log) {
+            fprintf(stderr, "  flip at %zu: open gave %d (%s)\n", i, rc, slot_rlog_strerror(rc));
+            bad++;
+        }
+        slot_rlog_close(log);
+        /* Refused means untouched. */
+        size_t n;
+        uint8_t *now = read_file(path, &n);
+        if (n != seg_len || memcmp(now, c, n) != 0)
+            bad++;
+        free(now);
+    }
+    CHECK_EQ(bad, 0);
+    /* A record with a good crc but the wrong seq in the middle: corrupt. */
+    memcpy(c, seg, seg_len);
+    uint8_t *r3 = c + mid_off;
+    set_le64(r3 + 24, 9);
+    reseal(r3, keep[3].len);
+    write_file(path, c, seg_len);
+    int rc;
+    slot_rlog *log = open_log(dir, 0, NULL, &rc);
+    CHECK_EQ(rc, SLOT_RLOG_E_CORRUPT);
+    /* The same as the last record (no torn write makes a valid record): corrupt. */
+    memcpy(c, seg, seg_len);
+    set_le64(c + last_off + 24, 6);
+    reseal(c + last_off, keep[5].len);
+    write_file(path, c, seg_len);
+    log = open_log(dir, 0, NULL, &rc);
+    CHECK_EQ(rc, SLOT_RLOG_E_CORRUPT);
+    /* A wrong prev_epoch chain: corrupt. */
+    memcpy(c, seg, seg_len);
+    set_le64(r3 + 32, 0);
+    set_le64(r3 + 16, 7);
+    reseal(r3, keep[3].len);
+    write_file(path, c, seg_len);
+    log = open_log(dir, 0, NULL, &rc);
+    CHECK_EQ(rc, SLOT_RLOG_E_CORRUPT);
+    /* Restored, it opens. */
+    write_file(path, seg, seg_len);
+    log = open_log(dir, 0, NULL, &rc);
+    CHECK_EQ(rc, 0);
+    slot_rlog_close(log);
+    free(c);
+    free(seg);
+    free_recs(keep, 7);
+    rm_dir(dir);
+}
+
+static void test_log_rollover(void)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof(dir));
+    enum { N = 40 };
+    static rec keep[N + 2];
+    int rc;
+    slot_rlog_open_info info;
+    slot_rlog *log = open_log(dir, 700, &info, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(append_range(log, keep, 1, N, 4, 60), 0);
+    CHECK_EQ(slot_rlog_sync(log), 0);
+    int segs = count_files(dir, ".seg");
+    CHECK(segs > 3);
+    /* Every segment is within its size unless it holds one record only. */
+    uint64_t first = 1, total = 0;
+    int nseg = 0;
+    while (first <= N) {
+        seg_path(path, sizeof(path), dir, first);
+        off_t sz = file_size(path);
+        REQUIRE(sz > 0);
+        uint64_t q = first, bytes = SLOT_RLOG_SEG_HEADER_BYTES;
+        while (q <= N && bytes + keep[q].len <= (uint64_t)sz)
+            bytes += keep[q++].len;
+        CHECK_EQ(bytes, (uint64_t)sz);
+        CHECK(sz <= 700 || q == first + 1);
+        total += q - first;
+        first = q;
+        nseg++;
+    }
+    CHECK_EQ(total, N);
+    CHECK_EQ(nseg, segs);
+    /* A record larger than a segment gets one of its own. */
+    rec big = make_fixed(N + 1, 5, epoch_at(N), 2000);
+    CHECK_EQ(slot_rlog_append(log, big.b, big.len), 0);
+    keep[N + 1] = big;
+    CHECK_EQ(count_files(dir, ".seg"), segs + 1);
+    CHECK_EQ(slot_rlog_sync(log), 0);
+    for (uint64_t q = 1; q <= N + 1; q++)
+        CHECK(read_equals(log, q, &keep[q]));
+    slot_rlog_close(log);
+    log = open_log(dir, 700, &info, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(info.records, N + 1);
+    CHECK_EQ(info.segments, (uint64_t)segs + 1);
+    for (uint64_t q = 1; q <= N + 1; q++)
+        CHECK(read_equals(log, q, &keep[q]));
+    slot_rlog_close(log);
+    /* A missing middle segment is a gap: corrupt, and nothing is removed. */
+    uint64_t second = 2;
+    for (; second <= N; second++) {
+        seg_path(path, sizeof(path), dir, second);
+        if (file_size(path) >= 0)
+            break;
+    }
+    REQUIRE(second <= N);
+    seg_path(path, sizeof(path), dir, second);
+    size_t l2;
+    uint8_t *s2 = read_file(path, &l2);
+    unlink(path);
+    log = open_log(dir, 700, &info, &rc);
+    CHECK_EQ(rc, SLOT_RLOG_E_CORRUPT);
+    CHECK_EQ(count_files(dir, ".seg"), segs);
+    write_file(path, s2, l2);
+    /* A segment whose name disagrees with its header: corrupt. */
+    seg_path(path, sizeof(path), dir, 1);
+    char moved[400];
+    seg_path(moved, sizeof(moved), dir, 0x100);
+    rename(path, moved);
+    log = open_log(dir, 700, &info, &rc);
+    CHECK_EQ(rc, SLOT_RLOG_E_CORRUPT);
+    rename(moved, path);
+    log = open_log(dir, 700, &info, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(info.records, N + 1);
+    slot_rlog_close(log);
+    free(s2);
+    free_recs(keep, N + 2);
+    memset(keep, 0, sizeof(keep));
+    rm_dir(dir);
+}
+
+static void test_log_truncate_after(void)
+{
+    char dir[300];
+    make_dir(dir, sizeof(dir));
+    enum { N = 40 };
+    static rec keep[N + 20];
+    int rc;
+    slot_rlog *log = open_log(dir, 600, NULL, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(append_range(log, keep, 1, N, 4, 60), 0);
+    int segs = count_files(dir, ".seg");
+    REQUIRE(segs > 4);
+    CHECK_EQ(slot_rlog_truncate_after(log, N), 0); /* nothing after the last */
+    CHECK_EQ(slot_rlog_truncate_after(log, N + 5), 0);
+    CHECK_EQ(slot_rlog_count(log), N);
+    /* Across segments, into the middle of one. */
+    CHECK_EQ(slot_rlog_truncate_after(log, 33), 0);
+    uint64_t e, s;
+    slot_rlog_last(log, &e, &s);
+    CHECK(s == 33 && e == epoch_at(33));
+    const uint8_t *p;
+    size_t n;
+    CHECK_EQ(slot_rlog_read(log, 34, &p, &n), -ENOENT);
+    CHECK_EQ(slot_rlog_epoch_of(log, 34, &e), -ENOENT);
+    CHECK(count_files(dir, ".seg") < segs);
+    /* A divergent new tail in another epoch. */
+    for (uint64_t q = 34; q <= 45; q++) {
+        rec r = make_rec(q, 9, q == 34 ? epoch_at(33) : 9, 4, 60);
+        CHECK_EQ(slot_rlog_append(log, r.b, r.len), 0);
+        free(keep[q].b);
+        keep[q] = r;
+    }
+    CHECK_EQ(slot_rlog_sync(log), 0);
+    slot_rlog_close(log);
+    slot_rlog_open_info info;
+    log = open_log(dir, 600, &info, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(info.records, 45);
+    for (uint64_t q = 1; q <= 45; q++)
+        CHECK(read_equals(log, q, &keep[q]));
+    CHECK_EQ(slot_rlog_epoch_of(log, 34, &e), 0);
+    CHECK_EQ(e, 9);
+    CHECK_EQ(slot_rlog_epoch_of(log, 33, &e), 0);
+    CHECK_EQ(e, epoch_at(33));
+    /* At a segment boundary: find a seq that starts a segment. */
+    char path[400];
+    uint64_t b = 2;
+    for (; b <= 45; b++) {
+        seg_path(path, sizeof(path), dir, b);
+        if (file_size(path) >= 0)
+            break;
+    }
+    REQUIRE(b <= 45);
+    CHECK_EQ(slot_rlog_truncate_after(log, b - 1), 0);
+    CHECK_EQ(file_size(path), -1); /* the segment that started at b is gone */
+    slot_rlog_last(log, NULL, &s);
+    CHECK_EQ(s, b - 1);
+    CHECK(read_equals(log, b - 1, &keep[b - 1]));
+    CHECK_EQ(append_range(log, keep, b, b + 2, 4, 60), 0);
+    CHECK(read_equals(log, b + 2, &keep[b + 2]));
+    /* Everything: an empty log that keeps its base. */
+    CHECK_EQ(slot_rlog_truncate_after(log, 0), 0);
+    CHECK_EQ(slot_rlog_count(log), 0);
+    slot_rlog_last(log, &e, &s);
+    CHECK(e == 0 && s == 0);
+    CHECK_EQ(slot_rlog_first(log), 1);
+    CHECK_EQ(count_files(dir, ".seg"), 1);
+    rec r2 = make_rec(2, 1, 1, 2, 10);
+    CHECK_EQ(slot_rlog_append(log, r2.b, r2.len), SLOT_RLOG_E_SEQ);
+    CHECK_EQ(append_range(log, keep, 1, 3, 4, 60), 0);
+    slot_rlog_close(log);
+    log = open_log(dir, 600, &info, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(info.records, 3);
+    CHECK(read_equals(log, 3, &keep[3]));
+    slot_rlog_close(log);
+    free(r2.b);
+    free_recs(keep, N + 20);
+    memset(keep, 0, sizeof(keep));
+    rm_dir(dir);
+}
+
+static void test_log_trim_before(void)
+{
+    char dir[300];
+    make_dir(dir, sizeof(dir));
+    enum { N = 60 };
+    static rec keep[N + 2];
+    int rc;
+    slot_rlog *log = open_log(dir, 600, NULL, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(append_range(log, keep, 1, N, 4, 60), 0);
+    int segs = count_files(dir, ".seg");
+    CHECK_EQ(slot_rlog_trim_before(log, 1), 0);
+    CHECK_EQ(count_files(dir, ".seg"), segs);
+    CHECK_EQ(slot_rlog_trim_before(log, 35), 0);
+    uint64_t first = slot_rlog_first(log);
+    CHECK(first > 1 && first <= 35);
+    CHECK(count_files(dir, ".seg") < segs);
+    const uint8_t *p;
+    size_t n;
+    CHECK_EQ(slot_rlog_read(log, first - 1, &p, &n), -ENOENT);
+    for (uint64_t q = first; q <= N; q++)
+        CHECK(read_equals(log, q, &keep[q]));
+    uint64_t e;
+    CHECK_EQ(slot_rlog_epoch_of(log, first - 1, &e), 0); /* from the segment header */
+    CHECK_EQ(e, epoch_at(first - 1));
+    for (uint64_t q = first; q <= N; q++) {
+        CHECK_EQ(slot_rlog_epoch_of(log, q, &e), 0);
+        CHECK_EQ(e, epoch_at(q));
+    }
+    CHECK_EQ(slot_rlog_count(log), N - first + 1);
+    slot_rlog_close(log);
+    slot_rlog_open_info info;
+    log = open_log(dir, 600, &info, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(slot_rlog_first(log), first);
+    CHECK_EQ(info.records, N - first + 1);
+    CHECK_EQ(slot_rlog_epoch_of(log, first - 1, &e), 0);
+    CHECK_EQ(e, epoch_at(first - 1));
+    /* Past the end: only the active segment stays, and appends go on. */
+    CHECK_EQ(slot_rlog_trim_before(log, 1000), 0);
+    CHECK_EQ(count_files(dir, ".seg"), 1);
+    uint64_t s;
+    slot_rlog_last(log, &e, &s);
+    CHECK(s == N && e == epoch_at(N));
+    CHECK_EQ(append_range(log, keep, N + 1, N + 1, 4, 60), 0);
+    CHECK(read_equals(log, N + 1, &keep[N + 1]));
+    CHECK(read_equals(log, slot_rlog_first(log), &keep[slot_rlog_first(log)]));
+    slot_rlog_close(log);
+    free_recs(keep, N + 2);
+    memset(keep, 0, sizeof(keep));
+    rm_dir(dir);
+}
+
+static void test_log_reset(void)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof(dir));
+    rec keep[40] = {{0}};
+    int rc;
+    slot_rlog *log = open_log(dir, 600, NULL, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(append_range(log, keep, 1, 30, 4, 60), 0);
+    CHECK_EQ(slot_rlog_reset(log, 0, 1), -EINVAL);
+    CHECK_EQ(slot_rlog_reset(log, 1000, 7), 0);
+    CHECK_EQ(count_files(dir, ".seg"), 1);
+    CHECK_EQ(count_files(dir, ".tmp"), 0);
+    CHECK_EQ(slot_rlog_count(log), 0);
+    CHECK_EQ(slot_rlog_first(log), 1000);
+    uint64_t e, s;
+    slot_rlog_last(log, &e, &s);
+    CHECK(e == 7 && s == 999);
+    CHECK_EQ(slot_rlog_epoch_of(log, 999, &e), 0);
+    CHECK_EQ(e, 7);
+    const uint8_t *p;
+    size_t n;
+    CHECK_EQ(slot_rlog_read(log, 5, &p, &n), -ENOENT);
+    rec a = make_rec(1, 1, 0, 2, 10), b = make_rec(1000, 8, 6, 2, 10), c = make_rec(1000, 8, 7, 2, 10);
+    CHECK_EQ(slot_rlog_append(log, a.b, a.len), SLOT_RLOG_E_SEQ);
+    CHECK_EQ(slot_rlog_append(log, b.b, b.len), SLOT_RLOG_E_EPOCH);
+    slot_rlog_close(log);
+    /* The base survives a reopen; a leftover temporary is removed. */
+    snprintf(path, sizeof(path), "%s/00000000000003e8.seg.tmp", dir);
+    write_file(path, (const uint8_t *)"x", 1);
+    snprintf(path, sizeof(path), "%s/notes.txt", dir);
+    write_file(path, (const uint8_t *)"not a segment", 13);
+    slot_rlog_open_info info;
+    log = open_log(dir, 600, &info, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(info.removed_files, 1);
+    CHECK_EQ(count_files(dir, ".tmp"), 0);
+    CHECK_EQ(file_size(path), 13); /* other files are left alone */
+    slot_rlog_last(log, &e, &s);
+    CHECK(e == 7 && s == 999);
+    CHECK_EQ(slot_rlog_append(log, c.b, c.len), 0);
+    CHECK_EQ(slot_rlog_sync(log), 0);
+    rec keep2 = c;
+    CHECK(read_equals(log, 1000, &keep2));
+    /* Reset to a lower seq works as well (a replica starting over). */
+    CHECK_EQ(slot_rlog_reset(log, 3, 0), 0);
+    CHECK_EQ(slot_rlog_first(log), 3);
+    slot_rlog_close(log);
+    log = open_log(dir, 600, &info, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(slot_rlog_first(log), 3);
+    CHECK_EQ(info.records, 0);
+    slot_rlog_close(log);
+    free(a.b), free(b.b), free(c.b);
+    free_recs(keep, 40);
+    rm_dir(dir);
+}
+
+/* A write that fails part-way (here: past RLIMIT_FSIZE, EFBIG; ENOSPC takes
+ * the same path) leaves the log as it was, and the error comes back as -errno. */
+static void test_log_failed_write(void)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof(dir));
+    rec keep[10] = {{0}};
+    int rc;
+    slot_rlog *log = open_log(dir, 0, NULL, &rc);
+    REQUIRE(rc == 0);
+    CHECK_EQ(append_range(log, keep, 1, 3, 4, 60), 0);
+    seg_path(path, sizeof(path), dir, 1);
+    off_t size = file_size(path);
+    rec big = make_rec(4, epoch_at(4), epoch_at(3), 20, 400);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = (rlim_t)size + big.len / 2;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    CHECK_EQ(slot_rlog_append(log, big.b, big.len), -EFBIG);
+    setrlimit(RLIMIT_FSIZE, &old);
+    CHECK_EQ(file_size(path), size);
+    CHECK_EQ(slot_rlog_count(log), 3);
+    CHECK_EQ(slot_rlog_append(log, big.b, big.len), 0);
+    CHECK(read_equals(log, 4, &big));
+    slot_rlog_close(log);
+    log = open_log(dir, 0, NULL, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(slot_rlog_count(log), 4);
+    slot_rlog_close(log);
+    free(big.b);
+    free_recs(keep, 10);
+    rm_dir(dir);
+}
+
+static void test_log_bad_options(void)
+{
+    char dir[300];
+    make_dir(dir, sizeof(dir));
+    slot_rlog *log = (slot_rlog *)1;
+    slot_rlog_opts o = {.segment_bytes = SLOT_RLOG_SEGMENT_BYTES_MIN - 1};
+    CHECK_EQ(slot_rlog_open(dir, &o, &log, NULL), -EINVAL);
+    CHECK(log == NULL);
+    o.segment_bytes = (uint64_t)SLOT_RLOG_SEGMENT_BYTES_MAX + 1;
+    CHECK_EQ(slot_rlog_open(dir, &o, &log, NULL), -EINVAL);
+    CHECK_EQ(slot_rlog_open("", NULL, &log, NULL), -EINVAL);
+    CHECK_EQ(slot_rlog_open("/proc/no/such/dir", NULL, &log, NULL), -ENOENT);
+    CHECK_EQ(slot_rlog_open(dir, NULL, &log, NULL), 0); /* created */
+    slot_rlog_close(log);
+    slot_rlog_close(NULL);
+    rm_dir(dir);
+}
+
+/* ---- runner ------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"codec_roundtrip", test_codec_roundtrip},
+    {"codec_empty_set", test_codec_empty_set},
+    {"codec_builder_errors", test_codec_builder_errors},
+    {"codec_size_bound", test_codec_size_bound},
+    {"codec_flip_every_byte", test_codec_flip_every_byte},
+    {"codec_error_classes", test_codec_error_classes},
+    {"log_append_read_reopen", test_log_append_read_reopen},
+    {"log_append_rules", test_log_append_rules},
+    {"log_torn_tail_every_offset", test_log_torn_tail_every_offset},
+    {"log_torn_segment_header", test_log_torn_segment_header},
+    {"log_corrupt_middle", test_log_corrupt_middle},
+    {"log_rollover", test_log_rollover},
+    {"log_truncate_after", test_log_truncate_after},
+    {"log_trim_before", test_log_trim_before},
+    {"log_reset", test_log_reset},
+    {"log_failed_write", test_log_failed_write},
+    {"log_bad_options", test_log_bad_options},
+};
+
+int main(int argc, char **argv)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp_root, sizeof(tmp_root), "%s/test_rlog.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmp_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (argc > 1 && !strstr(cases[i].name, argv[1]))
+            continue;
+        case_failures = 0;
+        cases[i].fn();
+        printf("%s %s\n", case_failures ? "FAIL" : "ok  ", cases[i].name);
+        fflush(stdout);
+        if (case_failures)
+            failed++;
+        else
+            passed++;
+    }
+    rmdir(tmp_root);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
