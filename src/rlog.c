@@ -592,6 +592,19 @@ void slot_rlog_close(slot_rlog *log)
 
 /* ---- append and sync --------------------------------------------------- */
 
+/* A failed fdatasync may have dropped the dirty pages it could not write
+ * (and a second call would then succeed with the data lost), so the log
+ * trusts nothing written since the last good sync: it refuses further work
+ * until it is reopened, which reads back what is really on disk. */
+static int sync_failed(slot_rlog *log, const char *what)
+{
+    int rc = -errno;
+    logf_(log, "rlog: %s of %s failed: %s; the log refuses writes until reopened", what, log->dir,
+          strerror(-rc));
+    log->broken = true;
+    return rc;
+}
+
 /* Create the next segment (the old active one was synced) and make it active. */
 static int new_segment(slot_rlog *log, uint64_t first_seq, uint64_t prev_epoch)
 {
@@ -641,7 +654,7 @@ int slot_rlog_append(slot_rlog *log, const void *rec, size_t rec_bytes)
     if (!s || (s->count > 0 && s->size + rec_bytes > log->seg_bytes)) {
         if (s && log->wdirty) {
             if (fdatasync(log->wfd) < 0)
-                return -errno;
+                return sync_failed(log, "fdatasync");
             log->wdirty = false;
         }
         if ((rc = new_segment(log, r.hdr.seq, r.hdr.prev_epoch)))
@@ -667,13 +680,15 @@ int slot_rlog_append(slot_rlog *log, const void *rec, size_t rec_bytes)
 
 int slot_rlog_sync(slot_rlog *log)
 {
+    if (log->broken)
+        return SLOT_RLOG_E_BROKEN;
     if (log->wfd >= 0 && log->wdirty) {
         if (fdatasync(log->wfd) < 0)
-            return -errno;
+            return sync_failed(log, "fdatasync");
         log->wdirty = false;
     }
-    if (log->dir_dirty)
-        return fsync_dir(log);
+    if (log->dir_dirty && fsync_dir(log) < 0)
+        return sync_failed(log, "directory fsync");
     return 0;
 }
 

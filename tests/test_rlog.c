@@ -5,7 +5,8 @@
  * Its own small runner (no harness.c): every case runs in order, a failed
  * check is printed and counted and the case goes on; the last line says
  * "N passed, M failed" (cases), and the exit status is 0 only when none failed.
- * Randomness comes from a fixed seed, so a failure reproduces.
+ * Randomness comes from a fixed seed, so a failure reproduces; SLOT_TEST_SEED
+ * (a nonzero integer) picks another.
  */
 #include "slot/rlog.h"
 #include "slot/wset.h"
@@ -1251,6 +1252,103 @@ static void test_log_bad_options(void)
     rm_dir(dir);
 }
 
+/* Random appends, truncations, trims, resets and reopens on tiny segments,
+ * against a model: after every step the log holds exactly the model's
+ * records, with the model's epochs. */
+static void test_log_random_model(void)
+{
+    enum { STEPS = 1500, MAXSEQ = 4000 };
+    static rec m[MAXSEQ + 2];   /* m[seq]: the record the log must hold */
+    static uint64_t ep[MAXSEQ + 2];
+    char dir[300];
+    make_dir(dir, sizeof(dir));
+    int rc;
+    slot_rlog *log = open_log(dir, 300, NULL, &rc);
+    REQUIRE(rc == 0);
+    uint64_t first = 1, last = 0, epoch = 1; /* model: records first..last */
+    uint64_t base_epoch = 0;
+    int bad = 0;
+    for (int step = 0; step < STEPS && !bad; step++) {
+        uint64_t roll = rnd_below(100);
+        if (roll < 60 && last < MAXSEQ) {
+            if (rnd_below(10) == 0)
+                epoch++;
+            uint64_t prev = last >= first ? ep[last] : base_epoch;
+            uint64_t seq = last + 1;
+            rec r = make_rec(seq, epoch, prev, 3, 80);
+            if ((rc = slot_rlog_append(log, r.b, r.len)) != 0) {
+                fprintf(stderr, "  step %d: append %" PRIu64 ": %s\n", step, seq, slot_rlog_strerror(rc));
+                bad++;
+            }
+            free(m[seq].b);
+            m[seq] = r;
+            ep[seq] = epoch;
+            last = seq;
+        } else if (roll < 70) {
+            uint64_t to = first - 1 + rnd_below(last - first + 3);
+            if ((rc = slot_rlog_truncate_after(log, to)) != 0)
+                bad++;
+            if (to < last)
+                last = to;
+        } else if (roll < 78) {
+            uint64_t below = first + rnd_below(last - first + 3);
+            if ((rc = slot_rlog_trim_before(log, below)) != 0)
+                bad++;
+            uint64_t nf = slot_rlog_first(log);
+            if (nf < first || nf > below || nf > last + 1)
+                bad++;
+            if (nf > first)
+                base_epoch = ep[nf - 1];
+            first = nf;
+        } else if (roll < 80) {
+            uint64_t start = 1 + rnd_below(MAXSEQ / 2);
+            base_epoch = epoch;
+            if ((rc = slot_rlog_reset(log, start, base_epoch)) != 0)
+                bad++;
+            first = start;
+            last = start - 1;
+        } else if (roll < 88) {
+            if (slot_rlog_sync(log) != 0)
+                bad++;
+            slot_rlog_close(log);
+            slot_rlog_open_info info;
+            log = open_log(dir, 300, &info, &rc);
+            if (rc != 0 || !log || info.truncated_bytes != 0) {
+                fprintf(stderr, "  step %d: reopen: %s\n", step, slot_rlog_strerror(rc));
+                bad++;
+                break;
+            }
+        } else {
+            if (last >= first) {
+                uint64_t q = first + rnd_below(last - first + 1);
+                if (!read_equals(log, q, &m[q]))
+                    bad++;
+            }
+        }
+        uint64_t le, ls;
+        slot_rlog_last(log, &le, &ls);
+        uint64_t want_e = last >= first ? ep[last] : base_epoch;
+        if (ls != last || le != want_e || slot_rlog_first(log) != first ||
+            slot_rlog_count(log) != last + 1 - first) {
+            fprintf(stderr, "  step %d: log first %" PRIu64 " last (%" PRIu64 ", %" PRIu64
+                    "), model first %" PRIu64 " last (%" PRIu64 ", %" PRIu64 ")\n", step,
+                    slot_rlog_first(log), le, ls, first, want_e, last);
+            bad++;
+        }
+    }
+    /* Finally every record, and every epoch. */
+    for (uint64_t q = first; q <= last && !bad; q++) {
+        uint64_t e;
+        if (!read_equals(log, q, &m[q]) || slot_rlog_epoch_of(log, q, &e) != 0 || e != ep[q])
+            bad++;
+    }
+    CHECK_EQ(bad, 0);
+    slot_rlog_close(log);
+    free_recs(m, MAXSEQ + 2);
+    memset(m, 0, sizeof(m));
+    rm_dir(dir);
+}
+
 /* ---- runner ------------------------------------------------------------ */
 
 static const struct {
@@ -1274,6 +1372,7 @@ static const struct {
     {"log_reset", test_log_reset},
     {"log_failed_write", test_log_failed_write},
     {"log_bad_options", test_log_bad_options},
+    {"log_random_model", test_log_random_model},
 };
 
 int main(int argc, char **argv)
@@ -1284,6 +1383,9 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 1;
     }
+    const char *seed = getenv("SLOT_TEST_SEED"); /* another fixed seed, to widen the search */
+    if (seed && strtoull(seed, NULL, 0) != 0)
+        rng_state = strtoull(seed, NULL, 0);
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (argc > 1 && !strstr(cases[i].name, argv[1]))

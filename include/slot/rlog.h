@@ -34,7 +34,12 @@
  * records or segments — is corruption: open refuses the log with
  * SLOT_RLOG_E_CORRUPT and changes nothing, so no acknowledged record is ever
  * dropped silently. A bad last record cannot be told from a torn one; open
- * cuts it off and reports it (slot_rlog_open_info, the log callback).
+ * cuts it off and reports it (slot_rlog_open_info, the log callback). The
+ * test for "followed by a good record" looks for a valid record at every
+ * byte offset after the bad one (at most one record's worth of bytes, and
+ * only on this failure path); a torn record whose payload happens to hold a
+ * whole valid record is therefore refused as corrupt rather than cut: the
+ * error goes the safe way.
  *
  * Memory: 4 bytes per record (its offset in its segment; the array grows by
  * doubling, so up to 8), about 64 bytes per segment, 16 bytes per change of
@@ -46,7 +51,10 @@
  * SLOT_WSET_E_* for a record that does not decode, or a SLOT_RLOG_E_* below.
  * After a failed write the log is as before the call (a partial record is cut
  * off again); if even that fails, the log refuses further appends with
- * SLOT_RLOG_E_BROKEN until it is reopened.
+ * SLOT_RLOG_E_BROKEN until it is reopened. A failed fdatasync or directory
+ * fsync breaks the log the same way (the kernel may have dropped the pages it
+ * could not write, so a retried sync proves nothing; PostgreSQL's lesson):
+ * the caller must not ack, answers storage_full for -ENOSPC, and reopens.
  *
  * Threads: a log belongs to one thread at a time (the replication thread);
  * no function takes a lock. It may move to another thread between calls with
@@ -143,8 +151,9 @@ int slot_rlog_append(slot_rlog *log, const void *rec, size_t rec_bytes);
  * slot_rlog_sync — make every appended record durable: fdatasync of the
  * active segment (an earlier segment was synced when the log rolled over),
  * then an fsync of the directory if a segment was created since the last sync.
- *   Returns 0 or -errno (then nothing is known to be durable beyond the last
- *   successful sync; the caller must not ack).
+ *   Returns 0; -errno (then nothing is known to be durable beyond the last
+ *   successful sync; the caller must not ack, and the log is broken until
+ *   reopened); SLOT_RLOG_E_BROKEN.
  */
 int slot_rlog_sync(slot_rlog *log);
 

@@ -140,7 +140,8 @@ void slot_wset_clear(slot_wset *ws);
  *   val: vlen bytes, 0..the bound (NULL allowed when vlen is 0). Both are copied.
  *   Returns 0; SLOT_WSET_E_DB_ID or SLOT_WSET_E_KEY_LEN for bad arguments;
  *   SLOT_WSET_E_FULL when the payload would pass payload_max_bytes (the caller
- *   fails the batch); -ENOMEM. On any error the set is unchanged.
+ *   fails the batch); -EINVAL for val NULL with vlen > 0; -ENOMEM. On any
+ *   error the set is unchanged.
  *   Invalidates any record returned by slot_wset_finish.
  */
 int slot_wset_put(slot_wset *ws, uint8_t db_id, const void *key, size_t klen, const void *val,
