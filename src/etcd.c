@@ -84,6 +84,7 @@ struct slot_etcd {
     uint32_t neps, ep_pref; /* ep_pref: the endpoint that answered last */
     uint32_t timeout_ms, inflight_max, body_max;
     uint32_t inflight;
+    uint64_t ended; /* requests ended so far (dispatch_watches' check) */
     req *reqs;
     poll_ctx *polls;
     struct curl_slist *headers;
@@ -358,6 +359,7 @@ static void on_timer_closed(uv_handle_t *h) {
 
 static void req_unlink(req *r) {
     slot_etcd *c = r->c;
+    c->ended++;
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -603,10 +605,14 @@ static void deliver_lease(req *r, int status, json_t *root) {
     slot_etcd_lease_result res = {0};
     json_t *o = root;
     if (status == 0 && r->kind == K_KEEPALIVE) {
-        /* a streaming answer: {"result": {...}} */
+        /* a streaming answer: {"result": {...}}, or {"error": {"grpc_code": N, ...}} */
         o = json_object_get(root, "result");
+        json_t *e = json_object_get(root, "error");
+        json_int_t code = json_integer_value(json_object_get(e, "grpc_code"));
         if (!json_is_object(o))
-            status = SLOT_ETCD_EPROTO;
+            status = !json_is_object(e) ? SLOT_ETCD_EPROTO
+                     : code == 14 || code == 1 ? SLOT_ETCD_EDISCONNECT
+                                               : SLOT_ETCD_ESERVER;
     }
     if (status == 0 && r->kind != K_REVOKE) {
         status = json_i64(o, "ID", &res.id);
@@ -832,15 +838,19 @@ static void watch_dispatch(req *r) {
 }
 
 static void dispatch_watches(slot_etcd *c) {
-    /* Rescan from the head after each dispatch: a callback may have ended
-     * any watch. At most inflight_max requests, each dispatched once. */
-    for (;;) {
-        req *r = c->reqs;
-        while (r && !(r->kind == K_WATCH && r->dirty))
+    /* A callback may end any request, the next one in the list included:
+     * then start again from the head. Each watch is dispatched at most once
+     * (dispatch clears dirty), so this ends; it costs O(requests) per pass. */
+    req *r = c->reqs;
+    while (r && !c->closing) {
+        if (!(r->kind == K_WATCH && r->dirty)) {
             r = r->next;
-        if (!r || c->closing)
-            return;
+            continue;
+        }
+        uint64_t ended = c->ended;
+        req *next = r->next;
         watch_dispatch(r);
+        r = c->ended == ended ? next : c->reqs;
     }
 }
 

@@ -521,6 +521,7 @@ static void test_errors_and_arguments(void) {
     CHECK_ST(slot_etcd_put(c, "/k", NULL, 5, 0, on_write, &r), SLOT_ETCD_EINVAL);
     CHECK_ST(slot_etcd_put(c, "/k", "v", SLOT_ETCD_VALUE_BYTES_MAX + 1, 0, on_write, &r), SLOT_ETCD_EINVAL);
     CHECK_ST(slot_etcd_lease_grant(c, 0, on_lease, &r), SLOT_ETCD_EINVAL);
+    CHECK_ST(slot_etcd_lease_grant(c, SLOT_ETCD_TTL_S_MAX + 1, on_lease, &r), SLOT_ETCD_EINVAL);
     CHECK_ST(slot_etcd_lease_keepalive(c, 0, on_lease, &r), SLOT_ETCD_EINVAL);
     slot_etcd_watch *w = NULL;
     CHECK_ST(slot_etcd_watch_start(c, "/k", false, -1, on_event, on_watch_end, NULL, &w), SLOT_ETCD_EINVAL);
@@ -717,6 +718,7 @@ static void test_bad_responses(void) {
         {HTTP_OK "{\"header\":{\"revision\":\"3\"}}", 2, SLOT_ETCD_EPROTO},
         {HTTP_OK "{\"result\":{\"ID\":\"99\",\"TTL\":\"5\"}}", 3, SLOT_ETCD_EPROTO}, /* not the lease asked */
         {HTTP_OK "{\"ID\":\"7\",\"TTL\":\"5\"}", 3, SLOT_ETCD_EPROTO},
+        {HTTP_OK "{\"error\":{\"grpc_code\":14,\"message\":\"transport is closing\"}}", 3, SLOT_ETCD_EDISCONNECT},
         {"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n{\"error\":\"lease not found\",\"code\":5}", 4,
          SLOT_ETCD_ENOTFOUND},
         {HTTP_OK "{\"result\":{\"header\":{\"revision\":\"3\"},\"created\":true}}\n junk", 1, SLOT_ETCD_EPROTO},

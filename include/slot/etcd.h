@@ -78,7 +78,7 @@ enum {
 #define SLOT_ETCD_KEY_BYTES_MAX 1024        /* slotd's keys are short paths */
 #define SLOT_ETCD_VALUE_BYTES_MAX (256u << 10) /* base64 (x4/3) plus JSON stays below the default body bound */
 #define SLOT_ETCD_RANGE_LIMIT_MAX 10000     /* keys in one get_prefix answer */
-#define SLOT_ETCD_TTL_S_MAX (1ll << 40)     /* etcd's own cap (MaxLeaseTTL) is 9,000,000,000 s */
+#define SLOT_ETCD_TTL_S_MAX 9000000000ll   /* etcd's own cap (lease.MaxLeaseTTL) */
 #define SLOT_ETCD_TIMEOUT_MS_DEFAULT 2000u
 #define SLOT_ETCD_TIMEOUT_MS_MAX 600000u
 #define SLOT_ETCD_INFLIGHT_DEFAULT 64u
