@@ -1025,14 +1025,25 @@ static void test_watch_from_revision(void) {
     CHECK(wait_events(&late, 4));
     CHECK_EQ(single.n, 1); /* a single-key watch sees only its key */
     CHECK(!all.ended && !late.ended && !single.ended);
-    /* a "from now" watch sees only what comes after it started */
+    /* a "from now" watch sees only what comes after it started; when that
+     * is depends on etcd, so put until it reports one */
     watch_log now = {0};
     watch(c, &now, "/w/", true, 0);
-    run_for(300);
-    CHECK_EQ(now.n, 0);
-    res q = put_sync(c, "/w/1", "again", 5, 0);
-    CHECK(wait_events(&now, 1));
-    CHECK_EQ(now.rev[0], q.revision);
+    res q = {0};
+    int puts = 0;
+    while (now.n == 0 && puts < 100) {
+        q = put_sync(c, "/w/1", "again", 5, 0);
+        CHECK_ST(q.status, 0);
+        puts++;
+        bool never = false;
+        for (int i = 0; i < 10 && now.n == 0; i++)
+            run_until(&never, 20);
+    }
+    CHECK_GT(now.n, 0);
+    CHECK_GT(now.rev[0], all.rev[6]); /* nothing from before it started */
+    CHECK_EQ(now.rev[now.n - 1], q.revision);
+    CHECK(wait_events(&all, 7 + puts)); /* each watch has its own stream: wait for this one too */
+    CHECK_EQ(all.rev[7 + puts - 1], q.revision);
     client_close(c); /* the open watches end cancelled, once each */
     CHECK_EQ(all.end_calls, 1);
     CHECK_ST(all.end_status, SLOT_ETCD_ECANCELLED);
@@ -1070,7 +1081,7 @@ static void test_endpoints_failover(void) {
     int bport;
     int bfd = blackhole(&bport);
     snprintf(eps, sizeof eps, "http://127.0.0.1:%d,%s", bport, s.url);
-    c = client(eps, 300, 0);
+    c = client(eps, 1000, 0);
     res g = get_sync(c, "/slotd/t/x");
     CHECK_ST(g.status, 0);
     CHECK(g.found);
@@ -1083,7 +1094,7 @@ static void test_etcd_stopped_and_restarted(void) {
     etcd_srv s;
     etcd_start(&s);
     loop_open();
-    slot_etcd *c = client(s.url, 1000, 0);
+    slot_etcd *c = client(s.url, 0, 0);
     res p = put_sync(c, "/slotd/t/config", "e1", 2, 0);
     CHECK_ST(p.status, 0);
     watch_log l = {0};
@@ -1148,9 +1159,10 @@ static void test_inflight_bound(void) {
     slot_etcd_watch *w = NULL;
     CHECK_ST(slot_etcd_watch_start(c, "/k", false, 0, on_event, on_watch_end, &l, &w), SLOT_ETCD_EFULL);
     CHECK(w == NULL);
-    bool all = false;
-    while (full_done < 3 && run_until(&all, 100) == false && full_done < 3)
-        ;
+    bool never = false;
+    for (int i = 0; i < WAIT_MS / 100 && full_done < 3; i++)
+        run_until(&never, 100);
+    CHECK_EQ(full_done, 3);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(r[i].calls, 1);
         CHECK_ST(r[i].status, 0);
