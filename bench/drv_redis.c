@@ -23,7 +23,14 @@
 #include <hiredis/adapters/libuv.h>
 #pragma GCC diagnostic pop
 
-#include "bench.h"
+#include "driver.h"
+#include "drv_redis.h"
+#include "engine.h"
+#include "exit.h"
+#include "ledger.h"
+#include "limits.h"
+#include "util.h"
+#include "wire.h"
 
 #define REDIS_SWEEP_MS 1000             /* like slotd's default --sweep-interval-ms */
 #define REDIS_SWEEP_LIMIT 1024          /* holds per event per sweep, like SLOT_SWEEP_BATCH_MAX */
@@ -48,24 +55,6 @@ typedef struct redis_state {
 
 /* ---------------------------------------------------------------- replies to results */
 
-static bool status_of(const char *s, size_t n, bench_result *r)
-{
-    static const char *const names[] = {"held", "confirmed", "released", "expired", "cancelled"};
-    static const slot_hold_status sts[] = {SLOT_HOLD_HELD, SLOT_HOLD_CONFIRMED, SLOT_HOLD_RELEASED, SLOT_HOLD_EXPIRED,
-                                           SLOT_HOLD_CANCELLED};
-    if (n == 8 && memcmp(s, "sold_out", 8) == 0) {
-        r->sold_out = true;
-        return true;
-    }
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0) {
-            r->has_status = true;
-            r->status = sts[i];
-            return true;
-        }
-    return false;
-}
-
 static uint64_t elem_u64(const redisReply *a, size_t i)
 {
     if (i >= a->elements || a->element[i]->type != REDIS_REPLY_INTEGER || a->element[i]->integer < 0)
@@ -84,14 +73,13 @@ static void error_result(const redisReply *rep, bench_result *r)
     r->err = slot_err_from_name(code);
     snprintf(r->text, sizeof(r->text), "%.*s", (int)(rep->len > 150 ? 150 : rep->len), rep->str);
     if (r->err == SLOT_E_HOLD_NOT_ACTIVE && sp)
-        status_of(sp + 1, rep->len - n - 1, r);
+        bench_result_status(sp + 1, rep->len - n - 1, r);
 }
 
 /* The script's array replies (see slot_hold.lua) for the op that was asked. */
 static int result_of(const redisReply *rep, uint8_t op, bench_result *r)
 {
-    memset(r, 0, offsetof(bench_result, hold));
-    r->hold[0] = r->text[0] = 0;
+    bench_result_clear(r);
     if (rep->type == REDIS_REPLY_ERROR) {
         error_result(rep, r);
         return 0;
@@ -99,7 +87,7 @@ static int result_of(const redisReply *rep, uint8_t op, bench_result *r)
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 || rep->element[0]->type != REDIS_REPLY_STRING)
         return -1;
     r->ok = true;
-    status_of(rep->element[0]->str, rep->element[0]->len, r);
+    bench_result_status(rep->element[0]->str, rep->element[0]->len, r);
     if (r->sold_out) {
         r->available = elem_u64(rep, 1);
         return 0;
@@ -416,6 +404,15 @@ static int server_facts(bench_admin *a, char *err, size_t errlen)
     return rc;
 }
 
+static void redis_admin_close(bench_admin *a)
+{
+    if (!a)
+        return;
+    redisFree(a->c); /* takes NULL */
+    json_decref(a->info);
+    free(a);
+}
+
 static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen)
 {
     bench_admin *a = calloc(1, sizeof(*a));
@@ -423,9 +420,7 @@ static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *er
     if (!a || !(a->c = redisConnectWithTimeout(cfg->host, cfg->port, tv)) || a->c->err) {
         snprintf(err, errlen, "cannot connect to redis at %s:%u: %s", cfg->host, (unsigned)cfg->port,
                  a && a->c ? a->c->errstr : "out of memory");
-        if (a && a->c)
-            redisFree(a->c);
-        free(a);
+        redis_admin_close(a);
         return BENCH_EXIT_CONNECTION;
     }
     struct timeval call = {BENCH_CALL_TIMEOUT_MS / 1000, 0};
@@ -436,22 +431,11 @@ static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *er
     if (rc == 0)
         rc = server_facts(a, err, errlen);
     if (rc) {
-        redisFree(a->c);
-        json_decref(a->info);
-        free(a);
+        redis_admin_close(a);
         return rc;
     }
     *out = a;
     return 0;
-}
-
-static void redis_admin_close(bench_admin *a)
-{
-    if (!a)
-        return;
-    redisFree(a->c);
-    json_decref(a->info);
-    free(a);
 }
 
 static int redis_server_info(bench_admin *a, json_t **info, char *err, size_t errlen)

@@ -1,6 +1,6 @@
 /*
  * drv_slotd.c — the slotd target: newline-delimited JSON over libuv TCP for
- * the load, the blocking slot_client for administration (PROTOCOL.md).
+ * the load, the blocking slot_client for administration (docs/protocol.md).
  *
  * The load side writes hold lines directly (event names are plain
  * [A-Za-z0-9._:-], user and key names are ours) and encodes the other ops
@@ -14,7 +14,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "bench.h"
+#include "driver.h"
+#include "drv_slotd.h"
+#include "engine.h"
+#include "exit.h"
+#include "ledger.h"
+#include "limits.h"
+#include "wire.h"
 #include "slot/client.h"
 
 #define SLOTD_IN_BYTES (64u << 10)      /* per connection; a reply line is ~100-250 bytes */
@@ -34,27 +40,6 @@ typedef struct slotd_conn {
 
 /* ---------------------------------------------------------------- replies */
 
-/* A hold status name into r; false for other statuses (on_sale, ...). */
-static bool status_of(const char *s, size_t n, bench_result *r)
-{
-    static const struct {
-        const char *name;
-        slot_hold_status st;
-    } names[] = {{"held", SLOT_HOLD_HELD},         {"confirmed", SLOT_HOLD_CONFIRMED}, {"released", SLOT_HOLD_RELEASED},
-                 {"expired", SLOT_HOLD_EXPIRED},   {"cancelled", SLOT_HOLD_CANCELLED}};
-    if (n == 8 && memcmp(s, "sold_out", 8) == 0) {
-        r->sold_out = true;
-        return true;
-    }
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strlen(names[i].name) == n && memcmp(s, names[i].name, n) == 0) {
-            r->has_status = true;
-            r->status = names[i].st;
-            return true;
-        }
-    return false;
-}
-
 static bool key_is(const char *k, size_t n, const char *lit)
 {
     return strlen(lit) == n && memcmp(k, lit, n) == 0;
@@ -69,7 +54,7 @@ static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, 
         *saw_ok = kind == V_TRUE || kind == V_FALSE;
         r->ok = kind == V_TRUE;
     } else if (key_is(k, kn, "status") && kind == V_STR) {
-        status_of(v, vn, r);
+        bench_result_status(v, vn, r);
     } else if (key_is(k, kn, "hold") && kind == V_STR) {
         if (vn > SLOT_HOLD_ARG_BYTES_MAX)
             return false;
@@ -178,11 +163,11 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     r->ok = rep.ok;
     r->err = rep.ok ? SLOT_E_OK : rep.err;
     snprintf(r->text, sizeof(r->text), "%.150s", rep.message);
-    status_of(rep.status, strlen(rep.status), r);
+    bench_result_status(rep.status, strlen(rep.status), r);
     r->replay = rep.replay;
     r->released = rep.released;
     r->qty = rep.qty > UINT32_MAX ? UINT32_MAX : (uint32_t)rep.qty;
-    r->expires_at_ms = rep.expires_at;
+    r->expires_at_ms = rep.expires_at_ms;
     r->available = rep.available;
     r->hold_len = (uint32_t)strlen(rep.hold);
     memcpy(r->hold, rep.hold, r->hold_len + 1);
@@ -192,9 +177,7 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
 
 int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)
 {
-    memset(r, 0, offsetof(bench_result, hold));
-    r->hold[0] = 0;
-    r->text[0] = 0;
+    bench_result_clear(r);
     if (fast_scan(line, len, r) == 0) {
         if (r->ok)
             r->err = SLOT_E_OK;
@@ -202,9 +185,7 @@ int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)
             r->err = SLOT_E__COUNT; /* ok:false without a code we know */
         return 0;
     }
-    memset(r, 0, offsetof(bench_result, hold));
-    r->hold[0] = 0;
-    r->text[0] = 0;
+    bench_result_clear(r);
     return slow_parse(line, len, r);
 }
 
@@ -526,6 +507,15 @@ static int admin_connect(bench_admin *a, char *err, size_t errlen)
     return rc;
 }
 
+static void slotd_admin_close(bench_admin *a)
+{
+    if (!a)
+        return;
+    slot_client_close(a->c);
+    json_decref(a->hello);
+    free(a);
+}
+
 static int slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen)
 {
     bench_admin *a = calloc(1, sizeof(*a));
@@ -536,22 +526,11 @@ static int slotd_admin_open(const bench_config *cfg, bench_admin **out, char *er
     a->cfg = cfg;
     int rc = admin_connect(a, err, errlen);
     if (rc) {
-        slot_client_close(a->c);
-        json_decref(a->hello);
-        free(a);
+        slotd_admin_close(a);
         return rc;
     }
     *out = a;
     return 0;
-}
-
-static void slotd_admin_close(bench_admin *a)
-{
-    if (!a)
-        return;
-    slot_client_close(a->c);
-    json_decref(a->hello);
-    free(a);
 }
 
 static int slotd_server_info(bench_admin *a, json_t **info, char *err, size_t errlen)
@@ -562,13 +541,20 @@ static int slotd_server_info(bench_admin *a, json_t **info, char *err, size_t er
     return 0;
 }
 
-static void view_of(const slot_reply *r, bench_view *v)
+/* A call whose reply is an event's view (create_event, event): into v. 0 or an exit status. */
+static int view_call(bench_admin *a, const char *what, const slot_req *req, bench_view *v, char *err, size_t errlen)
 {
-    v->capacity = r->capacity;
-    v->available = r->available;
-    v->held = r->held;
-    v->confirmed = r->confirmed;
-    snprintf(v->status, sizeof(v->status), "%s", r->status);
+    slot_reply r;
+    int rc = call(a, what, req, &r, err, errlen);
+    if (rc == 0) {
+        v->capacity = r.capacity;
+        v->available = r.available;
+        v->held = r.held;
+        v->confirmed = r.confirmed;
+        snprintf(v->status, sizeof(v->status), "%s", r.status);
+    }
+    slot_reply_clear(&r);
+    return rc;
 }
 
 static int slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_view *v, char *err, size_t errlen)
@@ -581,24 +567,14 @@ static int slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_v
     req.max_per_user = s->max_per_user;
     req.max_per_request = s->max_per_request;
     req.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
-    slot_reply r;
-    int rc = call(a, "create_event", &req, &r, err, errlen);
-    if (rc == 0)
-        view_of(&r, v);
-    slot_reply_clear(&r);
-    return rc;
+    return view_call(a, "create_event", &req, v, err, errlen);
 }
 
 static int slotd_event(bench_admin *a, const char *event, bench_view *v, char *err, size_t errlen)
 {
     slot_req req;
     slot_req_event(&req, SLOT_OP_EVENT, event);
-    slot_reply r;
-    int rc = call(a, "event", &req, &r, err, errlen);
-    if (rc == 0)
-        view_of(&r, v);
-    slot_reply_clear(&r);
-    return rc;
+    return view_call(a, "event", &req, v, err, errlen);
 }
 
 static int slotd_check(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen)

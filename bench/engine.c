@@ -14,15 +14,27 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "engine.h"
+#include "exit.h"
+#include "ledger.h"
+#include "limits.h"
+#include "util.h"
 #include "slot/assert.h"
-
-#define BENCH_BACKLOG_MIN 1024           /* open loop: requests due per connection the bench holds back */
-#define BENCH_BACKLOG_MAX 65536          /* ... at most (rate x 1 s / connections in between) */
 
 static void flush_dirty(bench_run *run);
 static void phase_end(bench_run *run);
+static void stop_at_bound(bench_run *run, const char *reason);
 static void drain_cb(uv_timer_t *t);
+
+#define RUN_TIMERS_N 6
+
+/* The run's timers, for what is done to all of them. */
+static void run_timers(bench_run *run, uv_timer_t *timers[RUN_TIMERS_N])
+{
+    uv_timer_t *all[RUN_TIMERS_N] = {&run->bound_timer,    &run->drain_timer, &run->sample_timer,
+                                     &run->progress_timer, &run->think_timer, &run->tick_timer};
+    memcpy(timers, all, sizeof(all));
+}
 
 void bench_fail(bench_run *run, int exit_code, const char *fmt, ...)
 {
@@ -57,7 +69,7 @@ static bool send_slot(bench_conn *c)
         run->dirty[run->ndirty++] = c->index;
     }
     if (run->n.sent >= run->phase->requests_max)
-        bench_stop(run, "the request bound (--requests) was reached");
+        stop_at_bound(run, "the request bound (--requests) was reached");
     return true;
 }
 
@@ -88,7 +100,7 @@ static void pump(bench_conn *c)
 {
     bench_run *run = c->run;
     const bench_phase *ph = run->phase;
-    if (ph->rate > 0) {
+    if (ph->rate_per_s > 0) {
         while (c->backlog > 0 && c->inflight < ph->pipeline && !run->stop_sending) {
             c->backlog--;
             run->backlog_total--;
@@ -144,7 +156,7 @@ void bench_deliver(bench_conn *c, const bench_result *r, uint64_t now_ns)
     if (run->fatal[0])
         return;
     pump(c);
-    if (!run->stop_sending && run->phase->rate <= 0 && run->inflight_total == 0 && run->heap_n == 0)
+    if (!run->stop_sending && run->phase->rate_per_s <= 0 && run->inflight_total == 0 && run->heap_n == 0)
         bench_stop(run, "nothing more to send"); /* the ledger check asked about every hold */
     if (run->stop_sending && run->inflight_total == 0)
         phase_end(run);
@@ -179,6 +191,15 @@ void bench_stop(bench_run *run, const char *reason)
         phase_end(run);
 }
 
+/* A stop by the phase's own bounds (time, request count): verification then
+ * checks what was done and asks for no sell-out (verify.c). */
+static void stop_at_bound(bench_run *run, const char *reason)
+{
+    if (run->in_phase && !run->phase_over && !run->stop_sending)
+        run->stopped_at_bound = true;
+    bench_stop(run, reason);
+}
+
 static void take_sample(bench_run *run, uint64_t now_ns);
 
 static void phase_end(bench_run *run)
@@ -188,12 +209,10 @@ static void phase_end(bench_run *run)
     run->phase_over = true;
     if (run->phase->measure)
         take_sample(run, uv_hrtime());
-    uv_timer_stop(&run->bound_timer);
-    uv_timer_stop(&run->drain_timer);
-    uv_timer_stop(&run->sample_timer);
-    uv_timer_stop(&run->progress_timer);
-    uv_timer_stop(&run->think_timer);
-    uv_timer_stop(&run->tick_timer);
+    uv_timer_t *timers[RUN_TIMERS_N];
+    run_timers(run, timers);
+    for (size_t i = 0; i < RUN_TIMERS_N; i++)
+        uv_timer_stop(timers[i]);
     run->think_due_ns = 0;
     run->heap_n = 0; /* sessions that were thinking are done: only the measured phase has them */
     uv_stop(&run->loop);
@@ -202,7 +221,7 @@ static void phase_end(bench_run *run)
 static void bound_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
-    bench_stop(run, run->phase->measure ? "the time bound (--duration) was reached" : "its time was up");
+    stop_at_bound(run, run->phase->measure ? "the time bound (--duration) was reached" : "its time was up");
     flush_dirty(run);
 }
 
@@ -275,10 +294,10 @@ static void sample_cb(uv_timer_t *t)
 static void progress_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
-    uint64_t now = uv_hrtime();
-    double dt = (double)(now - run->last_progress_ns) / 1e9;
-    double rps = dt > 0 ? (double)(run->n.answered - run->last_progress_answered) / dt : 0;
-    run->last_progress_ns = now;
+    uint64_t now_ns = uv_hrtime();
+    double dt_s = (double)(now_ns - run->last_progress_ns) / 1e9;
+    double rps = dt_s > 0 ? (double)(run->n.answered - run->last_progress_answered) / dt_s : 0;
+    run->last_progress_ns = now_ns;
     run->last_progress_answered = run->n.answered;
     uint64_t total = 0;
     for (uint32_t i = 0; i < run->nevents; i++)
@@ -287,7 +306,7 @@ static void progress_cb(uv_timer_t *t)
     double sold_pct = total ? 100.0 * (double)(total - left) / (double)total : 100.0;
     const bench_sample *s = run->nseries ? &run->series[run->nseries - 1] : NULL;
     fprintf(stderr, "\r\033[K%s %.1f s: %.1f%% sold, %.0f requests/s, p99 %.3f ms, %" PRIu64 " errors",
-            run->cfg->name, (double)(now - run->phase_start_ns) / 1e9, sold_pct, rps, s ? s->p99_ms : 0.0,
+            run->cfg->name, (double)(now_ns - run->phase_start_ns) / 1e9, sold_pct, rps, s ? s->p99_ms : 0.0,
             s ? s->errors : 0);
 }
 
@@ -331,13 +350,13 @@ static void think_arm(bench_run *run)
 {
     if (run->heap_n == 0 || run->phase_over)
         return;
-    uint64_t due = run->heap[0].due_ns;
-    if (run->think_due_ns != 0 && run->think_due_ns <= due)
+    uint64_t due_ns = run->heap[0].due_ns;
+    if (run->think_due_ns != 0 && run->think_due_ns <= due_ns)
         return;
-    uint64_t now = uv_hrtime();
-    uint64_t ms = due > now ? (due - now + 999999) / 1000000 : 0;
-    run->think_due_ns = due;
-    uv_timer_start(&run->think_timer, think_cb, ms, 0);
+    uint64_t now_ns = uv_hrtime();
+    uint64_t delay_ms = due_ns > now_ns ? (due_ns - now_ns + 999999) / 1000000 : 0;
+    run->think_due_ns = due_ns;
+    uv_timer_start(&run->think_timer, think_cb, delay_ms, 0);
 }
 
 static void make_ready(bench_run *run, uint32_t s)
@@ -363,8 +382,8 @@ static void think_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
     run->think_due_ns = 0;
-    uint64_t now = uv_hrtime() + 500000; /* within half a timer tick counts as due */
-    while (run->heap_n > 0 && run->heap[0].due_ns <= now) {
+    uint64_t now_ns = uv_hrtime() + 500000; /* within half a timer tick counts as due */
+    while (run->heap_n > 0 && run->heap[0].due_ns <= now_ns) {
         uint32_t s = heap_pop(run).session;
         make_ready(run, s);
         pump(&run->conns[run->sessions[s].conn]);
@@ -381,9 +400,9 @@ static void tick_cb(uv_timer_t *t)
 {
     bench_run *run = t->data;
     const bench_phase *ph = run->phase;
-    uint64_t now = uv_hrtime();
-    double per_ns = ph->rate / 1e9;
-    uint64_t due = (uint64_t)((double)(now - run->open_t0_ns) * per_ns) + 1;
+    uint64_t now_ns = uv_hrtime();
+    double per_ns = ph->rate_per_s / 1e9;
+    uint64_t due = (uint64_t)((double)(now_ns - run->open_t0_ns) * per_ns) + 1; /* requests due by now */
     if (due > ph->requests_max)
         due = ph->requests_max;
     while (run->open_next < due && !run->stop_sending) {
@@ -410,7 +429,7 @@ static void start_timers(bench_run *run, const bench_phase *ph)
         if (run->progress_tty)
             uv_timer_start(&run->progress_timer, progress_cb, BENCH_PROGRESS_MS, BENCH_PROGRESS_MS);
     }
-    if (ph->rate > 0)
+    if (ph->rate_per_s > 0)
         uv_timer_start(&run->tick_timer, tick_cb, 0, BENCH_OPEN_TICK_MS);
 }
 
@@ -425,6 +444,7 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
     run->in_phase = true;
     run->stop_sending = run->phase_over = false;
     run->stop_reason = NULL;
+    run->stopped_at_bound = false;
     run->phase_start_ns = run->last_progress_ns = uv_hrtime();
     run->open_t0_ns = run->phase_start_ns;
     run->open_next = 0;
@@ -435,10 +455,10 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
         run->nseries = 0;
     }
     start_timers(run, ph);
-    for (uint32_t i = 0; ph->rate <= 0 && i < ph->conns && !run->stop_sending; i++)
+    for (uint32_t i = 0; ph->rate_per_s <= 0 && i < ph->conns && !run->stop_sending; i++)
         pump(&run->conns[i]);
     flush_dirty(run);
-    if (ph->rate <= 0 && run->inflight_total == 0 && run->heap_n == 0)
+    if (ph->rate_per_s <= 0 && run->inflight_total == 0 && run->heap_n == 0)
         bench_stop(run, "nothing to send");
     if (!run->phase_over && !run->fatal[0])
         uv_run(&run->loop, UV_RUN_DEFAULT);
@@ -462,7 +482,7 @@ static uint32_t ring_cap_of(const bench_config *cfg)
 {
     uint32_t cap = cfg->pipeline > BENCH_VERIFY_PIPELINE ? cfg->pipeline : BENCH_VERIFY_PIPELINE;
     if (cfg->scenario == BENCH_OPEN_LOOP) {
-        double per_conn = cfg->rate / cfg->connections;
+        double per_conn = cfg->rate_per_s / cfg->connections;
         uint32_t backlog = per_conn < BENCH_BACKLOG_MIN ? BENCH_BACKLOG_MIN
                            : per_conn > BENCH_BACKLOG_MAX ? BENCH_BACKLOG_MAX
                                                           : (uint32_t)per_conn;
@@ -497,9 +517,9 @@ static int alloc_conns(bench_run *run)
 
 static void init_timers(bench_run *run)
 {
-    uv_timer_t *timers[] = {&run->bound_timer, &run->drain_timer, &run->sample_timer,
-                            &run->progress_timer, &run->think_timer, &run->tick_timer};
-    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+    uv_timer_t *timers[RUN_TIMERS_N];
+    run_timers(run, timers);
+    for (size_t i = 0; i < RUN_TIMERS_N; i++) {
         uv_timer_init(&run->loop, timers[i]);
         timers[i]->data = run;
     }
@@ -527,9 +547,9 @@ void bench_engine_close(bench_run *run)
 {
     if (run->conns)
         run->drv->close(run);
-    uv_timer_t *timers[] = {&run->bound_timer, &run->drain_timer, &run->sample_timer,
-                            &run->progress_timer, &run->think_timer, &run->tick_timer};
-    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
+    uv_timer_t *timers[RUN_TIMERS_N];
+    run_timers(run, timers);
+    for (size_t i = 0; i < RUN_TIMERS_N; i++)
         uv_close((uv_handle_t *)timers[i], NULL);
     uv_run(&run->loop, UV_RUN_DEFAULT);
     uv_loop_close(&run->loop);

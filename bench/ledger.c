@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "ledger.h"
+#include "limits.h"
 
 static bool grow(void **p, size_t *cap, size_t need, size_t item)
 {

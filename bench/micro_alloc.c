@@ -8,7 +8,6 @@
  * commit does). Each configuration is bounded by --seconds and --max-holds.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,12 +16,18 @@
 #include <unistd.h>
 #include <ftw.h>
 
+#include "micro.h"
 #include "slot/alloc.h"
 #include "slot/client.h"
 #include "slot/store.h"
 
 #define MICRO_BATCHES_N 4
 #define MICRO_GROW_RETRIES 16          /* map growths per batch before giving up */
+#define MICRO_ALLOC_SECONDS_DEFAULT 2.0 /* --seconds: per configuration */
+#define MICRO_HOLDS_DEFAULT 2000000u    /* --max-holds: per configuration */
+#define MICRO_HOLDS_MAX SLOT_CAPACITY_MAX /* the event never sells out */
+#define MICRO_MAP_BYTES_MAX (64ull << 30) /* the environment's map may grow to this */
+#define MICRO_SEED 42                  /* the allocator's shard choice: the same in every run */
 
 static const uint32_t batch_sizes[MICRO_BATCHES_N] = {1, 16, 256, 4096};
 
@@ -32,13 +37,6 @@ typedef struct micro_result {
     uint64_t holds, commits;
     double seconds;
 } micro_result;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -117,7 +115,7 @@ static int measure(bool nosync, uint32_t batch, double seconds, uint64_t max_hol
         perror("micro_alloc: mkdtemp");
         return -1;
     }
-    slot_store_opts opts = {.dir = dir, .nosync = nosync, .map_size_max = 64ull << 30};
+    slot_store_opts opts = {.dir = dir, .nosync = nosync, .map_bytes_max = MICRO_MAP_BYTES_MAX};
     slot_store *st = NULL;
     slot_alloc a;
     bool inited = false;
@@ -125,16 +123,16 @@ static int measure(bool nosync, uint32_t batch, double seconds, uint64_t max_hol
     int rc = slot_store_open(&opts, &st, err, sizeof(err));
     if (rc == 0 && (rc = slot_alloc_init(&a, st)) == 0) {
         inited = true;
-        slot_alloc_seed(&a, 42);
+        slot_alloc_seed(&a, MICRO_SEED);
         rc = create_event(st, &a);
     }
     *out = (micro_result){.mode = nosync ? "nosync" : "sync", .batch = batch};
-    double t0 = now_s(), t = t0;
+    double t0 = micro_now_s(), t = t0;
     while (rc == 0 && t - t0 < seconds && out->holds < max_holds) {
         rc = one_batch(st, &a, out->holds, batch);
         out->holds += rc == 0 ? batch : 0;
         out->commits += rc == 0;
-        t = now_s();
+        t = micro_now_s();
     }
     out->seconds = t - t0;
     if (rc)
@@ -151,9 +149,13 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: micro_alloc [--seconds S] [--max-holds N] [--json FILE]\n\n"
                "Holds/s of the allocator alone on a temporary LMDB environment, batch sizes 1, 16,\n"
-               "256 and 4096 holds per write transaction, nosync and sync (one fsync per commit).\n"
-               "Each configuration runs for at most S seconds (default 2) and N holds (default 2000000).\n"
-               "Exit status: 0 ok; 1 an allocator or storage error; 64 usage error.\n");
+               "256 and 4096 holds per write transaction, nosync and sync (one fsync per commit).\n\n"
+               "  --seconds S      each configuration runs at most S seconds (more than 0, at most %.0f;\n"
+               "                   fractions allowed; default %.0f)\n"
+               "  --max-holds N    ... and at most N holds (1..%llu, default %u)\n"
+               "  --json FILE      write the results as JSON\n\n"
+               "Exit status: 0 ok; 1 an allocator or storage error; 64 usage error.\n",
+            MICRO_SECONDS_MAX, MICRO_ALLOC_SECONDS_DEFAULT, (unsigned long long)MICRO_HOLDS_MAX, MICRO_HOLDS_DEFAULT);
 }
 
 static void print_json(FILE *f, const micro_result *r, size_t n)
@@ -169,26 +171,14 @@ static void print_json(FILE *f, const micro_result *r, size_t n)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"seconds", required_argument, NULL, 's'}, {"max-holds", required_argument, NULL, 'n'},
-                                         {"json", required_argument, NULL, 'j'},    {"help", no_argument, NULL, 'h'},
-                                         {0}};
-    double seconds = 2;
-    uint64_t max_holds = 2000000;
-    const char *json = NULL;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        char *end = NULL;
-        if (opt == 's' && ((seconds = strtod(optarg, &end)) <= 0 || seconds > 3600 || *end))
-            opt = '?';
-        if (opt == 'n' && ((max_holds = strtoull(optarg, &end, 10)) == 0 || *end))
-            opt = '?';
-        if (opt == 'j')
-            json = optarg;
-        if (opt == 'h' || opt == '?') {
-            usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 0 : 64;
-        }
-    }
+    micro_opts o = {.count_flag = "max-holds", .seconds = MICRO_ALLOC_SECONDS_DEFAULT, .count = MICRO_HOLDS_DEFAULT,
+                    .count_max = MICRO_HOLDS_MAX, .has_json = true, .usage = usage};
+    int prc = micro_parse(argc, argv, &o);
+    if (prc >= 0)
+        return prc;
+    double seconds = o.seconds;
+    uint64_t max_holds = o.count;
+    const char *json = o.json;
     micro_result res[2 * MICRO_BATCHES_N];
     size_t n = 0;
     printf("%-7s %6s %10s %9s %12s %10s %11s\n", "mode", "batch", "holds", "seconds", "holds/s", "us/hold", "commits/s");

@@ -5,17 +5,19 @@
  * slot_reply_parse), which is what a load generator pays per request.
  * Each measurement is bounded by --seconds and --max-ops.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "micro.h"
 #include "slot/client.h"
 #include "slot/proto.h"
 
 #define MICRO_CHECK_EVERY 1024          /* look at the clock once per this many ops */
+#define MICRO_PROTO_SECONDS_DEFAULT 1.0 /* --seconds: per line */
+#define MICRO_OPS_DEFAULT 50000000u     /* --max-ops: per line */
+#define MICRO_OPS_MAX (UINT64_MAX / 2)
 
 static const char *const request_lines[] = {
     "{\"op\":\"hold\",\"event\":\"hr-0123456789abcdef\",\"user\":\"u1234567\",\"request\":\"r12d687\",\"qty\":1}",
@@ -34,13 +36,6 @@ typedef struct micro_ctx {
     size_t reply_len;
     uint64_t sink;                      /* keeps the compiler from dropping the work */
 } micro_ctx;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void op_parse(micro_ctx *c, uint64_t i)
 {
@@ -121,29 +116,23 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: micro_proto [--seconds S] [--max-ops N]\n\n"
                "Operations per second of slotd's protocol layer on one core: request parsing\n"
-               "(slot_proto_parse), reply encoding (slot_proto_encode), and the client codec.\n"
-               "Each line runs for at most S seconds (default 1) and N operations (default 50000000).\n"
-               "Exit status: 0 ok; 64 usage error.\n");
+               "(slot_proto_parse), reply encoding (slot_proto_encode), and the client codec.\n\n"
+               "  --seconds S      each line runs at most S seconds (more than 0, at most %.0f;\n"
+               "                   fractions allowed; default %.0f)\n"
+               "  --max-ops N      ... and at most N operations (1..%llu, default %u)\n\n"
+               "Exit status: 0 ok; 64 usage error.\n",
+            MICRO_SECONDS_MAX, MICRO_PROTO_SECONDS_DEFAULT, (unsigned long long)MICRO_OPS_MAX, MICRO_OPS_DEFAULT);
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"seconds", required_argument, NULL, 's'}, {"max-ops", required_argument, NULL, 'n'},
-                                         {"help", no_argument, NULL, 'h'},          {0}};
-    double seconds = 1;
-    uint64_t max_ops = 50000000;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        char *end = NULL;
-        if (opt == 's' && ((seconds = strtod(optarg, &end)) <= 0 || seconds > 3600 || *end))
-            opt = '?';
-        if (opt == 'n' && ((max_ops = strtoull(optarg, &end, 10)) == 0 || *end))
-            opt = '?';
-        if (opt == 'h' || opt == '?') {
-            usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 0 : 64;
-        }
-    }
+    micro_opts o = {.count_flag = "max-ops", .seconds = MICRO_PROTO_SECONDS_DEFAULT, .count = MICRO_OPS_DEFAULT,
+                    .count_max = MICRO_OPS_MAX, .usage = usage};
+    int prc = micro_parse(argc, argv, &o);
+    if (prc >= 0)
+        return prc;
+    double seconds = o.seconds;
+    uint64_t max_ops = o.count;
     micro_ctx *c = malloc(sizeof(*c));
     if (!c)
         return 1;
@@ -151,11 +140,11 @@ int main(int argc, char **argv)
     printf("%-42s %12s %10s\n", "operation", "ops/s", "ns/op");
     for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
         uint64_t n = 0;
-        double t0 = now_s(), t = t0;
+        double t0 = micro_now_s(), t = t0;
         while (t - t0 < seconds && n < max_ops) {
             for (int i = 0; i < MICRO_CHECK_EVERY; i++)
                 ops[k].fn(c, n++);
-            t = now_s();
+            t = micro_now_s();
         }
         printf("%-42s %12.0f %10.1f\n", ops[k].name, (double)n / (t - t0), (t - t0) * 1e9 / (double)n);
         fflush(stdout);

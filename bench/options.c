@@ -12,23 +12,13 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <uv.h>
 
-#include "bench.h"
+#include "config.h"
+#include "exit.h"
+#include "limits.h"
+#include "util.h"
 #include "slot_config.h"
-
-#define BENCH_REQUESTS_DEFAULT 100000000ull   /* the count bound when --requests is not given */
-#define BENCH_RATE_MAX 10000000.0              /* open loop: requests/s */
-#define BENCH_USERS_MAX (UINT64_C(1) << 40)
-#define BENCH_THINK_MS_MAX 600000u
-#define BENCH_REDIS_PORT_DEFAULT 6379
-
-uint64_t bench_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static const struct {
     const char *name, *prefix, *summary;
@@ -50,6 +40,11 @@ const char *bench_scenario_summary(bench_scenario s)
     return scenario_info[s].summary;
 }
 
+bool bench_scenario_sells_out(bench_scenario s)
+{
+    return s == BENCH_HOT_RELEASE || s == BENCH_MULTI_EVENT;
+}
+
 /* ---------------------------------------------------------------- the option table */
 
 enum {
@@ -61,42 +56,81 @@ enum {
 #define ALL 0x1fu
 #define ONLY(s) (1u << (s))
 
+/* How an option's value is read: into the bench_config field at `off` for
+ * the numeric kinds, by its own code (one_option / set_value) for the rest. */
+typedef enum opt_kind {
+    K_FLAG,       /* no value */
+    K_TEXT,       /* a string */
+    K_UINT,       /* a decimal integer in min..max, into a field of `size` bytes */
+    K_SECONDS,    /* seconds with up to 3 decimals, min..max in ms, into a uint32_t field of ms */
+    K_REAL,       /* a decimal number in dmin..dmax, into a double field */
+    K_OTHER,      /* a value with a grammar of its own (--qty, --think-ms, --target) */
+} opt_kind;
+
 static const struct opt_def {
     const char *name, *arg;         /* arg NULL: a flag */
     int id;
     uint32_t scenarios;             /* bit per bench_scenario */
+    opt_kind kind;
+    size_t off, size;               /* K_UINT, K_SECONDS, K_REAL: the field */
+    uint64_t min, max;              /* K_UINT; K_SECONDS: in ms */
+    double dmin, dmax;              /* K_REAL */
     const char *help;
 } opt_defs[] = {
-    {"host", "H", O_HOST, ALL, "server address"},
-    {"port", "P", O_PORT, ALL, "server port"},
-    {"token", "T", O_TOKEN, ALL, "send hello with this token on every connection (redis: AUTH)"},
-    {"target", "URL", O_TARGET, ALL, "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"},
-    {"allow-remote", NULL, O_REMOTE, ALL, "allow a host that is not loopback (refused otherwise)"},
-    {"event", "NAME", O_EVENT, ALL, "event to create (multi-event: NAME-<i>); must be new"},
-    {"connections", "K", O_CONNS, ALL, "concurrent connections"},
-    {"pipeline", "D", O_PIPELINE, ALL, "requests in flight per connection (open-loop: at most)"},
-    {"qty", "Q", O_QTY, ALL, "units per hold: N, or a distribution like 1:70,2:20,4:10"},
-    {"capacity", "N", O_CAPACITY, ALL, "units of each event"},
-    {"shards", "N", O_SHARDS, ALL, "shards of each event"},
-    {"max-per-user", "M", O_PER_USER, ALL, "the events' max_per_user (0 = no limit)"},
-    {"users", "N", O_USERS, ALL, "user pool: each hold picks one of N users (0 = a new user each)"},
-    {"duration", "S", O_DURATION, ALL, "bound on the measured phase, seconds (fractions allowed)"},
-    {"requests", "N", O_REQUESTS, ALL, "bound on the requests sent in the measured phase"},
-    {"seed", "N", O_SEED, ALL, "random seed (0..2^63-1): event name, users, quantities, shards (default: from the kernel)"},
-    {"warmup", "S", O_WARMUP, ALL, "seconds of the same load on a separate event first, not measured"},
-    {"tail", "N", O_TAIL, ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_MULTI_EVENT), "sold_out answers to collect after the sell-out"},
-    {"rate", "R", O_RATE, ONLY(BENCH_OPEN_LOOP), "requests per second, sent on schedule whatever the replies"},
-    {"confirm", "PCT", O_CONFIRM, ONLY(BENCH_CHURN), "percent of holds confirmed after the think time"},
-    {"release", "PCT", O_RELEASE, ONLY(BENCH_CHURN), "percent of holds released after the think time"},
-    {"abandon", "PCT", O_ABANDON, ONLY(BENCH_CHURN), "percent of holds left to expire (the three add up to 100)"},
-    {"think-ms", "A[:B]", O_THINK, ONLY(BENCH_CHURN), "think time before confirm/release/next hold, uniform in A..B ms"},
-    {"hold-ttl-ms", "MS", O_TTL, ONLY(BENCH_CHURN), "the event's hold_ttl_ms (abandoned holds expire after it)"},
-    {"events", "E", O_EVENTS, ONLY(BENCH_MULTI_EVENT), "events at once"},
-    {"zipf", "S", O_ZIPF, ONLY(BENCH_MULTI_EVENT), "Zipf exponent of event popularity (0 = uniform)"},
-    {"json", "FILE", O_JSON, ALL, "write every number, the configuration and machine facts as JSON"},
-    {"csv", "FILE", O_CSV, ALL, "write the time series (every 100 ms) as CSV"},
-    {"svg", "FILE", O_SVG, ALL, "write the sell-out curve and latency curves as SVG"},
-    {"help", NULL, O_HELP, ALL, "this help"},
+#define FIELD(f) offsetof(bench_config, f), sizeof(((bench_config *)0)->f)
+#define OPT_UINT(name, arg, id, sc, f, lo, hi, help) {name, arg, id, sc, K_UINT, FIELD(f), lo, hi, 0, 0, help}
+#define OPT_SECONDS(name, id, sc, f, lo_ms, hi_ms, help) {name, "S", id, sc, K_SECONDS, FIELD(f), lo_ms, hi_ms, 0, 0, help}
+#define OPT_REAL(name, arg, id, sc, f, lo, hi, help) {name, arg, id, sc, K_REAL, FIELD(f), 0, 0, lo, hi, help}
+#define OPT(name, arg, id, sc, kind, help) {name, arg, id, sc, kind, 0, 0, 0, 0, 0, 0, help}
+    OPT("host", "H", O_HOST, ALL, K_TEXT, "server address"),
+    OPT_UINT("port", "P", O_PORT, ALL, port, 1, BENCH_PORT_MAX, "server port"),
+    OPT("token", "T", O_TOKEN, ALL, K_TEXT, "send hello with this token on every connection (redis: AUTH)"),
+    OPT("target", "URL", O_TARGET, ALL, K_OTHER, "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
+    OPT("allow-remote", NULL, O_REMOTE, ALL, K_FLAG, "allow a host that is not loopback (refused otherwise)"),
+    OPT("event", "NAME", O_EVENT, ALL, K_TEXT, "event to create (multi-event: NAME-<i>); must be new"),
+    OPT_UINT("connections", "K", O_CONNS, ALL, connections, 1, BENCH_CONNS_MAX, "concurrent connections"),
+    OPT_UINT("pipeline", "D", O_PIPELINE, ALL, pipeline, 1, BENCH_PIPELINE_MAX,
+             "requests in flight per connection (open-loop: at most)"),
+    OPT("qty", "Q", O_QTY, ALL, K_OTHER, "units per hold: N, or a distribution like 1:70,2:20,4:10 (qty:weight)"),
+    OPT_UINT("capacity", "N", O_CAPACITY, ALL, capacity, 0, SLOT_CAPACITY_MAX, "units of each event"),
+    OPT_UINT("shards", "N", O_SHARDS, ALL, shards, 1, SLOT_SHARDS_MAX, "shards of each event"),
+    OPT_UINT("max-per-user", "M", O_PER_USER, ALL, max_per_user, 0, SLOT_CAPACITY_MAX,
+             "the events' max_per_user (0 = no limit)"),
+    OPT_UINT("users", "N", O_USERS, ALL, users, 0, BENCH_USERS_MAX,
+             "user pool: each hold picks one of N users (0 = a new user each)"),
+    OPT_SECONDS("duration", O_DURATION, ALL, duration_ms, BENCH_DURATION_MS_MIN, BENCH_DURATION_MS_MAX,
+                "bound on the measured phase in seconds, fractions allowed"),
+    OPT_UINT("requests", "N", O_REQUESTS, ALL, requests, 1, BENCH_REQUESTS_MAX,
+             "bound on the requests sent in the measured phase"),
+    OPT_UINT("seed", "N", O_SEED, ALL, seed, 0, BENCH_SEED_MAX, "random seed: event name, users, quantities, shards"),
+    OPT_SECONDS("warmup", O_WARMUP, ALL, warmup_ms, 0, BENCH_DURATION_MS_MAX,
+                "seconds of the same load on a separate event first, not measured"),
+    OPT_UINT("tail", "N", O_TAIL, ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_MULTI_EVENT), tail, 0, BENCH_TAIL_MAX,
+             "sold_out answers to collect after the sell-out"),
+    OPT_REAL("rate", "R", O_RATE, ONLY(BENCH_OPEN_LOOP), rate_per_s, BENCH_RATE_PER_S_MIN, BENCH_RATE_PER_S_MAX,
+             "requests per second, sent on schedule whatever the replies"),
+    OPT_UINT("confirm", "PCT", O_CONFIRM, ONLY(BENCH_CHURN), confirm_pct, 0, BENCH_PCT_MAX,
+             "percent of holds confirmed after the think time"),
+    OPT_UINT("release", "PCT", O_RELEASE, ONLY(BENCH_CHURN), release_pct, 0, BENCH_PCT_MAX,
+             "percent of holds released after the think time"),
+    OPT_UINT("abandon", "PCT", O_ABANDON, ONLY(BENCH_CHURN), abandon_pct, 0, BENCH_PCT_MAX,
+             "percent of holds left to expire (the three add up to 100)"),
+    OPT("think-ms", "A[:B]", O_THINK, ONLY(BENCH_CHURN), K_OTHER,
+        "think time before confirm/release/next hold, uniform in A..B ms"),
+    OPT_UINT("hold-ttl-ms", "MS", O_TTL, ONLY(BENCH_CHURN), hold_ttl_ms, SLOT_HOLD_TTL_MS_MIN, BENCH_HOLD_TTL_MS_MAX,
+             "the event's hold_ttl_ms (abandoned holds expire after it)"),
+    OPT_UINT("events", "E", O_EVENTS, ONLY(BENCH_MULTI_EVENT), events, 1, BENCH_EVENTS_MAX, "events at once"),
+    OPT_REAL("zipf", "S", O_ZIPF, ONLY(BENCH_MULTI_EVENT), zipf_exponent, 0, BENCH_ZIPF_EXPONENT_MAX,
+             "Zipf exponent of event popularity (0 = uniform)"),
+    OPT("json", "FILE", O_JSON, ALL, K_TEXT, "write every number, the configuration and machine facts as JSON"),
+    OPT("csv", "FILE", O_CSV, ALL, K_TEXT, "write the time series (every 100 ms) as CSV"),
+    OPT("svg", "FILE", O_SVG, ALL, K_TEXT, "write the sell-out curve and latency curves as SVG"),
+    OPT("help", NULL, O_HELP, ALL, K_FLAG, "this help"),
+#undef OPT
+#undef OPT_REAL
+#undef OPT_SECONDS
+#undef OPT_UINT
+#undef FIELD
 };
 
 #define OPT_DEFS_N (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -107,55 +141,132 @@ static void defaults(bench_config *c, bench_scenario s)
     c->scenario = s;
     c->name = scenario_info[s].name;
     c->target = BENCH_TARGET_SLOTD;
-    strcpy(c->host, "127.0.0.1");
+    strcpy(c->host, BENCH_HOST_DEFAULT);
     c->port = SLOT_PORT_DEFAULT;
-    c->connections = 256;
-    c->pipeline = s == BENCH_OPEN_LOOP ? 64 : 1;
-    c->capacity = s == BENCH_SOLD_OUT ? 1000 : s == BENCH_MULTI_EVENT ? 10000 : s == BENCH_OPEN_LOOP ? 1000000 : 100000;
+    c->connections = BENCH_CONNS_DEFAULT;
+    c->pipeline = s == BENCH_OPEN_LOOP ? BENCH_PIPELINE_OPEN_LOOP_DEFAULT : BENCH_PIPELINE_DEFAULT;
+    c->capacity = s == BENCH_SOLD_OUT      ? BENCH_CAPACITY_SOLD_OUT_DEFAULT
+                  : s == BENCH_MULTI_EVENT ? BENCH_CAPACITY_MULTI_EVENT_DEFAULT
+                  : s == BENCH_OPEN_LOOP   ? BENCH_CAPACITY_OPEN_LOOP_DEFAULT
+                                           : BENCH_CAPACITY_DEFAULT;
     c->shards = SLOT_SHARDS_DEFAULT;
-    c->duration_ms = (s == BENCH_HOT_RELEASE || s == BENCH_MULTI_EVENT) ? 120000 : 10000;
+    c->duration_ms = bench_scenario_sells_out(s) ? BENCH_DURATION_SELL_MS_DEFAULT : BENCH_DURATION_MS_DEFAULT;
     c->requests = BENCH_REQUESTS_DEFAULT;
-    c->tail = 10000;
-    c->rate = 10000;
-    c->confirm_pct = 20;
-    c->release_pct = 40;
-    c->abandon_pct = 40;
-    c->think_min_ms = 10;
-    c->think_max_ms = 100;
-    c->hold_ttl_ms = s == BENCH_CHURN ? 2000 : 0;
-    c->events = s == BENCH_MULTI_EVENT ? 16 : 1;
-    c->zipf_s = 1.0;
+    c->tail = BENCH_TAIL_DEFAULT;
+    c->rate_per_s = BENCH_RATE_PER_S_DEFAULT;
+    c->confirm_pct = BENCH_CONFIRM_PCT_DEFAULT;
+    c->release_pct = BENCH_RELEASE_PCT_DEFAULT;
+    c->abandon_pct = BENCH_ABANDON_PCT_DEFAULT;
+    c->think_min_ms = BENCH_THINK_MIN_MS_DEFAULT;
+    c->think_max_ms = BENCH_THINK_MAX_MS_DEFAULT;
+    c->hold_ttl_ms = s == BENCH_CHURN ? BENCH_HOLD_TTL_MS_CHURN_DEFAULT : 0;
+    c->events = s == BENCH_MULTI_EVENT ? BENCH_EVENTS_DEFAULT : 1;
+    c->zipf_exponent = BENCH_ZIPF_EXPONENT_DEFAULT;
     c->qty.n = 1;
     c->qty.qty[0] = c->qty.cum[0] = c->qty.min = c->qty.max = 1;
     strcpy(c->qty.text, "1");
 }
 
-/* The default of an option as --help shows it; false when it has none worth showing. */
-static bool default_text(const bench_config *d, int id, char *buf, size_t n)
+/* ---------------------------------------------------------------- --help: ranges and defaults */
+
+/* An integer for --help: 2^k and 2^k-1 as such when large, else decimal. */
+static void int_text(uint64_t v, char *buf, size_t n)
 {
-    switch (id) {
-    case O_HOST: snprintf(buf, n, "%s", d->host); return true;
-    case O_PORT: snprintf(buf, n, "%u; redis: %d", (unsigned)d->port, BENCH_REDIS_PORT_DEFAULT); return true;
-    case O_EVENT: snprintf(buf, n, "%s-<random>", scenario_info[d->scenario].prefix); return true;
-    case O_CONNS: snprintf(buf, n, "%u, at most %d", d->connections, BENCH_CONNS_MAX); return true;
-    case O_PIPELINE: snprintf(buf, n, "%u, at most %d", d->pipeline, BENCH_PIPELINE_MAX); return true;
-    case O_QTY: snprintf(buf, n, "%s", d->qty.text); return true;
-    case O_CAPACITY: snprintf(buf, n, "%" PRIu64, d->capacity); return true;
-    case O_SHARDS: snprintf(buf, n, "%u, at most %d", d->shards, SLOT_SHARDS_MAX); return true;
-    case O_PER_USER: snprintf(buf, n, "0"); return true;
-    case O_USERS: snprintf(buf, n, "0"); return true;
-    case O_DURATION: snprintf(buf, n, "%u, at most %u", d->duration_ms / 1000, BENCH_DURATION_MS_MAX / 1000); return true;
-    case O_REQUESTS: snprintf(buf, n, "%" PRIu64, d->requests); return true;
-    case O_WARMUP: snprintf(buf, n, "0"); return true;
-    case O_TAIL: snprintf(buf, n, "%" PRIu64, d->tail); return true;
-    case O_RATE: snprintf(buf, n, "%.0f", d->rate); return true;
-    case O_CONFIRM: snprintf(buf, n, "%u", d->confirm_pct); return true;
-    case O_RELEASE: snprintf(buf, n, "%u", d->release_pct); return true;
-    case O_ABANDON: snprintf(buf, n, "%u", d->abandon_pct); return true;
-    case O_THINK: snprintf(buf, n, "%u:%u", d->think_min_ms, d->think_max_ms); return true;
-    case O_TTL: snprintf(buf, n, "%u", d->hold_ttl_ms); return true;
-    case O_EVENTS: snprintf(buf, n, "%u, at most %d", d->events, BENCH_EVENTS_MAX); return true;
-    case O_ZIPF: snprintf(buf, n, "%.1f", d->zipf_s); return true;
+    for (unsigned k = 20; k < 64; k++) { /* below 2^20 decimal reads better */
+        uint64_t p = UINT64_C(1) << k;
+        if (v == p || v == p - 1) {
+            snprintf(buf, n, "2^%u%s", k, v == p ? "" : "-1");
+            return;
+        }
+    }
+    snprintf(buf, n, "%" PRIu64, v);
+}
+
+/* Seconds from ms for --help: "0.001", "120". */
+static void ms_text(uint64_t ms, char *buf, size_t n)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, n, "%" PRIu64, ms / 1000);
+    else
+        snprintf(buf, n, "%.3f", (double)ms / 1000.0);
+}
+
+static uint64_t field_u64(const bench_config *c, const struct opt_def *o)
+{
+    const char *p = (const char *)c + o->off;
+    uint16_t v16;
+    uint32_t v32;
+    uint64_t v64;
+    switch (o->size) {
+    case sizeof(uint16_t): memcpy(&v16, p, sizeof(v16)); return v16;
+    case sizeof(uint32_t): memcpy(&v32, p, sizeof(v32)); return v32;
+    default: memcpy(&v64, p, sizeof(v64)); return v64;
+    }
+}
+
+static void field_set_u64(bench_config *c, const struct opt_def *o, uint64_t v)
+{
+    char *p = (char *)c + o->off;
+    uint16_t v16 = (uint16_t)v;
+    uint32_t v32 = (uint32_t)v;
+    switch (o->size) {
+    case sizeof(uint16_t): memcpy(p, &v16, sizeof(v16)); break;
+    case sizeof(uint32_t): memcpy(p, &v32, sizeof(v32)); break;
+    default: memcpy(p, &v, sizeof(v)); break;
+    }
+}
+
+static double field_double(const bench_config *c, const struct opt_def *o)
+{
+    double v;
+    memcpy(&v, (const char *)c + o->off, sizeof(v));
+    return v;
+}
+
+/* What --help says after an option's text: its range and its default (d: the
+ * scenario's defaults); false when it has neither (flags, files, --token). */
+static bool range_text(const bench_config *d, const struct opt_def *o, char *buf, size_t n)
+{
+    char lo[32], hi[32], def[64];
+    switch (o->kind) {
+    case K_UINT:
+        int_text(o->min, lo, sizeof(lo));
+        int_text(o->max, hi, sizeof(hi));
+        if (o->id == O_SEED)
+            snprintf(def, sizeof(def), "from the kernel");
+        else if (o->id == O_PORT)
+            snprintf(def, sizeof(def), "%u; redis: %d", (unsigned)d->port, BENCH_REDIS_PORT_DEFAULT);
+        else
+            int_text(field_u64(d, o), def, sizeof(def));
+        snprintf(buf, n, "%s..%s, default %s", lo, hi, def);
+        return true;
+    case K_SECONDS:
+        ms_text(o->min, lo, sizeof(lo));
+        ms_text(o->max, hi, sizeof(hi));
+        ms_text(field_u64(d, o), def, sizeof(def));
+        snprintf(buf, n, "%s..%s s, default %s", lo, hi, def);
+        return true;
+    case K_REAL:
+        snprintf(buf, n, "%.10g..%.10g, default %.10g", o->dmin, o->dmax, field_double(d, o));
+        return true;
+    case K_OTHER:
+        if (o->id == O_QTY)
+            snprintf(buf, n, "qty 1..%d, weight 1..%u, at most %d entries; default %s", SLOT_MAX_PER_REQUEST_MAX,
+                     BENCH_QTY_WEIGHT_MAX, BENCH_QTY_CHOICES_MAX, d->qty.text);
+        else if (o->id == O_THINK)
+            snprintf(buf, n, "0 <= A <= B <= %u; default %u:%u", BENCH_THINK_MS_MAX, d->think_min_ms, d->think_max_ms);
+        else
+            return false;
+        return true;
+    case K_TEXT:
+        if (o->id == O_HOST)
+            snprintf(buf, n, "at most %d bytes, default %s", BENCH_HOST_BYTES_MAX, d->host);
+        else if (o->id == O_EVENT)
+            snprintf(buf, n, "1..%d bytes of [A-Za-z0-9._:-], default %s-<random>", BENCH_EVENT_BYTES_MAX,
+                     scenario_info[d->scenario].prefix);
+        else
+            return false;
+        return true;
     default: return false;
     }
 }
@@ -164,7 +275,9 @@ static const char *const scenario_text[] = {
     [BENCH_HOT_RELEASE] =
         "K connections each keep D holds in flight on one new event until it is sold out and --tail\n"
         "more sold_out answers came back. Verified: held units = capacity (less a remainder below the\n"
-        "smallest --qty), check clean, the event's counters, every hold by get_hold.\n",
+        "smallest --qty), check clean, the event's counters, every hold by get_hold. A run that\n"
+        "--duration or --requests stops before the sell-out is verified the same way for what it\n"
+        "did (nothing oversold), without the sell-out.\n",
     [BENCH_OPEN_LOOP] =
         "Holds are sent on a fixed schedule of --rate per second, spread over the connections, whatever\n"
         "the replies do; latency is measured from each request's intended send time, so a stalled\n"
@@ -176,12 +289,13 @@ static const char *const scenario_text[] = {
         "expire after --hold-ttl-ms), and hold again: capacity recycles. Runs for --duration; then\n"
         "verification waits for the abandoned holds to expire and checks every hold's status.\n",
     [BENCH_SOLD_OUT] =
-        "The event is first sold out (not measured); then K x D holds in flight measure how fast\n"
-        "sold_out answers come. Verified: no hold granted, counters unchanged, check clean.\n",
+        "The event is first sold out (not measured; --duration and --requests bound only what follows);\n"
+        "then K x D holds in flight measure how fast sold_out answers come. Verified: no hold granted, counters unchanged, check clean.\n",
     [BENCH_MULTI_EVENT] =
         "--events events of --capacity units each; every hold picks an event with Zipf(--zipf)\n"
         "popularity (event 0 the most popular). Runs until all are sold out and --tail sold_out\n"
-        "answers came back; each event is verified as in hot-release.\n",
+        "answers came back (or --duration or --requests stops it); each event is verified as in\n"
+        "hot-release.\n",
 };
 
 void bench_usage(FILE *f, bench_scenario s)
@@ -193,10 +307,10 @@ void bench_usage(FILE *f, bench_scenario s)
         const struct opt_def *o = &opt_defs[i];
         if (!(o->scenarios & ONLY(s)))
             continue;
-        char left[40], def[300];
+        char left[40], range[300];
         snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        if (default_text(&d, o->id, def, sizeof(def)))
-            fprintf(f, "  %-22s %s (default %s)\n", left, o->help, def);
+        if (range_text(&d, o, range, sizeof(range)))
+            fprintf(f, "  %-22s %s (%s)\n", left, o->help, range);
         else
             fprintf(f, "  %-22s %s\n", left, o->help);
     }
@@ -234,21 +348,7 @@ static bool num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return true;
 }
 
-/* Seconds with up to 3 decimals ("2", "0.5") into ms, in [min_ms, max_ms]. */
-static bool seconds_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint32_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = (s[0] >= '0' && s[0] <= '9') ? strtod(s, &end) : -1;
-    if (end == NULL || *end != 0 || errno == ERANGE || !(v >= 0) || v * 1000.0 > (double)max_ms)
-        return false;
-    uint64_t ms = (uint64_t)llround(v * 1000.0);
-    if (ms < min_ms || ms > max_ms)
-        return false;
-    *out = (uint32_t)ms;
-    return true;
-}
-
+/* A decimal number in [min, max], the whole string. */
 static bool real(const char *s, double min, double max, double *out)
 {
     char *end = NULL;
@@ -257,6 +357,19 @@ static bool real(const char *s, double min, double max, double *out)
     if (end == NULL || *end != 0 || errno == ERANGE || !(v >= min) || !(v <= max))
         return false;
     *out = v;
+    return true;
+}
+
+/* Seconds with up to 3 decimals ("2", "0.5") into ms, in [min_ms, max_ms]. */
+static bool seconds_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint32_t *out)
+{
+    double v;
+    if (!real(s, 0, (double)max_ms / 1000.0, &v))
+        return false;
+    uint64_t ms = (uint64_t)llround(v * 1000.0);
+    if (ms < min_ms || ms > max_ms)
+        return false;
+    *out = (uint32_t)ms;
     return true;
 }
 
@@ -277,7 +390,7 @@ static bool parse_qty(const char *s, bench_qty *q)
         uint64_t qv = 0, w = 1;
         if (colon)
             *colon = 0;
-        if (!num(tok, 1, SLOT_MAX_PER_REQUEST_MAX, &qv) || (colon && !num(colon + 1, 1, 1000000, &w)))
+        if (!num(tok, 1, SLOT_MAX_PER_REQUEST_MAX, &qv) || (colon && !num(colon + 1, 1, BENCH_QTY_WEIGHT_MAX, &w)))
             return false;
         if (!colon && strchr(s, ','))
             return false; /* a distribution gives every weight */
@@ -352,7 +465,7 @@ static bool parse_target(const char *s, bench_config *c, bool *port_given)
         hlen = colon ? (size_t)(colon - rest) : strlen(rest);
     }
     uint64_t p = 0;
-    if (hlen == 0 || hlen > BENCH_HOST_BYTES_MAX || (colon && !num(colon + 1, 1, 65535, &p)))
+    if (hlen == 0 || hlen > BENCH_HOST_BYTES_MAX || (colon && !num(colon + 1, 1, BENCH_PORT_MAX, &p)))
         return false;
     memcpy(c->host, host, hlen);
     c->host[hlen] = 0;
@@ -373,37 +486,43 @@ static const struct opt_def *opt_by_id(int id)
     return NULL;
 }
 
-/* One numeric (or otherwise checked) option. 0, or an exit status. */
+/* One numeric (or otherwise checked) option, read as its table entry says.
+ * 0, or an exit status after a message that gives the range. */
 static int set_value(bench_config *c, int id, const char *a, bool *port_given)
 {
+    const struct opt_def *o = opt_by_id(id);
     uint64_t v = 0;
-    bool ok = true;
-    switch (id) {
-    case O_PORT: ok = num(a, 1, 65535, &v); c->port = (uint16_t)v; *port_given = true; break;
-    case O_CONNS: ok = num(a, 1, BENCH_CONNS_MAX, &v); c->connections = (uint32_t)v; break;
-    case O_PIPELINE: ok = num(a, 1, BENCH_PIPELINE_MAX, &v); c->pipeline = (uint32_t)v; break;
-    case O_CAPACITY: ok = num(a, 0, SLOT_CAPACITY_MAX, &c->capacity); break;
-    case O_SHARDS: ok = num(a, 1, SLOT_SHARDS_MAX, &v); c->shards = (uint32_t)v; break;
-    case O_PER_USER: ok = num(a, 0, SLOT_CAPACITY_MAX, &c->max_per_user); break;
-    case O_USERS: ok = num(a, 0, BENCH_USERS_MAX, &c->users); break;
-    case O_DURATION: ok = seconds_ms(a, 1, BENCH_DURATION_MS_MAX, &c->duration_ms); break;
-    case O_REQUESTS: ok = num(a, 1, UINT64_MAX / 2, &c->requests); break;
-    case O_SEED: ok = num(a, 0, INT64_MAX, &c->seed); break;
-    case O_WARMUP: ok = seconds_ms(a, 0, BENCH_DURATION_MS_MAX, &c->warmup_ms); break;
-    case O_TAIL: ok = num(a, 0, UINT32_MAX, &c->tail); break;
-    case O_RATE: ok = real(a, 1, BENCH_RATE_MAX, &c->rate); break;
-    case O_CONFIRM: ok = num(a, 0, 100, &v); c->confirm_pct = (uint32_t)v; break;
-    case O_RELEASE: ok = num(a, 0, 100, &v); c->release_pct = (uint32_t)v; break;
-    case O_ABANDON: ok = num(a, 0, 100, &v); c->abandon_pct = (uint32_t)v; break;
-    case O_THINK: ok = parse_think(a, &c->think_min_ms, &c->think_max_ms); break;
-    case O_TTL: ok = num(a, SLOT_HOLD_TTL_MS_MIN, BENCH_EXPIRE_WAIT_MS_MAX - 10000, &v); c->hold_ttl_ms = (uint32_t)v; break;
-    case O_EVENTS: ok = num(a, 1, BENCH_EVENTS_MAX, &v); c->events = (uint32_t)v; break;
-    case O_ZIPF: ok = real(a, 0, 10, &c->zipf_s); break;
-    case O_QTY: ok = parse_qty(a, &c->qty); break;
-    case O_TARGET: ok = parse_target(a, c, port_given); break;
-    default: ok = false;
+    uint32_t ms = 0;
+    double d = 0;
+    bool ok;
+    switch (o->kind) {
+    case K_UINT:
+        if ((ok = num(a, o->min, o->max, &v)))
+            field_set_u64(c, o, v);
+        *port_given |= ok && id == O_PORT;
+        break;
+    case K_SECONDS:
+        if ((ok = seconds_ms(a, o->min, o->max, &ms)))
+            field_set_u64(c, o, ms);
+        break;
+    case K_REAL:
+        if ((ok = real(a, o->dmin, o->dmax, &d)))
+            memcpy((char *)c + o->off, &d, sizeof(d));
+        break;
+    default:
+        ok = id == O_QTY      ? parse_qty(a, &c->qty)
+             : id == O_THINK  ? parse_think(a, &c->think_min_ms, &c->think_max_ms)
+             : id == O_TARGET ? parse_target(a, c, port_given)
+                              : false;
     }
-    return ok ? 0 : usage_error(c, "--%s: bad value '%s'", opt_by_id(id)->name, a);
+    if (ok)
+        return 0;
+    bench_config dflt;
+    char range[300];
+    defaults(&dflt, c->scenario);
+    if (range_text(&dflt, o, range, sizeof(range)))
+        return usage_error(c, "--%s: bad value '%s' (%s)", o->name, a, range);
+    return usage_error(c, "--%s: bad value '%s'", o->name, a);
 }
 
 static bool event_name_ok(const char *s, size_t room)
@@ -431,8 +550,8 @@ static int one_option(bench_config *c, int id, const char *a, bool *port_given)
         return -1;
     case O_EVENT:
         /* room for "-warmup" and multi-event's "-<i>" */
-        if (!event_name_ok(a, SLOT_EVENT_BYTES_MAX - 7))
-            return usage_error(c, "--event: 1..%d bytes of [A-Za-z0-9._:-], got '%s'", SLOT_EVENT_BYTES_MAX - 7, a);
+        if (!event_name_ok(a, BENCH_EVENT_BYTES_MAX))
+            return usage_error(c, "--event: 1..%d bytes of [A-Za-z0-9._:-], got '%s'", BENCH_EVENT_BYTES_MAX, a);
         strcpy(c->event, a);
         return -1;
     default: return set_value(c, id, a, port_given) ? BENCH_EXIT_USAGE : -1;
@@ -459,12 +578,12 @@ static bool host_is_loopback(const char *host)
 /* Relations between options, once all are read. 0 or BENCH_EXIT_USAGE. */
 static int cross_checks(bench_config *c)
 {
-    if (c->scenario == BENCH_CHURN && c->confirm_pct + c->release_pct + c->abandon_pct != 100)
+    if (c->scenario == BENCH_CHURN && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
                            c->release_pct, c->abandon_pct);
     if (c->max_per_user > 0 && c->qty.max > c->max_per_user)
         return usage_error(c, "--qty up to %u is above --max-per-user %" PRIu64, c->qty.max, c->max_per_user);
-    bool sells_out = c->scenario == BENCH_HOT_RELEASE || c->scenario == BENCH_MULTI_EVENT;
+    bool sells_out = bench_scenario_sells_out(c->scenario);
     uint64_t units = c->capacity * c->events; /* <= 2^40 * BENCH_EVENTS_MAX: no overflow */
     if (sells_out && c->users > 0 && c->max_per_user > 0 && c->users < (units + c->max_per_user - 1) / c->max_per_user)
         return usage_error(c, "%" PRIu64 " users x max %" PRIu64 " each cannot buy %" PRIu64 " units: it would never sell out",
@@ -533,10 +652,10 @@ json_t *bench_config_json(const bench_config *c)
                           (json_int_t)c->requests, "seed", (json_int_t)c->seed, "warmup_s", c->warmup_ms / 1000.0);
     if (!o)
         return NULL;
-    if (c->scenario == BENCH_HOT_RELEASE || c->scenario == BENCH_MULTI_EVENT)
+    if (bench_scenario_sells_out(c->scenario))
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
     if (c->scenario == BENCH_OPEN_LOOP)
-        json_object_set_new(o, "rate", json_real(c->rate));
+        json_object_set_new(o, "rate", json_real(c->rate_per_s));
     if (c->scenario == BENCH_CHURN) {
         json_object_set_new(o, "confirm_pct", json_integer(c->confirm_pct));
         json_object_set_new(o, "release_pct", json_integer(c->release_pct));
@@ -546,7 +665,7 @@ json_t *bench_config_json(const bench_config *c)
     }
     if (c->scenario == BENCH_MULTI_EVENT) {
         json_object_set_new(o, "events", json_integer(c->events));
-        json_object_set_new(o, "zipf_s", json_real(c->zipf_s));
+        json_object_set_new(o, "zipf_s", json_real(c->zipf_exponent));
     }
     return o;
 }

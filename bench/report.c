@@ -7,7 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "config.h"
+#include "engine.h"
+#include "report.h"
+#include "verify.h"
 #include "slot_config.h"
 
 static double ns_s(uint64_t ns)
@@ -58,7 +61,7 @@ static void print_head(const bench_report *r, FILE *f)
             c->capacity, c->scenario == BENCH_MULTI_EVENT ? " each" : "", c->shards, c->qty.text, c->connections,
             c->pipeline, c->seed);
     if (c->scenario == BENCH_MULTI_EVENT)
-        fprintf(f, "                    %u events, Zipf s=%.2f\n", c->events, c->zipf_s);
+        fprintf(f, "                    %u events, Zipf s=%.2f\n", c->events, c->zipf_exponent);
     if (c->max_per_user || c->users)
         fprintf(f, "                    max_per_user %" PRIu64 ", user pool %" PRIu64 "\n", c->max_per_user, c->users);
     fprintf(f, "  stopped           %s\n", r->stopped);
@@ -71,7 +74,7 @@ static void print_counts(const bench_report *r, FILE *f)
     if (c->scenario == BENCH_OPEN_LOOP)
         fprintf(f, "  schedule          %.0f/s: %" PRIu64 " due, %" PRIu64 " sent (most waiting in the bench at once: %" PRIu64
                    ")%s\n",
-                c->rate, n->scheduled, n->sent, n->backlog_max,
+                c->rate_per_s, n->scheduled, n->sent, n->backlog_max,
                 n->scheduled > n->sent ? ": the target fell behind the schedule" : "");
     fprintf(f, "  requests          %" PRIu64 " answered of %" PRIu64 " sent in %.3f s: %.0f requests/s\n", n->answered,
             n->sent, r->run_s, r->requests_per_s);

@@ -9,16 +9,18 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "bench.h"
-
-uint64_t bench_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+#include "config.h"
+#include "driver.h"
+#include "drv_redis.h"
+#include "drv_slotd.h"
+#include "engine.h"
+#include "exit.h"
+#include "limits.h"
+#include "report.h"
+#include "scenario.h"
+#include "verify.h"
+#include "workload.h"
 
 static const bench_driver *driver_of(const bench_config *cfg)
 {
@@ -38,7 +40,7 @@ static int zipf_init(bench_run *run)
         return -ENOMEM;
     double sum = 0;
     for (uint32_t i = 0; i < n; i++)
-        run->zipf_cum[i] = (sum += pow((double)(i + 1), -run->cfg->zipf_s));
+        run->zipf_cum[i] = (sum += pow((double)(i + 1), -run->cfg->zipf_exponent));
     for (uint32_t i = 0; i < n; i++)
         run->zipf_cum[i] /= sum;
     run->zipf_cum[n - 1] = 1.0;
@@ -84,16 +86,16 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
         bench_event *e = &run->events[i];
         bool warm = i == cfg->events;
         if (warm)
-            snprintf(e->name, sizeof(e->name), "%.57s-warmup", cfg->event); /* --event is at most 57 bytes */
+            snprintf(e->name, sizeof(e->name), "%.*s-warmup", BENCH_EVENT_BYTES_MAX, cfg->event);
         else if (cfg->scenario == BENCH_MULTI_EVENT)
-            snprintf(e->name, sizeof(e->name), "%.57s-%u", cfg->event, (unsigned)(uint16_t)i);
+            snprintf(e->name, sizeof(e->name), "%.*s-%u", BENCH_EVENT_BYTES_MAX, cfg->event, (unsigned)(uint16_t)i);
         else
             snprintf(e->name, sizeof(e->name), "%s", cfg->event);
         e->capacity = warm ? SLOT_CAPACITY_MAX : cfg->capacity;
         e->measured = !warm;
         /* Churn's holds expire by design; nothing else may expire before verification counted it. */
-        uint32_t ttl = cfg->scenario == BENCH_CHURN && !warm ? cfg->hold_ttl_ms : SLOT_HOLD_TTL_MS_MAX;
-        int rc = create_one(run, e, ttl, err, errlen);
+        uint32_t ttl_ms = cfg->scenario == BENCH_CHURN && !warm ? cfg->hold_ttl_ms : SLOT_HOLD_TTL_MS_MAX;
+        int rc = create_one(run, e, ttl_ms, err, errlen);
         if (rc)
             return rc;
     }

@@ -1,5 +1,5 @@
 /*
- * slot-bench — load generator for slotd over TCP (PROTOCOL.md), and for the
+ * slot-bench — load generator for slotd over TCP (docs/protocol.md), and for the
  * Redis+Lua peer of bench/peers/ with --target redis://.
  *
  * Scenarios are subcommands, listed in one table (`scenarios` below); each
@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
+#include "config.h"
+#include "exit.h"
+#include "scenario.h"
 #include "slot_config.h"
 
 static const bench_scenario scenarios[] = {

@@ -11,12 +11,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench.h"
+#include "engine.h"
+#include "report.h"
 
-#define SVG_W 960
-#define SVG_LEFT 80            /* room for the left axis labels */
-#define SVG_RIGHT 90           /* room for the right axis labels */
-#define SVG_PLOT_W (SVG_W - SVG_LEFT - SVG_RIGHT)
+#define SVG_WIDTH_PX 960
+#define SVG_LEFT_PX 80            /* room for the left axis labels */
+#define SVG_RIGHT_PX 90           /* room for the right axis labels */
+#define SVG_PLOT_WIDTH_PX (SVG_WIDTH_PX - SVG_LEFT_PX - SVG_RIGHT_PX)
 #define SVG_PCT_POINTS 200     /* points of the percentile curve */
 #define SVG_NINES_MAX 5.0      /* the percentile axis ends at 99.999% */
 
@@ -124,7 +125,7 @@ static void sellout_panel(FILE *f, const bench_run *run, double sellout_s, doubl
     for (uint32_t i = 0; i < run->nevents; i++)
         total += run->events[i].measured ? run->events[i].capacity : 0;
     umax = fmax(umax, (double)total);
-    panel p = {SVG_LEFT, y0, SVG_PLOT_W, 240, nice_max(tmax), nice_max(umax), nice_max(rmax)};
+    panel p = {SVG_LEFT_PX, y0, SVG_PLOT_WIDTH_PX, 240, nice_max(tmax), nice_max(umax), nice_max(rmax)};
     axes(f, &p, "Sell-out curve: units left and requests/s", "time since the first request (s)", "units left",
          "requests/s");
     time_ticks(f, &p);
@@ -156,7 +157,7 @@ static void p99_panel(FILE *f, const bench_run *run, double y0)
         tmax = fmax(tmax, run->series[i].t_ms / 1000.0);
         lmax = fmax(lmax, run->series[i].p99_ms);
     }
-    panel p = {SVG_LEFT, y0, SVG_PLOT_W, 180, nice_max(tmax), nice_max(lmax), 0};
+    panel p = {SVG_LEFT_PX, y0, SVG_PLOT_WIDTH_PX, 180, nice_max(tmax), nice_max(lmax), 0};
     axes(f, &p, "p99 latency of each 100 ms", "time since the first request (s)", "latency (ms)", NULL);
     time_ticks(f, &p);
     fprintf(f, "<polyline fill=\"none\" stroke=\"#1f5fa8\" stroke-width=\"1.5\" points=\"");
@@ -174,7 +175,7 @@ static void percentile_panel(FILE *f, const bench_run *run, double y0)
     const slot_hist *h = run->lat_ns;
     double nines = h->count > 1 ? fmin(log10((double)h->count), SVG_NINES_MAX) : 1;
     double lmax = h->count ? (double)slot_hist_percentile(h, 100.0 * (1 - pow(10, -nines))) / 1e6 : 0;
-    panel p = {SVG_LEFT, y0, SVG_PLOT_W, 220, nines, nice_max(lmax), 0};
+    panel p = {SVG_LEFT_PX, y0, SVG_PLOT_WIDTH_PX, 220, nines, nice_max(lmax), 0};
     axes(f, &p, "Latency by percentile (whole measured phase)", "percentile of answers", "latency (ms)", NULL);
     static const char *const labels[] = {"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"};
     for (int k = 0; k <= (int)floor(nines + 1e-9) && k <= (int)SVG_NINES_MAX; k++)
@@ -219,15 +220,15 @@ int bench_report_svg(const bench_report *r, const char *path)
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"13\">\n"
                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-            SVG_W, height, SVG_W, height);
+            SVG_WIDTH_PX, height, SVG_WIDTH_PX, height);
     char title[512];
     snprintf(title, sizeof(title), "slot-bench %s against %s %s: %.0f requests/s, p99 %.3f ms", c->name,
              r->run->drv->name, version ? version : "?", r->requests_per_s, r->p99_ms);
-    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"16\">", SVG_LEFT);
+    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"16\">", SVG_LEFT_PX);
     xml_text(f, title);
     snprintf(title, sizeof(title), "%s, capacity %" PRIu64 "%s, qty %s, %u connections x pipeline %u, seed %" PRIu64,
              c->event, c->capacity, c->events > 1 ? " each" : "", c->qty.text, c->connections, c->pipeline, c->seed);
-    fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" fill=\"#555\">", SVG_LEFT);
+    fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" fill=\"#555\">", SVG_LEFT_PX);
     xml_text(f, title);
     fprintf(f, "</text>\n");
     sellout_panel(f, r->run, r->sellout_s, 90);

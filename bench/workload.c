@@ -11,20 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "engine.h"
+#include "exit.h"
+#include "ledger.h"
+#include "limits.h"
+#include "util.h"
+#include "wire.h"
+#include "workload.h"
 #include "slot/assert.h"
-
-size_t bench_user_name(uint64_t n, char *buf, size_t cap)
-{
-    int len = snprintf(buf, cap, "u%" PRIu64, n);
-    return len > 0 ? (size_t)len : 0;
-}
-
-size_t bench_key_name(uint64_t n, char *buf, size_t cap)
-{
-    int len = snprintf(buf, cap, "r%" PRIx64, n);
-    return len > 0 ? (size_t)len : 0;
-}
 
 static uint32_t measured_events(const bench_run *run)
 {
@@ -339,10 +333,10 @@ bench_phase bench_workload_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
     bool churn = cfg->scenario == BENCH_CHURN;
-    bool sells = cfg->scenario == BENCH_HOT_RELEASE || cfg->scenario == BENCH_MULTI_EVENT;
+    bool sells = bench_scenario_sells_out(cfg->scenario);
     return (bench_phase){
         .name = cfg->name, .conns = cfg->connections, .pipeline = cfg->pipeline,
-        .rate = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate : 0, .requests_max = cfg->requests,
+        .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0, .requests_max = cfg->requests,
         .duration_ms = cfg->duration_ms, .measure = true, .event_first = 0, .event_count = (uint16_t)cfg->events,
         .zipf = cfg->scenario == BENCH_MULTI_EVENT, .ledger = true, .tail = sells ? cfg->tail : UINT64_MAX,
         .next = churn ? churn_next : hold_next, .on_result = churn ? churn_on_result : hold_on_result,
@@ -354,7 +348,7 @@ bench_phase bench_warmup_phase(const bench_run *run)
     const bench_config *cfg = run->cfg;
     return (bench_phase){
         .name = "warm-up", .conns = cfg->connections, .pipeline = cfg->pipeline,
-        .rate = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate : 0, .requests_max = cfg->requests,
+        .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0, .requests_max = cfg->requests,
         .duration_ms = cfg->warmup_ms, .event_first = (uint16_t)(run->nevents - 1), .event_count = 1,
         .tail = UINT64_MAX, .next = hold_next, .on_result = hold_on_result,
     };
@@ -364,8 +358,10 @@ bench_phase bench_prefill_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
     return (bench_phase){
-        .name = "prefill", .conns = cfg->connections, .pipeline = cfg->pipeline > 16 ? cfg->pipeline : 16,
-        .requests_max = cfg->requests, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
+        .name = "prefill", .conns = cfg->connections,
+        .pipeline = cfg->pipeline > BENCH_PREFILL_PIPELINE_MIN ? cfg->pipeline : BENCH_PREFILL_PIPELINE_MIN,
+        /* not the measured phase: --requests does not bound it; it ends at the sell-out or after an hour */
+        .requests_max = BENCH_REQUESTS_MAX, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
         .ledger = true, .unique_users = true, .tail = 0, .next = hold_next, .on_result = hold_on_result,
     };
 }

@@ -1,10 +1,10 @@
 /*
- * alloc.c — the allocator: the ops of PROTOCOL.md on one LMDB transaction.
+ * alloc.c — the allocator: the ops of docs/protocol.md on one LMDB transaction.
  *
  * Every op reads and validates first and writes only when it will succeed,
  * so a failed request changes nothing even though it shares its write
  * transaction (group commit) with others. Units move only through
- * hold_finish(), which is guarded by the hold state machine, so a hold's units
+ * slot__hold_finish(), which is guarded by the hold state machine, so a hold's units
  * come back at most once (invariant 7).
  */
 #include "slot/alloc.h"
@@ -16,12 +16,12 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "alloc_int.h"
 #include "idem.h"
 #include "slot/assert.h"
 #include "slot/failpoint.h"
 
-#define EXPIRE_CHUNK 256 /* due holds collected per expiry-index scan */
-_Static_assert(EXPIRE_CHUNK <= SLOT_SWEEP_BATCH_MAX, "a chunk fits a sweep");
+typedef slot__alloc_ctx ctx;
 
 /* ---- random numbers: xoshiro256** (Blackman and Vigna, 2018) */
 
@@ -114,14 +114,6 @@ static bool hold_id_parse(const char *s, size_t len, uint64_t *seq, uint64_t *ta
 
 /* ---- shared pieces */
 
-typedef struct ctx {
-    slot_alloc *a;
-    slot_store *st;
-    MDB_txn *txn;
-    const char *ev;
-    size_t ev_len;
-    uint64_t now_ms;
-} ctx;
 
 static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const slot_event_rec *e)
 {
@@ -138,16 +130,12 @@ static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const s
     v->max_per_request = e->max_per_request;
 }
 
-static bool hold_due(const slot_hold_rec *h, uint64_t now_ms)
-{
-    return h->status == SLOT_HOLD_HELD && now_ms >= h->expires_at_ms;
-}
-
 /* Writes free units spread evenly over shards 0..n-1 (largest minus smallest
  * at most 1), as set_capacity and reshard require. O(n). */
 static int shards_spread(ctx *c, uint32_t n, uint64_t free_units)
 {
-    SLOT_ASSERT(n >= 1 && n <= SLOT_SHARDS_MAX);
+    SLOT_ASSERT(n >= 1);
+    SLOT_ASSERT(n <= SLOT_SHARDS_MAX);
     uint64_t base = free_units / n, extra = free_units % n;
     for (uint32_t i = 0; i < n; i++) {
         int rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, (uint16_t)i, base + (i < extra ? 1 : 0));
@@ -157,165 +145,11 @@ static int shards_spread(ctx *c, uint32_t n, uint64_t free_units)
     return 0;
 }
 
-static int shard_add(ctx *c, uint16_t shard, uint64_t units)
-{
-    uint64_t f;
-    int rc = slot_store_shard_get(c->st, c->txn, c->ev, c->ev_len, shard, &f);
-    if (rc == 0)
-        rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, shard, f + units);
-    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-}
-
-/* Gives a hold's units back: each part to the shard it came from when that
- * shard still exists, the rest spread over the current shards starting at
- * one picked by the hold's sequence number (PROTOCOL.md, "reshard"). */
-static int units_return(ctx *c, const slot_event_rec *e, const slot_hold_rec *h)
-{
-    uint64_t leftover = 0;
-    for (uint16_t i = 0; i < h->nparts; i++) {
-        if (h->parts[i].shard < e->shards) {
-            int rc = shard_add(c, h->parts[i].shard, h->parts[i].qty);
-            if (rc != 0)
-                return rc;
-        } else {
-            leftover += h->parts[i].qty;
-        }
-    }
-    uint32_t n = e->shards;
-    for (uint32_t i = 0; leftover > 0 && i < n; i++) {
-        uint64_t share = leftover / (n - i) + (leftover % (n - i) ? 1 : 0);
-        int rc = shard_add(c, (uint16_t)((h->seq + i) % n), share);
-        if (rc != 0)
-            return rc;
-        leftover -= share;
-    }
-    return 0;
-}
-
-/*
- * hold_finish — the one place a hold changes state. Moves the hold's units
- * (back to the shards, or from held to confirmed), fixes the event and user
- * counters, drops the expiry entry when it leaves "held", and writes the hold
- * and the event. Counters that would go negative mean the store is corrupt:
- * MDB_CORRUPTED, and the batch is aborted.
- */
-static int hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_status to)
-{
-    SLOT_ASSERT(slot_hold_transition_ok(h->status, to));
-    slot_hold_status from = h->status;
-    uint64_t *counter = from == SLOT_HOLD_HELD ? &e->held : &e->confirmed;
-    if (*counter < h->qty)
-        return MDB_CORRUPTED;
-    *counter -= h->qty;
-    int rc = 0;
-    if (to == SLOT_HOLD_CONFIRMED) {
-        e->confirmed += h->qty;
-    } else {
-        rc = units_return(c, e, h);
-        if (rc == 0 && e->max_per_user > 0) {
-            uint64_t u;
-            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
-            if (rc == 0 && u < h->qty)
-                rc = MDB_CORRUPTED;
-            if (rc == 0)
-                rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - h->qty);
-        }
-    }
-    if (rc == 0 && from == SLOT_HOLD_HELD) {
-        rc = slot_store_expiry_del(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
-        if (rc == MDB_NOTFOUND)
-            rc = MDB_CORRUPTED;
-    }
-    h->status = to;
-    if (rc == 0)
-        rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
-    if (rc == 0)
-        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
-    return rc;
-}
-
-/* ---- expiry */
-
-typedef struct due {
-    uint64_t at, seq;
-    uint8_t ev_len;
-    char ev[SLOT_EVENT_BYTES_MAX + 1];
-} due;
-
-typedef struct due_list {
-    due items[EXPIRE_CHUNK];
-    size_t n;
-    const char *only_ev; /* NULL: every event */
-    size_t only_len;
-} due_list;
-
-static int due_collect(void *p, uint64_t at, const char *ev, size_t ev_len, uint64_t seq)
-{
-    due_list *l = p;
-    if (l->only_ev && (ev_len != l->only_len || memcmp(ev, l->only_ev, ev_len) != 0))
-        return 0;
-    due *d = &l->items[l->n++];
-    d->at = at;
-    d->seq = seq;
-    d->ev_len = (uint8_t)ev_len;
-    memcpy(d->ev, ev, ev_len);
-    d->ev[ev_len] = 0;
-    return l->n == EXPIRE_CHUNK ? 1 : 0; /* 1 stops the scan: the chunk is full */
-}
-
-/* Expires one due hold named by the expiry index. */
-static int expire_one(slot_alloc *a, MDB_txn *txn, const due *d, uint64_t now_ms)
-{
-    ctx c = {a, a->store, txn, d->ev, d->ev_len, now_ms};
-    slot_event_rec e;
-    slot_hold_rec hold, *h = &hold;
-    int rc = slot_store_event_get(c.st, txn, d->ev, d->ev_len, &e);
-    if (rc == 0)
-        rc = slot_store_hold_get(c.st, txn, d->ev, d->ev_len, d->seq, h);
-    if (rc == 0 && (h->status != SLOT_HOLD_HELD || h->expires_at_ms != d->at))
-        rc = MDB_CORRUPTED; /* the index names only held holds, at their expiry */
-    if (rc == 0)
-        rc = hold_finish(&c, &e, h, SLOT_HOLD_EXPIRED);
-    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-}
-
-/* Expires due holds (of one event, or all when ev is NULL), oldest first, at
- * most `limit`, in chunks of EXPIRE_CHUNK. Each chunk is collected before it
- * is changed, so no cursor walks a database being written. */
-static int expire_due(slot_alloc *a, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t now_ms, uint64_t limit,
-                      uint64_t *expired)
-{
-    due_list list, *l = &list;
-    int rc = 0;
-    *expired = 0;
-    while (*expired < limit) {
-        l->n = 0;
-        l->only_ev = ev;
-        l->only_len = ev_len;
-        rc = slot_store_expiry_scan(a->store, txn, now_ms, due_collect, l);
-        if (rc == 1)
-            rc = 0;
-        for (size_t i = 0; rc == 0 && i < l->n && *expired < limit; i++) {
-            rc = expire_one(a, txn, &l->items[i], now_ms);
-            if (rc == 0)
-                (*expired)++;
-        }
-        if (rc != 0 || l->n < EXPIRE_CHUNK)
-            break;
-    }
-    return rc;
-}
-
-int slot_alloc_expire_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t limit, uint64_t *expired)
-{
-    return expire_due(a, txn, NULL, 0, now_ms, limit, expired);
-}
-
 /* Expires the due holds of c's event and rereads the event record. */
 static int expire_event_due(ctx *c, slot_event_rec *e)
 {
     uint64_t n = 0;
-    int rc = expire_due(c->a, c->txn, c->ev, c->ev_len, c->now_ms, SLOT_EXPIRE_OP_MAX, &n);
+    int rc = slot__expire_due(c->a, c->txn, c->ev, c->ev_len, c->now_ms, SLOT_EXPIRE_OP_MAX, &n);
     if (rc == 0 && n > 0)
         rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
     return rc;
@@ -323,19 +157,19 @@ static int expire_event_due(ctx *c, slot_event_rec *e)
 
 /* ---- ops */
 
-/* Loads the event of the request into e; 1 with res = unknown_event when missing. */
+/* Loads the event of the request into e; SLOT__ANSWERED with res = unknown_event when missing. */
 static int event_load(ctx *c, slot_event_rec *e, slot_res *res)
 {
     int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
     if (rc == MDB_NOTFOUND) {
         slot_res_error(res, SLOT_E_UNKNOWN_EVENT, "no event \"%s\"", c->ev);
-        return 1;
+        return SLOT__ANSWERED;
     }
     return rc;
 }
 
-/* Loads the hold the request names; 1 with res = unknown_hold when there is
- * none, or it belongs to another user (PROTOCOL.md: the two look the same).
+/* Loads the hold the request names; SLOT__ANSWERED with res = unknown_hold when there is
+ * none, or it belongs to another user (docs/protocol.md: the two look the same).
  * user NULL: any user (cancel). */
 static int hold_load(ctx *c, const slot_req *req, const char *user, slot_hold_rec *h, slot_res *res)
 {
@@ -348,7 +182,7 @@ static int hold_load(ctx *c, const slot_req *req, const char *user, slot_hold_re
     if (rc == MDB_NOTFOUND) {
         slot_res_error(res, SLOT_E_UNKNOWN_HOLD, "no hold \"%s\"%s in event \"%s\"", req->hold,
                        user ? " for this user" : "", c->ev);
-        return 1;
+        return SLOT__ANSWERED;
     }
     return rc;
 }
@@ -368,9 +202,9 @@ static void res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status sta
  * expired here, returning its units, before the op looks at it. */
 static int hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
 {
-    if (!hold_due(h, c->now_ms))
+    if (!slot__hold_due(h, c->now_ms))
         return 0;
-    return hold_finish(c, e, h, SLOT_HOLD_EXPIRED);
+    return slot__hold_finish(c, e, h, SLOT_HOLD_EXPIRED);
 }
 
 /* Replay of a known (event, user, request): the original hold with its current status. */
@@ -449,7 +283,7 @@ static int request_find(ctx *c, const slot_req *req, slot_hold_rec *h)
     return rc;
 }
 
-/* Takes qty units: random start shard, then the others in turn (DESIGN.md,
+/* Takes qty units: random start shard, then the others in turn (docs/design.md,
  * "The allocation rule"). The caller has checked that the event's free units
  * (capacity - held - confirmed, equal to the sum over shards by invariant 1)
  * are at least qty. */
@@ -521,7 +355,7 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     slot_event_rec e;
     int rc = event_load(c, &e, res);
     if (rc != 0)
-        return rc == 1 ? 0 : rc;
+        return slot__answered_ok(rc);
     slot_hold_rec hold, *h = &hold;
     rc = request_find(c, req, h);
     if (rc == 0)
@@ -600,7 +434,7 @@ static int op_confirm(ctx *c, const slot_req *req, slot_res *res)
     slot_hold_rec h;
     int rc = hold_open(c, req, req->user, true, &e, &h, res);
     if (rc != 0)
-        return rc == 1 ? 0 : rc;
+        return slot__answered_ok(rc);
     if (h.status == SLOT_HOLD_CONFIRMED) {
         res_hold(res, &h, SLOT_HOLD_CONFIRMED);
         res->replay = true;
@@ -611,7 +445,7 @@ static int op_confirm(ctx *c, const slot_req *req, slot_res *res)
         slot_res_error(res, SLOT_E_HOLD_NOT_ACTIVE, "hold is %s", slot_hold_status_name(h.status));
         return 0;
     }
-    rc = hold_finish(c, &e, &h, SLOT_HOLD_CONFIRMED);
+    rc = slot__hold_finish(c, &e, &h, SLOT_HOLD_CONFIRMED);
     if (rc == 0)
         res_hold(res, &h, SLOT_HOLD_CONFIRMED);
     return rc;
@@ -624,10 +458,10 @@ static int op_give_back(ctx *c, const slot_req *req, slot_res *res, bool cancel)
     slot_hold_rec h;
     int rc = hold_open(c, req, cancel ? NULL : req->user, true, &e, &h, res);
     if (rc != 0)
-        return rc == 1 ? 0 : rc;
+        return slot__answered_ok(rc);
     bool may = h.status == SLOT_HOLD_HELD || (cancel && h.status == SLOT_HOLD_CONFIRMED);
     if (may)
-        rc = hold_finish(c, &e, &h, cancel ? SLOT_HOLD_CANCELLED : SLOT_HOLD_RELEASED);
+        rc = slot__hold_finish(c, &e, &h, cancel ? SLOT_HOLD_CANCELLED : SLOT_HOLD_RELEASED);
     if (rc == 0) {
         res_hold(res, &h, h.status);
         res->done = may;
@@ -643,8 +477,8 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
     slot_hold_rec h;
     int rc = hold_open(c, req, req->user, false, &e, &h, res);
     if (rc != 0)
-        return rc == 1 ? 0 : rc;
-    res_hold(res, &h, hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);
+        return slot__answered_ok(rc);
+    res_hold(res, &h, slot__hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);
     return 0;
 }
 
@@ -654,7 +488,7 @@ static int op_event(ctx *c, slot_res *res)
     int rc = event_load(c, &e, res);
     if (rc == 0)
         view_fill(&res->view, c->ev, c->ev_len, &e);
-    return rc == 1 ? 0 : rc;
+    return slot__answered_ok(rc);
 }
 
 static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
@@ -700,7 +534,7 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
     if (rc == 0 && req->op != SLOT_OP_SET_STATUS)
         rc = expire_event_due(c, &e);
     if (rc != 0)
-        return rc == 1 ? 0 : rc;
+        return slot__answered_ok(rc);
     uint64_t allocated = e.held + e.confirmed;
     switch (req->op) {
     case SLOT_OP_SET_CAPACITY:
@@ -737,7 +571,7 @@ static int op_shards(ctx *c, slot_res *res)
     slot_event_rec e;
     int rc = event_load(c, &e, res);
     if (rc != 0)
-        return rc == 1 ? 0 : rc;
+        return slot__answered_ok(rc);
     res->shard_free = calloc(e.shards, sizeof(uint64_t));
     if (!res->shard_free)
         return ENOMEM;
@@ -784,221 +618,4 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
         slot_res_error(res, SLOT_E_INTERNAL, "op %s is not the allocator's", slot_op_name(req->op));
         return 0;
     }
-}
-
-/* ---- check: the invariants of PROTOCOL.md as a full scan */
-
-typedef struct user_sum {
-    char user[SLOT_USER_BYTES_MAX + 1];
-    uint64_t qty;
-} user_sum;
-
-typedef struct check_ctx {
-    slot_alloc *a;
-    MDB_txn *txn;
-    slot_res *res;
-    const char *ev;
-    size_t ev_len;
-    const slot_event_rec *e;
-    uint64_t held, confirmed, holds, held_holds;
-    user_sum *users; /* active holds' (user, qty), for invariant 4 */
-    size_t nusers, capusers;
-    size_t users_matched;
-    int err;
-} check_ctx;
-
-static void violation(check_ctx *k, int inv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void violation(check_ctx *k, int inv, const char *fmt, ...)
-{
-    slot_res *res = k->res;
-    if (res->nviolations < SLOT_CHECK_VIOLATIONS_MAX) {
-        if (!res->violations)
-            res->violations = calloc(SLOT_CHECK_VIOLATIONS_MAX, sizeof(slot_violation));
-        if (res->violations) {
-            slot_violation *v = &res->violations[res->nviolations];
-            v->invariant = inv;
-            memcpy(v->event, k->ev, k->ev_len);
-            v->event[k->ev_len] = 0;
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(v->detail, sizeof(v->detail), fmt, ap);
-            va_end(ap);
-        }
-    }
-    res->nviolations++;
-}
-
-static int check_hold(void *p, const slot_hold_rec *h)
-{
-    check_ctx *k = p;
-    k->holds++;
-    uint64_t parts = 0;
-    for (uint16_t i = 0; i < h->nparts; i++)
-        parts += h->parts[i].qty;
-    if (parts != h->qty)
-        violation(k, 3, "hold seq %llu: parts add up to %llu, qty %u", (unsigned long long)h->seq,
-                  (unsigned long long)parts, (unsigned)h->qty);
-    bool active = h->status == SLOT_HOLD_HELD || h->status == SLOT_HOLD_CONFIRMED;
-    if (h->status == SLOT_HOLD_HELD) {
-        k->held += h->qty;
-        k->held_holds++;
-        int rc = slot_store_expiry_has(k->a->store, k->txn, h->expires_at_ms, k->ev, k->ev_len, h->seq);
-        if (rc == MDB_NOTFOUND)
-            violation(k, 7, "held hold seq %llu has no expiry entry", (unsigned long long)h->seq);
-        else if (rc != 0)
-            return rc;
-    } else if (h->status == SLOT_HOLD_CONFIRMED) {
-        k->confirmed += h->qty;
-    }
-    if (active && k->e->max_per_user > 0) {
-        if (k->nusers == k->capusers) {
-            size_t cap = k->capusers ? k->capusers * 2 : 64;
-            user_sum *u = realloc(k->users, cap * sizeof(*u));
-            if (!u)
-                return ENOMEM;
-            k->users = u;
-            k->capusers = cap;
-        }
-        user_sum *u = &k->users[k->nusers++];
-        memcpy(u->user, h->user, h->user_len + 1u);
-        u->qty = h->qty;
-    }
-    return 0;
-}
-
-static int user_cmp(const void *x, const void *y)
-{
-    return strcmp(((const user_sum *)x)->user, ((const user_sum *)y)->user);
-}
-
-static int check_user_row(void *p, const char *user, size_t user_len, uint64_t qty)
-{
-    check_ctx *k = p;
-    user_sum key;
-    memcpy(key.user, user, user_len);
-    key.user[user_len] = 0;
-    /* No active holds: users may be NULL, which bsearch must not get. */
-    user_sum *u = k->nusers ? bsearch(&key, k->users, k->nusers, sizeof(user_sum), user_cmp) : NULL;
-    uint64_t want = u ? u->qty : 0;
-    if (u)
-        k->users_matched++;
-    if (want != qty)
-        violation(k, 4, "user \"%s\": users record says %llu, holds say %llu", key.user, (unsigned long long)qty,
-                  (unsigned long long)want);
-    if (qty > k->e->max_per_user)
-        violation(k, 4, "user \"%s\" has %llu, max_per_user %llu", key.user, (unsigned long long)qty,
-                  (unsigned long long)k->e->max_per_user);
-    return 0;
-}
-
-/* Sorts the active (user, qty) pairs and sums each user's into one entry. */
-static void users_fold(check_ctx *k)
-{
-    if (k->nusers == 0)
-        return;
-    qsort(k->users, k->nusers, sizeof(user_sum), user_cmp);
-    size_t w = 0;
-    for (size_t r = 1; r < k->nusers; r++) {
-        if (strcmp(k->users[r].user, k->users[w].user) == 0)
-            k->users[w].qty += k->users[r].qty;
-        else
-            k->users[++w] = k->users[r];
-    }
-    k->nusers = w + 1;
-}
-
-static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
-{
-    check_ctx *k = p;
-    k->ev = ev;
-    k->ev_len = ev_len;
-    k->e = e;
-    k->held = k->confirmed = k->held_holds = 0;
-    k->nusers = k->users_matched = 0;
-    k->res->events_checked++;
-    uint64_t free_sum = 0;
-    uint32_t records = 0;
-    int rc = slot_store_shards_count(k->a->store, k->txn, ev, ev_len, &records);
-    for (uint16_t s = 0; rc == 0 && s < e->shards; s++) {
-        uint64_t f = 0;
-        rc = slot_store_shard_get(k->a->store, k->txn, ev, ev_len, s, &f);
-        if (rc == MDB_NOTFOUND) {
-            violation(k, 1, "shard %u is missing", (unsigned)s);
-            rc = 0;
-        }
-        free_sum += f;
-    }
-    if (rc != 0)
-        return rc;
-    if (records != e->shards)
-        violation(k, 1, "%u shard records for %u shards", records, (unsigned)e->shards);
-    if (free_sum + e->held + e->confirmed != e->capacity || e->held + e->confirmed > e->capacity)
-        violation(k, 1, "free %llu + held %llu + confirmed %llu != capacity %llu", (unsigned long long)free_sum,
-                  (unsigned long long)e->held, (unsigned long long)e->confirmed, (unsigned long long)e->capacity);
-    rc = slot_store_holds_scan(k->a->store, k->txn, ev, ev_len, check_hold, k);
-    if (rc != 0)
-        return rc;
-    if (k->held != e->held || k->confirmed != e->confirmed)
-        violation(k, 2, "counters held %llu confirmed %llu, holds say %llu and %llu", (unsigned long long)e->held,
-                  (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);
-    if (e->max_per_user > 0) {
-        users_fold(k);
-        rc = slot_store_users_scan(k->a->store, k->txn, ev, ev_len, check_user_row, k);
-        if (rc == 0 && k->users_matched != k->nusers)
-            violation(k, 4, "%zu users with active holds have no users record", k->nusers - k->users_matched);
-    }
-    return rc;
-}
-
-/* Every expiry entry must name a held hold with that expires_at (invariant 7:
- * a hold that left "held" can never be expired later). */
-typedef struct expiry_check {
-    check_ctx *k;
-    const char *only;
-    size_t only_len;
-} expiry_check;
-
-static int check_expiry_row(void *p, uint64_t at, const char *ev, size_t ev_len, uint64_t seq)
-{
-    expiry_check *x = p;
-    if (x->only && (ev_len != x->only_len || memcmp(ev, x->only, ev_len) != 0))
-        return 0;
-    slot_hold_rec h;
-    int rc = slot_store_hold_get(x->k->a->store, x->k->txn, ev, ev_len, seq, &h);
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        return rc;
-    if (rc == MDB_NOTFOUND || h.status != SLOT_HOLD_HELD || h.expires_at_ms != at) {
-        x->k->ev = ev;
-        x->k->ev_len = ev_len;
-        violation(x->k, 7, "expiry entry for seq %llu names a hold that is not held at that time",
-                  (unsigned long long)seq);
-    }
-    return 0;
-}
-
-int slot_alloc_check(slot_alloc *a, MDB_txn *txn, const char *event, size_t event_len, slot_res *res)
-{
-    check_ctx k = {.a = a, .txn = txn, .res = res};
-    int rc;
-    res->err = SLOT_E_OK;
-    if (event) {
-        slot_event_rec e;
-        rc = slot_store_event_get(a->store, txn, event, event_len, &e);
-        if (rc == MDB_NOTFOUND) {
-            slot_res_error(res, SLOT_E_UNKNOWN_EVENT, "no event \"%.*s\"", (int)event_len, event);
-            return 0;
-        }
-        if (rc == 0)
-            rc = check_event(&k, event, event_len, &e);
-    } else {
-        rc = slot_store_events_scan(a->store, txn, check_event, &k);
-    }
-    if (rc == 0) {
-        expiry_check x = {&k, event, event_len};
-        rc = slot_store_expiry_scan(a->store, txn, UINT64_MAX, check_expiry_row, &x);
-    }
-    res->holds_checked = k.holds;
-    free(k.users);
-    return rc;
 }

@@ -165,7 +165,7 @@ static void w_create_event(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "max_per_request", req->max_per_request);
 }
 
-/* The fields of each op (PROTOCOL.md, "Frontend ops" and "Admin ops"). */
+/* The fields of each op (docs/protocol.md, "Frontend ops" and "Admin ops"). */
 static void w_op_fields(slot__jw *w, const slot_req *req)
 {
     switch (req->op) {
@@ -273,8 +273,8 @@ static const struct {
     const char *key;
     size_t off;
 } reply_u64s[] = {
-    REPLY_U64("qty", qty),           REPLY_U64("expires_at", expires_at),
-    REPLY_U64("created_at", created_at), REPLY_U64("available", available),
+    REPLY_U64("qty", qty),           REPLY_U64("expires_at", expires_at_ms),
+    REPLY_U64("created_at", created_at_ms), REPLY_U64("available", available),
     REPLY_U64("capacity", capacity), REPLY_U64("held", held),
     REPLY_U64("confirmed", confirmed), REPLY_U64("shards", shards),
     REPLY_U64("hold_ttl_ms", hold_ttl_ms), REPLY_U64("max_per_user", max_per_user),

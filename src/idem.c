@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "slot/limits.h"
+
 /* uthash would exit() when it cannot grow its buckets; make that an error
  * the caller sees (the add is undone and put returns -ENOMEM). */
 static int idem_oom;
@@ -15,7 +17,7 @@ static int idem_oom;
  * over the parts): most lookups in a sale are for new request keys, and a
  * miss then costs one cache line instead of a walk along a bucket's chain
  * (micro_alloc: find 16% -> 7% of the allocator's time). */
-#define HASH_BLOOM 18
+#define HASH_BLOOM SLOT_IDEM_BLOOM_LOG2
 #include <uthash.h>
 
 /*
@@ -28,7 +30,7 @@ static int idem_oom;
  * headers): worst add / time of the 2M adds was 208 ms / 2.4 s with one
  * table, 12 ms / 2.6 s with 64 parts, 4 ms / 3.0 s with 256.
  */
-#define IDEM_PARTS_LOG2 6
+#define IDEM_PARTS_LOG2 SLOT_IDEM_PARTS_LOG2
 #define IDEM_PARTS (1u << IDEM_PARTS_LOG2)
 
 /* Each part starts with 4096 buckets (64 KiB; 4 MiB over the parts, taken
@@ -38,10 +40,9 @@ static int idem_oom;
  * (~800k in all). uthash reads these two macros where it makes a table. */
 #undef HASH_INITIAL_NUM_BUCKETS
 #undef HASH_INITIAL_NUM_BUCKETS_LOG2
-#define HASH_INITIAL_NUM_BUCKETS 4096U
-#define HASH_INITIAL_NUM_BUCKETS_LOG2 12U
+#define HASH_INITIAL_NUM_BUCKETS (1u << SLOT_IDEM_BUCKETS_LOG2)
+#define HASH_INITIAL_NUM_BUCKETS_LOG2 SLOT_IDEM_BUCKETS_LOG2
 
-#define SLOT__IDEM_BLOCK_BYTES (1u << 20) /* arena block: ~10,000 entries */
 #define KEY_BYTES_MAX (3 * 256)
 
 typedef struct entry {
@@ -83,14 +84,14 @@ static size_t key_build(char *out, const char *ev, size_t ev_len, const char *us
 static entry *arena_alloc(slot__idem *ix, size_t bytes)
 {
     bytes = (bytes + 7) & ~(size_t)7;
-    if (!ix->blocks || ix->blocks->used + bytes > SLOT__IDEM_BLOCK_BYTES) {
-        block *b = malloc(sizeof(block) + SLOT__IDEM_BLOCK_BYTES);
+    if (!ix->blocks || ix->blocks->used + bytes > SLOT_IDEM_BLOCK_BYTES) {
+        block *b = malloc(sizeof(block) + SLOT_IDEM_BLOCK_BYTES);
         if (!b)
             return NULL;
         b->next = ix->blocks;
         b->used = 0;
         ix->blocks = b;
-        ix->bytes += sizeof(block) + SLOT__IDEM_BLOCK_BYTES;
+        ix->bytes += sizeof(block) + SLOT_IDEM_BLOCK_BYTES;
     }
     entry *e = (entry *)(void *)(ix->blocks->data + ix->blocks->used);
     ix->blocks->used += bytes;

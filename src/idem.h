@@ -5,11 +5,12 @@
  * Why in memory: a durable index keyed by client-chosen names is written in
  * random order, so every hold dirtied one more random LMDB page, and each
  * fsynced random page cost about 40 us on the reference machine — a ceiling
- * of ~25,000 durable holds/s whatever the batch size (measured; see
- * README "Performance"). The holds database already records each hold's
- * user and request key and is written in sequence order, so it is the
- * durable truth: the index is rebuilt from it when the allocator first
- * writes, and every hit is verified against the hold record (an entry left
+ * of ~17,000 durable holds/s whatever the batch size (measured at 256
+ * connections; README, "Performance"). The holds database already records
+ * each hold's user and request key and is written in sequence order, so it
+ * is the durable truth: the index is rebuilt from it — by slotd at start
+ * (slot_alloc_load, so restart time includes it), or on the first hold for
+ * other users of the library — and every hit is verified against the hold record (an entry left
  * by an aborted transaction is dropped), so the index can only ever be
  * a faster way to find what the holds database says.
  *
@@ -31,7 +32,7 @@ void slot__idem_free(slot__idem *ix);
  * slot__idem_put — remember key -> seq (replacing an older entry for key).
  *   ev/user/req: the names (not NUL-terminated), each at most 255 bytes.
  * Returns 0, or -ENOMEM. Amortized O(1); no allocation per call (entries
- * come from arena blocks of SLOT__IDEM_BLOCK_BYTES).
+ * come from arena blocks of SLOT_IDEM_BLOCK_BYTES (slot/limits.h)).
  */
 int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t seq);

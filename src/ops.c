@@ -1,11 +1,11 @@
-/* ops.c — name tables of ops, roles and states, and result helpers (alloc.h, store.h). */
+/* ops.c — slot/ops.h: the name tables of ops, roles and statuses, the hold
+ * state machine's edges, and the result helpers. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "slot/alloc.h"
-#include "slot/store.h"
+#include "slot/ops.h"
 
 static const struct {
     const char *name;

@@ -1,5 +1,5 @@
 /*
- * proto.c — the wire format of PROTOCOL.md (proto.h).
+ * proto.c — the wire format of docs/protocol.md (proto.h).
  *
  * Parsing: jansson builds the tree (duplicate keys rejected; it already
  * refuses invalid UTF-8, \u0000, lone surrogates, NaN and a scalar top level),
@@ -183,7 +183,7 @@ static slot_err parse_op(const parse_ctx *c, slot_op *op)
     return SLOT_E_OK;
 }
 
-/* PROTOCOL.md, "Names and numbers": the alphabet of event and request names. */
+/* docs/protocol.md, "Names and numbers": the alphabet of event and request names. */
 static bool name_char(unsigned char ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
@@ -365,7 +365,7 @@ static slot_err parse_create_event(const parse_ctx *c, slot_req *r)
     return SLOT_E_OK;
 }
 
-/* The fields of each op (PROTOCOL.md); fields an op does not use are never looked at. */
+/* The fields of each op (docs/protocol.md); fields an op does not use are never looked at. */
 static slot_err parse_fields(const parse_ctx *c, slot_req *r)
 {
     switch (r->op) {
@@ -446,7 +446,7 @@ static void kv_bool(slot__jw *w, const char *key, bool v)
         SLOT__JW_LIT(w, "false");
 }
 
-/* {"id":...,"ok":true|false — the id first, as PROTOCOL.md shows it. */
+/* {"id":...,"ok":true|false — the id first, as docs/protocol.md shows it. */
 static void put_head(slot__jw *w, const slot_id *id, bool ok)
 {
     SLOT__JW_LIT(w, "{");
@@ -589,7 +589,7 @@ static void put_check(slot__jw *w, const slot_res *res)
     slot__jw_key_u64(w, "violations_total", res->nviolations);
 }
 
-/* The op's own fields of a success reply (PROTOCOL.md, one section per op). */
+/* The op's own fields of a success reply (docs/protocol.md, one section per op). */
 static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
 {
     switch (op) {
@@ -648,7 +648,7 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     slot__jw w;
     slot__jw_init(&w, buf, cap);
     if (res->err != SLOT_E_OK) {
-        /* Error replies have the fixed shape of PROTOCOL.md; extra is not spliced into them. */
+        /* Error replies have the fixed shape of docs/protocol.md; extra is not spliced into them. */
         put_head(&w, &req->id, false);
         size_t mlen = strnlen(res->message, sizeof(res->message));
         put_error_body(&w, res->err, mlen ? res->message : NULL, mlen);

@@ -1,6 +1,6 @@
 /*
- * server.h — slotd's server: libuv TCP, line framing, the group-commit
- * batcher, the commit thread and the sweeper (DESIGN.md, "Threads").
+ * server.h — what slotd.c needs of the server: its options and the call
+ * that runs it (docs/design.md, "Threads"; server_int.h maps the modules).
  * Internal to the daemon; slotd.c parses flags and calls slot__server_run.
  */
 #ifndef SLOT_SERVER_H
@@ -15,8 +15,8 @@ typedef struct slot__server_opts {
     char host[64];                 /* --listen HOST:PORT */
     uint16_t port;                 /* 0: any free port */
     bool nosync;                   /* --durability nosync */
-    uint32_t max_line;             /* --max-line, bytes without \n */
-    uint64_t map_size_max;         /* --map-size-max, bytes */
+    uint32_t line_bytes_max;             /* --max-line, bytes without \n */
+    uint64_t map_bytes_max;         /* --map-size-max, bytes */
     uint32_t sweep_interval_ms;    /* --sweep-interval-ms */
     uint32_t queue_max;            /* --max-queue: queued write requests before overloaded */
     uint32_t conn_inflight_max;    /* --max-inflight: per connection, before reading pauses */

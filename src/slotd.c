@@ -1,5 +1,6 @@
 /*
- * slotd.c — the daemon's command line. Everything else is in server.c.
+ * slotd.c — the daemon's command line (docs/operations.md, "Flags").
+ * Everything else starts in server.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,23 +28,26 @@ static void usage(FILE *out)
             "                          port. The first line on stdout is \"listening on HOST:PORT\"\n"
             "  --durability MODE       sync: fsync every group commit (default); nosync: leave\n"
             "                          flushing to the OS (a machine crash may lose commits)\n"
-            "  --max-line BYTES        longest request line, without its newline (default %u)\n"
-            "  --map-size-max BYTES    largest the LMDB map may grow to (default %llu); then\n"
-            "                          writes are answered storage_full. Suffixes K, M, G allowed\n"
-            "  --sweep-interval-ms MS  how often expired holds are swept (default %u)\n"
-            "  --max-queue N           queued write requests before new ones are answered\n"
-            "                          overloaded (default %u)\n"
-            "  --max-inflight N        unanswered requests per connection before reading from\n"
-            "                          it pauses (default %u)\n"
-            "  --max-connections N     open connections; accepting pauses at the limit (default %u)\n"
-            "  --max-output BYTES      unsent reply bytes per connection before reading from it\n"
-            "                          pauses (default %u)\n"
-            "  --idle-timeout-ms MS    close a connection silent this long with nothing pending;\n"
-            "                          0 never (default %u)\n"
-            "  --line-timeout-ms MS    close a connection whose started line stays unfinished this\n"
-            "                          long (default %u)\n"
-            "  --write-timeout-ms MS   drop a client that takes none of its replies this long\n"
+            "  --max-line BYTES        longest request line, without its newline, %u..%u\n"
             "                          (default %u)\n"
+            "  --map-size-max BYTES    largest the LMDB map may grow to, %llu..%llu\n"
+            "                          (default %llu); then writes are answered storage_full\n"
+            "  --sweep-interval-ms MS  how often expired holds are swept, %u..%u (default %u)\n"
+            "  --max-queue N           queued write requests before new ones are answered\n"
+            "                          overloaded, %u..%u (default %u)\n"
+            "  --max-inflight N        unanswered requests per connection before reading from\n"
+            "                          it pauses, %u..%u (default %u)\n"
+            "  --max-connections N     open connections; accepting pauses at the limit, %u..%u\n"
+            "                          (default %u)\n"
+            "  --max-output BYTES      unsent reply bytes per connection before reading from it\n"
+            "                          pauses, %u..%u (default %u)\n"
+            "  --idle-timeout-ms MS    close a connection silent this long with nothing pending,\n"
+            "                          %u..%u; 0 never (default %u)\n"
+            "  --line-timeout-ms MS    close a connection whose started line stays unfinished this\n"
+            "                          long, %u..%u (default %u)\n"
+            "  --write-timeout-ms MS   drop a client that takes none of its replies this long,\n"
+            "                          %u..%u (default %u)\n"
+            "                          Numbers accept a K, M or G suffix (x1024).\n"
             "  --token-file FILE       lines \"frontend TOKEN\" / \"admin TOKEN\"; clients must send\n"
             "                          hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
@@ -54,10 +58,18 @@ static void usage(FILE *out)
             "requests are answered shutting_down. One slotd per --data folder (locked).\n"
             "Exit status: 0 after a clean stop; 1 the server could not start or failed;\n"
             "64 a usage error.\n",
-            SLOT_DATA_DEFAULT, SLOT_LISTEN_DEFAULT, SLOT_LINE_BYTES_DEFAULT,
-            (unsigned long long)SLOT_MAP_SIZE_MAX_DEFAULT, SLOT_SWEEP_INTERVAL_MS_DEFAULT,
-            SLOT_QUEUE_REQUESTS_DEFAULT, SLOT_CONN_INFLIGHT_DEFAULT, SLOT_CONNS_DEFAULT, SLOT_CONN_OUT_BYTES_DEFAULT,
-            SLOT_IDLE_TIMEOUT_MS_DEFAULT, SLOT_LINE_TIMEOUT_MS_DEFAULT, SLOT_WRITE_TIMEOUT_MS_DEFAULT);
+            SLOT_DATA_DEFAULT, SLOT_LISTEN_DEFAULT,
+            SLOT_LINE_BYTES_MIN, SLOT_LINE_BYTES_MAX, SLOT_LINE_BYTES_DEFAULT,
+            (unsigned long long)SLOT_MAP_BYTES_MAX_MIN, (unsigned long long)SLOT_MAP_BYTES_MAX_MAX,
+            (unsigned long long)SLOT_MAP_BYTES_MAX_DEFAULT,
+            SLOT_SWEEP_INTERVAL_MS_MIN, SLOT_SWEEP_INTERVAL_MS_MAX, SLOT_SWEEP_INTERVAL_MS_DEFAULT,
+            SLOT_QUEUE_REQUESTS_MIN, SLOT_QUEUE_REQUESTS_MAX, SLOT_QUEUE_REQUESTS_DEFAULT,
+            SLOT_CONN_INFLIGHT_MIN, SLOT_CONN_INFLIGHT_MAX, SLOT_CONN_INFLIGHT_DEFAULT,
+            SLOT_CONNS_MIN, SLOT_CONNS_MAX, SLOT_CONNS_DEFAULT,
+            SLOT_CONN_OUT_BYTES_MIN, SLOT_CONN_OUT_BYTES_MAX, SLOT_CONN_OUT_BYTES_DEFAULT,
+            SLOT_IDLE_TIMEOUT_MS_MIN, SLOT_IDLE_TIMEOUT_MS_MAX, SLOT_IDLE_TIMEOUT_MS_DEFAULT,
+            SLOT_LINE_TIMEOUT_MS_MIN, SLOT_LINE_TIMEOUT_MS_MAX, SLOT_LINE_TIMEOUT_MS_DEFAULT,
+            SLOT_WRITE_TIMEOUT_MS_MIN, SLOT_WRITE_TIMEOUT_MS_MAX, SLOT_WRITE_TIMEOUT_MS_DEFAULT);
 }
 
 /* Parses a whole decimal number with an optional K/M/G (x1024) suffix, within [lo, hi]. */
@@ -141,16 +153,16 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
             }
             o->nosync = strcmp(optarg, "nosync") == 0;
             break;
-        case O_LINE: rc = parse_num("--max-line", optarg, SLOT_LINE_BYTES_MIN, SLOT_LINE_BYTES_MAX, &v); o->max_line = (uint32_t)v; break;
-        case O_MAP: rc = parse_num("--map-size-max", optarg, 1ull << 20, 1ull << 44, &v); o->map_size_max = v; break;
-        case O_SWEEP: rc = parse_num("--sweep-interval-ms", optarg, 10, 60000, &v); o->sweep_interval_ms = (uint32_t)v; break;
-        case O_QUEUE: rc = parse_num("--max-queue", optarg, 1, 10000000, &v); o->queue_max = (uint32_t)v; break;
-        case O_INFLIGHT: rc = parse_num("--max-inflight", optarg, 1, 1000000, &v); o->conn_inflight_max = (uint32_t)v; break;
-        case O_CONNS: rc = parse_num("--max-connections", optarg, 1, 1000000, &v); o->conns_max = (uint32_t)v; break;
-        case O_OUT: rc = parse_num("--max-output", optarg, 4096, 1u << 30, &v); o->out_bytes_max = (uint32_t)v; break;
-        case O_IDLE: rc = parse_num("--idle-timeout-ms", optarg, 0, 86400000, &v); o->idle_timeout_ms = (uint32_t)v; break;
-        case O_LINE_TO: rc = parse_num("--line-timeout-ms", optarg, 10, 86400000, &v); o->line_timeout_ms = (uint32_t)v; break;
-        case O_WRITE_TO: rc = parse_num("--write-timeout-ms", optarg, 10, 86400000, &v); o->write_timeout_ms = (uint32_t)v; break;
+        case O_LINE: rc = parse_num("--max-line", optarg, SLOT_LINE_BYTES_MIN, SLOT_LINE_BYTES_MAX, &v); o->line_bytes_max = (uint32_t)v; break;
+        case O_MAP: rc = parse_num("--map-size-max", optarg, SLOT_MAP_BYTES_MAX_MIN, SLOT_MAP_BYTES_MAX_MAX, &v); o->map_bytes_max = v; break;
+        case O_SWEEP: rc = parse_num("--sweep-interval-ms", optarg, SLOT_SWEEP_INTERVAL_MS_MIN, SLOT_SWEEP_INTERVAL_MS_MAX, &v); o->sweep_interval_ms = (uint32_t)v; break;
+        case O_QUEUE: rc = parse_num("--max-queue", optarg, SLOT_QUEUE_REQUESTS_MIN, SLOT_QUEUE_REQUESTS_MAX, &v); o->queue_max = (uint32_t)v; break;
+        case O_INFLIGHT: rc = parse_num("--max-inflight", optarg, SLOT_CONN_INFLIGHT_MIN, SLOT_CONN_INFLIGHT_MAX, &v); o->conn_inflight_max = (uint32_t)v; break;
+        case O_CONNS: rc = parse_num("--max-connections", optarg, SLOT_CONNS_MIN, SLOT_CONNS_MAX, &v); o->conns_max = (uint32_t)v; break;
+        case O_OUT: rc = parse_num("--max-output", optarg, SLOT_CONN_OUT_BYTES_MIN, SLOT_CONN_OUT_BYTES_MAX, &v); o->out_bytes_max = (uint32_t)v; break;
+        case O_IDLE: rc = parse_num("--idle-timeout-ms", optarg, SLOT_IDLE_TIMEOUT_MS_MIN, SLOT_IDLE_TIMEOUT_MS_MAX, &v); o->idle_timeout_ms = (uint32_t)v; break;
+        case O_LINE_TO: rc = parse_num("--line-timeout-ms", optarg, SLOT_LINE_TIMEOUT_MS_MIN, SLOT_LINE_TIMEOUT_MS_MAX, &v); o->line_timeout_ms = (uint32_t)v; break;
+        case O_WRITE_TO: rc = parse_num("--write-timeout-ms", optarg, SLOT_WRITE_TIMEOUT_MS_MIN, SLOT_WRITE_TIMEOUT_MS_MAX, &v); o->write_timeout_ms = (uint32_t)v; break;
         case O_TOKENS: o->token_file = optarg; break;
         case O_INSECURE: o->insecure = true; break;
         case 'h':
@@ -179,8 +191,8 @@ int main(int argc, char **argv)
     slot__server_opts o = {
         .data_dir = SLOT_DATA_DEFAULT,
         .port = SLOT_PORT_DEFAULT,
-        .max_line = SLOT_LINE_BYTES_DEFAULT,
-        .map_size_max = SLOT_MAP_SIZE_MAX_DEFAULT,
+        .line_bytes_max = SLOT_LINE_BYTES_DEFAULT,
+        .map_bytes_max = SLOT_MAP_BYTES_MAX_DEFAULT,
         .sweep_interval_ms = SLOT_SWEEP_INTERVAL_MS_DEFAULT,
         .queue_max = SLOT_QUEUE_REQUESTS_DEFAULT,
         .conn_inflight_max = SLOT_CONN_INFLIGHT_DEFAULT,
@@ -190,7 +202,7 @@ int main(int argc, char **argv)
         .line_timeout_ms = SLOT_LINE_TIMEOUT_MS_DEFAULT,
         .write_timeout_ms = SLOT_WRITE_TIMEOUT_MS_DEFAULT,
     };
-    snprintf(o.host, sizeof(o.host), "%s", "127.0.0.1");
+    snprintf(o.host, sizeof(o.host), "%s", SLOT_HOST_DEFAULT);
     if (parse_args(argc, argv, &o) != 0)
         return 64; /* EX_USAGE, as slotctl and slot-bench */
     return slot__server_run(&o);

@@ -15,89 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define KEY_BYTES_MAX 512 /* LMDB's default mdb_env_get_maxkeysize() is 511 */
-/* The longest key (users: two names, each a length byte plus its bytes). */
-_Static_assert(2 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX <= 511, "keys fit LMDB's key size");
+#include "store_int.h"
 
-enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS };
 static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users"};
-
-struct slot_store {
-    MDB_env *env;
-    MDB_dbi dbi[SLOT_STORE_DBS];
-    uint64_t map_size, map_size_max;
-};
-
-/* ---- byte packing */
-
-typedef struct buf {
-    uint8_t *p;
-    size_t len, cap;
-    bool bad; /* a read past the end or a write past cap */
-} buf;
-
-static void put_u8(buf *b, uint8_t v)
-{
-    if (b->len + 1 > b->cap) {
-        b->bad = true;
-        return;
-    }
-    b->p[b->len++] = v;
-}
-
-static void put_be(buf *b, uint64_t v, int bytes)
-{
-    for (int i = bytes - 1; i >= 0; i--)
-        put_u8(b, (uint8_t)(v >> (8 * i)));
-}
-
-static void put_name(buf *b, const char *s, size_t len)
-{
-    if (len > 255 || b->len + 1 + len > b->cap) {
-        b->bad = true;
-        return;
-    }
-    b->p[b->len++] = (uint8_t)len;
-    memcpy(b->p + b->len, s, len);
-    b->len += len;
-}
-
-static uint8_t get_u8(buf *b)
-{
-    if (b->len + 1 > b->cap) {
-        b->bad = true;
-        return 0;
-    }
-    return b->p[b->len++];
-}
-
-static uint64_t get_be(buf *b, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v = (v << 8) | get_u8(b);
-    return v;
-}
-
-/* Reads a name into out (capacity outcap including the NUL). */
-static size_t get_name(buf *b, char *out, size_t outcap)
-{
-    size_t len = get_u8(b);
-    if (b->bad || len + 1 > outcap || b->len + len > b->cap) {
-        b->bad = true;
-        return 0;
-    }
-    memcpy(out, b->p + b->len, len);
-    out[len] = 0;
-    b->len += len;
-    return len;
-}
-
-static uint64_t load_be64(const void *p)
-{
-    buf b = {.p = (uint8_t *)p, .cap = 8};
-    return get_be(&b, 8);
-}
 
 /* ---- open, close, grow */
 
@@ -175,7 +95,7 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
     slot_store *st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;
-    st->map_size_max = opts->map_size_max ? opts->map_size_max : SLOT_MAP_SIZE_MAX_DEFAULT;
+    st->map_bytes_max = opts->map_bytes_max ? opts->map_bytes_max : SLOT_MAP_BYTES_MAX_DEFAULT;
     int rc = mdb_env_create(&st->env);
     if (rc == 0)
         rc = mdb_env_set_maxdbs(st->env, SLOT_STORE_DBS);
@@ -196,10 +116,10 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
     /* The file may be bigger than our initial map (it grew in an earlier run). */
     MDB_envinfo info;
     mdb_env_info(st->env, &info);
-    st->map_size = info.me_mapsize;
-    if (st->map_size < SLOT_MAP_SIZE_INITIAL && !opts->read_only) {
-        st->map_size = SLOT_MAP_SIZE_INITIAL < st->map_size_max ? SLOT_MAP_SIZE_INITIAL : st->map_size_max;
-        rc = mdb_env_set_mapsize(st->env, st->map_size);
+    st->map_bytes = info.me_mapsize;
+    if (st->map_bytes < SLOT_MAP_BYTES_INITIAL && !opts->read_only) {
+        st->map_bytes = SLOT_MAP_BYTES_INITIAL < st->map_bytes_max ? SLOT_MAP_BYTES_INITIAL : st->map_bytes_max;
+        rc = mdb_env_set_mapsize(st->env, st->map_bytes);
         if (rc != 0)
             goto fail;
     }
@@ -234,20 +154,20 @@ MDB_env *slot_store_env(slot_store *st)
 
 int slot_store_grow(slot_store *st)
 {
-    if (st->map_size >= st->map_size_max)
+    if (st->map_bytes >= st->map_bytes_max)
         return MDB_MAP_FULL;
-    uint64_t next = st->map_size * 2;
-    if (next > st->map_size_max)
-        next = st->map_size_max;
+    uint64_t next = st->map_bytes * 2;
+    if (next > st->map_bytes_max)
+        next = st->map_bytes_max;
     int rc = mdb_env_set_mapsize(st->env, next);
     if (rc == 0)
-        st->map_size = next;
+        st->map_bytes = next;
     return rc;
 }
 
-uint64_t slot_store_map_size(slot_store *st)
+uint64_t slot_store_map_bytes(slot_store *st)
 {
-    return st->map_size;
+    return st->map_bytes;
 }
 
 uint64_t slot_store_used_bytes(slot_store *st)
@@ -264,24 +184,6 @@ int slot_store_sync(slot_store *st)
     return mdb_env_sync(st->env, 1);
 }
 
-/* ---- keys */
-
-typedef struct key {
-    uint8_t raw[KEY_BYTES_MAX];
-    buf b;
-} key;
-
-static MDB_val key_val(key *k)
-{
-    MDB_val v = {k->b.len, k->raw};
-    return v;
-}
-
-static void key_init(key *k)
-{
-    k->b = (buf){.p = k->raw, .cap = sizeof(k->raw)};
-}
-
 /* ---- events */
 
 #define EVENT_REC_BYTES 58
@@ -289,8 +191,7 @@ static void key_init(key *k)
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
 {
     key k;
-    key_init(&k);
-    put_name(&k.b, ev, ev_len);
+    key_event(&k, ev, ev_len);
     MDB_val kv = key_val(&k), v;
     int rc = mdb_get(txn, st->dbi[DB_EVENTS], &kv, &v);
     if (rc != 0)
@@ -314,8 +215,7 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_event_rec *rec)
 {
     key k;
-    key_init(&k);
-    put_name(&k.b, ev, ev_len);
+    key_event(&k, ev, ev_len);
     uint8_t raw[EVENT_REC_BYTES];
     buf b = {.p = raw, .cap = sizeof(raw)};
     put_u8(&b, SLOT_RECORD_VERSION);
@@ -329,8 +229,9 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, rec->max_per_user, 8);
     put_be(&b, rec->next_seq, 8);
     put_be(&b, rec->created_at_ms, 8);
-    if (b.bad || k.b.bad)
-        return EINVAL;
+    SLOT_ASSERT(!k.b.bad);
+    SLOT_ASSERT(!b.bad);
+    SLOT_ASSERT(b.len == EVENT_REC_BYTES); /* the version-1 layout, whole */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return mdb_put(txn, st->dbi[DB_EVENTS], &kv, &v, 0);
 }
@@ -339,8 +240,7 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 
 static void shard_key(key *k, const char *ev, size_t ev_len, uint16_t shard)
 {
-    key_init(k);
-    put_name(&k->b, ev, ev_len);
+    key_event(k, ev, ev_len);
     put_be(&k->b, shard, 2);
 }
 
@@ -366,7 +266,8 @@ int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     buf b = {.p = raw, .cap = 8};
     put_be(&b, free_units, 8);
     MDB_val kv = key_val(&k), v = {8, raw};
-    return k.b.bad ? EINVAL : mdb_put(txn, st->dbi[DB_SHARDS], &kv, &v, 0);
+    SLOT_ASSERT(!k.b.bad);
+    return mdb_put(txn, st->dbi[DB_SHARDS], &kv, &v, 0);
 }
 
 int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard)
@@ -383,12 +284,11 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 
 static void hold_key(key *k, const char *ev, size_t ev_len, uint64_t seq)
 {
-    key_init(k);
-    put_name(&k->b, ev, ev_len);
+    key_event(k, ev, ev_len);
     put_be(&k->b, seq, 8);
 }
 
-static int hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
+int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
 {
     buf b = {.p = v->mv_data, .cap = v->mv_size};
     if (get_u8(&b) != SLOT_RECORD_VERSION)
@@ -420,7 +320,7 @@ int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     int rc = mdb_get(txn, st->dbi[DB_HOLDS], &kv, &v);
     if (rc != 0)
         return rc;
-    return hold_decode(&v, seq, out);
+    return slot__store_hold_decode(&v, seq, out);
 }
 
 /* New records whose keys grow (hold sequence numbers, expiry times) go in with
@@ -445,6 +345,11 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
     hold_key(&k, ev, ev_len, rec->seq);
     uint8_t raw[HOLD_REC_BYTES_MAX];
     buf b = {.p = raw, .cap = sizeof(raw)};
+    if (rec->nparts > SLOT_PARTS_MAX)
+        return EINVAL; /* refused, never truncated */
+    SLOT_ASSERT(rec->user_len <= SLOT_USER_BYTES_MAX);
+    SLOT_ASSERT(rec->request_len <= SLOT_REQUEST_BYTES_MAX);
+    SLOT_ASSERT((unsigned)rec->status < SLOT_HOLD__COUNT);
     put_u8(&b, SLOT_RECORD_VERSION);
     put_u8(&b, (uint8_t)rec->status);
     put_be(&b, rec->qty, 2);
@@ -454,12 +359,12 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
     put_be(&b, rec->expires_at_ms, 8);
     put_name(&b, rec->user, rec->user_len);
     put_name(&b, rec->request, rec->request_len);
-    for (uint16_t i = 0; i < rec->nparts && i < SLOT_PARTS_MAX; i++) {
+    for (uint16_t i = 0; i < rec->nparts; i++) {
         put_be(&b, rec->parts[i].shard, 2);
         put_be(&b, rec->parts[i].qty, 2);
     }
-    if (b.bad || k.b.bad || rec->nparts > SLOT_PARTS_MAX)
-        return EINVAL;
+    SLOT_ASSERT(!k.b.bad);
+    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-1 record */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return put_maybe_append(txn, st->dbi[DB_HOLDS], &kv, &v, append);
 }
@@ -489,7 +394,8 @@ int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, 
     key k;
     expiry_key(&k, expires_at_ms, ev, ev_len, seq);
     MDB_val kv = key_val(&k), v = {0, ""};
-    return k.b.bad ? EINVAL : put_maybe_append(txn, st->dbi[DB_EXPIRY], &kv, &v, true);
+    SLOT_ASSERT(!k.b.bad);
+    return put_maybe_append(txn, st->dbi[DB_EXPIRY], &kv, &v, true);
 }
 
 int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
@@ -504,8 +410,9 @@ int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, 
 
 static void user_key(key *k, const char *ev, size_t ev_len, const char *user, size_t user_len)
 {
-    key_init(k);
-    put_name(&k->b, ev, ev_len);
+    SLOT_ASSERT(user_len >= 1);
+    SLOT_ASSERT(user_len <= SLOT_USER_BYTES_MAX);
+    key_event(k, ev, ev_len);
     put_name(&k->b, user, user_len);
 }
 
@@ -533,8 +440,7 @@ int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
 {
     key k;
     user_key(&k, ev, ev_len, user, user_len);
-    if (k.b.bad)
-        return EINVAL;
+    SLOT_ASSERT(!k.b.bad);
     MDB_val kv = key_val(&k);
     if (qty == 0) {
         int rc = mdb_del(txn, st->dbi[DB_USERS], &kv, NULL);
@@ -545,168 +451,6 @@ int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     put_be(&b, qty, 8);
     MDB_val v = {8, raw};
     return mdb_put(txn, st->dbi[DB_USERS], &kv, &v, 0);
-}
-
-/* ---- scans */
-
-/* Walks the records of `dbi` whose key starts with `prefix`, calling fn. */
-typedef int (*raw_fn)(void *ctx, const MDB_val *k, const MDB_val *v);
-
-#define SCAN_STOP INT_MIN /* a row function's "enough": the scan ends without error (no callback returns it) */
-
-static int scan_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen, raw_fn fn, void *ctx)
-{
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, dbi, &cur);
-    if (rc != 0)
-        return rc;
-    MDB_val k = {plen, (void *)prefix}, v;
-    rc = mdb_cursor_get(cur, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
-    while (rc == 0) {
-        if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0))
-            break; /* past the prefix (a whole-database scan has none: no memcmp on NULL) */
-        rc = fn(ctx, &k, &v);
-        if (rc != 0)
-            break;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND || rc == SCAN_STOP ? 0 : rc;
-}
-
-struct scan_ctx {
-    void *fn;
-    void *ctx;
-    size_t skip; /* prefix bytes before what the callback wants */
-};
-
-
-struct event_scan {
-    slot_store *st;
-    MDB_txn *txn;
-    slot_store_event_fn fn;
-    void *ctx;
-};
-
-static int event_row(void *c, const MDB_val *k, const MDB_val *v)
-{
-    struct event_scan *es = c;
-    (void)v;
-    buf b = {.p = k->mv_data, .cap = k->mv_size};
-    char ev[SLOT_EVENT_BYTES_MAX + 1];
-    size_t len = get_name(&b, ev, sizeof(ev));
-    slot_event_rec rec;
-    int rc = b.bad ? MDB_CORRUPTED : slot_store_event_get(es->st, es->txn, ev, len, &rec);
-    return rc == 0 ? es->fn(es->ctx, ev, len, &rec) : rc;
-}
-
-int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx)
-{
-    struct event_scan es = {st, txn, fn, ctx};
-    return scan_prefix(txn, st->dbi[DB_EVENTS], NULL, 0, event_row, &es);
-}
-
-static int hold_row(void *c, const MDB_val *k, const MDB_val *v)
-{
-    struct scan_ctx *sc = c;
-    if (k->mv_size != sc->skip + 8)
-        return MDB_CORRUPTED;
-    slot_hold_rec *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return ENOMEM;
-    int rc = hold_decode(v, load_be64((uint8_t *)k->mv_data + sc->skip), rec);
-    if (rc == 0)
-        rc = ((slot_store_hold_fn)sc->fn)(sc->ctx, rec);
-    free(rec);
-    return rc;
-}
-
-int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_hold_fn fn, void *ctx)
-{
-    key k;
-    key_init(&k);
-    put_name(&k.b, ev, ev_len);
-    struct scan_ctx sc = {(void *)fn, ctx, k.b.len};
-    return scan_prefix(txn, st->dbi[DB_HOLDS], k.raw, k.b.len, hold_row, &sc);
-}
-
-static int user_row(void *c, const MDB_val *k, const MDB_val *v)
-{
-    struct scan_ctx *sc = c;
-    buf b = {.p = (uint8_t *)k->mv_data + sc->skip, .cap = k->mv_size - sc->skip};
-    char user[SLOT_USER_BYTES_MAX + 1];
-    size_t len = get_name(&b, user, sizeof(user));
-    if (b.bad || v->mv_size != 8)
-        return MDB_CORRUPTED;
-    return ((slot_store_user_fn)sc->fn)(sc->ctx, user, len, load_be64(v->mv_data));
-}
-
-int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_user_fn fn, void *ctx)
-{
-    key k;
-    key_init(&k);
-    put_name(&k.b, ev, ev_len);
-    struct scan_ctx sc = {(void *)fn, ctx, k.b.len};
-    return scan_prefix(txn, st->dbi[DB_USERS], k.raw, k.b.len, user_row, &sc);
-}
-
-struct expiry_scan {
-    uint64_t until_ms;
-    slot_store_expiry_fn fn;
-    void *ctx;
-};
-
-static int expiry_row(void *c, const MDB_val *k, const MDB_val *v)
-{
-    struct expiry_scan *xs = c;
-    (void)v;
-    buf b = {.p = k->mv_data, .cap = k->mv_size};
-    uint64_t at = get_be(&b, 8);
-    if (at > xs->until_ms)
-        return SCAN_STOP; /* keys are in time order: nothing later is due */
-    char ev[SLOT_EVENT_BYTES_MAX + 1];
-    size_t len = get_name(&b, ev, sizeof(ev));
-    uint64_t seq = get_be(&b, 8);
-    return b.bad ? MDB_CORRUPTED : xs->fn(xs->ctx, at, ev, len, seq);
-}
-
-int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot_store_expiry_fn fn, void *ctx)
-{
-    struct expiry_scan xs = {until_ms, fn, ctx};
-    return scan_prefix(txn, st->dbi[DB_EXPIRY], NULL, 0, expiry_row, &xs);
-}
-
-static int count_row(void *c, const MDB_val *k, const MDB_val *v)
-{
-    (void)k;
-    (void)v;
-    (*(uint32_t *)c)++;
-    return 0;
-}
-
-int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint32_t *count)
-{
-    key k;
-    key_init(&k);
-    put_name(&k.b, ev, ev_len);
-    *count = 0;
-    return scan_prefix(txn, st->dbi[DB_SHARDS], k.raw, k.b.len, count_row, count);
-}
-
-int slot_store_expiry_first(slot_store *st, MDB_txn *txn, uint64_t *expires_at_ms)
-{
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, st->dbi[DB_EXPIRY], &cur);
-    if (rc != 0)
-        return rc;
-    MDB_val k, v;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    if (rc == 0 && k.mv_size < 8)
-        rc = MDB_CORRUPTED;
-    if (rc == 0)
-        *expires_at_ms = load_be64(k.mv_data); /* keys lead with the big-endian time */
-    mdb_cursor_close(cur);
-    return rc;
 }
 
 int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)

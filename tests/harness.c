@@ -11,10 +11,19 @@
 #include <time.h>
 #include <unistd.h>
 
-int slot_test_failures;
+const char *slot_test_current;
+
+/* In a sanitizer build a UBSan report fails the case (the runtime's default
+ * is to print and go on, which a passing test would hide). Unused otherwise. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+    return "halt_on_error=1:print_stacktrace=1";
+}
 
 /* LeakSanitizer's own check runs at exit(), which a case's _exit() skips:
- * call it by hand when the sanitizer is linked in (weak: absent otherwise). */
+ * the runner calls it by hand as the case's last step when the sanitizer is
+ * linked in (weak: absent otherwise). */
 extern void __lsan_do_leak_check(void) __attribute__((weak));
 
 static int run_case(const slot_test_case *c)
@@ -27,6 +36,7 @@ static int run_case(const slot_test_case *c)
     }
     if (pid == 0) {
         setpgid(0, 0); /* the case and the servers it starts: one group to stop */
+        slot_test_current = c->name;
         const char *limit = getenv("SLOT_TEST_CASE_TIMEOUT_S");
         alarm(limit ? (unsigned)atoi(limit) : 240); /* a hung case fails alone, with its name */
         c->fn();
@@ -41,31 +51,77 @@ static int run_case(const slot_test_case *c)
     kill(-pid, SIGKILL); /* a failed case may leave its servers behind: they are ours, in its group */
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == SLOT_TEST_SKIPPED)
+        return SLOT_TEST_SKIPPED;
     if (WIFSIGNALED(st))
         fprintf(stderr, "  %s: killed by signal %d%s\n", c->name, WTERMSIG(st),
                 WTERMSIG(st) == SIGALRM ? " (timed out: SLOT_TEST_CASE_TIMEOUT_S)" : "");
+    else
+        fprintf(stderr, "  %s: exit status %d\n", c->name, WEXITSTATUS(st));
     return 1;
 }
 
-int slot_test_main(int argc, char **argv, const slot_test_case *cases, size_t n)
+static bool named(int argc, char **argv, const char *name)
+{
+    if (argc < 2)
+        return true;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
-    unsigned passed = 0, failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (argc > 1 && strstr(cases[i].name, argv[1]) == NULL)
+    for (int i = 1; i < argc; i++) {
+        bool known = false;
+        for (const slot_test_case *c = slot_test_list; c->name && !known; c++)
+            known = strcmp(c->name, argv[i]) == 0;
+        if (!known) {
+            fprintf(stderr, "%s: no case named \"%s\"; the cases:\n", argv[0], argv[i]);
+            for (const slot_test_case *c = slot_test_list; c->name; c++)
+                fprintf(stderr, "  %s\n", c->name);
+            printf("0 passed, 1 failed\n");
+            return 2;
+        }
+    }
+    unsigned passed = 0, failed = 0, skipped = 0;
+    const char *failed_names[64];
+    for (const slot_test_case *c = slot_test_list; c->name; c++) {
+        if (!named(argc, argv, c->name))
             continue;
         uint64_t t0 = slot_test_now_ms();
-        int bad = run_case(&cases[i]);
+        int bad = run_case(c);
         uint64_t ms = slot_test_now_ms() - t0;
-        printf("%s %s (%" PRIu64 " ms)\n", bad ? "FAIL" : "PASS", cases[i].name, ms);
+        if (bad == SLOT_TEST_SKIPPED) {
+            printf("SKIP %s (%" PRIu64 " ms)\n", c->name, ms);
+            skipped++;
+            continue;
+        }
+        printf("%s %s (%" PRIu64 " ms)\n", bad ? "FAIL" : "PASS", c->name, ms);
         fflush(stdout);
-        if (bad)
+        if (bad) {
+            if (failed < sizeof failed_names / sizeof failed_names[0])
+                failed_names[failed] = c->name;
             failed++;
-        else
+        } else {
             passed++;
+        }
     }
-    printf("%u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    if (failed) {
+        printf("failed:");
+        for (unsigned i = 0; i < failed && i < sizeof failed_names / sizeof failed_names[0]; i++)
+            printf(" %s", failed_names[i]);
+        printf("\n");
+    }
+    if (skipped)
+        printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
+    else
+        printf("%u passed, %u failed\n", passed, failed);
+    if (failed)
+        return 1;
+    return passed == 0 && skipped > 0 ? SLOT_TEST_SKIPPED : 0; /* meson: all skipped */
 }
 
 char *slot_test_tmpdir(void)
@@ -217,7 +273,47 @@ void slot_test_server_free(slot_test_server *s)
     s->dir = NULL;
 }
 
-struct slot_client *slot_test_dial(const slot_test_server *s)
+void slot_test_start(slot_test_server *s, const char *const *extra)
+{
+    memset(s, 0, sizeof *s);
+    slot_test_server_start(s, NULL, extra);
+}
+
+void slot_test_stop(slot_test_server *s)
+{
+    ASSERT_EQ(slot_test_server_stop(s), 0);
+    slot_test_server_free(s);
+}
+
+void slot_test_call(slot_client *c, const slot_req *q, slot_reply *rep)
+{
+    int rc = slot_client_call(c, q, rep, 10000);
+    if (rc != 0)
+        T_FAIL_("slot_client_call(%s): %d (%s)", slot_op_name(q->op), rc, strerror(rc < 0 ? -rc : rc));
+}
+
+void slot_test_set_name(char *dst, uint8_t *len, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    ASSERT_LT(n, cap);
+    ASSERT_LE(n, UINT8_MAX);
+    memcpy(dst, src, n + 1);
+    *len = (uint8_t)n;
+}
+
+slot_req slot_test_req(slot_op op, const char *ev)
+{
+    slot_req q;
+    memset(&q, 0, sizeof q);
+    q.op = op;
+    if (ev) {
+        slot_test_set_name(q.event, &q.event_len, sizeof q.event, ev);
+        q.has |= SLOT_HAS_EVENT;
+    }
+    return q;
+}
+
+slot_client *slot_test_dial(const slot_test_server *s)
 {
     slot_client *c = NULL;
     int rc = slot_client_connect("127.0.0.1", s->port, 5000, &c);

@@ -14,11 +14,17 @@
 #include <string.h>
 #include <sys/types.h>
 
-extern int slot_test_failures;
+#include "slot/client.h" /* slot_req, slot_reply, slot_client */
 
+/* The case running now (its name), for failure messages; NULL in the runner. */
+extern const char *slot_test_current;
+
+/* Prints where and why a case failed, naming the case, and aborts it (the
+ * runner then reports it FAIL). Never compiled out, whatever NDEBUG says. */
 #define T_FAIL_(fmt, ...)                                                                  \
     do {                                                                                   \
-        fprintf(stderr, "%s:%d: FAIL: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__);         \
+        fprintf(stderr, "%s:%d: FAIL in %s: " fmt "\n", __FILE__, __LINE__,                 \
+                slot_test_current ? slot_test_current : "?", __VA_ARGS__);                 \
         abort();                                                                           \
     } while (0)
 
@@ -28,11 +34,20 @@ extern int slot_test_failures;
             T_FAIL_("%s", #cond);                                                          \
     } while (0)
 
+/* Signed comparisons print both values; the unsigned ones (ASSERT_U64_*)
+ * suit values that may be above INT64_MAX. */
 #define ASSERT_INT_(a, op, b)                                                              \
     do {                                                                                   \
         int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                      \
         if (!(a_ op b_))                                                                   \
             T_FAIL_("%s %s %s (%" PRId64 " vs %" PRId64 ")", #a, #op, #b, a_, b_);         \
+    } while (0)
+
+#define ASSERT_U64_(a, op, b)                                                              \
+    do {                                                                                   \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
+        if (!(a_ op b_))                                                                   \
+            T_FAIL_("%s %s %s (%" PRIu64 " vs %" PRIu64 ")", #a, #op, #b, a_, b_);         \
     } while (0)
 
 #define ASSERT_EQ(a, b) ASSERT_INT_(a, ==, b)
@@ -41,6 +56,8 @@ extern int slot_test_failures;
 #define ASSERT_LE(a, b) ASSERT_INT_(a, <=, b)
 #define ASSERT_GT(a, b) ASSERT_INT_(a, >, b)
 #define ASSERT_GE(a, b) ASSERT_INT_(a, >=, b)
+#define ASSERT_U64_EQ(a, b) ASSERT_U64_(a, ==, b)
+#define ASSERT_U64_LE(a, b) ASSERT_U64_(a, <=, b)
 
 #define ASSERT_STR_EQ(a, b)                                                                \
     do {                                                                                   \
@@ -49,23 +66,75 @@ extern int slot_test_failures;
             T_FAIL_("%s == %s (\"%s\" vs \"%s\")", #a, #b, a_, b_);                        \
     } while (0)
 
-/* A test case: a function registered in the program's table. */
+#define ASSERT_NOT_NULL(p)                                                                 \
+    do {                                                                                   \
+        if ((p) == NULL)                                                                   \
+            T_FAIL_("%s != NULL", #p);                                                     \
+    } while (0)
+
+/* ---- the test list (in the manner of libuv's test/test-list.h)
+ *
+ * Every test program lists its cases once, at the top of its file:
+ *
+ *     TEST_DECLARE(hist_empty_is_zero)
+ *     ...
+ *     TEST_LIST_START
+ *         TEST_ENTRY(hist_empty_is_zero)
+ *         ...
+ *     TEST_LIST_END
+ *
+ * and defines each with TEST_IMPL(hist_empty_is_zero) { ... }. A declared
+ * case that is not defined, or defined and not listed, does not compile
+ * (-Werror). Case names: snake_case, subject first (the op, module or part
+ * under test, then what is shown). The shared main (harness.c) runs the list. */
 typedef struct slot_test_case {
     const char *name;
     void (*fn)(void);
 } slot_test_case;
 
+#define TEST_DECLARE(name) static void test_##name(void);
+#define TEST_IMPL(name) static void test_##name(void)
+#define TEST_LIST_START const slot_test_case slot_test_list[] = {
+#define TEST_ENTRY(name) {#name, test_##name},
+#define TEST_LIST_END {NULL, NULL}};
+
+/* SLOT_TEST_SKIP(fmt, ...) — the case cannot run here (not root, a tool
+ * missing): it says why and ends as skipped, which counts neither as passed
+ * nor as failed. A program whose every case skipped exits 77 (meson: SKIP). */
+#define SLOT_TEST_SKIPPED 77
+#define SLOT_TEST_SKIP(...)                                                                \
+    do {                                                                                   \
+        printf("  skipped: " __VA_ARGS__);                                                 \
+        printf("\n");                                                                      \
+        fflush(stdout);                                                                    \
+        _exit(SLOT_TEST_SKIPPED);                                                          \
+    } while (0)
+
+/* The program's cases, ended by {NULL, NULL}; defined by TEST_LIST_START. */
+extern const slot_test_case slot_test_list[];
+
 /*
- * slot_test_main — run the cases (all, or those whose name contains argv[1]),
- * each in a forked child so a crash fails only that case. Prints one line per
- * case and ends with "N passed, N failed". Returns the exit status.
+ * The shared main (harness.c): `prog` runs every case of slot_test_list;
+ * `prog NAME...` runs only the cases so named (an unknown name fails the run
+ * and lists the names). Each case runs in a forked child, so a crash fails
+ * only that case; each prints "PASS name (N ms)" or "FAIL name ...", and the
+ * run ends with the names of the failed cases and then the line
+ * "N passed, M failed" alone (CI parses it). Exit status 0 when none failed.
  */
-int slot_test_main(int argc, char **argv, const slot_test_case *cases, size_t n);
 
 /* slot_test_tmpdir — a new empty folder under $TMPDIR (or /tmp); heap string, caller frees.
  * slot_test_rmdir — remove it and what it holds. */
 char *slot_test_tmpdir(void);
 void slot_test_rmdir(const char *dir);
+
+/* slot_test_set_name — copy the string src into dst (cap bytes, NUL ended)
+ * and its length into *len, as proto fills a request's names; aborts when it
+ * does not fit. */
+void slot_test_set_name(char *dst, uint8_t *len, size_t cap, const char *src);
+
+/* slot_test_req — a zeroed request for op on event ev (NULL: none), filled
+ * the way proto fills it (name, length, SLOT_HAS_EVENT). */
+slot_req slot_test_req(slot_op op, const char *ev);
 
 /* slot_test_now_ms — wall clock, ms since the epoch. */
 uint64_t slot_test_now_ms(void);
@@ -86,15 +155,24 @@ typedef struct slot_test_server {
  * Aborts the test on failure.
  */
 void slot_test_server_start(slot_test_server *s, const char *dir, const char *const *extra);
-struct slot_client;
-
 /* slot_test_dial — a client connection to s on 127.0.0.1 (5 s connect
  * timeout); aborts the test when it cannot connect. Close with slot_client_close. */
-struct slot_client *slot_test_dial(const slot_test_server *s);
+slot_client *slot_test_dial(const slot_test_server *s);
 
 /* slot_test_stat — one counter of s's `stats` reply ("name":N at any depth
  * of the line), asked over a new connection; aborts when it is missing. */
 uint64_t slot_test_stat(const slot_test_server *s, const char *name);
+
+/* slot_test_start — s zeroed, then started on a new temporary data folder
+ * (removed by slot_test_stop) with `extra` flags (may be NULL). */
+void slot_test_start(slot_test_server *s, const char *const *extra);
+/* slot_test_stop — stop s (it must exit 0) and remove its folder. */
+void slot_test_stop(slot_test_server *s);
+
+/* slot_test_call — one request and its reply on c (10 s timeout); aborts the
+ * case unless the call itself succeeded (the reply may still be an error).
+ * The reply is rep's to clear (slot_reply_clear). */
+void slot_test_call(slot_client *c, const slot_req *q, slot_reply *rep);
 
 /* slot_test_server_stop — SIGTERM, wait (up to 10 s, then SIGKILL); returns the exit status (or 128+sig). */
 int slot_test_server_stop(slot_test_server *s);

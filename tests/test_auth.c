@@ -1,5 +1,5 @@
 /*
- * test_auth.c — tokens and roles against a real slotd (PROTOCOL.md, "hello"
+ * test_auth.c — tokens and roles against a real slotd (docs/protocol.md, "hello"
  * and "Admin ops"): --token-file, hello first, frontend and admin roles, the
  * refusal to listen beyond loopback without tokens, and holds that only
  * their owner can see or change, named by ids nobody can guess.
@@ -16,20 +16,32 @@
 #include "slot/client.h"
 #include "slot_config.h"
 
-const char *__ubsan_default_options(void);
-const char *__ubsan_default_options(void)
-{
-    return "halt_on_error=1:print_stacktrace=1";
-}
+TEST_DECLARE(auth_hello_must_come_first)
+TEST_DECLARE(auth_nothing_runs_after_a_refused_hello)
+TEST_DECLARE(auth_frontend_cannot_run_admin_ops)
+TEST_DECLARE(auth_later_hello)
+TEST_DECLARE(auth_failed_hello_logged_without_token)
+TEST_DECLARE(auth_token_file_readable_by_others_refused)
+TEST_DECLARE(auth_non_loopback_without_tokens_refused)
+TEST_DECLARE(auth_non_loopback_with_insecure_starts)
+TEST_DECLARE(auth_no_tokens_every_connection_admin)
+TEST_DECLARE(auth_hold_of_another_user_is_unknown)
+TEST_DECLARE(auth_hold_ids_not_guessable)
 
-/* The harness ends each case with _exit, which skips LeakSanitizer's check
- * at exit: each case runs it as its last step (a no-op outside ASan builds). */
-void __lsan_do_leak_check(void) __attribute__((weak));
-static void leak_check(void)
-{
-    if (__lsan_do_leak_check)
-        __lsan_do_leak_check();
-}
+TEST_LIST_START
+    TEST_ENTRY(auth_hello_must_come_first)
+    TEST_ENTRY(auth_nothing_runs_after_a_refused_hello)
+    TEST_ENTRY(auth_frontend_cannot_run_admin_ops)
+    TEST_ENTRY(auth_later_hello)
+    TEST_ENTRY(auth_failed_hello_logged_without_token)
+    TEST_ENTRY(auth_token_file_readable_by_others_refused)
+    TEST_ENTRY(auth_non_loopback_without_tokens_refused)
+    TEST_ENTRY(auth_non_loopback_with_insecure_starts)
+    TEST_ENTRY(auth_no_tokens_every_connection_admin)
+    TEST_ENTRY(auth_hold_of_another_user_is_unknown)
+    TEST_ENTRY(auth_hold_ids_not_guessable)
+TEST_LIST_END
+
 
 #define TIMEOUT_MS 10000
 #define FRONTEND_TOKEN "fe-7c1f0b9e2d4a6c8e"
@@ -84,17 +96,9 @@ static void start_with_tokens(const char *log_path)
 
 static void stop(void)
 {
-    ASSERT_EQ(slot_test_server_stop(&srv), 0);
-    slot_test_server_free(&srv);
+    slot_test_stop(&srv);
     free(token_path);
     token_path = NULL;
-}
-
-static slot_client *dial(void)
-{
-    slot_client *c = NULL;
-    ASSERT_EQ(slot_client_connect("127.0.0.1", srv.port, 5000, &c), 0);
-    return c;
 }
 
 static void send_line(slot_client *c, const char *line)
@@ -125,7 +129,7 @@ static void expect_closed(slot_client *c)
 /* A first line that is not a valid hello: unauthenticated, then closed. */
 static void expect_refused_first(const char *line)
 {
-    slot_client *c = dial();
+    slot_client *c = slot_test_dial(&srv);
     send_line(c, line);
     expect_error(c, "unauthenticated");
     expect_closed(c);
@@ -144,7 +148,7 @@ static slot_reply hello(slot_client *c, const char *token)
 
 static slot_client *dial_as(const char *token, const char *role)
 {
-    slot_client *c = dial();
+    slot_client *c = slot_test_dial(&srv);
     slot_reply r = hello(c, token);
     if (!r.ok || strcmp(r.role, role) != 0)
         T_FAIL_("hello as %s: %s", role, r.line);
@@ -170,7 +174,7 @@ static void expect_ok_line(slot_client *c, const char *line)
 
 /* ---- hello first */
 
-static void hello_must_come_first(void)
+TEST_IMPL(auth_hello_must_come_first)
 {
     start_with_tokens(NULL);
     expect_refused_first("{\"op\":\"event\",\"event\":\"e\"}\n");
@@ -187,7 +191,7 @@ static void hello_must_come_first(void)
     expect_refused_first("   \n"); /* only spaces: bad_json */
     expect_refused_first("{\"op\":\"hold\",\"event\":\"e\",\"qty\":\"1\"}\n"); /* invalid_argument */
     /* The refusal echoes the request's id, like every reply. */
-    slot_client *c = dial();
+    slot_client *c = slot_test_dial(&srv);
     send_line(c, "{\"id\":77,\"op\":\"event\",\"event\":\"e\"}\n");
     slot_reply r;
     ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
@@ -198,7 +202,7 @@ static void hello_must_come_first(void)
     expect_closed(c);
     slot_client_close(c);
     /* An empty line is no request (no reply): hello still comes first. */
-    c = dial();
+    c = slot_test_dial(&srv);
     send_line(c, "\n\r\n");
     r = hello(c, FRONTEND_TOKEN);
     ASSERT(r.ok);
@@ -210,15 +214,14 @@ static void hello_must_come_first(void)
     c = dial_as(ADMIN_TOKEN, "admin");
     slot_client_close(c);
     stop();
-    leak_check();
 }
 
 /* Lines pipelined behind a refused first line are never run, even a valid
  * hello and an admin op (the connection is closed after the refusal). */
-static void nothing_runs_after_a_refused_hello(void)
+TEST_IMPL(auth_nothing_runs_after_a_refused_hello)
 {
     start_with_tokens(NULL);
-    slot_client *c = dial();
+    slot_client *c = slot_test_dial(&srv);
     send_line(c, "{\"op\":\"hello\",\"token\":\"" WRONG_TOKEN "\"}\n"
                  "{\"op\":\"hello\",\"token\":\"" ADMIN_TOKEN "\"}\n"
                  "{\"op\":\"create_event\",\"event\":\"sneak\",\"capacity\":5}\n");
@@ -232,7 +235,6 @@ static void nothing_runs_after_a_refused_hello(void)
     slot_reply_clear(&r);
     slot_client_close(c);
     stop();
-    leak_check();
 }
 
 /* ---- roles */
@@ -249,7 +251,7 @@ static const char *const admin_lines[] = {
     "{\"op\":\"stats\"}\n",
 };
 
-static void frontend_cannot_run_admin_ops(void)
+TEST_IMPL(auth_frontend_cannot_run_admin_ops)
 {
     start_with_tokens(NULL);
     slot_client *admin = dial_as(ADMIN_TOKEN, "admin");
@@ -288,11 +290,10 @@ static void frontend_cannot_run_admin_ops(void)
     slot_client_close(fe);
     slot_client_close(admin);
     stop();
-    leak_check();
 }
 
 /* A later hello re-authenticates; a later one with a wrong token closes. */
-static void later_hello(void)
+TEST_IMPL(auth_later_hello)
 {
     start_with_tokens(NULL);
     slot_client *c = dial_as(FRONTEND_TOKEN, "frontend");
@@ -316,7 +317,6 @@ static void later_hello(void)
     expect_closed(c);
     slot_client_close(c);
     stop();
-    leak_check();
 }
 
 static bool file_has(const char *path, const char *needle)
@@ -331,7 +331,7 @@ static bool file_has(const char *path, const char *needle)
 }
 
 /* A failed hello is logged, without the token that was tried. */
-static void failed_hello_logged_without_token(void)
+TEST_IMPL(auth_failed_hello_logged_without_token)
 {
     char *dir = slot_test_tmpdir();
     char *log = NULL;
@@ -348,7 +348,6 @@ static void failed_hello_logged_without_token(void)
     slot_test_rmdir(dir);
     free(dir);
     free(log);
-    leak_check();
 }
 
 /* ---- refusals to start */
@@ -399,7 +398,7 @@ static int run_refused(const char *const *args, char *err, size_t errlen)
     return WEXITSTATUS(st);
 }
 
-static void token_file_readable_by_others_refused(void)
+TEST_IMPL(auth_token_file_readable_by_others_refused)
 {
     char *dir = slot_test_tmpdir();
     char data[512], err[1024];
@@ -416,11 +415,10 @@ static void token_file_readable_by_others_refused(void)
     }
     slot_test_rmdir(dir);
     free(dir);
-    leak_check();
 }
 
 /* Without a token file, a non-loopback address needs --insecure. */
-static void non_loopback_without_tokens_refused(void)
+TEST_IMPL(auth_non_loopback_without_tokens_refused)
 {
     char *dir = slot_test_tmpdir();
     char err[1024];
@@ -433,11 +431,10 @@ static void non_loopback_without_tokens_refused(void)
     }
     slot_test_rmdir(dir);
     free(dir);
-    leak_check();
 }
 
 /* With --insecure it starts (and is stopped at once: no traffic). */
-static void non_loopback_with_insecure_starts(void)
+TEST_IMPL(auth_non_loopback_with_insecure_starts)
 {
     const char *extra[] = {"--listen", "0.0.0.0:0", "--insecure", NULL};
     memset(&srv, 0, sizeof srv);
@@ -445,15 +442,14 @@ static void non_loopback_with_insecure_starts(void)
     ASSERT_GT(srv.port, 0);
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_free(&srv);
-    leak_check();
 }
 
 /* Development mode (no tokens, loopback): hello optional, any token, admin. */
-static void no_tokens_every_connection_admin(void)
+TEST_IMPL(auth_no_tokens_every_connection_admin)
 {
     memset(&srv, 0, sizeof srv);
     slot_test_server_start(&srv, NULL, NULL);
-    slot_client *c = dial();
+    slot_client *c = slot_test_dial(&srv);
     expect_ok_line(c, "{\"op\":\"check\"}\n");
     slot_reply r = hello(c, "anything");
     ASSERT(r.ok);
@@ -464,7 +460,6 @@ static void no_tokens_every_connection_admin(void)
     slot_client_close(c);
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_free(&srv);
-    leak_check();
 }
 
 /* ---- holds belong to their user; ids cannot be guessed */
@@ -503,7 +498,7 @@ static void expect_unknown_hold(slot_client *c, const char *op, const char *hold
     slot_reply_clear(&r);
 }
 
-static void hold_of_another_user_is_unknown(void)
+TEST_IMPL(auth_hold_of_another_user_is_unknown)
 {
     start_with_tokens(NULL);
     slot_client *admin = dial_as(ADMIN_TOKEN, "admin");
@@ -554,7 +549,6 @@ static void hold_of_another_user_is_unknown(void)
     slot_client_close(fe);
     slot_client_close(admin);
     stop();
-    leak_check();
 }
 
 #define ID_HOLDS 256
@@ -574,7 +568,7 @@ static uint64_t tag_of(const char *id)
 /* Hold ids are a sequence number and 64 random bits: the random parts of
  * holds made one after another look unrelated, and an id one hex digit away
  * from a real one names nothing. */
-static void hold_ids_not_guessable(void)
+TEST_IMPL(auth_hold_ids_not_guessable)
 {
     start_with_tokens(NULL);
     slot_client *admin = dial_as(ADMIN_TOKEN, "admin");
@@ -618,24 +612,6 @@ static void hold_ids_not_guessable(void)
     slot_client_close(fe);
     slot_client_close(admin);
     stop();
-    leak_check();
 }
 
-static const slot_test_case cases[] = {
-    {"hello_must_come_first", hello_must_come_first},
-    {"nothing_runs_after_a_refused_hello", nothing_runs_after_a_refused_hello},
-    {"frontend_cannot_run_admin_ops", frontend_cannot_run_admin_ops},
-    {"later_hello", later_hello},
-    {"failed_hello_logged_without_token", failed_hello_logged_without_token},
-    {"token_file_readable_by_others_refused", token_file_readable_by_others_refused},
-    {"non_loopback_without_tokens_refused", non_loopback_without_tokens_refused},
-    {"non_loopback_with_insecure_starts", non_loopback_with_insecure_starts},
-    {"no_tokens_every_connection_admin", no_tokens_every_connection_admin},
-    {"hold_of_another_user_is_unknown", hold_of_another_user_is_unknown},
-    {"hold_ids_not_guessable", hold_ids_not_guessable},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
-}

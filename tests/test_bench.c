@@ -21,6 +21,31 @@
 
 #include "harness.h"
 
+TEST_DECLARE(bench_usage_and_help)
+TEST_DECLARE(bench_hot_release_reports)
+TEST_DECLARE(bench_open_loop)
+TEST_DECLARE(bench_churn)
+TEST_DECLARE(bench_sold_out)
+TEST_DECLARE(bench_multi_event)
+TEST_DECLARE(bench_warmup_and_bounds)
+TEST_DECLARE(bench_verification_catches_a_lying_server)
+TEST_DECLARE(bench_redis_target)
+TEST_DECLARE(bench_bounded_run_verifies_what_happened)
+
+TEST_LIST_START
+    TEST_ENTRY(bench_usage_and_help)
+    TEST_ENTRY(bench_hot_release_reports)
+    TEST_ENTRY(bench_open_loop)
+    TEST_ENTRY(bench_churn)
+    TEST_ENTRY(bench_sold_out)
+    TEST_ENTRY(bench_multi_event)
+    TEST_ENTRY(bench_warmup_and_bounds)
+    TEST_ENTRY(bench_verification_catches_a_lying_server)
+    TEST_ENTRY(bench_redis_target)
+    TEST_ENTRY(bench_bounded_run_verifies_what_happened)
+TEST_LIST_END
+
+
 #define BENCH_RUN_TIMEOUT_MS 60000       /* one slot-bench run; the scenarios here take seconds */
 #define FAKE_CONNS_MAX 16
 #define OUT_BYTES (64u << 10)
@@ -100,22 +125,20 @@ static const char *port_arg(uint16_t port)
 
 static void start(void)
 {
-    memset(&srv, 0, sizeof(srv));
-    slot_test_server_start(&srv, NULL, NULL);
+    slot_test_start(&srv, NULL);
     tmp = slot_test_tmpdir();
 }
 
 static void stop(void)
 {
-    ASSERT_EQ(slot_test_server_stop(&srv), 0);
-    slot_test_server_free(&srv);
+    slot_test_stop(&srv);
     slot_test_rmdir(tmp);
     free(tmp);
 }
 
 /* ---------------------------------------------------------------- usage */
 
-static void test_usage_and_help(void)
+TEST_IMPL(bench_usage_and_help)
 {
     tmp = slot_test_tmpdir();
     char *out = malloc(OUT_BYTES);
@@ -260,7 +283,7 @@ static void check_svg(const char *path)
     ASSERT_EQ(system(cmd), 0);
 }
 
-static void test_hot_release_reports(void)
+TEST_IMPL(bench_hot_release_reports)
 {
     start();
     char json[512], csv[512], svg[512];
@@ -279,7 +302,7 @@ static void test_hot_release_reports(void)
 
 /* ---------------------------------------------------------------- each scenario, briefly */
 
-static void test_open_loop(void)
+TEST_IMPL(bench_open_loop)
 {
     start();
     const char *args[] = {"open-loop", "--port", port_arg(srv.port), "--rate", "3000", "--duration", "1.5",
@@ -288,7 +311,7 @@ static void test_open_loop(void)
     stop();
 }
 
-static void test_churn(void)
+TEST_IMPL(bench_churn)
 {
     start();
     const char *args[] = {"churn", "--port", port_arg(srv.port), "--duration", "2", "--capacity", "400",
@@ -298,7 +321,7 @@ static void test_churn(void)
     stop();
 }
 
-static void test_sold_out(void)
+TEST_IMPL(bench_sold_out)
 {
     start();
     const char *args[] = {"sold-out", "--port", port_arg(srv.port), "--capacity", "300", "--duration", "1",
@@ -307,7 +330,7 @@ static void test_sold_out(void)
     stop();
 }
 
-static void test_multi_event(void)
+TEST_IMPL(bench_multi_event)
 {
     start();
     const char *args[] = {"multi-event", "--port", port_arg(srv.port), "--events", "4", "--capacity", "300",
@@ -316,18 +339,18 @@ static void test_multi_event(void)
     stop();
 }
 
-static void test_warmup_and_bounds(void)
+TEST_IMPL(bench_warmup_and_bounds)
 {
     start();
     const char *warm[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "500", "--warmup", "0.5",
                           "--connections", "8", "--tail", "100", NULL};
     expect_pass(warm);
-    /* Stopped by --requests before the sell-out: verification says so and fails. */
+    /* Stopped by --requests before the sell-out: verified for what it did, and it says why it stopped. */
     char *out = malloc(OUT_BYTES);
     const char *bounded[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000", "--requests", "100",
                              "--connections", "4", NULL};
-    ASSERT_EQ(run_bench(bounded, out), 1);
-    ASSERT(strstr(out, "not sold out") && strstr(out, "--requests"));
+    ASSERT_EQ(run_bench(bounded, out), 0);
+    ASSERT(strstr(out, "verification: passed") && strstr(out, "--requests"));
     free(out);
     stop();
 }
@@ -409,7 +432,7 @@ static void *fake_main(void *arg)
     return NULL;
 }
 
-static void test_verification_catches_a_lying_server(void)
+TEST_IMPL(bench_verification_catches_a_lying_server)
 {
     tmp = slot_test_tmpdir();
     fake fk = {0};
@@ -477,7 +500,7 @@ static pid_t redis_start(uint16_t port)
     T_FAIL_("redis-server on port %u did not answer PING", (unsigned)port);
 }
 
-static void test_redis_target(void)
+TEST_IMPL(bench_redis_target)
 {
     if (system("command -v redis-server >/dev/null 2>&1") != 0) {
         printf("  skipped: redis-server is not installed (apt-get install redis-server)\n");
@@ -510,18 +533,30 @@ static void test_redis_target(void)
     free(tmp);
 }
 
-int main(int argc, char **argv)
+/* Regression: a run stopped by its --duration (or --requests) bound before the
+ * sell-out failed verification with "not sold out" and exited 1. It verifies
+ * what happened instead: here multi-event on events too large to sell out. */
+TEST_IMPL(bench_bounded_run_verifies_what_happened)
 {
-    static const slot_test_case cases[] = {
-        {"usage_and_help", test_usage_and_help},
-        {"hot_release_reports", test_hot_release_reports},
-        {"open_loop", test_open_loop},
-        {"churn", test_churn},
-        {"sold_out", test_sold_out},
-        {"multi_event", test_multi_event},
-        {"warmup_and_bounds", test_warmup_and_bounds},
-        {"verification_catches_a_lying_server", test_verification_catches_a_lying_server},
-        {"redis_target", test_redis_target},
-    };
-    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+    start();
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    const char *timed[] = {"multi-event", "--port", port_arg(srv.port), "--events", "4", "--capacity", "1000000000",
+                           "--duration", "1", "--connections", "8", "--pipeline", "4", NULL};
+    int rc = run_bench(timed, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--duration"))
+        T_FAIL_("multi-event stopped by --duration: exit %d:\n%s", rc, out);
+    const char *counted[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000", "--requests", "100",
+                             "--connections", "4", NULL};
+    rc = run_bench(counted, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--requests"))
+        T_FAIL_("hot-release stopped by --requests: exit %d:\n%s", rc, out);
+    const char *prefilled[] = {"sold-out", "--port", port_arg(srv.port), "--capacity", "300", "--requests", "50",
+                               "--connections", "4", NULL};
+    rc = run_bench(prefilled, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--requests"))
+        T_FAIL_("sold-out with --requests below its capacity: exit %d:\n%s", rc, out);
+    free(out);
+    stop();
 }
+

@@ -1,7 +1,7 @@
 /*
  * test_client.c — the client library without slotd: the request codec is
  * checked by encoding and reading the line back with jansson, the reply
- * parser on every reply shape of PROTOCOL.md, and the blocking connection
+ * parser on every reply shape of docs/protocol.md, and the blocking connection
  * against small fake servers (threads on 127.0.0.1, port 0) that answer,
  * stay silent, split lines, close early or send lines that are too long.
  */
@@ -17,6 +17,69 @@
 
 #include "harness.h"
 #include "slot/client.h"
+
+TEST_DECLARE(client_encode_hold)
+TEST_DECLARE(client_encode_hold_ops)
+TEST_DECLARE(client_encode_event_ops)
+TEST_DECLARE(client_encode_create_event)
+TEST_DECLARE(client_encode_admin_ops)
+TEST_DECLARE(client_encode_ids)
+TEST_DECLARE(client_encode_escaping)
+TEST_DECLARE(client_encode_small_buffer)
+TEST_DECLARE(client_setters_limits)
+TEST_DECLARE(client_reply_hold)
+TEST_DECLARE(client_reply_hold_ops)
+TEST_DECLARE(client_reply_event_view)
+TEST_DECLARE(client_reply_admin)
+TEST_DECLARE(client_reply_errors)
+TEST_DECLARE(client_reply_invalid)
+TEST_DECLARE(client_reply_not_terminated)
+TEST_DECLARE(client_reply_long_and_odd_fields)
+TEST_DECLARE(client_call)
+TEST_DECLARE(client_pipeline)
+TEST_DECLARE(client_pipeline_beyond_socket_buffers)
+TEST_DECLARE(client_split_line)
+TEST_DECLARE(client_recv_timeout)
+TEST_DECLARE(client_eintr)
+TEST_DECLARE(client_burst_then_eof)
+TEST_DECLARE(client_line_max)
+TEST_DECLARE(client_line_too_long)
+TEST_DECLARE(client_refused)
+TEST_DECLARE(client_connect_by_name)
+TEST_DECLARE(client_send_after_close)
+
+TEST_LIST_START
+    TEST_ENTRY(client_encode_hold)
+    TEST_ENTRY(client_encode_hold_ops)
+    TEST_ENTRY(client_encode_event_ops)
+    TEST_ENTRY(client_encode_create_event)
+    TEST_ENTRY(client_encode_admin_ops)
+    TEST_ENTRY(client_encode_ids)
+    TEST_ENTRY(client_encode_escaping)
+    TEST_ENTRY(client_encode_small_buffer)
+    TEST_ENTRY(client_setters_limits)
+    TEST_ENTRY(client_reply_hold)
+    TEST_ENTRY(client_reply_hold_ops)
+    TEST_ENTRY(client_reply_event_view)
+    TEST_ENTRY(client_reply_admin)
+    TEST_ENTRY(client_reply_errors)
+    TEST_ENTRY(client_reply_invalid)
+    TEST_ENTRY(client_reply_not_terminated)
+    TEST_ENTRY(client_reply_long_and_odd_fields)
+    TEST_ENTRY(client_call)
+    TEST_ENTRY(client_pipeline)
+    TEST_ENTRY(client_pipeline_beyond_socket_buffers)
+    TEST_ENTRY(client_split_line)
+    TEST_ENTRY(client_recv_timeout)
+    TEST_ENTRY(client_eintr)
+    TEST_ENTRY(client_burst_then_eof)
+    TEST_ENTRY(client_line_max)
+    TEST_ENTRY(client_line_too_long)
+    TEST_ENTRY(client_refused)
+    TEST_ENTRY(client_connect_by_name)
+    TEST_ENTRY(client_send_after_close)
+TEST_LIST_END
+
 
 /* ---------------------------------------------------------------- codec helpers */
 
@@ -66,7 +129,7 @@ static int64_t jint(json_t *o, const char *key)
 
 /* ---------------------------------------------------------------- encoding */
 
-static void test_encode_hold(void)
+TEST_IMPL(client_encode_hold)
 {
     slot_req req;
     ASSERT_EQ(slot_req_hold(&req, "concert-1", "alice", "r-1", 2), 0);
@@ -80,7 +143,7 @@ static void test_encode_hold(void)
     json_decref(o);
 }
 
-static void test_encode_hold_ops(void)
+TEST_IMPL(client_encode_hold_ops)
 {
     const slot_op ops[] = {SLOT_OP_CONFIRM, SLOT_OP_RELEASE, SLOT_OP_GET_HOLD};
     for (size_t i = 0; i < 3; i++) {
@@ -107,7 +170,7 @@ static void test_encode_hold_ops(void)
     ASSERT_EQ(slot_req_hold_op(&req, SLOT_OP_HOLD, "E", "H", "u"), -EINVAL);
 }
 
-static void test_encode_event_ops(void)
+TEST_IMPL(client_encode_event_ops)
 {
     slot_req req;
     ASSERT_EQ(slot_req_event(&req, SLOT_OP_EVENT, "E1"), 0);
@@ -150,7 +213,7 @@ static void test_encode_event_ops(void)
     ASSERT_EQ(slot_req_event(&req, SLOT_OP__COUNT, "E"), -EINVAL);
 }
 
-static void test_encode_create_event(void)
+TEST_IMPL(client_encode_create_event)
 {
     slot_req req;
     ASSERT_EQ(slot_req_event(&req, SLOT_OP_CREATE_EVENT, "big"), 0);
@@ -183,7 +246,7 @@ static void test_encode_create_event(void)
     json_decref(o);
 }
 
-static void test_encode_admin_ops(void)
+TEST_IMPL(client_encode_admin_ops)
 {
     slot_req req;
     ASSERT_EQ(slot_req_event(&req, SLOT_OP_SET_CAPACITY, "E"), 0);
@@ -212,7 +275,7 @@ static void test_encode_admin_ops(void)
     json_decref(o);
 }
 
-static void test_encode_ids(void)
+TEST_IMPL(client_encode_ids)
 {
     const int64_t ints[] = {0, 1, -1, 42, INT64_MAX, INT64_MIN};
     slot_req req;
@@ -244,7 +307,7 @@ static void test_encode_ids(void)
 }
 
 /* Every ASCII byte but NUL, multi-byte UTF-8 and DEL survive the round trip. */
-static void test_encode_escaping(void)
+TEST_IMPL(client_encode_escaping)
 {
     char user[SLOT_USER_BYTES_MAX + 1];
     size_t n = 0;
@@ -277,7 +340,7 @@ static void test_encode_escaping(void)
 }
 
 /* Like snprintf: a short buffer gets the needed length back and is never overrun. */
-static void test_encode_small_buffer(void)
+TEST_IMPL(client_encode_small_buffer)
 {
     slot_req req;
     ASSERT_EQ(slot_req_hold(&req, "E", "user\"x", "r1", 3), 0);
@@ -302,7 +365,7 @@ static void test_encode_small_buffer(void)
     ASSERT_EQ(slot_req_encode(&bad, buf, sizeof(buf)), -EINVAL);
 }
 
-static void test_setters_limits(void)
+TEST_IMPL(client_setters_limits)
 {
     slot_req req;
     slot_req_init(&req, SLOT_OP_HOLD);
@@ -351,7 +414,7 @@ static void parse_ok(const char *line, slot_reply *r)
     ASSERT_STR_EQ(r->line, line);
 }
 
-static void test_reply_hold(void)
+TEST_IMPL(client_reply_hold)
 {
     slot_reply r;
     parse_ok("{\"id\":5,\"ok\":true,\"status\":\"held\",\"hold\":\"0000000000000001abcdef0123456789\","
@@ -363,7 +426,7 @@ static void test_reply_hold(void)
     ASSERT_STR_EQ(r.status, "held");
     ASSERT_STR_EQ(r.hold, "0000000000000001abcdef0123456789");
     ASSERT_EQ(r.qty, 2);
-    ASSERT_EQ(r.expires_at, 1764500000000ull);
+    ASSERT_EQ(r.expires_at_ms, 1764500000000ull);
     ASSERT(!r.replay);
     slot_reply_clear(&r);
     ASSERT(r.line == NULL);
@@ -381,7 +444,7 @@ static void test_reply_hold(void)
     slot_reply_clear(&r);
 }
 
-static void test_reply_hold_ops(void)
+TEST_IMPL(client_reply_hold_ops)
 {
     slot_reply r;
     parse_ok("{\"ok\":true,\"status\":\"confirmed\",\"hold\":\"H\",\"qty\":2,\"replay\":true}", &r);
@@ -408,12 +471,12 @@ static void test_reply_hold_ops(void)
     parse_ok("{\"ok\":true,\"hold\":\"H9\",\"user\":\"J\\u00fcrgen\",\"status\":\"held\",\"qty\":3,"
              "\"expires_at\":2000,\"created_at\":1000}", &r);
     ASSERT_STR_EQ(r.user, "J\xc3\xbcrgen");
-    ASSERT_EQ(r.created_at, 1000);
-    ASSERT_EQ(r.expires_at, 2000);
+    ASSERT_EQ(r.created_at_ms, 1000);
+    ASSERT_EQ(r.expires_at_ms, 2000);
     slot_reply_clear(&r);
 }
 
-static void test_reply_event_view(void)
+TEST_IMPL(client_reply_event_view)
 {
     slot_reply r;
     parse_ok("{\"ok\":true,\"event\":\"E\",\"status\":\"on_sale\",\"capacity\":1099511627776,\"available\":7,"
@@ -434,7 +497,7 @@ static void test_reply_event_view(void)
     slot_reply_clear(&r);
 }
 
-static void test_reply_admin(void)
+TEST_IMPL(client_reply_admin)
 {
     slot_reply r;
     parse_ok("{\"ok\":true,\"shards\":[{\"shard\":0,\"free\":5},{\"shard\":1,\"free\":4},{\"shard\":2,\"free\":0}]}", &r);
@@ -480,7 +543,7 @@ static void test_reply_admin(void)
     slot_reply_clear(&r);
 }
 
-static void test_reply_errors(void)
+TEST_IMPL(client_reply_errors)
 {
     slot_reply r;
     parse_ok("{\"id\":\"req-1\",\"ok\":false,\"error\":\"unknown_event\",\"message\":\"no such event\"}", &r);
@@ -516,7 +579,7 @@ static void test_reply_errors(void)
     slot_reply_clear(&r);
 }
 
-static void test_reply_invalid(void)
+TEST_IMPL(client_reply_invalid)
 {
     const char *bad[] = {"", "   ", "[1,2]", "\"ok\"", "{}", "{\"ok\":1}", "{\"ok\":\"true\"}", "{\"ok\":true",
                          "{\"ok\":true}}", "{\"ok\":null}", "nonsense"};
@@ -531,7 +594,7 @@ static void test_reply_invalid(void)
 }
 
 /* The line need not be NUL-terminated: only len bytes are read. */
-static void test_reply_not_terminated(void)
+TEST_IMPL(client_reply_not_terminated)
 {
     const char *two = "{\"ok\":true,\"qty\":1}{\"ok\":false}";
     slot_reply r;
@@ -543,7 +606,7 @@ static void test_reply_not_terminated(void)
 }
 
 /* Over-long strings are cut to their field at a character boundary; wrong types are ignored. */
-static void test_reply_long_and_odd_fields(void)
+TEST_IMPL(client_reply_long_and_odd_fields)
 {
     char line[2048];
     size_t n = (size_t)snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"internal\",\"message\":\"");
@@ -685,7 +748,7 @@ static slot_client *connect_ok(uint16_t port)
     return c;
 }
 
-static void test_client_call(void)
+TEST_IMPL(client_call)
 {
     fake_server s;
     fake_start(&s, serve_answer, NULL);
@@ -708,7 +771,7 @@ static void test_client_call(void)
 }
 
 /* Many requests sent before any reply is read come back in order. */
-static void test_client_pipeline(void)
+TEST_IMPL(client_pipeline)
 {
     enum { N = 1000 }; /* ~70 KiB of replies: fits the socket buffers while nothing is read */
     fake_server s;
@@ -752,7 +815,7 @@ static void serve_split(int fd, void *arg)
     read_line(fd, line, sizeof(line)); /* wait for the client to close */
 }
 
-static void test_client_split_line(void)
+TEST_IMPL(client_split_line)
 {
     fake_server s;
     fake_start(&s, serve_split, NULL);
@@ -780,7 +843,7 @@ static void serve_silent(int fd, void *arg)
     }
 }
 
-static void test_client_recv_timeout(void)
+TEST_IMPL(client_recv_timeout)
 {
     fake_server s;
     fake_start(&s, serve_silent, NULL);
@@ -821,7 +884,7 @@ static void serve_late(int fd, void *arg)
     serve_silent(fd, NULL);
 }
 
-static void test_client_eintr(void)
+TEST_IMPL(client_eintr)
 {
     /* The server thread starts with SIGALRM blocked, so every alarm lands in
      * the client (this thread). */
@@ -858,7 +921,7 @@ static void serve_burst_close(int fd, void *arg)
     write_all(fd, burst, strlen(burst));
 }
 
-static void test_client_burst_then_eof(void)
+TEST_IMPL(client_burst_then_eof)
 {
     fake_server s;
     fake_start(&s, serve_burst_close, NULL);
@@ -894,7 +957,7 @@ static void serve_long_line(int fd, void *arg)
     serve_silent(fd, NULL);
 }
 
-static void test_client_line_max(void)
+TEST_IMPL(client_line_max)
 {
     size_t len = SLOT_CLIENT_LINE_MAX;
     fake_server s;
@@ -911,7 +974,7 @@ static void test_client_line_max(void)
     fake_join(&s);
 }
 
-static void test_client_line_too_long(void)
+TEST_IMPL(client_line_too_long)
 {
     size_t len = SLOT_CLIENT_LINE_MAX + 1;
     fake_server s;
@@ -946,7 +1009,7 @@ static void serve_fat_replies(int fd, void *arg)
 /* Regression: 8 MB of requests sent before any of 3 MB of replies is read,
  * through socket buffers of 32 KiB. A client that only waited to write would
  * hang here: the server stops reading while its replies are not read. */
-static void test_client_pipeline_beyond_socket_buffers(void)
+TEST_IMPL(client_pipeline_beyond_socket_buffers)
 {
     alarm(20); /* a hang is a failure, not a stuck test run (the test takes ~0.1 s) */
     fake_server s;
@@ -977,7 +1040,7 @@ static void test_client_pipeline_beyond_socket_buffers(void)
     alarm(0);
 }
 
-static void test_client_refused(void)
+TEST_IMPL(client_refused)
 {
     /* A port that was just free: bound, never listened on, closed. */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -995,7 +1058,7 @@ static void test_client_refused(void)
 
 /* A name, not a number: "localhost" may resolve to ::1 first, where nothing
  * listens; the next address (127.0.0.1) is tried. */
-static void test_client_connect_by_name(void)
+TEST_IMPL(client_connect_by_name)
 {
     fake_server s;
     fake_start(&s, serve_answer, NULL);
@@ -1018,7 +1081,7 @@ static void serve_close_now(int fd, void *arg)
     (void)arg;
 }
 
-static void test_client_send_after_close(void)
+TEST_IMPL(client_send_after_close)
 {
     signal(SIGPIPE, SIG_DFL); /* a SIGPIPE would kill this test */
     fake_server s;
@@ -1036,39 +1099,4 @@ static void test_client_send_after_close(void)
     slot_client_close(c);
 }
 
-static const slot_test_case cases[] = {
-    {"encode_hold", test_encode_hold},
-    {"encode_hold_ops", test_encode_hold_ops},
-    {"encode_event_ops", test_encode_event_ops},
-    {"encode_create_event", test_encode_create_event},
-    {"encode_admin_ops", test_encode_admin_ops},
-    {"encode_ids", test_encode_ids},
-    {"encode_escaping", test_encode_escaping},
-    {"encode_small_buffer", test_encode_small_buffer},
-    {"setters_limits", test_setters_limits},
-    {"reply_hold", test_reply_hold},
-    {"reply_hold_ops", test_reply_hold_ops},
-    {"reply_event_view", test_reply_event_view},
-    {"reply_admin", test_reply_admin},
-    {"reply_errors", test_reply_errors},
-    {"reply_invalid", test_reply_invalid},
-    {"reply_not_terminated", test_reply_not_terminated},
-    {"reply_long_and_odd_fields", test_reply_long_and_odd_fields},
-    {"client_call", test_client_call},
-    {"client_pipeline", test_client_pipeline},
-    {"client_pipeline_beyond_socket_buffers", test_client_pipeline_beyond_socket_buffers},
-    {"client_split_line", test_client_split_line},
-    {"client_recv_timeout", test_client_recv_timeout},
-    {"client_eintr", test_client_eintr},
-    {"client_burst_then_eof", test_client_burst_then_eof},
-    {"client_line_max", test_client_line_max},
-    {"client_line_too_long", test_client_line_too_long},
-    {"client_refused", test_client_refused},
-    {"client_connect_by_name", test_client_connect_by_name},
-    {"client_send_after_close", test_client_send_after_close},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
-}

@@ -1,7 +1,7 @@
 /*
  * test_crash.c — a crash storm: a hot release from several pipelining
  * clients, and slotd killed with SIGKILL at random moments, again and again,
- * restarted on the same folder each time (PROTOCOL.md invariant 6: a held or
+ * restarted on the same folder each time (docs/protocol.md invariant 6: a held or
  * confirmed answer is sent only after the commit that made it durable).
  *
  * After every restart: every hold a client was told is held or confirmed is
@@ -24,20 +24,12 @@
 #include "harness.h"
 #include "slot/client.h"
 
-const char *__ubsan_default_options(void);
-const char *__ubsan_default_options(void)
-{
-    return "halt_on_error=1:print_stacktrace=1";
-}
+TEST_DECLARE(crash_storm)
 
-/* The harness ends each case with _exit, which skips LeakSanitizer's check
- * at exit: each case runs it as its last step (a no-op outside ASan builds). */
-void __lsan_do_leak_check(void) __attribute__((weak));
-static void leak_check(void)
-{
-    if (__lsan_do_leak_check)
-        __lsan_do_leak_check();
-}
+TEST_LIST_START
+    TEST_ENTRY(crash_storm)
+TEST_LIST_END
+
 
 #define CRASHES 24               /* kill -9 this many times (at least 20) */
 #define CLIENTS 4                /* client threads, one connection each */
@@ -433,7 +425,7 @@ static void storm_round(slot_test_server *srv, client_log *logs, resharder *x, u
         pthread_join(th[i], NULL);
 }
 
-static void crash_storm(void)
+TEST_IMPL(crash_storm)
 {
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
     printf("crash storm: seed %llu\n", (unsigned long long)seed);
@@ -487,14 +479,6 @@ static void crash_storm(void)
     ASSERT_GT(x.count, 0);
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_free(&srv);
-    leak_check();
 }
 
-static const slot_test_case cases[] = {
-    {"crash_storm", crash_storm},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
-}

@@ -13,20 +13,40 @@
 #include "harness.h"
 #include "slot/client.h"
 
+TEST_DECLARE(slotd_race_for_last_units)
+TEST_DECLARE(slotd_confirm_races_expiry)
+TEST_DECLARE(slotd_two_releases_return_units_once)
+TEST_DECLARE(slotd_twenty_identical_holds_make_one)
+TEST_DECLARE(slotd_acknowledged_holds_survive_kill9)
+TEST_DECLARE(slotd_pipelined_mixed_requests_keep_order)
+TEST_DECLARE(slotd_framing_and_line_limit)
+TEST_DECLARE(slotd_sigterm_answers_everything)
+TEST_DECLARE(slotd_reshard_while_selling)
+TEST_DECLARE(slotd_bench_and_slotctl_against_server)
+TEST_DECLARE(slotd_second_slotd_on_same_folder_is_refused)
+TEST_DECLARE(slotd_stats_time_the_commits)
+TEST_DECLARE(slotd_sweeper_commits_only_when_due)
+
+TEST_LIST_START
+    TEST_ENTRY(slotd_race_for_last_units)
+    TEST_ENTRY(slotd_confirm_races_expiry)
+    TEST_ENTRY(slotd_two_releases_return_units_once)
+    TEST_ENTRY(slotd_twenty_identical_holds_make_one)
+    TEST_ENTRY(slotd_acknowledged_holds_survive_kill9)
+    TEST_ENTRY(slotd_pipelined_mixed_requests_keep_order)
+    TEST_ENTRY(slotd_framing_and_line_limit)
+    TEST_ENTRY(slotd_sigterm_answers_everything)
+    TEST_ENTRY(slotd_reshard_while_selling)
+    TEST_ENTRY(slotd_bench_and_slotctl_against_server)
+    TEST_ENTRY(slotd_second_slotd_on_same_folder_is_refused)
+    TEST_ENTRY(slotd_stats_time_the_commits)
+    TEST_ENTRY(slotd_sweeper_commits_only_when_due)
+TEST_LIST_END
+
+
 #define TIMEOUT_MS 10000
 
 static slot_test_server srv;
-
-static slot_client *dial(void)
-{
-    return slot_test_dial(&srv);
-}
-
-static void call(slot_client *c, const slot_req *req, slot_reply *rep)
-{
-    int rc = slot_client_call(c, req, rep, TIMEOUT_MS);
-    ASSERT_EQ(rc, 0);
-}
 
 static void create(slot_client *c, const char *ev, uint64_t capacity, uint32_t shards, uint32_t ttl_ms, uint64_t per_user)
 {
@@ -38,7 +58,7 @@ static void create(slot_client *c, const char *ev, uint64_t capacity, uint32_t s
     q.hold_ttl_ms = ttl_ms;
     q.max_per_user = per_user;
     q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER;
-    call(c, &q, &r);
+    slot_test_call(c, &q, &r);
     if (!r.ok)
         T_FAIL_("create_event %s: %s %s", ev, r.error, r.message);
     slot_reply_clear(&r);
@@ -51,13 +71,13 @@ static slot_reply view_checked(slot_client *c, const char *ev)
     slot_reply r;
     slot_req_event(&q, SLOT_OP_CHECK, ev);
     q.has |= SLOT_HAS_EVENT;
-    call(c, &q, &r);
+    slot_test_call(c, &q, &r);
     ASSERT(r.ok);
     if (r.nviolations != 0)
         T_FAIL_("check %s: %u violations: %s", ev, r.nviolations, r.line);
     slot_reply_clear(&r);
     slot_req_event(&q, SLOT_OP_EVENT, ev);
-    call(c, &q, &r);
+    slot_test_call(c, &q, &r);
     ASSERT(r.ok);
     ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
     return r;
@@ -67,19 +87,7 @@ static void hold(slot_client *c, const char *ev, const char *user, const char *k
 {
     slot_req q;
     ASSERT_EQ(slot_req_hold(&q, ev, user, key, qty), 0);
-    call(c, &q, r);
-}
-
-static void start(const char *const *extra)
-{
-    memset(&srv, 0, sizeof(srv));
-    slot_test_server_start(&srv, NULL, extra);
-}
-
-static void stop(void)
-{
-    ASSERT_EQ(slot_test_server_stop(&srv), 0);
-    slot_test_server_free(&srv);
+    slot_test_call(c, &q, r);
 }
 
 /* ---- 64 clients racing for the last few units, many rounds */
@@ -107,13 +115,13 @@ static void *race_one(void *p)
     return NULL;
 }
 
-static void race_for_last_units(void)
+TEST_IMPL(slotd_race_for_last_units)
 {
-    start(NULL);
-    slot_client *admin = dial();
+    slot_test_start(&srv, NULL);
+    slot_client *admin = slot_test_dial(&srv);
     racer rs[RACERS];
     for (int i = 0; i < RACERS; i++)
-        rs[i].c = dial();
+        rs[i].c = slot_test_dial(&srv);
     for (int round = 0; round < 25; round++) {
         char ev[32];
         uint64_t cap = 1 + (uint64_t)round % 7;
@@ -147,16 +155,16 @@ static void race_for_last_units(void)
     for (int i = 0; i < RACERS; i++)
         slot_client_close(rs[i].c);
     slot_client_close(admin);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- a confirm racing the hold's expiry (and the sweeper, every 10 ms) */
 
-static void confirm_races_expiry(void)
+TEST_IMPL(slotd_confirm_races_expiry)
 {
     const char *extra[] = {"--sweep-interval-ms", "10", NULL};
-    start(extra);
-    slot_client *c = dial();
+    slot_test_start(&srv, extra);
+    slot_client *c = slot_test_dial(&srv);
     enum { N = 60 };
     create(c, "ttl", N, 4, 1000, 0);
     char ids[N][SLOT_HOLD_ARG_BYTES_MAX + 1];
@@ -168,7 +176,7 @@ static void confirm_races_expiry(void)
         hold(c, "ttl", user, "k", 1, &r);
         ASSERT_STR_EQ(r.status, "held");
         snprintf(ids[i], sizeof(ids[i]), "%s", r.hold);
-        exp[i] = r.expires_at;
+        exp[i] = r.expires_at_ms;
         slot_reply_clear(&r);
     }
     int confirmed = 0, expired = 0;
@@ -184,7 +192,7 @@ static void confirm_races_expiry(void)
         slot_req q;
         slot_reply r;
         slot_req_hold_op(&q, SLOT_OP_CONFIRM, "ttl", ids[i], user);
-        call(c, &q, &r);
+        slot_test_call(c, &q, &r);
         won[i] = r.ok;
         if (r.ok) {
             ASSERT_STR_EQ(r.status, "confirmed");
@@ -204,7 +212,7 @@ static void confirm_races_expiry(void)
         slot_req q;
         slot_reply r;
         slot_req_hold_op(&q, SLOT_OP_GET_HOLD, "ttl", ids[i], user);
-        call(c, &q, &r);
+        slot_test_call(c, &q, &r);
         ASSERT_STR_EQ(r.status, won[i] ? "confirmed" : "expired");
         slot_reply_clear(&r);
     }
@@ -214,7 +222,7 @@ static void confirm_races_expiry(void)
     ASSERT_EQ(v.available, (uint64_t)expired); /* each expired hold's unit came back exactly once */
     slot_reply_clear(&v);
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- two concurrent releases of one hold */
@@ -237,12 +245,12 @@ static void *release_one(void *p)
     return NULL;
 }
 
-static void two_releases_return_units_once(void)
+TEST_IMPL(slotd_two_releases_return_units_once)
 {
-    start(NULL);
-    slot_client *admin = dial();
+    slot_test_start(&srv, NULL);
+    slot_client *admin = slot_test_dial(&srv);
     create(admin, "rel", 10, 3, 600000, 0);
-    releaser rs[2] = {{.c = dial()}, {.c = dial()}};
+    releaser rs[2] = {{.c = slot_test_dial(&srv)}, {.c = slot_test_dial(&srv)}};
     for (int round = 0; round < 40; round++) {
         char key[16];
         slot_reply h;
@@ -275,7 +283,7 @@ static void two_releases_return_units_once(void)
     slot_client_close(rs[0].c);
     slot_client_close(rs[1].c);
     slot_client_close(admin);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- twenty identical holds at once: one hold, twenty replies with its id */
@@ -297,10 +305,10 @@ static void *twin_hold(void *p)
     return NULL;
 }
 
-static void twenty_identical_holds_make_one(void)
+TEST_IMPL(slotd_twenty_identical_holds_make_one)
 {
-    start(NULL);
-    slot_client *admin = dial();
+    slot_test_start(&srv, NULL);
+    slot_client *admin = slot_test_dial(&srv);
     create(admin, "twins", 100, 16, 600000, 0);
     enum { N = 20 };
     twin ts[N];
@@ -308,7 +316,7 @@ static void twenty_identical_holds_make_one(void)
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, N);
     for (int i = 0; i < N; i++) {
-        ts[i] = (twin){.go = &go, .c = dial()};
+        ts[i] = (twin){.go = &go, .c = slot_test_dial(&srv)};
         pthread_create(&th[i], NULL, twin_hold, &ts[i]);
     }
     int fresh = 0;
@@ -331,15 +339,15 @@ static void twenty_identical_holds_make_one(void)
     ASSERT_EQ(v.available, 97);
     slot_reply_clear(&v);
     slot_client_close(admin);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- kill -9 right after holds were acknowledged */
 
-static void acknowledged_holds_survive_kill9(void)
+TEST_IMPL(slotd_acknowledged_holds_survive_kill9)
 {
-    start(NULL);
-    slot_client *c = dial();
+    slot_test_start(&srv, NULL);
+    slot_client *c = slot_test_dial(&srv);
     enum { SENT = 3000, READ = 1500 };
     create(c, "durable", 5000, 16, 600000, 0);
     /* Pipeline SENT holds, read READ replies, then kill -9 at once: the
@@ -362,14 +370,14 @@ static void acknowledged_holds_survive_kill9(void)
     slot_client_close(c);
 
     slot_test_server_start(&srv, NULL, NULL); /* same folder */
-    c = dial();
+    c = slot_test_dial(&srv);
     for (int i = 0; i < READ; i++) {
         char user[16];
         snprintf(user, sizeof(user), "u%d", i);
         slot_req q;
         slot_reply r;
         slot_req_hold_op(&q, SLOT_OP_GET_HOLD, "durable", ids[i], user);
-        call(c, &q, &r);
+        slot_test_call(c, &q, &r);
         if (!r.ok || strcmp(r.status, "held") != 0)
             T_FAIL_("acknowledged hold %d (%s) lost after kill -9: %s", i, ids[i], r.line);
         slot_reply_clear(&r);
@@ -379,15 +387,15 @@ static void acknowledged_holds_survive_kill9(void)
     ASSERT_LE(v.held, SENT);
     slot_reply_clear(&v);
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- replies in request order, reads see earlier writes of the connection */
 
-static void pipelined_mixed_requests_keep_order(void)
+TEST_IMPL(slotd_pipelined_mixed_requests_keep_order)
 {
-    start(NULL);
-    slot_client *c = dial();
+    slot_test_start(&srv, NULL);
+    slot_client *c = slot_test_dial(&srv);
     create(c, "pipe", 1000, 8, 600000, 0);
     enum { N = 600 };
     char line[256];
@@ -440,16 +448,16 @@ static void pipelined_mixed_requests_keep_order(void)
         }
     }
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- framing: bytes one at a time, \r\n, empty lines, the line limit */
 
-static void framing_and_line_limit(void)
+TEST_IMPL(slotd_framing_and_line_limit)
 {
     const char *extra[] = {"--max-line", "1024", NULL};
-    start(extra);
-    slot_client *c = dial();
+    slot_test_start(&srv, extra);
+    slot_client *c = slot_test_dial(&srv);
     const char *req = "{\"op\":\"event\",\"event\":\"none\",\"id\":\"x\"}\r\n";
     for (size_t i = 0; req[i]; i++)
         ASSERT_EQ(slot_client_send_raw(c, &req[i], 1), 0);
@@ -482,15 +490,15 @@ static void framing_and_line_limit(void)
     slot_reply_clear(&r);
     ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), -ECONNRESET);
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- SIGTERM with requests in flight: answered or shutting_down, exit 0 */
 
-static void sigterm_answers_everything(void)
+TEST_IMPL(slotd_sigterm_answers_everything)
 {
-    start(NULL);
-    slot_client *c = dial();
+    slot_test_start(&srv, NULL);
+    slot_client *c = slot_test_dial(&srv);
     create(c, "stop", 100000, 16, 600000, 0);
     enum { N = 4000 };
     char line[256];
@@ -518,13 +526,13 @@ static void sigterm_answers_everything(void)
     slot_client_close(c);
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_start(&srv, NULL, NULL);
-    c = dial();
+    c = slot_test_dial(&srv);
     slot_reply v = view_checked(c, "stop");
     ASSERT_EQ(v.held, held); /* every held answer was committed, nothing else was */
     slot_reply_clear(&v);
     slot_client_close(c);
     (void)refused;
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- an admin reshards and edits capacity while the event is selling */
@@ -560,16 +568,16 @@ static void *sell(void *p)
     return NULL;
 }
 
-static void reshard_while_selling(void)
+TEST_IMPL(slotd_reshard_while_selling)
 {
-    start(NULL);
-    slot_client *admin = dial();
+    slot_test_start(&srv, NULL);
+    slot_client *admin = slot_test_dial(&srv);
     create(admin, "busy", 3000, 16, 600000, 0);
     enum { SELLERS = 8 };
     seller ss[SELLERS];
     pthread_t th[SELLERS];
     for (int i = 0; i < SELLERS; i++) {
-        ss[i] = (seller){.c = dial(), .id = i};
+        ss[i] = (seller){.c = slot_test_dial(&srv), .id = i};
         pthread_create(&th[i], NULL, sell, &ss[i]);
     }
     static const uint32_t layouts[] = {1, 7, 64, 3, 1024, 16, 2, 31};
@@ -578,7 +586,7 @@ static void reshard_while_selling(void)
         slot_reply r;
         slot_req_event(&q, SLOT_OP_RESHARD, "busy");
         q.shards = layouts[round % 8];
-        call(admin, &q, &r);
+        slot_test_call(admin, &q, &r);
         ASSERT(r.ok);
         ASSERT_EQ(r.shards, layouts[round % 8]);
         slot_reply_clear(&r);
@@ -595,7 +603,7 @@ static void reshard_while_selling(void)
     ASSERT_EQ(v.held, held);
     slot_reply_clear(&v);
     slot_client_close(admin);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* ---- slot-bench and slotctl against a real server */
@@ -614,47 +622,47 @@ static int run_cmd(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static void bench_and_slotctl_against_server(void)
+TEST_IMPL(slotd_bench_and_slotctl_against_server)
 {
     const char *bench = getenv("SLOT_BENCH"), *ctl = getenv("SLOTCTL");
     ASSERT(bench && ctl);
-    start(NULL);
+    slot_test_start(&srv, NULL);
     ASSERT_EQ(run_cmd("%s hot-release --port %u --capacity 3000 --connections 32 --tail 300 >/dev/null", bench, srv.port), 0);
     ASSERT_EQ(run_cmd("%s --port %u create tool-ev --capacity 50 --shards 4 >/dev/null", ctl, srv.port), 0);
     ASSERT_EQ(run_cmd("%s --port %u reshard tool-ev --shards 9 >/dev/null", ctl, srv.port), 0);
     ASSERT_EQ(run_cmd("%s --port %u check >/dev/null", ctl, srv.port), 0);
     ASSERT_NE(run_cmd("%s --port %u show no-such-event 2>/dev/null >/dev/null", ctl, srv.port), 0);
-    slot_client *c = dial();
+    slot_client *c = slot_test_dial(&srv);
     slot_reply v = view_checked(c, "tool-ev");
     ASSERT_EQ(v.shards, 9);
     ASSERT_EQ(v.available, 50);
     slot_reply_clear(&v);
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* Regression: a second slotd on the same folder started silently and, with
  * its own idempotency index, granted a second hold for a replayed key. */
-static void second_slotd_on_same_folder_is_refused(void)
+TEST_IMPL(slotd_second_slotd_on_same_folder_is_refused)
 {
-    start(NULL);
+    slot_test_start(&srv, NULL);
     const char *bin = getenv("SLOTD");
     ASSERT(bin != NULL);
     ASSERT_EQ(run_cmd("%s --data %s --listen 127.0.0.1:0 >/dev/null 2>&1", bin, srv.dir), 1);
-    slot_client *c = dial(); /* the first one is unharmed */
+    slot_client *c = slot_test_dial(&srv); /* the first one is unharmed */
     create(c, "still", 1, 1, 600000, 0);
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* stats: commits and the commit thread's time — in the transaction and in
  * mdb_txn_commit (its writes and fsync) — grow with the writes, and the
  * part is never more than the whole. Reads commit nothing. */
-static void stats_time_the_commits(void)
+TEST_IMPL(slotd_stats_time_the_commits)
 {
     const char *const slow_sweep[] = {"--sweep-interval-ms", "60000", NULL}; /* no sweep commits meanwhile */
-    start(slow_sweep);
-    slot_client *c = dial();
+    slot_test_start(&srv, slow_sweep);
+    slot_client *c = slot_test_dial(&srv);
     create(c, "timed", 100, 4, 600000, 0);
     uint64_t commits0 = slot_test_stat(&srv, "commits");
     ASSERT_GE(commits0, 1); /* create_event */
@@ -677,16 +685,16 @@ static void stats_time_the_commits(void)
     slot_reply_clear(&v);
     ASSERT_EQ(slot_test_stat(&srv, "commits"), commits);
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
 /* The sweeper runs a write transaction only when a held hold is due: an idle
  * server commits nothing, and a due hold is still expired by the timer. */
-static void sweeper_commits_only_when_due(void)
+TEST_IMPL(slotd_sweeper_commits_only_when_due)
 {
     const char *const fast_sweep[] = {"--sweep-interval-ms", "10", NULL};
-    start(fast_sweep);
-    slot_client *c = dial();
+    slot_test_start(&srv, fast_sweep);
+    slot_client *c = slot_test_dial(&srv);
     create(c, "idle", 10, 2, 1000, 0);
     slot_reply r;
     hold(c, "idle", "ann", "k1", 3, &r);
@@ -712,26 +720,7 @@ static void sweeper_commits_only_when_due(void)
     usleep(300 * 1000); /* nothing held: idle again */
     ASSERT_EQ(slot_test_stat(&srv, "commits"), after);
     slot_client_close(c);
-    stop();
+    slot_test_stop(&srv);
 }
 
-static const slot_test_case cases[] = {
-    {"race_for_last_units", race_for_last_units},
-    {"confirm_races_expiry", confirm_races_expiry},
-    {"two_releases_return_units_once", two_releases_return_units_once},
-    {"twenty_identical_holds_make_one", twenty_identical_holds_make_one},
-    {"acknowledged_holds_survive_kill9", acknowledged_holds_survive_kill9},
-    {"pipelined_mixed_requests_keep_order", pipelined_mixed_requests_keep_order},
-    {"framing_and_line_limit", framing_and_line_limit},
-    {"sigterm_answers_everything", sigterm_answers_everything},
-    {"reshard_while_selling", reshard_while_selling},
-    {"bench_and_slotctl_against_server", bench_and_slotctl_against_server},
-    {"second_slotd_on_same_folder_is_refused", second_slotd_on_same_folder_is_refused},
-    {"stats_time_the_commits", stats_time_the_commits},
-    {"sweeper_commits_only_when_due", sweeper_commits_only_when_due},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
-}

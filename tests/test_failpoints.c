@@ -11,20 +11,31 @@
 #include "harness.h"
 #include "slot/client.h"
 
+TEST_DECLARE(failpoint_after_shard_update)
+TEST_DECLARE(failpoint_after_hold_insert)
+TEST_DECLARE(failpoint_after_idempotency_insert)
+TEST_DECLARE(failpoint_before_commit)
+TEST_DECLARE(failpoint_commit_fail)
+TEST_DECLARE(failpoint_map_full_grows_and_retries)
+TEST_DECLARE(failpoint_map_full_at_max_is_storage_full)
+TEST_DECLARE(failpoint_bad_spec_refuses_to_start)
+
+TEST_LIST_START
+    TEST_ENTRY(failpoint_after_shard_update)
+    TEST_ENTRY(failpoint_after_hold_insert)
+    TEST_ENTRY(failpoint_after_idempotency_insert)
+    TEST_ENTRY(failpoint_before_commit)
+    TEST_ENTRY(failpoint_commit_fail)
+    TEST_ENTRY(failpoint_map_full_grows_and_retries)
+    TEST_ENTRY(failpoint_map_full_at_max_is_storage_full)
+    TEST_ENTRY(failpoint_bad_spec_refuses_to_start)
+TEST_LIST_END
+
+
 #define TIMEOUT_MS 10000
 #define N 40 /* holds sent in one write, so they share a batch */
 
 static slot_test_server srv;
-
-static slot_client *dial(void)
-{
-    return slot_test_dial(&srv);
-}
-
-static void call(slot_client *c, slot_req *q, slot_reply *r)
-{
-    ASSERT_EQ(slot_client_call(c, q, r, TIMEOUT_MS), 0);
-}
 
 static slot_reply view(slot_client *c)
 {
@@ -32,12 +43,12 @@ static slot_reply view(slot_client *c)
     slot_reply r;
     slot_req_event(&q, SLOT_OP_CHECK, "fp");
     q.has |= SLOT_HAS_EVENT;
-    call(c, &q, &r);
+    slot_test_call(c, &q, &r);
     ASSERT(r.ok);
     ASSERT_EQ(r.nviolations, 0);
     slot_reply_clear(&r);
     slot_req_event(&q, SLOT_OP_EVENT, "fp");
-    call(c, &q, &r);
+    slot_test_call(c, &q, &r);
     ASSERT(r.ok);
     ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
     return r;
@@ -52,7 +63,7 @@ static int run(const char *spec, const char *want_err, const char *const *extra)
     setenv("SLOT_FAILPOINTS", spec, 1);
     slot_test_server_start(&srv, NULL, extra);
     unsetenv("SLOT_FAILPOINTS");
-    slot_client *c = dial();
+    slot_client *c = slot_test_dial(&srv);
     slot_req q;
     slot_reply r;
     slot_req_event(&q, SLOT_OP_CREATE_EVENT, "fp");
@@ -60,7 +71,7 @@ static int run(const char *spec, const char *want_err, const char *const *extra)
     q.shards = 8;
     q.hold_ttl_ms = 600000;
     q.max_per_request = 10;
-    call(c, &q, &r);
+    slot_test_call(c, &q, &r);
     ASSERT(r.ok);
     slot_reply_clear(&r);
     slot_reply before = view(c);
@@ -97,7 +108,7 @@ static int run(const char *spec, const char *want_err, const char *const *extra)
         char user[16];
         snprintf(user, sizeof(user), "u%d", i);
         slot_req_hold(&q, "fp", user, "r", 2);
-        call(c, &q, &r);
+        slot_test_call(c, &q, &r);
         ASSERT(r.ok);
         ASSERT_STR_EQ(r.status, "held");
         ASSERT_EQ(r.replay, !failed[i]);
@@ -114,47 +125,47 @@ static int run(const char *spec, const char *want_err, const char *const *extra)
     return nfailed;
 }
 
-static void after_shard_update(void)
+TEST_IMPL(failpoint_after_shard_update)
 {
     ASSERT_GE(run("after_shard_update@3", "internal", NULL), 1);
 }
 
-static void after_hold_insert(void)
+TEST_IMPL(failpoint_after_hold_insert)
 {
     ASSERT_GE(run("after_hold_insert@5", "internal", NULL), 1);
 }
 
 /* The index entry written before the failure must not make the retry a replay. */
-static void after_idempotency_insert(void)
+TEST_IMPL(failpoint_after_idempotency_insert)
 {
     ASSERT_GE(run("after_idempotency_insert@7", "internal", NULL), 1);
 }
 
 /* before_commit and commit_fail: skip the create_event batch. */
-static void before_commit(void)
+TEST_IMPL(failpoint_before_commit)
 {
     ASSERT_GE(run("before_commit@1", "internal", NULL), 1);
 }
 
-static void commit_fail(void)
+TEST_IMPL(failpoint_commit_fail)
 {
     ASSERT_GE(run("commit_fail@1", "internal", NULL), 1);
 }
 
 /* Map full with room to grow: the map grows and the batch is retried. */
-static void map_full_grows_and_retries(void)
+TEST_IMPL(failpoint_map_full_grows_and_retries)
 {
     ASSERT_EQ(run("map_full@2", "none", NULL), 0);
 }
 
 /* Map full at --map-size-max: storage_full, nothing changed. */
-static void map_full_at_max_is_storage_full(void)
+TEST_IMPL(failpoint_map_full_at_max_is_storage_full)
 {
     const char *extra[] = {"--map-size-max", "64M", NULL};
     ASSERT_GE(run("map_full@2", "storage_full", extra), 1);
 }
 
-static void bad_spec_refuses_to_start(void)
+TEST_IMPL(failpoint_bad_spec_refuses_to_start)
 {
     setenv("SLOT_FAILPOINTS", "no_such_point", 1);
     const char *bin = getenv("SLOTD");
@@ -169,18 +180,4 @@ static void bad_spec_refuses_to_start(void)
     ASSERT(WIFEXITED(st) && WEXITSTATUS(st) != 0);
 }
 
-static const slot_test_case cases[] = {
-    {"after_shard_update", after_shard_update},
-    {"after_hold_insert", after_hold_insert},
-    {"after_idempotency_insert", after_idempotency_insert},
-    {"before_commit", before_commit},
-    {"commit_fail", commit_fail},
-    {"map_full_grows_and_retries", map_full_grows_and_retries},
-    {"map_full_at_max_is_storage_full", map_full_at_max_is_storage_full},
-    {"bad_spec_refuses_to_start", bad_spec_refuses_to_start},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
-}

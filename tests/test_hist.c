@@ -4,6 +4,23 @@
 #include "harness.h"
 #include "slot/hist.h"
 
+TEST_DECLARE(hist_empty_histogram_is_zero)
+TEST_DECLARE(hist_small_values_are_exact)
+TEST_DECLARE(hist_uniform_million_has_three_digits)
+TEST_DECLARE(hist_one_outlier_shows_at_the_tail_only)
+TEST_DECLARE(hist_merge_adds_counts)
+TEST_DECLARE(hist_huge_values_do_not_overflow)
+
+TEST_LIST_START
+    TEST_ENTRY(hist_empty_histogram_is_zero)
+    TEST_ENTRY(hist_small_values_are_exact)
+    TEST_ENTRY(hist_uniform_million_has_three_digits)
+    TEST_ENTRY(hist_one_outlier_shows_at_the_tail_only)
+    TEST_ENTRY(hist_merge_adds_counts)
+    TEST_ENTRY(hist_huge_values_do_not_overflow)
+TEST_LIST_END
+
+
 static slot_hist *fresh(void)
 {
     slot_hist *h = malloc(sizeof(*h));
@@ -20,7 +37,7 @@ static void near(uint64_t got, uint64_t want)
         T_FAIL_("got %" PRIu64 ", want %" PRIu64 " within 0.1%%", got, want);
 }
 
-static void empty_histogram_is_zero(void)
+TEST_IMPL(hist_empty_histogram_is_zero)
 {
     slot_hist *h = fresh();
     ASSERT_EQ(slot_hist_percentile(h, 50), 0);
@@ -29,7 +46,7 @@ static void empty_histogram_is_zero(void)
     free(h);
 }
 
-static void small_values_are_exact(void)
+TEST_IMPL(hist_small_values_are_exact)
 {
     slot_hist *h = fresh();
     for (uint64_t v = 1; v <= 100; v++)
@@ -43,7 +60,7 @@ static void small_values_are_exact(void)
     free(h);
 }
 
-static void uniform_million_has_three_digits(void)
+TEST_IMPL(hist_uniform_million_has_three_digits)
 {
     slot_hist *h = fresh();
     for (uint64_t v = 1; v <= 1000000; v++)
@@ -56,7 +73,7 @@ static void uniform_million_has_three_digits(void)
     free(h);
 }
 
-static void one_outlier_shows_at_the_tail_only(void)
+TEST_IMPL(hist_one_outlier_shows_at_the_tail_only)
 {
     slot_hist *h = fresh();
     for (int i = 0; i < 999; i++)
@@ -68,7 +85,7 @@ static void one_outlier_shows_at_the_tail_only(void)
     free(h);
 }
 
-static void merge_adds_counts(void)
+TEST_IMPL(hist_merge_adds_counts)
 {
     slot_hist *a = fresh(), *b = fresh();
     for (uint64_t v = 1; v <= 500; v++)
@@ -84,7 +101,7 @@ static void merge_adds_counts(void)
     free(b);
 }
 
-static void huge_values_do_not_overflow(void)
+TEST_IMPL(hist_huge_values_do_not_overflow)
 {
     slot_hist *h = fresh();
     slot_hist_record(h, UINT64_MAX);
@@ -96,16 +113,4 @@ static void huge_values_do_not_overflow(void)
     free(h);
 }
 
-static const slot_test_case cases[] = {
-    {"empty_histogram_is_zero", empty_histogram_is_zero},
-    {"small_values_are_exact", small_values_are_exact},
-    {"uniform_million_has_three_digits", uniform_million_has_three_digits},
-    {"one_outlier_shows_at_the_tail_only", one_outlier_shows_at_the_tail_only},
-    {"merge_adds_counts", merge_adds_counts},
-    {"huge_values_do_not_overflow", huge_values_do_not_overflow},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
-}

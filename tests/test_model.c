@@ -1,5 +1,5 @@
 /*
- * test_model.c — the allocator held to a reference model of PROTOCOL.md for
+ * test_model.c — the allocator held to a reference model of docs/protocol.md for
  * a million operations (SLOT_MODEL_OPS; seed SLOT_MODEL_SEED, printed).
  *
  * The model keeps what the store keeps — every event's counters and every
@@ -13,6 +13,15 @@
  * and grows the map; now and then the store is closed and opened again (with
  * a new allocator, which rebuilds its in-memory idempotency index), after
  * which every stored hold is compared with the model.
+ *
+ * Two cases run it. model_fixed_seeds: seeds 1, 2, 3 and 0x5eed, 2,500 ops
+ * each (SLOT_MODEL_STRICT_SEED, SLOT_MODEL_STRICT_OPS), strict: after every
+ * op the view and shards of every event, after every batch a full
+ * slot_alloc_check and every stored hold and users record. model_random_seed:
+ * a million ops of a new seed, checking what each op touched, and the full
+ * scans now and then. Event names differ in length and some are a prefix of
+ * another ("e00003" and "e00003.17"), as keys that share a prefix must not
+ * mix.
  */
 #include <lmdb.h>
 #include <signal.h>
@@ -23,22 +32,14 @@
 #include "slot/alloc.h"
 #include "slot/store.h"
 
-/* In a sanitizer build a UBSan report fails the case (the runtime's default
- * is to print and go on, which a passing test would hide). */
-const char *__ubsan_default_options(void);
-const char *__ubsan_default_options(void)
-{
-    return "halt_on_error=1:print_stacktrace=1";
-}
+TEST_DECLARE(model_fixed_seeds)
+TEST_DECLARE(model_random_seed)
 
-/* The harness ends each case with _exit, which skips LeakSanitizer's check
- * at exit: each case runs it as its last step (a no-op outside ASan builds). */
-void __lsan_do_leak_check(void) __attribute__((weak));
-static void leak_check(void)
-{
-    if (__lsan_do_leak_check)
-        __lsan_do_leak_check();
-}
+TEST_LIST_START
+    TEST_ENTRY(model_fixed_seeds)
+    TEST_ENTRY(model_random_seed)
+TEST_LIST_END
+
 
 #define T0 UINT64_C(1764500000000) /* the virtual clock starts here, ms */
 #define M_OPS_DEFAULT 1000000
@@ -64,7 +65,7 @@ typedef struct mhold {
 } mhold;
 
 typedef struct mevent {
-    char name[8];                  /* "e%05u": one length, so key order is index order */
+    char name[24];                 /* "e%05u", or another event's name and ".<index>" */
     uint8_t status;
     uint32_t shards, ttl, mpr;
     uint64_t cap, mpu, held, confirmed, next_seq;
@@ -120,16 +121,19 @@ typedef struct model {
     MDB_txn *txn;
     uint64_t now;
     bool map_full;                 /* the running batch hit MDB_MAP_FULL */
+    bool strict;                   /* every event after every op; full scans after every batch */
     stats n;
 } model;
 
 static volatile uint64_t g_seed, g_op; /* printed when the test fails */
+static volatile bool g_strict;
 
 static void on_abort(int sig)
 {
     char msg[160];
-    int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (SLOT_MODEL_SEED=%llu)\n",
-                       (unsigned long long)g_op, (unsigned long long)g_seed, (unsigned long long)g_seed);
+    int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (%s=%llu)\n",
+                       (unsigned long long)g_op, (unsigned long long)g_seed,
+                       g_strict ? "SLOT_MODEL_STRICT_SEED" : "SLOT_MODEL_SEED", (unsigned long long)g_seed);
     if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0) {
         /* nothing more to do while failing */
     }
@@ -283,7 +287,7 @@ static void m_finish(model *m, mhold *h, slot_hold_status to)
     touch(m, h->ev);
 }
 
-/* Every op that touches a due hold expires it first (PROTOCOL.md, "confirm"). */
+/* Every op that touches a due hold expires it first (docs/protocol.md, "confirm"). */
 static void m_settle(model *m, mhold *h)
 {
     if (due(m, h))
@@ -328,7 +332,7 @@ static mhold *m_new_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uin
     return h;
 }
 
-/* hold, in PROTOCOL.md's order of decisions. */
+/* hold, in docs/protocol.md's order of decisions. */
 static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
 {
     mevent *e = &m->ev[ev];
@@ -403,21 +407,28 @@ static mres m_on_hold(model *m, slot_op op, mhold *h)
 
 typedef struct due_ref {
     uint64_t exp, seq;
-    uint32_t ev, ix;
+    const char *name;              /* the hold's event */
+    uint32_t ix;
 } due_ref;
 
+/* The expiry index's key order: expires_at, then the event name as the
+ * store writes it (its length byte, then its bytes), then the sequence. */
 static int due_cmp(const void *x, const void *y)
 {
     const due_ref *a = x, *b = y;
     if (a->exp != b->exp)
         return a->exp < b->exp ? -1 : 1;
-    if (a->ev != b->ev)
-        return a->ev < b->ev ? -1 : 1;
+    size_t la = strlen(a->name), lb = strlen(b->name);
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    int c = memcmp(a->name, b->name, la);
+    if (c != 0)
+        return c;
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 /* The sweeper: at most `limit` due holds of all events, oldest first in the
- * expiry index's order (expires_at, event, sequence). Returns how many. */
+ * expiry index's order (due_cmp). Returns how many. */
 static uint64_t m_expire_due(model *m, uint64_t limit)
 {
     size_t n = 0, cap = 256;
@@ -434,7 +445,7 @@ static uint64_t m_expire_due(model *m, uint64_t limit)
                 d = realloc(d, cap * sizeof *d);
                 ASSERT(d != NULL);
             }
-            d[n++] = (due_ref){h->exp, h->seq, ev, e->held_ix[i]};
+            d[n++] = (due_ref){h->exp, h->seq, e->name, e->held_ix[i]};
         }
     }
     qsort(d, n, sizeof *d, due_cmp);
@@ -446,26 +457,6 @@ static uint64_t m_expire_due(model *m, uint64_t limit)
 }
 
 /* ---- requests, filled the way proto fills them */
-
-static void set_name(char *dst, uint8_t *len, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    ASSERT_LT(n, cap);
-    memcpy(dst, src, n + 1);
-    *len = (uint8_t)n;
-}
-
-static slot_req req_of(slot_op op, const char *ev)
-{
-    slot_req q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    if (ev) {
-        set_name(q.event, &q.event_len, sizeof q.event, ev);
-        q.has |= SLOT_HAS_EVENT;
-    }
-    return q;
-}
 
 static void hold_id(char out[SLOT_HOLD_ID_BYTES + 1], const mhold *h)
 {
@@ -565,7 +556,7 @@ static void expect_res(const slot_res *r, const mres *want, const char *what)
 static void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
 {
     const mevent *e = &m->ev[ev];
-    slot_req q = req_of(SLOT_OP_EVENT, e->name);
+    slot_req q = slot_test_req(SLOT_OP_EVENT, e->name);
     slot_res r = {0};
     if (!run_on(m, on, &q, &r))
         return;
@@ -596,7 +587,7 @@ static void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
  * smallest at most 1). */
 static void expect_even(model *m, uint32_t ev)
 {
-    slot_req q = req_of(SLOT_OP_SHARDS, m->ev[ev].name);
+    slot_req q = slot_test_req(SLOT_OP_SHARDS, m->ev[ev].name);
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;
@@ -675,9 +666,9 @@ static void op_hold(model *m)
         qty = old->qty;
     char k[16];
     key_name(k, key);
-    slot_req q = req_of(SLOT_OP_HOLD, e->name);
-    set_name(q.user, &q.user_len, sizeof q.user, users[user]);
-    set_name(q.request, &q.request_len, sizeof q.request, k);
+    slot_req q = slot_test_req(SLOT_OP_HOLD, e->name);
+    slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
+    slot_test_set_name(q.request, &q.request_len, sizeof q.request, k);
     q.qty = qty;
     mres want = m_hold(m, ev, user, key, qty);
     slot_res r = {0};
@@ -713,7 +704,7 @@ static mhold *pick_hold(model *m)
 }
 
 /* The ways to name a hold that is not the caller's or does not exist; each
- * must be unknown_hold (PROTOCOL.md: the two are not told apart). */
+ * must be unknown_hold (docs/protocol.md: the two are not told apart). */
 static void wrong_hold(model *m, const mhold *h, slot_op op, char id[SLOT_HOLD_ID_BYTES + 1], uint32_t *user)
 {
     static const char hex[] = "0123456789abcdef";
@@ -756,10 +747,10 @@ static void op_on_hold(model *m, slot_op op)
         wrong_hold(m, h, op, id, &user);
     else
         hold_id(id, h);
-    slot_req q = req_of(op, m->ev[h->ev].name);
-    set_name(q.hold, &q.hold_len, sizeof q.hold, id);
+    slot_req q = slot_test_req(op, m->ev[h->ev].name);
+    slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
     if (op != SLOT_OP_CANCEL || chance(m, 500))
-        set_name(q.user, &q.user_len, sizeof q.user, users[user]); /* cancel ignores the user */
+        slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]); /* cancel ignores the user */
     mres want = {.err = SLOT_E_UNKNOWN_HOLD};
     if (!wrong)
         want = m_on_hold(m, op, h);
@@ -780,7 +771,7 @@ static void op_expire(model *m)
 {
     uint64_t n = 0;
     if (chance(m, 500)) {
-        slot_req q = req_of(SLOT_OP_EXPIRE, NULL);
+        slot_req q = slot_test_req(SLOT_OP_EXPIRE, NULL);
         slot_res r = {0};
         uint64_t want = m_expire_due(m, SLOT_EXPIRE_OP_MAX);
         if (!run_on(m, NULL, &q, &r))
@@ -789,7 +780,7 @@ static void op_expire(model *m)
         n = r.expired;
         ASSERT_EQ(n, want);
     } else {
-        uint64_t limit = 1 + below(m, 6);
+        uint64_t limit = chance(m, 100) ? SLOT_EXPIRE_OP_MAX : 1 + below(m, 6);
         uint64_t want = m_expire_due(m, limit);
         int rc = slot_alloc_expire_due(&m->a, txn(m), m->now, limit, &n);
         if (rc == MDB_MAP_FULL) {
@@ -804,7 +795,7 @@ static void op_expire(model *m)
 
 static slot_req req_create_of(const mevent *e)
 {
-    slot_req q = req_of(SLOT_OP_CREATE_EVENT, e->name);
+    slot_req q = slot_test_req(SLOT_OP_CREATE_EVENT, e->name);
     q.capacity = e->cap;
     q.shards = e->shards;
     q.hold_ttl_ms = e->ttl;
@@ -822,7 +813,12 @@ static void op_new_event(model *m, uint32_t slot)
     uint32_t ev = m->nev;
     mevent *e = &m->ev[ev];
     memset(e, 0, sizeof *e);
-    snprintf(e->name, sizeof e->name, "e%05u", (unsigned)ev);
+    /* The second event's name has the first's as a prefix; later ones now and then. */
+    const mevent *parent = ev == 1 ? &m->ev[0] : ev > 1 && chance(m, 250) ? &m->ev[below(m, ev)] : NULL;
+    if (parent && strchr(parent->name, '.') == NULL) /* a prefix of the new name */
+        snprintf(e->name, sizeof e->name, "%.8s.%u", parent->name, (unsigned)ev);
+    else
+        snprintf(e->name, sizeof e->name, "e%05u", (unsigned)ev);
     e->status = SLOT_EVENT_ON_SALE;
     e->cap = chance(m, 30) ? below(m, 4) : 20 + below(m, M_CAP_MAX - 19);
     e->shards = chance(m, 100) ? 1 : 1 + below(m, 24);
@@ -880,7 +876,7 @@ static void op_edit(model *m, slot_op op)
 {
     uint32_t ev = pick_event(m);
     mevent *e = &m->ev[ev];
-    slot_req q = req_of(op, e->name);
+    slot_req q = slot_test_req(op, e->name);
     mres want = {.err = SLOT_E_OK};
     if (op == SLOT_OP_SET_STATUS) {
         /* Mostly on sale: a closed event answers every new hold alike. */
@@ -926,10 +922,10 @@ static void op_unknown_event(model *m)
 {
     static const slot_op ops[] = {SLOT_OP_HOLD,  SLOT_OP_CONFIRM, SLOT_OP_RELEASE,      SLOT_OP_GET_HOLD,
                                   SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS};
-    slot_req q = req_of(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
-    set_name(q.user, &q.user_len, sizeof q.user, users[0]);
-    set_name(q.request, &q.request_len, sizeof q.request, "r0");
-    set_name(q.hold, &q.hold_len, sizeof q.hold, "00000000000000010000000000000001");
+    slot_req q = slot_test_req(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
+    slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[0]);
+    slot_test_set_name(q.request, &q.request_len, sizeof q.request, "r0");
+    slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, "00000000000000010000000000000001");
     q.qty = 1;
     q.shards = 1;
     slot_res r = {0};
@@ -1066,9 +1062,9 @@ static void expect_committed(model *m)
     if (h) {
         char id[SLOT_HOLD_ID_BYTES + 1];
         hold_id(id, h);
-        slot_req q = req_of(SLOT_OP_GET_HOLD, m->ev[h->ev].name);
-        set_name(q.hold, &q.hold_len, sizeof q.hold, id);
-        set_name(q.user, &q.user_len, sizeof q.user, users[h->user]);
+        slot_req q = slot_test_req(SLOT_OP_GET_HOLD, m->ev[h->ev].name);
+        slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
+        slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[h->user]);
         mres want = m_on_hold(m, SLOT_OP_GET_HOLD, h);
         slot_res r = {0};
         ASSERT(run_on(m, ro, &q, &r));
@@ -1207,13 +1203,26 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
     fflush(stdout);
 }
 
-static void model_run(uint64_t seed, uint64_t ops)
+/* Strict runs, after every batch: a full slot_alloc_check, and every stored
+ * hold, users record and event view against the model, on a read txn. */
+static void expect_all_committed(model *m)
+{
+    MDB_txn *ro;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(m->st), NULL, MDB_RDONLY, &ro), 0);
+    expect_clean(m, ro, NULL);
+    expect_store(m, ro);
+    mdb_txn_abort(ro);
+}
+
+static void model_run(uint64_t seed, uint64_t ops, bool strict)
 {
     g_seed = seed;
+    g_strict = strict;
     signal(SIGABRT, on_abort);
     model *m = calloc(1, sizeof *m);
     ASSERT(m != NULL);
     model_init(m, seed, ops);
+    m->strict = strict;
     for (uint32_t i = 0; i < M_LIVE; i++)
         op_new_event(m, i);
     batch_end(m, false);
@@ -1226,12 +1235,17 @@ static void model_run(uint64_t seed, uint64_t ops)
             op_new_event(m, below(m, M_LIVE));
         else
             one_op(m);
-        if (!m->map_full)
+        if (!m->map_full) {
+            if (m->strict)
+                m->touched_all = true; /* every event, touched or not */
             expect_touched(m);
+        }
         if (!m->map_full && ++batch < batch_len)
             continue;
         batch_end(m, chance(m, 20));
         expect_committed(m);
+        if (m->strict)
+            expect_all_committed(m);
         batch = 0;
         batch_len = 1 + below(m, M_BATCH_MAX);
         if (m->op >= next_reopen) {
@@ -1255,7 +1269,7 @@ static void model_run(uint64_t seed, uint64_t ops)
 
 /* SLOT_MODEL_SEED repeats a run (the seed is printed at the start and on
  * failure); without it each run takes a new seed, so CI keeps exploring. */
-static void test_model(void)
+TEST_IMPL(model_random_seed)
 {
     uint64_t seed = env_u64("SLOT_MODEL_SEED", 0);
     if (seed == 0) {
@@ -1267,15 +1281,23 @@ static void test_model(void)
     printf("model: seed %llu (SLOT_MODEL_SEED=%llu to repeat), %llu ops\n", (unsigned long long)seed,
            (unsigned long long)seed, (unsigned long long)ops);
     fflush(stdout);
-    model_run(seed, ops);
-    leak_check();
+    model_run(seed, ops, false);
 }
 
-static const slot_test_case cases[] = {
-    {"model", test_model},
-};
-
-int main(int argc, char **argv)
+/* Fixed seeds, so every run repeats the same ops, each checked strictly;
+ * SLOT_MODEL_STRICT_SEED runs one other seed, SLOT_MODEL_STRICT_OPS sets
+ * the ops per seed. */
+TEST_IMPL(model_fixed_seeds)
 {
-    return slot_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+    static const uint64_t seeds[] = {1, 2, 3, 0x5eed};
+    uint64_t ops = env_u64("SLOT_MODEL_STRICT_OPS", 2500);
+    uint64_t one = env_u64("SLOT_MODEL_STRICT_SEED", 0);
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        uint64_t seed = one ? one : seeds[i];
+        model_run(seed, ops, true);
+        if (one)
+            break;
+    }
 }
+
+

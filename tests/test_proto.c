@@ -1,5 +1,5 @@
 /*
- * test_proto.c — the wire format (proto.h) against PROTOCOL.md: every class
+ * test_proto.c — the wire format (proto.h) against docs/protocol.md: every class
  * of bad input, the id rules, each op's fields, names and numbers, and every
  * reply shape parsed back with jansson.
  */
@@ -7,6 +7,105 @@
 
 #include "harness.h"
 #include "slot/proto.h"
+
+TEST_DECLARE(proto_bad_json_syntax)
+TEST_DECLARE(proto_bad_json_duplicate_keys)
+TEST_DECLARE(proto_bad_json_invalid_utf8)
+TEST_DECLARE(proto_bad_json_nul_escape)
+TEST_DECLARE(proto_bad_json_lone_surrogate)
+TEST_DECLARE(proto_bad_json_nan_infinity)
+TEST_DECLARE(proto_bad_json_depth)
+TEST_DECLARE(proto_bad_json_top_level)
+TEST_DECLARE(proto_bad_json_spaces_only)
+TEST_DECLARE(proto_int_not_integers)
+TEST_DECLARE(proto_int_ranges)
+TEST_DECLARE(proto_int_overflow_is_invalid_argument_without_id)
+TEST_DECLARE(proto_int_minus_zero_is_zero)
+TEST_DECLARE(proto_int_bounds_of_each_field)
+TEST_DECLARE(proto_id_string)
+TEST_DECLARE(proto_id_integer)
+TEST_DECLARE(proto_id_other_types_not_echoed)
+TEST_DECLARE(proto_id_checked_before_op_and_echoed_after)
+TEST_DECLARE(proto_op_missing_or_unknown)
+TEST_DECLARE(proto_every_op_parses)
+TEST_DECLARE(proto_every_required_field)
+TEST_DECLARE(proto_hold_fields_filled)
+TEST_DECLARE(proto_create_event_defaults_and_has_bits)
+TEST_DECLARE(proto_set_status_values)
+TEST_DECLARE(proto_hello_token)
+TEST_DECLARE(proto_hold_argument)
+TEST_DECLARE(proto_check_optional_event)
+TEST_DECLARE(proto_unknown_and_unused_fields_ignored)
+TEST_DECLARE(proto_event_and_request_names)
+TEST_DECLARE(proto_user_names)
+TEST_DECLARE(proto_non_terminated_input)
+TEST_DECLARE(proto_tiny_message_buffer)
+TEST_DECLARE(proto_encode_id_first_and_echo)
+TEST_DECLARE(proto_encode_hello)
+TEST_DECLARE(proto_encode_hold_shapes)
+TEST_DECLARE(proto_encode_confirm_release_cancel)
+TEST_DECLARE(proto_encode_get_hold)
+TEST_DECLARE(proto_encode_event_view_ops)
+TEST_DECLARE(proto_encode_shards)
+TEST_DECLARE(proto_encode_check)
+TEST_DECLARE(proto_encode_stats_extra)
+TEST_DECLARE(proto_encode_errors)
+TEST_DECLARE(proto_encode_error_standalone)
+TEST_DECLARE(proto_encode_escaping)
+TEST_DECLARE(proto_encode_invalid_utf8_replaced)
+TEST_DECLARE(proto_encode_small_buffer)
+TEST_DECLARE(proto_parse_then_encode)
+
+TEST_LIST_START
+    TEST_ENTRY(proto_bad_json_syntax)
+    TEST_ENTRY(proto_bad_json_duplicate_keys)
+    TEST_ENTRY(proto_bad_json_invalid_utf8)
+    TEST_ENTRY(proto_bad_json_nul_escape)
+    TEST_ENTRY(proto_bad_json_lone_surrogate)
+    TEST_ENTRY(proto_bad_json_nan_infinity)
+    TEST_ENTRY(proto_bad_json_depth)
+    TEST_ENTRY(proto_bad_json_top_level)
+    TEST_ENTRY(proto_bad_json_spaces_only)
+    TEST_ENTRY(proto_int_not_integers)
+    TEST_ENTRY(proto_int_ranges)
+    TEST_ENTRY(proto_int_overflow_is_invalid_argument_without_id)
+    TEST_ENTRY(proto_int_minus_zero_is_zero)
+    TEST_ENTRY(proto_int_bounds_of_each_field)
+    TEST_ENTRY(proto_id_string)
+    TEST_ENTRY(proto_id_integer)
+    TEST_ENTRY(proto_id_other_types_not_echoed)
+    TEST_ENTRY(proto_id_checked_before_op_and_echoed_after)
+    TEST_ENTRY(proto_op_missing_or_unknown)
+    TEST_ENTRY(proto_every_op_parses)
+    TEST_ENTRY(proto_every_required_field)
+    TEST_ENTRY(proto_hold_fields_filled)
+    TEST_ENTRY(proto_create_event_defaults_and_has_bits)
+    TEST_ENTRY(proto_set_status_values)
+    TEST_ENTRY(proto_hello_token)
+    TEST_ENTRY(proto_hold_argument)
+    TEST_ENTRY(proto_check_optional_event)
+    TEST_ENTRY(proto_unknown_and_unused_fields_ignored)
+    TEST_ENTRY(proto_event_and_request_names)
+    TEST_ENTRY(proto_user_names)
+    TEST_ENTRY(proto_non_terminated_input)
+    TEST_ENTRY(proto_tiny_message_buffer)
+    TEST_ENTRY(proto_encode_id_first_and_echo)
+    TEST_ENTRY(proto_encode_hello)
+    TEST_ENTRY(proto_encode_hold_shapes)
+    TEST_ENTRY(proto_encode_confirm_release_cancel)
+    TEST_ENTRY(proto_encode_get_hold)
+    TEST_ENTRY(proto_encode_event_view_ops)
+    TEST_ENTRY(proto_encode_shards)
+    TEST_ENTRY(proto_encode_check)
+    TEST_ENTRY(proto_encode_stats_extra)
+    TEST_ENTRY(proto_encode_errors)
+    TEST_ENTRY(proto_encode_error_standalone)
+    TEST_ENTRY(proto_encode_escaping)
+    TEST_ENTRY(proto_encode_invalid_utf8_replaced)
+    TEST_ENTRY(proto_encode_small_buffer)
+    TEST_ENTRY(proto_parse_then_encode)
+TEST_LIST_END
+
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -35,7 +134,7 @@ static slot_err parse_n(const char *line, size_t len, slot_req *r)
                     last_msg);                                                              \
     } while (0)
 
-/* Assert the last message names `field` (PROTOCOL.md: "the message names the field"). */
+/* Assert the last message names `field` (docs/protocol.md: "the message names the field"). */
 #define ASSERT_MSG_HAS(field)                                                               \
     do {                                                                                    \
         if (strstr(last_msg, (field)) == NULL)                                              \
@@ -116,7 +215,7 @@ static bool jtrue(const json_t *o, const char *key)
 /* bad_json                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void test_bad_json_syntax(void)
+TEST_IMPL(proto_bad_json_syntax)
 {
     EXPECT("{", SLOT_E_BAD_JSON);
     EXPECT("{\"op\":\"stats\"", SLOT_E_BAD_JSON);
@@ -137,7 +236,7 @@ static void test_bad_json_syntax(void)
     EXPECT("  {\"op\" : \"stats\" }\t", SLOT_E_OK);
 }
 
-static void test_bad_json_duplicate_keys(void)
+TEST_IMPL(proto_bad_json_duplicate_keys)
 {
     EXPECT("{\"op\":\"stats\",\"op\":\"stats\"}", SLOT_E_BAD_JSON);
     EXPECT("{\"op\":\"stats\",\"x\":1,\"x\":1}", SLOT_E_BAD_JSON);
@@ -147,7 +246,7 @@ static void test_bad_json_duplicate_keys(void)
     EXPECT("{\"op\":\"stats\",\"x\":{\"op\":1},\"y\":{\"op\":2}}", SLOT_E_OK);
 }
 
-static void test_bad_json_invalid_utf8(void)
+TEST_IMPL(proto_bad_json_invalid_utf8)
 {
     EXPECT("{\"op\":\"stats\",\"x\":\"\xff\"}", SLOT_E_BAD_JSON);
     EXPECT("{\"op\":\"stats\",\"x\":\"\xc0\xaf\"}", SLOT_E_BAD_JSON);         /* overlong '/' */
@@ -160,7 +259,7 @@ static void test_bad_json_invalid_utf8(void)
     EXPECT("{\"op\":\"stats\",\"x\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}", SLOT_E_OK);
 }
 
-static void test_bad_json_nul_escape(void)
+TEST_IMPL(proto_bad_json_nul_escape)
 {
     EXPECT("{\"op\":\"stats\",\"x\":\"a\\u0000b\"}", SLOT_E_BAD_JSON);
     EXPECT("{\"op\":\"stats\",\"a\\u0000b\":1}", SLOT_E_BAD_JSON);
@@ -168,7 +267,7 @@ static void test_bad_json_nul_escape(void)
     EXPECT("{\"id\":\"\\u0000\",\"op\":\"stats\"}", SLOT_E_BAD_JSON);
 }
 
-static void test_bad_json_lone_surrogate(void)
+TEST_IMPL(proto_bad_json_lone_surrogate)
 {
     EXPECT("{\"op\":\"stats\",\"x\":\"\\ud800\"}", SLOT_E_BAD_JSON);
     EXPECT("{\"op\":\"stats\",\"x\":\"\\udc00\"}", SLOT_E_BAD_JSON);
@@ -182,7 +281,7 @@ static void test_bad_json_lone_surrogate(void)
     ASSERT_STR_EQ(r.user, "\xf0\x9f\x98\x80");
 }
 
-static void test_bad_json_nan_infinity(void)
+TEST_IMPL(proto_bad_json_nan_infinity)
 {
     EXPECT("{\"op\":\"stats\",\"x\":NaN}", SLOT_E_BAD_JSON);
     EXPECT("{\"op\":\"stats\",\"x\":Infinity}", SLOT_E_BAD_JSON);
@@ -190,7 +289,7 @@ static void test_bad_json_nan_infinity(void)
     EXPECT("{\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":NaN}", SLOT_E_BAD_JSON);
 }
 
-static void test_bad_json_depth(void)
+TEST_IMPL(proto_bad_json_depth)
 {
     static char line[20000];
     slot_req r;
@@ -213,7 +312,7 @@ static void test_bad_json_depth(void)
            SLOT_E_OK);
 }
 
-static void test_bad_json_top_level(void)
+TEST_IMPL(proto_bad_json_top_level)
 {
     EXPECT("[{\"op\":\"stats\"}]", SLOT_E_BAD_JSON);
     EXPECT("[]", SLOT_E_BAD_JSON);
@@ -223,7 +322,7 @@ static void test_bad_json_top_level(void)
     EXPECT("null", SLOT_E_BAD_JSON);
 }
 
-static void test_bad_json_spaces_only(void)
+TEST_IMPL(proto_bad_json_spaces_only)
 {
     EXPECT(" ", SLOT_E_BAD_JSON);
     EXPECT("      ", SLOT_E_BAD_JSON);
@@ -236,7 +335,7 @@ static void test_bad_json_spaces_only(void)
 /* Integers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void test_int_not_integers(void)
+TEST_IMPL(proto_int_not_integers)
 {
     const char *bad[] = {"1.0", "1e0", "1E0", "0.5", "\"1\"", "true", "false", "null", "[1]", "{}", "-0.0"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -264,7 +363,7 @@ static void test_int_not_integers(void)
     }
 }
 
-static void test_int_ranges(void)
+TEST_IMPL(proto_int_ranges)
 {
     const char *bad[] = {"-1", "0", "-0", "1001", "9223372036854775807", "-9223372036854775808"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -280,7 +379,7 @@ static void test_int_ranges(void)
     ASSERT_EQ(r.qty, 1000);
 }
 
-static void test_int_overflow_is_invalid_argument_without_id(void)
+TEST_IMPL(proto_int_overflow_is_invalid_argument_without_id)
 {
     const char *bad[] = {"18446744073709551615", "9223372036854775808", "-9223372036854775809",
                          "99999999999999999999999999999999", "1e400"};
@@ -302,7 +401,7 @@ static void test_int_overflow_is_invalid_argument_without_id(void)
            SLOT_E_BAD_JSON);
 }
 
-static void test_int_minus_zero_is_zero(void)
+TEST_IMPL(proto_int_minus_zero_is_zero)
 {
     slot_req r;
     ASSERT_EQ(parse("{\"op\":\"set_capacity\",\"event\":\"e\",\"capacity\":-0}", &r), SLOT_E_OK);
@@ -312,7 +411,7 @@ static void test_int_minus_zero_is_zero(void)
     ASSERT_EQ(r.id.i, 0);
 }
 
-static void test_int_bounds_of_each_field(void)
+TEST_IMPL(proto_int_bounds_of_each_field)
 {
     struct {
         const char *fmt;
@@ -365,7 +464,7 @@ static void test_int_bounds_of_each_field(void)
 /* id                                                                        */
 /* ------------------------------------------------------------------------ */
 
-static void test_id_string(void)
+TEST_IMPL(proto_id_string)
 {
     char line[1024];
     slot_req r;
@@ -393,7 +492,7 @@ static void test_id_string(void)
     ASSERT_EQ(r.id.len, 64);
 }
 
-static void test_id_integer(void)
+TEST_IMPL(proto_id_integer)
 {
     slot_req r;
     ASSERT_EQ(parse("{\"id\":42,\"op\":\"stats\"}", &r), SLOT_E_OK);
@@ -405,7 +504,7 @@ static void test_id_integer(void)
     ASSERT(r.id.i == INT64_MIN);
 }
 
-static void test_id_other_types_not_echoed(void)
+TEST_IMPL(proto_id_other_types_not_echoed)
 {
     const char *bad[] = {"1.5", "1.0", "1e2", "true", "null", "[1]", "{}", "{\"a\":1}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -418,7 +517,7 @@ static void test_id_other_types_not_echoed(void)
     }
 }
 
-static void test_id_checked_before_op_and_echoed_after(void)
+TEST_IMPL(proto_id_checked_before_op_and_echoed_after)
 {
     slot_req r;
     /* A bad id wins over a missing op. */
@@ -440,7 +539,7 @@ static void test_id_checked_before_op_and_echoed_after(void)
 /* op and fields                                                             */
 /* ------------------------------------------------------------------------ */
 
-static void test_op_missing_or_unknown(void)
+TEST_IMPL(proto_op_missing_or_unknown)
 {
     EXPECT("{}", SLOT_E_UNKNOWN_OP);
     EXPECT("{\"id\":1}", SLOT_E_UNKNOWN_OP);
@@ -493,7 +592,7 @@ static void op_line(const op_case *c, int skip, char *line, size_t cap)
     snprintf(line + n, cap - n, "}");
 }
 
-static void test_every_op_parses(void)
+TEST_IMPL(proto_every_op_parses)
 {
     ASSERT_EQ(sizeof(op_cases) / sizeof(op_cases[0]), SLOT_OP__COUNT);
     for (size_t i = 0; i < SLOT_OP__COUNT; i++) {
@@ -507,7 +606,7 @@ static void test_every_op_parses(void)
     }
 }
 
-static void test_every_required_field(void)
+TEST_IMPL(proto_every_required_field)
 {
     for (size_t i = 0; i < SLOT_OP__COUNT; i++) {
         const op_case *c = &op_cases[i];
@@ -535,7 +634,7 @@ static void test_every_required_field(void)
     }
 }
 
-static void test_hold_fields_filled(void)
+TEST_IMPL(proto_hold_fields_filled)
 {
     slot_req r;
     memset(&r, 0xa5, sizeof(r)); /* parse zeroes what it does not fill */
@@ -558,7 +657,7 @@ static void test_hold_fields_filled(void)
     ASSERT_EQ(last_msg[0], 0);
 }
 
-static void test_create_event_defaults_and_has_bits(void)
+TEST_IMPL(proto_create_event_defaults_and_has_bits)
 {
     slot_req r;
     ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":500}", &r), SLOT_E_OK);
@@ -586,7 +685,7 @@ static void test_create_event_defaults_and_has_bits(void)
     ASSERT_EQ(r.has & SLOT_HAS_SHARDS, 0);
 }
 
-static void test_set_status_values(void)
+TEST_IMPL(proto_set_status_values)
 {
     slot_req r;
     ASSERT_EQ(parse("{\"op\":\"set_status\",\"event\":\"e\",\"status\":\"closed\"}", &r), SLOT_E_OK);
@@ -602,7 +701,7 @@ static void test_set_status_values(void)
     }
 }
 
-static void test_hello_token(void)
+TEST_IMPL(proto_hello_token)
 {
     char line[1024];
     slot_req r;
@@ -622,7 +721,7 @@ static void test_hello_token(void)
     ASSERT_EQ(parse("{\"op\":\"hello\",\"token\":null}", &r), SLOT_E_INVALID_ARGUMENT);
 }
 
-static void test_hold_argument(void)
+TEST_IMPL(proto_hold_argument)
 {
     char line[1024];
     slot_req r;
@@ -640,7 +739,7 @@ static void test_hold_argument(void)
     ASSERT_EQ(parse("{\"op\":\"cancel\",\"event\":\"e\",\"hold\":12}", &r), SLOT_E_INVALID_ARGUMENT);
 }
 
-static void test_check_optional_event(void)
+TEST_IMPL(proto_check_optional_event)
 {
     slot_req r;
     ASSERT_EQ(parse("{\"op\":\"check\"}", &r), SLOT_E_OK);
@@ -653,7 +752,7 @@ static void test_check_optional_event(void)
     ASSERT_EQ(parse("{\"op\":\"check\",\"event\":null}", &r), SLOT_E_INVALID_ARGUMENT);
 }
 
-static void test_unknown_and_unused_fields_ignored(void)
+TEST_IMPL(proto_unknown_and_unused_fields_ignored)
 {
     slot_req r;
     ASSERT_EQ(parse("{\"op\":\"event\",\"event\":\"e\",\"future\":{\"x\":[1,2.5,null]},\"qty\":\"x\",\"user\":7,"
@@ -671,7 +770,7 @@ static void test_unknown_and_unused_fields_ignored(void)
 /* Names                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static void test_event_and_request_names(void)
+TEST_IMPL(proto_event_and_request_names)
 {
     char line[1024];
     slot_req r;
@@ -711,7 +810,7 @@ static slot_err parse_user(const char *user_json, slot_req *r)
     return parse(line, r);
 }
 
-static void test_user_names(void)
+TEST_IMPL(proto_user_names)
 {
     char u[600];
     slot_req r;
@@ -742,7 +841,7 @@ static void test_user_names(void)
     }
 }
 
-static void test_non_terminated_input(void)
+TEST_IMPL(proto_non_terminated_input)
 {
     /* The line need not be NUL-terminated: only len bytes are read. */
     const char text[] = "{\"op\":\"event\",\"event\":\"e1\"}GARBAGE";
@@ -752,7 +851,7 @@ static void test_non_terminated_input(void)
     ASSERT_EQ(parse_n(text, 28, &r), SLOT_E_BAD_JSON);
 }
 
-static void test_tiny_message_buffer(void)
+TEST_IMPL(proto_tiny_message_buffer)
 {
     slot_req r;
     char m[4] = "zzz";
@@ -776,7 +875,7 @@ static void req_for(slot_req *req, slot_op op, const char *id_str)
     }
 }
 
-static void test_encode_id_first_and_echo(void)
+TEST_IMPL(proto_encode_id_first_and_echo)
 {
     char buf[1024];
     slot_req req;
@@ -802,7 +901,7 @@ static void test_encode_id_first_and_echo(void)
     json_decref(j);
 }
 
-static void test_encode_hello(void)
+TEST_IMPL(proto_encode_hello)
 {
     char buf[1024];
     slot_req req;
@@ -820,7 +919,7 @@ static void test_encode_hello(void)
     slot_res_clear(&res);
 }
 
-static void test_encode_hold_shapes(void)
+TEST_IMPL(proto_encode_hold_shapes)
 {
     char buf[1024];
     slot_req req;
@@ -857,7 +956,7 @@ static void test_encode_hold_shapes(void)
     json_decref(j);
 }
 
-static void test_encode_confirm_release_cancel(void)
+TEST_IMPL(proto_encode_confirm_release_cancel)
 {
     char buf[1024];
     slot_req req;
@@ -905,7 +1004,7 @@ static void test_encode_confirm_release_cancel(void)
     json_decref(j);
 }
 
-static void test_encode_get_hold(void)
+TEST_IMPL(proto_encode_get_hold)
 {
     char buf[1024];
     slot_req req;
@@ -927,7 +1026,7 @@ static void test_encode_get_hold(void)
     json_decref(j);
 }
 
-static void test_encode_event_view_ops(void)
+TEST_IMPL(proto_encode_event_view_ops)
 {
     const slot_op ops[] = {SLOT_OP_EVENT, SLOT_OP_CREATE_EVENT, SLOT_OP_SET_CAPACITY, SLOT_OP_RESHARD,
                            SLOT_OP_SET_STATUS};
@@ -965,7 +1064,7 @@ static void test_encode_event_view_ops(void)
     }
 }
 
-static void test_encode_shards(void)
+TEST_IMPL(proto_encode_shards)
 {
     char buf[4096];
     slot_req req;
@@ -992,7 +1091,7 @@ static void test_encode_shards(void)
     slot_res_clear(&res);
 }
 
-static void test_encode_check(void)
+TEST_IMPL(proto_encode_check)
 {
     static char buf[65536];
     slot_req req;
@@ -1026,7 +1125,7 @@ static void test_encode_check(void)
     slot_res_clear(&res);
 }
 
-static void test_encode_stats_extra(void)
+TEST_IMPL(proto_encode_stats_extra)
 {
     char buf[1024];
     slot_req req;
@@ -1061,7 +1160,7 @@ static void test_encode_stats_extra(void)
     slot_res_clear(&res);
 }
 
-static void test_encode_errors(void)
+TEST_IMPL(proto_encode_errors)
 {
     char buf[1024];
     slot_req req;
@@ -1093,7 +1192,7 @@ static void test_encode_errors(void)
     slot_res_clear(&res);
 }
 
-static void test_encode_error_standalone(void)
+TEST_IMPL(proto_encode_error_standalone)
 {
     char buf[512];
     size_t n = slot_proto_encode_error(NULL, SLOT_E_BAD_JSON, NULL, buf, sizeof(buf));
@@ -1110,7 +1209,7 @@ static void test_encode_error_standalone(void)
     ASSERT(strstr(buf, "\"error\":\"internal\"") != NULL);
 }
 
-static void test_encode_escaping(void)
+TEST_IMPL(proto_encode_escaping)
 {
     char buf[2048];
     slot_req req;
@@ -1136,7 +1235,7 @@ static void test_encode_escaping(void)
     json_decref(j);
 }
 
-static void test_encode_invalid_utf8_replaced(void)
+TEST_IMPL(proto_encode_invalid_utf8_replaced)
 {
     char buf[1024];
     slot_req req;
@@ -1152,7 +1251,7 @@ static void test_encode_invalid_utf8_replaced(void)
     json_decref(j);
 }
 
-static void test_encode_small_buffer(void)
+TEST_IMPL(proto_encode_small_buffer)
 {
     static char full[4096];
     char buf[4096];
@@ -1183,7 +1282,7 @@ static void test_encode_small_buffer(void)
               slot_proto_encode_error(NULL, SLOT_E_INTERNAL, NULL, NULL, 0));
 }
 
-static void test_parse_then_encode(void)
+TEST_IMPL(proto_parse_then_encode)
 {
     char buf[1024];
     slot_req req;
@@ -1205,57 +1304,4 @@ static void test_parse_then_encode(void)
                        "\"message\":\"qty: must be an integer in 1..1000\"}\n");
 }
 
-static const slot_test_case cases[] = {
-    {"bad_json_syntax", test_bad_json_syntax},
-    {"bad_json_duplicate_keys", test_bad_json_duplicate_keys},
-    {"bad_json_invalid_utf8", test_bad_json_invalid_utf8},
-    {"bad_json_nul_escape", test_bad_json_nul_escape},
-    {"bad_json_lone_surrogate", test_bad_json_lone_surrogate},
-    {"bad_json_nan_infinity", test_bad_json_nan_infinity},
-    {"bad_json_depth", test_bad_json_depth},
-    {"bad_json_top_level", test_bad_json_top_level},
-    {"bad_json_spaces_only", test_bad_json_spaces_only},
-    {"int_not_integers", test_int_not_integers},
-    {"int_ranges", test_int_ranges},
-    {"int_overflow_is_invalid_argument_without_id", test_int_overflow_is_invalid_argument_without_id},
-    {"int_minus_zero_is_zero", test_int_minus_zero_is_zero},
-    {"int_bounds_of_each_field", test_int_bounds_of_each_field},
-    {"id_string", test_id_string},
-    {"id_integer", test_id_integer},
-    {"id_other_types_not_echoed", test_id_other_types_not_echoed},
-    {"id_checked_before_op_and_echoed_after", test_id_checked_before_op_and_echoed_after},
-    {"op_missing_or_unknown", test_op_missing_or_unknown},
-    {"every_op_parses", test_every_op_parses},
-    {"every_required_field", test_every_required_field},
-    {"hold_fields_filled", test_hold_fields_filled},
-    {"create_event_defaults_and_has_bits", test_create_event_defaults_and_has_bits},
-    {"set_status_values", test_set_status_values},
-    {"hello_token", test_hello_token},
-    {"hold_argument", test_hold_argument},
-    {"check_optional_event", test_check_optional_event},
-    {"unknown_and_unused_fields_ignored", test_unknown_and_unused_fields_ignored},
-    {"event_and_request_names", test_event_and_request_names},
-    {"user_names", test_user_names},
-    {"non_terminated_input", test_non_terminated_input},
-    {"tiny_message_buffer", test_tiny_message_buffer},
-    {"encode_id_first_and_echo", test_encode_id_first_and_echo},
-    {"encode_hello", test_encode_hello},
-    {"encode_hold_shapes", test_encode_hold_shapes},
-    {"encode_confirm_release_cancel", test_encode_confirm_release_cancel},
-    {"encode_get_hold", test_encode_get_hold},
-    {"encode_event_view_ops", test_encode_event_view_ops},
-    {"encode_shards", test_encode_shards},
-    {"encode_check", test_encode_check},
-    {"encode_stats_extra", test_encode_stats_extra},
-    {"encode_errors", test_encode_errors},
-    {"encode_error_standalone", test_encode_error_standalone},
-    {"encode_escaping", test_encode_escaping},
-    {"encode_invalid_utf8_replaced", test_encode_invalid_utf8_replaced},
-    {"encode_small_buffer", test_encode_small_buffer},
-    {"parse_then_encode", test_parse_then_encode},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
-}

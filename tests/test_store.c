@@ -10,13 +10,58 @@
 #include "harness.h"
 #include "slot/store.h"
 
-/* In a sanitizer build a UBSan report fails the case (the runtime's default
- * is to print and go on, which a passing test would hide). Unused otherwise. */
-const char *__ubsan_default_options(void);
-const char *__ubsan_default_options(void)
-{
-    return "halt_on_error=1:print_stacktrace=1";
-}
+TEST_DECLARE(store_hold_add_in_and_out_of_order)
+TEST_DECLARE(store_open_creates_folder_and_schema)
+TEST_DECLARE(store_reopen_keeps_records)
+TEST_DECLARE(store_open_read_only_missing_folder_fails)
+TEST_DECLARE(store_open_missing_parent_fails)
+TEST_DECLARE(store_open_refuses_newer_schema)
+TEST_DECLARE(store_open_refuses_foreign_magic)
+TEST_DECLARE(store_open_refuses_other_lmdb_file)
+TEST_DECLARE(store_open_refuses_other_lmdb_with_named_dbs)
+TEST_DECLARE(store_open_refuses_non_lmdb_file)
+TEST_DECLARE(store_event_roundtrip)
+TEST_DECLARE(store_shard_roundtrip)
+TEST_DECLARE(store_hold_roundtrip_many_parts_max_user)
+TEST_DECLARE(store_expiry_roundtrip)
+TEST_DECLARE(store_user_roundtrip_zero_deletes)
+TEST_DECLARE(store_events_scan_key_order)
+TEST_DECLARE(store_holds_scan_one_event_only)
+TEST_DECLARE(store_expiry_scan_bound)
+TEST_DECLARE(store_expiry_first)
+TEST_DECLARE(store_map_grows_once_then_full)
+TEST_DECLARE(store_map_growth_refused_at_max)
+TEST_DECLARE(store_map_grow_doubles_then_caps)
+TEST_DECLARE(store_map_max_below_initial)
+TEST_DECLARE(store_state_names)
+
+TEST_LIST_START
+    TEST_ENTRY(store_hold_add_in_and_out_of_order)
+    TEST_ENTRY(store_open_creates_folder_and_schema)
+    TEST_ENTRY(store_reopen_keeps_records)
+    TEST_ENTRY(store_open_read_only_missing_folder_fails)
+    TEST_ENTRY(store_open_missing_parent_fails)
+    TEST_ENTRY(store_open_refuses_newer_schema)
+    TEST_ENTRY(store_open_refuses_foreign_magic)
+    TEST_ENTRY(store_open_refuses_other_lmdb_file)
+    TEST_ENTRY(store_open_refuses_other_lmdb_with_named_dbs)
+    TEST_ENTRY(store_open_refuses_non_lmdb_file)
+    TEST_ENTRY(store_event_roundtrip)
+    TEST_ENTRY(store_shard_roundtrip)
+    TEST_ENTRY(store_hold_roundtrip_many_parts_max_user)
+    TEST_ENTRY(store_expiry_roundtrip)
+    TEST_ENTRY(store_user_roundtrip_zero_deletes)
+    TEST_ENTRY(store_events_scan_key_order)
+    TEST_ENTRY(store_holds_scan_one_event_only)
+    TEST_ENTRY(store_expiry_scan_bound)
+    TEST_ENTRY(store_expiry_first)
+    TEST_ENTRY(store_map_grows_once_then_full)
+    TEST_ENTRY(store_map_growth_refused_at_max)
+    TEST_ENTRY(store_map_grow_doubles_then_caps)
+    TEST_ENTRY(store_map_max_below_initial)
+    TEST_ENTRY(store_state_names)
+TEST_LIST_END
+
 
 #define ERRBUF 256
 
@@ -192,7 +237,7 @@ static void max_user(char out[SLOT_USER_BYTES_MAX + 1])
 
 /* ---- open */
 
-static void test_open_creates_folder_and_schema(void)
+TEST_IMPL(store_open_creates_folder_and_schema)
 {
     char *base = slot_test_tmpdir();
     char *dir = subdir(base, "data");
@@ -204,7 +249,7 @@ static void test_open_creates_folder_and_schema(void)
     ASSERT_EQ(stat(dir, &sb), 0);
     ASSERT(S_ISDIR(sb.st_mode));
     ASSERT_EQ(sb.st_mode & 0777, 0700);
-    ASSERT_EQ(slot_store_map_size(f.st), SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), SLOT_MAP_BYTES_INITIAL);
     ASSERT_GT(slot_store_used_bytes(f.st), 0);
     ASSERT_EQ(slot_store_sync(f.st), 0);
     slot_store_close(f.st);
@@ -231,7 +276,7 @@ static void test_open_creates_folder_and_schema(void)
     free(base);
 }
 
-static void test_reopen_keeps_records(void)
+TEST_IMPL(store_reopen_keeps_records)
 {
     fixture f;
     fx_open(&f);
@@ -260,7 +305,7 @@ static void test_reopen_keeps_records(void)
     fx_close(&f);
 }
 
-static void test_open_read_only_missing_folder_fails(void)
+TEST_IMPL(store_open_read_only_missing_folder_fails)
 {
     char *base = slot_test_tmpdir();
     char *dir = subdir(base, "nothing-here");
@@ -277,7 +322,7 @@ static void test_open_read_only_missing_folder_fails(void)
     free(base);
 }
 
-static void test_open_missing_parent_fails(void)
+TEST_IMPL(store_open_missing_parent_fails)
 {
     char *base = slot_test_tmpdir();
     char *dir = subdir(base, "no/such/parent");
@@ -301,7 +346,7 @@ static void schema_overwrite(const char *dir, const void *val, size_t len)
     mdb_env_close(env);
 }
 
-static void test_open_refuses_newer_schema(void)
+TEST_IMPL(store_open_refuses_newer_schema)
 {
     fixture f;
     fx_open(&f);
@@ -319,7 +364,7 @@ static void test_open_refuses_newer_schema(void)
     fx_close(&f);
 }
 
-static void test_open_refuses_foreign_magic(void)
+TEST_IMPL(store_open_refuses_foreign_magic)
 {
     fixture f;
     fx_open(&f);
@@ -334,7 +379,7 @@ static void test_open_refuses_foreign_magic(void)
     fx_close(&f);
 }
 
-static void test_open_refuses_other_lmdb_file(void)
+TEST_IMPL(store_open_refuses_other_lmdb_file)
 {
     char *dir = slot_test_tmpdir();
     MDB_env *env = raw_env(dir);
@@ -358,7 +403,7 @@ static void test_open_refuses_other_lmdb_file(void)
     free(dir);
 }
 
-static void test_open_refuses_other_lmdb_with_named_dbs(void)
+TEST_IMPL(store_open_refuses_other_lmdb_with_named_dbs)
 {
     /* Another program's named databases, none of them ours. */
     char *dir = slot_test_tmpdir();
@@ -379,7 +424,7 @@ static void test_open_refuses_other_lmdb_with_named_dbs(void)
     free(dir);
 }
 
-static void test_open_refuses_non_lmdb_file(void)
+TEST_IMPL(store_open_refuses_non_lmdb_file)
 {
     char *dir = slot_test_tmpdir();
     char *file = subdir(dir, "data.mdb");
@@ -401,7 +446,7 @@ static void test_open_refuses_non_lmdb_file(void)
 
 /* ---- record round trips */
 
-static void test_event_roundtrip(void)
+TEST_IMPL(store_event_roundtrip)
 {
     fixture f;
     fx_open(&f);
@@ -429,7 +474,7 @@ static void test_event_roundtrip(void)
     fx_close(&f);
 }
 
-static void test_shard_roundtrip(void)
+TEST_IMPL(store_shard_roundtrip)
 {
     fixture f;
     fx_open(&f);
@@ -464,7 +509,7 @@ static void test_shard_roundtrip(void)
     fx_close(&f);
 }
 
-static void test_hold_roundtrip_many_parts_max_user(void)
+TEST_IMPL(store_hold_roundtrip_many_parts_max_user)
 {
     fixture f;
     fx_open(&f);
@@ -519,7 +564,7 @@ static void test_hold_roundtrip_many_parts_max_user(void)
     fx_close(&f);
 }
 
-static void test_expiry_roundtrip(void)
+TEST_IMPL(store_expiry_roundtrip)
 {
     fixture f;
     fx_open(&f);
@@ -540,7 +585,7 @@ static void test_expiry_roundtrip(void)
     fx_close(&f);
 }
 
-static void test_user_roundtrip_zero_deletes(void)
+TEST_IMPL(store_user_roundtrip_zero_deletes)
 {
     fixture f;
     fx_open(&f);
@@ -597,7 +642,7 @@ static int event_cb(void *p, const char *ev, size_t ev_len, const slot_event_rec
     return s->stop_after && s->n == s->stop_after ? 42 : 0;
 }
 
-static void test_events_scan_key_order(void)
+TEST_IMPL(store_events_scan_key_order)
 {
     fixture f;
     fx_open(&f);
@@ -648,7 +693,7 @@ static int user_cb(void *p, const char *user, size_t user_len, uint64_t qty)
     return 0;
 }
 
-static void test_holds_scan_one_event_only(void)
+TEST_IMPL(store_holds_scan_one_event_only)
 {
     fixture f;
     fx_open(&f);
@@ -732,7 +777,7 @@ static int expiry_cb(void *p, uint64_t at, const char *ev, size_t ev_len, uint64
     return 0;
 }
 
-static void test_expiry_scan_bound(void)
+TEST_IMPL(store_expiry_scan_bound)
 {
     fixture f;
     fx_open(&f);
@@ -773,7 +818,7 @@ static void test_expiry_scan_bound(void)
 }
 
 /* expiry_first: none, then the earliest time whatever the insertion order. */
-static void test_expiry_first(void)
+TEST_IMPL(store_expiry_first)
 {
     fixture f;
     fx_open(&f);
@@ -820,12 +865,12 @@ static uint64_t fill(fixture *f, MDB_txn *t, uint64_t from, uint64_t count, int 
     return n;
 }
 
-static void test_map_grows_once_then_full(void)
+TEST_IMPL(store_map_grows_once_then_full)
 {
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = 2 * SLOT_MAP_SIZE_INITIAL};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = 2 * SLOT_MAP_BYTES_INITIAL};
     fx_open_opts(&f, &o);
-    ASSERT_EQ(slot_store_map_size(f.st), SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), SLOT_MAP_BYTES_INITIAL);
 
     /* Fill the initial map: one txn until MDB_MAP_FULL, then abort. */
     int rc;
@@ -837,25 +882,25 @@ static void test_map_grows_once_then_full(void)
 
     /* Grow (one doubling) and retry the same work: it fits now. */
     ASSERT_EQ(slot_store_grow(f.st), 0);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
     t = txn_w(&f);
     ASSERT_EQ(fill(&f, t, 1, n1 + 1, &rc), n1 + 1);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(mdb_txn_commit(t), 0);
-    ASSERT_GT(slot_store_used_bytes(f.st), SLOT_MAP_SIZE_INITIAL / 2);
+    ASSERT_GT(slot_store_used_bytes(f.st), SLOT_MAP_BYTES_INITIAL / 2);
 
-    /* Fill the rest; at map_size_max growth is refused. */
+    /* Fill the rest; at map_bytes_max growth is refused. */
     t = txn_w(&f);
     fill(&f, t, n1 + 2, UINT64_MAX, &rc);
     ASSERT_EQ(rc, MDB_MAP_FULL);
     mdb_txn_abort(t);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
 
     /* What was committed is all there, and a reopen keeps the grown map. */
     slot_store_close(f.st);
     fx_open_opts(&f, &o);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
     t = txn_r(&f);
     slot_hold_rec got;
     ASSERT_EQ(slot_store_hold_get(f.st, t, S("big"), n1 + 1, &got), 0);
@@ -865,10 +910,10 @@ static void test_map_grows_once_then_full(void)
     fx_close(&f);
 }
 
-static void test_map_growth_refused_at_max(void)
+TEST_IMPL(store_map_growth_refused_at_max)
 {
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = SLOT_MAP_SIZE_INITIAL};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = SLOT_MAP_BYTES_INITIAL};
     fx_open_opts(&f, &o);
     int rc;
     MDB_txn *t = txn_w(&f);
@@ -876,7 +921,7 @@ static void test_map_growth_refused_at_max(void)
     ASSERT_EQ(rc, MDB_MAP_FULL);
     mdb_txn_abort(t);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
-    ASSERT_EQ(slot_store_map_size(f.st), SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), SLOT_MAP_BYTES_INITIAL);
     /* The store is still usable after the aborted txn. */
     t = txn_w(&f);
     ASSERT_EQ(slot_store_shard_put(f.st, t, S("ev"), 0, 1), 0);
@@ -884,21 +929,21 @@ static void test_map_growth_refused_at_max(void)
     fx_close(&f);
 }
 
-static void test_map_grow_doubles_then_caps(void)
+TEST_IMPL(store_map_grow_doubles_then_caps)
 {
     /* 64 MiB -> 128 MiB (doubling) -> 192 MiB (the bound) -> MDB_MAP_FULL. */
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = 3 * SLOT_MAP_SIZE_INITIAL};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = 3 * SLOT_MAP_BYTES_INITIAL};
     fx_open_opts(&f, &o);
     ASSERT_EQ(slot_store_grow(f.st), 0);
-    ASSERT_EQ(slot_store_map_size(f.st), 2 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 2 * SLOT_MAP_BYTES_INITIAL);
     ASSERT_EQ(slot_store_grow(f.st), 0);
-    ASSERT_EQ(slot_store_map_size(f.st), 3 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 3 * SLOT_MAP_BYTES_INITIAL);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
-    ASSERT_EQ(slot_store_map_size(f.st), 3 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 3 * SLOT_MAP_BYTES_INITIAL);
     MDB_envinfo info;
     ASSERT_EQ(mdb_env_info(f.env, &info), 0);
-    ASSERT_EQ(info.me_mapsize, 3 * SLOT_MAP_SIZE_INITIAL);
+    ASSERT_EQ(info.me_mapsize, 3 * SLOT_MAP_BYTES_INITIAL);
     /* Writes still work on the grown map. */
     MDB_txn *t = txn_w(&f);
     ASSERT_EQ(slot_store_shard_put(f.st, t, S("ev"), 0, 1), 0);
@@ -906,13 +951,13 @@ static void test_map_grow_doubles_then_caps(void)
     fx_close(&f);
 }
 
-static void test_map_max_below_initial(void)
+TEST_IMPL(store_map_max_below_initial)
 {
     /* A bound below the initial map caps the map at the bound. */
     fixture f = {.dir = slot_test_tmpdir()};
-    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_size_max = 8ull << 20};
+    slot_store_opts o = {.dir = f.dir, .nosync = true, .map_bytes_max = 8ull << 20};
     fx_open_opts(&f, &o);
-    ASSERT_EQ(slot_store_map_size(f.st), 8ull << 20);
+    ASSERT_EQ(slot_store_map_bytes(f.st), 8ull << 20);
     ASSERT_EQ(slot_store_grow(f.st), MDB_MAP_FULL);
     int rc;
     MDB_txn *t = txn_w(&f);
@@ -923,7 +968,7 @@ static void test_map_max_below_initial(void)
     fx_close(&f);
 }
 
-static void test_state_names(void)
+TEST_IMPL(store_state_names)
 {
     ASSERT_STR_EQ(slot_hold_status_name(SLOT_HOLD_HELD), "held");
     ASSERT_STR_EQ(slot_hold_status_name(SLOT_HOLD_CONFIRMED), "confirmed");
@@ -945,7 +990,7 @@ static void test_state_names(void)
 /* hold_add appends when the key is the database's last and falls back to an
  * ordinary put otherwise (another event's holds sort after, or the key is
  * already there): every record reads back either way. */
-static void test_hold_add_in_and_out_of_order(void)
+TEST_IMPL(store_hold_add_in_and_out_of_order)
 {
     fixture f;
     fx_open(&f);
@@ -977,34 +1022,4 @@ static void test_hold_add_in_and_out_of_order(void)
     fx_close(&f);
 }
 
-static const slot_test_case cases[] = {
-    {"hold_add_in_and_out_of_order", test_hold_add_in_and_out_of_order},
-    {"open_creates_folder_and_schema", test_open_creates_folder_and_schema},
-    {"reopen_keeps_records", test_reopen_keeps_records},
-    {"open_read_only_missing_folder_fails", test_open_read_only_missing_folder_fails},
-    {"open_missing_parent_fails", test_open_missing_parent_fails},
-    {"open_refuses_newer_schema", test_open_refuses_newer_schema},
-    {"open_refuses_foreign_magic", test_open_refuses_foreign_magic},
-    {"open_refuses_other_lmdb_file", test_open_refuses_other_lmdb_file},
-    {"open_refuses_other_lmdb_with_named_dbs", test_open_refuses_other_lmdb_with_named_dbs},
-    {"open_refuses_non_lmdb_file", test_open_refuses_non_lmdb_file},
-    {"event_roundtrip", test_event_roundtrip},
-    {"shard_roundtrip", test_shard_roundtrip},
-    {"hold_roundtrip_many_parts_max_user", test_hold_roundtrip_many_parts_max_user},
-    {"expiry_roundtrip", test_expiry_roundtrip},
-    {"user_roundtrip_zero_deletes", test_user_roundtrip_zero_deletes},
-    {"events_scan_key_order", test_events_scan_key_order},
-    {"holds_scan_one_event_only", test_holds_scan_one_event_only},
-    {"expiry_scan_bound", test_expiry_scan_bound},
-    {"expiry_first", test_expiry_first},
-    {"map_grows_once_then_full", test_map_grows_once_then_full},
-    {"map_growth_refused_at_max", test_map_growth_refused_at_max},
-    {"map_grow_doubles_then_caps", test_map_grow_doubles_then_caps},
-    {"map_max_below_initial", test_map_max_below_initial},
-    {"state_names", test_state_names},
-};
 
-int main(int argc, char **argv)
-{
-    return slot_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
-}

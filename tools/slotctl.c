@@ -1,6 +1,6 @@
 /*
  * slotctl — slotd's admin tool. Every command is one or two requests of
- * PROTOCOL.md sent through the client library (slot/client.h); slotctl never
+ * docs/protocol.md sent through the client library (slot/client.h); slotctl never
  * touches the database itself.
  *
  * Exit status: 0 done; 1 the server answered with an error (or `check` found
@@ -24,12 +24,9 @@
 #define EXIT_SERVER_ERROR 1
 #define EXIT_CONNECTION 2
 #define EXIT_USAGE 64                  /* sysexits.h EX_USAGE */
-#define CTL_CONNECT_TIMEOUT_MS 5000
-#define CTL_TIMEOUT_S_DEFAULT 60       /* check scans every hold: allow a big database */
-#define CTL_HOST_BYTES_MAX 255
 
 typedef struct ctl {
-    char host[CTL_HOST_BYTES_MAX + 1];
+    char host[SLOT_CTL_HOST_BYTES_MAX + 1];
     uint16_t port;
     const char *token;
     bool json;                         /* print the raw reply lines */
@@ -124,7 +121,7 @@ static int ctl_connect(ctl *x)
 {
     if (x->client)
         return 0;
-    int rc = slot_client_connect(x->host, x->port, CTL_CONNECT_TIMEOUT_MS, &x->client);
+    int rc = slot_client_connect(x->host, x->port, SLOT_CTL_CONNECT_TIMEOUT_MS, &x->client);
     if (rc < 0) {
         const char *v6 = strchr(x->host, ':') ? "[" : "";
         fprintf(stderr, "slotctl: cannot connect to %s%s%s:%u: %s\n", v6, x->host, *v6 ? "]" : "", (unsigned)x->port,
@@ -504,7 +501,7 @@ static const ctl_cmd commands[] = {
      "is left as it is (that is not an error).\n",
      cmd_cancel},
     {"check", "[EVENT]", "verify the invariants of one event or all (check); exit 1 on violations",
-     "A full scan of the server's invariants (PROTOCOL.md, \"Invariants\"). Prints the counts and\n"
+     "A full scan of the server's invariants (docs/protocol.md, \"Invariants\"). Prints the counts and\n"
      "every violation found; exits 1 when there is any.\n",
      cmd_check},
     {"expire", "", "run the hold sweeper now (expire)", "Expires every hold whose time is up and prints how many.\n",
@@ -534,15 +531,17 @@ static void print_help(FILE *f)
             "usage: slotctl [--host H] [--port P] [--token T] [--json] COMMAND [ARGS...]\n\n"
             "The admin tool of slotd: runs admin ops of the slotd protocol.\n\n"
             "Global options:\n"
-            "  -H, --host H          server address (default 127.0.0.1, or the host of $SLOTD_ADDR)\n"
-            "  -p, --port P          server port (default %d, or the port of $SLOTD_ADDR=host:port)\n"
+            "  -H, --host H          server address (default %s, or the host of $SLOTD_ADDR)\n"
+            "  -p, --port P          server port, %d..%d (default %d, or the port of\n"
+            "                        $SLOTD_ADDR=host:port)\n"
             "  -t, --token T         send hello with this token first (or $SLOTD_TOKEN)\n"
             "  -j, --json            print the server's raw reply lines instead of tables\n"
-            "      --timeout S       seconds to wait for each reply (default %d)\n"
+            "      --timeout S       seconds to wait for each reply, %d..%d (default %d)\n"
             "  -h, --help            this help\n"
             "  -V, --version         print the version\n\n"
             "Commands:\n",
-            SLOT_PORT_DEFAULT, CTL_TIMEOUT_S_DEFAULT);
+            SLOT_HOST_DEFAULT, SLOT_PORT_MIN, SLOT_PORT_MAX, SLOT_PORT_DEFAULT, SLOT_CTL_TIMEOUT_S_MIN,
+            SLOT_CTL_TIMEOUT_S_MAX, SLOT_CTL_TIMEOUT_S_DEFAULT);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'slotctl help COMMAND' or 'slotctl COMMAND --help' tells more.\n"
@@ -584,11 +583,11 @@ static int parse_addr(ctl *x, const char *what, const char *s)
             colon = NULL;
     }
     uint64_t port = 0;
-    if (!colon || host_end <= host || (size_t)(host_end - host) > CTL_HOST_BYTES_MAX) {
+    if (!colon || host_end <= host || (size_t)(host_end - host) > SLOT_CTL_HOST_BYTES_MAX) {
         fprintf(stderr, "slotctl: %s: expected HOST:PORT, not '%s'\n", what, s);
         return EXIT_USAGE;
     }
-    if (parse_num(x, what, colon + 1, 1, 65535, &port))
+    if (parse_num(x, what, colon + 1, SLOT_PORT_MIN, SLOT_PORT_MAX, &port))
         return EXIT_USAGE;
     memcpy(x->host, host, (size_t)(host_end - host));
     x->host[host_end - host] = 0;
@@ -609,19 +608,19 @@ static int parse_global(ctl *x, int argc, char **argv)
     while ((o = getopt_long(argc, argv, "+:H:p:t:jhV", opts, NULL)) != -1) {
         switch (o) {
         case 'H':
-            if (strlen(optarg) == 0 || strlen(optarg) > CTL_HOST_BYTES_MAX)
+            if (strlen(optarg) == 0 || strlen(optarg) > SLOT_CTL_HOST_BYTES_MAX)
                 return usage_error(x, "bad --host '%s'", optarg);
             strcpy(x->host, optarg);
             break;
         case 'p':
-            if (parse_num(x, "--port", optarg, 1, 65535, &v))
+            if (parse_num(x, "--port", optarg, SLOT_PORT_MIN, SLOT_PORT_MAX, &v))
                 return EXIT_USAGE;
             x->port = (uint16_t)v;
             break;
         case 't': x->token = optarg; break;
         case 'j': x->json = true; break;
         case 'T':
-            if (parse_num(x, "--timeout", optarg, 1, 86400, &v))
+            if (parse_num(x, "--timeout", optarg, SLOT_CTL_TIMEOUT_S_MIN, SLOT_CTL_TIMEOUT_S_MAX, &v))
                 return EXIT_USAGE;
             x->timeout_ms = (int)v * 1000;
             break;
@@ -636,8 +635,8 @@ static int parse_global(ctl *x, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    ctl x = {.port = SLOT_PORT_DEFAULT, .timeout_ms = CTL_TIMEOUT_S_DEFAULT * 1000};
-    strcpy(x.host, "127.0.0.1");
+    ctl x = {.port = SLOT_PORT_DEFAULT, .timeout_ms = SLOT_CTL_TIMEOUT_S_DEFAULT * 1000};
+    strcpy(x.host, SLOT_HOST_DEFAULT);
     const char *env = getenv("SLOTD_ADDR");
     if (env && *env && parse_addr(&x, "$SLOTD_ADDR", env))
         return EXIT_USAGE;

@@ -1,5 +1,5 @@
 --[[
-slot_hold.lua - the Redis peer of slotd's hold semantics (PROTOCOL.md), so
+slot_hold.lua - the Redis peer of slotd's hold semantics (docs/protocol.md), so
 slot-bench can run the same scenario against Redis (--target redis://).
 slot-bench loads it with SCRIPT LOAD and calls one op per EVALSHA:
 
@@ -14,7 +14,7 @@ The event's keys (KEYS[1] is the prefix "slot:<event>"):
   :ids    list  every hold id                      for check
   :h:<id> hash  user request qty status created expires parts ("shard:qty,...")
 
-Ops and replies (errors are error replies "<code> <message>", codes from PROTOCOL.md):
+Ops and replies (errors are error replies "<code> <message>", codes from docs/protocol.md):
   create capacity shards ttl_ms max_per_user max_per_request -> {status, capacity, available, held, confirmed, shards, replay}
   event                                      -> the same view
   hold user request qty rnd                  -> {"held", id, qty, expires_at, replay} | {"sold_out", available}
@@ -271,7 +271,7 @@ local function op_get_hold(id, user)
   return { st, id, h.qty, h.expires, h.created }
 end
 
--- The invariants of PROTOCOL.md that the stored state can show (1-4, and the expiry index).
+-- The invariants of docs/protocol.md that the stored state can show (1-4, and the expiry index).
 local function op_check()
   local e = ev_load()
   if not e then

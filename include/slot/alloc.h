@@ -1,5 +1,5 @@
 /*
- * slot/alloc.h — the allocator: every op of PROTOCOL.md as pure logic on an
+ * slot/alloc.h — the allocator: every op of docs/protocol.md as pure logic on an
  * LMDB write (or read) transaction.
  *
  * The allocator never sees JSON or sockets. Its input is a typed request
@@ -8,8 +8,8 @@
  * op reads and validates first and writes only once it will succeed, so a
  * batch of many requests can share one write transaction (group commit).
  *
- * The rules come from PROTOCOL.md ("hold", "confirm", ..., "Invariants") and
- * the allocation rule of DESIGN.md.
+ * The rules come from docs/protocol.md ("hold", "confirm", ..., "Invariants") and
+ * the allocation rule of docs/design.md.
  */
 #ifndef SLOT_ALLOC_H
 #define SLOT_ALLOC_H
@@ -18,149 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "slot/check.h"
 #include "slot/error.h"
 #include "slot/limits.h"
+#include "slot/ops.h"
 #include "slot/store.h"
 
-/* The ops of PROTOCOL.md, in one list: X(NAME, wire name, writes?, admin?) */
-#define SLOT_OP_MAP(X)                           \
-    X(HELLO, "hello", false, false)              \
-    X(HOLD, "hold", true, false)                 \
-    X(CONFIRM, "confirm", true, false)           \
-    X(RELEASE, "release", true, false)           \
-    X(GET_HOLD, "get_hold", false, false)        \
-    X(EVENT, "event", false, false)              \
-    X(CREATE_EVENT, "create_event", true, true)  \
-    X(SET_CAPACITY, "set_capacity", true, true)  \
-    X(RESHARD, "reshard", true, true)            \
-    X(SET_STATUS, "set_status", true, true)      \
-    X(CANCEL, "cancel", true, true)              \
-    X(SHARDS, "shards", false, true)             \
-    X(CHECK, "check", false, true)               \
-    X(EXPIRE, "expire", true, true)              \
-    X(STATS, "stats", false, true)
-
-typedef enum slot_op {
-#define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
-    SLOT_OP_MAP(SLOT__OP_ENUM)
-#undef SLOT__OP_ENUM
-    SLOT_OP__COUNT
-} slot_op;
-
-/* slot_op_name — wire name of an op; static string ("?" when out of range). */
-const char *slot_op_name(slot_op op);
-/* slot_op_from_name — op by wire name (len bytes, not NUL-terminated);
- * SLOT_OP__COUNT when unknown. */
-slot_op slot_op_from_name(const char *name, size_t len);
-/* slot_op_writes — true when the op needs the write transaction (commit thread). */
-bool slot_op_writes(slot_op op);
-/* slot_op_admin — true when the op needs role admin (PROTOCOL.md, "Admin ops"). */
-bool slot_op_admin(slot_op op);
-
-/*
- * Request: what a client asked, already checked for syntax (names, ranges).
- * Fields an op does not use are left zero. Strings are NUL-terminated and
- * their lengths are kept beside them. Owned by whoever filled it; the
- * allocator only reads it.
- */
-typedef enum slot_id_kind { SLOT_ID_NONE = 0, SLOT_ID_INT, SLOT_ID_STR } slot_id_kind;
-
-typedef struct slot_id {
-    slot_id_kind kind;
-    int64_t i;
-    uint8_t len;                       /* bytes of s without the NUL */
-    char s[SLOT_ID_BYTES_MAX + 1];
-} slot_id;
-
-/* Optional fields present in the request (bits of slot_req.has). */
-enum {
-    SLOT_HAS_SHARDS = 1u << 0,
-    SLOT_HAS_HOLD_TTL = 1u << 1,
-    SLOT_HAS_MAX_PER_USER = 1u << 2,
-    SLOT_HAS_MAX_PER_REQUEST = 1u << 3,
-    SLOT_HAS_EVENT = 1u << 4,
-    SLOT_HAS_TOKEN = 1u << 5,
-};
-
-typedef struct slot_req {
-    slot_op op;
-    uint32_t has;                      /* SLOT_HAS_* bits */
-    slot_id id;                        /* echoed in the reply */
-    uint8_t event_len, request_len, user_len, hold_len;
-    uint16_t token_len;
-    char event[SLOT_EVENT_BYTES_MAX + 1];
-    char request[SLOT_REQUEST_BYTES_MAX + 1];
-    char user[SLOT_USER_BYTES_MAX + 1];
-    char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
-    char token[SLOT_TOKEN_BYTES_MAX + 1];
-    uint32_t qty;                      /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
-    uint64_t capacity;                 /* 0..SLOT_CAPACITY_MAX */
-    uint32_t shards;                   /* 1..SLOT_SHARDS_MAX */
-    uint32_t hold_ttl_ms;              /* SLOT_HOLD_TTL_MS_MIN..MAX */
-    uint64_t max_per_user;             /* 0 (no limit)..SLOT_CAPACITY_MAX */
-    uint32_t max_per_request;          /* 1..SLOT_MAX_PER_REQUEST_MAX */
-    slot_event_status status;          /* set_status */
-} slot_req;
-
-/* Connection roles (PROTOCOL.md, "hello"). */
-typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN } slot_role;
-
-/* slot_role_name — "frontend", "admin" or "none"; static. */
-const char *slot_role_name(slot_role role);
-
-/* The view of an event, as the "event" op shows it. */
-typedef struct slot_event_view {
-    char event[SLOT_EVENT_BYTES_MAX + 1];
-    slot_event_status status;
-    uint64_t capacity, available, held, confirmed;
-    uint32_t shards, hold_ttl_ms, max_per_request;
-    uint64_t max_per_user;
-} slot_event_view;
-
-/* One invariant violation found by check (PROTOCOL.md, "Invariants"). */
-typedef struct slot_violation {
-    int invariant;                     /* 1..7 */
-    char event[SLOT_EVENT_BYTES_MAX + 1];
-    char detail[160];
-} slot_violation;
-
-#define SLOT_CHECK_VIOLATIONS_MAX 100  /* check reports at most this many; the count is exact */
-
-/*
- * Result of one op. `err` is SLOT_E_OK for every "ok":true answer (sold out
- * included). Which other fields mean something depends on the op; the proto
- * encoder knows. Heap parts (shard_free, violations) are owned by the result
- * and freed by slot_res_clear().
- */
-typedef struct slot_res {
-    slot_err err;
-    char message[160];                 /* human text for errors; empty = default */
-    bool replay;                       /* "replay":true */
-    bool sold_out;                     /* hold: status sold_out */
-    bool done;                         /* release "released" / cancel "cancelled" */
-    slot_hold_status hold_status;      /* hold, confirm, release, cancel, get_hold, hold_not_active */
-    char hold[SLOT_HOLD_ID_BYTES + 1];
-    char user[SLOT_USER_BYTES_MAX + 1];
-    uint32_t qty;
-    uint64_t available;                /* sold_out: units free across all shards */
-    uint64_t expires_at_ms, created_at_ms;
-    slot_event_view view;              /* create_event, set_capacity, reshard, set_status, event */
-    uint32_t nshards;                  /* shards op */
-    uint64_t *shard_free;              /* shards op: nshards values, heap */
-    uint64_t events_checked, holds_checked, expired; /* check, expire */
-    uint32_t nviolations;              /* check: total found */
-    slot_violation *violations;        /* check: min(nviolations, MAX), heap */
-    slot_role role;                    /* hello */
-    char *extra;                       /* heap JSON object text whose members are appended
-                                          to the reply (stats, hello's server facts); or NULL */
-} slot_res;
-
-/* slot_res_clear — free a result's heap parts and zero it. `res` may be zeroed already. */
-void slot_res_clear(slot_res *res);
-
-/* Set res to an error with a message (printf-style; NULL fmt = default message). */
-void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /*
  * The allocator's per-thread state: the store it runs on and its random
@@ -172,22 +35,24 @@ struct slot__idem;
 typedef struct slot_alloc {
     slot_store *store;
     uint64_t rng[4];                   /* xoshiro256** state, seeded from getrandom() */
-    struct slot__idem *idem;           /* idempotency index (src/idem.h); built on the first hold */
+    struct slot__idem *idem;           /* idempotency index (src/idem.h); see slot_alloc_load */
 } slot_alloc;
 
 /*
  * slot_alloc_init — bind an allocator to an open store and seed its random
  * generator from the kernel (getrandom). Returns 0, or -errno.
  * The allocator that runs holds keeps an in-memory idempotency index, built
- * from the holds database on its first hold (O(holds) once) and kept up to
- * date by its own holds: so there must be ONE writing allocator per store
+ * from the holds database by slot_alloc_load (slotd calls it at start) or,
+ * when nobody did, on its first hold (O(holds) once), and kept up to date by
+ * its own holds: so there must be ONE writing allocator per store
  * (the server's commit thread). Free with slot_alloc_close.
  */
 int slot_alloc_init(slot_alloc *a, slot_store *store);
 
 /*
- * slot_alloc_load — build the idempotency index now (else the first hold
- * does), from every hold in the store as txn sees it (a read txn is fine).
+ * slot_alloc_load — build the idempotency index now (slotd does, at start,
+ * so restart time includes it; without this call the first hold does), from
+ * every hold in the store as txn sees it (a read txn is fine).
  * O(holds). Returns 0 or an LMDB error / ENOMEM.
  */
 int slot_alloc_load(slot_alloc *a, MDB_txn *txn);
@@ -211,7 +76,7 @@ void slot_alloc_seed(slot_alloc *a, uint64_t seed);
  *        transaction (a read-only one is fine) for the others.
  *   req: the request, syntax already checked (proto does that).
  *   now_ms: the server clock, ms since the Unix epoch; every hold whose
- *        expires_at_ms <= now_ms counts as expired (PROTOCOL.md, "confirm").
+ *        expires_at_ms <= now_ms counts as expired (docs/protocol.md, "confirm").
  *   res: zeroed (or cleared) by the caller; filled here.
  * Returns 0 when res holds the answer (success or a wire error; on a wire
  * error nothing was written), or an LMDB error code (MDB_MAP_FULL, EIO, ...)
@@ -229,16 +94,5 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
  * Returns 0 or an LMDB error (abort the transaction).
  */
 int slot_alloc_expire_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t limit, uint64_t *expired);
-
-/*
- * slot_alloc_check — full scan of the seven invariants (PROTOCOL.md,
- * "Invariants"; 5 and 6 are about answers and are checked by tests, the scan
- * checks the state they leave: 1, 2, 3, 4, 7 and the expiry index).
- *   event/event_len: one event, or NULL/0 for all.
- * Fills res->events_checked, holds_checked, nviolations, violations.
- * Cost: O(holds + shards + users) of the scanned events; runs on a read txn.
- * Returns 0, or an LMDB error. A missing event is res->err = unknown_event.
- */
-int slot_alloc_check(slot_alloc *a, MDB_txn *txn, const char *event, size_t event_len, slot_res *res);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * slot/client.h — the C client of slotd's protocol (PROTOCOL.md v1).
+ * slot/client.h — the C client of slotd's protocol (docs/protocol.md v1).
  *
  * Two layers:
  *   1. Codec, no I/O: slot_req_* build typed requests, slot_req_encode turns
@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "slot/alloc.h"
 #include "slot/error.h"
+#include "slot/ops.h"
 
 #define SLOT_CLIENT_LINE_MAX (4u << 20) /* a reply line longer than this is refused (-EMSGSIZE) */
 
@@ -61,7 +61,7 @@ typedef struct slot_reply {
     char role[16];
     char version[32];
     int64_t protocol;
-    uint64_t qty, expires_at, created_at, available;
+    uint64_t qty, expires_at_ms, created_at_ms, available;
     uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
     uint64_t events, holds, expired;   /* check, expire */
     uint32_t nviolations;              /* check: violations found: "violations_total" when the

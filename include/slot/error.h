@@ -1,11 +1,23 @@
 /*
  * slot/error.h — the one list of slotd error codes.
  *
- * Every error a client can see on the wire (PROTOCOL.md, "Error codes") comes
+ * Every error a client can see on the wire (docs/protocol.md, "Error codes") comes
  * from SLOT_ERR_MAP below; the enum, the wire names and the default messages
  * are all generated from it, in the manner of libuv's UV_ERRNO_MAP. LMDB and
  * libuv errors are mapped to these codes at the boundary and never leak as raw
  * numbers.
+ *
+ * Internal errors — one convention for every function of libslot and slotd
+ * that can fail (LMDB's): an int that is 0 on success, else a positive errno
+ * value (ENOMEM, EIO, EINVAL, ...) or an MDB_* code (MDB_NOTFOUND,
+ * MDB_MAP_FULL, MDB_CORRUPTED, ...). A function whose doc comment says
+ * "-errno" (the open-time and client-library calls) returns the negated errno
+ * instead; nothing else does. Wire errors (slot_err) never travel as return
+ * values: they are put into a slot_res, and only the boundary — the commit
+ * thread and the loop's read path — turns an internal error into one
+ * (MDB_MAP_FULL, ENOSPC, EDQUOT -> storage_full; the rest -> internal).
+ * The allocator's op helpers add one value, SLOT__ANSWERED (src/alloc_int.h):
+ * "res holds a wire error, stop here, nothing was written".
  */
 #ifndef SLOT_ERROR_H
 #define SLOT_ERROR_H

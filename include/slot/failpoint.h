@@ -1,8 +1,8 @@
 /*
  * slot/failpoint.h — fault injection at each step of the write path, compiled
- * only into test builds (meson -Dfailpoints=true, the default for a
- * development build; release builds use -Dfailpoints=false and every
- * SLOT_FAIL() below is the constant false).
+ * only where SLOT_FAILPOINTS is defined: meson builds the library and slotd
+ * a second time that way (libslot-fp, slotd-failpoints) for the tests; in
+ * the slotd that is installed every SLOT_FAIL() below is the constant false.
  *
  * A failpoint that fires makes its step fail as the storage would: the
  * allocator returns an LMDB-style error, the whole batch is rolled back and

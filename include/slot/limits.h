@@ -1,7 +1,7 @@
 /*
  * slot/limits.h — every fixed limit of slotd, with its unit and its reason.
  *
- * Wire limits come from PROTOCOL.md ("Names and numbers", admin op table);
+ * Wire limits come from docs/protocol.md ("Names and numbers", the admin ops);
  * the rest are slotd's own bounds (every queue, buffer and loop has one).
  */
 #ifndef SLOT_LIMITS_H
@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-/* Names (PROTOCOL.md, "Names and numbers"). */
+/* Names (docs/protocol.md, "Names and numbers"). */
 #define SLOT_EVENT_BYTES_MAX 64   /* event id: 1..64 bytes of [A-Za-z0-9._:-] */
 #define SLOT_REQUEST_BYTES_MAX 64 /* idempotency key: same alphabet and length */
 #define SLOT_USER_BYTES_MAX 128   /* user: 1..128 bytes of UTF-8, no controls */
@@ -18,7 +18,7 @@
 #define SLOT_HOLD_ID_BYTES 32     /* hold id: 16 hex digits of sequence + 16 of random tag */
 #define SLOT_HOLD_ARG_BYTES_MAX 128 /* a "hold" argument longer than this is invalid_argument */
 
-/* Numbers (PROTOCOL.md). */
+/* Numbers (docs/protocol.md, "Names and numbers"). */
 #define SLOT_CAPACITY_MAX (UINT64_C(1) << 40)  /* capacity and max_per_user: 0..2^40 */
 #define SLOT_SHARDS_MAX 1024                   /* shards: 1..1024 */
 #define SLOT_SHARDS_DEFAULT 16
@@ -32,32 +32,88 @@
 /* A hold takes at most qty units from at most min(qty, shards) shards. */
 #define SLOT_PARTS_MAX SLOT_MAX_PER_REQUEST_MAX
 
-/* Server defaults (flags override). */
+/*
+ * slotd's flags: for each numeric flag its default, and the range the
+ * command line accepts (inclusive); slotd --help prints both.
+ */
 #define SLOT_LINE_BYTES_DEFAULT 65536          /* --max-line, without the \n or \r\n */
 #define SLOT_LINE_BYTES_MIN 1024               /* smaller lines cannot carry a full request */
 #define SLOT_LINE_BYTES_MAX (16u << 20)        /* 16 MiB: a line is buffered whole in memory */
-#define SLOT_QUEUE_REQUESTS_DEFAULT 100000     /* global bound on queued write requests (overloaded) */
-#define SLOT_BATCH_REQUESTS_MAX 4096           /* one group commit runs at most this many */
-#define SLOT_CONN_INFLIGHT_DEFAULT 1024        /* per connection: stop reading above this many unanswered */
-#define SLOT_CONN_OUT_BYTES_DEFAULT (4u << 20) /* per connection: stop reading above this many unsent reply bytes */
-#define SLOT_CONNS_DEFAULT 10000               /* open connections; accept pauses at the limit */
-#define SLOT_IDLE_TIMEOUT_MS_DEFAULT 300000    /* 5 min without a byte from a client with nothing pending */
-#define SLOT_LINE_TIMEOUT_MS_DEFAULT 30000     /* a started line must end within 30 s */
-#define SLOT_WRITE_TIMEOUT_MS_DEFAULT 30000    /* replies must make progress within 30 s */
-#define SLOT_SWEEP_INTERVAL_MS_DEFAULT 1000    /* PROTOCOL.md: units back within interval + 1 s */
-#define SLOT_SWEEP_BATCH_MAX 1024              /* holds expired per sweeper batch, so sales never stall */
-#define SLOT_EXPIRE_OP_MAX 1000000             /* the admin "expire" op expires at most this many */
-#define SLOT_MAP_SIZE_INITIAL (64ull << 20)    /* 64 MiB; grows on MDB_MAP_FULL */
-#define SLOT_MAP_SIZE_MAX_DEFAULT (64ull << 30) /* 64 GiB of address space, not of disk */
-#define SLOT_LISTEN_DEFAULT "127.0.0.1:7420"
+#define SLOT_MAP_BYTES_MAX_DEFAULT (64ull << 30) /* --map-size-max: 64 GiB of address space, not of disk */
+#define SLOT_MAP_BYTES_MAX_MIN (1ull << 20)    /* 1 MiB */
+#define SLOT_MAP_BYTES_MAX_MAX (1ull << 44)    /* 16 TiB */
+#define SLOT_SWEEP_INTERVAL_MS_DEFAULT 1000    /* --sweep-interval-ms; docs/protocol.md: units back within interval + 1 s */
+#define SLOT_SWEEP_INTERVAL_MS_MIN 10
+#define SLOT_SWEEP_INTERVAL_MS_MAX 60000       /* a minute: expired units must come back promptly */
+#define SLOT_QUEUE_REQUESTS_DEFAULT 100000     /* --max-queue: queued write requests before overloaded */
+#define SLOT_QUEUE_REQUESTS_MIN 1
+#define SLOT_QUEUE_REQUESTS_MAX 10000000
+#define SLOT_CONN_INFLIGHT_DEFAULT 1024        /* --max-inflight: per connection, reading stops above this many unanswered */
+#define SLOT_CONN_INFLIGHT_MIN 1
+#define SLOT_CONN_INFLIGHT_MAX 1000000
+#define SLOT_CONNS_DEFAULT 10000               /* --max-connections; accept pauses at the limit */
+#define SLOT_CONNS_MIN 1
+#define SLOT_CONNS_MAX 1000000
+#define SLOT_CONN_OUT_BYTES_DEFAULT (4u << 20) /* --max-output: per connection, reading stops above this many unsent bytes */
+#define SLOT_CONN_OUT_BYTES_MIN 4096
+#define SLOT_CONN_OUT_BYTES_MAX (1u << 30)
+#define SLOT_IDLE_TIMEOUT_MS_DEFAULT 300000    /* --idle-timeout-ms: 5 min without a byte, nothing pending; 0 never */
+#define SLOT_IDLE_TIMEOUT_MS_MIN 0
+#define SLOT_IDLE_TIMEOUT_MS_MAX 86400000      /* a day, as for the two below */
+#define SLOT_LINE_TIMEOUT_MS_DEFAULT 30000     /* --line-timeout-ms: a started line must end within 30 s */
+#define SLOT_LINE_TIMEOUT_MS_MIN 10
+#define SLOT_LINE_TIMEOUT_MS_MAX 86400000
+#define SLOT_WRITE_TIMEOUT_MS_DEFAULT 30000    /* --write-timeout-ms: replies must make progress within 30 s */
+#define SLOT_WRITE_TIMEOUT_MS_MIN 10
+#define SLOT_WRITE_TIMEOUT_MS_MAX 86400000
+#define SLOT_HOST_DEFAULT "127.0.0.1"          /* --listen's host, slotctl's --host */
 #define SLOT_PORT_DEFAULT 7420
+#define SLOT_PORT_MIN 1                        /* slotctl --port (slotd --listen also takes 0: any free port) */
+#define SLOT_PORT_MAX 65535
+#define SLOT_CTL_TIMEOUT_S_DEFAULT 60          /* slotctl --timeout: check scans every hold, allow a big database */
+#define SLOT_CTL_TIMEOUT_S_MIN 1
+#define SLOT_CTL_TIMEOUT_S_MAX 86400
+#define SLOT_CTL_CONNECT_TIMEOUT_MS 5000       /* slotctl's connect */
+#define SLOT_CTL_HOST_BYTES_MAX 255            /* slotctl --host */
+#define SLOT__STR(x) #x
+#define SLOT__XSTR(x) SLOT__STR(x)
+#define SLOT_LISTEN_DEFAULT SLOT_HOST_DEFAULT ":" SLOT__XSTR(SLOT_PORT_DEFAULT)
 #define SLOT_DATA_DEFAULT "./slotd-data"
+
+/* slotd's fixed bounds (no flag). */
+#define SLOT_BATCH_REQUESTS_MAX 4096           /* one group commit runs at most this many */
+#define SLOT_SWEEP_BATCH_MAX 1024              /* holds expired per sweeper batch, so sales never stall */
+#define SLOT_EXPIRE_CHUNK 256                  /* due holds collected per expiry-index scan */
+#define SLOT_EXPIRE_OP_MAX 1000000             /* the admin "expire" op expires at most this many */
+#define SLOT_MAP_BYTES_INITIAL (64ull << 20)   /* 64 MiB; grows on MDB_MAP_FULL */
+#define SLOT_MAP_GROW_ATTEMPTS_MAX 64          /* map doublings one batch may try before storage_full */
+#define SLOT_READ_BUF_BYTES (64u << 10)        /* one shared read buffer: the loop reads one socket at a time */
+#define SLOT_ENTRIES_MAX (256u << 10)          /* requests alive at once (~1.3 KiB each): reading pauses above */
+#define SLOT_TOKENS_MAX 64                     /* lines in --token-file */
+#define SLOT_LISTEN_BACKLOG 1024               /* listen(2) backlog */
+#define SLOT_DRAIN_MS 2000                     /* how long a closing connection's unread input is discarded */
+#define SLOT_SHUTDOWN_FLUSH_MS 5000            /* on stop, how long slow clients get to take their replies */
+#define SLOT_STOP_POLL_MS 10                   /* while stopping, how often the stop timer looks */
+#define SLOT_DISK_FULL_BYTES (256u << 10)     /* EIO from a commit with less free than this is a full disk: LMDB
+                                                  reports a short page write (64 pages at most) as EIO */
+#define SLOT_PARTIAL_BYTES_INITIAL 1024        /* first buffer for an unfinished line (grows by doubling) */
+#define SLOT_OUT_BYTES_INITIAL 4096            /* first reply buffer of a connection (grows by doubling) */
+
+/* The idempotency index (src/idem.c says why these sizes). */
+#define SLOT_IDEM_PARTS_LOG2 6                 /* 64 uthash tables */
+#define SLOT_IDEM_BUCKETS_LOG2 12              /* 4096 buckets each to start with */
+#define SLOT_IDEM_BLOOM_LOG2 18                /* 2^18 Bloom bits per table */
+#define SLOT_IDEM_BLOCK_BYTES (1u << 20)       /* arena block: ~10,000 entries */
 
 _Static_assert(SLOT_LINE_BYTES_DEFAULT >= SLOT_LINE_BYTES_MIN, "default line limit below minimum");
 _Static_assert(SLOT_LINE_BYTES_DEFAULT <= SLOT_LINE_BYTES_MAX, "default line limit above maximum");
 _Static_assert(SLOT_PARTS_MAX <= 65535, "parts are counted in 16 bits");
 _Static_assert(SLOT_SHARDS_MAX <= 65535, "shard numbers are 16-bit in keys");
-_Static_assert(SLOT_QUEUE_REQUESTS_DEFAULT >= 100000, "PROTOCOL.md: queue bound at least 100,000");
+_Static_assert(SLOT_QUEUE_REQUESTS_DEFAULT >= 100000, "docs/protocol.md: queue bound at least 100,000");
 _Static_assert(SLOT_SWEEP_BATCH_MAX <= SLOT_BATCH_REQUESTS_MAX, "a sweep fits one batch budget");
+_Static_assert(SLOT_EXPIRE_CHUNK <= SLOT_SWEEP_BATCH_MAX, "a chunk fits a sweep");
+_Static_assert(SLOT_SWEEP_INTERVAL_MS_DEFAULT >= SLOT_SWEEP_INTERVAL_MS_MIN, "default sweep interval in range");
+_Static_assert(SLOT_SWEEP_INTERVAL_MS_DEFAULT <= SLOT_SWEEP_INTERVAL_MS_MAX, "default sweep interval in range");
+_Static_assert(SLOT_MAP_BYTES_INITIAL <= SLOT_MAP_BYTES_MAX_DEFAULT, "the map starts below its bound");
 
 #endif

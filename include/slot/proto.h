@@ -1,5 +1,5 @@
 /*
- * slot/proto.h — the wire format of PROTOCOL.md: one JSON object per line in,
+ * slot/proto.h — the wire format of docs/protocol.md: one JSON object per line in,
  * one per line out. Parsing is strict (jansson with duplicate keys rejected,
  * plus slotd's own depth, integer and name checks) and ends in a typed
  * struct slot_req; nothing past this module sees JSON.
@@ -20,7 +20,7 @@
  *   line/len: the bytes of the line without its "\n" or "\r\n"; len >= 1.
  *             Need not be NUL-terminated; not kept after the call.
  *   req: out; zeroed and filled here. req->id is filled as soon as the id is
- *        known to be valid, so an error reply can echo it (PROTOCOL.md: a line
+ *        known to be valid, so an error reply can echo it (docs/protocol.md: a line
  *        that could not be parsed, or whose id is invalid, gets no id).
  *   msg/msglen: out; a human message naming the field on error.
  * Returns SLOT_E_OK, or SLOT_E_BAD_JSON (not one valid JSON object: syntax,

@@ -1,6 +1,6 @@
 /*
  * slot/store.h — slotd's LMDB schema: one environment, six named databases
- * (DESIGN.md, "Storage", less its "requests" database: the idempotency index
+ * (docs/design.md, "Storage", less its "requests" database: the idempotency index
  * is rebuilt in memory from the holds, see src/idem.h), fixed-width
  * big-endian integers in keys so LMDB's
  * byte order is number and time order, and packed versioned records as values.
@@ -29,37 +29,13 @@
 #include <stdint.h>
 
 #include "slot/limits.h"
+#include "slot/ops.h"
 
 #define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION 1u         /* first byte of every packed record */
 #define SLOT_STORE_DBS 6
 #define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
-
-typedef enum slot_event_status { SLOT_EVENT_ON_SALE = 0, SLOT_EVENT_CLOSED = 1 } slot_event_status;
-
-/* Hold states (STYLE.md: explicit state machine). held -> confirmed | released | expired | cancelled;
- * confirmed -> cancelled. Every other transition is refused by slot_hold_transition_ok(). */
-#define SLOT_HOLD_STATUS_MAP(X) \
-    X(HELD, "held")             \
-    X(CONFIRMED, "confirmed")   \
-    X(RELEASED, "released")     \
-    X(EXPIRED, "expired")       \
-    X(CANCELLED, "cancelled")
-
-typedef enum slot_hold_status {
-#define SLOT__HS_ENUM(name, wire) SLOT_HOLD_##name,
-    SLOT_HOLD_STATUS_MAP(SLOT__HS_ENUM)
-#undef SLOT__HS_ENUM
-    SLOT_HOLD__COUNT
-} slot_hold_status;
-
-/* slot_hold_status_name — wire name ("held", ...); static; "?" when out of range. */
-const char *slot_hold_status_name(slot_hold_status s);
-/* slot_event_status_name — "on_sale" or "closed"; static. */
-const char *slot_event_status_name(slot_event_status s);
-/* slot_hold_transition_ok — true when from -> to is an edge of the hold state machine. */
-bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
 
 /* events[ev] */
 typedef struct slot_event_rec {
@@ -97,7 +73,7 @@ typedef struct slot_store slot_store;
 typedef struct slot_store_opts {
     const char *dir;                   /* data folder; created (0700) when missing */
     bool nosync;                       /* true: MDB_NOSYNC (a crash of the machine may lose commits) */
-    uint64_t map_size_max;             /* bytes; growth stops here (storage_full) */
+    uint64_t map_bytes_max;             /* bytes; growth stops here (storage_full) */
     bool read_only;                    /* open for reading only (tools) */
 } slot_store_opts;
 
@@ -119,15 +95,15 @@ void slot_store_close(slot_store *st);
 MDB_env *slot_store_env(slot_store *st);
 
 /*
- * slot_store_grow — double the map size (bounded by map_size_max), for a
+ * slot_store_grow — double the map size (bounded by map_bytes_max), for a
  * writer that got MDB_MAP_FULL and aborted. No write transaction may be open;
  * read transactions of this process must not be active (the server holds its
  * read lock while it grows). Returns 0, or MDB_MAP_FULL at the bound.
  */
 int slot_store_grow(slot_store *st);
 
-/* slot_store_map_size — current map size in bytes; slot_store_used_bytes — pages in use x page size. */
-uint64_t slot_store_map_size(slot_store *st);
+/* slot_store_map_bytes — current map size in bytes; slot_store_used_bytes — pages in use x page size. */
+uint64_t slot_store_map_bytes(slot_store *st);
 uint64_t slot_store_used_bytes(slot_store *st);
 
 /* slot_store_sync — flush to disk (after nosync commits). Returns 0 or an LMDB error. */

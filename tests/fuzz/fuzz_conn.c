@@ -205,7 +205,7 @@ static void note_answer(const char *error)
         SLOT_ERR_MAP(NOTE_CASE)
 #undef NOTE_CASE
     default:
-        fprintf(stderr, "fuzz_conn: error code \"%s\" is not in PROTOCOL.md's closed set\n", error);
+        fprintf(stderr, "fuzz_conn: error code \"%s\" is not in docs/protocol.md's closed set\n", error);
         abort();
     }
 }

@@ -1,58 +1,53 @@
 #!/usr/bin/env bash
-# tests/fuzz/run.sh — build the libFuzzer targets with clang (libFuzzer +
-# AddressSanitizer + UndefinedBehaviorSanitizer) and run each for a bounded
-# time from its committed seed corpus. Exits non-zero when a target finds a
-# crash, a leak, a sanitizer report or a broken property.
+# tests/fuzz/run.sh — run the libFuzzer targets (libFuzzer + AddressSanitizer
+# + UndefinedBehaviorSanitizer), each for a bounded time from its committed
+# seed corpus. meson builds them (-Dfuzz=true, tests/fuzz/meson.build): this
+# script configures a clang build folder with that option when there is none,
+# builds it, and runs. Exits non-zero when a target finds a crash, a leak, a
+# sanitizer report or a broken property, or does not build.
 #
 #   SLOT_FUZZ_SECONDS   run time per target (default 60)
 #   SLOT_FUZZ_OUT       build and work folder (default build-fuzz)
-#   SLOTD               the slotd fuzz_conn talks to; default: one built here
-#                       with clang and the same sanitizers
+#   SLOTD               the slotd fuzz_conn talks to; default: the build
+#                       folder's own (built with the same sanitizers)
 #   tests/fuzz/run.sh [target...]   (default: every target)
+#
+# Its last line is "fuzz: N passed, M failed" (a target passes when it ran its
+# time without a finding); .ci/run counts from it.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 here=$root/tests/fuzz
 out=${SLOT_FUZZ_OUT:-$root/build-fuzz}
 secs=${SLOT_FUZZ_SECONDS:-60}
-cc=${CLANG:-clang}
-mkdir -p "$out"
 
-# The library without the daemon (server.c, slotd.c hold main and the loop).
-lib_srcs=()
-for f in "$root"/src/*.c; do
-    case "$(basename "$f")" in server.c | slotd.c) ;; *) lib_srcs+=("$f") ;; esac
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_proto fuzz_conn)
+for t in "${targets[@]}"; do
+    [ -f "$here/$t.c" ] || { echo "fuzz: no target $t" >&2; exit 2; }
 done
-cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
-        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-        -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
-        -I"$root/include" -I"$root/src")
-read -r -a deps <<<"$(pkg-config --cflags --libs lmdb jansson) -lpthread -lm"
 
-build_target() {
-    echo "fuzz: building $1" >&2
-    "$cc" "${cflags[@]}" "$here/$1.c" "${lib_srcs[@]}" "${deps[@]}" -o "$out/$1"
-}
-
-# fuzz_conn needs a running slotd; a sanitizer build so its bugs show.
-ensure_slotd() {
-    if [ -n "${SLOTD:-}" ]; then
-        return
-    fi
-    local b=$out/slotd-build
-    if [ ! -f "$b/build.ninja" ]; then
-        CC=$cc meson setup "$b" "$root" -Db_sanitize=address,undefined -Db_lundef=false >&2
-    fi
-    ninja -C "$b" slotd >&2
-    export SLOTD=$b/slotd
-}
+# The build: clang, the sanitizers, the fuzz targets (tests/fuzz/meson.build).
+opts=(-Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false)
+if [ ! -f "$out/build.ninja" ]; then
+    CC=${CLANG:-clang} meson setup "$out" "$root" "${opts[@]}" >&2
+elif ! meson introspect --buildoptions "$out" |
+        python3 -c 'import json, sys; sys.exit(not any(o["name"] == "fuzz" and o["value"] for o in json.load(sys.stdin)))'; then
+    meson configure "$out" "${opts[@]}" >&2
+fi
+echo "fuzz: building ${targets[*]} and slotd in $out" >&2
+if ! ninja -C "$out" fuzz >&2; then
+    echo "fuzz: 0 passed, ${#targets[@]} failed (the build failed)"
+    exit 1
+fi
+export SLOTD=${SLOTD:-$out/slotd}
 
 # Runs one target for $secs seconds; prints its execution count.
 run_target() {
     local name=$1 corpus=$2
     local work=$out/work_$corpus log=$out/$name.log status=0
     mkdir -p "$work"
-    "$out/$name" -max_total_time="$secs" -print_final_stats=1 -max_len=8192 -timeout=20 \
+    "$out/tests/fuzz/$name" -max_total_time="$secs" -print_final_stats=1 -max_len=8192 -timeout=20 \
         -dict="$here/slot.dict" -artifact_prefix="$out/$name-" "$work" "$here/$corpus" >"$log" 2>&1 || status=$?
     local execs rate
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -71,12 +66,14 @@ if command -v llvm-symbolizer >/dev/null; then
     export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer)}
 fi
 
-targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_proto fuzz_conn)
+passed=0
 failed=0
 for t in "${targets[@]}"; do
-    build_target "$t"
-    [ "$t" = fuzz_conn ] && ensure_slotd
-    run_target "$t" "corpus_${t#fuzz_}" || failed=1
+    if run_target "$t" "corpus_${t#fuzz_}"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
 done
-exit $failed
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

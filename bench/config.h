@@ -1,0 +1,84 @@
+/*
+ * bench/config.h — what a slot-bench run was asked to do: the scenarios,
+ * the target, and the command line that fills bench_config (options.c).
+ * Ranges and defaults are in limits.h. Single-threaded.
+ */
+#ifndef SLOT_BENCH_CONFIG_H
+#define SLOT_BENCH_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "limits.h"
+
+typedef enum bench_scenario {
+    BENCH_HOT_RELEASE,
+    BENCH_OPEN_LOOP,
+    BENCH_CHURN,
+    BENCH_SOLD_OUT,
+    BENCH_MULTI_EVENT,
+} bench_scenario;
+
+typedef enum bench_target_kind { BENCH_TARGET_SLOTD, BENCH_TARGET_REDIS } bench_target_kind;
+
+/* --qty: a fixed quantity or a small distribution "1:70,2:20,4:10" (qty:weight). */
+typedef struct bench_qty {
+    uint32_t n;                                /* choices, 1..BENCH_QTY_CHOICES_MAX */
+    uint32_t qty[BENCH_QTY_CHOICES_MAX];
+    uint32_t cum[BENCH_QTY_CHOICES_MAX];       /* running sum of weights */
+    uint32_t min, max;
+    char text[BENCH_QTY_TEXT_BYTES_MAX + 1];   /* as given */
+} bench_qty;
+
+/* Everything a run was asked to do; filled by bench_config_parse, then read-only. */
+typedef struct bench_config {
+    bench_scenario scenario;
+    const char *name;                          /* the subcommand */
+    bench_target_kind target;
+    char host[BENCH_HOST_BYTES_MAX + 1];
+    uint16_t port;
+    const char *token;
+    bool allow_remote;
+    char event[SLOT_EVENT_BYTES_MAX + 1];      /* base name; multi-event appends "-<i>" */
+    uint32_t connections, pipeline;
+    bench_qty qty;
+    uint64_t capacity;                         /* per event */
+    uint32_t shards;
+    uint64_t max_per_user, users;              /* users: pool size; 0 = every hold a new user */
+    uint32_t duration_ms;
+    uint64_t requests;                         /* bound on requests sent in the measured phase */
+    uint64_t seed;
+    uint32_t warmup_ms;
+    uint64_t tail;                             /* hot-release, multi-event: sold_out answers after the sell-out */
+    double rate_per_s;                         /* open-loop: requests per second */
+    uint32_t confirm_pct, release_pct, abandon_pct;
+    uint32_t think_min_ms, think_max_ms;
+    uint32_t hold_ttl_ms;                      /* 0 = long enough that nothing expires during the run */
+    uint32_t events;
+    double zipf_exponent;                      /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
+    const char *json_path, *csv_path, *svg_path;
+} bench_config;
+
+/*
+ * bench_config_parse — parse a scenario's command line (argv[0] is its name)
+ * into cfg; cfg borrows strings of argv (token, file paths), which must
+ * outlive it. Returns -1 when the run should go ahead (cfg filled), else an
+ * exit status: 0 after --help (printed to stdout), BENCH_EXIT_USAGE after a
+ * message on stderr.
+ */
+int bench_config_parse(bench_config *cfg, bench_scenario scenario, int argc, char **argv);
+/* bench_usage — the --help text of a scenario on f: every option with its range and default. */
+void bench_usage(FILE *f, bench_scenario scenario);
+/* bench_scenario_name / _summary — static strings. */
+const char *bench_scenario_name(bench_scenario s);
+const char *bench_scenario_summary(bench_scenario s);
+/* bench_scenario_sells_out — true for the scenarios that run until their events are sold out. */
+bool bench_scenario_sells_out(bench_scenario s);
+/* bench_config_json — the configuration as a new JSON object (caller owns the reference); NULL when out of memory. */
+json_t *bench_config_json(const bench_config *cfg);
+/* bench_qty_pick — a quantity drawn from the distribution with the random value r. */
+uint32_t bench_qty_pick(const bench_qty *q, uint64_t r);
+
+#endif

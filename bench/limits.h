@@ -1,0 +1,87 @@
+/*
+ * bench/limits.h — every bound and default of slot-bench, with its unit.
+ * The command line (options.c) parses against these and --help prints them,
+ * so a range in the help cannot drift from the one enforced. The server's own
+ * limits (slot/limits.h) are used where the bench must stay inside them.
+ */
+#ifndef SLOT_BENCH_LIMITS_H
+#define SLOT_BENCH_LIMITS_H
+
+#include <stdint.h>
+
+#include "slot/limits.h"
+
+/* ---------------------------------------------------------------- command-line ranges */
+
+#define BENCH_PORT_MAX 65535u
+#define BENCH_HOST_BYTES_MAX 255
+#define BENCH_EVENT_SUFFIX_BYTES 7                  /* "-warmup" and multi-event's "-<i>" (i < 2^16) */
+#define BENCH_EVENT_BYTES_MAX (SLOT_EVENT_BYTES_MAX - BENCH_EVENT_SUFFIX_BYTES) /* --event */
+#define BENCH_CONNS_MAX 10000                       /* each is a file descriptor */
+#define BENCH_PIPELINE_MAX SLOT_CONN_INFLIGHT_DEFAULT /* slotd stops reading above this many per connection */
+#define BENCH_QTY_CHOICES_MAX 16                    /* entries of a --qty distribution */
+#define BENCH_QTY_WEIGHT_MAX 1000000u               /* the weight of one --qty entry */
+#define BENCH_QTY_TEXT_BYTES_MAX 127                /* --qty as given */
+#define BENCH_USERS_MAX (UINT64_C(1) << 40)         /* --users pool */
+#define BENCH_DURATION_MS_MIN 1u
+#define BENCH_DURATION_MS_MAX (3600u * 1000u)       /* one hour: every run is bounded in time */
+#define BENCH_REQUESTS_MAX (UINT64_MAX / 2)         /* --requests */
+#define BENCH_SEED_MAX ((uint64_t)INT64_MAX)        /* reports carry the seed as a JSON integer */
+#define BENCH_TAIL_MAX UINT32_MAX                   /* --tail: sold_out answers */
+#define BENCH_RATE_PER_S_MIN 1.0                    /* open loop: requests/s */
+#define BENCH_RATE_PER_S_MAX 10000000.0
+#define BENCH_PCT_MAX 100u                          /* --confirm, --release, --abandon */
+#define BENCH_THINK_MS_MAX 600000u                  /* churn: one think time */
+#define BENCH_EXPIRE_WAIT_MS_MAX 70000u             /* churn: how long verification waits for holds to expire */
+#define BENCH_EXPIRE_SLACK_MS 10000u                /* ... of which this is kept for the sweep after the TTL */
+#define BENCH_HOLD_TTL_MS_MAX (BENCH_EXPIRE_WAIT_MS_MAX - BENCH_EXPIRE_SLACK_MS) /* churn: --hold-ttl-ms */
+#define BENCH_EVENTS_MAX 1024                       /* multi-event: events at once */
+#define BENCH_ZIPF_EXPONENT_MAX 10.0                /* --zipf */
+
+/* ---------------------------------------------------------------- command-line defaults */
+
+#define BENCH_HOST_DEFAULT "127.0.0.1"
+#define BENCH_REDIS_PORT_DEFAULT 6379
+#define BENCH_CONNS_DEFAULT 256
+#define BENCH_PIPELINE_DEFAULT 1
+#define BENCH_PIPELINE_OPEN_LOOP_DEFAULT 64
+#define BENCH_CAPACITY_DEFAULT 100000u              /* hot-release, churn */
+#define BENCH_CAPACITY_OPEN_LOOP_DEFAULT 1000000u
+#define BENCH_CAPACITY_SOLD_OUT_DEFAULT 1000u
+#define BENCH_CAPACITY_MULTI_EVENT_DEFAULT 10000u   /* per event */
+#define BENCH_DURATION_MS_DEFAULT 10000u            /* open-loop, churn, sold-out */
+#define BENCH_DURATION_SELL_MS_DEFAULT 120000u      /* hot-release, multi-event: they end at the sell-out */
+#define BENCH_REQUESTS_DEFAULT 100000000ull         /* the count bound when --requests is not given */
+#define BENCH_TAIL_DEFAULT 10000u
+#define BENCH_RATE_PER_S_DEFAULT 10000.0
+#define BENCH_CONFIRM_PCT_DEFAULT 20u
+#define BENCH_RELEASE_PCT_DEFAULT 40u
+#define BENCH_ABANDON_PCT_DEFAULT 40u
+#define BENCH_THINK_MIN_MS_DEFAULT 10u
+#define BENCH_THINK_MAX_MS_DEFAULT 100u
+#define BENCH_HOLD_TTL_MS_CHURN_DEFAULT 2000u
+#define BENCH_EVENTS_DEFAULT 16u
+#define BENCH_ZIPF_EXPONENT_DEFAULT 1.0
+
+/* ---------------------------------------------------------------- the run's own bounds */
+
+#define BENCH_SAMPLE_MS 100                         /* time series: one sample per 100 ms */
+#define BENCH_PROGRESS_MS 500                       /* the live line on stderr */
+#define BENCH_DRAIN_MS 10000                        /* after the last send: replies must be in by then */
+#define BENCH_CONNECT_TIMEOUT_MS 5000
+#define BENCH_CALL_TIMEOUT_MS 120000                /* admin calls: check scans every hold */
+#define BENCH_OPEN_TICK_MS 1                        /* open loop: the schedule is served every 1 ms */
+#define BENCH_BACKLOG_MIN 1024                      /* open loop: requests due per connection the bench holds back */
+#define BENCH_BACKLOG_MAX 65536                     /* ... at most (rate x 1 s / connections in between) */
+#define BENCH_PREFILL_PIPELINE_MIN 16               /* sold-out's prefill: requests in flight per connection */
+#define BENCH_VERIFY_CONNS 8                        /* the ledger check: connections ... */
+#define BENCH_VERIFY_PIPELINE 128                   /* ... and get_hold requests in flight on each */
+#define BENCH_LEDGER_MAX (64u << 20)                /* holds remembered for the ledger check */
+#define BENCH_EXPIRE_ROUNDS_MAX 64                  /* admin expire calls after a churn run (each bounded by the server) */
+#define BENCH_EXPIRE_MARGIN_MS 50                   /* churn: wait this long past the last expires_at */
+#define BENCH_REQ_BYTES 512                         /* one encoded request; get_hold is the longest */
+
+_Static_assert(BENCH_VERIFY_PIPELINE <= BENCH_PIPELINE_MAX, "verification pipeline above the server's bound");
+_Static_assert(BENCH_HOLD_TTL_MS_MAX >= SLOT_HOLD_TTL_MS_MIN, "--hold-ttl-ms has an empty range");
+
+#endif

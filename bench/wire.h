@@ -1,0 +1,60 @@
+/*
+ * bench/wire.h — what goes over the wire, whichever the target: a request
+ * in flight (a ticket), an answer (a result), and the names the bench gives
+ * users and request keys. Single-threaded: the loop's thread.
+ */
+#ifndef SLOT_BENCH_WIRE_H
+#define SLOT_BENCH_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "slot/error.h"
+#include "slot/limits.h"
+#include "slot/store.h"
+
+typedef enum bench_op { BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD } bench_op;
+
+/* One request in flight (or, open loop, due but not sent yet). */
+typedef struct bench_ticket {
+    uint64_t t_ns;          /* when it was due: the send time, or (open loop) the intended send time */
+    uint64_t user;          /* user number: the name is "u<user>" */
+    uint64_t key;           /* hold: request key number ("r<key>"); other ops: ledger index */
+    uint32_t session;       /* churn: the session it belongs to; else UINT32_MAX */
+    uint16_t event;         /* index into run->events */
+    uint16_t qty;
+    uint8_t op;             /* bench_op */
+} bench_ticket;
+
+/* An answer, whichever target gave it. */
+typedef struct bench_result {
+    bool ok;
+    slot_err err;                   /* !ok: the code (SLOT_E__COUNT: a code this build does not know) */
+    bool sold_out, replay, released;
+    bool has_status;
+    slot_hold_status status;        /* held/confirmed/...: hold, confirm, release, get_hold, hold_not_active */
+    uint32_t qty;
+    uint64_t available, expires_at_ms;
+    char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
+    uint32_t hold_len;
+    char text[160];                 /* !ok: the server's message (for reports) */
+} bench_result;
+
+/* bench_result_clear — r as an answer that says nothing yet (every flag false, empty strings). */
+void bench_result_clear(bench_result *r);
+
+/*
+ * bench_result_status — a status word of an answer (n bytes, not
+ * NUL-terminated) into r: "sold_out" sets r->sold_out, a hold status name
+ * ("held", ...: slot_hold_status_name) sets r->has_status and r->status.
+ * Returns false for any other word (on_sale, ...), r unchanged.
+ */
+bool bench_result_status(const char *s, size_t n, bench_result *r);
+
+/* bench_user_name / bench_key_name — "u<n>", "r<hex n>" into buf (cap bytes,
+ * NUL-terminated); returns the length without the NUL (0 when cap is 0). */
+size_t bench_user_name(uint64_t n, char *buf, size_t cap);
+size_t bench_key_name(uint64_t n, char *buf, size_t cap);
+
+#endif

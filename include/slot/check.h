@@ -1,0 +1,27 @@
+/*
+ * slot/check.h — the invariant scan behind the admin "check" op
+ * (docs/protocol.md, "Invariants"), implemented by src/check.c. It only
+ * reads: any transaction will do, and it changes nothing.
+ */
+#ifndef SLOT_CHECK_H
+#define SLOT_CHECK_H
+
+#include <lmdb.h>
+#include <stddef.h>
+
+#include "slot/ops.h"
+
+struct slot_alloc; /* slot/alloc.h */
+
+/*
+ * slot_alloc_check — full scan of the seven invariants (docs/protocol.md,
+ * "Invariants"; 5 and 6 are about answers and are checked by tests, the scan
+ * checks the state they leave: 1, 2, 3, 4, 7 and the expiry index).
+ *   event/event_len: one event, or NULL/0 for all.
+ * Fills res->events_checked, holds_checked, nviolations, violations.
+ * Cost: O(holds + shards + users) of the scanned events; runs on a read txn.
+ * Returns 0, or an LMDB error. A missing event is res->err = unknown_event.
+ */
+int slot_alloc_check(struct slot_alloc *a, MDB_txn *txn, const char *event, size_t event_len, slot_res *res);
+
+#endif

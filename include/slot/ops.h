@@ -1,0 +1,184 @@
+/*
+ * slot/ops.h — the protocol's shared types: the op table, the typed request
+ * (slot_req) and result (slot_res), connection roles, and the hold and event
+ * statuses with their wire names (docs/protocol.md). Used by the parser
+ * (proto), the allocator (alloc), the client library and the server alike;
+ * implemented by src/ops.c. No storage and no I/O here: including this
+ * header does not pull in LMDB.
+ */
+#ifndef SLOT_OPS_H
+#define SLOT_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "slot/error.h"
+#include "slot/limits.h"
+
+typedef enum slot_event_status { SLOT_EVENT_ON_SALE = 0, SLOT_EVENT_CLOSED = 1 } slot_event_status;
+
+/* Hold states (docs/design.md, "Code conventions": explicit state machines). held -> confirmed | released | expired | cancelled;
+ * confirmed -> cancelled. Every other transition is refused by slot_hold_transition_ok(). */
+#define SLOT_HOLD_STATUS_MAP(X) \
+    X(HELD, "held")             \
+    X(CONFIRMED, "confirmed")   \
+    X(RELEASED, "released")     \
+    X(EXPIRED, "expired")       \
+    X(CANCELLED, "cancelled")
+
+typedef enum slot_hold_status {
+#define SLOT__HS_ENUM(name, wire) SLOT_HOLD_##name,
+    SLOT_HOLD_STATUS_MAP(SLOT__HS_ENUM)
+#undef SLOT__HS_ENUM
+    SLOT_HOLD__COUNT
+} slot_hold_status;
+
+/* slot_hold_status_name — wire name ("held", ...); static; "?" when out of range. */
+const char *slot_hold_status_name(slot_hold_status s);
+/* slot_event_status_name — "on_sale" or "closed"; static. */
+const char *slot_event_status_name(slot_event_status s);
+/* slot_hold_transition_ok — true when from -> to is an edge of the hold state machine. */
+bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
+
+/* The ops of docs/protocol.md, in one list: X(NAME, wire name, writes?, admin?) */
+#define SLOT_OP_MAP(X)                           \
+    X(HELLO, "hello", false, false)              \
+    X(HOLD, "hold", true, false)                 \
+    X(CONFIRM, "confirm", true, false)           \
+    X(RELEASE, "release", true, false)           \
+    X(GET_HOLD, "get_hold", false, false)        \
+    X(EVENT, "event", false, false)              \
+    X(CREATE_EVENT, "create_event", true, true)  \
+    X(SET_CAPACITY, "set_capacity", true, true)  \
+    X(RESHARD, "reshard", true, true)            \
+    X(SET_STATUS, "set_status", true, true)      \
+    X(CANCEL, "cancel", true, true)              \
+    X(SHARDS, "shards", false, true)             \
+    X(CHECK, "check", false, true)               \
+    X(EXPIRE, "expire", true, true)              \
+    X(STATS, "stats", false, true)
+
+typedef enum slot_op {
+#define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
+    SLOT_OP_MAP(SLOT__OP_ENUM)
+#undef SLOT__OP_ENUM
+    SLOT_OP__COUNT
+} slot_op;
+
+/* slot_op_name — wire name of an op; static string ("?" when out of range). */
+const char *slot_op_name(slot_op op);
+/* slot_op_from_name — op by wire name (len bytes, not NUL-terminated);
+ * SLOT_OP__COUNT when unknown. */
+slot_op slot_op_from_name(const char *name, size_t len);
+/* slot_op_writes — true when the op needs the write transaction (commit thread). */
+bool slot_op_writes(slot_op op);
+/* slot_op_admin — true when the op needs role admin (docs/protocol.md, "Admin ops"). */
+bool slot_op_admin(slot_op op);
+
+/*
+ * Request: what a client asked, already checked for syntax (names, ranges).
+ * Fields an op does not use are left zero. Strings are NUL-terminated and
+ * their lengths are kept beside them. Owned by whoever filled it; the
+ * allocator only reads it.
+ */
+typedef enum slot_id_kind { SLOT_ID_NONE = 0, SLOT_ID_INT, SLOT_ID_STR } slot_id_kind;
+
+typedef struct slot_id {
+    slot_id_kind kind;
+    int64_t i;
+    uint8_t len;                       /* bytes of s without the NUL */
+    char s[SLOT_ID_BYTES_MAX + 1];
+} slot_id;
+
+/* Optional fields present in the request (bits of slot_req.has). */
+enum {
+    SLOT_HAS_SHARDS = 1u << 0,
+    SLOT_HAS_HOLD_TTL = 1u << 1,
+    SLOT_HAS_MAX_PER_USER = 1u << 2,
+    SLOT_HAS_MAX_PER_REQUEST = 1u << 3,
+    SLOT_HAS_EVENT = 1u << 4,
+    SLOT_HAS_TOKEN = 1u << 5,
+};
+
+typedef struct slot_req {
+    slot_op op;
+    uint32_t has;                      /* SLOT_HAS_* bits */
+    slot_id id;                        /* echoed in the reply */
+    uint8_t event_len, request_len, user_len, hold_len;
+    uint16_t token_len;
+    char event[SLOT_EVENT_BYTES_MAX + 1];
+    char request[SLOT_REQUEST_BYTES_MAX + 1];
+    char user[SLOT_USER_BYTES_MAX + 1];
+    char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
+    char token[SLOT_TOKEN_BYTES_MAX + 1];
+    uint32_t qty;                      /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
+    uint64_t capacity;                 /* 0..SLOT_CAPACITY_MAX */
+    uint32_t shards;                   /* 1..SLOT_SHARDS_MAX */
+    uint32_t hold_ttl_ms;              /* SLOT_HOLD_TTL_MS_MIN..MAX */
+    uint64_t max_per_user;             /* 0 (no limit)..SLOT_CAPACITY_MAX */
+    uint32_t max_per_request;          /* 1..SLOT_MAX_PER_REQUEST_MAX */
+    slot_event_status status;          /* set_status */
+} slot_req;
+
+/* Connection roles (docs/protocol.md, "hello"). */
+typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN } slot_role;
+
+/* slot_role_name — "frontend", "admin" or "none"; static. */
+const char *slot_role_name(slot_role role);
+
+/* The view of an event, as the "event" op shows it. */
+typedef struct slot_event_view {
+    char event[SLOT_EVENT_BYTES_MAX + 1];
+    slot_event_status status;
+    uint64_t capacity, available, held, confirmed;
+    uint32_t shards, hold_ttl_ms, max_per_request;
+    uint64_t max_per_user;
+} slot_event_view;
+
+/* One invariant violation found by check (docs/protocol.md, "Invariants"). */
+typedef struct slot_violation {
+    int invariant;                     /* 1..7 */
+    char event[SLOT_EVENT_BYTES_MAX + 1];
+    char detail[160];
+} slot_violation;
+
+#define SLOT_CHECK_VIOLATIONS_MAX 100  /* check reports at most this many; the count is exact */
+
+/*
+ * Result of one op. `err` is SLOT_E_OK for every "ok":true answer (sold out
+ * included). Which other fields mean something depends on the op; the proto
+ * encoder knows. Heap parts (shard_free, violations) are owned by the result
+ * and freed by slot_res_clear().
+ */
+typedef struct slot_res {
+    slot_err err;
+    char message[160];                 /* human text for errors; empty = default */
+    bool replay;                       /* "replay":true */
+    bool sold_out;                     /* hold: status sold_out */
+    bool done;                         /* release "released" / cancel "cancelled" */
+    slot_hold_status hold_status;      /* hold, confirm, release, cancel, get_hold, hold_not_active */
+    char hold[SLOT_HOLD_ID_BYTES + 1];
+    char user[SLOT_USER_BYTES_MAX + 1];
+    uint32_t qty;
+    uint64_t available;                /* sold_out: units free across all shards */
+    uint64_t expires_at_ms, created_at_ms;
+    slot_event_view view;              /* create_event, set_capacity, reshard, set_status, event */
+    uint32_t nshards;                  /* shards op */
+    uint64_t *shard_free;              /* shards op: nshards values, heap */
+    uint64_t events_checked, holds_checked, expired; /* check, expire */
+    uint32_t nviolations;              /* check: total found */
+    slot_violation *violations;        /* check: min(nviolations, MAX), heap */
+    slot_role role;                    /* hello */
+    char *extra;                       /* heap JSON object text whose members are appended
+                                          to the reply (stats, hello's server facts); or NULL */
+} slot_res;
+
+/* slot_res_clear — free a result's heap parts and zero it. `res` may be zeroed already. */
+void slot_res_clear(slot_res *res);
+
+/* Set res to an error with a message (printf-style; NULL fmt = default message). */
+void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * auth.c — tokens, hello and roles (auth.h).
+ */
+#include "auth.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Constant-time comparison: the time taken does not depend on where the
+ * first difference is, only on the lengths. */
+static bool token_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+    unsigned char diff = (unsigned char)(alen != blen);
+    size_t n = alen < blen ? alen : blen;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+static slot_role token_role(server *s, const slot_req *req)
+{
+    slot_role role = SLOT_ROLE_NONE;
+    for (size_t i = 0; i < s->ntokens; i++)
+        if (token_equal(s->tokens[i].value, s->tokens[i].len, req->token, req->token_len))
+            role = s->tokens[i].role;
+    return role;
+}
+
+/* Decides what a parsed request may do on this connection. Returns false
+ * when e was answered with an error here. */
+bool slot__authorize(server *s, conn *c, entry *e)
+{
+    if (s->ntokens == 0)
+        return true; /* development mode: loopback only, every connection admin */
+    if (e->req.op == SLOT_OP_HELLO) {
+        slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? token_role(s, &e->req) : SLOT_ROLE_NONE;
+        if (role == SLOT_ROLE_NONE) {
+            char peer[64] = "?";
+            struct sockaddr_storage ss;
+            int len = sizeof(ss);
+            if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+                uv_ip_name((struct sockaddr *)&ss, peer, sizeof(peer));
+            slot__log("failed hello from %s (token not shown)", peer);
+            c->role = SLOT_ROLE_NONE;
+            slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "invalid token");
+            c->close_after_flush = true;
+            return false;
+        }
+        c->role = role;
+        return true;
+    }
+    if (c->role == SLOT_ROLE_NONE) {
+        slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
+        c->close_after_flush = true;
+        return false;
+    }
+    if (slot_op_admin(e->req.op) && c->role != SLOT_ROLE_ADMIN) {
+        slot_res_error(&e->res, SLOT_E_FORBIDDEN, "op %s needs role admin", slot_op_name(e->req.op));
+        return false;
+    }
+    return true;
+}
+
+/* Reads --token-file: lines "ROLE TOKEN" (frontend or admin), # comments.
+ * The file must not be readable or writable by group or others. */
+int slot__tokens_load(server *s, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        slot__log("--token-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || (st.st_mode & 077) != 0) {
+        slot__log("--token-file %s: readable by group or others (mode %03o); chmod 600 it", path,
+                (unsigned)(st.st_mode & 0777));
+        fclose(f);
+        return -1;
+    }
+    char line[SLOT_TOKEN_BYTES_MAX + 64];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        lineno++;
+        char role[32], value[SLOT_TOKEN_BYTES_MAX + 2];
+        char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || *p == 0)
+            continue;
+        if (sscanf(p, "%31s %257s", role, value) != 2 || strlen(value) > SLOT_TOKEN_BYTES_MAX ||
+            (strcmp(role, "frontend") != 0 && strcmp(role, "admin") != 0) || s->ntokens == SLOT_TOKENS_MAX) {
+            slot__log("--token-file %s:%d: want \"frontend TOKEN\" or \"admin TOKEN\" (token 1..%d bytes, at most %d lines)",
+                    path, lineno, SLOT_TOKEN_BYTES_MAX, SLOT_TOKENS_MAX);
+            rc = -1;
+            break;
+        }
+        token *t = &s->tokens[s->ntokens++];
+        t->role = strcmp(role, "admin") == 0 ? SLOT_ROLE_ADMIN : SLOT_ROLE_FRONTEND;
+        t->len = strlen(value);
+        memcpy(t->value, value, t->len + 1);
+    }
+    fclose(f);
+    if (rc == 0 && s->ntokens == 0) {
+        slot__log("--token-file %s: no tokens in it", path);
+        rc = -1;
+    }
+    return rc;
+}

@@ -1,0 +1,23 @@
+/*
+ * auth.h — roles (docs/protocol.md, "hello"): the --token-file, the hello
+ * that gives a connection its role, and which ops a role may run. Without a
+ * token file every connection is admin (loopback development mode).
+ */
+#ifndef SLOT_AUTH_H
+#define SLOT_AUTH_H
+
+#include <stdbool.h>
+
+#include "server_int.h"
+
+/* slot__tokens_load — read path: lines "ROLE TOKEN" (frontend or admin) and
+ * # comments, at most SLOT_TOKENS_MAX, into s->tokens. The file must not be
+ * readable or writable by group or others. Returns 0, or -1 after logging why. */
+int slot__tokens_load(server *s, const char *path);
+
+/* slot__authorize — decide what parsed request e may do on c (hello sets
+ * c's role). Returns false when e was answered with an error here
+ * (unauthenticated, which also closes c after the answer, or forbidden). */
+bool slot__authorize(server *s, conn *c, entry *e);
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * check.c — the invariant scan (slot/check.h): reads every record of the
+ * scanned events and reports what breaks docs/protocol.md's invariants.
+ */
+#include "slot/check.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slot/alloc.h"
+#include "slot/store.h"
+
+/* ---- check: the invariants of docs/protocol.md as a full scan */
+
+typedef struct user_sum {
+    char user[SLOT_USER_BYTES_MAX + 1];
+    uint64_t qty;
+} user_sum;
+
+typedef struct check_ctx {
+    slot_alloc *a;
+    MDB_txn *txn;
+    slot_res *res;
+    const char *ev;
+    size_t ev_len;
+    const slot_event_rec *e;
+    uint64_t held, confirmed, holds, held_holds;
+    user_sum *users; /* active holds' (user, qty), for invariant 4 */
+    size_t nusers, capusers;
+    size_t users_matched;
+    int err;
+} check_ctx;
+
+static void violation(check_ctx *k, int inv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void violation(check_ctx *k, int inv, const char *fmt, ...)
+{
+    slot_res *res = k->res;
+    if (res->nviolations < SLOT_CHECK_VIOLATIONS_MAX) {
+        if (!res->violations)
+            res->violations = calloc(SLOT_CHECK_VIOLATIONS_MAX, sizeof(slot_violation));
+        if (res->violations) {
+            slot_violation *v = &res->violations[res->nviolations];
+            v->invariant = inv;
+            memcpy(v->event, k->ev, k->ev_len);
+            v->event[k->ev_len] = 0;
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(v->detail, sizeof(v->detail), fmt, ap);
+            va_end(ap);
+        }
+    }
+    res->nviolations++;
+}
+
+static int check_hold(void *p, const slot_hold_rec *h)
+{
+    check_ctx *k = p;
+    k->holds++;
+    uint64_t parts = 0;
+    for (uint16_t i = 0; i < h->nparts; i++)
+        parts += h->parts[i].qty;
+    if (parts != h->qty)
+        violation(k, 3, "hold seq %llu: parts add up to %llu, qty %u", (unsigned long long)h->seq,
+                  (unsigned long long)parts, (unsigned)h->qty);
+    bool active = h->status == SLOT_HOLD_HELD || h->status == SLOT_HOLD_CONFIRMED;
+    if (h->status == SLOT_HOLD_HELD) {
+        k->held += h->qty;
+        k->held_holds++;
+        int rc = slot_store_expiry_has(k->a->store, k->txn, h->expires_at_ms, k->ev, k->ev_len, h->seq);
+        if (rc == MDB_NOTFOUND)
+            violation(k, 7, "held hold seq %llu has no expiry entry", (unsigned long long)h->seq);
+        else if (rc != 0)
+            return rc;
+    } else if (h->status == SLOT_HOLD_CONFIRMED) {
+        k->confirmed += h->qty;
+    }
+    if (active && k->e->max_per_user > 0) {
+        if (k->nusers == k->capusers) {
+            size_t cap = k->capusers ? k->capusers * 2 : 64;
+            user_sum *u = realloc(k->users, cap * sizeof(*u));
+            if (!u)
+                return ENOMEM;
+            k->users = u;
+            k->capusers = cap;
+        }
+        user_sum *u = &k->users[k->nusers++];
+        memcpy(u->user, h->user, h->user_len + 1u);
+        u->qty = h->qty;
+    }
+    return 0;
+}
+
+static int user_cmp(const void *x, const void *y)
+{
+    return strcmp(((const user_sum *)x)->user, ((const user_sum *)y)->user);
+}
+
+static int check_user_row(void *p, const char *user, size_t user_len, uint64_t qty)
+{
+    check_ctx *k = p;
+    user_sum key;
+    memcpy(key.user, user, user_len);
+    key.user[user_len] = 0;
+    /* No active holds: users may be NULL, which bsearch must not get. */
+    user_sum *u = k->nusers ? bsearch(&key, k->users, k->nusers, sizeof(user_sum), user_cmp) : NULL;
+    uint64_t want = u ? u->qty : 0;
+    if (u)
+        k->users_matched++;
+    if (want != qty)
+        violation(k, 4, "user \"%s\": users record says %llu, holds say %llu", key.user, (unsigned long long)qty,
+                  (unsigned long long)want);
+    if (qty > k->e->max_per_user)
+        violation(k, 4, "user \"%s\" has %llu, max_per_user %llu", key.user, (unsigned long long)qty,
+                  (unsigned long long)k->e->max_per_user);
+    return 0;
+}
+
+/* Sorts the active (user, qty) pairs and sums each user's into one entry. */
+static void users_fold(check_ctx *k)
+{
+    if (k->nusers == 0)
+        return;
+    qsort(k->users, k->nusers, sizeof(user_sum), user_cmp);
+    size_t w = 0;
+    for (size_t r = 1; r < k->nusers; r++) {
+        if (strcmp(k->users[r].user, k->users[w].user) == 0)
+            k->users[w].qty += k->users[r].qty;
+        else
+            k->users[++w] = k->users[r];
+    }
+    k->nusers = w + 1;
+}
+
+static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
+{
+    check_ctx *k = p;
+    k->ev = ev;
+    k->ev_len = ev_len;
+    k->e = e;
+    k->held = k->confirmed = k->held_holds = 0;
+    k->nusers = k->users_matched = 0;
+    k->res->events_checked++;
+    uint64_t free_sum = 0;
+    uint32_t records = 0;
+    int rc = slot_store_shards_count(k->a->store, k->txn, ev, ev_len, &records);
+    for (uint16_t s = 0; rc == 0 && s < e->shards; s++) {
+        uint64_t f = 0;
+        rc = slot_store_shard_get(k->a->store, k->txn, ev, ev_len, s, &f);
+        if (rc == MDB_NOTFOUND) {
+            violation(k, 1, "shard %u is missing", (unsigned)s);
+            rc = 0;
+        }
+        free_sum += f;
+    }
+    if (rc != 0)
+        return rc;
+    if (records != e->shards)
+        violation(k, 1, "%u shard records for %u shards", records, (unsigned)e->shards);
+    if (free_sum + e->held + e->confirmed != e->capacity || e->held + e->confirmed > e->capacity)
+        violation(k, 1, "free %llu + held %llu + confirmed %llu != capacity %llu", (unsigned long long)free_sum,
+                  (unsigned long long)e->held, (unsigned long long)e->confirmed, (unsigned long long)e->capacity);
+    rc = slot_store_holds_scan(k->a->store, k->txn, ev, ev_len, check_hold, k);
+    if (rc != 0)
+        return rc;
+    if (k->held != e->held || k->confirmed != e->confirmed)
+        violation(k, 2, "counters held %llu confirmed %llu, holds say %llu and %llu", (unsigned long long)e->held,
+                  (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);
+    if (e->max_per_user > 0) {
+        users_fold(k);
+        rc = slot_store_users_scan(k->a->store, k->txn, ev, ev_len, check_user_row, k);
+        if (rc == 0 && k->users_matched != k->nusers)
+            violation(k, 4, "%zu users with active holds have no users record", k->nusers - k->users_matched);
+    }
+    return rc;
+}
+
+/* Every expiry entry must name a held hold with that expires_at (invariant 7:
+ * a hold that left "held" can never be expired later). */
+typedef struct expiry_check {
+    check_ctx *k;
+    const char *only;
+    size_t only_len;
+} expiry_check;
+
+static int check_expiry_row(void *p, uint64_t at, const char *ev, size_t ev_len, uint64_t seq)
+{
+    expiry_check *x = p;
+    if (x->only && (ev_len != x->only_len || memcmp(ev, x->only, ev_len) != 0))
+        return 0;
+    slot_hold_rec h;
+    int rc = slot_store_hold_get(x->k->a->store, x->k->txn, ev, ev_len, seq, &h);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return rc;
+    if (rc == MDB_NOTFOUND || h.status != SLOT_HOLD_HELD || h.expires_at_ms != at) {
+        x->k->ev = ev;
+        x->k->ev_len = ev_len;
+        violation(x->k, 7, "expiry entry for seq %llu names a hold that is not held at that time",
+                  (unsigned long long)seq);
+    }
+    return 0;
+}
+
+int slot_alloc_check(slot_alloc *a, MDB_txn *txn, const char *event, size_t event_len, slot_res *res)
+{
+    check_ctx k = {.a = a, .txn = txn, .res = res};
+    int rc;
+    res->err = SLOT_E_OK;
+    if (event) {
+        slot_event_rec e;
+        rc = slot_store_event_get(a->store, txn, event, event_len, &e);
+        if (rc == MDB_NOTFOUND) {
+            slot_res_error(res, SLOT_E_UNKNOWN_EVENT, "no event \"%.*s\"", (int)event_len, event);
+            return 0;
+        }
+        if (rc == 0)
+            rc = check_event(&k, event, event_len, &e);
+    } else {
+        rc = slot_store_events_scan(a->store, txn, check_event, &k);
+    }
+    if (rc == 0) {
+        expiry_check x = {&k, event, event_len};
+        rc = slot_store_expiry_scan(a->store, txn, UINT64_MAX, check_expiry_row, &x);
+    }
+    res->holds_checked = k.holds;
+    free(k.users);
+    return rc;
+}

@@ -1,0 +1,215 @@
+/*
+ * commit.c — the commit thread (commit.h). A reply that says
+ * held/confirmed/released is encoded only after the commit of its batch
+ * returned (invariant 6): write entries become DONE only in
+ * slot__batch_complete(), which runs after mdb_txn_commit.
+ */
+#include "commit.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "conn.h"
+#include "loop.h"
+#include "slot/assert.h"
+#include "slot/failpoint.h"
+
+/* Answers every request of the batch with the same error; nothing was committed. */
+static void batch_fail(server *s, slot_err err, const char *why)
+{
+    for (size_t i = 0; i < s->batch_n; i++) {
+        slot_res_clear(&s->batch[i]->res);
+        slot_res_error(&s->batch[i]->res, err, "%s", why);
+    }
+}
+
+/*
+ * Runs the batch in one write transaction and commits it. MDB_MAP_FULL —
+ * from a put or from the commit — aborts, grows the map (with the loop's
+ * readers held off) and retries the whole batch, until --map-size-max;
+ * then every request gets storage_full. A full disk (ENOSPC, EDQUOT, or
+ * EIO on a full file system: from a put, the commit's page writes or the
+ * file's growth; see disk_full) is storage_full as well — an operating condition, not a fault of ours; writes work again
+ * once space is freed. Any other LMDB error: internal. Either way nothing of
+ * a failed batch is kept.
+ */
+/* Whether a failed write transaction's rc means the disk (or quota) is
+ * full. ENOSPC and EDQUOT say so; LMDB turns a short page write — what a
+ * file system that fills mid-write gives — into EIO, so EIO counts too when
+ * the data folder's file system has less than SLOT_DISK_FULL_BYTES free. */
+static bool disk_full(const server *s, int rc)
+{
+    if (rc == ENOSPC || rc == EDQUOT)
+        return true;
+    struct statvfs fs;
+    if (rc != EIO || statvfs(s->opts.data_dir, &fs) != 0)
+        return false;
+    return (uint64_t)fs.f_bavail * fs.f_frsize < SLOT_DISK_FULL_BYTES;
+}
+
+static void batch_run(server *s)
+{
+    MDB_env *env = slot_store_env(s->store);
+    SLOT_ASSERT(s->batch_n >= 1);
+    SLOT_ASSERT(s->batch_n <= SLOT_BATCH_REQUESTS_MAX);
+    for (int attempt = 0; attempt < SLOT_MAP_GROW_ATTEMPTS_MAX; attempt++) {
+        uint64_t now_ms = slot__wall_ms();
+        MDB_txn *txn = NULL;
+        int rc = mdb_txn_begin(env, NULL, 0, &txn);
+        for (size_t i = 0; rc == 0 && i < s->batch_n; i++) {
+            entry *e = s->batch[i];
+            slot_res_clear(&e->res);
+            if (e->sweep)
+                rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
+            else
+                rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
+        }
+        if (rc == 0 && SLOT_FAIL(BEFORE_COMMIT))
+            rc = EIO;
+        if (rc == 0 && SLOT_FAIL(COMMIT_FAIL)) {
+            mdb_txn_abort(txn); /* as a commit that failed: the txn is gone, nothing kept */
+            txn = NULL;
+            rc = EIO;
+        }
+        if (rc == 0) {
+            uint64_t t0_ns = uv_hrtime();
+            rc = mdb_txn_commit(txn); /* frees txn, also when it fails */
+            s->batch_sync_ns += uv_hrtime() - t0_ns;
+        } else if (txn)
+            mdb_txn_abort(txn);
+        if (rc != 0)
+            s->batch_failures++;
+        if (rc == 0)
+            return;
+        if (rc == MDB_MAP_FULL) {
+            pthread_rwlock_wrlock(&s->map_lock);
+            int g = slot_store_grow(s->store);
+            pthread_rwlock_unlock(&s->map_lock);
+            if (g == 0) {
+                slot__log("map full: grew the map to %" PRIu64 " bytes, retrying the batch of %zu",
+                        slot_store_map_bytes(s->store), s->batch_n);
+                continue;
+            }
+            slot__log("map full at --map-size-max %" PRIu64 " bytes: %zu requests answered storage_full",
+                    s->opts.map_bytes_max, s->batch_n);
+            batch_fail(s, SLOT_E_STORAGE_FULL, "the database is full (--map-size-max); nothing was changed");
+            return;
+        }
+        if (disk_full(s, rc)) {
+            slot__log("write transaction failed: %s, the disk is full; %zu requests answered storage_full",
+                      strerror(rc), s->batch_n);
+            batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
+            return;
+        }
+        slot__log("write transaction failed: %s; %zu requests answered internal", mdb_strerror(rc), s->batch_n);
+        batch_fail(s, SLOT_E_INTERNAL, "storage error; nothing was changed");
+        return;
+    }
+    batch_fail(s, SLOT_E_STORAGE_FULL, "the database could not grow; nothing was changed");
+}
+
+static void *commit_thread(void *arg)
+{
+    server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->batch_ready && !s->thread_stop)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->batch_ready)
+            break;
+        s->batch_ready = false;
+        pthread_mutex_unlock(&s->mu);
+        uint64_t t0_ns = uv_hrtime();
+        s->batch_failures = 0;
+        s->batch_sync_ns = 0;
+        batch_run(s);
+        pthread_mutex_lock(&s->mu);
+        s->batch_run_ns = uv_hrtime() - t0_ns;
+        s->batch_done = true;
+        uv_async_send(&s->async);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* The loop's side of a finished batch: results become answers (the commit has
+ * returned), the next batch goes, connections with new answers are flushed. */
+void slot__batch_complete(uv_async_t *h)
+{
+    server *s = h->data;
+    pthread_mutex_lock(&s->mu);
+    bool done = s->batch_done;
+    s->batch_done = false;
+    uint64_t failures = s->batch_failures;
+    if (done) { /* a wake-up without a finished batch must not count the last one again */
+        s->commit_busy_ns += s->batch_run_ns;
+        s->commit_sync_ns += s->batch_sync_ns;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!done)
+        return;
+    /* The batch is the loop's again: it was dispatched, whole and in bounds. */
+    SLOT_ASSERT(s->batch_busy);
+    SLOT_ASSERT(s->batch_n >= 1);
+    SLOT_ASSERT(s->batch_n <= SLOT_BATCH_REQUESTS_MAX);
+    bool sweep_again = false;
+    for (size_t i = 0; i < s->batch_n; i++) {
+        entry *e = s->batch[i];
+        SLOT_ASSERT(e->state == ENTRY_QUEUED); /* nothing answers a batched entry but this */
+        if (e->sweep) {
+            s->sweep_pending = false;
+            sweep_again = e->res.err == SLOT_E_OK && e->res.expired >= SLOT_SWEEP_BATCH_MAX;
+            slot__entry_put(s, e);
+            continue;
+        }
+        if (!e->conn) { /* its connection closed meanwhile; what committed stays committed */
+            slot__entry_put(s, e);
+            continue;
+        }
+        e->state = ENTRY_DONE;
+        slot__count_result(s, e);
+        if (!e->conn->dirty) {
+            e->conn->dirty = true;
+            e->conn->dirty_next = s->dirty;
+            s->dirty = e->conn;
+        }
+    }
+    s->commit_failures += failures;
+    s->commits++;
+    slot_hist_record(s->batch_sizes, s->batch_n);
+    s->batch_n = 0;
+    s->batch_busy = false;
+    if (sweep_again && !s->stopping)
+        slot__sweep_enqueue(s);
+    /* The next batch goes before the answers are written, so the commit
+     * thread works while this thread does the write syscalls. */
+    slot__dispatch(s);
+    while (s->dirty) {
+        conn *c = s->dirty;
+        s->dirty = c->dirty_next;
+        c->dirty = false;
+        slot__conn_flush(c);
+    }
+}
+
+int slot__commit_start(server *s)
+{
+    SLOT_ASSERT(!s->thread_started);
+    int rc = pthread_create(&s->thread, NULL, commit_thread, s);
+    s->thread_started = rc == 0;
+    return rc;
+}
+
+void slot__commit_stop(server *s)
+{
+    if (!s->thread_started)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->thread_stop = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    s->thread_started = false;
+}

@@ -1,0 +1,48 @@
+/*
+ * conn.h — slotd's connections: accepting, reading and framing lines,
+ * per-connection limits (--max-line, --max-inflight, --max-output, the
+ * timeouts), and writing replies in request order. Loop thread only.
+ */
+#ifndef SLOT_CONN_H
+#define SLOT_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server_int.h"
+
+/* slot__conn_state_name — "open", "draining", "closing"; "?" out of range. Static string. */
+const char *slot__conn_state_name(conn_state st);
+
+/* slot__conn_state_ok — true when from -> to is an edge of the connection
+ * state machine (open -> draining | closing, draining -> closing). */
+bool slot__conn_state_ok(conn_state from, conn_state to);
+
+/* slot__on_connection — the listener's uv_connection_cb: accepts, or pauses
+ * accepting at --max-connections (resumed when a connection closes). */
+void slot__on_connection(uv_stream_t *listener, int status);
+
+/*
+ * slot__conn_flush — answer c's entries in request order as far as they are
+ * answered (a read runs when it reaches the head; a queued write stops the
+ * walk), write what was encoded, then drain or pace the connection. c may be
+ * closed by the call (out of memory, a write error); it is never freed here.
+ */
+void slot__conn_flush(conn *c);
+
+/* slot__conn_close — close now (idempotent); queued entries outlive it. */
+void slot__conn_close(conn *c);
+
+/* slot__conn_drain — end politely: replies written, FIN, unread input
+ * discarded until EOF or SLOT_DRAIN_MS. Only from open; else nothing. */
+void slot__conn_drain(conn *c);
+
+/* slot__conn_pace — pause or resume reading from c by its bounds (unanswered
+ * requests, unsent reply bytes) and the server's entry budget. */
+void slot__conn_pace(conn *c);
+
+/* slot__conns_reap — close every connection past one of its time bounds.
+ * O(connections); from the sweeper's timer and while stopping. */
+void slot__conns_reap(server *s);
+
+#endif

@@ -1,0 +1,288 @@
+/*
+ * loop.c — the loop thread's core (loop.h): entries, the write queue and
+ * its dispatch, the read-only ops, the sweeper and stats.
+ */
+#include "loop.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "jsonw.h"
+#include "slot/assert.h"
+#include "slot_config.h"
+
+entry *slot__entry_get(server *s)
+{
+    entry *e = s->free_entries;
+    if (e)
+        s->free_entries = e->next;
+    else if (!(e = malloc(sizeof(*e))))
+        return NULL;
+    s->entries_live++;
+    memset(e, 0, offsetof(entry, req));
+    memset(&e->res, 0, sizeof(e->res));
+    e->req.op = SLOT_OP__COUNT;
+    e->req.id.kind = SLOT_ID_NONE;
+    return e;
+}
+
+void slot__entry_put(server *s, entry *e)
+{
+    SLOT_ASSERT(s->entries_live > 0);
+    slot_res_clear(&e->res);
+    s->entries_live--;
+    e->next = s->free_entries;
+    s->free_entries = e;
+}
+
+/* Appends a write request to the queue the next batch is taken from. */
+void slot__queue_push(server *s, entry *e)
+{
+    e->state = ENTRY_QUEUED;
+    e->qnext = NULL;
+    if (s->q_tail)
+        s->q_tail->qnext = e;
+    else
+        s->q_head = e;
+    s->q_tail = e;
+    s->q_len++;
+}
+
+/* Hands the queued write requests (at most SLOT_BATCH_REQUESTS_MAX) to the
+ * commit thread when it is idle. Called at the end of every loop turn and
+ * when a batch completes, so a batch is whatever arrived meanwhile. */
+void slot__dispatch(server *s)
+{
+    if (s->batch_busy || s->q_len == 0)
+        return;
+    SLOT_ASSERT(s->batch_n == 0); /* the last batch was completed and emptied */
+    size_t n = 0;
+    while (s->q_head && n < SLOT_BATCH_REQUESTS_MAX) {
+        entry *e = s->q_head;
+        SLOT_ASSERT(e->state == ENTRY_QUEUED);
+        s->q_head = e->qnext;
+        e->qnext = NULL;
+        s->batch[n++] = e;
+    }
+    if (!s->q_head)
+        s->q_tail = NULL;
+    SLOT_ASSERT(n >= 1);
+    SLOT_ASSERT(n <= s->q_len);
+    s->q_len -= (uint32_t)n;
+    SLOT_ASSERT((s->q_len == 0) == (s->q_head == NULL)); /* q_len counts the queue */
+    s->batch_busy = true;
+    pthread_mutex_lock(&s->mu);
+    s->batch_n = n;
+    s->batch_ready = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void slot__count_result(server *s, const entry *e)
+{
+    if (e->res.err != SLOT_E_OK)
+        s->errors++;
+    else if (e->req.op == SLOT_OP_HOLD && e->res.sold_out)
+        s->sold_out++;
+    else if (e->req.op == SLOT_OP_HOLD && !e->res.replay)
+        s->holds++;
+}
+
+/* End of every loop turn: hand the collected requests to the commit thread;
+ * and when reading paused for lack of entries, resume once half are back. */
+void slot__on_check(uv_check_t *h)
+{
+    server *s = h->data;
+    slot__dispatch(s);
+    if (s->mem_paused && s->entries_live < SLOT_ENTRIES_MAX / 2) {
+        s->mem_paused = false;
+        for (conn *c = s->conns; c; c = c->next)
+            slot__conn_pace(c);
+    }
+}
+
+/* The loop thread's read transaction (s->rtxn, reused): read_begin holds off
+ * map growth and renews it (0 or an LMDB error); read_end resets it, if the
+ * renew worked, and lets growth go on. Every read_begin has its read_end. */
+static int read_begin(server *s)
+{
+    pthread_rwlock_rdlock(&s->map_lock);
+    int rc = s->rtxn ? mdb_txn_renew(s->rtxn) : mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &s->rtxn);
+    s->rtxn_live = rc == 0;
+    return rc;
+}
+
+static void read_end(server *s)
+{
+    if (s->rtxn_live)
+        mdb_txn_reset(s->rtxn);
+    s->rtxn_live = false;
+    pthread_rwlock_unlock(&s->map_lock);
+}
+
+void slot__sweep_enqueue(server *s)
+{
+    if (s->sweep_pending)
+        return;
+    entry *e = slot__entry_get(s);
+    if (!e)
+        return;
+    e->sweep = true;
+    slot__queue_push(s, e);
+    s->sweep_pending = true;
+}
+
+/* Whether any held hold has expired by now, from a read transaction: an idle
+ * server then runs no write transaction at all. On a storage error: true
+ * (the sweep's own transaction reports it). */
+static bool sweep_due(server *s)
+{
+    uint64_t first = 0;
+    int rc = read_begin(s);
+    if (rc == 0)
+        rc = slot_store_expiry_first(s->store, s->rtxn, &first);
+    read_end(s);
+    if (rc == MDB_NOTFOUND)
+        return false;
+    return rc != 0 || first <= slot__wall_ms();
+}
+
+void slot__on_sweep_timer(uv_timer_t *t)
+{
+    server *s = t->data;
+    if (!s->sweep_pending && sweep_due(s))
+        slot__sweep_enqueue(s);
+    slot__conns_reap(s);
+}
+
+/* A real number as jansson's JSON_COMPACT writes one (the stats reply
+ * was encoded by jansson before; its text stays the same): "%.17g", with
+ * ".0" added when that reads as an integer. */
+static void jw_real(slot__jw *w, double v)
+{
+    char num[32];
+    int n = snprintf(num, sizeof(num), "%.17g", v);
+    SLOT_ASSERT(n > 0);
+    SLOT_ASSERT((size_t)n < sizeof(num));
+    slot__jw_mem(w, num, (size_t)n);
+    if (!strpbrk(num, ".eE"))
+        SLOT__JW_LIT(w, ".0");
+}
+
+/* The stats object (docs/protocol.md, "stats") into w. */
+static void stats_write(server *s, slot__jw *w)
+{
+    const slot_hist *l = s->latency_us, *b = s->batch_sizes;
+    SLOT__JW_LIT(w, "{\"connections\":");
+    slot__jw_u64(w, s->nconns);
+    slot__jw_key_u64(w, "connections_total", s->conns_total);
+    slot__jw_key(w, "requests");
+    for (int op = 0; op < SLOT_OP__COUNT; op++) {
+        const char *name = slot_op_name((slot_op)op);
+        slot__jw_mem(w, op == 0 ? "{" : ",", 1);
+        slot__jw_str(w, name, strlen(name), SLOT__JW_STR_STRICT);
+        SLOT__JW_LIT(w, ":");
+        slot__jw_u64(w, s->requests[op]);
+    }
+    SLOT__JW_LIT(w, "}");
+    slot__jw_key_u64(w, "bad_lines", s->bad_lines);
+    slot__jw_key_u64(w, "holds", s->holds);
+    slot__jw_key_u64(w, "sold_out", s->sold_out);
+    slot__jw_key_u64(w, "errors", s->errors);
+    slot__jw_key_u64(w, "commits", s->commits);
+    slot__jw_key_u64(w, "commit_failures", s->commit_failures);
+    SLOT__JW_LIT(w, ",\"batch_size\":{\"count\":");
+    slot__jw_u64(w, b->count);
+    slot__jw_key(w, "mean");
+    jw_real(w, slot_hist_mean(b));
+    slot__jw_key_u64(w, "p50", slot_hist_percentile(b, 50));
+    slot__jw_key_u64(w, "p99", slot_hist_percentile(b, 99));
+    slot__jw_key_u64(w, "max", slot_hist_percentile(b, 100));
+    SLOT__JW_LIT(w, "},\"latency_us\":{\"count\":");
+    slot__jw_u64(w, l->count);
+    slot__jw_key_u64(w, "p50", slot_hist_percentile(l, 50));
+    slot__jw_key_u64(w, "p99", slot_hist_percentile(l, 99));
+    slot__jw_key_u64(w, "p999", slot_hist_percentile(l, 99.9));
+    slot__jw_key_u64(w, "max", slot_hist_percentile(l, 100));
+    SLOT__JW_LIT(w, "}");
+    slot__jw_key_u64(w, "queue", s->q_len);
+    slot__jw_key_u64(w, "db_bytes", slot_store_used_bytes(s->store));
+    slot__jw_key_u64(w, "map_bytes", slot_store_map_bytes(s->store));
+    slot__jw_key(w, "durability");
+    if (s->opts.nosync)
+        SLOT__JW_LIT(w, "\"nosync\"");
+    else
+        SLOT__JW_LIT(w, "\"sync\"");
+    slot__jw_key_u64(w, "reads_paused", s->reads_paused);
+    slot__jw_key_u64(w, "accepts_paused", s->accepts_paused);
+    slot__jw_key_u64(w, "connections_timed_out", s->conns_timed_out);
+    slot__jw_key_u64(w, "commit_busy_us", s->commit_busy_ns / 1000u);
+    slot__jw_key_u64(w, "commit_sync_us", s->commit_sync_ns / 1000u);
+    SLOT__JW_LIT(w, "}");
+}
+
+/* The stats object as heap text (res->extra); NULL when out of memory. The
+ * first pass only counts (jsonw keeps counting past its buffer). */
+static char *stats_json(server *s)
+{
+    slot__jw w;
+    slot__jw_init(&w, NULL, 0);
+    stats_write(s, &w);
+    size_t need = slot__jw_finish(&w) + 1;
+    char *text = malloc(need);
+    if (!text)
+        return NULL;
+    slot__jw_init(&w, text, need);
+    stats_write(s, &w);
+    size_t n = slot__jw_finish(&w);
+    SLOT_ASSERT(n < need); /* nothing changed between the passes: same thread */
+    return text;
+}
+
+/* hello's server facts: {"version":"..."}; NULL when out of memory. */
+static char *hello_json(void)
+{
+    static const char version[] = SLOT_VERSION;
+    char buf[sizeof(version) * 6 + 32];
+    slot__jw w;
+    slot__jw_init(&w, buf, sizeof(buf));
+    SLOT__JW_LIT(&w, "{\"version\":");
+    slot__jw_str(&w, version, sizeof(version) - 1, SLOT__JW_STR_STRICT);
+    SLOT__JW_LIT(&w, "}");
+    size_t n = slot__jw_finish(&w);
+    SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most */
+    return strdup(buf);
+}
+
+/* Runs a read-only op now: every earlier entry of its connection is answered,
+ * so the read sees every write acknowledged before it (docs/protocol.md, "Ordering"). */
+void slot__run_read(server *s, entry *e)
+{
+    slot_res *res = &e->res;
+    e->state = ENTRY_DONE;
+    if (e->req.op == SLOT_OP_HELLO) {
+        res->role = e->conn->role;
+        res->extra = hello_json();
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_STATS) {
+        res->extra = stats_json(s);
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    int rc = read_begin(s);
+    if (rc == 0)
+        rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, slot__wall_ms(), res);
+    read_end(s);
+    if (rc != 0) {
+        slot__log("read transaction for %s failed: %s", slot_op_name(e->req.op), mdb_strerror(rc));
+        slot_res_clear(res);
+        slot_res_error(res, SLOT_E_INTERNAL, "storage error");
+    }
+    slot__count_result(s, e);
+}

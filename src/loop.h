@@ -1,0 +1,42 @@
+/*
+ * loop.h — the loop thread's core: the entry pool, the write queue and its
+ * dispatch to the commit thread, the read-only ops, the sweeper's timer and
+ * stats. Loop thread only.
+ */
+#ifndef SLOT_LOOP_H
+#define SLOT_LOOP_H
+
+#include "server_int.h"
+
+/* slot__entry_get — an entry from the pool (or the heap), zeroed, counted in
+ * s->entries_live; NULL when out of memory. */
+entry *slot__entry_get(server *s);
+/* slot__entry_put — clear e's result and return it to the pool. */
+void slot__entry_put(server *s, entry *e);
+
+/* slot__queue_push — append a write request to the queue the next batch is taken from. */
+void slot__queue_push(server *s, entry *e);
+
+/* slot__dispatch — hand the queued write requests (at most
+ * SLOT_BATCH_REQUESTS_MAX) to the commit thread when it is idle. */
+void slot__dispatch(server *s);
+
+/* slot__count_result — count an answered entry in the errors/holds/sold_out counters. */
+void slot__count_result(server *s, const entry *e);
+
+/* slot__run_read — run e's read-only op now (hello, stats, or an allocator
+ * read on the loop's read transaction); e becomes DONE. */
+void slot__run_read(server *s, entry *e);
+
+/* slot__sweep_enqueue — queue the sweeper's "expire due holds" work once. */
+void slot__sweep_enqueue(server *s);
+
+/* slot__on_check — end of every loop turn: dispatch, and resume reading
+ * paused for lack of entries once half are back. */
+void slot__on_check(uv_check_t *h);
+
+/* slot__on_sweep_timer — every --sweep-interval-ms: queue a sweep when a
+ * held hold has expired, and reap connections past their time bounds. */
+void slot__on_sweep_timer(uv_timer_t *t);
+
+#endif

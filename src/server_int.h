@@ -1,0 +1,166 @@
+/*
+ * server_int.h — the structs that slotd's server modules share, and nothing
+ * else: the server (one per process), its connections and its entries (one
+ * request from arrival to reply). docs/design.md, "Threads", has the picture.
+ *
+ *   server.c  start and stop: listen, signals, the data folder's lock, the store
+ *   conn.c    connections: libuv I/O, line framing, per-connection limits, replies
+ *   auth.c    the token file, hello, roles
+ *   loop.c    the loop core: entry pool, write queue, dispatch, read ops, stats
+ *   commit.c  the commit thread: batches, map growth, the hand-back (uv_async)
+ *
+ * Each module's header includes this one and nothing of another module, so
+ * the include graph has no cycle. Every field is the loop thread's unless
+ * its comment says otherwise. Errors: slot/error.h, "Internal errors".
+ */
+#ifndef SLOT_SERVER_INT_H
+#define SLOT_SERVER_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "server.h"
+#include "slot/alloc.h"
+#include "slot/hist.h"
+#include "slot/limits.h"
+#include "slot/ops.h"
+#include "slot/store.h"
+
+/* ---- entries: one request from arrival to reply */
+
+typedef enum entry_state {
+    ENTRY_QUEUED,    /* a write op waiting for, or in, a batch */
+    ENTRY_READ_WAIT, /* a read op waiting for the earlier entries of its connection */
+    ENTRY_DONE,      /* res is the answer; encode when it reaches the head */
+} entry_state;
+
+typedef struct conn conn;
+typedef struct server server;
+
+typedef struct entry {
+    struct entry *next;  /* the connection's FIFO, or the free list */
+    struct entry *qnext; /* the write queue */
+    conn *conn;          /* NULL: the sweeper's, or its connection went away */
+    entry_state state;
+    bool parsed;         /* false: an error for a line that is not a request (no id unless parsed) */
+    bool sweep;
+    uint64_t t0_ns;      /* uv_hrtime() at arrival */
+    slot_req req;
+    slot_res res;
+} entry;
+
+/* ---- connections */
+
+/* open -> draining (replies written, FIN sent, unread input discarded until
+ * EOF or SLOT_DRAIN_MS) -> closing; open -> closing. Closing a socket whose
+ * input was not read sends RST, and the peer's kernel may then drop replies
+ * it had received. Changed only by conn.c's checked conn_set_state. */
+#define SLOT__CONN_STATE_MAP(X) \
+    X(OPEN, "open")             \
+    X(DRAINING, "draining")     \
+    X(CLOSING, "closing")
+
+typedef enum conn_state {
+#define SLOT__CS_ENUM(name, text) CONN_##name,
+    SLOT__CONN_STATE_MAP(SLOT__CS_ENUM)
+#undef SLOT__CS_ENUM
+    CONN__COUNT
+} conn_state;
+
+struct conn {
+    uv_tcp_t tcp;
+    server *srv;
+    conn *prev, *next;        /* all connections */
+    conn *dirty_next;         /* has entries that became DONE this batch */
+    bool dirty;
+    conn_state state;
+    bool reading;             /* uv_read_start in effect */
+    bool close_after_flush;   /* line_too_long, unauthenticated */
+    bool writing;             /* a uv_write is in flight */
+    uint64_t drain_deadline_ms;
+    uint64_t last_read_ms;    /* loop time (uv_now) of the last bytes read */
+    uint64_t partial_since_ms; /* when the unfinished line started */
+    uint64_t write_since_ms;  /* when the uv_write in flight started */
+    uv_shutdown_t sreq;
+    slot_role role;
+    entry *head, *tail;
+    uint32_t pending;         /* entries in the FIFO */
+    char *partial;            /* bytes of a line not ended yet */
+    size_t partial_len, partial_cap;
+    char *out;                /* replies being collected */
+    size_t out_len, out_cap;
+    char *wbuf;               /* replies being written */
+    size_t wbuf_cap;
+    uv_write_t wreq;
+};
+
+typedef struct token {
+    slot_role role;
+    size_t len;
+    char value[SLOT_TOKEN_BYTES_MAX + 1];
+} token;
+
+struct server {
+    slot__server_opts opts;
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_signal_t sigint, sigterm;
+    uv_check_t check;
+    uv_async_t async;
+    uv_timer_t sweep_timer, stop_timer;
+    slot_store *store;
+    slot_alloc read_alloc, write_alloc;
+    MDB_txn *rtxn;                 /* the loop's read transaction, reset between uses */
+    bool rtxn_live;                /* rtxn is renewed: between read_begin and read_end */
+    pthread_rwlock_t map_lock;     /* read: a read txn is active; write: the map grows */
+
+    uint64_t entries_live;         /* entries taken from the pool and not yet back */
+    bool mem_paused;               /* some connection stopped reading at SLOT_ENTRIES_MAX */
+    entry *q_head, *q_tail;        /* write queue (loop thread) */
+    uint32_t q_len;
+    entry *free_entries;
+    conn *conns;
+    conn *dirty;
+    uint32_t nconns;
+    bool stopping, listener_open, sweep_pending, loop_done;
+    bool accept_paused;            /* a connection waits in libuv until one closes */
+    int lock_fd;                   /* flock on DATA/slotd.lock; -1 before data_lock */
+    uint64_t stop_deadline_ms;
+
+    /* batch hand-off; fields below are shared with the commit thread under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool thread_started;
+    entry *batch[SLOT_BATCH_REQUESTS_MAX];
+    size_t batch_n;
+    bool batch_busy;               /* loop: a batch is with the commit thread */
+    bool batch_ready, batch_done, thread_stop;
+    uint64_t batch_run_ns;         /* commit thread: time of the last run (alloc + commit) */
+    uint64_t batch_sync_ns;        /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
+    uint64_t batch_failures;       /* commit thread: failed attempts of the last run */
+
+    token tokens[SLOT_TOKENS_MAX];
+    size_t ntokens;
+
+    /* counters (loop thread) */
+    uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
+    uint64_t reads_paused, accepts_paused, conns_timed_out;
+    uint64_t commits, commit_failures;
+    uint64_t commit_busy_ns, commit_sync_ns; /* sums of batch_run_ns, batch_sync_ns */
+    slot_hist *latency_us, *batch_sizes;
+    char read_buf[SLOT_READ_BUF_BYTES];
+};
+
+/* slot__log — one line "slotd: ..." on stderr. Any thread (stdio locks). */
+void slot__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* slot__wall_ms — the server clock (CLOCK_REALTIME), ms since the Unix
+ * epoch, as hold expiry uses it. Any thread. */
+uint64_t slot__wall_ms(void);
+
+#endif
