@@ -21,13 +21,13 @@
 #include "etcd_int.h"
 #include "slot/assert.h"
 
-#define URL_BYTES_MAX (SLOT_ETCD_ENDPOINT_BYTES_MAX + 32) /* an endpoint plus the longest path */
-
 /* The gateway's path for each kind, in slot__etcd_kind's order. */
 static const char *const kind_path[] = {"/v3/kv/range",     "/v3/kv/range",        "/v3/kv/txn",
                                         "/v3/kv/put",       "/v3/kv/deleterange",  "/v3/lease/grant",
                                         "/v3/lease/keepalive", "/v3/lease/revoke", "/v3/watch"};
 _Static_assert(sizeof kind_path / sizeof kind_path[0] == SLOT__ETCD_WATCH + 1, "a path per kind");
+_Static_assert(SLOT_ETCD_ENDPOINT_BYTES_MAX + sizeof "/v3/lease/keepalive" <= SLOT_ETCD_URL_BYTES_MAX,
+               "an endpoint and the longest path fit a URL");
 
 /* ---- uv handles ---- */
 
@@ -106,7 +106,7 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud) {
         return 0; /* anything but n makes curl fail the transfer (CURLE_WRITE_ERROR) */
     }
     if (r->resp_len + n + 1 > r->resp_cap) {
-        size_t cap = r->resp_cap ? r->resp_cap : 1024;
+        size_t cap = r->resp_cap ? r->resp_cap : SLOT_ETCD_RESP_BYTES_INITIAL;
         while (cap < r->resp_len + n + 1)
             cap *= 2;
         if (cap > (size_t)r->c->body_max + 1)
@@ -128,7 +128,7 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud) {
 /* Start (or restart) the attempt on endpoint r->ep. */
 static int req_attach(slot__etcd_req *r) {
     slot_etcd *c = r->c;
-    char url[URL_BYTES_MAX];
+    char url[SLOT_ETCD_URL_BYTES_MAX];
     snprintf(url, sizeof url, "%s%s", c->eps[r->ep], kind_path[r->kind]);
     r->resp_len = 0;
     r->too_big = r->got_bytes = false;
@@ -165,8 +165,8 @@ static int req_setup_easy(slot__etcd_req *r) {
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
     if (r->kind == SLOT__ETCD_WATCH) {
         SET(CURLOPT_TCP_KEEPALIVE, 1L);
-        SET(CURLOPT_TCP_KEEPIDLE, 2L);
-        SET(CURLOPT_TCP_KEEPINTVL, 1L);
+        SET(CURLOPT_TCP_KEEPIDLE, (long)SLOT_ETCD_WATCH_KEEPIDLE_S);
+        SET(CURLOPT_TCP_KEEPINTVL, (long)SLOT_ETCD_WATCH_KEEPINTVL_S);
     } else {
         SET(CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
     }
@@ -298,7 +298,8 @@ static void attempt_done(slot__etcd_req *r, CURLcode rc) {
         if (r->got_bytes)
             retry = false; /* it was up: report the loss, the caller re-arms */
     }
-    if (status != 0 && retry && r->tries < c->neps) {
+    SLOT_ASSERT(r->tries >= 1 && r->tries <= c->neps && c->neps <= SLOT_ETCD_ATTEMPTS_MAX);
+    if (status != 0 && retry && r->tries < c->neps) { /* each endpoint once */
         r->tries++;
         r->ep = (r->ep + 1) % c->neps;
         int arc = req_attach(r);

@@ -57,7 +57,7 @@ typedef struct slot__etcd_req {
     char *resp;    /* the response so far, owned; resp_len <= c->body_max */
     size_t resp_len, resp_cap;
     bool too_big, got_bytes;
-    uint32_t tries; /* endpoints tried, 1..c->neps */
+    uint32_t tries; /* endpoints tried, 1..c->neps (<= SLOT_ETCD_ATTEMPTS_MAX) */
     uint32_t ep;    /* the endpoint of this attempt */
     void *cb;       /* one of the slot_etcd_*_cb, by kind */
     void *data;

@@ -52,6 +52,8 @@
 
 #include <uv.h>
 
+#include "slot/limits.h"
+
 /* X(NAME, value, message): the client's errors, all negative. */
 #define SLOT_ETCD_ERR_MAP(X)                                                                     \
     X(ETIMEDOUT, -1, "etcd did not answer within the request timeout")                         \
@@ -73,21 +75,7 @@ enum {
 #undef SLOT__ETCD_ERR_ENUM
 };
 
-#define SLOT_ETCD_ENDPOINTS_MAX 16          /* endpoints in one list */
-#define SLOT_ETCD_ENDPOINT_BYTES_MAX 200    /* one "http://host:port" */
-#define SLOT_ETCD_KEY_BYTES_MAX 1024        /* slotd's keys are short paths */
-#define SLOT_ETCD_VALUE_BYTES_MAX (256u << 10) /* base64 (x4/3) plus JSON stays below the default body bound */
-#define SLOT_ETCD_RANGE_LIMIT_MAX 10000     /* keys in one get_prefix answer */
-#define SLOT_ETCD_TTL_S_MAX 9000000000ll   /* etcd's own cap (lease.MaxLeaseTTL) */
-#define SLOT_ETCD_TIMEOUT_MS_DEFAULT 2000u
-#define SLOT_ETCD_TIMEOUT_MS_MAX 600000u
-#define SLOT_ETCD_INFLIGHT_DEFAULT 64u
-#define SLOT_ETCD_INFLIGHT_MAX 4096u
-#define SLOT_ETCD_BODY_BYTES_DEFAULT (1u << 20)
-#define SLOT_ETCD_BODY_BYTES_MIN (4u << 10)
-#define SLOT_ETCD_BODY_BYTES_MAX (64u << 20)
-_Static_assert(SLOT_ETCD_VALUE_BYTES_MAX / 3 * 4 + 4 * SLOT_ETCD_KEY_BYTES_MAX < SLOT_ETCD_BODY_BYTES_DEFAULT,
-               "a value of the largest size comes back in one default-sized body");
+/* The client's limits and defaults (SLOT_ETCD_*_MAX, *_DEFAULT) are in slot/limits.h. */
 
 typedef struct slot_etcd slot_etcd;
 typedef struct slot_etcd_watch slot_etcd_watch;
