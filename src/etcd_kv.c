@@ -12,6 +12,8 @@
 #include "etcd_int.h"
 #include "slot/assert.h"
 
+/* ---- keys and values: base64 in JSON strings ---- */
+
 /* A heap base64 copy of n bytes as a new JSON string (NULL on ENOMEM). */
 static json_t *b64_json(const void *src, size_t n) {
     size_t cap = (n + 2) / 3 * 4 + 1;
