@@ -4,7 +4,8 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-# redis-server and hiredis: the bench's Redis peer (tests/test_bench.c runs it).
-slot_need_packages redis-server redis-tools libhiredis-dev
+# redis-server and hiredis: the bench's Redis peer (tests/test_bench.c runs it);
+# etcd-server: the configuration store tests/test_etcd.c starts.
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"

@@ -99,6 +99,31 @@
 #define SLOT_PARTIAL_BYTES_INITIAL 1024        /* first buffer for an unfinished line (grows by doubling) */
 #define SLOT_OUT_BYTES_INITIAL 4096            /* first reply buffer of a connection (grows by doubling) */
 
+/*
+ * The etcd client (slot/etcd.h). One request is tried once on each endpoint
+ * of its list, so it takes at most SLOT_ETCD_ATTEMPTS_MAX attempts, each of
+ * at most timeout_ms (slot_etcd_opts); a watch's stream has no timeout.
+ */
+#define SLOT_ETCD_ENDPOINTS_MAX 16             /* endpoints in one list: etcd advises clusters of 3 to 7 members */
+#define SLOT_ETCD_ATTEMPTS_MAX SLOT_ETCD_ENDPOINTS_MAX /* attempts per request: one per endpoint, none twice */
+#define SLOT_ETCD_ENDPOINT_BYTES_MAX 200       /* one "http://host:port", held in a fixed array */
+#define SLOT_ETCD_URL_BYTES_MAX (SLOT_ETCD_ENDPOINT_BYTES_MAX + 32) /* an endpoint plus the longest gateway path */
+#define SLOT_ETCD_KEY_BYTES_MAX 1024           /* slotd's keys are short paths (/slotd/<cluster>/node/<id>) */
+#define SLOT_ETCD_VALUE_BYTES_MAX (256u << 10) /* base64 (x4/3) plus JSON stays below the default body bound */
+#define SLOT_ETCD_RANGE_LIMIT_MAX 10000        /* keys in one get_prefix answer */
+#define SLOT_ETCD_TTL_S_MAX 9000000000ll       /* lease TTL, s: etcd's own cap (lease.MaxLeaseTTL) */
+#define SLOT_ETCD_TIMEOUT_MS_DEFAULT 2000u     /* one attempt, connect included: twice etcd's default election
+                                                  timeout (1 s), so an attempt can outlast a leader change */
+#define SLOT_ETCD_TIMEOUT_MS_MAX 600000u       /* 10 min: a longer wait is a hang, not a slow answer */
+#define SLOT_ETCD_INFLIGHT_DEFAULT 64u         /* requests and watches in flight; slotd needs a few at a time */
+#define SLOT_ETCD_INFLIGHT_MAX 4096u           /* each holds a curl handle, a socket and its buffers */
+#define SLOT_ETCD_BODY_BYTES_DEFAULT (1u << 20) /* one answer, or a watch's undelivered stream, buffered whole */
+#define SLOT_ETCD_BODY_BYTES_MIN (4u << 10)    /* below this not even a small key's answer fits */
+#define SLOT_ETCD_BODY_BYTES_MAX (64u << 20)   /* 64 MiB: an answer is held in memory until delivered */
+#define SLOT_ETCD_RESP_BYTES_INITIAL 1024      /* first buffer of an answer (grows by doubling, to the body bound) */
+#define SLOT_ETCD_WATCH_KEEPIDLE_S 2           /* a watch's TCP keep-alive: the first probe after 2 s idle, */
+#define SLOT_ETCD_WATCH_KEEPINTVL_S 1          /* then one a second, so a vanished etcd ends it (EDISCONNECT) */
+
 /* The idempotency index (src/idem.c says why these sizes). */
 #define SLOT_IDEM_PARTS_LOG2 6                 /* 64 uthash tables */
 #define SLOT_IDEM_BUCKETS_LOG2 12              /* 4096 buckets each to start with */
@@ -115,5 +140,12 @@ _Static_assert(SLOT_EXPIRE_CHUNK <= SLOT_SWEEP_BATCH_MAX, "a chunk fits a sweep"
 _Static_assert(SLOT_SWEEP_INTERVAL_MS_DEFAULT >= SLOT_SWEEP_INTERVAL_MS_MIN, "default sweep interval in range");
 _Static_assert(SLOT_SWEEP_INTERVAL_MS_DEFAULT <= SLOT_SWEEP_INTERVAL_MS_MAX, "default sweep interval in range");
 _Static_assert(SLOT_MAP_BYTES_INITIAL <= SLOT_MAP_BYTES_MAX_DEFAULT, "the map starts below its bound");
+_Static_assert(SLOT_ETCD_VALUE_BYTES_MAX / 3 * 4 + 4 * SLOT_ETCD_KEY_BYTES_MAX < SLOT_ETCD_BODY_BYTES_DEFAULT,
+               "a value of the largest size comes back in one default-sized body");
+_Static_assert(SLOT_ETCD_BODY_BYTES_DEFAULT >= SLOT_ETCD_BODY_BYTES_MIN, "default etcd body bound in range");
+_Static_assert(SLOT_ETCD_BODY_BYTES_DEFAULT <= SLOT_ETCD_BODY_BYTES_MAX, "default etcd body bound in range");
+_Static_assert(SLOT_ETCD_RESP_BYTES_INITIAL <= SLOT_ETCD_BODY_BYTES_MIN, "the first answer buffer fits any body bound");
+_Static_assert(SLOT_ETCD_INFLIGHT_DEFAULT <= SLOT_ETCD_INFLIGHT_MAX, "default etcd in-flight bound in range");
+_Static_assert(SLOT_ETCD_TIMEOUT_MS_DEFAULT <= SLOT_ETCD_TIMEOUT_MS_MAX, "default etcd timeout in range");
 
 #endif
