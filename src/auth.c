@@ -49,6 +49,7 @@ bool slot__authorize(server *s, conn *c, entry *e)
             return false;
         }
         c->role = role;
+        e->res.role = role; /* this hello's answer: a later hello may change c->role before it is encoded */
         return true;
     }
     if (c->role == SLOT_ROLE_NONE) {

@@ -262,7 +262,11 @@ void slot__run_read(server *s, entry *e)
     slot_res *res = &e->res;
     e->state = ENTRY_DONE;
     if (e->req.op == SLOT_OP_HELLO) {
-        res->role = e->conn->role;
+        /* The role this hello granted (set by slot__authorize when the line
+         * was parsed), not the connection's role now: hellos pipelined behind
+         * it may have changed that. Without tokens every connection is admin. */
+        if (res->role == SLOT_ROLE_NONE)
+            res->role = e->conn->role;
         res->extra = hello_json();
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");

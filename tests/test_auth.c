@@ -20,6 +20,7 @@ TEST_DECLARE(auth_hello_must_come_first)
 TEST_DECLARE(auth_nothing_runs_after_a_refused_hello)
 TEST_DECLARE(auth_frontend_cannot_run_admin_ops)
 TEST_DECLARE(auth_later_hello)
+TEST_DECLARE(auth_pipelined_hellos_report_their_own_role)
 TEST_DECLARE(auth_failed_hello_logged_without_token)
 TEST_DECLARE(auth_token_file_readable_by_others_refused)
 TEST_DECLARE(auth_non_loopback_without_tokens_refused)
@@ -33,6 +34,7 @@ TEST_LIST_START
     TEST_ENTRY(auth_nothing_runs_after_a_refused_hello)
     TEST_ENTRY(auth_frontend_cannot_run_admin_ops)
     TEST_ENTRY(auth_later_hello)
+    TEST_ENTRY(auth_pipelined_hellos_report_their_own_role)
     TEST_ENTRY(auth_failed_hello_logged_without_token)
     TEST_ENTRY(auth_token_file_readable_by_others_refused)
     TEST_ENTRY(auth_non_loopback_without_tokens_refused)
@@ -313,6 +315,31 @@ TEST_IMPL(auth_later_hello)
      * behind it does not run. */
     send_line(c, "{\"op\":\"hello\",\"token\":\"" WRONG_TOKEN "\"}\n"
                  "{\"op\":\"event\",\"event\":\"x\"}\n");
+    expect_error(c, "unauthenticated");
+    expect_closed(c);
+    slot_client_close(c);
+    stop();
+}
+
+/* Regression (found by trial): hello's reply showed the connection's role at
+ * the time it was encoded, so a hello pipelined behind another reported the
+ * later one's role ("frontend" for an admin token, or "none"). */
+TEST_IMPL(auth_pipelined_hellos_report_their_own_role)
+{
+    start_with_tokens(NULL);
+    slot_client *c = slot_test_dial(&srv);
+    send_line(c, "{\"op\":\"hello\",\"token\":\"" ADMIN_TOKEN "\"}\n"
+                 "{\"op\":\"hello\",\"token\":\"" FRONTEND_TOKEN "\"}\n"
+                 "{\"op\":\"hello\",\"token\":\"" ADMIN_TOKEN "\"}\n"
+                 "{\"op\":\"hello\",\"token\":\"" WRONG_TOKEN "\"}\n");
+    static const char *const want[] = {"admin", "frontend", "admin"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        slot_reply r;
+        ASSERT_EQ(slot_client_recv(c, &r, TIMEOUT_MS), 0);
+        ASSERT(r.ok);
+        ASSERT_STR_EQ(r.role, want[i]);
+        slot_reply_clear(&r);
+    }
     expect_error(c, "unauthenticated");
     expect_closed(c);
     slot_client_close(c);
