@@ -167,10 +167,33 @@ static void listen_announce(server *s)
  * DIR/slotd.lock (released by the kernel when the process dies, kill -9
  * included) keeps the second one out.
  */
+/* mkdir -p with mode 0700: --data is "created when missing", parents too.
+ * Returns 0, or -1 with errno set (the first folder that could not be made). */
+static int mkdir_parents(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof(path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        char c = path[i];
+        path[i] = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST)
+            return -1;
+        path[i] = c;
+    }
+    return 0;
+}
+
 static int data_lock(server *s)
 {
     const char *dir = s->opts.data_dir;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    if (mkdir_parents(dir) != 0) {
         slot__log("--data %s: mkdir: %s", dir, strerror(errno));
         return -1;
     }

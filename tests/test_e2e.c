@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "harness.h"
 #include "slot/client.h"
 
@@ -26,6 +28,7 @@ TEST_DECLARE(slotd_bench_and_slotctl_against_server)
 TEST_DECLARE(slotd_second_slotd_on_same_folder_is_refused)
 TEST_DECLARE(slotd_stats_time_the_commits)
 TEST_DECLARE(slotd_sweeper_commits_only_when_due)
+TEST_DECLARE(slotd_data_folder_made_with_its_parents)
 
 TEST_LIST_START
     TEST_ENTRY(slotd_race_for_last_units)
@@ -41,6 +44,7 @@ TEST_LIST_START
     TEST_ENTRY(slotd_second_slotd_on_same_folder_is_refused)
     TEST_ENTRY(slotd_stats_time_the_commits)
     TEST_ENTRY(slotd_sweeper_commits_only_when_due)
+    TEST_ENTRY(slotd_data_folder_made_with_its_parents)
 TEST_LIST_END
 
 
@@ -724,3 +728,24 @@ TEST_IMPL(slotd_sweeper_commits_only_when_due)
 }
 
 
+
+/* Regression (found by trial): --data is "created when missing", but only its
+ * last component was made, so a folder whose parent was missing failed. */
+TEST_IMPL(slotd_data_folder_made_with_its_parents)
+{
+    char *top = slot_test_tmpdir();
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/a/b/c", top);
+    memset(&srv, 0, sizeof srv);
+    slot_test_server_start(&srv, dir, NULL);
+    slot_client *c = slot_test_dial(&srv);
+    create(c, "nested", 10, 1, 60000, 0);
+    slot_client_close(c);
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    struct stat st;
+    ASSERT_EQ(stat(dir, &st), 0);
+    ASSERT_EQ((int)(st.st_mode & 0777), 0700);
+    slot_test_server_free(&srv);
+    slot_test_rmdir(top);
+    free(top);
+}

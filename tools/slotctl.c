@@ -479,7 +479,7 @@ static const ctl_cmd commands[] = {
      "  --capacity N          units to sell, 0..2^40 (required)\n"
      "  --shards N            1..1024 (server default 16)\n"
      "  --hold-ttl-ms MS      how long a hold lasts, 1000..86400000 (default 600000)\n"
-     "  --max-per-user N      held + confirmed units per user, 0 = no limit (default 0)\n"
+     "  --max-per-user N      held + confirmed units per user, 0..2^40, 0 = no limit (default 0)\n"
      "  --max-per-request N   units per hold, 1..1000 (default 10)\n",
      cmd_create},
     {"show", "EVENT", "show an event's counters and the free units of each shard (event, shards)",
