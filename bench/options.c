@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "config.h"
@@ -575,6 +576,23 @@ static bool host_is_loopback(const char *host)
     return all;
 }
 
+/* A report file can be written where it is asked for: its folder exists and
+ * is writable (checked before the run, so a long run does not end in a
+ * failure to save it). The file itself is written after the run. */
+static bool report_path_writable(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return access(dir, W_OK | X_OK) == 0;
+}
+
 /* Relations between options, once all are read. 0 or BENCH_EXIT_USAGE. */
 static int cross_checks(bench_config *c)
 {
@@ -595,6 +613,10 @@ static int cross_checks(bench_config *c)
     }
     if (!c->allow_remote && !host_is_loopback(c->host))
         return usage_error(c, "%s is not a loopback address; give --allow-remote to load another machine", c->host);
+    const char *const reports[][2] = {{"--json", c->json_path}, {"--csv", c->csv_path}, {"--svg", c->svg_path}};
+    for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
+        if (reports[i][1] && !report_path_writable(reports[i][1]))
+            return usage_error(c, "%s %s: cannot write there: %s", reports[i][0], reports[i][1], strerror(errno));
     return 0;
 }
 

@@ -164,6 +164,11 @@ TEST_IMPL(bench_usage_and_help)
     ASSERT_EQ(run_bench(unknown, out), 64);
     const char *nothing_there[] = {"hot-release", "--port", "1", NULL};
     ASSERT_EQ(run_bench(nothing_there, out), 2);
+    /* A report file that cannot be written is a usage error before the run
+     * (found by trial: it used to fail only after a whole run, with exit 1). */
+    const char *no_folder[] = {"hot-release", "--port", "1", "--json", "/nonexistent-slot-dir/x.json", NULL};
+    ASSERT_EQ(run_bench(no_folder, out), 64);
+    ASSERT(strstr(out, "--json"));
     free(out);
     slot_test_rmdir(tmp);
     free(tmp);
