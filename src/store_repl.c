@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "store_int.h"
 
@@ -197,6 +198,10 @@ const char *slot_store_strerror(int rc)
     case SLOT_STORE_E_DB:
         return "record names a database that is not replicated state";
     default:
-        return rc < 0 ? slot_wset_strerror(rc) : mdb_strerror(rc);
+        if (rc < 0 && rc > -4096)
+            return strerror(-rc); /* -errno, from the write set's allocation */
+        if (rc <= SLOT_WSET_E_TRUNCATED_HEADER && rc > SLOT_STORE_E_SEQ)
+            return slot_wset_strerror(rc);
+        return mdb_strerror(rc); /* LMDB's codes (-30799..) and positive errno values */
     }
 }

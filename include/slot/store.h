@@ -169,8 +169,8 @@ int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t
  * in the store's table) are the replicated, logical state.
  */
 
-/* Errors of slot_store_apply, negative and apart from slot/wset.h's (-20001..)
- * and from -errno; LMDB's are positive. */
+/* Errors of slot_store_apply: negative, apart from slot/wset.h's (-20001..-20100),
+ * from -errno (> -4096) and from LMDB's (-30799..-30780, and positive errno). */
 #define SLOT_STORE_E_SEQ (-20101)  /* the record's seq is not the store's seq + 1 */
 #define SLOT_STORE_E_DB (-20102)   /* an op names meta or a database this store does not have */
 
