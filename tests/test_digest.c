@@ -489,7 +489,7 @@ TEST_IMPL(digest_apply_refuses_meta_db)
     pair p;
     pair_open(&p);
     slot_wset_clear(&p.ws);
-    ASSERT_EQ(slot_wset_put(&p.ws, 0, "schema", 6, "XXXXXXXXXXXX", 12), 0);
+    ASSERT_EQ(slot_wset_put(&p.ws, 0, "schema", 6, "FOREIGNMAGIC", 12), 0);
     slot_wset_rec rec;
     seal(&p.ws, 2, &rec);
     expect_refused(&p, &rec, SLOT_STORE_E_DB);
