@@ -612,6 +612,8 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
     case SLOT_OP_CHECK:
         return slot_check(a->store, txn, (req->has & SLOT_HAS_EVENT) ? req->event : NULL,
                                 (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
+    case SLOT_OP_DIGEST:
+        return slot_store_digest(a->store, txn, &res->seq, res->digest);
     case SLOT_OP_HELLO:
     case SLOT_OP_STATS:
     default:

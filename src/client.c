@@ -217,6 +217,7 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
     }
     case SLOT_OP_EXPIRE:
     case SLOT_OP_STATS:
+    case SLOT_OP_DIGEST:
     case SLOT_OP__COUNT:
         break;
     }
@@ -265,7 +266,7 @@ static const struct {
 } reply_strs[] = {
     REPLY_STR("error", error),     REPLY_STR("message", message), REPLY_STR("status", status),
     REPLY_STR("hold", hold),       REPLY_STR("user", user),       REPLY_STR("event", event),
-    REPLY_STR("role", role),       REPLY_STR("version", version),
+    REPLY_STR("role", role),       REPLY_STR("version", version), REPLY_STR("digest", digest),
 };
 
 #define REPLY_U64(key, field) {key, offsetof(slot_reply, field)}
@@ -279,7 +280,7 @@ static const struct {
     REPLY_U64("confirmed", confirmed), REPLY_U64("shards", shards),
     REPLY_U64("hold_ttl_ms", hold_ttl_ms), REPLY_U64("max_per_user", max_per_user),
     REPLY_U64("max_per_request", max_per_request), REPLY_U64("events", events),
-    REPLY_U64("holds", holds),       REPLY_U64("expired", expired),
+    REPLY_U64("holds", holds),       REPLY_U64("expired", expired), REPLY_U64("seq", seq),
 };
 
 /* The "shards" op's array: shard_free[i] is the free units of the i-th entry

@@ -25,14 +25,45 @@ static void batch_fail(server *s, slot_err err, const char *why)
 }
 
 /*
+ * Runs the batch's requests on txn, with the write set captured into
+ * s->wset when there is one, and then, when they wrote anything, raises
+ * the store's seq in the same transaction (slot/store.h: seq counts the
+ * batches that changed state, so one that only answered sold_out, replays
+ * or errors leaves it). Returns 0 or the first storage error.
+ */
+static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
+{
+    uint64_t writes0 = slot_store_writes(s->store);
+    if (s->wset) {
+        slot_wset_clear(s->wset);
+        slot_store_capture_begin(s->store, s->wset);
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < s->batch_n; i++) {
+        entry *e = s->batch[i];
+        slot_res_clear(&e->res);
+        if (e->sweep)
+            rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
+        else
+            rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
+    }
+    slot_store_capture_end(s->store);
+    if (rc == 0 && slot_store_writes(s->store) != writes0)
+        rc = slot_store_seq_bump(s->store, txn, 0, NULL);
+    return rc;
+}
+
+/*
  * Runs the batch in one write transaction and commits it. MDB_MAP_FULL —
  * from a put or from the commit — aborts, grows the map (with the loop's
  * readers held off) and retries the whole batch, until --map-size-max;
  * then every request gets storage_full. A full disk (ENOSPC, EDQUOT, or
  * EIO on a full file system: from a put, the commit's page writes or the
  * file's growth; see disk_full) is storage_full as well — an operating condition, not a fault of ours; writes work again
- * once space is freed. Any other LMDB error: internal. Either way nothing of
- * a failed batch is kept.
+ * once space is freed. A write set past its bound (SLOT_WSET_E_FULL, only
+ * while s->wset captures) is storage_full too: the batch cannot travel as
+ * one record. Any other LMDB error: internal. Either way nothing of a
+ * failed batch is kept.
  */
 /* Whether a failed write transaction's rc means the disk (or quota) is
  * full. ENOSPC and EDQUOT say so; LMDB turns a short page write — what a
@@ -57,14 +88,8 @@ static void batch_run(server *s)
         uint64_t now_ms = slot__wall_ms();
         MDB_txn *txn = NULL;
         int rc = mdb_txn_begin(env, NULL, 0, &txn);
-        for (size_t i = 0; rc == 0 && i < s->batch_n; i++) {
-            entry *e = s->batch[i];
-            slot_res_clear(&e->res);
-            if (e->sweep)
-                rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
-            else
-                rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
-        }
+        if (rc == 0)
+            rc = batch_ops(s, txn, now_ms);
         if (rc == 0 && SLOT_FAIL(BEFORE_COMMIT))
             rc = EIO;
         if (rc == 0 && SLOT_FAIL(COMMIT_FAIL)) {
@@ -96,13 +121,21 @@ static void batch_run(server *s)
             batch_fail(s, SLOT_E_STORAGE_FULL, "the database is full (--map-size-max); nothing was changed");
             return;
         }
+        if (rc == SLOT_WSET_E_FULL) {
+            slot__log("the write set of a batch of %zu passed its bound of %zu bytes: answered storage_full",
+                      s->batch_n, s->wset->payload_max);
+            batch_fail(s, SLOT_E_STORAGE_FULL,
+                       "the batch writes more than one replication record holds; nothing was changed");
+            return;
+        }
         if (disk_full(s, rc)) {
             slot__log("write transaction failed: %s, the disk is full; %zu requests answered storage_full",
                       strerror(rc), s->batch_n);
             batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
             return;
         }
-        slot__log("write transaction failed: %s; %zu requests answered internal", mdb_strerror(rc), s->batch_n);
+        slot__log("write transaction failed: %s; %zu requests answered internal", slot_store_strerror(rc),
+                  s->batch_n);
         batch_fail(s, SLOT_E_INTERNAL, "storage error; nothing was changed");
         return;
     }

@@ -403,6 +403,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         return get_event(c, r, OPTIONAL);
     case SLOT_OP_EXPIRE:
     case SLOT_OP_STATS:
+    case SLOT_OP_DIGEST:
         return SLOT_E_OK;
     default:
         return fail(c->msg, c->msglen, SLOT_E_UNKNOWN_OP, "op: unknown op");
@@ -630,6 +631,10 @@ static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
         break;
     case SLOT_OP_EXPIRE:
         slot__jw_key_u64(w, "expired", res->expired);
+        break;
+    case SLOT_OP_DIGEST:
+        slot__jw_key_u64(w, "seq", res->seq);
+        kv_cstr(w, "digest", res->digest);
         break;
     default: /* stats: res->extra carries it all */
         break;

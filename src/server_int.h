@@ -157,6 +157,9 @@ struct server {
     uint64_t batch_run_ns;         /* commit thread: time of the last run (alloc + commit) */
     uint64_t batch_sync_ns;        /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
     uint64_t batch_failures;       /* commit thread: failed attempts of the last run */
+    slot_wset *wset;               /* commit thread: where each batch's write set is captured,
+                                      for the replication layer to ship; NULL (standalone): no
+                                      capture, seq still counts the batches that wrote */
 
     token tokens[SLOT_TOKENS_MAX];
     size_t ntokens;

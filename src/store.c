@@ -30,9 +30,7 @@ static int check_schema(slot_store *st, MDB_txn *txn, bool create, char *errbuf,
         memcpy(raw, SLOT_SCHEMA_MAGIC, 8);
         buf b = {.p = raw + 8, .cap = 4};
         put_be(&b, SLOT_SCHEMA_VERSION, 4);
-        v.mv_data = raw;
-        v.mv_size = sizeof(raw);
-        return mdb_put(txn, st->dbi[DB_META], &k, &v, 0);
+        return slot__store_meta_put(st, txn, "schema", raw, sizeof(raw));
     }
     if (rc != 0)
         return rc;
@@ -233,7 +231,7 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     SLOT_ASSERT(!b.bad);
     SLOT_ASSERT(b.len == EVENT_REC_BYTES); /* the version-1 layout, whole */
     MDB_val kv = key_val(&k), v = {b.len, raw};
-    return mdb_put(txn, st->dbi[DB_EVENTS], &kv, &v, 0);
+    return store_put(st, txn, DB_EVENTS, &kv, &v, 0);
 }
 
 /* ---- shards */
@@ -267,7 +265,7 @@ int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, free_units, 8);
     MDB_val kv = key_val(&k), v = {8, raw};
     SLOT_ASSERT(!k.b.bad);
-    return mdb_put(txn, st->dbi[DB_SHARDS], &kv, &v, 0);
+    return store_put(st, txn, DB_SHARDS, &kv, &v, 0);
 }
 
 int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard)
@@ -275,7 +273,7 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     key k;
     shard_key(&k, ev, ev_len, shard);
     MDB_val kv = key_val(&k);
-    return mdb_del(txn, st->dbi[DB_SHARDS], &kv, NULL);
+    return store_del(st, txn, DB_SHARDS, &kv);
 }
 
 /* ---- holds */
@@ -328,14 +326,14 @@ int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
  * pages to write and fsync per commit. A key that is not the database's last
  * (another event's, an earlier expiry) is refused with MDB_KEYEXIST and
  * goes in the ordinary way. */
-static int put_maybe_append(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, bool append)
+static int put_maybe_append(slot_store *st, MDB_txn *txn, int db, MDB_val *k, MDB_val *v, bool append)
 {
     if (append) {
-        int rc = mdb_put(txn, dbi, k, v, MDB_APPEND);
+        int rc = store_put(st, txn, db, k, v, MDB_APPEND);
         if (rc != MDB_KEYEXIST)
             return rc;
     }
-    return mdb_put(txn, dbi, k, v, 0);
+    return store_put(st, txn, db, k, v, 0);
 }
 
 static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec,
@@ -366,7 +364,7 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
     SLOT_ASSERT(!k.b.bad);
     SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-1 record */
     MDB_val kv = key_val(&k), v = {b.len, raw};
-    return put_maybe_append(txn, st->dbi[DB_HOLDS], &kv, &v, append);
+    return put_maybe_append(st, txn, DB_HOLDS, &kv, &v, append);
 }
 
 int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec)
@@ -395,7 +393,7 @@ int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, 
     expiry_key(&k, expires_at_ms, ev, ev_len, seq);
     MDB_val kv = key_val(&k), v = {0, ""};
     SLOT_ASSERT(!k.b.bad);
-    return put_maybe_append(txn, st->dbi[DB_EXPIRY], &kv, &v, true);
+    return put_maybe_append(st, txn, DB_EXPIRY, &kv, &v, true);
 }
 
 int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
@@ -403,7 +401,7 @@ int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, 
     key k;
     expiry_key(&k, expires_at_ms, ev, ev_len, seq);
     MDB_val kv = key_val(&k);
-    return mdb_del(txn, st->dbi[DB_EXPIRY], &kv, NULL);
+    return store_del(st, txn, DB_EXPIRY, &kv);
 }
 
 /* ---- users (per-user held + confirmed, for max_per_user) */
@@ -443,14 +441,14 @@ int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     SLOT_ASSERT(!k.b.bad);
     MDB_val kv = key_val(&k);
     if (qty == 0) {
-        int rc = mdb_del(txn, st->dbi[DB_USERS], &kv, NULL);
+        int rc = store_del(st, txn, DB_USERS, &kv);
         return rc == MDB_NOTFOUND ? 0 : rc;
     }
     uint8_t raw[8];
     buf b = {.p = raw, .cap = 8};
     put_be(&b, qty, 8);
     MDB_val v = {8, raw};
-    return mdb_put(txn, st->dbi[DB_USERS], &kv, &v, 0);
+    return store_put(st, txn, DB_USERS, &kv, &v, 0);
 }
 
 int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)

@@ -1,8 +1,9 @@
 /*
- * store_int.h — what the store's two files share (store.c: open, records;
- * store_scan.c: the scans): the store's struct, the database numbers, and
- * the byte packing of keys and records (slot/store.h has the schema).
- * Internal to libslot.
+ * store_int.h — what the store's files share (store.c: open, records;
+ * store_scan.c: the scans; store_repl.c: write-set capture, seq, apply,
+ * digest): the store's struct, the database numbers, the one put and the one
+ * delete every write of a data database goes through, and the byte packing
+ * of keys and records (slot/store.h has the schema). Internal to libslot.
  */
 #ifndef SLOT_STORE_INT_H
 #define SLOT_STORE_INT_H
@@ -14,18 +15,57 @@
 
 #include "slot/assert.h"
 #include "slot/store.h"
+#include "slot/wset.h"
 
 #define KEY_BYTES_MAX 512 /* LMDB's default mdb_env_get_maxkeysize() is 511 */
 /* The longest key (users: two names, each a length byte plus its bytes). */
 _Static_assert(2 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX <= 511, "keys fit LMDB's key size");
 
+/* A database's number is its index in the dbi table and its id in a write
+ * set's ops (slot/wset.h). meta is node-local: never captured, never applied. */
 enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS };
+_Static_assert(SLOT_STORE_DBS <= SLOT_WSET_DBS_MAX, "every database has a write-set id");
 
 struct slot_store {
     MDB_env *env;
     MDB_dbi dbi[SLOT_STORE_DBS];
     uint64_t map_bytes, map_bytes_max;
+    /* The write transaction's thread only (there is one write txn at a time): */
+    slot_wset *capture; /* slot_store_capture_begin's set, or NULL */
+    uint64_t writes;    /* data-database puts and deletes that succeeded, since open */
 };
+
+/* ---- the writes: every put and delete of a data database goes through these
+ *      two, which count it and, while a capture set is on, append it to the
+ *      set (store_repl.c). Only writes that succeeded are counted and captured. */
+
+/* slot__store_capture — append the op to st->capture. 0 or a SLOT_WSET_E_* /
+ * -errno value (the caller then fails, and its transaction must be aborted). */
+int slot__store_capture(slot_store *st, uint8_t type, int db, const MDB_val *k, const MDB_val *v);
+
+static inline int store_put(slot_store *st, MDB_txn *txn, int db, MDB_val *k, MDB_val *v, unsigned flags)
+{
+    SLOT_ASSERT(db > DB_META && db < SLOT_STORE_DBS);
+    int rc = mdb_put(txn, st->dbi[db], k, v, flags);
+    if (rc != 0)
+        return rc;
+    st->writes++;
+    return st->capture ? slot__store_capture(st, SLOT_WSET_PUT, db, k, v) : 0;
+}
+
+static inline int store_del(slot_store *st, MDB_txn *txn, int db, MDB_val *k)
+{
+    SLOT_ASSERT(db > DB_META && db < SLOT_STORE_DBS);
+    int rc = mdb_del(txn, st->dbi[db], k, NULL);
+    if (rc != 0)
+        return rc;
+    st->writes++;
+    return st->capture ? slot__store_capture(st, SLOT_WSET_DEL, db, k, NULL) : 0;
+}
+
+/* slot__store_meta_put — the node-local meta database's one writer (the
+ * schema record at open, seq): never counted, never captured. */
+int slot__store_meta_put(slot_store *st, MDB_txn *txn, const char *name, const void *val, size_t len);
 
 /* ---- byte packing */
 

@@ -48,6 +48,7 @@ TEST_DECLARE(proto_encode_get_hold)
 TEST_DECLARE(proto_encode_event_view_ops)
 TEST_DECLARE(proto_encode_shards)
 TEST_DECLARE(proto_encode_check)
+TEST_DECLARE(proto_encode_digest)
 TEST_DECLARE(proto_encode_stats_extra)
 TEST_DECLARE(proto_encode_errors)
 TEST_DECLARE(proto_encode_error_standalone)
@@ -97,6 +98,7 @@ TEST_LIST_START
     TEST_ENTRY(proto_encode_event_view_ops)
     TEST_ENTRY(proto_encode_shards)
     TEST_ENTRY(proto_encode_check)
+    TEST_ENTRY(proto_encode_digest)
     TEST_ENTRY(proto_encode_stats_extra)
     TEST_ENTRY(proto_encode_errors)
     TEST_ENTRY(proto_encode_error_standalone)
@@ -580,6 +582,7 @@ static const op_case op_cases[] = {
     {"check", SLOT_OP_CHECK, 0, {"\"event\":\"e\""}},
     {"expire", SLOT_OP_EXPIRE, 0, {NULL}},
     {"stats", SLOT_OP_STATS, 0, {NULL}},
+    {"digest", SLOT_OP_DIGEST, 0, {NULL}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */
@@ -1089,6 +1092,26 @@ TEST_IMPL(proto_encode_shards)
     }
     json_decref(j);
     slot_res_clear(&res);
+}
+
+/* digest: the exact line, the reply's fields in the order of docs/protocol.md, "digest". */
+TEST_IMPL(proto_encode_digest)
+{
+    char buf[256];
+    slot_req req;
+    slot_res res = {0};
+    req_for(&req, SLOT_OP_DIGEST, NULL);
+    res.seq = 2;
+    snprintf(res.digest, sizeof res.digest, "%s", "95d7bef7825c04a1ef3869a276c1ffa8d7de79c0f91686fc3cc277af76b64156");
+    size_t n = slot_proto_encode(&req, &res, buf, sizeof buf);
+    ASSERT(n < sizeof buf);
+    ASSERT_STR_EQ(buf, "{\"ok\":true,\"seq\":2,"
+                       "\"digest\":\"95d7bef7825c04a1ef3869a276c1ffa8d7de79c0f91686fc3cc277af76b64156\"}\n");
+    slot_reply r;
+    ASSERT_EQ(slot_reply_parse(buf, n - 1, &r), 0);
+    ASSERT_U64_EQ(r.seq, 2);
+    ASSERT_STR_EQ(r.digest, res.digest);
+    slot_reply_clear(&r);
 }
 
 TEST_IMPL(proto_encode_check)

@@ -439,7 +439,7 @@ static int cmd_check(ctl *x, int argc, char **argv)
     return rc;
 }
 
-/* expire, stats: no arguments. */
+/* expire, stats, digest: no arguments. */
 static int cmd_bare(ctl *x, int argc, char **argv, slot_op op)
 {
     int o, rc = 0;
@@ -453,6 +453,8 @@ static int cmd_bare(ctl *x, int argc, char **argv, slot_op op)
     rc = ctl_call(x, &req, &r);
     if (rc == 0 && !x->json && op == SLOT_OP_EXPIRE)
         printf("expired %" PRIu64 " hold%s\n", r.expired, r.expired == 1 ? "" : "s");
+    else if (rc == 0 && !x->json && op == SLOT_OP_DIGEST)
+        printf("seq %" PRIu64 " digest %s\n", r.seq, r.digest);
     else if (rc == 0 && !x->json)
         print_members(&r, NULL);
     slot_reply_clear(&r);
@@ -467,6 +469,11 @@ static int cmd_expire(ctl *x, int argc, char **argv)
 static int cmd_stats(ctl *x, int argc, char **argv)
 {
     return cmd_bare(x, argc, argv, SLOT_OP_STATS);
+}
+
+static int cmd_digest(ctl *x, int argc, char **argv)
+{
+    return cmd_bare(x, argc, argv, SLOT_OP_DIGEST);
 }
 
 static int cmd_help(ctl *x, int argc, char **argv);
@@ -508,6 +515,10 @@ static const ctl_cmd commands[] = {
      cmd_expire},
     {"stats", "", "print the server's counters (stats)", "Prints the server's counters as indented JSON.\n",
      cmd_stats},
+    {"digest", "", "print the seq and SHA-256 digest of the server's state (digest)",
+     "Prints the number of write batches the state has seen (seq) and a hash of every event,\n"
+     "shard, hold and user record: two servers with the same seq and digest hold the same data.\n",
+     cmd_digest},
     {"help", "[COMMAND]", "show help for slotctl or one command", "", cmd_help},
 };
 

@@ -64,6 +64,8 @@ typedef struct slot_reply {
     uint64_t qty, expires_at_ms, created_at_ms, available;
     uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
     uint64_t events, holds, expired;   /* check, expire */
+    uint64_t seq;                      /* digest */
+    char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: 64 hex digits */
     uint32_t nviolations;              /* check: violations found: "violations_total" when the
                                           server sends it, else the length of "violations" */
     uint32_t nshard_free;              /* shards: length of shard_free */

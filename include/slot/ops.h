@@ -57,7 +57,8 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(SHARDS, "shards", false, true)             \
     X(CHECK, "check", false, true)               \
     X(EXPIRE, "expire", true, true)              \
-    X(STATS, "stats", false, true)
+    X(STATS, "stats", false, true)               \
+    X(DIGEST, "digest", false, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -168,6 +169,8 @@ typedef struct slot_res {
     uint64_t *shard_free;              /* shards op: nshards values, heap */
     uint64_t events_checked, holds_checked, expired; /* check, expire */
     uint32_t nviolations;              /* check: total found */
+    uint64_t seq;                      /* digest: the store's seq (slot/store.h) */
+    char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: SHA-256, lowercase hex */
     slot_violation *violations;        /* check: min(nviolations, MAX), heap */
     slot_role role;                    /* hello */
     char *extra;                       /* heap JSON object text whose members are appended

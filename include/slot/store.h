@@ -7,6 +7,7 @@
  *
  *   db        key                                           value
  *   meta      "schema"                                      magic "SLOTDB01" + u32 version
+ *   meta      "seq"                                         u64 seq + u64 epoch (absent: both 0)
  *   events    ev                                            slot_event_rec (packed)
  *   shards    ev + u16 shard                                u64 free units
  *   holds     ev + u64 seq                                  slot_hold_rec (packed)
@@ -30,6 +31,7 @@
 
 #include "slot/limits.h"
 #include "slot/ops.h"
+#include "slot/wset.h"
 
 #define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
@@ -159,5 +161,97 @@ int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t e
 int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot_store_expiry_fn fn, void *ctx);
 /* Count of shards records of an event (check compares it with the event's shard count). */
 int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint32_t *count);
+
+/*
+ * ---- Replication groundwork (src/store_repl.c; docs/design.md, "Storage",
+ * "Write sets, seq and digest"). meta is node-local; the five other
+ * databases (events, shards, holds, expiry, users: db ids 1..5, their index
+ * in the store's table) are the replicated, logical state.
+ */
+
+/* Errors of slot_store_apply: negative, apart from slot/wset.h's (-20001..-20100),
+ * from -errno (> -4096) and from LMDB's (-30799..-30780, and positive errno). */
+#define SLOT_STORE_E_SEQ (-20101)  /* the record's seq is not the store's seq + 1 */
+#define SLOT_STORE_E_DB (-20102)   /* an op names meta or a database this store does not have */
+
+/*
+ * slot_store_capture_begin — from now on every put and delete of a data
+ * database that succeeds (on any transaction of st: there is one write
+ * transaction at a time) is also appended to ws, in the order made, until
+ * slot_store_capture_end. The caller clears ws before a batch (the store
+ * only appends). A write the set cannot take (SLOT_WSET_E_FULL at ws's
+ * payload bound, -ENOMEM) makes that store call fail with that value, and
+ * the caller must abort the transaction (nothing of it is kept). Writes to
+ * meta (schema, seq) are never captured: seq travels in the record's header.
+ *   ws: initialized (slot_wset_init); borrowed until capture_end.
+ * No capture may be on already (SLOT_ASSERT). Thread: the one that runs the
+ * write transaction. With no capture on, a write costs one branch more.
+ */
+void slot_store_capture_begin(slot_store *st, slot_wset *ws);
+/* slot_store_capture_end — stop capturing (no-op when none is on). */
+void slot_store_capture_end(slot_store *st);
+
+/*
+ * slot_store_writes — puts and deletes of data databases that succeeded since
+ * the store was opened, counted whether or not a capture is on (also those of
+ * transactions later aborted): the commit thread compares it before and after
+ * a batch to tell whether the batch changed state. Thread: the write
+ * transaction's.
+ */
+uint64_t slot_store_writes(const slot_store *st);
+
+/*
+ * slot_store_seq_get — the store's seq (committed write batches that changed
+ * state; on a replica the last record applied) and the epoch of the record
+ * that set it (0 on a standalone server), as txn sees them. A store without
+ * the record (new, or written before seq existed) reads 0 and 0.
+ *   epoch may be NULL. Returns 0, MDB_CORRUPTED for a record of the wrong
+ *   length, or an LMDB error. Any transaction.
+ */
+int slot_store_seq_get(slot_store *st, MDB_txn *txn, uint64_t *seq, uint64_t *epoch);
+
+/*
+ * slot_store_seq_bump — seq := seq + 1 with the given epoch, in the write
+ * transaction txn (not captured); *seq_out gets the new seq (may be NULL).
+ * The commit thread calls it once per batch whose writes changed state, so
+ * seq commits together with the batch. Returns 0 or an LMDB error.
+ */
+int slot_store_seq_bump(slot_store *st, MDB_txn *txn, uint64_t epoch, uint64_t *seq_out);
+
+/*
+ * slot_store_apply — what a replica runs: apply every op of a decoded record
+ * (slot_wset_decode accepted it), in order, to txn (a write transaction),
+ * then set seq to rec->hdr.seq and its epoch to rec->hdr.epoch, in the same
+ * transaction. Puts overwrite; a delete must find its key.
+ * Returns 0, or (nothing is to be kept: the caller aborts txn)
+ *   SLOT_STORE_E_SEQ  rec->hdr.seq is not the store's seq + 1 (checked first,
+ *                     before any write),
+ *   SLOT_STORE_E_DB   an op names meta (0) or an id >= SLOT_STORE_DBS,
+ *   MDB_NOTFOUND      a delete of a key this store does not have (it has
+ *                     diverged from the record's sender),
+ *   or an LMDB error (MDB_MAP_FULL: grow and apply again). Ops are checked
+ *   as they are applied, so on an error some may have been written to txn.
+ * Thread: the write transaction's.
+ */
+int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec);
+
+/*
+ * slot_store_digest — SHA-256 of the logical state as txn (any transaction)
+ * sees it: a version tag, seq, then every entry of events, shards, holds,
+ * expiry and users, in that order and each in key order, as db id u8, key
+ * length u32, key, value length u32, value (big-endian lengths). meta is
+ * not hashed, but seq is. Two stores with the same entries and seq give the
+ * same digest, whatever their page layout or history.
+ *   seq: receives the seq hashed. hex: 64 lowercase hex digits and a NUL.
+ * Returns 0, an LMDB error, or ENOMEM / EIO when libcrypto fails.
+ * O(entries). Any thread.
+ */
+int slot_store_digest(slot_store *st, MDB_txn *txn, uint64_t *seq, char hex[SLOT_DIGEST_HEX_BYTES + 1]);
+
+/*
+ * slot_store_strerror — a message for what the functions above return:
+ * SLOT_STORE_E_*, SLOT_WSET_E_*, -errno, an LMDB error or 0. Static, never NULL.
+ */
+const char *slot_store_strerror(int rc);
 
 #endif
