@@ -271,7 +271,6 @@ static void on_heartbeat(slot__repl_conn *c, const uint8_t *p, size_t len)
     }
     if (!sender_ok(c))
         return;
-    r->last_heard_ms = uv_now(r->loop);
     report_commit(r, slot__repl_get_u64(p + 16));
     if (c->state == SLOT__REPL_READY && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
         uint8_t a[8];
@@ -449,6 +448,8 @@ void slot__repl_frame(slot__repl_conn *c, uint8_t type, const uint8_t *p, size_t
         on_refuse(c, p, len);
         return;
     }
+    if (c == c->r->stream)
+        c->r->last_heard_ms = c->last_heard_ms; /* the silence detector: any frame of the stream */
     slot__repl_state s = c->state;
     if (s == SLOT__REPL_ACCEPTED && type == SLOT_REPL_F_HELLO)
         on_hello(c, p, len);

@@ -773,6 +773,16 @@ static void refuse_record_case(uint64_t tenure, int good, rec (*bad)(uint64_t te
     ASSERT_STR_EQ(slot_repl_reason_name(P.reason), slot_repl_reason_name(reason));
     ASSERT_EQ(P.by_peer, 1);
     ASSERT_U64_EQ(slot_rlog_count(R.log), (uint64_t)good);
+    /* reconnecting is the primary's call; the new stream resumes from R's log */
+    ASSERT_EQ(slot_repl_connect(P.r, "r1", "127.0.0.1", R.port), 0);
+    P.readies = 0;
+    run_until(is_ready, &P);
+    rec y = make_rec(tenure, (uint64_t)good + 1, tenure, 10);
+    ASSERT_EQ(slot_repl_send(P.r, y.b, y.len), 1);
+    free(y.b);
+    acked_arg b = {&P, (uint64_t)good + 1};
+    run_until(acked_to, &b);
+    ASSERT_EQ(R.records, good + 1);
     node_stop(&P);
     good_primary_streams(&R, tenure, 3);
     node_stop(&R);
@@ -889,6 +899,9 @@ static bool commit_at(void *arg)
     return a->p->commit >= a->seq;
 }
 
+static void pause_cb(uv_timer_t *t) { t->data = t; }
+static bool pause_over(void *arg) { return ((uv_timer_t *)arg)->data != NULL; }
+
 TEST_IMPL(repl_heartbeats_carry_commit_seq)
 {
     setup();
@@ -909,7 +922,18 @@ TEST_IMPL(repl_heartbeats_carry_commit_seq)
     run_until(commit_at, &c); /* only a heartbeat can carry it now */
     ASSERT_U64_EQ(R.commit, 10);
     ASSERT_EQ(R.records, 10);
+    /* the primary goes quiet: the silence grows at least as the loop's clock */
     node_stop(&P);
+    run_until(is_closed, &R); /* R read everything P sent, then its close */
+    uint64_t t0 = uv_now(&loop);
+    uv_timer_t pause;
+    uv_timer_init(&loop, &pause);
+    pause.data = NULL;
+    uv_timer_start(&pause, pause_cb, 30, 0);
+    run_until(pause_over, &pause);
+    uv_close((uv_handle_t *)&pause, NULL);
+    ASSERT(uv_now(&loop) >= t0 + 30);
+    ASSERT(slot_repl_silence_ms(R.r) >= 30);
     node_stop(&R);
     teardown();
 }

@@ -13,7 +13,9 @@
  *   slot_repl_send of each record to every ready replica. At most
  *   inflight_records_max records and inflight_bytes_max bytes are sent and
  *   not yet acked per replica; past that, send answers -EAGAIN and sends
- *   nothing (back-pressure: memory never grows with a slow replica). on_ack
+ *   nothing (back-pressure: memory never grows with a slow replica). A
+ *   replica that becomes ready later starts at its own log's last (on_ready
+ *   says which): the owner catches it up with slot_repl_send_to. on_ack
  *   says (node, seq) each time a replica's durable point advances; a
  *   heartbeat goes to every ready replica each heartbeat_ms with the commit
  *   point (slot_repl_set_commit); on_close says when a replica's connection is
@@ -83,8 +85,9 @@
  *
  * Threads: everything runs on the thread of the loop given to slot_repl_new;
  * every function must be called there, and every callback is called there.
- * Callbacks may call any function of this module, slot_repl_free included
- * (after which the module calls nothing more).
+ * Callbacks other than log may call any function of this module,
+ * slot_repl_free included (after which the module calls nothing more); log
+ * may call none.
  */
 #ifndef SLOT_REPL_H
 #define SLOT_REPL_H
