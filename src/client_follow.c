@@ -39,6 +39,9 @@ int slot_addr_split(const char *s, size_t len, char *host, size_t host_cap, uint
     }
     if (!colon || h_end <= h || (size_t)(h_end - h) >= host_cap || colon + 1 == end || end - colon > 6)
         return -EINVAL;
+    for (const char *p = h; p < h_end; p++)
+        if ((unsigned char)*p <= ' ' || *p == ',')
+            return -EINVAL; /* no host name has a space, a control byte or a comma */
     unsigned long v = 0;
     for (const char *p = colon + 1; p < end; p++) {
         if (*p < '0' || *p > '9')
@@ -252,7 +255,8 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
             f->st.retries++;
         const char *node = f->nodes[f->cur];
         int rc = attempt(f, line, len, deadline_ms, out);
-        if (rc == 1 || (rc == 0 && out->err != SLOT_E_NOT_PRIMARY && out->err != SLOT_E_UNAVAILABLE)) {
+        /* A hello refused with not_primary (rc 1) is followed like the request's own answer. */
+        if (rc >= 0 && out->err != SLOT_E_NOT_PRIMARY && out->err != SLOT_E_UNAVAILABLE) {
             answered(f);
             return 0;
         }
@@ -261,7 +265,7 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
         else
             snprintf(f->err, sizeof(f->err), "%s: %s: %.300s", node, out->error, out->message);
         drop_conn(f);
-        int to = rc == 0 && out->err == SLOT_E_NOT_PRIMARY && out->primary[0] && strcmp(out->primary, node) != 0
+        int to = rc >= 0 && out->err == SLOT_E_NOT_PRIMARY && out->primary[0] && strcmp(out->primary, node) != 0
                      ? node_index(f, out->primary, strlen(out->primary))
                      : -1;
         if (to >= 0 && !followed) {
