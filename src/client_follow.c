@@ -278,7 +278,8 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
             f->st.redirects++;
         f->cur = to >= 0 ? (uint32_t)to : (f->cur + 1) % f->nnodes;
         followed = false;
-        pause_ms(left_ms(deadline_ms, backoff));
+        if (n < f->o.attempts_max) /* no pause after the last attempt */
+            pause_ms(left_ms(deadline_ms, backoff));
         backoff = backoff * 2 > f->o.backoff_max_ms ? f->o.backoff_max_ms : backoff * 2;
     }
     bool timed_out = now_ms() >= deadline_ms;
