@@ -37,8 +37,11 @@ typedef struct bench_config {
     bench_scenario scenario;
     const char *name;                          /* the subcommand */
     bench_target_kind target;
-    char host[BENCH_HOST_BYTES_MAX + 1];
+    char host[BENCH_HOST_BYTES_MAX + 1];       /* the first --host (its host part) */
     uint16_t port;
+    /* Every --host / --cluster-members entry as "H:P" (the port of --port where none was given). */
+    char hosts[BENCH_HOSTS_MAX][BENCH_HOST_BYTES_MAX + 9];
+    uint32_t nhosts;                           /* 1..BENCH_HOSTS_MAX */
     const char *token;
     bool allow_remote;
     char event[SLOT_EVENT_BYTES_MAX + 1];      /* base name; multi-event appends "-<i>" */

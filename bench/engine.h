@@ -148,6 +148,12 @@ struct bench_run {
     uint32_t *abandoned;            /* churn: ledger indices of abandoned holds, in answer order */
     size_t nabandoned, abandoned_head, abandoned_cap;
 
+    /* Following the primary (drv_slotd.c counts, the engine times), over the whole run. */
+    uint64_t failovers;             /* the node acknowledging writes changed */
+    uint64_t retries;               /* requests sent again with the same key */
+    uint64_t last_ack_ns;           /* measured phases: the last acknowledged write (0: none yet) */
+    uint64_t ack_gap_max_ns;        /* ... the longest time without one */
+
     bench_sample *series;
     size_t nseries, series_cap;
     uint64_t open_t0_ns, open_next;  /* open loop: schedule start, next request number */

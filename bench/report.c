@@ -97,6 +97,10 @@ static void print_counts(const bench_report *r, FILE *f)
     fprintf(f, "%s\n", any ? "" : " none");
     if (n->replays || n->unexpected)
         fprintf(f, "  unexpected        %" PRIu64 " replays, %" PRIu64 " other answers\n", n->replays, n->unexpected);
+    fprintf(f, "  following         %" PRIu64 " failover%s seen, %" PRIu64 " request%s sent again, longest without an "
+               "acknowledged write %.1f ms\n",
+            r->run->failovers, r->run->failovers == 1 ? "" : "s", r->run->retries, r->run->retries == 1 ? "" : "s",
+            (double)r->run->ack_gap_max_ns / 1e6);
     fprintf(f, "  latency ms        p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (mean %.3f, %" PRIu64 " answers)\n",
             r->p50_ms, r->p90_ms, r->p99_ms, r->p999_ms, r->max_ms, r->mean_ms, r->run->lat_ns->count);
 }
@@ -180,7 +184,7 @@ json_t *bench_machine_json(void)
 
 /* ---------------------------------------------------------------- --json */
 
-static json_t *counters_json(const bench_report *r)
+static json_t *counters_json_base(const bench_report *r)
 {
     const bench_counters *n = r->n;
     json_t *errors = json_object();
@@ -202,6 +206,17 @@ static json_t *counters_json(const bench_report *r)
                      (double)bench_units_left(r->run), "latency_ms", "p50", r->p50_ms, "p90", r->p90_ms, "p99",
                      r->p99_ms, "p99_9", r->p999_ms, "max", r->max_ms, "mean", r->mean_ms, "count",
                      (json_int_t)r->run->lat_ns->count);
+}
+
+static json_t *counters_json(const bench_report *r)
+{
+    json_t *o = counters_json_base(r);
+    if (o) { /* following the primary: over the whole run */
+        json_object_set_new(o, "failovers", json_integer((json_int_t)r->run->failovers));
+        json_object_set_new(o, "retries", json_integer((json_int_t)r->run->retries));
+        json_object_set_new(o, "ack_gap_max_ms", json_real((double)r->run->ack_gap_max_ns / 1e6));
+    }
+    return o;
 }
 
 static json_t *events_json(const bench_run *run, const bench_verdict *v)

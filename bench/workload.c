@@ -128,8 +128,8 @@ static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result
         count_error(run, r);
         return -1;
     }
-    if (r->replay) {
-        run->n.replays++; /* every key is new: no replay should ever come */
+    if (r->replay && t->tries == 0) {
+        run->n.replays++; /* every key is new: no replay should come, but for a request sent again */
         return -1;
     }
     if (r->sold_out) {
@@ -254,8 +254,14 @@ static void hold_settled(bench_run *run, const bench_ticket *t, slot_hold_status
 static void churn_settle(bench_run *run, const bench_ticket *t, const bench_result *r)
 {
     bool expired = r->has_status && r->status == SLOT_HOLD_EXPIRED;
-    if (t->op == BENCH_OP_CONFIRM && r->ok && r->has_status && r->status == SLOT_HOLD_CONFIRMED && !r->replay)
+    /* A request sent again (following the primary) whose first send had committed: a
+     * confirm replay, or a release that finds the hold released already. */
+    bool again = t->tries > 0;
+    if (t->op == BENCH_OP_CONFIRM && r->ok && r->has_status && r->status == SLOT_HOLD_CONFIRMED && (!r->replay || again))
         hold_settled(run, t, SLOT_HOLD_CONFIRMED);
+    else if (t->op == BENCH_OP_RELEASE && r->ok && !r->released && again && r->has_status &&
+             r->status == SLOT_HOLD_RELEASED)
+        hold_settled(run, t, SLOT_HOLD_RELEASED);
     else if (t->op == BENCH_OP_CONFIRM && !r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && expired)
         hold_settled(run, t, SLOT_HOLD_EXPIRED);
     else if (t->op == BENCH_OP_RELEASE && r->ok && r->released)
