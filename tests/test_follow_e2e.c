@@ -24,12 +24,14 @@
 #include "harness.h"
 
 TEST_DECLARE(follow_e2e_slotctl_cluster_on_standalone)
+TEST_DECLARE(follow_e2e_slotctl_cluster_table)
 TEST_DECLARE(follow_e2e_slotctl_writes_follow_not_primary)
 TEST_DECLARE(follow_e2e_bench_two_hosts_follows_and_verifies)
 TEST_DECLARE(follow_e2e_bench_across_a_restart_counts_each_key_once)
 
 TEST_LIST_START
     TEST_ENTRY(follow_e2e_slotctl_cluster_on_standalone)
+    TEST_ENTRY(follow_e2e_slotctl_cluster_table)
     TEST_ENTRY(follow_e2e_slotctl_writes_follow_not_primary)
     TEST_ENTRY(follow_e2e_bench_two_hosts_follows_and_verifies)
     TEST_ENTRY(follow_e2e_bench_across_a_restart_counts_each_key_once)
@@ -54,6 +56,7 @@ typedef struct fake {
     pthread_t th;
     volatile int stop;
     char primary[64];
+    const char *answer;         /* when set: every line is answered with it (a line ending in "\n") */
     volatile int lines;         /* lines answered */
     char first[512];            /* the first line that was not hello */
 } fake;
@@ -69,9 +72,13 @@ static bool fake_serve(fake *fk, int fd, char *buf, size_t *len)
         *nl = 0;
         if (!fk->first[0] && !strstr(start, "\"op\":\"hello\""))
             snprintf(fk->first, sizeof(fk->first), "%.500s", start);
-        char reply[256];
-        snprintf(reply, sizeof(reply),
-                 "{\"ok\":false,\"error\":\"not_primary\",\"message\":\"a replica\",\"primary\":\"%s\"}\n", fk->primary);
+        char reply[1024];
+        if (fk->answer)
+            snprintf(reply, sizeof(reply), "%s", fk->answer);
+        else
+            snprintf(reply, sizeof(reply),
+                     "{\"ok\":false,\"error\":\"not_primary\",\"message\":\"a replica\",\"primary\":\"%s\"}\n",
+                     fk->primary);
         if (send(fd, reply, strlen(reply), MSG_NOSIGNAL) != (ssize_t)strlen(reply))
             return false;
         fk->lines++;
@@ -226,6 +233,32 @@ TEST_IMPL(follow_e2e_slotctl_cluster_on_standalone)
     json_decref(j);
     free(out);
     slot_test_stop(&srv);
+}
+
+/* A node of a replica set answers the cluster op: slotctl prints the table. */
+TEST_IMPL(follow_e2e_slotctl_cluster_table)
+{
+    fake fk;
+    fake_start(&fk, 1);
+    fk.answer = "{\"ok\":true,\"cluster\":\"sale\",\"node\":\"n2\",\"role\":\"replica\",\"epoch\":4,"
+                "\"primary\":\"127.0.0.1:7421\",\"seq\":1093,\"members\":[{\"node\":\"n1\",\"addr\":"
+                "\"127.0.0.1:7421\",\"role\":\"primary\",\"seq\":1093,\"lag_ms\":0},{\"node\":\"n2\",\"addr\":"
+                "\"127.0.0.1:7422\",\"role\":\"replica\",\"seq\":1090,\"lag_ms\":7}]}\n";
+    char *tmp = slot_test_tmpdir(), a[64], *out = malloc(OUT_BYTES);
+    const char *argv[] = {env_path("SLOTCTL"), "--host", addr_of(a, sizeof(a), fk.port), "cluster", NULL};
+    int rc = run_tool(tmp, argv, out);
+    if (rc != 0 || !strstr(out, "cluster sale: node n2 is replica, epoch 4, seq 1093, primary 127.0.0.1:7421") ||
+        !strstr(out, "n1               127.0.0.1:7421           primary          1093          0") ||
+        !strstr(out, "n2               127.0.0.1:7422           replica          1090          7"))
+        T_FAIL_("slotctl cluster exited %d:\n%s", rc, out);
+    const char *jargv[] = {env_path("SLOTCTL"), "--json", "--host", a, "cluster", NULL};
+    rc = run_tool(tmp, jargv, out);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_EQ(out, fk.answer); /* the raw line */
+    fake_stop(&fk);
+    free(out);
+    slot_test_rmdir(tmp);
+    free(tmp);
 }
 
 TEST_IMPL(follow_e2e_slotctl_writes_follow_not_primary)
