@@ -70,7 +70,7 @@ static int admin_follow(bench_admin *a, char *err, size_t errlen)
     o.connect_timeout_ms = BENCH_CONNECT_TIMEOUT_MS;
     o.reply_timeout_ms = BENCH_CALL_TIMEOUT_MS;
     o.deadline_ms = BENCH_CALL_TIMEOUT_MS + BENCH_FOLLOW_DEADLINE_MS;
-    o.attempts_max = 4 * cfg->nhosts > SLOT_FOLLOW_ATTEMPTS_DEFAULT ? 4 * cfg->nhosts : SLOT_FOLLOW_ATTEMPTS_DEFAULT;
+    o.attempts_max = BENCH_FOLLOW_ADMIN_SENDS_PER_HOST * cfg->nhosts; /* one host down: the pauses add up to 0.6 s */
     if (cfg->token && strlen(cfg->token) > SLOT_TOKEN_BYTES_MAX) {
         snprintf(err, errlen, "--token: longer than %d bytes", SLOT_TOKEN_BYTES_MAX);
         return BENCH_EXIT_USAGE;

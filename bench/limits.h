@@ -90,6 +90,7 @@
 #define BENCH_FOLLOW_BACKOFF_MAX_MS 500             /* ... up to this */
 #define BENCH_FOLLOW_ATTEMPTS_MAX 64                /* reconnects of one connection without an answer in between */
 #define BENCH_FOLLOW_DEADLINE_MS 30000              /* ... and for at most this long: then the run fails */
+#define BENCH_FOLLOW_ADMIN_SENDS_PER_HOST 6         /* an admin call: sends per --host (slot_follow's bound) */
 
 _Static_assert(BENCH_VERIFY_PIPELINE <= BENCH_PIPELINE_MAX, "verification pipeline above the server's bound");
 _Static_assert(BENCH_HOLD_TTL_MS_MAX >= SLOT_HOLD_TTL_MS_MIN, "--hold-ttl-ms has an empty range");
