@@ -19,6 +19,40 @@ typedef struct setting {
     bool last; /* a no-value flag: the last line with this name (only it counts) */
 } setting;
 
+/* The argv strings handed to the parser, which may keep pointers into them
+ * (a path, a file name) for the life of the process: kept here, and freed at
+ * exit so that a leak checker sees nothing left behind. */
+typedef struct kept_arg {
+    struct kept_arg *next;
+    char text[];
+} kept_arg;
+
+static kept_arg *kept;
+
+static void free_kept(void)
+{
+    while (kept) {
+        kept_arg *k = kept;
+        kept = k->next;
+        free(k);
+    }
+}
+
+/* "--name" or "--name=value" in a kept string; NULL when out of memory. */
+static char *keep_arg(const char *name, const char *value)
+{
+    size_t n = 2 + strlen(name) + (value ? 1 + strlen(value) : 0) + 1;
+    kept_arg *k = malloc(sizeof(*k) + n);
+    if (!k)
+        return NULL;
+    if (!kept)
+        atexit(free_kept);
+    snprintf(k->text, n, value ? "--%s=%s" : "--%s", name, value ? value : "");
+    k->next = kept;
+    kept = k;
+    return k->text;
+}
+
 static bool is_blank(char c)
 {
     return c == ' ' || c == '\t';
@@ -208,16 +242,11 @@ static int mark_last(const struct option *opts, setting *set, size_t nset)
 static int apply_one(const char *path, const setting *s, const struct option *opts,
                      slot__config_apply_fn apply, void *ctx)
 {
-    char *arg = NULL;
-    int n;
-    if (opts[s->opt].has_arg == no_argument) {
-        if (!s->last || strcmp(s->value, "false") == 0)
-            return 0;
-        n = asprintf(&arg, "--%s", s->name);
-    } else {
-        n = asprintf(&arg, "--%s=%s", s->name, s->value);
-    }
-    if (n < 0) {
+    bool flag = opts[s->opt].has_arg == no_argument;
+    if (flag && (!s->last || strcmp(s->value, "false") == 0))
+        return 0;
+    char *arg = keep_arg(s->name, flag ? NULL : s->value);
+    if (!arg) {
         fprintf(stderr, "slotd: --config %s: out of memory\n", path);
         return -1;
     }
@@ -225,10 +254,8 @@ static int apply_one(const char *path, const setting *s, const struct option *op
     if (apply(2, argv, ctx) != 0) {
         fprintf(stderr, "slotd: %s:%u: \"%s\": the value is not accepted (the line above says why)\n", path,
                 s->line, s->name);
-        free(arg);
         return -1;
     }
-    /* arg stays: the parser may keep pointers into it (a path, a file name). */
     return 0;
 }
 

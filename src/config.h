@@ -32,7 +32,8 @@ typedef int (*slot__config_apply_fn)(int argc, char **argv, void *ctx);
  *   (NULL-ended) that may not appear in a file (help, version, config).
  *   apply(argc, argv, ctx) is called once per applied line, in file order;
  *   the argv strings are heap copies that stay valid until the process exits
- *   (the parser may keep pointers to them, as it does to the real argv's).
+ *   (the parser may keep pointers to them, as it does to the real argv's;
+ *   an atexit handler frees them).
  * Returns 0, or -1 after printing "slotd: PATH:LINE: why" (or "slotd:
  * --config PATH: why" when the file cannot be read or is over
  * SLOT_CONFIG_BYTES_MAX) on stderr: a usage error. Lines before the bad one

@@ -202,7 +202,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
 /* One line of the config file, as the argv {"slotd", "--name=value"}. */
 static int apply_config_line(int argc, char **argv, void *ctx)
 {
-    optind = 0;
+    optind = 0; /* glibc: start getopt afresh for each argv */
     return parse_args(argc, argv, ctx);
 }
 
@@ -227,7 +227,6 @@ int main(int argc, char **argv)
         return 64; /* EX_USAGE, as slotctl and slot-bench */
     if (config_path) {
         static const char *const refused[] = {"config", "help", "version", NULL};
-        optind = 0; /* glibc: start getopt afresh for each argv */
         if (slot__config_read(config_path, known_opts, refused, apply_config_line, &o) != 0)
             return 64;
         optind = 0;
