@@ -55,6 +55,7 @@ typedef struct bench_config {
     uint64_t seed;
     uint32_t warmup_ms;
     uint64_t tail;                             /* hot-release, multi-event: sold_out answers after the sell-out */
+    uint32_t opens_in_ms;                      /* hot-release: the event's sale opens this long after it is made; 0 = now */
     double rate_per_s;                         /* open-loop: requests per second */
     uint32_t confirm_pct, release_pct, abandon_pct;
     uint32_t think_min_ms, think_max_ms;

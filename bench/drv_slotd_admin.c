@@ -140,6 +140,7 @@ static int view_call(bench_admin *a, const char *what, const slot_req *req, benc
         v->available = r.available;
         v->held = r.held;
         v->confirmed = r.confirmed;
+        v->opens_at_ms = r.opens_at_ms;
         snprintf(v->status, sizeof(v->status), "%s", r.status);
     }
     slot_reply_clear(&r);
@@ -156,6 +157,8 @@ int bench_slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_vi
     req.max_per_user = s->max_per_user;
     req.max_per_request = s->max_per_request;
     req.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
+    if (s->opens_at_ms)
+        slot_req_set_window(&req, s->opens_at_ms, 0);
     return view_call(a, "create_event", &req, v, err, errlen);
 }
 

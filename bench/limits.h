@@ -31,6 +31,7 @@
 #define BENCH_TAIL_MAX UINT32_MAX                   /* --tail: sold_out answers */
 #define BENCH_RATE_PER_S_MIN 1.0                    /* open loop: requests/s */
 #define BENCH_RATE_PER_S_MAX 10000000.0
+#define BENCH_OPENS_IN_MS_MAX (3600u * 1000u)       /* hot-release --opens-in: at most an hour ahead */
 #define BENCH_PCT_MAX 100u                          /* --confirm, --release, --abandon */
 #define BENCH_THINK_MS_MAX 600000u                  /* churn: one think time */
 #define BENCH_EXPIRE_WAIT_MS_MAX 70000u             /* churn: how long verification waits for holds to expire */

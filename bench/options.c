@@ -51,7 +51,7 @@ bool bench_scenario_sells_out(bench_scenario s)
 
 enum {
     O_HOST = 256, O_PORT, O_TOKEN, O_TARGET, O_REMOTE, O_EVENT, O_CONNS, O_PIPELINE, O_QTY, O_CAPACITY,
-    O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_RATE, O_CONFIRM,
+    O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_OPENS_IN, O_RATE, O_CONFIRM,
     O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP, O_MEMBERS,
 };
 
@@ -112,6 +112,9 @@ static const struct opt_def {
                 "seconds of the same load on a separate event first, not measured"),
     OPT_UINT("tail", "N", O_TAIL, ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_MULTI_EVENT), tail, 0, BENCH_TAIL_MAX,
              "sold_out answers to collect after the sell-out"),
+    OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE), opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
+                "create the event with its sale opening S seconds ahead (opens_at), and send every\n"
+                "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
     OPT_REAL("rate", "R", O_RATE, ONLY(BENCH_OPEN_LOOP), rate_per_s, BENCH_RATE_PER_S_MIN, BENCH_RATE_PER_S_MAX,
              "requests per second, sent on schedule whatever the replies"),
     OPT_UINT("confirm", "PCT", O_CONFIRM, ONLY(BENCH_CHURN), confirm_pct, 0, BENCH_PCT_MAX,
@@ -659,6 +662,8 @@ static int cross_checks(bench_config *c)
     if (sells_out && c->users > 0 && c->max_per_user > 0 && c->users < (units + c->max_per_user - 1) / c->max_per_user)
         return usage_error(c, "%" PRIu64 " users x max %" PRIu64 " each cannot buy %" PRIu64 " units: it would never sell out",
                            c->users, c->max_per_user, units);
+    if (c->target == BENCH_TARGET_REDIS && c->opens_in_ms > 0)
+        return usage_error(c, "--opens-in needs slotd's sale windows; the redis target has none");
     if (c->target == BENCH_TARGET_REDIS) {
 #ifndef BENCH_HAVE_REDIS
         return usage_error(c, "--target redis://: this slot-bench was built without hiredis (install libhiredis-dev, rebuild)");
@@ -742,6 +747,8 @@ json_t *bench_config_json(const bench_config *c)
     json_object_set_new(o, "hosts", hosts);
     if (bench_scenario_sells_out(c->scenario))
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
+    if (c->scenario == BENCH_HOT_RELEASE)
+        json_object_set_new(o, "opens_in_s", json_real(c->opens_in_ms / 1e3));
     if (c->scenario == BENCH_OPEN_LOOP)
         json_object_set_new(o, "rate", json_real(c->rate_per_s));
     if (c->scenario == BENCH_CHURN) {

@@ -129,6 +129,41 @@ int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *h
     return 0;
 }
 
+int slot_req_extend(slot_req *req, const char *event, const char *hold, const char *user, uint32_t by_ms)
+{
+    slot_req_init(req, SLOT_OP_EXTEND);
+    req->by_ms = by_ms;
+    if (slot_req_set_event(req, event) < 0 || slot_req_set_hold(req, hold) < 0 || slot_req_set_user(req, user) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+void slot_req_set_confirm_qty(slot_req *req, uint32_t qty)
+{
+    req->qty = qty;
+    req->has |= SLOT_HAS_QTY;
+}
+
+void slot_req_set_reacquire(slot_req *req, bool reacquire)
+{
+    req->reacquire = reacquire;
+}
+
+int slot_req_sale_window(slot_req *req, const char *event, uint64_t opens_at_ms, uint64_t closes_at_ms)
+{
+    slot_req_init(req, SLOT_OP_SET_SALE_WINDOW);
+    req->opens_at_ms = opens_at_ms;
+    req->closes_at_ms = closes_at_ms;
+    return slot_req_set_event(req, event) < 0 ? -EINVAL : 0;
+}
+
+void slot_req_set_window(slot_req *req, uint64_t opens_at_ms, uint64_t closes_at_ms)
+{
+    req->opens_at_ms = opens_at_ms;
+    req->closes_at_ms = closes_at_ms;
+    req->has |= SLOT_HAS_OPENS_AT | SLOT_HAS_CLOSES_AT;
+}
+
 int slot_req_event(slot_req *req, slot_op op, const char *event)
 {
     if ((unsigned)op >= SLOT_OP__COUNT)
@@ -164,6 +199,22 @@ static void w_create_event(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "max_per_user", req->max_per_user);
     if (req->has & SLOT_HAS_MAX_PER_REQUEST)
         slot__jw_key_u64(w, "max_per_request", req->max_per_request);
+    if (req->has & SLOT_HAS_OPENS_AT)
+        slot__jw_key_u64(w, "opens_at", req->opens_at_ms);
+    if (req->has & SLOT_HAS_CLOSES_AT)
+        slot__jw_key_u64(w, "closes_at", req->closes_at_ms);
+    if (req->has & SLOT_HAS_MAX_EXTENSIONS)
+        slot__jw_key_u64(w, "max_extensions", req->max_extensions);
+    if (req->has & SLOT_HAS_MAX_HOLD_MS)
+        slot__jw_key_u64(w, "max_hold_ms", req->max_hold_ms);
+}
+
+/* event, hold, user: the fields every op on a buyer's hold names. */
+static void w_hold_fields(slot__jw *w, const slot_req *req)
+{
+    w_str_field(w, "event", req->event, req->event_len);
+    w_str_field(w, "hold", req->hold, req->hold_len);
+    w_str_field(w, "user", req->user, req->user_len);
 }
 
 /* The fields of each op (docs/protocol.md, "Frontend ops" and "Admin ops"). */
@@ -181,11 +232,19 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "qty", req->qty);
         break;
     case SLOT_OP_CONFIRM:
+        w_hold_fields(w, req);
+        if (req->has & SLOT_HAS_QTY)
+            slot__jw_key_u64(w, "qty", req->qty);
+        if (req->reacquire)
+            SLOT__JW_LIT(w, ",\"reacquire\":true");
+        break;
+    case SLOT_OP_EXTEND:
+        w_hold_fields(w, req);
+        slot__jw_key_u64(w, "by_ms", req->by_ms);
+        break;
     case SLOT_OP_RELEASE:
     case SLOT_OP_GET_HOLD:
-        w_str_field(w, "event", req->event, req->event_len);
-        w_str_field(w, "hold", req->hold, req->hold_len);
-        w_str_field(w, "user", req->user, req->user_len);
+        w_hold_fields(w, req);
         break;
     case SLOT_OP_CANCEL:
         w_str_field(w, "event", req->event, req->event_len);
@@ -209,6 +268,11 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
     case SLOT_OP_RESHARD:
         w_str_field(w, "event", req->event, req->event_len);
         slot__jw_key_u64(w, "shards", req->shards);
+        break;
+    case SLOT_OP_SET_SALE_WINDOW:
+        w_str_field(w, "event", req->event, req->event_len);
+        slot__jw_key_u64(w, "opens_at", req->opens_at_ms);
+        slot__jw_key_u64(w, "closes_at", req->closes_at_ms);
         break;
     case SLOT_OP_SET_STATUS: {
         const char *st = slot_event_status_name(req->status);

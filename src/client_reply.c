@@ -1,11 +1,13 @@
-/* client_reply.c — the client library's reply parser: one reply line into a
- * typed struct slot_reply (slot/client.h), the cluster op's members included. */
+/* client_reply.c — the C client's reply parser (slot/client.h): a reply
+ * line into a typed struct slot_reply, the cluster op's members included.
+ * The request codec and the connection are in client.c. */
+#include "slot/client.h"
+
 #include <errno.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "slot/client.h"
 
 /* ---------------------------------------------------------------- replies */
 
@@ -31,6 +33,7 @@ static const struct {
     REPLY_STR("hold", hold),       REPLY_STR("user", user),       REPLY_STR("event", event),
     REPLY_STR("role", role),       REPLY_STR("version", version), REPLY_STR("digest", digest),
     REPLY_STR("primary", primary), REPLY_STR("cluster", cluster), REPLY_STR("node", node),
+    REPLY_STR("replaces", replaces), REPLY_STR("replaced_by", replaced_by),
 };
 
 #define REPLY_U64(key, field) {key, offsetof(slot_reply, field)}
@@ -46,6 +49,9 @@ static const struct {
     REPLY_U64("max_per_request", max_per_request), REPLY_U64("events", events),
     REPLY_U64("holds", holds),       REPLY_U64("expired", expired), REPLY_U64("seq", seq),
     REPLY_U64("epoch", epoch),
+    REPLY_U64("opens_at", opens_at_ms), REPLY_U64("closes_at", closes_at_ms),
+    REPLY_U64("max_extensions", max_extensions), REPLY_U64("max_hold_ms", max_hold_ms),
+    REPLY_U64("returned", returned), REPLY_U64("extensions", extensions),
 };
 
 /* A string member of a JSON object into a fixed field ("" when absent or not a string). */
@@ -86,6 +92,23 @@ static int parse_members(json_t *arr, slot_reply *out)
         d->lag_ms = get_u64(m, "lag_ms");
     }
     return 0;
+}
+
+/* hello's "features": the names joined by commas, as far as they fit. */
+static void parse_features(json_t *arr, slot_reply *out)
+{
+    size_t i, n = 0;
+    json_t *m;
+    json_array_foreach(arr, i, m) {
+        size_t len = json_string_length(m);
+        if (!json_is_string(m) || n + len + 2 > sizeof(out->features))
+            continue;
+        if (n > 0)
+            out->features[n++] = ',';
+        memcpy(out->features + n, json_string_value(m), len);
+        n += len;
+        out->features[n] = 0;
+    }
 }
 
 /* The "shards" op's array: shard_free[i] is the free units of the i-th entry
@@ -148,6 +171,9 @@ static int parse_fields(json_t *root, slot_reply *out)
     v = json_object_get(root, "members");
     if (json_is_array(v) && parse_members(v, out) < 0)
         return -ENOMEM;
+    v = json_object_get(root, "features");
+    if (json_is_array(v))
+        parse_features(v, out);
     v = json_object_get(root, "shards");
     return json_is_array(v) ? parse_shard_array(v, out) : 0;
 }

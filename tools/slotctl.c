@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/time.h>
+
+#include "ctl_time.h"
 #include "slot/client.h"
 #include "slot/limits.h"
 #include "slot/proto.h"
@@ -239,6 +242,11 @@ static void print_event_view(const slot_reply *r)
     printf("%-16s %" PRIu64 "\n", "hold_ttl_ms", r->hold_ttl_ms);
     printf("%-16s %" PRIu64 "%s\n", "max_per_user", r->max_per_user, r->max_per_user ? "" : " (no limit)");
     printf("%-16s %" PRIu64 "\n", "max_per_request", r->max_per_request);
+    char t[40];
+    printf("%-16s %s\n", "opens_at", slot_ctl_time_format(r->opens_at_ms, t, sizeof t));
+    printf("%-16s %s\n", "closes_at", slot_ctl_time_format(r->closes_at_ms, t, sizeof t));
+    printf("%-16s %" PRIu64 "\n", "max_extensions", r->max_extensions);
+    printf("%-16s %" PRIu64 "\n", "max_hold_ms", r->max_hold_ms);
     if (r->replay)
         printf("%-16s %s\n", "replay", "yes (the event already had these settings)");
 }
@@ -277,11 +285,47 @@ static void print_members(const slot_reply *r, const char *key)
 
 /* ---------------------------------------------------------------- commands */
 
+static uint64_t wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* A time option (--opens-at, --closes-at): ISO 8601, +30s, ms since the epoch, or 0. */
+static int parse_time(const ctl *x, const char *what, const char *arg, uint64_t *out)
+{
+    if (slot_ctl_time_parse(arg, wall_ms(), out) == 0)
+        return 0;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: not a time (ISO 8601, +30s, ms since the epoch, or 0): '%.64s'", what, arg);
+    return usage_error(x, "%s", msg);
+}
+
 /* One option of create into req. 0 or EXIT_USAGE. */
 static int create_opt(const ctl *x, int o, const char *arg, slot_req *req)
 {
     uint64_t v = 0;
     switch (o) {
+    case 'o':
+    case 'e':
+        if (parse_time(x, o == 'o' ? "--opens-at" : "--closes-at", arg, &v))
+            return EXIT_USAGE;
+        *(o == 'o' ? &req->opens_at_ms : &req->closes_at_ms) = v;
+        req->has |= o == 'o' ? SLOT_HAS_OPENS_AT : SLOT_HAS_CLOSES_AT;
+        return 0;
+    case 'x':
+        if (parse_num(x, "--max-extensions", arg, 0, SLOT_MAX_EXTENSIONS_MAX, &v))
+            return EXIT_USAGE;
+        req->max_extensions = (uint32_t)v;
+        req->has |= SLOT_HAS_MAX_EXTENSIONS;
+        return 0;
+    case 'm':
+        if (parse_num(x, "--max-hold-ms", arg, SLOT_MAX_HOLD_MS_MIN, SLOT_MAX_HOLD_MS_MAX, &v))
+            return EXIT_USAGE;
+        req->max_hold_ms = v;
+        req->has |= SLOT_HAS_MAX_HOLD_MS;
+        return 0;
     case 'c':
         if (parse_num(x, "--capacity", arg, 0, SLOT_CAPACITY_MAX, &v))
             return EXIT_USAGE;
@@ -331,7 +375,9 @@ static int cmd_create(ctl *x, int argc, char **argv)
     static const struct option opts[] = {
         {"capacity", required_argument, NULL, 'c'},        {"shards", required_argument, NULL, 's'},
         {"hold-ttl-ms", required_argument, NULL, 't'},     {"max-per-user", required_argument, NULL, 'u'},
-        {"max-per-request", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+        {"max-per-request", required_argument, NULL, 'r'}, {"opens-at", required_argument, NULL, 'o'},
+        {"closes-at", required_argument, NULL, 'e'},       {"max-extensions", required_argument, NULL, 'x'},
+        {"max-hold-ms", required_argument, NULL, 'm'},     {"help", no_argument, NULL, 'h'},
         {0}};
     slot_req req;
     slot_req_init(&req, SLOT_OP_CREATE_EVENT);
@@ -432,6 +478,27 @@ static int cmd_status(ctl *x, int argc, char **argv)
         req.status = SLOT_EVENT_CLOSED;
     else
         return usage_error(x, "status must be on_sale or closed, not '%s'", st);
+    return call_show_view(x, &req);
+}
+
+static int cmd_window(ctl *x, int argc, char **argv)
+{
+    static const struct option opts[] = {{"opens-at", required_argument, NULL, 'o'},
+                                         {"closes-at", required_argument, NULL, 'e'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
+    uint64_t t[2] = {0, 0};
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, opts, &rc)) >= 0)
+        if (parse_time(x, o == 'o' ? "--opens-at" : "--closes-at", optarg, &t[o == 'e']))
+            return EXIT_USAGE;
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 1, 1)))
+        return rc;
+    slot_req req;
+    if ((rc = event_req(x, &req, SLOT_OP_SET_SALE_WINDOW, argv[optind])))
+        return rc;
+    req.opens_at_ms = t[0];
+    req.closes_at_ms = t[1];
     return call_show_view(x, &req);
 }
 
@@ -564,7 +631,9 @@ static int cmd_cluster(ctl *x, int argc, char **argv)
 static int cmd_help(ctl *x, int argc, char **argv);
 
 static const ctl_cmd commands[] = {
-    {"create", "EVENT --capacity N [--shards N] [--hold-ttl-ms MS] [--max-per-user N] [--max-per-request N]",
+    {"create",
+     "EVENT --capacity N [--shards N] [--hold-ttl-ms MS] [--max-per-user N] [--max-per-request N]\n"
+     "       [--opens-at TIME] [--closes-at TIME] [--max-extensions N] [--max-hold-ms MS]",
      "create an event (create_event)",
      "Creates EVENT with CAPACITY units spread evenly over its shards. Running it again with\n"
      "the same settings changes nothing (replay); other settings are refused (event_exists).\n"
@@ -572,8 +641,19 @@ static const ctl_cmd commands[] = {
      "  --shards N            1..1024 (server default 16)\n"
      "  --hold-ttl-ms MS      how long a hold lasts, 1000..86400000 (default 600000)\n"
      "  --max-per-user N      held + confirmed units per user, 0..2^40, 0 = no limit (default 0)\n"
-     "  --max-per-request N   units per hold, 1..1000 (default 10)\n",
+     "  --max-per-request N   units per hold, 1..1000 (default 10)\n"
+     "  --opens-at TIME       no holds before this time (default none)\n"
+     "  --closes-at TIME      no holds from this time on, after --opens-at (default none)\n"
+     "  --max-extensions N    extends per hold, 0..100 (default 1)\n"
+     "  --max-hold-ms MS      a hold never lasts past created + MS, 1000..2^40 (default 2 x hold-ttl-ms)\n"
+     "TIME is ISO 8601 (2025-11-30T12:00:00Z, +01:00 offsets, no zone = UTC), +30s / +5m / +2h / +1d\n"
+     "from now, ms since the Unix epoch, or 0 (none).\n",
      cmd_create},
+    {"window", "EVENT [--opens-at TIME] [--closes-at TIME]", "set an event's sale window (set_sale_window)",
+     "Holds before --opens-at or from --closes-at on are answered not_on_sale; confirms, releases\n"
+     "and replays go on. A time left out is none (0), so `slotctl window EVENT` removes the window.\n"
+     "TIME as for create. set_status closed still closes the event whatever the window says.\n",
+     cmd_window},
     {"show", "EVENT", "show an event's counters and the free units of each shard (event, shards)",
      "Prints the event view (capacity, available, held, confirmed, settings) and a table of\n"
      "the free units per shard. With --json, prints the two raw replies, one per line.\n",

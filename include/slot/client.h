@@ -1,5 +1,6 @@
 /*
- * slot/client.h — the C client of slotd's protocol (docs/protocol.md v1).
+ * slot/client.h — the C client of slotd's protocol (docs/protocol.md, v1 and the v1.1
+ * sections slotd implements: windows, extend, partial confirm, reacquire).
  *
  * Three layers:
  *   1. Codec, no I/O: slot_req_* build typed requests, slot_req_encode turns
@@ -47,6 +48,21 @@ int slot_req_set_id_str(slot_req *req, const char *id);
 int slot_req_hold(slot_req *req, const char *event, const char *user, const char *request, uint32_t qty);
 int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *hold, const char *user); /* confirm, release, get_hold, cancel */
 int slot_req_event(slot_req *req, slot_op op, const char *event); /* event, shards, check (event may be NULL), set_status... */
+/* v1.1 (docs/protocol.md, "extend", "Partial confirm", "Reacquire", "Sale windows"). */
+/* slot_req_extend — extend hold by by_ms (1000..86400000 ms; the server checks the range). 0 or -EINVAL. */
+int slot_req_extend(slot_req *req, const char *event, const char *hold, const char *user, uint32_t by_ms);
+/* slot_req_set_confirm_qty — on a confirm: confirm only qty units (1..the hold's qty), or for a
+ * reacquire take qty units (1..max_per_request); without it the hold's whole qty. */
+void slot_req_set_confirm_qty(slot_req *req, uint32_t qty);
+/* slot_req_set_reacquire — on a confirm: true asks for fresh units when the hold is expired or released. */
+void slot_req_set_reacquire(slot_req *req, bool reacquire);
+/* slot_req_sale_window — set_sale_window; times in ms since the epoch, 0 = none
+ * (closes_at > opens_at when both are set, else the server answers invalid_argument). 0 or -EINVAL. */
+int slot_req_sale_window(slot_req *req, const char *event, uint64_t opens_at_ms, uint64_t closes_at_ms);
+/* slot_req_set_window — on a create_event: send opens_at and closes_at (ms since the epoch, 0 = none).
+ * create_event's max_extensions and max_hold_ms are set like its other settings: the field
+ * and its SLOT_HAS_MAX_EXTENSIONS / SLOT_HAS_MAX_HOLD_MS bit. */
+void slot_req_set_window(slot_req *req, uint64_t opens_at_ms, uint64_t closes_at_ms);
 
 /*
  * slot_req_encode — one request line (JSON object + "\n") for req. Optional
@@ -91,6 +107,12 @@ typedef struct slot_reply {
     uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
     uint64_t events, holds, expired;   /* check, expire */
     uint64_t seq;                      /* digest, cluster: the last batch applied */
+    uint64_t opens_at_ms, closes_at_ms; /* the event view; not_on_sale errors */
+    uint64_t max_extensions, max_hold_ms; /* the event view */
+    uint64_t returned, extensions;     /* confirm, get_hold; extend */
+    char replaces[SLOT_HOLD_ARG_BYTES_MAX + 1];    /* confirm (reacquire), get_hold */
+    char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold */
+    char features[160];                /* hello: the "features" names joined by commas */
     char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: 64 hex digits */
     uint32_t nviolations;              /* check: violations found: "violations_total" when the
                                           server sends it, else the length of "violations" */
