@@ -1,6 +1,8 @@
 /*
  * bench/ledger.h — every hold the bench was told it has (ledger.c): its id,
- * user, event, quantity and the status the target should show for it now.
+ * user, event, quantity and the status the target should show for it now;
+ * with churn's v1.1 buyers also its expires_at after an extend, the units a
+ * partial confirm gave back, and a reacquire's links (replaces / replaced_by).
  * Bounded by BENCH_LEDGER_MAX holds. Single-threaded.
  */
 #ifndef SLOT_BENCH_LEDGER_H

@@ -4,8 +4,10 @@
  *   hold workloads (hot-release, open-loop, sold-out, multi-event, warm-up,
  *   prefill): every request is a hold of a new request key, for a new user
  *   or one of the --users pool; held answers go into the ledger.
- *   churn: sessions hold, think, then confirm / release / abandon.
- *   verify: get_hold for every ledger entry; the status must be the expected one.
+ *   churn: sessions hold, think, then confirm / release / abandon; some extend
+ *   first, some confirm fewer units than held, some pay late with reacquire.
+ *   verify: get_hold for every ledger entry; status, qty, returned units,
+ *   extensions, expires_at and links must be the ones the answers said.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -375,8 +377,10 @@ static bool extend_answer(bench_run *run, const bench_ticket *t, const bench_res
     }
     if (!r->ok && r->err == SLOT_E_EXTEND_LIMIT) {
         run->n.extend_limit++; /* nothing changed, unless a first send of this request had committed */
-        if (t->tries > 0)
+        if (t->tries > 0 && !(h->flags & BENCH_HOLD_EXT_UNKNOWN)) {
             h->flags |= BENCH_HOLD_EXT_UNKNOWN;
+            h->expires_at_ms += run->cfg->hold_ttl_ms; /* the latest it may be: verification waits for it */
+        }
         return true;
     }
     if (!r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && r->has_status && r->status == SLOT_HOLD_EXPIRED) {
