@@ -58,6 +58,9 @@ typedef struct bench_config {
     uint32_t opens_in_ms;                      /* hot-release: the event's sale opens this long after it is made; 0 = now */
     double rate_per_s;                         /* open-loop: requests per second */
     uint32_t confirm_pct, release_pct, abandon_pct;
+    /* churn, v1.1 (docs/protocol.md, "extend", "Partial confirm", "Reacquire"): shares in percent.
+     * extend: of the buyers who confirm on time or release; partial, late: of the confirms (disjoint). */
+    uint32_t extend_pct, partial_pct, late_pct;
     uint32_t think_min_ms, think_max_ms;
     uint32_t hold_ttl_ms;                      /* 0 = long enough that nothing expires during the run */
     uint32_t events;

@@ -98,19 +98,27 @@ static size_t encode_hold(const bench_run *run, const bench_ticket *t, char *buf
     return (size_t)(p - buf);
 }
 
-/* confirm / release / get_hold of ledger entry t->key, through the client codec. */
+/* confirm / release / get_hold / extend of ledger entry t->key, through the client codec:
+ * a confirm with the ticket's flags (qty for a partial one, reacquire for a late payment),
+ * an extend by run->cfg->hold_ttl_ms. */
 static long encode_hold_op(const bench_run *run, const bench_ticket *t, char *buf, size_t cap)
 {
     static const slot_op ops[] = {[BENCH_OP_CONFIRM] = SLOT_OP_CONFIRM, [BENCH_OP_RELEASE] = SLOT_OP_RELEASE,
-                                  [BENCH_OP_GET_HOLD] = SLOT_OP_GET_HOLD};
+                                  [BENCH_OP_GET_HOLD] = SLOT_OP_GET_HOLD, [BENCH_OP_EXTEND] = SLOT_OP_EXTEND};
     const bench_hold *h = &run->ledger.holds[t->key];
     char id[SLOT_HOLD_ARG_BYTES_MAX + 1], user[32];
     memcpy(id, bench_ledger_id(&run->ledger, t->key), h->id_len);
     id[h->id_len] = 0;
     bench_user_name(h->user, user, sizeof(user));
     slot_req req;
-    if (slot_req_hold_op(&req, ops[t->op], run->events[h->event].name, id, user) < 0)
+    const char *ev = run->events[h->event].name;
+    if (t->op == BENCH_OP_EXTEND ? slot_req_extend(&req, ev, id, user, run->cfg->hold_ttl_ms) < 0
+                                 : slot_req_hold_op(&req, ops[t->op], ev, id, user) < 0)
         return -1;
+    if (t->op == BENCH_OP_CONFIRM && (t->flags & BENCH_TICKET_PARTIAL))
+        slot_req_set_confirm_qty(&req, t->qty);
+    if (t->op == BENCH_OP_CONFIRM && (t->flags & BENCH_TICKET_REACQUIRE))
+        slot_req_set_reacquire(&req, true);
     return slot_req_encode(&req, buf, cap);
 }
 

@@ -33,7 +33,14 @@ static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, 
         memcpy(r->hold, v, vn);
         r->hold[vn] = 0;
         r->hold_len = (uint32_t)vn;
-    } else if (kind == V_NUM && (key_is(k, kn, "qty") || key_is(k, kn, "expires_at") || key_is(k, kn, "available"))) {
+    } else if ((key_is(k, kn, "replaces") || key_is(k, kn, "replaced_by")) && kind == V_STR) {
+        char *dst = kn == 8 ? r->replaces : r->replaced_by;
+        if (vn > SLOT_HOLD_ARG_BYTES_MAX)
+            return false;
+        memcpy(dst, v, vn);
+        dst[vn] = 0;
+    } else if (kind == V_NUM && (key_is(k, kn, "qty") || key_is(k, kn, "expires_at") || key_is(k, kn, "available") ||
+                                 key_is(k, kn, "returned") || key_is(k, kn, "extensions"))) {
         uint64_t x = 0;
         for (size_t i = 0; i < vn; i++) {
             if (v[i] < '0' || v[i] > '9' || x > UINT64_MAX / 10 - 1)
@@ -42,8 +49,12 @@ static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, 
         }
         if (k[0] == 'q')
             r->qty = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
-        else if (k[0] == 'e')
+        else if (key_is(k, kn, "expires_at"))
             r->expires_at_ms = x;
+        else if (k[0] == 'e')
+            r->extensions = x;
+        else if (k[0] == 'r')
+            r->returned = x;
         else
             r->available = x;
     } else if (key_is(k, kn, "error") && kind == V_STR) {
@@ -146,6 +157,10 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     r->qty = rep.qty > UINT32_MAX ? UINT32_MAX : (uint32_t)rep.qty;
     r->expires_at_ms = rep.expires_at_ms;
     r->available = rep.available;
+    r->returned = rep.returned;
+    r->extensions = rep.extensions;
+    snprintf(r->replaces, sizeof(r->replaces), "%s", rep.replaces);
+    snprintf(r->replaced_by, sizeof(r->replaced_by), "%s", rep.replaced_by);
     r->hold_len = (uint32_t)strlen(rep.hold);
     memcpy(r->hold, rep.hold, r->hold_len + 1);
     snprintf(r->primary, sizeof(r->primary), "%s", rep.primary);

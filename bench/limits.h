@@ -32,7 +32,7 @@
 #define BENCH_RATE_PER_S_MIN 1.0                    /* open loop: requests/s */
 #define BENCH_RATE_PER_S_MAX 10000000.0
 #define BENCH_OPENS_IN_MS_MAX (3600u * 1000u)       /* hot-release --opens-in: at most an hour ahead */
-#define BENCH_PCT_MAX 100u                          /* --confirm, --release, --abandon */
+#define BENCH_PCT_MAX 100u                          /* --confirm, --release, --abandon, --extend, --partial, --late */
 #define BENCH_THINK_MS_MAX 600000u                  /* churn: one think time */
 #define BENCH_EXPIRE_WAIT_MS_MAX 70000u             /* churn: how long verification waits for holds to expire */
 #define BENCH_EXPIRE_SLACK_MS 10000u                /* ... of which this is kept for the sweep after the TTL */
@@ -59,6 +59,10 @@
 #define BENCH_CONFIRM_PCT_DEFAULT 20u
 #define BENCH_RELEASE_PCT_DEFAULT 40u
 #define BENCH_ABANDON_PCT_DEFAULT 40u
+#define BENCH_EXTEND_PCT_DEFAULT 10u                /* churn: of the buyers who confirm on time or release */
+#define BENCH_PARTIAL_PCT_DEFAULT 10u               /* churn: of the confirms */
+#define BENCH_LATE_PCT_DEFAULT 5u                   /* churn: of the confirms */
+#define BENCH_QTY_CHURN_DEFAULT "1:60,2:30,4:10"    /* churn: holds of several units, so that partial confirms happen */
 #define BENCH_THINK_MIN_MS_DEFAULT 10u
 #define BENCH_THINK_MAX_MS_DEFAULT 100u
 #define BENCH_HOLD_TTL_MS_CHURN_DEFAULT 2000u
@@ -81,6 +85,7 @@
 #define BENCH_LEDGER_MAX (64u << 20)                /* holds remembered for the ledger check */
 #define BENCH_EXPIRE_ROUNDS_MAX 64                  /* admin expire calls after a churn run (each bounded by the server) */
 #define BENCH_EXPIRE_MARGIN_MS 50                   /* churn: wait this long past the last expires_at */
+#define BENCH_LATE_MARGIN_MS 100                    /* churn: a late payer pays this long (plus a think time) after hold_ttl_ms */
 #define BENCH_REQ_BYTES 512                         /* one encoded request; get_hold is the longest */
 /* Following the primary (drv_slotd.c): a connection whose request met not_primary,
  * unavailable, a close or silence is opened again (on the primary, or the next
