@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "slot/feed.h"
 #include "slot/assert.h"
 #include "slot_config.h"
 
@@ -133,8 +134,9 @@ void slot__sweep_enqueue(server *s)
     s->sweep_pending = true;
 }
 
-/* Whether any held hold has expired by now, from a read transaction: an idle
- * server then runs no write transaction at all. On a storage error: true
+/* Whether any held hold has expired by now, or feed entries may be trimmed
+ * (slot/feed.h), from a read transaction: an idle server then runs no write
+ * transaction at all. On a storage error: true
  * (the sweep's own transaction reports it). */
 static bool sweep_due(server *s)
 {
@@ -142,10 +144,12 @@ static bool sweep_due(server *s)
     int rc = read_begin(s);
     if (rc == 0)
         rc = slot_store_expiry_first(s->store, s->rtxn, &first);
+    bool trim = (rc == 0 || rc == MDB_NOTFOUND) &&
+                slot_feed_trim_due(s->store, s->rtxn, slot__wall_ms(), s->opts.feed_retention_ms);
     read_end(s);
     if (rc == MDB_NOTFOUND)
-        return false;
-    return rc != 0 || first <= slot__wall_ms();
+        return trim;
+    return rc != 0 || trim || first <= slot__wall_ms();
 }
 
 void slot__on_sweep_timer(uv_timer_t *t)
@@ -240,18 +244,19 @@ static char *stats_json(server *s)
     return text;
 }
 
-/* hello's server facts: {"version":"..."}; NULL when out of memory. */
+/* hello's server facts: {"version":"...","features":[...]} (docs/protocol.md,
+ * "Version 1.1 additions"); NULL when out of memory. */
 static char *hello_json(void)
 {
     static const char version[] = SLOT_VERSION;
-    char buf[sizeof(version) * 6 + 32];
+    char buf[sizeof(version) * 6 + 64];
     slot__jw w;
     slot__jw_init(&w, buf, sizeof(buf));
     SLOT__JW_LIT(&w, "{\"version\":");
     slot__jw_str(&w, version, sizeof(version) - 1, SLOT__JW_STR_STRICT);
-    SLOT__JW_LIT(&w, "}");
+    SLOT__JW_LIT(&w, ",\"features\":[\"feed\"]}");
     size_t n = slot__jw_finish(&w);
-    SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most */
+    SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most, and the list */
     return strdup(buf);
 }
 

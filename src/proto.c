@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "proto_feed.h"
 
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                   */
@@ -378,9 +379,15 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         return get_qty(c, r);
     case SLOT_OP_CONFIRM:
     case SLOT_OP_RELEASE:
-    case SLOT_OP_GET_HOLD:
         TRY(get_event(c, r, REQUIRED));
         TRY(get_hold(c, r));
+        return get_user(c, r);
+    case SLOT_OP_GET_HOLD: /* user may be left out by worker and admin (the server's call) */
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_hold(c, r));
+        if (!json_object_get(c->root, "user"))
+            return SLOT_E_OK;
+        r->has |= SLOT_HAS_USER;
         return get_user(c, r);
     case SLOT_OP_EVENT:
     case SLOT_OP_SHARDS:
@@ -406,7 +413,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_DIGEST:
         return SLOT_E_OK;
     default:
-        return fail(c->msg, c->msglen, SLOT_E_UNKNOWN_OP, "op: unknown op");
+        return slot__proto_feed_parse(c->root, r, c->msg, c->msglen);
     }
 }
 
@@ -591,8 +598,9 @@ static void put_check(slot__jw *w, const slot_res *res)
 }
 
 /* The op's own fields of a success reply (docs/protocol.md, one section per op). */
-static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
+static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
 {
+    slot_op op = req->op;
     switch (op) {
     case SLOT_OP_HELLO:
         kv_cstr(w, "server", "slotd");
@@ -636,7 +644,8 @@ static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;
-    default: /* stats: res->extra carries it all */
+    default: /* the feed ops; stats: res->extra carries it all */
+        slot__proto_feed_put(w, req, res);
         break;
     }
 }
@@ -659,10 +668,12 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         put_error_body(&w, res->err, mlen ? res->message : NULL, mlen);
         if (res->err == SLOT_E_HOLD_NOT_ACTIVE)
             kv_cstr(&w, "status", slot_hold_status_name(res->hold_status));
+        if (res->err == SLOT_E_FEED_TRUNCATED)
+            slot__jw_key_u64(&w, "oldest", res->feed_from);
         return finish(&w);
     }
     put_head(&w, &req->id, true);
-    put_op_fields(&w, req->op, res);
+    put_op_fields(&w, req, res);
     if (res->replay)
         kv_bool(&w, "replay", true);
     put_extra(&w, res->extra);

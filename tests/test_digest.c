@@ -8,7 +8,7 @@
  * the clock moves so holds expire) on store A with capture on, encodes each
  * batch's write set as a record, decodes it and applies it to store B, which
  * starts empty; after every batch both stores must have the same seq, the
- * same digest and byte-identical databases (every key and value of all six,
+ * same digest and byte-identical databases (every key and value of all eight,
  * meta included). Some batches are aborted on A and must leave no trace.
  * Seeds 1..4 (SLOT_DIGEST_SEED repeats one), SLOT_DIGEST_OPS ops each.
  */
@@ -49,7 +49,8 @@ TEST_LIST_END
 #define HOLDS_KEPT 64           /* hold ids the random ops pick from */
 #define NEVENTS 4
 
-static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users"};
+static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users", "feed",
+                                                     "consumers"};
 static const char *const events[NEVENTS] = {"e1", "e1.x", "event-two", "e3"}; /* "e1" is a prefix of "e1.x" */
 static const char *const users[] = {"alice", "bob", "carol", "\xc3\xa9ve", "frank", "grace"};
 #define NUSERS (sizeof users / sizeof users[0])

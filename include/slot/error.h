@@ -42,7 +42,9 @@
     X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")  \
     X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later") \
     X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")     \
-    X(INTERNAL, "internal", "internal error; nothing was changed")
+    X(INTERNAL, "internal", "internal error; nothing was changed")                       \
+    X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")        \
+    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer")
 
 typedef enum slot_err {
 #define SLOT__ERR_ENUM(name, code, msg) SLOT_E_##name,

@@ -58,7 +58,12 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(CHECK, "check", false, true)               \
     X(EXPIRE, "expire", true, true)              \
     X(STATS, "stats", false, true)               \
-    X(DIGEST, "digest", false, true)
+    X(DIGEST, "digest", false, true)             \
+    X(SUBSCRIBE, "subscribe", true, false)       \
+    X(ACK, "ack", true, false)                   \
+    X(UNSUBSCRIBE, "unsubscribe", false, false)  \
+    X(FEED_CONSUMERS, "feed_consumers", false, true) \
+    X(FEED_FORGET, "feed_forget", true, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -100,7 +105,11 @@ enum {
     SLOT_HAS_MAX_PER_REQUEST = 1u << 3,
     SLOT_HAS_EVENT = 1u << 4,
     SLOT_HAS_TOKEN = 1u << 5,
+    SLOT_HAS_USER = 1u << 6,           /* get_hold: worker and admin may leave user out */
 };
+
+/* subscribe's "from" (docs/protocol.md, "Feed"). */
+typedef enum slot_feed_from { SLOT_FEED_FROM_ACKED = 0, SLOT_FEED_FROM_START, SLOT_FEED_FROM_SEQ } slot_feed_from;
 
 typedef struct slot_req {
     slot_op op;
@@ -120,12 +129,18 @@ typedef struct slot_req {
     uint64_t max_per_user;             /* 0 (no limit)..SLOT_CAPACITY_MAX */
     uint32_t max_per_request;          /* 1..SLOT_MAX_PER_REQUEST_MAX */
     slot_event_status status;          /* set_status */
+    /* feed ops (docs/protocol.md, "Feed") */
+    uint8_t consumer_len;
+    char consumer[SLOT_CONSUMER_BYTES_MAX + 1]; /* subscribe, ack, feed_forget */
+    slot_feed_from from;               /* subscribe */
+    uint64_t feed_seq;                 /* subscribe from SEQ (1..), ack seq (0..) */
+    uint32_t window;                   /* subscribe: 1..SLOT_FEED_WINDOW_MAX */
 } slot_req;
 
 /* Connection roles (docs/protocol.md, "hello"). */
-typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN } slot_role;
+typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN, SLOT_ROLE_WORKER } slot_role;
 
-/* slot_role_name — "frontend", "admin" or "none"; static. */
+/* slot_role_name — "frontend", "admin", "worker" or "none"; static. */
 const char *slot_role_name(slot_role role);
 
 /* The view of an event, as the "event" op shows it. */
@@ -173,6 +188,9 @@ typedef struct slot_res {
     char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: SHA-256, lowercase hex */
     slot_violation *violations;        /* check: min(nviolations, MAX), heap */
     slot_role role;                    /* hello */
+    uint64_t feed_from, feed_head;     /* subscribe: first seq it sends, the head; feed_truncated: oldest in feed_from */
+    uint64_t feed_acked;               /* subscribe: the window's base; ack: the stored position */
+    uint64_t feed_trimmed;             /* the sweeper's: feed entries trimmed */
     char *extra;                       /* heap JSON object text whose members are appended
                                           to the reply (stats, hello's server facts); or NULL */
 } slot_res;
