@@ -478,7 +478,7 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
     slot_hold_rec h;
-    int rc = hold_open(c, req, (req->has & SLOT_HAS_USER) ? req->user : NULL, false, &e, &h, res);
+    int rc = hold_open(c, req, req->user_len ? req->user : NULL, false, &e, &h, res);
     if (rc != 0)
         return slot__answered_ok(rc);
     res_hold(res, &h, slot__hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);

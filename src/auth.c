@@ -81,7 +81,7 @@ bool slot__authorize(server *s, conn *c, entry *e)
                        slot_role_name(c->role));
         return false;
     }
-    if (e->req.op == SLOT_OP_GET_HOLD && !(e->req.has & SLOT_HAS_USER) && c->role == SLOT_ROLE_FRONTEND) {
+    if (e->req.op == SLOT_OP_GET_HOLD && e->req.user_len == 0 && c->role == SLOT_ROLE_FRONTEND) {
         slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "user: missing; only worker and admin may leave it out");
         return false;
     }

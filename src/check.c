@@ -234,8 +234,9 @@ int slot_check(slot_store *st, MDB_txn *txn, const char *event, size_t event_len
         expiry_check x = {&k, event, event_len};
         rc = slot_store_expiry_scan(st, txn, UINT64_MAX, check_expiry_row, &x);
     }
-    if (rc == 0)
-        rc = slot_feed_check_holds(st, txn, event, event_len, feed_violation, &k);
+    /* The feed's part is a scan of the whole feed: only the full check runs it. */
+    if (rc == 0 && !event)
+        rc = slot_feed_check_holds(st, txn, NULL, 0, feed_violation, &k);
     res->holds_checked = k.holds;
     free(k.users);
     return rc;

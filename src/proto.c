@@ -386,8 +386,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_event(c, r, REQUIRED));
         TRY(get_hold(c, r));
         if (!json_object_get(c->root, "user"))
-            return SLOT_E_OK;
-        r->has |= SLOT_HAS_USER;
+            return SLOT_E_OK; /* user_len stays 0: any user's hold */
         return get_user(c, r);
     case SLOT_OP_EVENT:
     case SLOT_OP_SHARDS:

@@ -569,7 +569,7 @@ static const op_case op_cases[] = {
     {"hold", SLOT_OP_HOLD, 4, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\"", "\"qty\":2"}},
     {"confirm", SLOT_OP_CONFIRM, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
     {"release", SLOT_OP_RELEASE, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
-    {"get_hold", SLOT_OP_GET_HOLD, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
+    {"get_hold", SLOT_OP_GET_HOLD, 2, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}}, /* user: worker, admin may leave it out */
     {"event", SLOT_OP_EVENT, 1, {"\"event\":\"e\""}},
     {"create_event", SLOT_OP_CREATE_EVENT, 2,
      {"\"event\":\"e\"", "\"capacity\":100", "\"shards\":4", "\"hold_ttl_ms\":5000", "\"max_per_user\":3",
@@ -583,6 +583,11 @@ static const op_case op_cases[] = {
     {"expire", SLOT_OP_EXPIRE, 0, {NULL}},
     {"stats", SLOT_OP_STATS, 0, {NULL}},
     {"digest", SLOT_OP_DIGEST, 0, {NULL}},
+    {"subscribe", SLOT_OP_SUBSCRIBE, 1, {"\"consumer\":\"mail\"", "\"from\":\"start\"", "\"window\":10"}},
+    {"ack", SLOT_OP_ACK, 2, {"\"consumer\":\"mail\"", "\"seq\":3"}},
+    {"unsubscribe", SLOT_OP_UNSUBSCRIBE, 0, {NULL}},
+    {"feed_consumers", SLOT_OP_FEED_CONSUMERS, 0, {NULL}},
+    {"feed_forget", SLOT_OP_FEED_FORGET, 1, {"\"consumer\":\"mail\""}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */

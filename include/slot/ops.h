@@ -105,7 +105,6 @@ enum {
     SLOT_HAS_MAX_PER_REQUEST = 1u << 3,
     SLOT_HAS_EVENT = 1u << 4,
     SLOT_HAS_TOKEN = 1u << 5,
-    SLOT_HAS_USER = 1u << 6,           /* get_hold: worker and admin may leave user out */
 };
 
 /* subscribe's "from" (docs/protocol.md, "Feed"). */
@@ -119,7 +118,7 @@ typedef struct slot_req {
     uint16_t token_len;
     char event[SLOT_EVENT_BYTES_MAX + 1];
     char request[SLOT_REQUEST_BYTES_MAX + 1];
-    char user[SLOT_USER_BYTES_MAX + 1];
+    char user[SLOT_USER_BYTES_MAX + 1]; /* get_hold: user_len 0 = any user's (worker, admin) */
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     char token[SLOT_TOKEN_BYTES_MAX + 1];
     uint32_t qty;                      /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
