@@ -337,8 +337,19 @@ void slot__conn_flush(conn *c)
     }
     if (c->state != CONN_OPEN)
         return;
-    slot__feed_fill(c);
-    conn_write(c);
+    /* Pushes (feed_sub.c) go after the answers, one output limit at a time,
+     * for as long as the socket takes them at once: at most the consumer's
+     * window of entries, so the loop is bounded. */
+    for (;;) {
+        size_t before = c->out_len;
+        slot__feed_fill(c);
+        bool pushed = c->out_len > before;
+        conn_write(c);
+        if (!pushed || c->writing || c->out_len > 0 || c->state != CONN_OPEN)
+            break;
+    }
+    if (c->state != CONN_OPEN)
+        return;
     if (c->close_after_flush && !c->head && c->out_len == 0) {
         slot__conn_drain(c);
         return;
