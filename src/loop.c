@@ -244,19 +244,18 @@ static char *stats_json(server *s)
     return text;
 }
 
-/* hello's server facts: {"version":"...","features":[...]} (docs/protocol.md,
- * "Version 1.1 additions"); NULL when out of memory. */
+/* hello's server facts: {"version":"..."}; NULL when out of memory. */
 static char *hello_json(void)
 {
     static const char version[] = SLOT_VERSION;
-    char buf[sizeof(version) * 6 + 64];
+    char buf[sizeof(version) * 6 + 32];
     slot__jw w;
     slot__jw_init(&w, buf, sizeof(buf));
     SLOT__JW_LIT(&w, "{\"version\":");
     slot__jw_str(&w, version, sizeof(version) - 1, SLOT__JW_STR_STRICT);
-    SLOT__JW_LIT(&w, ",\"features\":[\"feed\"]}");
+    SLOT__JW_LIT(&w, "}");
     size_t n = slot__jw_finish(&w);
-    SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most, and the list */
+    SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most */
     return strdup(buf);
 }
 

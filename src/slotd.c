@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "server.h"
 #include "slot/limits.h"
 #include "slot_config.h"
@@ -53,6 +54,9 @@ static void usage(FILE *out)
             "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
+            "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
+            "                          flag without its dashes, true|false for flags without a\n"
+            "                          value, # comments; flags on the command line win\n"
             "  -h, --help              this text\n"
             "  -V, --version           print the version\n"
             "\n"
@@ -124,6 +128,12 @@ static int parse_listen(const char *text, slot__server_opts *o)
 
 enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION };
 
+/* --config FILE (config.h): read after the command line, which is then
+ * parsed again so that its flags win. */
+enum { O_CONFIG = 1000 };
+static const char *config_path;
+static const struct option *known_opts; /* parse_args' table, for the config reader */
+
 static int parse_args(int argc, char **argv, slot__server_opts *o)
 {
     static const struct option longopts[] = {
@@ -134,8 +144,10 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"max-connections", required_argument, NULL, O_CONNS}, {"token-file", required_argument, NULL, O_TOKENS},
         {"max-output", required_argument, NULL, O_OUT}, {"idle-timeout-ms", required_argument, NULL, O_IDLE},
         {"line-timeout-ms", required_argument, NULL, O_LINE_TO}, {"write-timeout-ms", required_argument, NULL, O_WRITE_TO},
-        {"feed-retention-ms", required_argument, NULL, O_FEED_RET}, {"insecure", no_argument, NULL, O_INSECURE}, {"help", no_argument, NULL, O_HELP},
-        {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+        {"feed-retention-ms", required_argument, NULL, O_FEED_RET}, {"insecure", no_argument, NULL, O_INSECURE},
+        {"help", no_argument, NULL, O_HELP}, {"version", no_argument, NULL, O_VERSION},
+        {"config", required_argument, NULL, O_CONFIG}, {NULL, 0, NULL, 0}};
+    known_opts = longopts;
     int ch;
     uint64_t v;
     opterr = 0;
@@ -170,6 +182,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_FEED_RET: rc = parse_num("--feed-retention-ms", optarg, SLOT_FEED_RETENTION_MS_MIN, SLOT_FEED_RETENTION_MS_MAX, &v); o->feed_retention_ms = v; break;
         case O_TOKENS: o->token_file = optarg; break;
         case O_INSECURE: o->insecure = true; break;
+        case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); exit(0);
         case 'V':
@@ -189,6 +202,13 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         return -1;
     }
     return 0;
+}
+
+/* One line of the config file, as the argv {"slotd", "--name=value"}. */
+static int apply_config_line(int argc, char **argv, void *ctx)
+{
+    optind = 0; /* glibc: start getopt afresh for each argv */
+    return parse_args(argc, argv, ctx);
 }
 
 int main(int argc, char **argv)
@@ -211,5 +231,13 @@ int main(int argc, char **argv)
     snprintf(o.host, sizeof(o.host), "%s", SLOT_HOST_DEFAULT);
     if (parse_args(argc, argv, &o) != 0)
         return 64; /* EX_USAGE, as slotctl and slot-bench */
+    if (config_path) {
+        static const char *const refused[] = {"config", "help", "version", NULL};
+        if (slot__config_read(config_path, known_opts, refused, apply_config_line, &o) != 0)
+            return 64;
+        optind = 0;
+        if (parse_args(argc, argv, &o) != 0) /* the command line wins */
+            return 64;
+    }
     return slot__server_run(&o);
 }

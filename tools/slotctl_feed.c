@@ -48,9 +48,40 @@ static json_t *recv_json(slot_client *c, int timeout_ms, const char **raw)
     return v;
 }
 
-/* Sends line, reads lines up to the first reply (pushes before it are printed by show). */
-static json_t *call(slot_client *c, const char *line, int timeout_ms, bool json, void (*show)(json_t *, const char *, bool))
+/* The connection: the follower until the first answer (so that request
+ * reaches the primary of a replica set), then the follower's own client, on
+ * which the subscription's pushes and replies arrive in order. */
+typedef struct feed_conn {
+    slot_follow *f;
+    slot_client *c;                    /* NULL before the first answer */
+} feed_conn;
+
+/* The first request, through the follower; its reply as JSON, NULL after a message. */
+static json_t *first_call(feed_conn *fc, const char *line)
 {
+    slot_reply r;
+    int rc = slot_follow_call_line(fc->f, line, strlen(line), &r);
+    json_t *v = NULL;
+    if (rc < 0)
+        fprintf(stderr, "slotctl: feed: %s\n", rc == -EMSGSIZE ? "the request is too long" : slot_follow_error(fc->f));
+    else if (!(v = json_loads(r.line ? r.line : "", 0, NULL)))
+        fprintf(stderr, "slotctl: feed: not a JSON line\n");
+    slot_reply_clear(&r);
+    fc->c = v ? slot_follow_client(fc->f) : NULL;
+    if (v && !fc->c) { /* answered, yet the follower holds no connection now */
+        fprintf(stderr, "slotctl: feed: the connection failed\n");
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* Sends line, reads lines up to the first reply (pushes before it are printed by show). */
+static json_t *call(feed_conn *fc, const char *line, int timeout_ms, bool json, void (*show)(json_t *, const char *, bool))
+{
+    if (!fc->c)
+        return first_call(fc, line);
+    slot_client *c = fc->c;
     if (slot_client_send_raw(c, line, strlen(line)) != 0) {
         fprintf(stderr, "slotctl: feed: the connection failed\n");
         return NULL;
@@ -102,7 +133,7 @@ static void show_entry(json_t *v, const char *raw, bool json)
     fflush(stdout);
 }
 
-static int list_consumers(slot_client *c, bool json, int timeout_ms)
+static int list_consumers(feed_conn *c, bool json, int timeout_ms)
 {
     json_t *r = call(c, "{\"op\":\"feed_consumers\"}\n", timeout_ms, json, NULL);
     if (!r)
@@ -127,7 +158,7 @@ static int list_consumers(slot_client *c, bool json, int timeout_ms)
 }
 
 /* The seq after NAME's stored ack, from feed_consumers; 0 after a message. */
-static uint64_t after_consumer(slot_client *c, const char *name, int timeout_ms)
+static uint64_t after_consumer(feed_conn *c, const char *name, int timeout_ms)
 {
     json_t *r = call(c, "{\"op\":\"feed_consumers\"}\n", timeout_ms, false, NULL);
     uint64_t from = 0;
@@ -146,7 +177,7 @@ static uint64_t after_consumer(slot_client *c, const char *name, int timeout_ms)
 }
 
 /* Prints entries until the head (or forever with follow), acking as it goes. */
-static int read_entries(slot_client *c, const char *me, uint64_t from, bool follow, bool json, int timeout_ms)
+static int read_entries(feed_conn *c, const char *me, uint64_t from, bool follow, bool json, int timeout_ms)
 {
     char line[256];
     if (from)
@@ -168,7 +199,7 @@ static int read_entries(slot_client *c, const char *me, uint64_t from, bool foll
     json_decref(r);
     while (follow || next <= head) {
         const char *raw;
-        json_t *v = recv_json(c, follow ? -1 : timeout_ms, &raw);
+        json_t *v = recv_json(c->c, follow ? -1 : timeout_ms, &raw);
         if (!v)
             return 2;
         if (json_object_get(v, "feed")) {
@@ -176,7 +207,7 @@ static int read_entries(slot_client *c, const char *me, uint64_t from, bool foll
             next = (uint64_t)json_integer_value(json_object_get(v, "feed")) + 1;
             if ((next - 1) % (FEED_WINDOW / 2) == 0) { /* ack so the window moves; the reply is read as it comes */
                 snprintf(line, sizeof line, "{\"op\":\"ack\",\"consumer\":\"%s\",\"seq\":%" PRIu64 "}\n", me, next - 1);
-                slot_client_send_raw(c, line, strlen(line));
+                slot_client_send_raw(c->c, line, strlen(line));
             }
         } else if (!json_is_true(json_object_get(v, "ok"))) {
             int rc = server_error(v);
@@ -190,13 +221,14 @@ static int read_entries(slot_client *c, const char *me, uint64_t from, bool foll
     return r ? 0 : 2;
 }
 
-int slotctl_feed(slot_client *c, bool json, int timeout_ms, int argc, char **argv)
+int slotctl_feed(slot_follow *f, bool json, int timeout_ms, int argc, char **argv)
 {
     static const struct option longopts[] = {{"from", required_argument, NULL, 'f'},
                                              {"consumer", required_argument, NULL, 'c'},
                                              {"follow", no_argument, NULL, 'F'},
                                              {"consumers", no_argument, NULL, 'C'},
                                              {0}};
+    feed_conn conn = {.f = f, .c = NULL}, *c = &conn;
     uint64_t from = 0;
     const char *consumer = NULL;
     bool follow = false, consumers = false;

@@ -38,13 +38,17 @@
     X(HOLD_NOT_ACTIVE, "hold_not_active", "the hold is not held any more")               \
     X(IDEMPOTENCY_CONFLICT, "idempotency_conflict", "this request key was used with a different qty") \
     X(USER_LIMIT, "user_limit", "the user's held and confirmed quantity would pass max_per_user") \
+    X(EXTEND_LIMIT, "extend_limit", "the extension would pass max_extensions or max_hold_ms") \
     X(CAPACITY_BELOW_ALLOCATED, "capacity_below_allocated", "capacity below held + confirmed") \
     X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")  \
     X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later") \
     X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")     \
-    X(INTERNAL, "internal", "internal error; nothing was changed")                       \
+    X(NOT_PRIMARY, "not_primary", "this node is not the primary; nothing was changed")   \
+    X(UNAVAILABLE, "unavailable", "the write could not be made durable on the replica set in time; " \
+      "the outcome is unknown: retry with the same request key")                         \
     X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")        \
-    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer")
+    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer") \
+    X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {
 #define SLOT__ERR_ENUM(name, code, msg) SLOT_E_##name,
