@@ -591,7 +591,8 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
         view_fill(&res->view, c->ev, c->ev_len, &e);
     /* Only a change of the event's settings makes an entry (docs/protocol.md,
      * "Clarifications of v1.1", "Feed entries"). */
-    if (rc == 0 && (before.capacity != e.capacity || before.shards != e.shards || before.status != e.status))
+    if (rc == 0 && (before.capacity != e.capacity || before.shards != e.shards || before.status != e.status ||
+                    before.opens_at_ms != e.opens_at_ms || before.closes_at_ms != e.closes_at_ms))
         rc = slot__event_feed(c, &res->view, SLOT_FEED_EVENT_CHANGED);
     return rc;
 }

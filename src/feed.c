@@ -68,6 +68,10 @@ static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
         put_be(&b, v->held, 8);
         put_be(&b, v->confirmed, 8);
         put_be(&b, v->max_per_user, 8);
+        put_be(&b, v->opens_at_ms, 8);
+        put_be(&b, v->closes_at_ms, 8);
+        put_be(&b, v->max_extensions, 2);
+        put_be(&b, v->max_hold_ms, 8);
     } else {
         put_be(&b, e->hold_seq, 8);
         put_be(&b, e->hold_tag, 8);
@@ -108,6 +112,10 @@ static int entry_unpack(const MDB_val *v, uint64_t seq, slot_feed_entry *e)
         w->held = get_be(&b, 8);
         w->confirmed = get_be(&b, 8);
         w->max_per_user = get_be(&b, 8);
+        w->opens_at_ms = get_be(&b, 8);
+        w->closes_at_ms = get_be(&b, 8);
+        w->max_extensions = (uint32_t)get_be(&b, 2);
+        w->max_hold_ms = get_be(&b, 8);
     } else {
         e->hold_seq = get_be(&b, 8);
         e->hold_tag = get_be(&b, 8);
@@ -228,6 +236,10 @@ static void put_view(slot__jw *w, const slot_event_view *v)
     slot__jw_key_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
     slot__jw_key_u64(w, "max_per_user", v->max_per_user);
     slot__jw_key_u64(w, "max_per_request", v->max_per_request);
+    slot__jw_key_u64(w, "opens_at", v->opens_at_ms);
+    slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
+    slot__jw_key_u64(w, "max_extensions", v->max_extensions);
+    slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
 }
 
 size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)

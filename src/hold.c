@@ -155,6 +155,8 @@ int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+    if (rc == 0)
+        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_EXTENDED);
     return rc;
 }
 
@@ -174,8 +176,11 @@ int slot__hold_feed(ctx *c, const slot_hold_rec *h, slot_feed_type type)
     memcpy(f.user, h->user, h->user_len);
     f.request_len = h->request_len;
     memcpy(f.request, h->request, h->request_len);
-    f.qty = h->qty;
+    f.qty = h->qty; /* after a partial confirm: the confirmed part */
     f.expires_at_ms = h->expires_at_ms;
+    f.returned = h->returned;
+    f.replaces_seq = h->replaces_seq; /* a reacquire's hold: the hold it replaced */
+    f.replaces_tag = h->replaces_tag;
     return slot_feed_append(c->st, c->txn, &f);
 }
 

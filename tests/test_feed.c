@@ -27,6 +27,7 @@ TEST_DECLARE(feed_retention_trims_only_acked_and_old)
 TEST_DECLARE(feed_bad_input_changes_nothing)
 TEST_DECLARE(feed_second_subscription_closes_first)
 TEST_DECLARE(feed_roles_worker_and_frontend)
+TEST_DECLARE(feed_sale_ops_make_their_entries)
 
 TEST_LIST_START
     TEST_ENTRY(feed_each_change_makes_its_entry)
@@ -39,6 +40,7 @@ TEST_LIST_START
     TEST_ENTRY(feed_bad_input_changes_nothing)
     TEST_ENTRY(feed_second_subscription_closes_first)
     TEST_ENTRY(feed_roles_worker_and_frontend)
+    TEST_ENTRY(feed_sale_ops_make_their_entries)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000
@@ -743,7 +745,11 @@ TEST_IMPL(feed_roles_worker_and_frontend)
     slot_test_start(&srv, extra);
     slot_client *a = slot_test_dial(&srv), *fe = slot_test_dial(&srv), *wk = slot_test_dial(&srv);
     json_t *r = ok(callf(a, "{\"op\":\"hello\",\"token\":\"A-token\"}"));
-    ASSERT(json_array_size(json_object_get(r, "features")) >= 1);
+    json_t *features = json_object_get(r, "features");
+    bool has_feed = false;
+    for (size_t i = 0; i < json_array_size(features); i++)
+        has_feed = has_feed || strcmp(json_string_value(json_array_get(features, i)), "feed") == 0;
+    ASSERT(has_feed);
     json_decref(r);
     json_decref(ok(callf(fe, "{\"op\":\"hello\",\"token\":\"F-token\"}")));
     r = ok(callf(wk, "{\"op\":\"hello\",\"token\":\"W-token\"}"));
@@ -773,4 +779,116 @@ TEST_IMPL(feed_roles_worker_and_frontend)
     slot_test_stop(&srv);
     slot_test_rmdir(tdir);
     free(tdir);
+}
+
+/* The v1.1 sale ops (docs/protocol.md, "Feed" and its clarifications):
+ * every extend makes hold.extended (event, hold, user, expires_at); a
+ * confirm's hold.confirmed always carries returned, and after a partial
+ * confirm the hold's qty in later entries is the confirmed part; a reacquire
+ * makes one hold.confirmed with replaces and no hold.held; set_sale_window
+ * is an event.changed with the view's fields, and only when the window
+ * changes; refused ops make nothing. */
+TEST_IMPL(feed_sale_ops_make_their_entries)
+{
+    slot_test_start(&srv, NULL);
+    slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
+    json_decref(ok(subscribe(w, "sale", "\"start\"", 100)));
+    json_decref(ok(callf(a, "{\"op\":\"create_event\",\"event\":\"sale\",\"capacity\":10,\"shards\":2,"
+                            "\"hold_ttl_ms\":60000,\"max_extensions\":2}")));
+    char h1[64], h2[64];
+    hold(a, "sale", "u1", "r1", 3, h1);
+    json_t *r = ok(callf(a, "{\"op\":\"extend\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\",\"by_ms\":5000}", h1));
+    uint64_t exp1 = num(r, "expires_at");
+    json_decref(r);
+    r = ok(callf(a, "{\"op\":\"extend\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\",\"by_ms\":1000}", h1));
+    uint64_t exp2 = num(r, "expires_at");
+    json_decref(r);
+    expect_err(callf(a, "{\"op\":\"extend\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\",\"by_ms\":1000}", h1),
+               "extend_limit"); /* refused: no entry */
+    r = ok(callf(a, "{\"op\":\"confirm\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\",\"qty\":2}", h1));
+    ASSERT_EQ(num(r, "returned"), 1);
+    json_decref(r);
+    json_decref(ok(callf(a, "{\"op\":\"cancel\",\"event\":\"sale\",\"hold\":\"%s\"}", h1)));
+    hold(a, "sale", "u2", "r2", 2, h2);
+    json_decref(ok(callf(a, "{\"op\":\"release\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u2\"}", h2)));
+    r = ok(callf(a, "{\"op\":\"confirm\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u2\",\"reacquire\":true}", h2));
+    ASSERT_STR_EQ(str(r, "status"), "confirmed");
+    ASSERT_STR_EQ(str(r, "replaces"), h2);
+    char h3[64];
+    snprintf(h3, sizeof h3, "%s", str(r, "hold"));
+    json_decref(r);
+    r = ok(callf(a, "{\"op\":\"confirm\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u2\",\"reacquire\":true}", h2));
+    ASSERT(json_is_true(json_object_get(r, "replay"))); /* a repeat: no entry */
+    json_decref(r);
+    expect_err(callf(a, "{\"op\":\"extend\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u2\",\"by_ms\":1000}", h3),
+               "hold_not_active");
+    const uint64_t closes = 4102444800000ull; /* 2100-01-01 */
+    json_decref(ok(callf(a, "{\"op\":\"set_sale_window\",\"event\":\"sale\",\"opens_at\":0,\"closes_at\":%llu}",
+                         (unsigned long long)closes)));
+    json_decref(ok(callf(a, "{\"op\":\"set_sale_window\",\"event\":\"sale\",\"opens_at\":0,\"closes_at\":%llu}",
+                         (unsigned long long)closes))); /* the same window: no entry */
+
+    static const char *const want[] = {"event.created", "hold.held",      "hold.extended", "hold.extended",
+                                       "hold.confirmed", "hold.cancelled", "hold.held",     "hold.released",
+                                       "hold.confirmed", "event.changed"};
+    size_t nwant = sizeof(want) / sizeof(want[0]);
+    pushes_wait(w, &got, nwant);
+    for (size_t i = 0; i < nwant; i++) {
+        ASSERT_EQ(num(got.v[i], "feed"), i + 1);
+        ASSERT_STR_EQ(str(got.v[i], "type"), want[i]);
+        ASSERT_STR_EQ(str(got.v[i], "event"), "sale");
+    }
+    ASSERT(line_json(w, 300) == NULL); /* and nothing more */
+    /* event.created: the view, with the v1.1 settings */
+    ASSERT_EQ(num(got.v[0], "max_extensions"), 2);
+    ASSERT_EQ(num(got.v[0], "max_hold_ms"), 120000);
+    ASSERT(json_is_integer(json_object_get(got.v[0], "opens_at")));
+    ASSERT_EQ(num(got.v[0], "closes_at"), 0);
+    /* hold.extended: event, hold, user, expires_at (the new one), nothing of a hold.held's */
+    for (int i = 2; i <= 3; i++) {
+        ASSERT_STR_EQ(str(got.v[i], "hold"), h1);
+        ASSERT_STR_EQ(str(got.v[i], "user"), "u1");
+        ASSERT(json_object_get(got.v[i], "qty") == NULL);
+        ASSERT(json_object_get(got.v[i], "request") == NULL);
+    }
+    ASSERT_EQ(num(got.v[2], "expires_at"), exp1);
+    ASSERT_EQ(num(got.v[3], "expires_at"), exp2);
+    ASSERT_EQ(exp2, exp1 + 1000);
+    ASSERT_EQ(num(got.v[1], "expires_at") + 5000, exp1);
+    /* the partial confirm: qty is the confirmed part, returned what went back; later entries say 2 */
+    ASSERT_STR_EQ(str(got.v[4], "hold"), h1);
+    ASSERT_EQ(num(got.v[4], "qty"), 2);
+    ASSERT_EQ(num(got.v[4], "returned"), 1);
+    ASSERT(json_object_get(got.v[4], "replaces") == NULL);
+    ASSERT_STR_EQ(str(got.v[5], "hold"), h1);
+    ASSERT_EQ(num(got.v[5], "qty"), 2);
+    /* the reacquire: one hold.confirmed of the new hold, with replaces and returned 0 */
+    ASSERT_STR_EQ(str(got.v[7], "hold"), h2);
+    ASSERT_STR_EQ(str(got.v[8], "hold"), h3);
+    ASSERT_STR_EQ(str(got.v[8], "user"), "u2");
+    ASSERT_STR_EQ(str(got.v[8], "replaces"), h2);
+    ASSERT_EQ(num(got.v[8], "qty"), 2);
+    ASSERT(json_is_integer(json_object_get(got.v[8], "returned")));
+    ASSERT_EQ(num(got.v[8], "returned"), 0);
+    /* set_sale_window: event.changed with the view's fields */
+    json_t *ch = got.v[9];
+    ASSERT_EQ(num(ch, "opens_at"), 0);
+    ASSERT(json_is_integer(json_object_get(ch, "opens_at")));
+    ASSERT_EQ(num(ch, "closes_at"), closes);
+    ASSERT_EQ(num(ch, "capacity"), 10);
+    ASSERT_EQ(num(ch, "confirmed"), 2);
+    ASSERT_EQ(num(ch, "available"), 8);
+    ASSERT_STR_EQ(str(ch, "status"), "on_sale");
+    ASSERT_EQ(num(ch, "max_extensions"), 2);
+    /* get_hold agrees, and so does check (invariant 8) */
+    r = ok(callf(a, "{\"op\":\"get_hold\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\"}", h1));
+    ASSERT_EQ(num(r, "qty"), 2);
+    json_decref(r);
+    json_t *ck = ok(callf(a, "{\"op\":\"check\"}"));
+    ASSERT_EQ(json_array_size(json_object_get(ck, "violations")), 0);
+    json_decref(ck);
+    pushes_clear(&got);
+    slot_client_close(a);
+    slot_client_close(w);
+    slot_test_stop(&srv);
 }
