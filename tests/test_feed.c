@@ -245,13 +245,16 @@ TEST_IMPL(feed_each_change_makes_its_entry)
 
 /* A hot release on several pipelined connections with confirms, releases,
  * cancels and expiries mixed in: the consumer acks every entry and sees
- * 1..N in order, and the counts of each type are what was done. */
+ * 1..N in order, and the counts of each type are what was done. The holds
+ * left to expire are on "cold" (1 s TTL); those acted on are on "hot" (10
+ * minutes), so however slowly the machine runs, each op meets a held hold. */
 TEST_IMPL(feed_mixed_load_seen_in_order_without_gaps)
 {
     slot_test_start(&srv, NULL);
     slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
-    create(a, "hot", 100000, 1000);
     json_decref(ok(subscribe(w, "acker", "\"start\"", 50)));
+    create(a, "hot", 100000, 600000);
+    create(a, "cold", 100000, 1000);
     enum { NC = 4, PER = 300 };
     slot_client *cs[NC];
     char line[256];
@@ -259,7 +262,8 @@ TEST_IMPL(feed_mixed_load_seen_in_order_without_gaps)
         cs[k] = slot_test_dial(&srv);
         for (int i = 0; i < PER; i++) {
             int n = snprintf(line, sizeof(line),
-                             "{\"op\":\"hold\",\"event\":\"hot\",\"user\":\"u%d\",\"request\":\"r%d\",\"qty\":1}\n", k, i);
+                             "{\"op\":\"hold\",\"event\":\"%s\",\"user\":\"u%d\",\"request\":\"r%d\",\"qty\":1}\n",
+                             i % 4 == 3 ? "cold" : "hot", k, i);
             ASSERT_EQ(slot_client_send_raw(cs[k], line, (size_t)n), 0);
         }
     }
@@ -284,11 +288,12 @@ TEST_IMPL(feed_mixed_load_seen_in_order_without_gaps)
         }
     }
     usleep(1100 * 1000);
+    /* Every cold hold is due now: the sweeper took some or all, the expire op the rest. */
+    uint64_t expired = held - confirmed - released - cancelled;
     json_t *x = ok(callf(a, "{\"op\":\"expire\"}"));
-    uint64_t expired = num(x, "expired");
+    ASSERT_LE(num(x, "expired"), expired);
     json_decref(x);
-    ASSERT_EQ(expired, held - confirmed - released - cancelled);
-    uint64_t total = 1 + held + confirmed + released + cancelled + expired;
+    uint64_t total = 2 + held + confirmed + released + cancelled + expired;
     uint64_t counts[6] = {0};
     static const char *const types[6] = {"event.created", "hold.held", "hold.confirmed", "hold.released",
                                          "hold.cancelled", "hold.expired"};
@@ -311,7 +316,7 @@ TEST_IMPL(feed_mixed_load_seen_in_order_without_gaps)
         ASSERT_EQ(slot_client_send_raw(w, ack, (size_t)n), 0);
         json_decref(v);
     }
-    ASSERT_EQ(counts[0], 1);
+    ASSERT_EQ(counts[0], 2);
     ASSERT_EQ(counts[1], held);
     ASSERT_EQ(counts[2], confirmed);
     ASSERT_EQ(counts[3], released);
