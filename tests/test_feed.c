@@ -205,7 +205,7 @@ TEST_IMPL(feed_each_change_makes_its_entry)
     json_decref(ok(callf(a, "{\"op\":\"set_capacity\",\"event\":\"ev\",\"capacity\":12}")));
     usleep(1100 * 1000);
     json_t *x = ok(callf(a, "{\"op\":\"expire\"}"));
-    ASSERT_EQ(num(x, "expired"), 1);
+    ASSERT_LE(num(x, "expired"), 1); /* the 1 s sweeper may have taken it first; the feed says hold.expired */
     json_decref(x);
     static const char *const want[] = {"event.created", "hold.held", "hold.confirmed", "hold.held", "hold.released",
                                        "hold.held", "hold.cancelled", "hold.held", "event.changed", "hold.expired"};
