@@ -443,6 +443,8 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
     if (rc == 0)
+        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_HELD);
+    if (rc == 0)
         slot__res_hold(res, h, SLOT_HOLD_HELD);
     return rc;
 }
@@ -485,7 +487,7 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
     slot_hold_rec h;
-    int rc = slot__hold_open(c, req, req->user, false, &e, &h, res);
+    int rc = slot__hold_open(c, req, req->user_len ? req->user : NULL, false, &e, &h, res);
     if (rc != 0)
         return slot__answered_ok(rc);
     slot__res_hold(res, &h, slot__hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);
@@ -536,8 +538,10 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     rc = shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
-    if (rc == 0)
+    if (rc == 0) {
         view_fill(&res->view, c->ev, c->ev_len, &e);
+        rc = slot__event_feed(c, &res->view, SLOT_FEED_EVENT_CREATED);
+    }
     return rc;
 }
 
@@ -552,6 +556,7 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
         rc = expire_event_due(c, &e);
     if (rc != 0)
         return slot__answered_ok(rc);
+    slot_event_rec before = e;
     uint64_t allocated = e.held + e.confirmed;
     switch (req->op) {
     case SLOT_OP_SET_CAPACITY:
@@ -584,6 +589,11 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
     if (rc == 0)
         view_fill(&res->view, c->ev, c->ev_len, &e);
+    /* Only a change of the event's settings makes an entry (docs/protocol.md,
+     * "Clarifications of v1.1", "Feed entries"). */
+    if (rc == 0 && (before.capacity != e.capacity || before.shards != e.shards || before.status != e.status ||
+                    before.opens_at_ms != e.opens_at_ms || before.closes_at_ms != e.closes_at_ms))
+        rc = slot__event_feed(c, &res->view, SLOT_FEED_EVENT_CHANGED);
     return rc;
 }
 
@@ -637,6 +647,11 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
                                 (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
     case SLOT_OP_DIGEST:
         return slot_store_digest(a->store, txn, &res->seq, res->digest);
+    case SLOT_OP_SUBSCRIBE:
+    case SLOT_OP_ACK:
+    case SLOT_OP_FEED_FORGET:
+    case SLOT_OP_FEED_CONSUMERS:
+        return slot_feed_run(a->store, txn, req, now_ms, res);
     case SLOT_OP_HELLO:
     case SLOT_OP_STATS:
     default:

@@ -280,6 +280,17 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         w_str_field(w, "status", st, strlen(st));
         break;
     }
+    case SLOT_OP_SUBSCRIBE: /* the feed ops (docs/protocol.md, "Feed") */
+    case SLOT_OP_ACK:
+    case SLOT_OP_FEED_FORGET:
+        w_str_field(w, "consumer", req->consumer, req->consumer_len);
+        if (req->op == SLOT_OP_ACK || (req->op == SLOT_OP_SUBSCRIBE && req->from == SLOT_FEED_FROM_SEQ))
+            slot__jw_key_u64(w, req->op == SLOT_OP_ACK ? "seq" : "from", req->feed_seq);
+        else if (req->op == SLOT_OP_SUBSCRIBE)
+            w_str_field(w, "from", req->from == SLOT_FEED_FROM_START ? "start" : "acked", 5);
+        if (req->op == SLOT_OP_SUBSCRIBE && req->window)
+            slot__jw_key_u64(w, "window", req->window);
+        break;
     default: /* expire, stats, digest, and every op without fields */
         break;
     }

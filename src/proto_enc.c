@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "proto_feed.h"
 
 /* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
@@ -219,8 +220,9 @@ static void put_check(slot__jw *w, const slot_res *res)
 }
 
 /* The op's own fields of a success reply (docs/protocol.md, one section per op). */
-static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
+static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
 {
+    slot_op op = req->op;
     switch (op) {
     case SLOT_OP_HELLO:
         kv_cstr(w, "server", "slotd");
@@ -270,7 +272,8 @@ static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;
-    default: /* stats: res->extra carries it all */
+    default: /* the feed ops; stats: res->extra carries it all */
+        slot__proto_feed_put(w, req, res);
         break;
     }
 }
@@ -297,10 +300,12 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
             slot__jw_key_u64(&w, "opens_at", res->opens_at_ms);
             slot__jw_key_u64(&w, "closes_at", res->closes_at_ms);
         }
+        if (res->err == SLOT_E_FEED_TRUNCATED)
+            slot__jw_key_u64(&w, "oldest", res->feed_from);
         return finish(&w);
     }
     put_head(&w, &req->id, true);
-    put_op_fields(&w, req->op, res);
+    put_op_fields(&w, req, res);
     if (res->replay)
         kv_bool(&w, "replay", true);
     put_extra(&w, res->extra);

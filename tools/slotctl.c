@@ -27,6 +27,7 @@
 #include "slot/limits.h"
 #include "slot/proto.h"
 #include "slot_config.h"
+#include "slotctl_feed.h"
 
 #define EXIT_SERVER_ERROR 1
 #define EXIT_CONNECTION 2
@@ -585,6 +586,17 @@ static int cmd_digest(ctl *x, int argc, char **argv)
     return cmd_bare(x, argc, argv, SLOT_OP_DIGEST);
 }
 
+static int cmd_feed(ctl *x, int argc, char **argv)
+{
+    for (int i = optind; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_cmd_help(stdout, find_cmd(x->cmd));
+            return 0;
+        }
+    int rc = ctl_connect(x);
+    return rc ? rc : slotctl_feed(x->follow, x->json, x->timeout_ms, argc, argv);
+}
+
 /* The cluster op's answer as a table: the node, then one line per member. */
 static void print_cluster(const slot_reply *r)
 {
@@ -684,6 +696,8 @@ static const ctl_cmd commands[] = {
      "Prints the number of write batches the state has seen (seq) and a hash of every event,\n"
      "shard, hold and user record: two servers with the same seq and digest hold the same data.\n",
      cmd_digest},
+    {"feed", "[--from N] [--consumer NAME] [--follow] | --consumers",
+     "print the feed's entries, or the consumers' positions and lag", NULL, cmd_feed},
     {"cluster", "", "show the replica set: members, roles, epoch, seq and lag (cluster)",
      "Asks any node (the first of --host that answers) for the replica set's configuration and\n"
      "prints a table of its members. A standalone server says so. With --json, the raw reply.\n",
@@ -701,7 +715,8 @@ static const ctl_cmd *find_cmd(const char *name)
 
 static void print_cmd_help(FILE *f, const ctl_cmd *c)
 {
-    fprintf(f, "usage: slotctl [GLOBAL OPTIONS] %s %s\n\n%s.\n\n%s", c->name, c->args, c->summary, c->help);
+    fprintf(f, "usage: slotctl [GLOBAL OPTIONS] %s %s\n\n%s.\n\n%s", c->name, c->args, c->summary,
+            c->help ? c->help : slotctl_feed_help());
     fprintf(f, "  -h, --help            this help\n");
 }
 

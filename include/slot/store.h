@@ -13,6 +13,8 @@
  *   holds     ev + u64 seq                                  slot_hold_rec (packed)
  *   expiry    u64 expires_at_ms + ev + u64 seq              empty (sweeper's index; held holds only)
  *   users     ev + user                                     u64 held + confirmed (max_per_user > 0 only)
+ *   feed      u64 seq                                       packed feed entry (slot/feed.h)
+ *   consumers name(consumer)                                u64 acked + u64 updated_at_ms (slot/feed.h)
  *
  * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
@@ -37,7 +39,7 @@
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION 2u         /* first byte of every packed record written; version 1
                                           records (before v1.1's fields) are still read */
-#define SLOT_STORE_DBS 6
+#define SLOT_STORE_DBS 8               /* the six above and feed, consumers (slot/feed.h) */
 #define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
 
 /* events[ev] */
@@ -175,9 +177,9 @@ int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t
 
 /*
  * ---- Replication groundwork (src/store_repl.c; docs/design.md, "Storage",
- * "Write sets, seq and digest"). meta is node-local; the five other
- * databases (events, shards, holds, expiry, users: db ids 1..5, their index
- * in the store's table) are the replicated, logical state.
+ * "Write sets, seq and digest"). meta is node-local; the seven other
+ * databases (events, shards, holds, expiry, users, feed, consumers: db ids
+ * 1..7, their index in the store's table) are the replicated, logical state.
  */
 
 /* Errors of slot_store_apply: negative, apart from slot/wset.h's (-20001..-20100),
@@ -249,7 +251,7 @@ int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec);
 /*
  * slot_store_digest — SHA-256 of the logical state as txn (any transaction)
  * sees it: a version tag, seq, then every entry of events, shards, holds,
- * expiry and users, in that order and each in key order, as db id u8, key
+ * expiry, users, feed and consumers, in that order and each in key order, as db id u8, key
  * length u32, key, value length u32, value (big-endian lengths). meta is
  * not hashed, but seq is. Two stores with the same entries and seq give the
  * same digest, whatever their page layout or history.
