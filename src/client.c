@@ -218,6 +218,7 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
     case SLOT_OP_EXPIRE:
     case SLOT_OP_STATS:
     case SLOT_OP_DIGEST:
+    case SLOT_OP_CLUSTER:
     case SLOT_OP__COUNT:
         break;
     }

@@ -404,6 +404,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_EXPIRE:
     case SLOT_OP_STATS:
     case SLOT_OP_DIGEST:
+    case SLOT_OP_CLUSTER:
         return SLOT_E_OK;
     default:
         return fail(c->msg, c->msglen, SLOT_E_UNKNOWN_OP, "op: unknown op");
@@ -636,7 +637,7 @@ static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;
-    default: /* stats: res->extra carries it all */
+    default: /* stats, cluster: res->extra carries it all */
         break;
     }
 }
@@ -659,6 +660,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         put_error_body(&w, res->err, mlen ? res->message : NULL, mlen);
         if (res->err == SLOT_E_HOLD_NOT_ACTIVE)
             kv_cstr(&w, "status", slot_hold_status_name(res->hold_status));
+        if (res->err == SLOT_E_NOT_PRIMARY)
+            put_extra(&w, res->extra); /* {"primary":"H:P"} when known (docs/protocol.md, "Cluster") */
         return finish(&w);
     }
     put_head(&w, &req->id, true);

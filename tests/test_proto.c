@@ -583,6 +583,7 @@ static const op_case op_cases[] = {
     {"expire", SLOT_OP_EXPIRE, 0, {NULL}},
     {"stats", SLOT_OP_STATS, 0, {NULL}},
     {"digest", SLOT_OP_DIGEST, 0, {NULL}},
+    {"cluster", SLOT_OP_CLUSTER, 0, {NULL}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */

@@ -42,6 +42,8 @@
     X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")  \
     X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later") \
     X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")     \
+    X(NOT_PRIMARY, "not_primary", "this node is not the primary of its replica set; nothing was changed") \
+    X(UNAVAILABLE, "unavailable", "the replica set could not make the batch durable in time; the outcome is unknown, retry with the same request key") \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {

@@ -58,7 +58,8 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(CHECK, "check", false, true)               \
     X(EXPIRE, "expire", true, true)              \
     X(STATS, "stats", false, true)               \
-    X(DIGEST, "digest", false, true)
+    X(DIGEST, "digest", false, true)             \
+    X(CLUSTER, "cluster", false, false)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
