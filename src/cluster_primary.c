@@ -310,6 +310,8 @@ void slot__clu_promote_done(clu *c)
     }
     c->pending_seq = c->applied;
     c->pending_since_ms = uv_now(c->s->loop);
+    for (size_t i = 0; i < c->nnodes; i++) /* members that connected while the job ran */
+        slot__clu_pump(c, &c->nodes[i]);
     slot__clu_primary_tick(c);
     slot__clu_commit_check(c);
 }
@@ -356,6 +358,11 @@ void slot__clu_unavailable(clu *c)
     if (!c->unavailable) {
         slot__clu_log(c, "record %" PRIu64 " not acknowledged in time and no member could be dropped: unavailable",
                       c->pending_seq);
+        for (size_t i = 0; i < c->nnodes; i++) {
+            const clu_node *n = &c->nodes[i];
+            slot__clu_log(c, "  %s: live %d ready %d dialing %d acked %" PRIu64 " repl %s", n->id, n->live, n->ready,
+                          n->dialing, n->acked, n->repl);
+        }
         c->unavailable = true;
     }
     if (c->batch_held) {
