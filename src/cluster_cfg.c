@@ -160,7 +160,12 @@ char *slot__clu_cluster_json(server *s)
         uint64_t lag = 0;
         if (!me && primary && n) {
             seq = n->acked < c->commit_seq ? n->acked : c->commit_seq;
-            lag = n->ready ? now - n->last_ack_ms : now - n->last_dial_ms;
+            slot_repl_peer_info pi[SLOT_CLUSTER_MEMBERS_MAX];
+            size_t np = slot_repl_peers(c->repl, pi, SLOT_CLUSTER_MEMBERS_MAX);
+            lag = now - n->last_ack_ms; /* since it last acked: its heartbeat answers count (silence_ms) */
+            for (size_t k = 0; k < np && k < SLOT_CLUSTER_MEMBERS_MAX; k++)
+                if (strcmp(pi[k].node_id, id) == 0 && pi[k].ready)
+                    lag = pi[k].silence_ms;
         }
         json_object_set_new(e, "node", json_string(id));
         json_object_set_new(e, "addr", json_string(addr_of(c, id)));
