@@ -24,6 +24,7 @@ typedef struct bench_admin bench_admin;
 typedef struct bench_view {
     uint64_t capacity, available, held, confirmed;
     char status[16];
+    uint64_t opens_at_ms;           /* the sale window's opening; 0 = none (or a target without windows) */
 } bench_view;
 
 /* What a run asks of the target's events. */
@@ -31,6 +32,7 @@ typedef struct bench_event_spec {
     const char *name;
     uint64_t capacity, max_per_user;
     uint32_t shards, hold_ttl_ms, max_per_request;
+    uint64_t opens_at_ms;           /* the sale opens then (ms since the epoch); 0 = now */
 } bench_event_spec;
 
 typedef struct bench_driver {

@@ -151,6 +151,14 @@ void bench_deliver(bench_conn *c, const bench_result *r, uint64_t now_ns)
         uint64_t lat = now_ns > t.t_ns ? now_ns - t.t_ns : 0;
         slot_hist_record(run->lat_ns, lat);
         slot_hist_record(run->win_ns, lat);
+        if (t.t_ns < run->n.first_send_ns + UINT64_C(1000000000))
+            slot_hist_record(run->first_ns, lat);
+    }
+    if (run->phase->measure && r->ok && t.op != BENCH_OP_GET_HOLD) { /* an acknowledged write */
+        uint64_t since = run->last_ack_ns ? run->last_ack_ns : run->phase_start_ns;
+        if (now_ns > since && now_ns - since > run->ack_gap_max_ns)
+            run->ack_gap_max_ns = now_ns - since;
+        run->last_ack_ns = now_ns;
     }
     run->phase->on_result(run, c, &t, r, now_ns);
     if (run->fatal[0])
@@ -452,7 +460,9 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
     if (ph->measure) {
         slot_hist_reset(run->lat_ns);
         slot_hist_reset(run->win_ns);
+        slot_hist_reset(run->first_ns);
         run->nseries = 0;
+        run->last_ack_ns = 0; /* the time without an acknowledged write counts from the phase's start */
     }
     start_timers(run, ph);
     for (uint32_t i = 0; ph->rate_per_s <= 0 && i < ph->conns && !run->stop_sending; i++)
@@ -499,7 +509,8 @@ static int alloc_conns(bench_run *run)
     run->dirty = calloc(run->nconns, sizeof(uint32_t));
     run->lat_ns = malloc(sizeof(slot_hist));
     run->win_ns = malloc(sizeof(slot_hist));
-    if (!run->conns || !run->dirty || !run->lat_ns || !run->win_ns)
+    run->first_ns = malloc(sizeof(slot_hist));
+    if (!run->conns || !run->dirty || !run->lat_ns || !run->win_ns || !run->first_ns)
         return -ENOMEM;
     uint32_t cap = ring_cap_of(cfg);
     for (uint32_t i = 0; i < run->nconns; i++) {
@@ -561,6 +572,7 @@ void bench_engine_close(bench_run *run)
     free(run->dirty);
     free(run->lat_ns);
     free(run->win_ns);
+    free(run->first_ns);
     free(run->series);
     free(run->sessions);
     free(run->heap);

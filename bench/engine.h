@@ -63,6 +63,7 @@ typedef struct bench_counters {
     uint64_t errors[SLOT_E__COUNT + 1];
     uint64_t first_send_ns, last_reply_ns, first_sold_out_ns, last_sold_out_ns, sellout_ns;
     uint64_t backlog_max;           /* open loop: most requests due but not sent at once */
+    uint64_t not_on_sale;           /* hot-release --opens-in: answers before the sale opened (not errors) */
 } bench_counters;
 
 /* One sample of the time series (every BENCH_SAMPLE_MS). */
@@ -131,6 +132,9 @@ struct bench_run {
 
     bench_counters n;               /* the current phase */
     slot_hist *lat_ns, *win_ns;     /* whole measured phase; since the last sample */
+    slot_hist *first_ns;            /* answers to requests sent in the phase's first second */
+    uint64_t opens_at_ms;           /* hot-release --opens-in: the sale's opening (ms since the epoch); 0 = none */
+    uint64_t opening_lag_ms;        /* how late after the opening the bench woke to send (wall clock, ms) */
     bench_event *events;
     uint32_t nevents;               /* measured events, then (with --warmup) the warm-up event */
     double *zipf_cum;               /* multi-event: cumulative popularity */
@@ -147,6 +151,12 @@ struct bench_run {
     uint64_t think_due_ns;          /* when think_timer fires; 0 = not armed */
     uint32_t *abandoned;            /* churn: ledger indices of abandoned holds, in answer order */
     size_t nabandoned, abandoned_head, abandoned_cap;
+
+    /* Following the primary (drv_slotd.c counts, the engine times), over the whole run. */
+    uint64_t failovers;             /* the node acknowledging writes changed */
+    uint64_t retries;               /* requests sent again with the same key */
+    uint64_t last_ack_ns;           /* measured phases: the last acknowledged write (0: none yet) */
+    uint64_t ack_gap_max_ns;        /* ... the longest time without one */
 
     bench_sample *series;
     size_t nseries, series_cap;

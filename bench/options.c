@@ -19,6 +19,7 @@
 #include "exit.h"
 #include "limits.h"
 #include "util.h"
+#include "slot/client.h"
 #include "slot_config.h"
 
 static const struct {
@@ -50,8 +51,8 @@ bool bench_scenario_sells_out(bench_scenario s)
 
 enum {
     O_HOST = 256, O_PORT, O_TOKEN, O_TARGET, O_REMOTE, O_EVENT, O_CONNS, O_PIPELINE, O_QTY, O_CAPACITY,
-    O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_RATE, O_CONFIRM,
-    O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP,
+    O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_OPENS_IN, O_RATE, O_CONFIRM,
+    O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP, O_MEMBERS,
 };
 
 #define ALL 0x1fu
@@ -83,7 +84,10 @@ static const struct opt_def {
 #define OPT_SECONDS(name, id, sc, f, lo_ms, hi_ms, help) {name, "S", id, sc, K_SECONDS, FIELD(f), lo_ms, hi_ms, 0, 0, help}
 #define OPT_REAL(name, arg, id, sc, f, lo, hi, help) {name, arg, id, sc, K_REAL, FIELD(f), 0, 0, lo, hi, help}
 #define OPT(name, arg, id, sc, kind, help) {name, arg, id, sc, kind, 0, 0, 0, 0, 0, 0, help}
-    OPT("host", "H", O_HOST, ALL, K_TEXT, "server address"),
+    OPT("host", "H", O_HOST, ALL, K_TEXT,
+        "server address: HOST or HOST:PORT; several (repeated or comma-separated) are a replica set's "
+        "members, and the load follows the primary"),
+    OPT("cluster-members", "H:P,...", O_MEMBERS, ALL, K_TEXT, "a replica set's members (the same as --host)"),
     OPT_UINT("port", "P", O_PORT, ALL, port, 1, BENCH_PORT_MAX, "server port"),
     OPT("token", "T", O_TOKEN, ALL, K_TEXT, "send hello with this token on every connection (redis: AUTH)"),
     OPT("target", "URL", O_TARGET, ALL, K_OTHER, "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
@@ -108,6 +112,9 @@ static const struct opt_def {
                 "seconds of the same load on a separate event first, not measured"),
     OPT_UINT("tail", "N", O_TAIL, ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_MULTI_EVENT), tail, 0, BENCH_TAIL_MAX,
              "sold_out answers to collect after the sell-out"),
+    OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE), opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
+                "create the event with its sale opening S seconds ahead (opens_at), and send every\n"
+                "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
     OPT_REAL("rate", "R", O_RATE, ONLY(BENCH_OPEN_LOOP), rate_per_s, BENCH_RATE_PER_S_MIN, BENCH_RATE_PER_S_MAX,
              "requests per second, sent on schedule whatever the replies"),
     OPT_UINT("confirm", "PCT", O_CONFIRM, ONLY(BENCH_CHURN), confirm_pct, 0, BENCH_PCT_MAX,
@@ -261,7 +268,7 @@ static bool range_text(const bench_config *d, const struct opt_def *o, char *buf
         return true;
     case K_TEXT:
         if (o->id == O_HOST)
-            snprintf(buf, n, "at most %d bytes, default %s", BENCH_HOST_BYTES_MAX, d->host);
+            snprintf(buf, n, "at most %d hosts of %d bytes, default %s", BENCH_HOSTS_MAX, BENCH_HOST_BYTES_MAX, d->host);
         else if (o->id == O_EVENT)
             snprintf(buf, n, "1..%d bytes of [A-Za-z0-9._:-], default %s-<random>", BENCH_EVENT_BYTES_MAX,
                      scenario_info[d->scenario].prefix);
@@ -534,6 +541,57 @@ static bool event_name_ok(const char *s, size_t room)
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
 }
 
+/* Entries of --host / --cluster-members (comma-separated) into c->hosts, as
+ * given; hosts_normalize adds the port later. -1 to go on; else an exit status. */
+static int add_hosts(bench_config *c, const char *what, const char *a)
+{
+    for (const char *p = a;; p++) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (c->nhosts >= BENCH_HOSTS_MAX)
+            return usage_error(c, "%s: more than %d hosts", what, BENCH_HOSTS_MAX);
+        if (n == 0 || n > BENCH_HOST_BYTES_MAX + 6)
+            return usage_error(c, "%s: bad value '%s'", what, a);
+        memcpy(c->hosts[c->nhosts], p, n);
+        c->hosts[c->nhosts++][n] = 0;
+        if (!comma)
+            return -1;
+        p = comma;
+    }
+}
+
+/* Each entry as "H:P" ("[v6]:P"), with --port where it has none; the first
+ * one's host and port into c->host, c->port. No --host: c->host alone. 0 or
+ * an exit status. */
+static int hosts_normalize(bench_config *c)
+{
+    if (c->nhosts == 0) {
+        snprintf(c->hosts[0], sizeof(c->hosts[0]), strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
+                 (unsigned)c->port);
+        c->nhosts = 1;
+        return 0;
+    }
+    for (uint32_t i = 0; i < c->nhosts; i++) {
+        char *e = c->hosts[i], host[BENCH_HOST_BYTES_MAX + 9];
+        size_t colons = 0;
+        for (const char *q = e; *q; q++)
+            colons += *q == ':';
+        uint16_t port = c->port;
+        bool bare = colons == 0 || (colons > 1 && e[0] != '[');
+        if (bare ? strlen(e) > BENCH_HOST_BYTES_MAX : slot_addr_split(e, strlen(e), host, sizeof(host), &port) < 0 ||
+                                                          strlen(host) > BENCH_HOST_BYTES_MAX)
+            return usage_error(c, "--host: expected HOST or HOST:PORT, not '%s'", e);
+        if (bare)
+            snprintf(host, sizeof(host), "%s", e);
+        snprintf(e, sizeof(c->hosts[0]), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+        if (i == 0) {
+            snprintf(c->host, sizeof(c->host), "%s", host);
+            c->port = port;
+        }
+    }
+    return 0;
+}
+
 /* One option. -1 to go on; else an exit status. */
 static int one_option(bench_config *c, int id, const char *a, bool *port_given)
 {
@@ -545,10 +603,8 @@ static int one_option(bench_config *c, int id, const char *a, bool *port_given)
     case O_CSV: c->csv_path = a; return -1;
     case O_SVG: c->svg_path = a; return -1;
     case O_HOST:
-        if (strlen(a) == 0 || strlen(a) > BENCH_HOST_BYTES_MAX)
-            return usage_error(c, "--host: bad value '%s'", a);
-        strcpy(c->host, a);
-        return -1;
+    case O_MEMBERS:
+        return add_hosts(c, id == O_HOST ? "--host" : "--cluster-members", a);
     case O_EVENT:
         /* room for "-warmup" and multi-event's "-<i>" */
         if (!event_name_ok(a, BENCH_EVENT_BYTES_MAX))
@@ -606,13 +662,22 @@ static int cross_checks(bench_config *c)
     if (sells_out && c->users > 0 && c->max_per_user > 0 && c->users < (units + c->max_per_user - 1) / c->max_per_user)
         return usage_error(c, "%" PRIu64 " users x max %" PRIu64 " each cannot buy %" PRIu64 " units: it would never sell out",
                            c->users, c->max_per_user, units);
+    if (c->target == BENCH_TARGET_REDIS && c->opens_in_ms > 0)
+        return usage_error(c, "--opens-in needs slotd's sale windows; the redis target has none");
     if (c->target == BENCH_TARGET_REDIS) {
 #ifndef BENCH_HAVE_REDIS
         return usage_error(c, "--target redis://: this slot-bench was built without hiredis (install libhiredis-dev, rebuild)");
 #endif
     }
-    if (!c->allow_remote && !host_is_loopback(c->host))
-        return usage_error(c, "%s is not a loopback address; give --allow-remote to load another machine", c->host);
+    if (c->target == BENCH_TARGET_REDIS && c->nhosts > 1)
+        return usage_error(c, "%s", "--target redis:// takes one host: replica sets are slotd's");
+    for (uint32_t i = 0; i < c->nhosts; i++) {
+        char host[BENCH_HOST_BYTES_MAX + 9];
+        uint16_t port;
+        if (slot_addr_split(c->hosts[i], strlen(c->hosts[i]), host, sizeof(host), &port) == 0 && !c->allow_remote &&
+            !host_is_loopback(host))
+            return usage_error(c, "%s is not a loopback address; give --allow-remote to load another machine", host);
+    }
     const char *const reports[][2] = {{"--json", c->json_path}, {"--csv", c->csv_path}, {"--svg", c->svg_path}};
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
         if (reports[i][1] && !report_path_writable(reports[i][1]))
@@ -659,6 +724,8 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
         return usage_error(c, "unexpected argument '%s'", argv[optind]);
     if (c->target == BENCH_TARGET_REDIS && !port_given)
         c->port = BENCH_REDIS_PORT_DEFAULT;
+    if (hosts_normalize(c))
+        return BENCH_EXIT_USAGE;
     fill_seed_and_event(c, seeded);
     return cross_checks(c) ? BENCH_EXIT_USAGE : -1;
 }
@@ -674,8 +741,14 @@ json_t *bench_config_json(const bench_config *c)
                           (json_int_t)c->requests, "seed", (json_int_t)c->seed, "warmup_s", c->warmup_ms / 1000.0);
     if (!o)
         return NULL;
+    json_t *hosts = json_array();
+    for (uint32_t i = 0; i < c->nhosts; i++)
+        json_array_append_new(hosts, json_string(c->hosts[i]));
+    json_object_set_new(o, "hosts", hosts);
     if (bench_scenario_sells_out(c->scenario))
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
+    if (c->scenario == BENCH_HOT_RELEASE)
+        json_object_set_new(o, "opens_in_s", json_real(c->opens_in_ms / 1e3));
     if (c->scenario == BENCH_OPEN_LOOP)
         json_object_set_new(o, "rate", json_real(c->rate_per_s));
     if (c->scenario == BENCH_CHURN) {

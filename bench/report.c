@@ -40,6 +40,9 @@ void bench_report_numbers(bench_report *r)
     r->p999_ms = pct_ms(h, 99.9);
     r->max_ms = pct_ms(h, 100);
     r->mean_ms = slot_hist_mean(h) / 1e6;
+    r->first_p50_ms = pct_ms(r->run->first_ns, 50);
+    r->first_p99_ms = pct_ms(r->run->first_ns, 99);
+    r->first_max_ms = pct_ms(r->run->first_ns, 100);
 }
 
 /* ---------------------------------------------------------------- the summary table */
@@ -83,6 +86,13 @@ static void print_counts(const bench_report *r, FILE *f)
     fprintf(f, "  sold_out          %" PRIu64 ": %.0f answers/s\n", n->sold_out, r->sold_out_per_s);
     if (r->sellout_s > 0)
         fprintf(f, "  time to sell out  %.3f s\n", r->sellout_s);
+    if (r->run->opens_at_ms > 0) {
+        fprintf(f, "  opening           opens_at %" PRIu64 "; first holds sent %" PRIu64 " ms after it; %" PRIu64
+                   " not_on_sale answers before it\n",
+                r->run->opens_at_ms, r->run->opening_lag_ms, n->not_on_sale);
+        if (r->sellout_s > 0)
+            fprintf(f, "  opening to sold out %.3f s\n", r->sellout_s + (double)r->run->opening_lag_ms / 1e3);
+    }
     if (c->scenario == BENCH_CHURN)
         fprintf(f, "  churn             %" PRIu64 " confirmed, %" PRIu64 " released, %" PRIu64 " abandoned, %" PRIu64
                    " expired before the buyer acted\n",
@@ -97,8 +107,14 @@ static void print_counts(const bench_report *r, FILE *f)
     fprintf(f, "%s\n", any ? "" : " none");
     if (n->replays || n->unexpected)
         fprintf(f, "  unexpected        %" PRIu64 " replays, %" PRIu64 " other answers\n", n->replays, n->unexpected);
+    fprintf(f, "  following         %" PRIu64 " failover%s seen, %" PRIu64 " request%s sent again, longest without an "
+               "acknowledged write %.1f ms\n",
+            r->run->failovers, r->run->failovers == 1 ? "" : "s", r->run->retries, r->run->retries == 1 ? "" : "s",
+            (double)r->run->ack_gap_max_ns / 1e6);
     fprintf(f, "  latency ms        p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (mean %.3f, %" PRIu64 " answers)\n",
             r->p50_ms, r->p90_ms, r->p99_ms, r->p999_ms, r->max_ms, r->mean_ms, r->run->lat_ns->count);
+    fprintf(f, "  first second ms   p50 %.3f  p99 %.3f  max %.3f  (%" PRIu64 " answers to requests sent in it)\n",
+            r->first_p50_ms, r->first_p99_ms, r->first_max_ms, r->run->first_ns->count);
 }
 
 static json_int_t jint(json_t *o, const char *a, const char *b)
@@ -180,7 +196,7 @@ json_t *bench_machine_json(void)
 
 /* ---------------------------------------------------------------- --json */
 
-static json_t *counters_json(const bench_report *r)
+static json_t *counters_json_base(const bench_report *r)
 {
     const bench_counters *n = r->n;
     json_t *errors = json_object();
@@ -188,7 +204,7 @@ static json_t *counters_json(const bench_report *r)
         if (n->errors[e])
             json_object_set_new(errors, e < SLOT_E__COUNT ? slot_err_name((slot_err)e) : "unknown",
                                 json_integer((json_int_t)n->errors[e]));
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I,"
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I,"
                      " s:f, s:f, s:f, s:f, s:f, s:f,"
                      " s:{s:f, s:f, s:f, s:f, s:f, s:f, s:I}}",
                      "scheduled", (json_int_t)n->scheduled, "sent", (json_int_t)n->sent, "answered", (json_int_t)n->answered,
@@ -202,6 +218,27 @@ static json_t *counters_json(const bench_report *r)
                      (double)bench_units_left(r->run), "latency_ms", "p50", r->p50_ms, "p90", r->p90_ms, "p99",
                      r->p99_ms, "p99_9", r->p999_ms, "max", r->max_ms, "mean", r->mean_ms, "count",
                      (json_int_t)r->run->lat_ns->count);
+    if (o)
+        json_object_set_new(o, "first_second_ms",
+                            json_pack("{s:f, s:f, s:f, s:I}", "p50", r->first_p50_ms, "p99", r->first_p99_ms, "max",
+                                      r->first_max_ms, "count", (json_int_t)r->run->first_ns->count));
+    if (o && r->run->opens_at_ms > 0)
+        json_object_set_new(o, "opening",
+                            json_pack("{s:I, s:I, s:I}", "opens_at", (json_int_t)r->run->opens_at_ms, "lag_ms",
+                                      (json_int_t)r->run->opening_lag_ms, "not_on_sale",
+                                      (json_int_t)n->not_on_sale));
+    return o;
+}
+
+static json_t *counters_json(const bench_report *r)
+{
+    json_t *o = counters_json_base(r);
+    if (o) { /* following the primary: over the whole run */
+        json_object_set_new(o, "failovers", json_integer((json_int_t)r->run->failovers));
+        json_object_set_new(o, "retries", json_integer((json_int_t)r->run->retries));
+        json_object_set_new(o, "ack_gap_max_ms", json_real((double)r->run->ack_gap_max_ns / 1e6));
+    }
+    return o;
 }
 
 static json_t *events_json(const bench_run *run, const bench_verdict *v)

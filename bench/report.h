@@ -21,6 +21,7 @@ typedef struct bench_report {
     const char *stopped;
     double run_s, sellout_s, requests_per_s, holds_per_s, sold_out_per_s;
     double p50_ms, p90_ms, p99_ms, p999_ms, max_ms, mean_ms;
+    double first_p50_ms, first_p99_ms, first_max_ms; /* answers to requests sent in the first second */
 } bench_report;
 
 /* bench_report_numbers — fill the derived numbers of rep from its counters. */

@@ -19,6 +19,7 @@
 #include "limits.h"
 #include "report.h"
 #include "scenario.h"
+#include "util.h"
 #include "verify.h"
 #include "workload.h"
 
@@ -55,14 +56,20 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, cha
         .name = e->name, .capacity = e->capacity, .max_per_user = cfg->max_per_user, .shards = cfg->shards,
         .hold_ttl_ms = ttl_ms, .max_per_request = cfg->qty.max > SLOT_MAX_PER_REQUEST_DEFAULT ? cfg->qty.max
                                                                                                : SLOT_MAX_PER_REQUEST_DEFAULT,
+        .opens_at_ms = e->measured ? run->opens_at_ms : 0,
     };
-    bench_view v;
+    bench_view v = {0};
     int rc = run->drv->create_event(run->admin, &spec, &v, err, errlen);
     if (rc)
         return rc;
     if (v.held != 0 || v.confirmed != 0 || v.available != e->capacity) {
         snprintf(err, errlen, "event %s exists and already sold %" PRIu64 " units: use a new --event", e->name,
                  v.held + v.confirmed);
+        return BENCH_EXIT_FAILED;
+    }
+    if (v.opens_at_ms != spec.opens_at_ms) {
+        snprintf(err, errlen, "event %s opens at %" PRIu64 ", not at %" PRIu64 ": use a new --event", e->name,
+                 v.opens_at_ms, spec.opens_at_ms);
         return BENCH_EXIT_FAILED;
     }
     if (strcmp(v.status, "on_sale") != 0) {
@@ -82,6 +89,8 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
         return BENCH_EXIT_FAILED;
     }
     run->nevents = n;
+    if (cfg->opens_in_ms > 0)
+        run->opens_at_ms = bench_wall_ms() + cfg->opens_in_ms;
     for (uint32_t i = 0; i < n; i++) {
         bench_event *e = &run->events[i];
         bool warm = i == cfg->events;
@@ -131,6 +140,10 @@ static int load(bench_run *run, json_t **before, json_t **after, const char **st
     if (run->fatal[0])
         return run->fatal_exit;
     *before = stats_now(run);
+    if (run->opens_at_ms > 0)
+        bench_sleep_until_wall_ms(run->opens_at_ms); /* every connection's first hold goes at the opening */
+    if (run->opens_at_ms > 0)
+        run->opening_lag_ms = bench_wall_ms() - run->opens_at_ms;
     rc = bench_engine_phase(run, &main);
     *stopped = run->fatal[0] ? run->fatal : run->stop_reason ? run->stop_reason : "-";
     *after = stats_now(run);

@@ -10,6 +10,13 @@ uint64_t bench_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+void bench_sleep_until_wall_ms(uint64_t at_ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(at_ms / 1000u), .tv_nsec = (long)(at_ms % 1000u) * 1000000L};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) != 0) {
+    }
+}
+
 uint64_t bench_rand(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "slot/client.h"
 #include "slot/error.h"
 #include "slot/limits.h"
 #include "slot/store.h"
@@ -25,6 +26,7 @@ typedef struct bench_ticket {
     uint16_t event;         /* index into run->events */
     uint16_t qty;
     uint8_t op;             /* bench_op */
+    uint8_t tries;          /* sends after the first (following the primary; capped at 255): a replay is then expected */
 } bench_ticket;
 
 /* An answer, whichever target gave it. */
@@ -39,6 +41,7 @@ typedef struct bench_result {
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     uint32_t hold_len;
     char text[160];                 /* !ok: the server's message (for reports) */
+    char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* not_primary: the primary's "H:P" ("" unknown) */
 } bench_result;
 
 /* bench_result_clear — r as an answer that says nothing yet (every flag false, empty strings). */

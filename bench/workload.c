@@ -32,6 +32,10 @@ static uint32_t measured_events(const bench_run *run)
 static void count_error(bench_run *run, const bench_result *r)
 {
     unsigned code = (unsigned)r->err <= SLOT_E__COUNT ? (unsigned)r->err : SLOT_E__COUNT;
+    if (r->err == SLOT_E_NOT_ON_SALE && run->opens_at_ms > 0) {
+        run->n.not_on_sale++; /* sent a moment before the opening: counted apart, the buyer tries again */
+        return;
+    }
     run->n.errors[code]++;
     bool expected = r->err == SLOT_E_OVERLOADED || (r->err == SLOT_E_USER_LIMIT && run->cfg->max_per_user > 0);
     if (expected)
@@ -128,8 +132,8 @@ static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result
         count_error(run, r);
         return -1;
     }
-    if (r->replay) {
-        run->n.replays++; /* every key is new: no replay should ever come */
+    if (r->replay && t->tries == 0) {
+        run->n.replays++; /* every key is new: no replay should come, but for a request sent again */
         return -1;
     }
     if (r->sold_out) {
@@ -254,8 +258,14 @@ static void hold_settled(bench_run *run, const bench_ticket *t, slot_hold_status
 static void churn_settle(bench_run *run, const bench_ticket *t, const bench_result *r)
 {
     bool expired = r->has_status && r->status == SLOT_HOLD_EXPIRED;
-    if (t->op == BENCH_OP_CONFIRM && r->ok && r->has_status && r->status == SLOT_HOLD_CONFIRMED && !r->replay)
+    /* A request sent again (following the primary) whose first send had committed: a
+     * confirm replay, or a release that finds the hold released already. */
+    bool again = t->tries > 0;
+    if (t->op == BENCH_OP_CONFIRM && r->ok && r->has_status && r->status == SLOT_HOLD_CONFIRMED && (!r->replay || again))
         hold_settled(run, t, SLOT_HOLD_CONFIRMED);
+    else if (t->op == BENCH_OP_RELEASE && r->ok && !r->released && again && r->has_status &&
+             r->status == SLOT_HOLD_RELEASED)
+        hold_settled(run, t, SLOT_HOLD_RELEASED);
     else if (t->op == BENCH_OP_CONFIRM && !r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && expired)
         hold_settled(run, t, SLOT_HOLD_EXPIRED);
     else if (t->op == BENCH_OP_RELEASE && r->ok && r->released)

@@ -31,7 +31,7 @@ static uint64_t rotl(uint64_t x, int k)
     return (x << k) | (x >> (64 - k));
 }
 
-static uint64_t rng_next(slot_alloc *a)
+uint64_t slot__rng_next(slot_alloc *a)
 {
     uint64_t *s = a->rng;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -82,7 +82,7 @@ int slot_alloc_init(slot_alloc *a, slot_store *store)
 
 /* ---- hold ids: 16 hex digits of sequence number, 16 of random tag */
 
-static void hold_id_format(char out[SLOT_HOLD_ID_BYTES + 1], uint64_t seq, uint64_t tag)
+void slot__hold_id_format(char out[SLOT_HOLD_ID_BYTES + 1], uint64_t seq, uint64_t tag)
 {
     static const char hex[] = "0123456789abcdef";
     for (int i = 0; i < 16; i++) {
@@ -129,6 +129,10 @@ static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const s
     v->hold_ttl_ms = e->hold_ttl_ms;
     v->max_per_user = e->max_per_user;
     v->max_per_request = e->max_per_request;
+    v->opens_at_ms = e->opens_at_ms;
+    v->closes_at_ms = e->closes_at_ms;
+    v->max_extensions = e->max_extensions;
+    v->max_hold_ms = e->max_hold_ms;
 }
 
 /* Writes free units spread evenly over shards 0..n-1 (largest minus smallest
@@ -158,8 +162,26 @@ static int expire_event_due(ctx *c, slot_event_rec *e)
 
 /* ---- ops */
 
+bool slot__on_sale(ctx *c, const slot_event_rec *e, slot_res *res)
+{
+    const char *why = NULL;
+    if (e->status != SLOT_EVENT_ON_SALE)
+        why = "is closed";
+    else if (e->opens_at_ms && c->now_ms < e->opens_at_ms)
+        why = "has not opened yet";
+    else if (e->closes_at_ms && c->now_ms >= e->closes_at_ms)
+        why = "has closed its sale window";
+    if (!why)
+        return true;
+    slot_res_error(res, SLOT_E_NOT_ON_SALE, "event \"%s\" %s (opens_at %llu, closes_at %llu)", c->ev, why,
+                   (unsigned long long)e->opens_at_ms, (unsigned long long)e->closes_at_ms);
+    res->opens_at_ms = e->opens_at_ms;
+    res->closes_at_ms = e->closes_at_ms;
+    return false;
+}
+
 /* Loads the event of the request into e; SLOT__ANSWERED with res = unknown_event when missing. */
-static int event_load(ctx *c, slot_event_rec *e, slot_res *res)
+int slot__event_load(ctx *c, slot_event_rec *e, slot_res *res)
 {
     int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
     if (rc == MDB_NOTFOUND) {
@@ -188,15 +210,22 @@ static int hold_load(ctx *c, const slot_req *req, const char *user, slot_hold_re
     return rc;
 }
 
-static void res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status status)
+void slot__res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status status)
 {
     res->hold_status = status;
-    hold_id_format(res->hold, h->seq, h->tag);
+    slot__hold_id_format(res->hold, h->seq, h->tag);
     res->qty = h->qty;
     res->expires_at_ms = h->expires_at_ms;
     res->created_at_ms = h->created_at_ms;
     memcpy(res->user, h->user, h->user_len);
     res->user[h->user_len] = 0;
+    res->returned = h->returned;
+    res->extensions = h->extensions;
+    res->replaces[0] = res->replaced_by[0] = 0;
+    if (h->replaces_seq)
+        slot__hold_id_format(res->replaces, h->replaces_seq, h->replaces_tag);
+    if (h->replaced_by_seq)
+        slot__hold_id_format(res->replaced_by, h->replaced_by_seq, h->replaced_by_tag);
 }
 
 /* A hold that is due counts as expired for every op: on the write path it is
@@ -211,13 +240,14 @@ static int hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
 /* Replay of a known (event, user, request): the original hold with its current status. */
 static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_rec *h, slot_res *res)
 {
-    if (h->qty != req->qty) {
+    uint32_t asked = (uint32_t)h->qty + h->returned; /* a partial confirm keeps what was first asked */
+    if (asked != req->qty) {
         slot_res_error(res, SLOT_E_IDEMPOTENCY_CONFLICT, "request \"%s\" was used with qty %u", req->request,
-                       (unsigned)h->qty);
+                       (unsigned)asked);
         return 0;
     }
     int rc = hold_settle(c, e, h);
-    res_hold(res, h, h->status);
+    slot__res_hold(res, h, h->status);
     res->replay = true;
     return rc;
 }
@@ -227,6 +257,8 @@ static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold
 static int idem_add(void *p, const slot_hold_rec *h)
 {
     ctx *c = p;
+    if (h->replaces_seq != 0)
+        return 0; /* a reacquire's hold: its request key stays the replaced hold's */
     int rc = slot__idem_put(c->a->idem, c->ev, c->ev_len, h->user, h->user_len, h->request, h->request_len, h->seq);
     return rc == 0 ? 0 : ENOMEM;
 }
@@ -288,10 +320,10 @@ static int request_find(ctx *c, const slot_req *req, slot_hold_rec *h)
  * "The allocation rule"). The caller has checked that the event's free units
  * (capacity - held - confirmed, equal to the sum over shards by invariant 1)
  * are at least qty. */
-static int units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h)
+int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h)
 {
     uint32_t n = e->shards;
-    uint32_t start = (uint32_t)(rng_next(c->a) % n);
+    uint32_t start = (uint32_t)(slot__rng_next(c->a) % n);
     uint32_t taken = 0;
     h->nparts = 0;
     for (uint32_t i = 0; i < n && taken < h->qty; i++) {
@@ -317,7 +349,7 @@ static int units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h)
 
 /* Decides user_limit / sold_out after expiring due holds when that could
  * change the answer. Returns 0 and leaves res->err OK when the hold may go on. */
-static int hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res)
+int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res)
 {
     int rc = 0;
     bool settled = false;
@@ -354,7 +386,7 @@ static int hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *
 static int op_hold(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
-    int rc = event_load(c, &e, res);
+    int rc = slot__event_load(c, &e, res);
     if (rc != 0)
         return slot__answered_ok(rc);
     slot_hold_rec hold, *h = &hold;
@@ -368,17 +400,15 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
                        (unsigned)req->qty, (unsigned)e.max_per_request);
         return 0;
     }
-    if (e.status != SLOT_EVENT_ON_SALE) {
-        slot_res_error(res, SLOT_E_NOT_ON_SALE, "event \"%s\" is closed", c->ev);
+    if (!slot__on_sale(c, &e, res))
         return 0;
-    }
     uint64_t user_qty = 0;
-    rc = hold_admit(c, req, &e, &user_qty, res);
+    rc = slot__hold_admit(c, req, &e, &user_qty, res);
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
 
     h->seq = e.next_seq++;
-    h->tag = rng_next(c->a);
+    h->tag = slot__rng_next(c->a);
     h->status = SLOT_HOLD_HELD;
     h->qty = (uint16_t)req->qty;
     h->created_at_ms = c->now_ms;
@@ -387,7 +417,9 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     memcpy(h->user, req->user, req->user_len + 1u);
     h->request_len = req->request_len;
     memcpy(h->request, req->request, req->request_len + 1u);
-    rc = units_take(c, &e, h);
+    h->extensions = h->returned = 0;
+    h->replaced_by_seq = h->replaced_by_tag = h->replaces_seq = h->replaces_tag = 0;
+    rc = slot__units_take(c, &e, h);
     e.held += h->qty;
     if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
         rc = EIO;
@@ -411,44 +443,21 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
     if (rc == 0)
-        res_hold(res, h, SLOT_HOLD_HELD);
+        slot__res_hold(res, h, SLOT_HOLD_HELD);
     return rc;
 }
 
 /* Loads the event and the hold a request names (user NULL: any user's);
  * with settle (the write path) a due hold is expired first. Returns 0, 1 when
  * res already holds the wire error, or an LMDB error. */
-static int hold_open(ctx *c, const slot_req *req, const char *user, bool settle, slot_event_rec *e,
-                     slot_hold_rec *h, slot_res *res)
+int slot__hold_open(ctx *c, const slot_req *req, const char *user, bool settle, slot_event_rec *e, slot_hold_rec *h,
+                    slot_res *res)
 {
-    int rc = event_load(c, e, res);
+    int rc = slot__event_load(c, e, res);
     if (rc == 0)
         rc = hold_load(c, req, user, h, res);
     if (rc == 0 && settle)
         rc = hold_settle(c, e, h);
-    return rc;
-}
-
-static int op_confirm(ctx *c, const slot_req *req, slot_res *res)
-{
-    slot_event_rec e;
-    slot_hold_rec h;
-    int rc = hold_open(c, req, req->user, true, &e, &h, res);
-    if (rc != 0)
-        return slot__answered_ok(rc);
-    if (h.status == SLOT_HOLD_CONFIRMED) {
-        res_hold(res, &h, SLOT_HOLD_CONFIRMED);
-        res->replay = true;
-        return 0;
-    }
-    if (h.status != SLOT_HOLD_HELD) {
-        res_hold(res, &h, h.status);
-        slot_res_error(res, SLOT_E_HOLD_NOT_ACTIVE, "hold is %s", slot_hold_status_name(h.status));
-        return 0;
-    }
-    rc = slot__hold_finish(c, &e, &h, SLOT_HOLD_CONFIRMED);
-    if (rc == 0)
-        res_hold(res, &h, SLOT_HOLD_CONFIRMED);
     return rc;
 }
 
@@ -457,14 +466,14 @@ static int op_give_back(ctx *c, const slot_req *req, slot_res *res, bool cancel)
 {
     slot_event_rec e;
     slot_hold_rec h;
-    int rc = hold_open(c, req, cancel ? NULL : req->user, true, &e, &h, res);
+    int rc = slot__hold_open(c, req, cancel ? NULL : req->user, true, &e, &h, res);
     if (rc != 0)
         return slot__answered_ok(rc);
     bool may = h.status == SLOT_HOLD_HELD || (cancel && h.status == SLOT_HOLD_CONFIRMED);
     if (may)
         rc = slot__hold_finish(c, &e, &h, cancel ? SLOT_HOLD_CANCELLED : SLOT_HOLD_RELEASED);
     if (rc == 0) {
-        res_hold(res, &h, h.status);
+        slot__res_hold(res, &h, h.status);
         res->done = may;
     }
     return rc;
@@ -476,17 +485,17 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
     slot_hold_rec h;
-    int rc = hold_open(c, req, req->user, false, &e, &h, res);
+    int rc = slot__hold_open(c, req, req->user, false, &e, &h, res);
     if (rc != 0)
         return slot__answered_ok(rc);
-    res_hold(res, &h, slot__hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);
+    slot__res_hold(res, &h, slot__hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);
     return 0;
 }
 
 static int op_event(ctx *c, slot_res *res)
 {
     slot_event_rec e;
-    int rc = event_load(c, &e, res);
+    int rc = slot__event_load(c, &e, res);
     if (rc == 0)
         view_fill(&res->view, c->ev, c->ev_len, &e);
     return slot__answered_ok(rc);
@@ -496,9 +505,12 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
     int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &e);
+    uint64_t max_hold_ms = req->max_hold_ms ? req->max_hold_ms : 2ull * req->hold_ttl_ms;
     if (rc == 0) {
         if (e.capacity != req->capacity || e.shards != req->shards || e.hold_ttl_ms != req->hold_ttl_ms ||
-            e.max_per_user != req->max_per_user || e.max_per_request != req->max_per_request) {
+            e.max_per_user != req->max_per_user || e.max_per_request != req->max_per_request ||
+            e.opens_at_ms != req->opens_at_ms || e.closes_at_ms != req->closes_at_ms ||
+            e.max_extensions != req->max_extensions || e.max_hold_ms != max_hold_ms) {
             slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
             return 0;
         }
@@ -517,6 +529,10 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     e.max_per_user = req->max_per_user;
     e.next_seq = 1;
     e.created_at_ms = c->now_ms;
+    e.opens_at_ms = req->opens_at_ms;
+    e.closes_at_ms = req->closes_at_ms;
+    e.max_extensions = (uint16_t)req->max_extensions;
+    e.max_hold_ms = max_hold_ms;
     rc = shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
@@ -525,14 +541,14 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     return rc;
 }
 
-/* set_capacity, reshard, set_status: change the event, then show it. Due
+/* set_capacity, reshard, set_status, set_sale_window: change the event, then show it. Due
  * holds are expired first so they neither block a capacity cut nor get
  * spread as held units. */
 static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_event_rec e;
-    int rc = event_load(c, &e, res);
-    if (rc == 0 && req->op != SLOT_OP_SET_STATUS)
+    int rc = slot__event_load(c, &e, res);
+    if (rc == 0 && req->op != SLOT_OP_SET_STATUS && req->op != SLOT_OP_SET_SALE_WINDOW)
         rc = expire_event_due(c, &e);
     if (rc != 0)
         return slot__answered_ok(rc);
@@ -557,6 +573,10 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
     case SLOT_OP_SET_STATUS:
         e.status = req->status;
         break;
+    case SLOT_OP_SET_SALE_WINDOW:
+        e.opens_at_ms = req->opens_at_ms;
+        e.closes_at_ms = req->closes_at_ms;
+        break;
     default:
         SLOT_ASSERT(!"op_edit_event: not an edit op");
     }
@@ -570,7 +590,7 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
 static int op_shards(ctx *c, slot_res *res)
 {
     slot_event_rec e;
-    int rc = event_load(c, &e, res);
+    int rc = slot__event_load(c, &e, res);
     if (rc != 0)
         return slot__answered_ok(rc);
     res->shard_free = calloc(e.shards, sizeof(uint64_t));
@@ -590,7 +610,9 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
     case SLOT_OP_HOLD:
         return op_hold(&c, req, res);
     case SLOT_OP_CONFIRM:
-        return op_confirm(&c, req, res);
+        return slot__op_confirm(&c, req, res);
+    case SLOT_OP_EXTEND:
+        return slot__op_extend(&c, req, res);
     case SLOT_OP_RELEASE:
         return op_give_back(&c, req, res, false);
     case SLOT_OP_CANCEL:
@@ -604,6 +626,7 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
     case SLOT_OP_SET_CAPACITY:
     case SLOT_OP_RESHARD:
     case SLOT_OP_SET_STATUS:
+    case SLOT_OP_SET_SALE_WINDOW:
         return op_edit_event(&c, req, res);
     case SLOT_OP_SHARDS:
         return op_shards(&c, res);

@@ -39,6 +39,55 @@ typedef struct slot__alloc_ctx {
     uint64_t now_ms;        /* ms since the Unix epoch */
 } slot__alloc_ctx;
 
+/* ---- shared by alloc.c (the ops) and confirm.c (confirm, extend, reacquire) */
+
+/* slot__rng_next — the allocator's next random number (xoshiro256**). */
+uint64_t slot__rng_next(slot_alloc *a);
+
+/* slot__hold_id_format — the wire id of hold (seq, tag): 32 lowercase hex digits and a NUL. */
+void slot__hold_id_format(char out[SLOT_HOLD_ID_BYTES + 1], uint64_t seq, uint64_t tag);
+
+/* slot__event_load — c's event into e; SLOT__ANSWERED with unknown_event in res when missing. */
+int slot__event_load(slot__alloc_ctx *c, slot_event_rec *e, slot_res *res);
+
+/*
+ * slot__hold_open — the event and the hold req names (user NULL: any
+ * user's); with settle (the write path) a due hold is expired first.
+ * Returns 0, SLOT__ANSWERED (unknown_event / unknown_hold in res) or an LMDB error.
+ */
+int slot__hold_open(slot__alloc_ctx *c, const slot_req *req, const char *user, bool settle, slot_event_rec *e,
+                    slot_hold_rec *h, slot_res *res);
+
+/* slot__res_hold — a hold's fields into res, with status `status`. */
+void slot__res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status status);
+
+/*
+ * slot__on_sale — true when a new hold may be taken now: the event is
+ * on_sale and c->now_ms is in [opens_at, closes_at) where they are set
+ * (docs/protocol.md, "Sale windows"). Else res = not_on_sale with both times.
+ */
+bool slot__on_sale(slot__alloc_ctx *c, const slot_event_rec *e, slot_res *res);
+
+/*
+ * slot__hold_admit — user_limit and sold_out for req->qty units of
+ * req->user, after expiring due holds when that could change the answer.
+ * *user_qty receives the user's current total. Returns 0 with res->err
+ * still OK and res->sold_out false when the hold may go on; else res holds
+ * the answer. LMDB error otherwise.
+ */
+int slot__hold_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res);
+
+/* slot__units_take — h->qty units from the shards, random start then the
+ * others in turn (docs/design.md, "The allocation rule"); fills h's parts.
+ * The caller checked the event has that many free. 0 or an LMDB error. */
+int slot__units_take(slot__alloc_ctx *c, const slot_event_rec *e, slot_hold_rec *h);
+
+/* slot__op_confirm — confirm, also partial and reacquire (confirm.c). 0 or an LMDB error. */
+int slot__op_confirm(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__op_extend — extend (confirm.c). 0 or an LMDB error. */
+int slot__op_extend(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
 /* slot__hold_due — true when h is held and its expires_at_ms <= now_ms. */
 bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
 
@@ -51,6 +100,22 @@ bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
  * Returns 0 or an LMDB error (MDB_CORRUPTED when a counter would go below 0).
  */
 int slot__hold_finish(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_status to);
+
+/*
+ * slot__hold_confirm — held -> confirmed keeping `keep` units (1..h->qty):
+ * the rest goes back to the shards in the same transaction, exactly once
+ * (docs/protocol.md, "Partial confirm"); h->qty becomes keep and
+ * h->returned what went back. Returns 0 or an LMDB error.
+ */
+int slot__hold_confirm(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t keep);
+
+/*
+ * slot__hold_extend — a held hold's expires_at_ms += by_ms and one more
+ * extension; its expiry index entry moves with it, so the sweeper and lazy
+ * expiry see the new time (docs/protocol.md, "extend"). The caller checked
+ * the limits. Returns 0 or an LMDB error.
+ */
+int slot__hold_extend(slot__alloc_ctx *c, slot_hold_rec *h, uint64_t by_ms);
 
 /*
  * slot__expire_due — expire at most `limit` due holds (expires_at_ms <=

@@ -55,6 +55,35 @@ static void violation(check_ctx *k, int inv, const char *fmt, ...)
     res->nviolations++;
 }
 
+/* A reacquire's two links (docs/protocol.md, "Reacquire"): a replaced hold is
+ * expired or released, and names a hold that replaces it; a hold that
+ * replaces another is named back by it. Invariant 7: a hold's units came
+ * back once, and the new hold took fresh ones. */
+static int check_links(check_ctx *k, const slot_hold_rec *h)
+{
+    slot_hold_rec o;
+    if (h->replaced_by_seq != 0) {
+        if (h->status != SLOT_HOLD_EXPIRED && h->status != SLOT_HOLD_RELEASED)
+            violation(k, 7, "hold seq %llu was replaced but is %s", (unsigned long long)h->seq,
+                      slot_hold_status_name(h->status));
+        int rc = slot_store_hold_get(k->st, k->txn, k->ev, k->ev_len, h->replaced_by_seq, &o);
+        if (rc != 0 && rc != MDB_NOTFOUND)
+            return rc;
+        if (rc == MDB_NOTFOUND || o.tag != h->replaced_by_tag || o.replaces_seq != h->seq)
+            violation(k, 7, "hold seq %llu: replaced_by seq %llu does not name it back", (unsigned long long)h->seq,
+                      (unsigned long long)h->replaced_by_seq);
+    }
+    if (h->replaces_seq != 0) {
+        int rc = slot_store_hold_get(k->st, k->txn, k->ev, k->ev_len, h->replaces_seq, &o);
+        if (rc != 0 && rc != MDB_NOTFOUND)
+            return rc;
+        if (rc == MDB_NOTFOUND || o.tag != h->replaces_tag || o.replaced_by_seq != h->seq)
+            violation(k, 7, "hold seq %llu: replaces seq %llu does not name it back", (unsigned long long)h->seq,
+                      (unsigned long long)h->replaces_seq);
+    }
+    return 0;
+}
+
 static int check_hold(void *p, const slot_hold_rec *h)
 {
     check_ctx *k = p;
@@ -65,11 +94,17 @@ static int check_hold(void *p, const slot_hold_rec *h)
     if (parts != h->qty)
         violation(k, 3, "hold seq %llu: parts add up to %llu, qty %u", (unsigned long long)h->seq,
                   (unsigned long long)parts, (unsigned)h->qty);
+    if (h->returned > 0 && h->status != SLOT_HOLD_CONFIRMED && h->status != SLOT_HOLD_CANCELLED)
+        violation(k, 3, "hold seq %llu gave back %u units by a partial confirm but is %s", (unsigned long long)h->seq,
+                  (unsigned)h->returned, slot_hold_status_name(h->status));
+    int rc = check_links(k, h);
+    if (rc != 0)
+        return rc;
     bool active = h->status == SLOT_HOLD_HELD || h->status == SLOT_HOLD_CONFIRMED;
     if (h->status == SLOT_HOLD_HELD) {
         k->held += h->qty;
         k->held_holds++;
-        int rc = slot_store_expiry_has(k->st, k->txn, h->expires_at_ms, k->ev, k->ev_len, h->seq);
+        rc = slot_store_expiry_has(k->st, k->txn, h->expires_at_ms, k->ev, k->ev_len, h->seq);
         if (rc == MDB_NOTFOUND)
             violation(k, 7, "held hold seq %llu has no expiry entry", (unsigned long long)h->seq);
         else if (rc != 0)

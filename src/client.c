@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client_int.h"
 #include "jsonw.h"
 
 /* ---------------------------------------------------------------- building */
@@ -128,6 +129,41 @@ int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *h
     return 0;
 }
 
+int slot_req_extend(slot_req *req, const char *event, const char *hold, const char *user, uint32_t by_ms)
+{
+    slot_req_init(req, SLOT_OP_EXTEND);
+    req->by_ms = by_ms;
+    if (slot_req_set_event(req, event) < 0 || slot_req_set_hold(req, hold) < 0 || slot_req_set_user(req, user) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+void slot_req_set_confirm_qty(slot_req *req, uint32_t qty)
+{
+    req->qty = qty;
+    req->has |= SLOT_HAS_QTY;
+}
+
+void slot_req_set_reacquire(slot_req *req, bool reacquire)
+{
+    req->reacquire = reacquire;
+}
+
+int slot_req_sale_window(slot_req *req, const char *event, uint64_t opens_at_ms, uint64_t closes_at_ms)
+{
+    slot_req_init(req, SLOT_OP_SET_SALE_WINDOW);
+    req->opens_at_ms = opens_at_ms;
+    req->closes_at_ms = closes_at_ms;
+    return slot_req_set_event(req, event) < 0 ? -EINVAL : 0;
+}
+
+void slot_req_set_window(slot_req *req, uint64_t opens_at_ms, uint64_t closes_at_ms)
+{
+    req->opens_at_ms = opens_at_ms;
+    req->closes_at_ms = closes_at_ms;
+    req->has |= SLOT_HAS_OPENS_AT | SLOT_HAS_CLOSES_AT;
+}
+
 int slot_req_event(slot_req *req, slot_op op, const char *event)
 {
     if ((unsigned)op >= SLOT_OP__COUNT)
@@ -163,6 +199,22 @@ static void w_create_event(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "max_per_user", req->max_per_user);
     if (req->has & SLOT_HAS_MAX_PER_REQUEST)
         slot__jw_key_u64(w, "max_per_request", req->max_per_request);
+    if (req->has & SLOT_HAS_OPENS_AT)
+        slot__jw_key_u64(w, "opens_at", req->opens_at_ms);
+    if (req->has & SLOT_HAS_CLOSES_AT)
+        slot__jw_key_u64(w, "closes_at", req->closes_at_ms);
+    if (req->has & SLOT_HAS_MAX_EXTENSIONS)
+        slot__jw_key_u64(w, "max_extensions", req->max_extensions);
+    if (req->has & SLOT_HAS_MAX_HOLD_MS)
+        slot__jw_key_u64(w, "max_hold_ms", req->max_hold_ms);
+}
+
+/* event, hold, user: the fields every op on a buyer's hold names. */
+static void w_hold_fields(slot__jw *w, const slot_req *req)
+{
+    w_str_field(w, "event", req->event, req->event_len);
+    w_str_field(w, "hold", req->hold, req->hold_len);
+    w_str_field(w, "user", req->user, req->user_len);
 }
 
 /* The fields of each op (docs/protocol.md, "Frontend ops" and "Admin ops"). */
@@ -180,11 +232,19 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "qty", req->qty);
         break;
     case SLOT_OP_CONFIRM:
+        w_hold_fields(w, req);
+        if (req->has & SLOT_HAS_QTY)
+            slot__jw_key_u64(w, "qty", req->qty);
+        if (req->reacquire)
+            SLOT__JW_LIT(w, ",\"reacquire\":true");
+        break;
+    case SLOT_OP_EXTEND:
+        w_hold_fields(w, req);
+        slot__jw_key_u64(w, "by_ms", req->by_ms);
+        break;
     case SLOT_OP_RELEASE:
     case SLOT_OP_GET_HOLD:
-        w_str_field(w, "event", req->event, req->event_len);
-        w_str_field(w, "hold", req->hold, req->hold_len);
-        w_str_field(w, "user", req->user, req->user_len);
+        w_hold_fields(w, req);
         break;
     case SLOT_OP_CANCEL:
         w_str_field(w, "event", req->event, req->event_len);
@@ -209,17 +269,18 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         w_str_field(w, "event", req->event, req->event_len);
         slot__jw_key_u64(w, "shards", req->shards);
         break;
+    case SLOT_OP_SET_SALE_WINDOW:
+        w_str_field(w, "event", req->event, req->event_len);
+        slot__jw_key_u64(w, "opens_at", req->opens_at_ms);
+        slot__jw_key_u64(w, "closes_at", req->closes_at_ms);
+        break;
     case SLOT_OP_SET_STATUS: {
         const char *st = slot_event_status_name(req->status);
         w_str_field(w, "event", req->event, req->event_len);
         w_str_field(w, "status", st, strlen(st));
         break;
     }
-    case SLOT_OP_EXPIRE:
-    case SLOT_OP_STATS:
-    case SLOT_OP_DIGEST:
-    case SLOT_OP_CLUSTER:
-    case SLOT_OP__COUNT:
+    default: /* expire, stats, digest, and every op without fields */
         break;
     }
 }
@@ -245,150 +306,10 @@ long slot_req_encode(const slot_req *req, char *buf, size_t cap)
     return (long)slot__jw_finish(&w);
 }
 
-/* ---------------------------------------------------------------- replies */
-
-/* Copy a reply string into a fixed field, cut (at a UTF-8 character
- * boundary) when the server sent more than the field holds. */
-static void copy_str(char *dst, size_t size, const char *src, size_t n)
-{
-    if (n >= size) {
-        n = size - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-            n--; /* src[n] would be a continuation byte: back off to a lead byte */
-    }
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
-
-#define REPLY_STR(key, field) {key, offsetof(slot_reply, field), sizeof(((slot_reply *)0)->field)}
-static const struct {
-    const char *key;
-    size_t off, size;
-} reply_strs[] = {
-    REPLY_STR("error", error),     REPLY_STR("message", message), REPLY_STR("status", status),
-    REPLY_STR("hold", hold),       REPLY_STR("user", user),       REPLY_STR("event", event),
-    REPLY_STR("role", role),       REPLY_STR("version", version), REPLY_STR("digest", digest),
-};
-
-#define REPLY_U64(key, field) {key, offsetof(slot_reply, field)}
-static const struct {
-    const char *key;
-    size_t off;
-} reply_u64s[] = {
-    REPLY_U64("qty", qty),           REPLY_U64("expires_at", expires_at_ms),
-    REPLY_U64("created_at", created_at_ms), REPLY_U64("available", available),
-    REPLY_U64("capacity", capacity), REPLY_U64("held", held),
-    REPLY_U64("confirmed", confirmed), REPLY_U64("shards", shards),
-    REPLY_U64("hold_ttl_ms", hold_ttl_ms), REPLY_U64("max_per_user", max_per_user),
-    REPLY_U64("max_per_request", max_per_request), REPLY_U64("events", events),
-    REPLY_U64("holds", holds),       REPLY_U64("expired", expired), REPLY_U64("seq", seq),
-};
-
-/* The "shards" op's array: shard_free[i] is the free units of the i-th entry
- * (the server lists shards in order, from 0). */
-static int parse_shard_array(json_t *arr, slot_reply *out)
-{
-    size_t n = json_array_size(arr);
-    if (n == 0)
-        return 0;
-    if (n > SLOT_SHARDS_MAX)
-        return -EINVAL;
-    out->shard_free = calloc(n, sizeof(uint64_t));
-    if (!out->shard_free)
-        return -ENOMEM;
-    out->nshard_free = (uint32_t)n;
-    for (size_t i = 0; i < n; i++) {
-        json_t *fr = json_object_get(json_array_get(arr, i), "free");
-        if (json_is_integer(fr) && json_integer_value(fr) >= 0)
-            out->shard_free[i] = (uint64_t)json_integer_value(fr);
-    }
-    return 0;
-}
-
-/* Everything but "ok": the known fields, each only when of the expected type. */
-static int parse_fields(json_t *root, slot_reply *out)
-{
-    char *base = (char *)out;
-    for (size_t i = 0; i < sizeof(reply_strs) / sizeof(reply_strs[0]); i++) {
-        json_t *v = json_object_get(root, reply_strs[i].key);
-        if (json_is_string(v))
-            copy_str(base + reply_strs[i].off, reply_strs[i].size, json_string_value(v), json_string_length(v));
-    }
-    for (size_t i = 0; i < sizeof(reply_u64s) / sizeof(reply_u64s[0]); i++) {
-        json_t *v = json_object_get(root, reply_u64s[i].key);
-        if (json_is_integer(v) && json_integer_value(v) >= 0)
-            *(uint64_t *)(void *)(base + reply_u64s[i].off) = (uint64_t)json_integer_value(v);
-    }
-    out->replay = json_is_true(json_object_get(root, "replay"));
-    out->released = json_is_true(json_object_get(root, "released"));
-    out->cancelled = json_is_true(json_object_get(root, "cancelled"));
-    json_t *v = json_object_get(root, "protocol");
-    if (json_is_integer(v))
-        out->protocol = json_integer_value(v);
-    v = json_object_get(root, "violations");
-    if (json_is_array(v))
-        out->nviolations = (uint32_t)json_array_size(v);
-    /* slotd lists at most SLOT_CHECK_VIOLATIONS_MAX and may give the exact count beside them. */
-    v = json_object_get(root, "violations_total");
-    if (json_is_integer(v) && json_integer_value(v) > (json_int_t)out->nviolations)
-        out->nviolations = json_integer_value(v) > UINT32_MAX ? UINT32_MAX : (uint32_t)json_integer_value(v);
-    v = json_object_get(root, "id");
-    if (json_is_integer(v)) {
-        out->id.kind = SLOT_ID_INT;
-        out->id.i = json_integer_value(v);
-    } else if (json_is_string(v)) {
-        out->id.kind = SLOT_ID_STR;
-        copy_str(out->id.s, sizeof(out->id.s), json_string_value(v), json_string_length(v));
-        out->id.len = (uint8_t)strlen(out->id.s);
-    }
-    v = json_object_get(root, "shards");
-    return json_is_array(v) ? parse_shard_array(v, out) : 0;
-}
-
-int slot_reply_parse(const char *line, size_t len, slot_reply *out)
-{
-    memset(out, 0, sizeof(*out));
-    json_error_t jerr;
-    json_t *root = json_loadb(line, len, 0, &jerr);
-    if (!root)
-        return -EINVAL;
-    json_t *ok = json_object_get(root, "ok");
-    if (!json_is_object(root) || !json_is_boolean(ok)) {
-        json_decref(root);
-        return -EINVAL;
-    }
-    out->ok = json_is_true(ok);
-    int rc = parse_fields(root, out);
-    json_decref(root);
-    if (rc == 0 && !(out->line = malloc(len + 1)))
-        rc = -ENOMEM;
-    if (rc < 0) {
-        slot_reply_clear(out);
-        return rc;
-    }
-    memcpy(out->line, line, len);
-    out->line[len] = 0;
-    /* A failure without a known code is SLOT_E__COUNT: the caller sees it is not one of ours. */
-    out->err = out->ok ? SLOT_E_OK : slot_err_from_name(out->error);
-    return 0;
-}
-
-void slot_reply_clear(slot_reply *r)
-{
-    free(r->shard_free);
-    free(r->line);
-    memset(r, 0, sizeof(*r));
-}
-
 /* ---------------------------------------------------------------- connection */
 
 #define CLIENT_BUF_BYTES_INITIAL (64u << 10) /* most replies are < 512 bytes: one read fills many */
 #define CLIENT_BUF_BYTES_MAX (SLOT_CLIENT_LINE_MAX + 1u) /* a longest line plus its "\n" */
-/* The longest request line: every string field of slot_req escaped at 6 bytes
- * per byte (\u00XX), plus keys and numbers. */
-#define CLIENT_REQ_BYTES_MAX                                                                 \
-    (6u * (SLOT_EVENT_BYTES_MAX + SLOT_REQUEST_BYTES_MAX + SLOT_USER_BYTES_MAX +             \
-           SLOT_HOLD_ARG_BYTES_MAX + SLOT_TOKEN_BYTES_MAX + SLOT_ID_BYTES_MAX) + 1024u)
 
 struct slot_client {
     int fd;
@@ -620,7 +541,7 @@ int slot_client_send_raw(slot_client *c, const void *data, size_t len)
 
 int slot_client_send(slot_client *c, const slot_req *req)
 {
-    char line[CLIENT_REQ_BYTES_MAX];
+    char line[SLOT__CLIENT_REQ_BYTES_MAX];
     long n = slot_req_encode(req, line, sizeof(line));
     if (n < 0)
         return (int)n;

@@ -1,6 +1,6 @@
 /*
  * cluster_cfg.c — the JSON values of the replica set's etcd keys, and the
- * cluster op's answer (docs/protocol.md, "Cluster"; docs/design.md, "Shape").
+ * cluster op's answer (docs/protocol.md, "Clients following the primary"; docs/design.md, "Shape").
  */
 #include <inttypes.h>
 #include <jansson.h>

@@ -92,6 +92,69 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     return rc;
 }
 
+/*
+ * The partial confirm (docs/protocol.md, "Partial confirm"): the last parts
+ * of the hold give back qty - keep units to their shards, the user's total
+ * and the event's held count drop by as much, and the kept part moves from
+ * held to confirmed through slot__hold_finish, all in the caller's
+ * transaction. The hold's parts then add up to its (confirmed) qty, and
+ * `returned` records what went back, so a replay tells the first outcome.
+ */
+int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t keep)
+{
+    SLOT_ASSERT(h->status == SLOT_HOLD_HELD);
+    SLOT_ASSERT(keep >= 1 && keep <= h->qty);
+    uint32_t back = h->qty - keep;
+    if (back > 0) {
+        slot_hold_rec give; /* only seq and the parts given back are read */
+        give.seq = h->seq;
+        give.nparts = 0;
+        for (uint32_t need = back; need > 0;) {
+            SLOT_ASSERT(h->nparts > 0); /* the parts add up to qty (invariant 3) */
+            slot_hold_part *p = &h->parts[h->nparts - 1];
+            uint16_t take = p->qty <= need ? p->qty : (uint16_t)need;
+            give.parts[give.nparts].shard = p->shard;
+            give.parts[give.nparts++].qty = take;
+            p->qty = (uint16_t)(p->qty - take);
+            if (p->qty == 0)
+                h->nparts--;
+            need -= take;
+        }
+        if (e->held < back)
+            return MDB_CORRUPTED;
+        e->held -= back;
+        int rc = units_return(c, e, &give);
+        if (rc == 0 && e->max_per_user > 0) {
+            uint64_t u;
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
+            if (rc == 0 && u < back)
+                rc = MDB_CORRUPTED;
+            if (rc == 0)
+                rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - back);
+        }
+        if (rc != 0)
+            return rc;
+        h->qty = (uint16_t)keep;
+        h->returned = (uint16_t)back;
+    }
+    return slot__hold_finish(c, e, h, SLOT_HOLD_CONFIRMED);
+}
+
+int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)
+{
+    SLOT_ASSERT(h->status == SLOT_HOLD_HELD);
+    int rc = slot_store_expiry_del(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
+    if (rc == MDB_NOTFOUND)
+        return MDB_CORRUPTED; /* every held hold has its expiry entry */
+    h->expires_at_ms += by_ms;
+    h->extensions++;
+    if (rc == 0)
+        rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
+    if (rc == 0)
+        rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+    return rc;
+}
+
 /* ---- expiry */
 
 typedef struct due {

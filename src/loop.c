@@ -288,25 +288,22 @@ static char *stats_json(server *s)
     return text;
 }
 
-/* hello's server facts: {"version":"..."}, and "features":["cluster"] in a
- * replica set (docs/protocol.md, "Version 1.1 additions"); NULL when out of memory. */
-static char *hello_json(const server *s)
+/* hello's server facts: {"version":"..."}; NULL when out of memory. */
+static char *hello_json(void)
 {
     static const char version[] = SLOT_VERSION;
-    char buf[sizeof(version) * 6 + 64];
+    char buf[sizeof(version) * 6 + 32];
     slot__jw w;
     slot__jw_init(&w, buf, sizeof(buf));
     SLOT__JW_LIT(&w, "{\"version\":");
     slot__jw_str(&w, version, sizeof(version) - 1, SLOT__JW_STR_STRICT);
-    if (s->clu)
-        SLOT__JW_LIT(&w, ",\"features\":[\"cluster\"]");
     SLOT__JW_LIT(&w, "}");
     size_t n = slot__jw_finish(&w);
     SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most */
     return strdup(buf);
 }
 
-/* The cluster op of a standalone server (docs/protocol.md, "Cluster"):
+/* The cluster op of a standalone server (docs/protocol.md, "Clients following the primary"):
  * role standalone, the store's seq, no members. 0 or an LMDB error. */
 static int standalone_cluster(server *s, slot_res *res)
 {
@@ -335,7 +332,8 @@ void slot__run_read(server *s, entry *e)
          * it may have changed that. Without tokens every connection is admin. */
         if (res->role == SLOT_ROLE_NONE)
             res->role = e->conn->role;
-        res->extra = hello_json(s);
+        res->cluster = s->clu != NULL; /* "features" adds "cluster" (docs/protocol.md, "hello") */
+        res->extra = hello_json();
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;

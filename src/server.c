@@ -24,6 +24,7 @@
 #include "commit.h"
 #include "conn.h"
 #include "loop.h"
+#include "notify.h"
 #include "server_int.h"
 #include "slot/failpoint.h"
 
@@ -71,6 +72,7 @@ static void begin_stop(server *s)
     if (s->stopping)
         return;
     s->stopping = true;
+    slot__notify_stopping();
     slot__log("stopping: %u connections, %u queued requests", s->nconns, s->q_len);
     slot__cluster_stop(s);
     if (s->listener_open) {
@@ -148,7 +150,8 @@ static int listen_start(server *s)
     return 0;
 }
 
-/* The first line on stdout, once the server is ready: tests and scripts wait for it. */
+/* The first line on stdout, once the server is ready: tests and scripts wait
+ * for it; systemd hears the same as READY=1 (notify.h). */
 static void listen_announce(server *s)
 {
     struct sockaddr_storage ss;
@@ -158,8 +161,11 @@ static void listen_announce(server *s)
     uv_ip_name((struct sockaddr *)&ss, name, sizeof(name));
     unsigned port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                    : ((struct sockaddr_in *)&ss)->sin_port);
-    printf(ss.ss_family == AF_INET6 ? "listening on [%s]:%u\n" : "listening on %s:%u\n", name, port);
+    char line[96];
+    snprintf(line, sizeof(line), ss.ss_family == AF_INET6 ? "listening on [%s]:%u" : "listening on %s:%u", name, port);
+    printf("%s\n", line);
     fflush(stdout);
+    slot__notify_ready(s->loop, line);
 }
 
 /*

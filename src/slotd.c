@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "server.h"
 #include "slot/limits.h"
 #include "slot/repl.h"
@@ -53,6 +54,9 @@ static void usage(FILE *out)
             "  --token-file FILE       lines \"frontend TOKEN\" / \"admin TOKEN\"; clients must send\n"
             "                          hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
+            "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
+            "                          flag without its dashes, true|false for flags without a\n"
+            "                          value, # comments; flags on the command line win\n"
             "\n"
             "replica sets (without --cluster slotd runs standalone; docs/operations.md):\n"
             "  --cluster NAME          join (or found) the replica set NAME ([A-Za-z0-9._:-], 1..%u)\n"
@@ -160,9 +164,13 @@ static int parse_name(const char *flag, const char *text)
     return ok ? 0 : -1;
 }
 
+/* A cluster flag other than --cluster was given, on the command line or in
+ * the config file; check_cluster refuses it without --cluster. */
+static bool cluster_flags;
+
 /* The cluster flags go together: --cluster needs --node, --etcd and the
  * secret; they are refused without --cluster. */
-static int check_cluster(const slot__server_opts *o, bool cluster_flags)
+static int check_cluster(const slot__server_opts *o)
 {
     if (!o->cluster) {
         if (cluster_flags)
@@ -180,6 +188,12 @@ static int check_cluster(const slot__server_opts *o, bool cluster_flags)
 enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_TOKENS, O_INSECURE, O_HELP, O_VERSION,
        O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS };
 
+/* --config FILE (config.h): read after the command line, which is then
+ * parsed again so that its flags win. */
+enum { O_CONFIG = 1000 };
+static const char *config_path;
+static const struct option *known_opts; /* parse_args' table, for the config reader */
+
 static int parse_args(int argc, char **argv, slot__server_opts *o)
 {
     static const struct option longopts[] = {
@@ -196,8 +210,9 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"cluster-secret-file", required_argument, NULL, O_SECRET}, {"advertise", required_argument, NULL, O_ADVERTISE},
         {"repl-listen", required_argument, NULL, O_REPL_LISTEN}, {"heartbeat-ms", required_argument, NULL, O_HEARTBEAT},
         {"failover-timeout-ms", required_argument, NULL, O_FAILOVER}, {"repl-timeout-ms", required_argument, NULL, O_REPL_TO},
-        {"min-replicas", required_argument, NULL, O_MIN_REPLICAS}, {NULL, 0, NULL, 0}};
-    bool cluster_flags = false;
+        {"min-replicas", required_argument, NULL, O_MIN_REPLICAS}, {"config", required_argument, NULL, O_CONFIG},
+        {NULL, 0, NULL, 0}};
+    known_opts = longopts;
     int ch;
     uint64_t v;
     opterr = 0;
@@ -251,6 +266,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_FAILOVER: rc = parse_num("--failover-timeout-ms", optarg, SLOT_FAILOVER_TIMEOUT_MS_MIN, SLOT_FAILOVER_TIMEOUT_MS_MAX, &v); o->failover_timeout_ms = (uint32_t)v; cluster_flags = true; break;
         case O_REPL_TO: rc = parse_num("--repl-timeout-ms", optarg, SLOT_REPL_TIMEOUT_MS_MIN, SLOT_REPL_TIMEOUT_MS_MAX, &v); o->repl_timeout_ms = (uint32_t)v; cluster_flags = true; break;
         case O_MIN_REPLICAS: rc = parse_num("--min-replicas", optarg, SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, &v); o->min_replicas = (uint32_t)v; cluster_flags = true; break;
+        case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); exit(0);
         case 'V':
@@ -269,7 +285,14 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         fprintf(stderr, "slotd: unexpected argument \"%s\" (see slotd --help)\n", argv[optind]);
         return -1;
     }
-    return check_cluster(o, cluster_flags);
+    return 0;
+}
+
+/* One line of the config file, as the argv {"slotd", "--name=value"}. */
+static int apply_config_line(int argc, char **argv, void *ctx)
+{
+    optind = 0; /* glibc: start getopt afresh for each argv */
+    return parse_args(argc, argv, ctx);
 }
 
 int main(int argc, char **argv)
@@ -295,5 +318,15 @@ int main(int argc, char **argv)
     snprintf(o.host, sizeof(o.host), "%s", SLOT_HOST_DEFAULT);
     if (parse_args(argc, argv, &o) != 0)
         return 64; /* EX_USAGE, as slotctl and slot-bench */
+    if (config_path) {
+        static const char *const refused[] = {"config", "help", "version", NULL};
+        if (slot__config_read(config_path, known_opts, refused, apply_config_line, &o) != 0)
+            return 64;
+        optind = 0;
+        if (parse_args(argc, argv, &o) != 0) /* the command line wins */
+            return 64;
+    }
+    if (check_cluster(&o) != 0) /* after the file too: its lines come one at a time */
+        return 64;
     return slot__server_run(&o);
 }

@@ -184,7 +184,8 @@ int slot_store_sync(slot_store *st)
 
 /* ---- events */
 
-#define EVENT_REC_BYTES 58
+#define EVENT_REC_V1_BYTES 58
+#define EVENT_REC_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
 
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
 {
@@ -195,7 +196,8 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     if (rc != 0)
         return rc;
     buf b = {.p = v.mv_data, .cap = v.mv_size};
-    if (get_u8(&b) != SLOT_RECORD_VERSION)
+    uint8_t version = get_u8(&b);
+    if (version != 1 && version != SLOT_RECORD_VERSION)
         return MDB_CORRUPTED;
     out->status = get_u8(&b) ? SLOT_EVENT_CLOSED : SLOT_EVENT_ON_SALE;
     out->shards = (uint16_t)get_be(&b, 2);
@@ -207,7 +209,17 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     out->max_per_user = get_be(&b, 8);
     out->next_seq = get_be(&b, 8);
     out->created_at_ms = get_be(&b, 8);
-    return b.bad ? MDB_CORRUPTED : 0;
+    if (version == 1) {
+        out->opens_at_ms = out->closes_at_ms = 0;
+        out->max_extensions = SLOT_MAX_EXTENSIONS_DEFAULT;
+        out->max_hold_ms = 2ull * out->hold_ttl_ms;
+    } else {
+        out->opens_at_ms = get_be(&b, 8);
+        out->closes_at_ms = get_be(&b, 8);
+        out->max_extensions = (uint16_t)get_be(&b, 2);
+        out->max_hold_ms = get_be(&b, 8);
+    }
+    return b.bad || b.len != v.mv_size ? MDB_CORRUPTED : 0;
 }
 
 int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_event_rec *rec)
@@ -227,9 +239,13 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, rec->max_per_user, 8);
     put_be(&b, rec->next_seq, 8);
     put_be(&b, rec->created_at_ms, 8);
+    put_be(&b, rec->opens_at_ms, 8);
+    put_be(&b, rec->closes_at_ms, 8);
+    put_be(&b, rec->max_extensions, 2);
+    put_be(&b, rec->max_hold_ms, 8);
     SLOT_ASSERT(!k.b.bad);
     SLOT_ASSERT(!b.bad);
-    SLOT_ASSERT(b.len == EVENT_REC_BYTES); /* the version-1 layout, whole */
+    SLOT_ASSERT(b.len == EVENT_REC_BYTES); /* the version-2 layout, whole */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return store_put(st, txn, DB_EVENTS, &kv, &v, 0);
 }
@@ -278,7 +294,9 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 
 /* ---- holds */
 
-#define HOLD_REC_BYTES_MAX (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX)
+#define HOLD_REC_V2_BYTES (2 + 2 + 8 * 4) /* after the parts: extensions, returned, the two links */
+#define HOLD_REC_BYTES_MAX \
+    (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX + HOLD_REC_V2_BYTES)
 
 static void hold_key(key *k, const char *ev, size_t ev_len, uint64_t seq)
 {
@@ -289,7 +307,8 @@ static void hold_key(key *k, const char *ev, size_t ev_len, uint64_t seq)
 int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
 {
     buf b = {.p = v->mv_data, .cap = v->mv_size};
-    if (get_u8(&b) != SLOT_RECORD_VERSION)
+    uint8_t version = get_u8(&b);
+    if (version != 1 && version != SLOT_RECORD_VERSION)
         return MDB_CORRUPTED;
     out->seq = seq;
     uint8_t status = get_u8(&b);
@@ -307,7 +326,17 @@ int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
         out->parts[i].shard = (uint16_t)get_be(&b, 2);
         out->parts[i].qty = (uint16_t)get_be(&b, 2);
     }
-    return b.bad ? MDB_CORRUPTED : 0;
+    out->extensions = out->returned = 0;
+    out->replaced_by_seq = out->replaced_by_tag = out->replaces_seq = out->replaces_tag = 0;
+    if (version >= 2) {
+        out->extensions = (uint16_t)get_be(&b, 2);
+        out->returned = (uint16_t)get_be(&b, 2);
+        out->replaced_by_seq = get_be(&b, 8);
+        out->replaced_by_tag = get_be(&b, 8);
+        out->replaces_seq = get_be(&b, 8);
+        out->replaces_tag = get_be(&b, 8);
+    }
+    return b.bad || b.len != v->mv_size ? MDB_CORRUPTED : 0;
 }
 
 int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_hold_rec *out)
@@ -361,8 +390,14 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
         put_be(&b, rec->parts[i].shard, 2);
         put_be(&b, rec->parts[i].qty, 2);
     }
+    put_be(&b, rec->extensions, 2);
+    put_be(&b, rec->returned, 2);
+    put_be(&b, rec->replaced_by_seq, 8);
+    put_be(&b, rec->replaced_by_tag, 8);
+    put_be(&b, rec->replaces_seq, 8);
+    put_be(&b, rec->replaces_tag, 8);
     SLOT_ASSERT(!k.b.bad);
-    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-1 record */
+    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-2 record */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return put_maybe_append(st, txn, DB_HOLDS, &kv, &v, append);
 }

@@ -72,6 +72,7 @@ slot_req req_create(const char *ev, uint64_t capacity)
     q.hold_ttl_ms = SLOT_HOLD_TTL_MS_DEFAULT;
     q.max_per_user = 0;
     q.max_per_request = SLOT_MAX_PER_REQUEST_DEFAULT;
+    q.max_extensions = SLOT_MAX_EXTENSIONS_DEFAULT;
     return q;
 }
 

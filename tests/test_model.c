@@ -63,13 +63,16 @@ typedef struct mhold {
     uint16_t user, qty;
     uint16_t pos;                  /* index in its event's held list while stored held */
     uint8_t st;                    /* stored status: a held hold may be due */
+    uint16_t returned, ext;        /* v1.1: units a partial confirm gave back; extensions taken */
+    uint32_t replaced_by, replaces; /* v1.1 reacquire links: hold index + 1, 0 = none */
 } mhold;
 
 typedef struct mevent {
     char name[24];                 /* "e%05u", or another event's name and ".<index>" */
     uint8_t status;
-    uint32_t shards, ttl, mpr;
+    uint32_t shards, ttl, mpr, mx;   /* mx: max_extensions */
     uint64_t cap, mpu, held, confirmed, next_seq;
+    uint64_t opens, closes, mh;    /* the sale window (0 = none); max_hold_ms */
     uint64_t user_qty[M_USERS];    /* stored held + confirmed per user (what users[] keeps) */
     uint32_t next_key[M_USERS];    /* driver: the user's next fresh request key */
     uint32_t nheld;
@@ -95,6 +98,7 @@ typedef struct stats {
     uint64_t held, sold_out, replay, conflict, user_limit, not_on_sale, too_big, unknown_hold, unknown_event;
     uint64_t confirmed, released, cancelled, not_active, expired, aborts, map_full, reopens, checks, commits;
     uint64_t reshards, capacity, below, exists, events;
+    uint64_t extended, extend_limit, partial, reacquired, reacquire_replay, reacquire_sold_out, windows;
 } stats;
 
 typedef struct model {
@@ -288,6 +292,20 @@ static void m_finish(model *m, mhold *h, slot_hold_status to)
     touch(m, h->ev);
 }
 
+/* A partial confirm: the units above `keep` go back first, then the rest is confirmed. */
+static void m_confirm(model *m, mhold *h, uint32_t keep)
+{
+    mevent *e = &m->ev[h->ev];
+    uint32_t back = h->qty - keep;
+    if (back > 0) {
+        U_SET(m, e->held, e->held - back);
+        U_SET(m, e->user_qty[h->user], e->user_qty[h->user] - back);
+        U_SET(m, h->qty, (uint16_t)keep);
+        U_SET(m, h->returned, (uint16_t)back);
+    }
+    m_finish(m, h, SLOT_HOLD_CONFIRMED);
+}
+
 /* Every op that touches a due hold expires it first (docs/protocol.md, "confirm"). */
 static void m_settle(model *m, mhold *h)
 {
@@ -333,13 +351,16 @@ static mhold *m_new_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uin
     return h;
 }
 
+static bool m_admit(model *m, uint32_t ev, uint32_t user, uint32_t qty, mres *rp);
+static bool m_admit_(model *m, mevent *e, uint32_t ev, uint32_t user, uint32_t qty, mres *rp);
+
 /* hold, in docs/protocol.md's order of decisions. */
 static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
 {
     mevent *e = &m->ev[ev];
     mres r = {.err = SLOT_E_OK};
     mhold *h = kt_get(m, ev, user, key);
-    if (h && h->qty != qty) {
+    if (h && (uint32_t)h->qty + h->returned != qty) { /* a partial confirm keeps the qty first asked */
         r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
         return r;
     }
@@ -354,17 +375,38 @@ static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
         r.err = SLOT_E_INVALID_ARGUMENT;
         return r;
     }
-    if (e->status != SLOT_EVENT_ON_SALE) {
-        r.err = SLOT_E_NOT_ON_SALE;
+    if (!m_admit(m, ev, user, qty, &r))
         return r;
+    r.h = m_new_hold(m, ev, user, key, qty);
+    r.st = SLOT_HOLD_HELD;
+    return r;
+}
+
+/* The checks a new hold and a reacquire share after max_per_request:
+ * not_on_sale (status, then the window), user_limit, sold_out. */
+static bool m_admit(model *m, uint32_t ev, uint32_t user, uint32_t qty, mres *rp)
+{
+    mevent *e = &m->ev[ev];
+    mres r = {.err = SLOT_E_OK};
+    bool ok = m_admit_(m, e, ev, user, qty, &r);
+    *rp = r;
+    return ok;
+}
+
+static bool m_admit_(model *m, mevent *e, uint32_t ev, uint32_t user, uint32_t qty, mres *rp)
+{
+    mres r = *rp;
+    if (e->status != SLOT_EVENT_ON_SALE || (e->opens && m->now < e->opens) || (e->closes && m->now >= e->closes)) {
+        rp->err = SLOT_E_NOT_ON_SALE;
+        return false;
     }
     bool settled = false;
     if (e->mpu > 0 && e->user_qty[user] + qty > e->mpu) {
         settled = true;
         m_expire_event(m, ev);
         if (e->user_qty[user] + qty > e->mpu) {
-            r.err = SLOT_E_USER_LIMIT;
-            return r;
+            rp->err = SLOT_E_USER_LIMIT;
+            return false;
         }
     }
     if (e->cap - e->held - e->confirmed < qty && !settled)
@@ -372,11 +414,10 @@ static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
     if (e->cap - e->held - e->confirmed < qty) {
         r.sold_out = true;
         r.available = e->cap - e->held - e->confirmed;
-        return r;
+        *rp = r;
+        return false;
     }
-    r.h = m_new_hold(m, ev, user, key, qty);
-    r.st = SLOT_HOLD_HELD;
-    return r;
+    return true;
 }
 
 /* confirm, release, cancel and get_hold of a hold the request names rightly. */
@@ -401,6 +442,82 @@ static mres m_on_hold(model *m, slot_op op, mhold *h)
         r.done = st == SLOT_HOLD_HELD || (cancel && st == SLOT_HOLD_CONFIRMED);
         if (r.done)
             m_finish(m, h, cancel ? SLOT_HOLD_CANCELLED : SLOT_HOLD_RELEASED);
+    }
+    r.st = (slot_hold_status)h->st;
+    return r;
+}
+
+/* A reacquire's new hold: confirmed at once, in no held list and not in the
+ * key table (the request key stays the replaced hold's). */
+static mhold *m_new_confirmed(model *m, mhold *old, uint32_t qty)
+{
+    mevent *e = &m->ev[old->ev];
+    ASSERT_LT(m->nh, m->cap_h);
+    uint32_t ix = m->nh;
+    U_SET(m, m->nh, m->nh + 1);
+    mhold *h = &m->h[ix];
+    *h = (mhold){.seq = e->next_seq, .created = m->now, .exp = m->now + e->ttl, .ev = old->ev, .key = old->key,
+                 .user = old->user, .qty = (uint16_t)qty, .st = SLOT_HOLD_CONFIRMED,
+                 .replaces = hold_index(m, old) + 1};
+    U_SET(m, e->next_seq, e->next_seq + 1);
+    U_SET(m, e->confirmed, e->confirmed + qty);
+    U_SET(m, e->user_qty[old->user], e->user_qty[old->user] + qty);
+    U_SET(m, old->replaced_by, ix + 1);
+    touch(m, old->ev);
+    return h;
+}
+
+/* confirm with its v1.1 fields (docs/protocol.md, "Partial confirm", "Reacquire"):
+ * qty 0 means none given. */
+static mres m_confirm_req(model *m, mhold *h, uint32_t qty, bool reacquire)
+{
+    mres r = {.err = SLOT_E_OK, .h = h};
+    mevent *e = &m->ev[h->ev];
+    m_settle(m, h);
+    if (h->st == SLOT_HOLD_CONFIRMED) {
+        r.replay = true;
+    } else if (h->st == SLOT_HOLD_HELD) {
+        uint32_t keep = qty ? qty : h->qty;
+        if (keep > h->qty)
+            r.err = SLOT_E_INVALID_ARGUMENT;
+        else
+            m_confirm(m, h, keep);
+    } else if (reacquire && (h->st == SLOT_HOLD_EXPIRED || h->st == SLOT_HOLD_RELEASED)) {
+        if (h->replaced_by) {
+            r.h = &m->h[h->replaced_by - 1];
+            r.replay = true;
+            r.st = (slot_hold_status)r.h->st;
+            return r;
+        }
+        uint32_t take = qty ? qty : h->qty;
+        if (take > e->mpr) {
+            r.err = SLOT_E_INVALID_ARGUMENT;
+            return r;
+        }
+        mres a;
+        if (!m_admit(m, h->ev, h->user, take, &a))
+            return a;
+        r.h = m_new_confirmed(m, h, take);
+    } else {
+        r.err = SLOT_E_HOLD_NOT_ACTIVE;
+    }
+    r.st = (slot_hold_status)r.h->st;
+    return r;
+}
+
+/* extend (docs/protocol.md, "extend" and its decision order). */
+static mres m_extend(model *m, mhold *h, uint32_t by_ms)
+{
+    mres r = {.err = SLOT_E_OK, .h = h};
+    const mevent *e = &m->ev[h->ev];
+    m_settle(m, h);
+    if (h->st != SLOT_HOLD_HELD)
+        r.err = SLOT_E_HOLD_NOT_ACTIVE;
+    else if ((uint32_t)h->ext + 1 > e->mx || h->exp + by_ms > h->created + e->mh)
+        r.err = SLOT_E_EXTEND_LIMIT;
+    else {
+        U_SET(m, h->exp, h->exp + by_ms);
+        U_SET(m, h->ext, (uint16_t)(h->ext + 1));
     }
     r.st = (slot_hold_status)h->st;
     return r;
@@ -516,6 +633,8 @@ static bool run_on(model *m, MDB_txn *on, const slot_req *q, slot_res *res)
     return true;
 }
 
+static const mhold *m_holds; /* the model's holds, for the links expect_hold_fields names */
+
 static void expect_err(const slot_res *r, slot_err want, const char *what)
 {
     if (r->err != want)
@@ -537,6 +656,14 @@ static void expect_hold_fields(const slot_res *r, const mres *want, const char *
     ASSERT_EQ(r->expires_at_ms, want->h->exp);
     ASSERT_EQ(r->created_at_ms, want->h->created);
     ASSERT_STR_EQ(r->user, users[want->h->user]);
+    ASSERT_EQ(r->returned, want->h->returned);
+    ASSERT_EQ(r->extensions, want->h->ext);
+    if (want->h->replaces)
+        hold_id(id, &m_holds[want->h->replaces - 1]);
+    ASSERT_STR_EQ(r->replaces, want->h->replaces ? id : "");
+    if (want->h->replaced_by)
+        hold_id(id, &m_holds[want->h->replaced_by - 1]);
+    ASSERT_STR_EQ(r->replaced_by, want->h->replaced_by ? id : "");
 }
 
 static void expect_res(const slot_res *r, const mres *want, const char *what)
@@ -572,6 +699,10 @@ static void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     ASSERT_EQ(r.view.hold_ttl_ms, e->ttl);
     ASSERT_EQ(r.view.max_per_user, e->mpu);
     ASSERT_EQ(r.view.max_per_request, e->mpr);
+    ASSERT_U64_EQ(r.view.opens_at_ms, e->opens);
+    ASSERT_U64_EQ(r.view.closes_at_ms, e->closes);
+    ASSERT_EQ(r.view.max_extensions, e->mx);
+    ASSERT_U64_EQ(r.view.max_hold_ms, e->mh);
     q.op = SLOT_OP_SHARDS;
     if (!run_on(m, on, &q, &r))
         return;
@@ -752,13 +883,33 @@ static void op_on_hold(model *m, slot_op op)
     slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
     if (op != SLOT_OP_CANCEL || chance(m, 500))
         slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]); /* cancel ignores the user */
+    uint32_t qty = 0;
+    if (op == SLOT_OP_CONFIRM) {
+        q.reacquire = chance(m, 300);
+        if (chance(m, 300)) /* a partial confirm, now and then above the hold's qty, or a reacquire's qty */
+            qty = 1 + below(m, q.reacquire ? m->ev[h->ev].mpr + 1 : (uint32_t)h->qty + 1);
+        if (qty) {
+            q.qty = qty;
+            q.has |= SLOT_HAS_QTY;
+        }
+    }
     mres want = {.err = SLOT_E_UNKNOWN_HOLD};
+    uint32_t nh_before = m->nh;
     if (!wrong)
-        want = m_on_hold(m, op, h);
+        want = op == SLOT_OP_CONFIRM ? m_confirm_req(m, h, qty, q.reacquire) : m_on_hold(m, op, h);
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;
+    if (m->nh > nh_before && r.err == SLOT_E_OK && !r.sold_out) { /* a reacquire made a hold: learn its random tag */
+        ASSERT_EQ(strlen(r.hold), SLOT_HOLD_ID_BYTES);
+        ASSERT_EQ(sscanf(r.hold + 16, "%16" SCNx64, &m->h[m->nh - 1].tag), 1);
+        m->n.reacquired++;
+    }
     expect_res(&r, &want, slot_op_name(op));
+    m->n.partial += op == SLOT_OP_CONFIRM && want.err == SLOT_E_OK && !want.replay && want.h && want.h->returned > 0 &&
+                    m->nh == nh_before;
+    m->n.reacquire_replay += q.reacquire && want.replay && want.h != h;
+    m->n.reacquire_sold_out += q.reacquire && want.sold_out;
     m->n.unknown_hold += wrong;
     m->n.not_active += want.err == SLOT_E_HOLD_NOT_ACTIVE;
     m->n.confirmed += op == SLOT_OP_CONFIRM && want.err == SLOT_E_OK && !want.replay;
@@ -802,6 +953,10 @@ static slot_req req_create_of(const mevent *e)
     q.hold_ttl_ms = e->ttl;
     q.max_per_user = e->mpu;
     q.max_per_request = e->mpr;
+    q.opens_at_ms = e->opens;
+    q.closes_at_ms = e->closes;
+    q.max_extensions = e->mx;
+    q.max_hold_ms = e->mh == 2ull * e->ttl ? 0 : e->mh; /* 0: the default, as proto leaves it */
     q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
     return q;
 }
@@ -826,6 +981,14 @@ static void op_new_event(model *m, uint32_t slot)
     e->ttl = SLOT_HOLD_TTL_MS_MIN + below(m, 5000);
     e->mpu = chance(m, 400) ? 0 : 4 + below(m, 60);
     e->mpr = 1 + below(m, 8);
+    e->mx = chance(m, 200) ? 0 : 1 + below(m, 4);
+    e->mh = chance(m, 500) ? 2ull * e->ttl : SLOT_MAX_HOLD_MS_MIN + below(m, 3 * e->ttl);
+    if (chance(m, 100)) { /* opening a little ahead, or closing a little ahead */
+        e->opens = chance(m, 500) ? m->now + below(m, 3000) : 0;
+        e->closes = m->now + e->opens % 7 + 1 + below(m, 20000);
+        if (e->opens && e->closes <= e->opens)
+            e->closes = e->opens + 1;
+    }
     e->next_seq = 1;
     slot_req q = req_create_of(e);
     U_SET(m, m->nev, m->nev + 1);
@@ -849,11 +1012,14 @@ static void op_create_again(model *m)
     slot_req q = req_create_of(e);
     bool same = chance(m, 500);
     if (!same) {
-        switch (below(m, 5)) {
+        switch (below(m, 8)) {
         case 0: q.capacity = e->cap + 1; break;
         case 1: q.shards = e->shards % SLOT_SHARDS_MAX + 1; break;
         case 2: q.hold_ttl_ms = e->ttl + 1; break;
         case 3: q.max_per_user = e->mpu + 1; break;
+        case 4: q.closes_at_ms = e->closes + 1; break;
+        case 5: q.max_extensions = e->mx % SLOT_MAX_EXTENSIONS_MAX + 1; break;
+        case 6: q.max_hold_ms = e->mh + 1; break;
         default: q.max_per_request = e->mpr % SLOT_MAX_PER_REQUEST_MAX + 1; break;
         }
     }
@@ -918,17 +1084,81 @@ static void op_edit(model *m, slot_op op)
     slot_res_clear(&r);
 }
 
+/* extend of a random hold, rightly named or not. */
+static void op_extend(model *m)
+{
+    mhold *h = pick_hold(m);
+    if (!h)
+        return;
+    uint32_t user = h->user;
+    char id[SLOT_HOLD_ID_BYTES + 1];
+    bool wrong = chance(m, 60);
+    if (wrong)
+        wrong_hold(m, h, SLOT_OP_EXTEND, id, &user);
+    else
+        hold_id(id, h);
+    slot_req q = slot_test_req(SLOT_OP_EXTEND, m->ev[h->ev].name);
+    slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, id);
+    slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
+    q.by_ms = SLOT_EXTEND_BY_MS_MIN + below(m, 3000);
+    mres want = {.err = SLOT_E_UNKNOWN_HOLD};
+    if (!wrong)
+        want = m_extend(m, h, q.by_ms);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, want.err, "extend");
+    if (want.err == SLOT_E_OK) {
+        ASSERT_EQ(r.hold_status, SLOT_HOLD_HELD);
+        ASSERT_U64_EQ(r.expires_at_ms, h->exp);
+        ASSERT_EQ(r.extensions, h->ext);
+    } else if (want.err == SLOT_E_HOLD_NOT_ACTIVE) {
+        ASSERT_EQ(r.hold_status, want.st);
+    }
+    m->n.extended += want.err == SLOT_E_OK;
+    m->n.extend_limit += want.err == SLOT_E_EXTEND_LIMIT;
+    m->n.unknown_hold += wrong;
+    slot_res_clear(&r);
+}
+
+/* set_sale_window: mostly none, now and then a window around now. */
+static void op_window(model *m)
+{
+    uint32_t ev = pick_event(m);
+    mevent *e = &m->ev[ev];
+    slot_req q = slot_test_req(SLOT_OP_SET_SALE_WINDOW, e->name);
+    if (chance(m, 400)) {
+        q.opens_at_ms = chance(m, 500) ? m->now - 100 + below(m, 200) : 0;
+        q.closes_at_ms = chance(m, 700) ? m->now + below(m, 3000) : 0;
+        if (q.opens_at_ms && q.closes_at_ms && q.closes_at_ms <= q.opens_at_ms)
+            q.closes_at_ms = q.opens_at_ms + 1;
+    }
+    U_SET(m, e->opens, q.opens_at_ms);
+    U_SET(m, e->closes, q.closes_at_ms);
+    touch(m, ev);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, SLOT_E_OK, "set_sale_window");
+    ASSERT_U64_EQ(r.view.opens_at_ms, e->opens);
+    ASSERT_U64_EQ(r.view.closes_at_ms, e->closes);
+    m->n.windows++;
+    slot_res_clear(&r);
+}
+
 /* Any op on an event that does not exist: unknown_event, before anything else. */
 static void op_unknown_event(model *m)
 {
     static const slot_op ops[] = {SLOT_OP_HOLD,  SLOT_OP_CONFIRM, SLOT_OP_RELEASE,      SLOT_OP_GET_HOLD,
-                                  SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS};
+                                  SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS,
+                                  SLOT_OP_EXTEND, SLOT_OP_SET_SALE_WINDOW};
     slot_req q = slot_test_req(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[0]);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, "r0");
     slot_test_set_name(q.hold, &q.hold_len, sizeof q.hold, "00000000000000010000000000000001");
     q.qty = 1;
     q.shards = 1;
+    q.by_ms = SLOT_EXTEND_BY_MS_MIN;
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;
@@ -963,6 +1193,10 @@ static int cmp_hold(void *p, const slot_hold_rec *rec)
     ASSERT_EQ(rec->expires_at_ms, h->exp);
     ASSERT_STR_EQ(rec->user, users[h->user]);
     ASSERT_STR_EQ(rec->request, k);
+    ASSERT_EQ(rec->returned, h->returned);
+    ASSERT_EQ(rec->extensions, h->ext);
+    ASSERT_EQ(rec->replaced_by_seq, h->replaced_by ? c->m->h[h->replaced_by - 1].seq : 0);
+    ASSERT_EQ(rec->replaces_seq, h->replaces ? c->m->h[h->replaces - 1].seq : 0);
     return 0;
 }
 
@@ -1102,6 +1336,10 @@ static void one_op(model *m)
         op_create_again(m);
     else if (dice < 875)
         op_unknown_event(m);
+    else if (dice < 900)
+        op_extend(m);
+    else if (dice < 905)
+        op_window(m);
     else
         op_hold(m);
 }
@@ -1119,6 +1357,7 @@ static void model_init(model *m, uint64_t seed, uint64_t ops)
     m->ops = ops;
     m->cap_h = (uint32_t)ops + 16;
     m->h = malloc(m->cap_h * sizeof(mhold));
+    m_holds = m->h;
     m->cap_ev = (uint32_t)(ops / M_NEW_EVENT_EVERY) * 2 + M_LIVE + 16;
     m->ev = malloc(m->cap_ev * sizeof(mevent));
     uint64_t slots = 1024;
@@ -1181,6 +1420,13 @@ static void expect_coverage(const stats *n, uint64_t ops)
     ASSERT_GT(n->aborts, 10);
     ASSERT_GT(n->reopens, 1);
     ASSERT_GT(n->below, 10);
+    ASSERT_GT(n->extended, 100);
+    ASSERT_GT(n->extend_limit, 100);
+    ASSERT_GT(n->partial, 100);
+    ASSERT_GT(n->reacquired, 100);
+    ASSERT_GT(n->reacquire_replay, 10);
+    ASSERT_GT(n->reacquire_sold_out, 10);
+    ASSERT_GT(n->windows, 100);
 }
 
 static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
@@ -1191,7 +1437,9 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            "%llu over max_per_request\n"
            "  %llu confirmed, %llu released, %llu cancelled, %llu expired, %llu unknown_hold, %llu hold_not_active, "
            "%llu unknown_event\n"
-           "  %llu reshards, %llu set_capacity (%llu below allocated), %llu event_exists\n",
+           "  %llu reshards, %llu set_capacity (%llu below allocated), %llu event_exists\n"
+           "  v1.1: %llu extended, %llu extend_limit, %llu partial confirms, %llu reacquired (%llu repeated, "
+           "%llu sold_out), %llu set_sale_window\n",
            (unsigned long long)seed, (unsigned long long)ops, (unsigned long long)n->commits,
            (unsigned long long)n->aborts, (unsigned long long)n->map_full, (unsigned long long)n->reopens,
            (unsigned long long)n->checks, (unsigned long long)n->events, (unsigned long long)n->held,
@@ -1200,7 +1448,10 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->confirmed, (unsigned long long)n->released, (unsigned long long)n->cancelled,
            (unsigned long long)n->expired, (unsigned long long)n->unknown_hold, (unsigned long long)n->not_active,
            (unsigned long long)n->unknown_event, (unsigned long long)n->reshards, (unsigned long long)n->capacity,
-           (unsigned long long)n->below, (unsigned long long)n->exists);
+           (unsigned long long)n->below, (unsigned long long)n->exists, (unsigned long long)n->extended,
+           (unsigned long long)n->extend_limit, (unsigned long long)n->partial, (unsigned long long)n->reacquired,
+           (unsigned long long)n->reacquire_replay, (unsigned long long)n->reacquire_sold_out,
+           (unsigned long long)n->windows);
     fflush(stdout);
 }
 

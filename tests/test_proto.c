@@ -56,6 +56,11 @@ TEST_DECLARE(proto_encode_escaping)
 TEST_DECLARE(proto_encode_invalid_utf8_replaced)
 TEST_DECLARE(proto_encode_small_buffer)
 TEST_DECLARE(proto_parse_then_encode)
+TEST_DECLARE(proto_v11_windows_parse)
+TEST_DECLARE(proto_v11_create_event_settings)
+TEST_DECLARE(proto_v11_confirm_qty_and_reacquire)
+TEST_DECLARE(proto_v11_extend_by_ms)
+TEST_DECLARE(proto_v11_encode_replies)
 
 TEST_LIST_START
     TEST_ENTRY(proto_bad_json_syntax)
@@ -106,6 +111,11 @@ TEST_LIST_START
     TEST_ENTRY(proto_encode_invalid_utf8_replaced)
     TEST_ENTRY(proto_encode_small_buffer)
     TEST_ENTRY(proto_parse_then_encode)
+    TEST_ENTRY(proto_v11_windows_parse)
+    TEST_ENTRY(proto_v11_create_event_settings)
+    TEST_ENTRY(proto_v11_confirm_qty_and_reacquire)
+    TEST_ENTRY(proto_v11_extend_by_ms)
+    TEST_ENTRY(proto_v11_encode_replies)
 TEST_LIST_END
 
 
@@ -567,7 +577,9 @@ typedef struct op_case {
 static const op_case op_cases[] = {
     {"hello", SLOT_OP_HELLO, 0, {"\"token\":\"t\""}},
     {"hold", SLOT_OP_HOLD, 4, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\"", "\"qty\":2"}},
-    {"confirm", SLOT_OP_CONFIRM, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
+    {"confirm", SLOT_OP_CONFIRM, 3,
+     {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\"", "\"qty\":2", "\"reacquire\":true"}},
+    {"extend", SLOT_OP_EXTEND, 4, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\"", "\"by_ms\":60000"}},
     {"release", SLOT_OP_RELEASE, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
     {"get_hold", SLOT_OP_GET_HOLD, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
     {"event", SLOT_OP_EVENT, 1, {"\"event\":\"e\""}},
@@ -577,6 +589,7 @@ static const op_case op_cases[] = {
     {"set_capacity", SLOT_OP_SET_CAPACITY, 2, {"\"event\":\"e\"", "\"capacity\":100"}},
     {"reshard", SLOT_OP_RESHARD, 2, {"\"event\":\"e\"", "\"shards\":4"}},
     {"set_status", SLOT_OP_SET_STATUS, 2, {"\"event\":\"e\"", "\"status\":\"closed\""}},
+    {"set_sale_window", SLOT_OP_SET_SALE_WINDOW, 3, {"\"event\":\"e\"", "\"opens_at\":0", "\"closes_at\":0"}},
     {"cancel", SLOT_OP_CANCEL, 2, {"\"event\":\"e\"", "\"hold\":\"h\""}},
     {"shards", SLOT_OP_SHARDS, 1, {"\"event\":\"e\""}},
     {"check", SLOT_OP_CHECK, 0, {"\"event\":\"e\""}},
@@ -1049,6 +1062,10 @@ TEST_IMPL(proto_encode_event_view_ops)
         res.view.hold_ttl_ms = 86400000;
         res.view.max_per_user = 3;
         res.view.max_per_request = 1000;
+        res.view.opens_at_ms = UINT64_C(1) << 53;
+        res.view.closes_at_ms = 0;
+        res.view.max_extensions = 100;
+        res.view.max_hold_ms = UINT64_C(1) << 40;
         res.replay = ops[i] == SLOT_OP_CREATE_EVENT;
         json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
         ASSERT_STR_EQ(jstr(j, "id"), "v");
@@ -1062,8 +1079,12 @@ TEST_IMPL(proto_encode_event_view_ops)
         ASSERT_EQ(jint(j, "hold_ttl_ms"), 86400000);
         ASSERT_EQ(jint(j, "max_per_user"), 3);
         ASSERT_EQ(jint(j, "max_per_request"), 1000);
+        ASSERT_EQ(jint(j, "opens_at"), INT64_C(1) << 53);
+        ASSERT_EQ(jint(j, "closes_at"), 0);
+        ASSERT_EQ(jint(j, "max_extensions"), 100);
+        ASSERT_EQ(jint(j, "max_hold_ms"), INT64_C(1) << 40);
         ASSERT_EQ(jtrue(j, "replay"), ops[i] == SLOT_OP_CREATE_EVENT);
-        ASSERT_EQ(json_object_size(j), 12u + (ops[i] == SLOT_OP_CREATE_EVENT));
+        ASSERT_EQ(json_object_size(j), 16u + (ops[i] == SLOT_OP_CREATE_EVENT));
         json_decref(j);
     }
 }
@@ -1329,3 +1350,187 @@ TEST_IMPL(proto_parse_then_encode)
 }
 
 
+
+/* ------------------------------------------------------------------------ */
+/* v1.1: windows, extend, partial confirm, reacquire                         */
+/* ------------------------------------------------------------------------ */
+
+TEST_IMPL(proto_v11_windows_parse)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":1000,\"closes_at\":2000}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.op, SLOT_OP_SET_SALE_WINDOW);
+    ASSERT_EQ(r.opens_at_ms, 1000u);
+    ASSERT_EQ(r.closes_at_ms, 2000u);
+    ASSERT_EQ(parse("{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":0,\"closes_at\":9007199254740992}", &r),
+              SLOT_E_OK);
+    ASSERT_EQ(r.closes_at_ms, UINT64_C(1) << 53);
+    ASSERT_EQ(parse("{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":5,\"closes_at\":0}", &r), SLOT_E_OK);
+    /* Bad windows: closes_at <= opens_at, negative, floats, beyond 2^53, one field missing. */
+    static const char *const bad[] = {
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":2000,\"closes_at\":2000}",
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":2000,\"closes_at\":1999}",
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":-1,\"closes_at\":0}",
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":0,\"closes_at\":1.0}",
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":1e3,\"closes_at\":0}",
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":0,\"closes_at\":9007199254740993}",
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":0}",
+        "{\"op\":\"set_sale_window\",\"event\":\"e\",\"closes_at\":0}",
+        "{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"opens_at\":7,\"closes_at\":7}",
+        "{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"opens_at\":-5}",
+        "{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"closes_at\":\"9\"}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (parse(bad[i], &r) != SLOT_E_INVALID_ARGUMENT)
+            T_FAIL_("%s was not invalid_argument", bad[i]);
+}
+
+TEST_IMPL(proto_v11_create_event_settings)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.max_extensions, SLOT_MAX_EXTENSIONS_DEFAULT);
+    ASSERT_EQ(r.max_hold_ms, 0u); /* the allocator fills in 2 x hold_ttl_ms */
+    ASSERT_EQ(r.opens_at_ms, 0u);
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_extensions\":100,"
+                    "\"max_hold_ms\":1099511627776,\"opens_at\":10,\"closes_at\":20}", &r),
+              SLOT_E_OK);
+    ASSERT_EQ(r.max_extensions, 100u);
+    ASSERT_EQ(r.max_hold_ms, UINT64_C(1) << 40);
+    ASSERT_EQ(r.opens_at_ms, 10u);
+    ASSERT_EQ(r.closes_at_ms, 20u);
+    ASSERT(r.has & SLOT_HAS_MAX_EXTENSIONS);
+    ASSERT(r.has & SLOT_HAS_MAX_HOLD_MS);
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_extensions\":0,\"max_hold_ms\":1000}", &r),
+              SLOT_E_OK);
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_extensions\":101}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(last_msg, "max_extensions: must be an integer in 0..100");
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_hold_ms\":999}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_hold_ms\":1099511627777}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+}
+
+TEST_IMPL(proto_v11_confirm_qty_and_reacquire)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\"}", &r), SLOT_E_OK);
+    ASSERT(!(r.has & SLOT_HAS_QTY));
+    ASSERT(!(r.reacquire));
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"qty\":3,\"reacquire\":true}", &r),
+              SLOT_E_OK);
+    ASSERT(r.has & SLOT_HAS_QTY);
+    ASSERT_EQ(r.qty, 3u);
+    ASSERT(r.reacquire);
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"reacquire\":false}", &r), SLOT_E_OK);
+    ASSERT(!(r.reacquire));
+    /* qty 0 is invalid_argument before anything looks at the hold (even a replay). */
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"qty\":0}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(last_msg, "qty: must be an integer in 1..1000");
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"qty\":1.0}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"reacquire\":1}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(last_msg, "reacquire: must be true or false");
+}
+
+TEST_IMPL(proto_v11_extend_by_ms)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":1000}", &r), SLOT_E_OK);
+    ASSERT_EQ(r.by_ms, 1000u);
+    ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":86400000}", &r), SLOT_E_OK);
+    ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":999}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":86400001}", &r),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\"}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(last_msg, "by_ms: missing; must be an integer in 1000..86400000");
+}
+
+TEST_IMPL(proto_v11_encode_replies)
+{
+    char buf[1024];
+    slot_req req;
+    slot_res res = {0};
+    /* hello lists the v1.1 features. */
+    req_for(&req, SLOT_OP_HELLO, NULL);
+    res.role = SLOT_ROLE_ADMIN;
+    json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
+    json_t *f = json_object_get(j, "features");
+    ASSERT(json_is_array(f));
+    ASSERT_EQ(json_array_size(f), 4u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 0)), "windows");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 3)), "reacquire");
+    json_decref(j);
+    /* A replica-set member's hello: one "features", with "cluster" last, and the server facts. */
+    res.cluster = true;
+    res.extra = strdup("{\"version\":\"9.9\"}");
+    j = roundtrip(&req, &res, buf, sizeof(buf)); /* duplicate keys are refused */
+    f = json_object_get(j, "features");
+    ASSERT_EQ(json_array_size(f), 5u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "cluster");
+    ASSERT_STR_EQ(jstr(j, "version"), "9.9");
+    json_decref(j);
+    slot_res_clear(&res);
+    /* not_primary names the primary when the server knows it; without it, the plain error shape. */
+    req_for(&req, SLOT_OP_HOLD, "p");
+    slot_res_error(&res, SLOT_E_NOT_PRIMARY, NULL);
+    res.extra = strdup("{\"primary\":\"127.0.0.1:7420\"}");
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "error"), "not_primary");
+    ASSERT_STR_EQ(jstr(j, "primary"), "127.0.0.1:7420");
+    json_decref(j);
+    slot_res_clear(&res);
+    slot_res_error(&res, SLOT_E_NOT_PRIMARY, NULL);
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(json_object_get(j, "primary") == NULL);
+    json_decref(j);
+    /* not_on_sale carries both times. */
+    req_for(&req, SLOT_OP_HOLD, "w");
+    memset(&res, 0, sizeof(res));
+    slot_res_error(&res, SLOT_E_NOT_ON_SALE, NULL);
+    res.opens_at_ms = 1764500000000;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "error"), "not_on_sale");
+    ASSERT_EQ(jint(j, "opens_at"), 1764500000000);
+    ASSERT_EQ(jint(j, "closes_at"), 0);
+    json_decref(j);
+    /* A reacquire's confirm: the new hold, qty, returned and replaces. */
+    req_for(&req, SLOT_OP_CONFIRM, NULL);
+    memset(&res, 0, sizeof(res));
+    res.hold_status = SLOT_HOLD_CONFIRMED;
+    strcpy(res.hold, "00000000000000020000000000000002");
+    strcpy(res.replaces, "00000000000000010000000000000001");
+    res.qty = 2;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "status"), "confirmed");
+    ASSERT_STR_EQ(jstr(j, "replaces"), "00000000000000010000000000000001");
+    ASSERT_EQ(jint(j, "qty"), 2);
+    ASSERT_EQ(jint(j, "returned"), 0);
+    json_decref(j);
+    /* extend */
+    req_for(&req, SLOT_OP_EXTEND, NULL);
+    memset(&res, 0, sizeof(res));
+    res.hold_status = SLOT_HOLD_HELD;
+    strcpy(res.hold, "00000000000000020000000000000002");
+    res.expires_at_ms = 5;
+    res.extensions = 1;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "status"), "held");
+    ASSERT_EQ(jint(j, "expires_at"), 5);
+    ASSERT_EQ(jint(j, "extensions"), 1);
+    json_decref(j);
+    /* get_hold shows returned and the links. */
+    req_for(&req, SLOT_OP_GET_HOLD, NULL);
+    memset(&res, 0, sizeof(res));
+    res.hold_status = SLOT_HOLD_EXPIRED;
+    strcpy(res.replaced_by, "00000000000000030000000000000003");
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "replaced_by"), "00000000000000030000000000000003");
+    ASSERT_EQ(jint(j, "returned"), 0);
+    ASSERT(json_object_get(j, "replaces") == NULL);
+    json_decref(j);
+}

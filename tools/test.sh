@@ -6,6 +6,8 @@ set -euo pipefail
 
 # redis-server and hiredis: the bench's Redis peer (tests/test_bench.c runs it);
 # etcd-server: the configuration store tests/test_etcd.c starts.
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev
+# scdoc renders the man pages, mandoc lints them (tests/test_man.py);
+# systemd: systemd-analyze checks slotd.service (tests/test_systemd.py).
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"

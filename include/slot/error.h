@@ -38,12 +38,14 @@
     X(HOLD_NOT_ACTIVE, "hold_not_active", "the hold is not held any more")               \
     X(IDEMPOTENCY_CONFLICT, "idempotency_conflict", "this request key was used with a different qty") \
     X(USER_LIMIT, "user_limit", "the user's held and confirmed quantity would pass max_per_user") \
+    X(EXTEND_LIMIT, "extend_limit", "the extension would pass max_extensions or max_hold_ms") \
     X(CAPACITY_BELOW_ALLOCATED, "capacity_below_allocated", "capacity below held + confirmed") \
     X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")  \
     X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later") \
     X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")     \
-    X(NOT_PRIMARY, "not_primary", "this node is not the primary of its replica set; nothing was changed") \
-    X(UNAVAILABLE, "unavailable", "the replica set could not make the batch durable in time; the outcome is unknown, retry with the same request key") \
+    X(NOT_PRIMARY, "not_primary", "this node is not the primary; nothing was changed")   \
+    X(UNAVAILABLE, "unavailable", "the write could not be made durable on the replica set in time; " \
+      "the outcome is unknown: retry with the same request key")                         \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {

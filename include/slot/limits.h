@@ -30,6 +30,17 @@
 #define SLOT_MAX_PER_REQUEST_DEFAULT 10
 #define SLOT_JSON_DEPTH_MAX 32                 /* nesting; the top-level object is level 1 */
 
+/* v1.1 (docs/protocol.md, "Sale windows", "extend"). */
+#define SLOT_TIME_MS_MAX (UINT64_C(1) << 53)   /* opens_at, closes_at: 0 (none)..2^53 ms since the epoch (JSON-safe integers) */
+#define SLOT_MAX_EXTENSIONS_MAX 100            /* max_extensions: 0..100 */
+#define SLOT_MAX_EXTENSIONS_DEFAULT 1
+#define SLOT_MAX_HOLD_MS_MIN 1000              /* max_hold_ms: 1 s..2^40 ms; default 2 x hold_ttl_ms */
+#define SLOT_MAX_HOLD_MS_MAX (UINT64_C(1) << 40)
+#define SLOT_EXTEND_BY_MS_MIN 1000             /* extend's by_ms: 1 s..1 day */
+#define SLOT_EXTEND_BY_MS_MAX 86400000
+_Static_assert(SLOT_MAX_HOLD_MS_MIN <= 2 * SLOT_HOLD_TTL_MS_MIN, "the default max_hold_ms is in range");
+_Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default max_hold_ms is in range");
+
 /* A hold takes at most qty units from at most min(qty, shards) shards. */
 #define SLOT_PARTS_MAX SLOT_MAX_PER_REQUEST_MAX
 

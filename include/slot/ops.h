@@ -46,6 +46,7 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(HELLO, "hello", false, false)              \
     X(HOLD, "hold", true, false)                 \
     X(CONFIRM, "confirm", true, false)           \
+    X(EXTEND, "extend", true, false)             \
     X(RELEASE, "release", true, false)           \
     X(GET_HOLD, "get_hold", false, false)        \
     X(EVENT, "event", false, false)              \
@@ -53,6 +54,7 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(SET_CAPACITY, "set_capacity", true, true)  \
     X(RESHARD, "reshard", true, true)            \
     X(SET_STATUS, "set_status", true, true)      \
+    X(SET_SALE_WINDOW, "set_sale_window", true, true) \
     X(CANCEL, "cancel", true, true)              \
     X(SHARDS, "shards", false, true)             \
     X(CHECK, "check", false, true)               \
@@ -101,6 +103,11 @@ enum {
     SLOT_HAS_MAX_PER_REQUEST = 1u << 3,
     SLOT_HAS_EVENT = 1u << 4,
     SLOT_HAS_TOKEN = 1u << 5,
+    SLOT_HAS_OPENS_AT = 1u << 6,       /* create_event */
+    SLOT_HAS_CLOSES_AT = 1u << 7,      /* create_event */
+    SLOT_HAS_MAX_EXTENSIONS = 1u << 8, /* create_event */
+    SLOT_HAS_MAX_HOLD_MS = 1u << 9,    /* create_event */
+    SLOT_HAS_QTY = 1u << 10,           /* confirm: a partial confirm (or a reacquire's qty) */
 };
 
 typedef struct slot_req {
@@ -121,6 +128,11 @@ typedef struct slot_req {
     uint64_t max_per_user;             /* 0 (no limit)..SLOT_CAPACITY_MAX */
     uint32_t max_per_request;          /* 1..SLOT_MAX_PER_REQUEST_MAX */
     slot_event_status status;          /* set_status */
+    uint64_t opens_at_ms, closes_at_ms; /* create_event, set_sale_window: 0 (none)..SLOT_TIME_MS_MAX */
+    uint32_t max_extensions;           /* create_event: 0..SLOT_MAX_EXTENSIONS_MAX */
+    uint64_t max_hold_ms;              /* create_event: SLOT_MAX_HOLD_MS_MIN..MAX; 0 = 2 x hold_ttl_ms */
+    uint32_t by_ms;                    /* extend: SLOT_EXTEND_BY_MS_MIN..MAX */
+    bool reacquire;                    /* confirm: take fresh units for an expired or released hold */
 } slot_req;
 
 /* Connection roles (docs/protocol.md, "hello"). */
@@ -136,6 +148,9 @@ typedef struct slot_event_view {
     uint64_t capacity, available, held, confirmed;
     uint32_t shards, hold_ttl_ms, max_per_request;
     uint64_t max_per_user;
+    uint64_t opens_at_ms, closes_at_ms; /* the sale window; 0 = none */
+    uint32_t max_extensions;
+    uint64_t max_hold_ms;
 } slot_event_view;
 
 /* One invariant violation found by check (docs/protocol.md, "Invariants"). */
@@ -165,6 +180,11 @@ typedef struct slot_res {
     uint32_t qty;
     uint64_t available;                /* sold_out: units free across all shards */
     uint64_t expires_at_ms, created_at_ms;
+    uint32_t returned;                 /* confirm, get_hold: units a partial confirm gave back */
+    uint32_t extensions;               /* extend, get_hold: extensions taken */
+    char replaces[SLOT_HOLD_ID_BYTES + 1];    /* confirm (reacquire), get_hold: the hold this one replaced; "" = none */
+    char replaced_by[SLOT_HOLD_ID_BYTES + 1]; /* get_hold: the hold a reacquire made for this one; "" = none */
+    uint64_t opens_at_ms, closes_at_ms; /* not_on_sale: the event's window */
     slot_event_view view;              /* create_event, set_capacity, reshard, set_status, event */
     uint32_t nshards;                  /* shards op */
     uint64_t *shard_free;              /* shards op: nshards values, heap */
@@ -174,6 +194,7 @@ typedef struct slot_res {
     char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: SHA-256, lowercase hex */
     slot_violation *violations;        /* check: min(nviolations, MAX), heap */
     slot_role role;                    /* hello */
+    bool cluster;                      /* hello: a replica-set member; "features" then lists "cluster" too */
     char *extra;                       /* heap JSON object text whose members are appended
                                           to the reply (stats, hello's server facts); or NULL */
 } slot_res;

@@ -35,7 +35,8 @@
 
 #define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
-#define SLOT_RECORD_VERSION 1u         /* first byte of every packed record */
+#define SLOT_RECORD_VERSION 2u         /* first byte of every packed record written; version 1
+                                          records (before v1.1's fields) are still read */
 #define SLOT_STORE_DBS 6
 #define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
 
@@ -49,6 +50,11 @@ typedef struct slot_event_rec {
     uint64_t max_per_user;             /* 0 = no limit */
     uint64_t next_seq;                 /* next hold sequence number, from 1 */
     uint64_t created_at_ms;
+    /* Record version 2 (a version-1 record reads as: no window, 1 extension,
+     * max_hold_ms = 2 x hold_ttl_ms, the defaults of docs/protocol.md). */
+    uint64_t opens_at_ms, closes_at_ms; /* the sale window; 0 = none */
+    uint16_t max_extensions;           /* 0..SLOT_MAX_EXTENSIONS_MAX */
+    uint64_t max_hold_ms;              /* expires_at never passes created_at + this */
 } slot_event_rec;
 
 typedef struct slot_hold_part {
@@ -68,6 +74,11 @@ typedef struct slot_hold_rec {
     char user[SLOT_USER_BYTES_MAX + 1];
     char request[SLOT_REQUEST_BYTES_MAX + 1];
     slot_hold_part parts[SLOT_PARTS_MAX];
+    /* Record version 2 (a version-1 record reads as zeros). */
+    uint16_t extensions;               /* extends taken */
+    uint16_t returned;                 /* units a partial confirm gave back (qty is then the confirmed part) */
+    uint64_t replaced_by_seq, replaced_by_tag; /* the hold a reacquire made for this one; seq 0 = none */
+    uint64_t replaces_seq, replaces_tag;       /* the hold this one (made by a reacquire) replaced; seq 0 = none */
 } slot_hold_rec;
 
 typedef struct slot_store slot_store;

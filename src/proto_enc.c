@@ -1,0 +1,324 @@
+/*
+ * proto_enc.c — reply encoding of the wire format of docs/protocol.md
+ * (proto.h; parsing is in proto.c). Replies are written straight into the
+ * caller's buffer by the bounded writer of jsonw.h, which counts what it
+ * could not write, so the return value is the needed length, as snprintf's
+ * is. Strings are escaped strictly: ill-formed UTF-8 becomes U+FFFD, so a
+ * reply always parses. No heap use.
+ */
+#include "slot/proto.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "jsonw.h"
+
+/* ------------------------------------------------------------------------ */
+/* Encoding                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A NUL-terminated field of a fixed-size array; strnlen guards a missing NUL. */
+#define PUT_FIXED(w, arr) slot__jw_str((w), (arr), strnlen((arr), sizeof(arr)), SLOT__JW_STR_STRICT)
+
+static void kv_cstr(slot__jw *w, const char *key, const char *s)
+{
+    slot__jw_key_str(w, key, s, strlen(s), SLOT__JW_STR_STRICT);
+}
+
+static void kv_bool(slot__jw *w, const char *key, bool v)
+{
+    slot__jw_key(w, key);
+    if (v)
+        SLOT__JW_LIT(w, "true");
+    else
+        SLOT__JW_LIT(w, "false");
+}
+
+/* {"id":...,"ok":true|false — the id first, as docs/protocol.md shows it. */
+static void put_head(slot__jw *w, const slot_id *id, bool ok)
+{
+    SLOT__JW_LIT(w, "{");
+    if (id && id->kind == SLOT_ID_INT) {
+        SLOT__JW_LIT(w, "\"id\":");
+        slot__jw_i64(w, id->i);
+        SLOT__JW_LIT(w, ",");
+    } else if (id && id->kind == SLOT_ID_STR) {
+        SLOT__JW_LIT(w, "\"id\":");
+        slot__jw_str(w, id->s, id->len <= SLOT_ID_BYTES_MAX ? id->len : SLOT_ID_BYTES_MAX, SLOT__JW_STR_STRICT);
+        SLOT__JW_LIT(w, ",");
+    }
+    if (ok)
+        SLOT__JW_LIT(w, "\"ok\":true");
+    else
+        SLOT__JW_LIT(w, "\"ok\":false");
+}
+
+/* "error" and "message"; message/len is the caller's text, or NULL for the default of err. */
+static void put_error_body(slot__jw *w, slot_err err, const char *message, size_t len)
+{
+    kv_cstr(w, "error", slot_err_name(err));
+    if (message)
+        slot__jw_key_str(w, "message", message, len, SLOT__JW_STR_STRICT);
+    else
+        kv_cstr(w, "message", slot_err_message(err));
+}
+
+/*
+ * res->extra's members after ours: the text between its outer braces, with
+ * raw CR/LF (only ever whitespace in valid JSON) made spaces so the reply
+ * stays one line. Text that is not an object is ignored.
+ */
+static void put_extra(slot__jw *w, const char *extra)
+{
+    if (!extra)
+        return;
+    const char *b = extra, *e = extra + strlen(extra);
+    while (b < e && strchr(" \t\r\n", *b))
+        b++;
+    while (e > b && strchr(" \t\r\n", e[-1]))
+        e--;
+    if (e - b < 2 || *b != '{' || e[-1] != '}')
+        return;
+    b++, e--;
+    while (b < e && strchr(" \t\r\n", *b))
+        b++;
+    if (b == e)
+        return;
+    SLOT__JW_LIT(w, ",");
+    for (const char *run = b; run < e;) {
+        const char *nl = run;
+        while (nl < e && *nl != '\n' && *nl != '\r')
+            nl++;
+        slot__jw_mem(w, run, (size_t)(nl - run));
+        if (nl < e)
+            SLOT__JW_LIT(w, " ");
+        run = nl + 1;
+    }
+}
+
+/* The event view shared by event, create_event, set_capacity, reshard and set_status. */
+static void put_event_view(slot__jw *w, const slot_event_view *v)
+{
+    slot__jw_key(w, "event");
+    PUT_FIXED(w, v->event);
+    kv_cstr(w, "status", slot_event_status_name(v->status));
+    slot__jw_key_u64(w, "capacity", v->capacity);
+    slot__jw_key_u64(w, "available", v->available);
+    slot__jw_key_u64(w, "held", v->held);
+    slot__jw_key_u64(w, "confirmed", v->confirmed);
+    slot__jw_key_u64(w, "shards", v->shards);
+    slot__jw_key_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
+    slot__jw_key_u64(w, "max_per_user", v->max_per_user);
+    slot__jw_key_u64(w, "max_per_request", v->max_per_request);
+    slot__jw_key_u64(w, "opens_at", v->opens_at_ms);
+    slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
+    slot__jw_key_u64(w, "max_extensions", v->max_extensions);
+    slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
+}
+
+/* A hold's links to the hold it replaced and the one that replaced it, when set. */
+static void put_links(slot__jw *w, const slot_res *res)
+{
+    if (res->replaces[0]) {
+        slot__jw_key(w, "replaces");
+        PUT_FIXED(w, res->replaces);
+    }
+    if (res->replaced_by[0]) {
+        slot__jw_key(w, "replaced_by");
+        PUT_FIXED(w, res->replaced_by);
+    }
+}
+
+/* confirm: the hold confirmed (or, for a repeated reacquire, the new hold's
+ * current status), qty confirmed and returned; a reacquire that found too
+ * few units is sold_out as a hold is. */
+static void put_confirm(slot__jw *w, const slot_res *res)
+{
+    if (res->sold_out) {
+        kv_cstr(w, "status", "sold_out");
+        slot__jw_key_u64(w, "available", res->available);
+        return;
+    }
+    kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+    slot__jw_key(w, "hold");
+    PUT_FIXED(w, res->hold);
+    slot__jw_key_u64(w, "qty", res->qty);
+    slot__jw_key_u64(w, "returned", res->returned);
+    if (res->replaces[0]) {
+        slot__jw_key(w, "replaces");
+        PUT_FIXED(w, res->replaces);
+    }
+}
+
+static void put_hold_reply(slot__jw *w, const slot_res *res)
+{
+    if (res->sold_out) {
+        kv_cstr(w, "status", "sold_out");
+        slot__jw_key_u64(w, "available", res->available);
+        return;
+    }
+    kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+    slot__jw_key(w, "hold");
+    PUT_FIXED(w, res->hold);
+    slot__jw_key_u64(w, "qty", res->qty);
+    slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
+}
+
+static void put_get_hold(slot__jw *w, const slot_res *res)
+{
+    slot__jw_key(w, "hold");
+    PUT_FIXED(w, res->hold);
+    slot__jw_key(w, "user");
+    PUT_FIXED(w, res->user);
+    kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+    slot__jw_key_u64(w, "qty", res->qty);
+    slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
+    slot__jw_key_u64(w, "created_at", res->created_at_ms);
+    slot__jw_key_u64(w, "returned", res->returned);
+    slot__jw_key_u64(w, "extensions", res->extensions);
+    put_links(w, res);
+}
+
+static void put_shards(slot__jw *w, const slot_res *res)
+{
+    slot__jw_key(w, "shards");
+    SLOT__JW_LIT(w, "[");
+    for (uint32_t i = 0; res->shard_free && i < res->nshards; i++) {
+        if (i > 0)
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{\"shard\":");
+        slot__jw_u64(w, i);
+        SLOT__JW_LIT(w, ",\"free\":");
+        slot__jw_u64(w, res->shard_free[i]);
+        SLOT__JW_LIT(w, "}");
+    }
+    SLOT__JW_LIT(w, "]");
+}
+
+static void put_check(slot__jw *w, const slot_res *res)
+{
+    uint32_t n = res->nviolations < SLOT_CHECK_VIOLATIONS_MAX ? res->nviolations : SLOT_CHECK_VIOLATIONS_MAX;
+    slot__jw_key_u64(w, "events", res->events_checked);
+    slot__jw_key_u64(w, "holds", res->holds_checked);
+    slot__jw_key(w, "violations");
+    SLOT__JW_LIT(w, "[");
+    for (uint32_t i = 0; res->violations && i < n; i++) {
+        const slot_violation *v = &res->violations[i];
+        if (i > 0)
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{\"invariant\":");
+        slot__jw_i64(w, v->invariant);
+        slot__jw_key(w, "event");
+        PUT_FIXED(w, v->event);
+        slot__jw_key(w, "detail");
+        PUT_FIXED(w, v->detail);
+        SLOT__JW_LIT(w, "}");
+    }
+    SLOT__JW_LIT(w, "]");
+    slot__jw_key_u64(w, "violations_total", res->nviolations);
+}
+
+/* The op's own fields of a success reply (docs/protocol.md, one section per op). */
+static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
+{
+    switch (op) {
+    case SLOT_OP_HELLO:
+        kv_cstr(w, "server", "slotd");
+        slot__jw_key_u64(w, "protocol", SLOT_PROTOCOL_VERSION);
+        kv_cstr(w, "role", slot_role_name(res->role));
+        if (res->cluster)
+            SLOT__JW_LIT(w, ",\"features\":" SLOT_PROTO_FEATURES_CLUSTER);
+        else
+            SLOT__JW_LIT(w, ",\"features\":" SLOT_PROTO_FEATURES);
+        break;
+    case SLOT_OP_HOLD:
+        put_hold_reply(w, res);
+        break;
+    case SLOT_OP_CONFIRM:
+        put_confirm(w, res);
+        break;
+    case SLOT_OP_EXTEND:
+        kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+        slot__jw_key(w, "hold");
+        PUT_FIXED(w, res->hold);
+        slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
+        slot__jw_key_u64(w, "extensions", res->extensions);
+        break;
+    case SLOT_OP_RELEASE:
+    case SLOT_OP_CANCEL:
+        kv_bool(w, op == SLOT_OP_RELEASE ? "released" : "cancelled", res->done);
+        kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+        break;
+    case SLOT_OP_GET_HOLD:
+        put_get_hold(w, res);
+        break;
+    case SLOT_OP_EVENT:
+    case SLOT_OP_CREATE_EVENT:
+    case SLOT_OP_SET_CAPACITY:
+    case SLOT_OP_RESHARD:
+    case SLOT_OP_SET_STATUS:
+    case SLOT_OP_SET_SALE_WINDOW:
+        put_event_view(w, &res->view);
+        break;
+    case SLOT_OP_SHARDS:
+        put_shards(w, res);
+        break;
+    case SLOT_OP_CHECK:
+        put_check(w, res);
+        break;
+    case SLOT_OP_EXPIRE:
+        slot__jw_key_u64(w, "expired", res->expired);
+        break;
+    case SLOT_OP_DIGEST:
+        slot__jw_key_u64(w, "seq", res->seq);
+        kv_cstr(w, "digest", res->digest);
+        break;
+    default: /* stats, cluster: res->extra carries it all */
+        break;
+    }
+}
+
+/* "}\n", the NUL when it fits, and the needed length. */
+static size_t finish(slot__jw *w)
+{
+    SLOT__JW_LIT(w, "}\n");
+    return slot__jw_finish(w);
+}
+
+size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, size_t cap)
+{
+    slot__jw w;
+    slot__jw_init(&w, buf, cap);
+    if (res->err != SLOT_E_OK) {
+        /* Error replies have the fixed shape of docs/protocol.md; extra is spliced only into not_primary. */
+        put_head(&w, &req->id, false);
+        size_t mlen = strnlen(res->message, sizeof(res->message));
+        put_error_body(&w, res->err, mlen ? res->message : NULL, mlen);
+        if (res->err == SLOT_E_HOLD_NOT_ACTIVE)
+            kv_cstr(&w, "status", slot_hold_status_name(res->hold_status));
+        if (res->err == SLOT_E_NOT_ON_SALE) { /* docs/protocol.md, "Sale windows": both times, always */
+            slot__jw_key_u64(&w, "opens_at", res->opens_at_ms);
+            slot__jw_key_u64(&w, "closes_at", res->closes_at_ms);
+        }
+        if (res->err == SLOT_E_NOT_PRIMARY)
+            put_extra(&w, res->extra); /* {"primary":"H:P"} when known (docs/protocol.md, "Clients following the primary") */
+        return finish(&w);
+    }
+    put_head(&w, &req->id, true);
+    put_op_fields(&w, req->op, res);
+    if (res->replay)
+        kv_bool(&w, "replay", true);
+    put_extra(&w, res->extra);
+    return finish(&w);
+}
+
+size_t slot_proto_encode_error(const slot_id *id, slot_err err, const char *message, char *buf, size_t cap)
+{
+    slot__jw w;
+    slot__jw_init(&w, buf, cap);
+    if (err == SLOT_E_OK || (unsigned)err >= SLOT_E__COUNT)
+        err = SLOT_E_INTERNAL; /* "ok" is no wire error code; keep the closed set */
+    put_head(&w, id, false);
+    put_error_body(&w, err, message, message ? strlen(message) : 0);
+    return finish(&w);
+}
