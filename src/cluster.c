@@ -571,7 +571,7 @@ int slot__cluster_start(server *s)
     char err[256];
     int rc = slot_repl_secret_load(o->secret_file, &secret, err, sizeof(err));
     if (rc != 0) {
-        slot__log("--cluster-secret-file %s: %s", o->secret_file, err);
+        slot__log("%s", err); /* it names the flag and the path */
         return -1;
     }
     if (slot_wset_init(&c->wset, 0) != 0 || log_open(c) != 0 || repl_start(c, &secret) != 0) {
