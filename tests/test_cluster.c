@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <lmdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -22,11 +23,13 @@
 TEST_DECLARE(cluster_hot_release)
 TEST_DECLARE(cluster_kill9_primary)
 TEST_DECLARE(cluster_sigstop_primary)
+TEST_DECLARE(cluster_tenure_record_reaches_members_joining_during_promote)
 
 TEST_LIST_START
     TEST_ENTRY(cluster_hot_release)
     TEST_ENTRY(cluster_kill9_primary)
     TEST_ENTRY(cluster_sigstop_primary)
+    TEST_ENTRY(cluster_tenure_record_reaches_members_joining_during_promote)
 TEST_LIST_END
 
 #define NODES 3
@@ -81,7 +84,7 @@ static json_t *lc_call(line_conn *c, const char *line, int timeout_ms)
         char *nl = memchr(c->buf, '\n', c->len);
         if (nl) {
             json_error_t err;
-            json_t *j = json_loadb(c->buf, (size_t)(nl - c->buf), 0, &err);
+            json_t *j = json_loadb(c->buf, (size_t)(nl - c->buf), JSON_REJECT_DUPLICATES, &err);
             size_t used = (size_t)(nl - c->buf) + 1;
             memmove(c->buf, nl + 1, c->len - used);
             c->len -= used;
@@ -147,13 +150,15 @@ typedef struct node {
 static etcd_srv etcd;
 static node nodes[NODES];
 static char secret_path[300], base_dir[256];
+/* Each node's --failover-timeout-ms; a case may make one node never campaign. */
+static const char *failover_ms[NODES] = {"600", "600", "600"};
 
 static void node_start(node *n)
 {
     char etcd_url[64];
     snprintf(etcd_url, sizeof(etcd_url), "http://127.0.0.1:%d", etcd.cport);
     const char *extra[] = {"--cluster", "t", "--node", n->id, "--etcd", etcd_url, "--cluster-secret-file", secret_path,
-                           "--heartbeat-ms", "50", "--failover-timeout-ms", "600", "--repl-timeout-ms", "600",
+                           "--heartbeat-ms", "50", "--failover-timeout-ms", failover_ms[n - nodes], "--repl-timeout-ms", "600",
                            "--durability", "nosync", NULL};
     memset(&n->srv, 0, sizeof(n->srv));
     slot_test_server_start(&n->srv, n->dir, extra);
@@ -421,6 +426,12 @@ TEST_IMPL(cluster_hot_release)
     ASSERT(p >= 0);
     ASSERT(wait_members(NODES, WAIT_LONG_MS));
     create_event(p, 100000);
+    json_t *h = call1(nodes[p].srv.port, "{\"op\":\"hello\"}"); /* one "features", "cluster" in it */
+    ASSERT(h && jok(h));
+    json_t *f = json_object_get(h, "features");
+    ASSERT_EQ(json_array_size(f), 5u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "cluster");
+    json_decref(h);
     atomic_store(&primary_port, nodes[p].srv.port);
     loader ls[6];
     load_start(ls, 6, 500, 0);
@@ -512,4 +523,95 @@ TEST_IMPL(cluster_kill9_primary)
 TEST_IMPL(cluster_sigstop_primary)
 {
     failover_rounds(5, true);
+}
+
+/* The member's seq in node i's cluster answer (0 when absent); the answer's role into role_out. */
+static uint64_t member_seq(int i, const char *member, char *role_out, size_t role_cap)
+{
+    json_t *j = call1(nodes[i].srv.port, "{\"op\":\"cluster\"}");
+    snprintf(role_out, role_cap, "%s", j ? jstr(j, "role") : "");
+    uint64_t seq = 0;
+    json_t *m = j ? json_object_get(j, "members") : NULL;
+    for (size_t k = 0; k < json_array_size(m); k++) {
+        json_t *e = json_array_get(m, k);
+        if (strcmp(jstr(e, "node"), member) == 0)
+            seq = ju64(e, "seq");
+    }
+    json_decref(j);
+    return seq;
+}
+
+/*
+ * A new primary sends its tenure record to members that connect while its
+ * promote job runs. The job is held up for certain: the test takes LMDB's
+ * writer lock of n2's store (another process may, LMDB's lock is shared)
+ * before n1, the primary, is killed; n3 never campaigns (a failover timeout
+ * longer than the case), so n2 takes over and its promote job waits in
+ * mdb_txn_begin. Once n2's cluster answer shows n3 connected (its seq, the
+ * position n3 announced when its stream became ready, is no longer 0) the
+ * lock is let go. The job then appends the first record of n2's tenure,
+ * which must reach n3: n2 becomes a primary that takes writes, and n3 holds
+ * the same records. Before the fix n3 was never sent the record, and n2
+ * stayed unavailable.
+ */
+TEST_IMPL(cluster_tenure_record_reaches_members_joining_during_promote)
+{
+    failover_ms[2] = "600000";
+    set_start();
+    int p = find_primary(WAIT_LONG_MS);
+    ASSERT_EQ(p, 0); /* n1 founded the set */
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    create_event(p, 1000);
+    for (int k = 0; k < 20; k++) {
+        char line[256];
+        snprintf(line, sizeof(line),
+                 "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"u%d\",\"request\":\"r%d\",\"qty\":1}", k, k);
+        json_t *j = call1(nodes[p].srv.port, line);
+        ASSERT(j && jok(j));
+        json_decref(j);
+    }
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    /* n2 answers a read only once the commit point it heard covers its state:
+     * then it knows a commit point above 0, and n3's seq can show below. */
+    bool read_ok = false;
+    uint64_t end = slot_test_now_ms() + WAIT_LONG_MS;
+    while (!read_ok && slot_test_now_ms() < end) {
+        json_t *r = call1(nodes[1].srv.port, "{\"op\":\"event\",\"event\":\"" EVENT "\"}");
+        read_ok = r && jok(r);
+        json_decref(r);
+        if (!read_ok)
+            sleep_ms(50);
+    }
+    ASSERT(read_ok);
+    char role[32];
+
+    MDB_env *env = NULL;
+    MDB_txn *lock = NULL;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_open(env, nodes[1].dir, MDB_NOTLS | MDB_NORDAHEAD, 0600), 0);
+    ASSERT_EQ(mdb_txn_begin(env, NULL, 0, &lock), 0); /* n2's writer lock, until the abort below */
+
+    slot_test_server_kill9(&nodes[0].srv);
+    nodes[0].up = false;
+    bool joined = false;
+    end = slot_test_now_ms() + WAIT_LONG_MS;
+    while (!joined && slot_test_now_ms() < end) {
+        uint64_t seq = member_seq(1, "n3", role, sizeof(role));
+        joined = strcmp(role, "primary") == 0 && seq > 0; /* taking over ("primary"), n3's stream ready */
+        if (!joined)
+            sleep_ms(50);
+    }
+    mdb_txn_abort(lock);
+    mdb_env_close(env);
+    if (!joined)
+        T_FAIL_("%s did not take over with n3 connected while its promote job waited", nodes[1].id);
+
+    p = find_primary(WAIT_LONG_MS);
+    if (p != 1)
+        T_FAIL_("no primary that takes writes after n2's promote job (found %d)", p);
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    assert_invariants(1, 1000);
+    assert_invariants(2, 1000);
+    set_end();
+    failover_ms[2] = "600";
 }
