@@ -52,7 +52,9 @@ static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
             rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
     }
     slot_store_capture_end(s->store);
-    if (rc == 0 && slot_store_writes(s->store) != writes0)
+    if (rc == 0 && s->clu) /* every batch of a primary ships a record (docs/design.md, "The primary's rule") */
+        rc = s->clu_up.batch_record(s, txn);
+    else if (rc == 0 && slot_store_writes(s->store) != writes0)
         rc = slot_store_seq_bump(s->store, txn, 0, NULL);
     return rc;
 }
@@ -109,6 +111,8 @@ static void batch_run(server *s)
             mdb_txn_abort(txn);
         if (rc != 0)
             s->batch_failures++;
+        if (rc != 0 && s->clu)
+            s->clu_up.batch_unrecord(s);
         if (rc == 0)
             return;
         if (rc == MDB_MAP_FULL) {
@@ -156,11 +160,15 @@ static void *commit_thread(void *arg)
         if (!s->batch_ready)
             break;
         s->batch_ready = false;
+        bool job = s->job_cluster;
         pthread_mutex_unlock(&s->mu);
         uint64_t t0_ns = uv_hrtime();
         s->batch_failures = 0;
         s->batch_sync_ns = 0;
-        batch_run(s);
+        if (job)
+            s->clu_up.job_run(s);
+        else
+            batch_run(s);
         pthread_mutex_lock(&s->mu);
         s->batch_run_ns = uv_hrtime() - t0_ns;
         s->batch_done = true;
@@ -178,14 +186,32 @@ void slot__batch_complete(uv_async_t *h)
     pthread_mutex_lock(&s->mu);
     bool done = s->batch_done;
     s->batch_done = false;
+    bool job = s->job_cluster;
     uint64_t failures = s->batch_failures;
-    if (done) { /* a wake-up without a finished batch must not count the last one again */
+    if (done && job) {
+        s->job_cluster = false;
+    } else if (done) { /* a wake-up without a finished batch must not count the last one again */
         s->commit_busy_ns += s->batch_run_ns;
         s->commit_sync_ns += s->batch_sync_ns;
     }
     pthread_mutex_unlock(&s->mu);
     if (!done)
         return;
+    SLOT_ASSERT(s->batch_busy);
+    if (job) {
+        s->batch_busy = false;
+        s->clu_up.job_done(s);
+        slot__dispatch(s);
+        return;
+    }
+    s->commit_failures += failures;
+    if (s->clu && s->clu_up.batch_hold(s))
+        return; /* answered once its acks are in: slot__batch_finish */
+    slot__batch_finish(s, SLOT_E_OK, NULL);
+}
+
+void slot__batch_finish(server *s, slot_err err, const char *why)
+{
     /* The batch is the loop's again: it was dispatched, whole and in bounds. */
     SLOT_ASSERT(s->batch_busy);
     SLOT_ASSERT(s->batch_n >= 1);
@@ -206,6 +232,10 @@ void slot__batch_complete(uv_async_t *h)
             continue;
         }
         e->state = ENTRY_DONE;
+        if (err != SLOT_E_OK) {
+            slot_res_clear(&e->res);
+            slot_res_error(&e->res, err, "%s", why);
+        }
         slot__count_result(s, e);
         if (!e->conn->dirty) {
             e->conn->dirty = true;
@@ -213,7 +243,6 @@ void slot__batch_complete(uv_async_t *h)
             s->dirty = e->conn;
         }
     }
-    s->commit_failures += failures;
     s->commits++;
     slot_hist_record(s->batch_sizes, s->batch_n);
     s->batch_n = 0;
@@ -230,6 +259,21 @@ void slot__batch_complete(uv_async_t *h)
         s->conn_up.flush(c);
     }
     s->conn_up.feed(s); /* the batch's feed entries, to the consumers following */
+    slot__reads_resume(s);
+}
+
+bool slot__job_dispatch(server *s)
+{
+    if (s->batch_busy)
+        return false;
+    SLOT_ASSERT(s->batch_n == 0);
+    s->batch_busy = true;
+    pthread_mutex_lock(&s->mu);
+    s->job_cluster = true;
+    s->batch_ready = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return true;
 }
 
 int slot__commit_start(server *s)

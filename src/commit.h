@@ -21,4 +21,16 @@ void slot__commit_stop(server *s);
  * answers are flushed). Loop thread. */
 void slot__batch_complete(uv_async_t *h);
 
+/* slot__batch_finish — the rest of a batch's completion, once its acks are
+ * in (or at once, standalone): results become answers (every one replaced
+ * by err with message why when err is not SLOT_E_OK: the replica-set layer
+ * answers unavailable that way), the next batch goes, connections are
+ * flushed, reads that waited for the commit point run. Loop thread. */
+void slot__batch_finish(server *s, slot_err err, const char *why);
+
+/* slot__job_dispatch — hand the commit thread the replica-set layer's job
+ * (s->clu_up.job_run; job_done when it is back) when it is idle. Returns
+ * false when a batch or job is in flight (try again after it). Loop thread. */
+bool slot__job_dispatch(server *s);
+
 #endif

@@ -57,6 +57,10 @@ void slot__dispatch(server *s)
 {
     if (s->batch_busy || s->q_len == 0)
         return;
+    if (s->clu && s->clu_up.write_gate(s, NULL)) {
+        slot__queue_refuse(s);
+        return;
+    }
     SLOT_ASSERT(s->batch_n == 0); /* the last batch was completed and emptied */
     size_t n = 0;
     while (s->q_head && n < SLOT_BATCH_REQUESTS_MAX) {
@@ -78,6 +82,50 @@ void slot__dispatch(server *s)
     s->batch_ready = true;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
+}
+
+void slot__queue_refuse(server *s)
+{
+    for (entry *e = s->q_head, *next; e; e = next) {
+        next = e->qnext;
+        e->qnext = NULL;
+        if (e->sweep || !e->conn) {
+            if (e->sweep)
+                s->sweep_pending = false;
+            slot__entry_put(s, e);
+            continue;
+        }
+        slot_res_clear(&e->res);
+        if (!s->clu || !s->clu_up.write_gate(s, &e->res))
+            slot_res_error(&e->res, SLOT_E_UNAVAILABLE, NULL);
+        e->state = ENTRY_DONE;
+        slot__count_result(s, e);
+        if (!e->conn->dirty) {
+            e->conn->dirty = true;
+            e->conn->dirty_next = s->dirty;
+            s->dirty = e->conn;
+        }
+    }
+    s->q_head = s->q_tail = NULL;
+    s->q_len = 0;
+    while (s->dirty) {
+        conn *c = s->dirty;
+        s->dirty = c->dirty_next;
+        c->dirty = false;
+        s->conn_up.flush(c);
+    }
+}
+
+void slot__reads_resume(server *s)
+{
+    if (!s->reads_waiting)
+        return;
+    s->reads_waiting = false;
+    for (conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->head && c->head->state == ENTRY_READ_WAIT)
+            s->conn_up.flush(c);
+    }
 }
 
 void slot__count_result(server *s, const entry *e)
@@ -259,6 +307,23 @@ static char *hello_json(void)
     return strdup(buf);
 }
 
+/* The cluster op of a standalone server (docs/protocol.md, "Clients following the primary"):
+ * role standalone, the store's seq, no members. 0 or an LMDB error. */
+static int standalone_cluster(server *s, slot_res *res)
+{
+    uint64_t seq = 0;
+    int rc = slot_store_seq_get(s->store, s->rtxn, &seq, NULL);
+    if (rc != 0)
+        return rc;
+    char buf[160];
+    snprintf(buf, sizeof(buf),
+             "{\"cluster\":\"\",\"node\":\"\",\"role\":\"standalone\",\"epoch\":0,\"primary\":\"\",\"seq\":%llu,"
+             "\"members\":[]}",
+             (unsigned long long)seq);
+    res->extra = strdup(buf);
+    return res->extra ? 0 : ENOMEM;
+}
+
 /* Runs a read-only op now: every earlier entry of its connection is answered,
  * so the read sees every write acknowledged before it (docs/protocol.md, "Ordering"). */
 void slot__run_read(server *s, entry *e)
@@ -271,6 +336,7 @@ void slot__run_read(server *s, entry *e)
          * it may have changed that. Without tokens every connection is admin. */
         if (res->role == SLOT_ROLE_NONE)
             res->role = e->conn->role;
+        res->cluster = s->clu != NULL; /* "features" adds "cluster" (docs/protocol.md, "hello") */
         res->extra = hello_json();
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
@@ -282,8 +348,23 @@ void slot__run_read(server *s, entry *e)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }
+    if (e->req.op == SLOT_OP_CLUSTER && s->clu) {
+        res->extra = s->clu_up.cluster_json(s);
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
     int rc = read_begin(s);
-    if (rc == 0)
+    int gate = rc == 0 && s->clu ? s->clu_up.read_gate(s, s->rtxn, res) : 0;
+    if (gate == 1) { /* the state it would read is not committed yet: run it later */
+        read_end(s);
+        e->state = ENTRY_READ_WAIT;
+        s->reads_waiting = true;
+        return;
+    }
+    if (rc == 0 && gate == 0 && e->req.op == SLOT_OP_CLUSTER)
+        rc = standalone_cluster(s, res);
+    else if (rc == 0 && gate == 0)
         rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, slot__wall_ms(), res);
     read_end(s);
     if (rc != 0) {

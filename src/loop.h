@@ -21,6 +21,15 @@ void slot__queue_push(server *s, entry *e);
  * SLOT_BATCH_REQUESTS_MAX) to the commit thread when it is idle. */
 void slot__dispatch(server *s);
 
+/* slot__queue_refuse — answer every queued write with the replica-set
+ * layer's refusal (its write_gate; unavailable when it has none now), drop
+ * queued sweeps, and flush the connections. */
+void slot__queue_refuse(server *s);
+
+/* slot__reads_resume — run the reads that waited for the commit point
+ * (s->reads_waiting): flush every connection whose head waits. */
+void slot__reads_resume(server *s);
+
 /* slot__count_result — count an answered entry in the errors/holds/sold_out counters. */
 void slot__count_result(server *s, const entry *e);
 

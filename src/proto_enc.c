@@ -228,7 +228,10 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         kv_cstr(w, "server", "slotd");
         slot__jw_key_u64(w, "protocol", SLOT_PROTOCOL_VERSION);
         kv_cstr(w, "role", slot_role_name(res->role));
-        SLOT__JW_LIT(w, ",\"features\":" SLOT_PROTO_FEATURES);
+        if (res->cluster)
+            SLOT__JW_LIT(w, ",\"features\":" SLOT_PROTO_FEATURES_CLUSTER);
+        else
+            SLOT__JW_LIT(w, ",\"features\":" SLOT_PROTO_FEATURES);
         break;
     case SLOT_OP_HOLD:
         put_hold_reply(w, res);
@@ -272,7 +275,7 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;
-    default: /* the feed ops; stats: res->extra carries it all */
+    default: /* the feed ops; stats, cluster: res->extra carries it all */
         slot__proto_feed_put(w, req, res);
         break;
     }
@@ -290,7 +293,7 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     slot__jw w;
     slot__jw_init(&w, buf, cap);
     if (res->err != SLOT_E_OK) {
-        /* Error replies have the fixed shape of docs/protocol.md; extra is not spliced into them. */
+        /* Error replies have the fixed shape of docs/protocol.md; extra is spliced only into not_primary. */
         put_head(&w, &req->id, false);
         size_t mlen = strnlen(res->message, sizeof(res->message));
         put_error_body(&w, res->err, mlen ? res->message : NULL, mlen);
@@ -302,6 +305,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         }
         if (res->err == SLOT_E_FEED_TRUNCATED)
             slot__jw_key_u64(&w, "oldest", res->feed_from);
+        if (res->err == SLOT_E_NOT_PRIMARY)
+            put_extra(&w, res->extra); /* {"primary":"H:P"} when known (docs/protocol.md, "Clients following the primary") */
         return finish(&w);
     }
     put_head(&w, &req->id, true);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "cluster.h"
 #include "commit.h"
 #include "conn.h"
 #include "feed_sub.h"
@@ -74,6 +75,7 @@ static void begin_stop(server *s)
     s->stopping = true;
     slot__notify_stopping();
     slot__log("stopping: %u connections, %u queued requests", s->nconns, s->q_len);
+    slot__cluster_stop(s);
     if (s->listener_open) {
         uv_close((uv_handle_t *)&s->listener, NULL);
         s->listener_open = false;
@@ -275,7 +277,7 @@ static int server_start(server *s)
         .flush = slot__conn_flush, .pace = slot__conn_pace, .reap = slot__conns_reap, .feed = slot__feed_pump};
     s->loop = uv_default_loop();
     s->loop->data = s;
-    if (listen_start(s) != 0 || store_start(s) != 0)
+    if (listen_start(s) != 0 || store_start(s) != 0 || slot__cluster_start(s) != 0)
         return -1;
     uv_async_init(s->loop, &s->async, slot__batch_complete);
     s->async.data = s;
@@ -303,6 +305,7 @@ static int server_start(server *s)
 
 static void server_free(server *s)
 {
+    slot__cluster_stop(s); /* a start that failed half way; after a stop, nothing */
     slot__commit_stop(s);
     if (s->loop) {
         sigset_t stop_signals;
@@ -315,6 +318,7 @@ static void server_free(server *s)
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
     }
+    slot__cluster_free(s);
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
     slot__feed_free(s);

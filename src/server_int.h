@@ -120,8 +120,43 @@ typedef struct slot__conn_upcalls {
     void (*feed)(server *s);     /* slot__feed_pump: push what the last batch added to the feed */
 } slot__conn_upcalls;
 
+/*
+ * The calls into the replica-set layer (src/cluster*.c), set by server.c when
+ * --cluster is given (s->clu non-NULL); never called otherwise. Pointers for
+ * the same reason as slot__conn_upcalls: cluster.c sits above loop.c and
+ * commit.c and calls down into them.
+ */
+typedef struct slot__cluster_hooks {
+    /* loop: whether writes are refused now (not_primary, unavailable); when
+     * they are and res is not NULL, res gets the error. */
+    bool (*write_gate)(server *s, slot_res *res);
+    /* commit thread, in the batch's write txn after its ops: raise seq with
+     * the tenure, seal the write set into the record, append it to the batch
+     * log and sync. 0 or an error (the txn is then aborted). */
+    int (*batch_record)(server *s, MDB_txn *txn);
+    /* commit thread: the txn failed after batch_record: take the record back. */
+    void (*batch_unrecord)(server *s);
+    /* loop: a batch came back from the commit thread; true when the layer
+     * keeps it until its acks are in (it calls slot__batch_finish then). */
+    bool (*batch_hold)(server *s);
+    /* loop: before a read op runs on rtxn: 0 run it; 1 wait (it stays
+     * READ_WAIT; s->reads_waiting is set); 2 answered (res has an error). */
+    int (*read_gate)(server *s, MDB_txn *rtxn, slot_res *res);
+    /* commit thread: the layer's own job (apply records, promote). */
+    void (*job_run)(server *s);
+    /* loop: that job is done. */
+    void (*job_done)(server *s);
+    /* loop: the cluster op's members, as heap JSON object text (NULL: out of memory). */
+    char *(*cluster_json)(server *s);
+} slot__cluster_hooks;
+
+struct slot__cluster;
+
 struct server {
     slot__server_opts opts;
+    struct slot__cluster *clu;     /* the replica-set layer; NULL standalone */
+    slot__cluster_hooks clu_up;    /* set with clu */
+    bool reads_waiting;            /* a read waits for the commit point (read_gate said 1) */
     slot__conn_upcalls conn_up;  /* set by server.c; never NULL while the loop runs */
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -157,6 +192,7 @@ struct server {
     size_t batch_n;
     bool batch_busy;               /* loop: a batch is with the commit thread */
     bool batch_ready, batch_done, thread_stop;
+    bool job_cluster;              /* the commit thread's work is clu_up.job_run, not a batch */
     uint64_t batch_run_ns;         /* commit thread: time of the last run (alloc + commit) */
     uint64_t batch_sync_ns;        /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
     uint64_t batch_failures;       /* commit thread: failed attempts of the last run */

@@ -29,6 +29,19 @@ typedef struct slot__server_opts {
     const char *token_file;        /* --token-file, or NULL */
     bool insecure;                 /* --insecure: allow a non-loopback listen address without tokens */
     uint64_t feed_retention_ms;    /* --feed-retention-ms: feed entries acked by all are kept this long */
+    /* replica sets (docs/design.md, "Replica sets"); cluster NULL: standalone */
+    const char *cluster;           /* --cluster NAME */
+    const char *node_id;           /* --node ID */
+    const char *etcd;              /* --etcd URL[,URL] */
+    const char *secret_file;       /* --cluster-secret-file */
+    char adv_host[64];             /* --advertise HOST:PORT; adv_port 0: the bound --listen address */
+    uint16_t adv_port;
+    char repl_host[64];            /* --repl-listen HOST:PORT; "" : --listen's host, port 0 */
+    uint16_t repl_port;
+    uint32_t heartbeat_ms;         /* --heartbeat-ms */
+    uint32_t failover_timeout_ms;  /* --failover-timeout-ms */
+    uint32_t repl_timeout_ms;      /* --repl-timeout-ms */
+    uint32_t min_replicas;         /* --min-replicas */
 } slot__server_opts;
 
 #endif

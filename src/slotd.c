@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "config.h"
 #include "server.h"
 #include "slot/limits.h"
+#include "slot/repl.h"
 #include "slot_config.h"
 
 static void usage(FILE *out)
@@ -57,6 +59,23 @@ static void usage(FILE *out)
             "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
             "                          flag without its dashes, true|false for flags without a\n"
             "                          value, # comments; flags on the command line win\n"
+            "\n"
+            "replica sets (without --cluster slotd runs standalone; docs/operations.md):\n"
+            "  --cluster NAME          join (or found) the replica set NAME ([A-Za-z0-9._:-], 1..%u)\n"
+            "  --node ID               this node's id in the set (same characters); needed with --cluster\n"
+            "  --etcd URL[,URL]        etcd endpoints (http://H:P); needed with --cluster\n"
+            "  --cluster-secret-file FILE  the secret the nodes share (%u..%u bytes); mode 600 or\n"
+            "                          stricter, else slotd refuses to start; needed with --cluster\n"
+            "  --advertise HOST:PORT   the client address other nodes and not_primary name\n"
+            "                          (default: the bound --listen address)\n"
+            "  --repl-listen HOST:PORT replication address (default: --listen's host, port 0; the\n"
+            "                          bound address is published in etcd)\n"
+            "  --heartbeat-ms MS       primary-to-replica heartbeat, %u..%u (default %u)\n"
+            "  --failover-timeout-ms MS  a replica that hears nothing from the primary this long\n"
+            "                          takes over, %u..%u (default %u)\n"
+            "  --repl-timeout-ms MS    a batch's acks must come within this, else silent replicas\n"
+            "                          are dropped, %u..%u (default %u)\n"
+            "  --min-replicas N        writes are unavailable with fewer replicas, %u..%u (default %u)\n"
             "  -h, --help              this text\n"
             "  -V, --version           print the version\n"
             "\n"
@@ -77,7 +96,12 @@ static void usage(FILE *out)
             SLOT_LINE_TIMEOUT_MS_MIN, SLOT_LINE_TIMEOUT_MS_MAX, SLOT_LINE_TIMEOUT_MS_DEFAULT,
             SLOT_WRITE_TIMEOUT_MS_MIN, SLOT_WRITE_TIMEOUT_MS_MAX, SLOT_WRITE_TIMEOUT_MS_DEFAULT,
             (unsigned long long)SLOT_FEED_RETENTION_MS_MIN, (unsigned long long)SLOT_FEED_RETENTION_MS_MAX,
-            (unsigned long long)SLOT_FEED_RETENTION_MS_DEFAULT);
+            (unsigned long long)SLOT_FEED_RETENTION_MS_DEFAULT,
+            SLOT_CLUSTER_NAME_BYTES_MAX, SLOT_REPL_SECRET_BYTES_MIN, SLOT_REPL_SECRET_BYTES_MAX,
+            SLOT_REPL_HEARTBEAT_MS_MIN, SLOT_REPL_HEARTBEAT_MS_MAX, SLOT_REPL_HEARTBEAT_MS_DEFAULT,
+            SLOT_FAILOVER_TIMEOUT_MS_MIN, SLOT_FAILOVER_TIMEOUT_MS_MAX, SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
+            SLOT_REPL_TIMEOUT_MS_MIN, SLOT_REPL_TIMEOUT_MS_MAX, SLOT_REPL_TIMEOUT_MS_DEFAULT,
+            SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, SLOT_MIN_REPLICAS_DEFAULT);
 }
 
 /* Parses a whole decimal number with an optional K/M/G (x1024) suffix, within [lo, hi]. */
@@ -104,8 +128,8 @@ static int parse_num(const char *flag, const char *text, uint64_t lo, uint64_t h
     return 0;
 }
 
-/* HOST:PORT, [IPv6]:PORT. */
-static int parse_listen(const char *text, slot__server_opts *o)
+/* HOST:PORT, [IPv6]:PORT, for flag; host into host[cap]. */
+static int parse_hostport(const char *flag, const char *text, char *host_out, size_t cap, uint16_t *port_out)
 {
     const char *colon = strrchr(text, ':');
     const char *host = text;
@@ -116,17 +140,57 @@ static int parse_listen(const char *text, slot__server_opts *o)
     }
     char *end = NULL;
     unsigned long port = colon ? strtoul(colon + 1, &end, 10) : 0;
-    if (!colon || hlen == 0 || hlen >= sizeof(o->host) || !colon[1] || *end || colon[1] == '-' || port > 65535) {
-        fprintf(stderr, "slotd: --listen: want HOST:PORT with PORT 0..65535 (e.g. 127.0.0.1:7420), got \"%s\"\n", text);
+    if (!colon || hlen == 0 || hlen >= cap || !colon[1] || *end || colon[1] == '-' || port > 65535) {
+        fprintf(stderr, "slotd: %s: want HOST:PORT with PORT 0..65535 (e.g. 127.0.0.1:7420), got \"%s\"\n", flag,
+                text);
         return -1;
     }
-    memcpy(o->host, host, hlen);
-    o->host[hlen] = 0;
-    o->port = (uint16_t)port;
+    memcpy(host_out, host, hlen);
+    host_out[hlen] = 0;
+    *port_out = (uint16_t)port;
     return 0;
 }
 
-enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION };
+static int parse_listen(const char *text, slot__server_opts *o)
+{
+    return parse_hostport("--listen", text, o->host, sizeof(o->host), &o->port);
+}
+
+/* A cluster name or node id: 1..SLOT_CLUSTER_NAME_BYTES_MAX of [A-Za-z0-9._:-]. */
+static int parse_name(const char *flag, const char *text)
+{
+    size_t n = strlen(text);
+    bool ok = n >= 1 && n <= SLOT_CLUSTER_NAME_BYTES_MAX && strspn(text,
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
+    if (!ok)
+        fprintf(stderr, "slotd: %s: want 1..%u characters of [A-Za-z0-9._:-], got \"%s\"\n", flag,
+                SLOT_CLUSTER_NAME_BYTES_MAX, text);
+    return ok ? 0 : -1;
+}
+
+/* A cluster flag other than --cluster was given, on the command line or in
+ * the config file; check_cluster refuses it without --cluster. */
+static bool cluster_flags;
+
+/* The cluster flags go together: --cluster needs --node, --etcd and the
+ * secret; they are refused without --cluster. */
+static int check_cluster(const slot__server_opts *o)
+{
+    if (!o->cluster) {
+        if (cluster_flags)
+            fprintf(stderr, "slotd: --node, --etcd, --advertise, --repl-listen, --cluster-secret-file and the\n"
+                            "replication timings need --cluster\n");
+        return cluster_flags ? -1 : 0;
+    }
+    if (!o->node_id || !o->etcd || !o->secret_file) {
+        fprintf(stderr, "slotd: --cluster needs --node, --etcd and --cluster-secret-file\n");
+        return -1;
+    }
+    return 0;
+}
+
+enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION,
+       O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS };
 
 /* --config FILE (config.h): read after the command line, which is then
  * parsed again so that its flags win. */
@@ -144,9 +208,15 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"max-connections", required_argument, NULL, O_CONNS}, {"token-file", required_argument, NULL, O_TOKENS},
         {"max-output", required_argument, NULL, O_OUT}, {"idle-timeout-ms", required_argument, NULL, O_IDLE},
         {"line-timeout-ms", required_argument, NULL, O_LINE_TO}, {"write-timeout-ms", required_argument, NULL, O_WRITE_TO},
-        {"feed-retention-ms", required_argument, NULL, O_FEED_RET}, {"insecure", no_argument, NULL, O_INSECURE},
-        {"help", no_argument, NULL, O_HELP}, {"version", no_argument, NULL, O_VERSION},
-        {"config", required_argument, NULL, O_CONFIG}, {NULL, 0, NULL, 0}};
+        {"feed-retention-ms", required_argument, NULL, O_FEED_RET},
+        {"insecure", no_argument, NULL, O_INSECURE}, {"help", no_argument, NULL, O_HELP},
+        {"version", no_argument, NULL, O_VERSION}, {"cluster", required_argument, NULL, O_CLUSTER},
+        {"node", required_argument, NULL, O_NODE}, {"etcd", required_argument, NULL, O_ETCD},
+        {"cluster-secret-file", required_argument, NULL, O_SECRET}, {"advertise", required_argument, NULL, O_ADVERTISE},
+        {"repl-listen", required_argument, NULL, O_REPL_LISTEN}, {"heartbeat-ms", required_argument, NULL, O_HEARTBEAT},
+        {"failover-timeout-ms", required_argument, NULL, O_FAILOVER}, {"repl-timeout-ms", required_argument, NULL, O_REPL_TO},
+        {"min-replicas", required_argument, NULL, O_MIN_REPLICAS}, {"config", required_argument, NULL, O_CONFIG},
+        {NULL, 0, NULL, 0}};
     known_opts = longopts;
     int ch;
     uint64_t v;
@@ -182,6 +252,26 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_FEED_RET: rc = parse_num("--feed-retention-ms", optarg, SLOT_FEED_RETENTION_MS_MIN, SLOT_FEED_RETENTION_MS_MAX, &v); o->feed_retention_ms = v; break;
         case O_TOKENS: o->token_file = optarg; break;
         case O_INSECURE: o->insecure = true; break;
+        case O_CLUSTER: o->cluster = optarg; rc = parse_name("--cluster", optarg); break;
+        case O_NODE: o->node_id = optarg; rc = parse_name("--node", optarg); cluster_flags = true; break;
+        case O_ETCD: o->etcd = optarg; cluster_flags = true; break;
+        case O_SECRET: o->secret_file = optarg; cluster_flags = true; break;
+        case O_ADVERTISE:
+            rc = parse_hostport("--advertise", optarg, o->adv_host, sizeof(o->adv_host), &o->adv_port);
+            if (rc == 0 && o->adv_port == 0) {
+                fprintf(stderr, "slotd: --advertise: the port must be 1..65535\n");
+                rc = -1;
+            }
+            cluster_flags = true;
+            break;
+        case O_REPL_LISTEN:
+            rc = parse_hostport("--repl-listen", optarg, o->repl_host, sizeof(o->repl_host), &o->repl_port);
+            cluster_flags = true;
+            break;
+        case O_HEARTBEAT: rc = parse_num("--heartbeat-ms", optarg, SLOT_REPL_HEARTBEAT_MS_MIN, SLOT_REPL_HEARTBEAT_MS_MAX, &v); o->heartbeat_ms = (uint32_t)v; cluster_flags = true; break;
+        case O_FAILOVER: rc = parse_num("--failover-timeout-ms", optarg, SLOT_FAILOVER_TIMEOUT_MS_MIN, SLOT_FAILOVER_TIMEOUT_MS_MAX, &v); o->failover_timeout_ms = (uint32_t)v; cluster_flags = true; break;
+        case O_REPL_TO: rc = parse_num("--repl-timeout-ms", optarg, SLOT_REPL_TIMEOUT_MS_MIN, SLOT_REPL_TIMEOUT_MS_MAX, &v); o->repl_timeout_ms = (uint32_t)v; cluster_flags = true; break;
+        case O_MIN_REPLICAS: rc = parse_num("--min-replicas", optarg, SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, &v); o->min_replicas = (uint32_t)v; cluster_flags = true; break;
         case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); exit(0);
@@ -227,6 +317,10 @@ int main(int argc, char **argv)
         .line_timeout_ms = SLOT_LINE_TIMEOUT_MS_DEFAULT,
         .write_timeout_ms = SLOT_WRITE_TIMEOUT_MS_DEFAULT,
         .feed_retention_ms = SLOT_FEED_RETENTION_MS_DEFAULT,
+        .heartbeat_ms = SLOT_REPL_HEARTBEAT_MS_DEFAULT,
+        .failover_timeout_ms = SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
+        .repl_timeout_ms = SLOT_REPL_TIMEOUT_MS_DEFAULT,
+        .min_replicas = SLOT_MIN_REPLICAS_DEFAULT,
     };
     snprintf(o.host, sizeof(o.host), "%s", SLOT_HOST_DEFAULT);
     if (parse_args(argc, argv, &o) != 0)
@@ -239,5 +333,7 @@ int main(int argc, char **argv)
         if (parse_args(argc, argv, &o) != 0) /* the command line wins */
             return 64;
     }
+    if (check_cluster(&o) != 0) /* after the file too: its lines come one at a time */
+        return 64;
     return slot__server_run(&o);
 }

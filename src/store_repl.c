@@ -89,6 +89,16 @@ int slot_store_seq_bump(slot_store *st, MDB_txn *txn, uint64_t epoch, uint64_t *
     return rc;
 }
 
+int slot_store_clear_data(slot_store *st, MDB_txn *txn)
+{
+    for (int db = DB_META + 1; db < SLOT_STORE_DBS; db++) {
+        int rc = mdb_drop(txn, st->dbi[db], 0);
+        if (rc != 0)
+            return rc;
+    }
+    return seq_set(st, txn, 0, 0);
+}
+
 /* ---- apply */
 
 int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec)

@@ -273,6 +273,12 @@ TEST_IMPL(client_encode_admin_ops)
     o = encode_parse(&req);
     ASSERT_STR_EQ(jstr(o, "status"), "on_sale");
     json_decref(o);
+
+    /* The cluster op has no field: it encodes to the raw line exactly. */
+    slot_req_init(&req, SLOT_OP_CLUSTER);
+    char line[64];
+    ASSERT_EQ(slot_req_encode(&req, line, sizeof(line)), (long)strlen(SLOT_CLUSTER_REQ_LINE));
+    ASSERT_STR_EQ(line, SLOT_CLUSTER_REQ_LINE);
 }
 
 TEST_IMPL(client_encode_ids)

@@ -21,6 +21,7 @@ TEST_DECLARE(config_comments_blank_lines_quotes)
 TEST_DECLARE(config_boolean_last_line_counts)
 TEST_DECLARE(config_errors_name_file_and_line)
 TEST_DECLARE(config_unreadable_file_is_usage_error)
+TEST_DECLARE(config_cluster_flags)
 
 TEST_LIST_START
     TEST_ENTRY(config_settings_take_effect)
@@ -29,6 +30,7 @@ TEST_LIST_START
     TEST_ENTRY(config_boolean_last_line_counts)
     TEST_ENTRY(config_errors_name_file_and_line)
     TEST_ENTRY(config_unreadable_file_is_usage_error)
+    TEST_ENTRY(config_cluster_flags)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000
@@ -279,6 +281,8 @@ TEST_IMPL(config_errors_name_file_and_line)
         {"\n\nhelp = true\n", 3, "help"},
         {"version = true\n", 1, "version"},
         {"config = other.conf\n", 1, "config"},
+        {"min-replicas = 99\n", 1, "min-replicas"},
+        {"cluster = bad/name\n", 1, "cluster"},
     };
     char *dir = slot_test_tmpdir();
     char data[1024];
@@ -329,5 +333,36 @@ TEST_IMPL(config_unreadable_file_is_usage_error)
     slot_test_rmdir(dir);
     free(binary);
     free(big);
+    free(dir);
+}
+
+/* The replica-set flags come from the file as from the command line: a
+ * cluster flag without --cluster is refused once everything is read, and a
+ * complete set from the file (with --cluster on the command line) reaches the
+ * server, which names the file's secret path when it cannot read it. */
+TEST_IMPL(config_cluster_flags)
+{
+    char *dir = slot_test_tmpdir();
+    char data[1024], err[4096], text[2048], secret[1100];
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(secret, sizeof secret, "%s/no-such-secret", dir);
+
+    char *conf = write_file(dir, "lone.conf", "node = n1\nheartbeat-ms = 50\n");
+    const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, "--config", conf, NULL};
+    int rc = run_refused(args, err, sizeof err);
+    if (rc != 64 || !strstr(err, "need --cluster"))
+        T_FAIL_("cluster flags without --cluster: exit %d (want 64), stderr \"%s\"", rc, err);
+    ASSERT(!file_exists(data, "data.mdb"));
+    free(conf);
+
+    snprintf(text, sizeof text, "node = n1\netcd = http://127.0.0.1:1\ncluster-secret-file = %s\nmin-replicas = 0\n",
+             secret);
+    conf = write_file(dir, "set.conf", text);
+    const char *args2[] = {"--listen", "127.0.0.1:0", "--data", data, "--config", conf, "--cluster", "t", NULL};
+    rc = run_refused(args2, err, sizeof err);
+    if (rc != 1 || !strstr(err, "--cluster-secret-file") || !strstr(err, secret))
+        T_FAIL_("cluster flags from the file: exit %d (want 1), stderr \"%s\" (want the secret's path)", rc, err);
+    free(conf);
+    slot_test_rmdir(dir);
     free(dir);
 }

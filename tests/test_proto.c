@@ -601,6 +601,7 @@ static const op_case op_cases[] = {
     {"unsubscribe", SLOT_OP_UNSUBSCRIBE, 0, {NULL}},
     {"feed_consumers", SLOT_OP_FEED_CONSUMERS, 0, {NULL}},
     {"feed_forget", SLOT_OP_FEED_FORGET, 1, {"\"consumer\":\"mail\""}},
+    {"cluster", SLOT_OP_CLUSTER, 0, {NULL}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */
@@ -1469,6 +1470,29 @@ TEST_IMPL(proto_v11_encode_replies)
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 0)), "windows");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 3)), "reacquire");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "feed");
+    json_decref(j);
+    /* A replica-set member's hello: one "features", with "cluster" last, and the server facts. */
+    res.cluster = true;
+    res.extra = strdup("{\"version\":\"9.9\"}");
+    j = roundtrip(&req, &res, buf, sizeof(buf)); /* duplicate keys are refused */
+    f = json_object_get(j, "features");
+    ASSERT_EQ(json_array_size(f), 6u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 5)), "cluster");
+    ASSERT_STR_EQ(jstr(j, "version"), "9.9");
+    json_decref(j);
+    slot_res_clear(&res);
+    /* not_primary names the primary when the server knows it; without it, the plain error shape. */
+    req_for(&req, SLOT_OP_HOLD, "p");
+    slot_res_error(&res, SLOT_E_NOT_PRIMARY, NULL);
+    res.extra = strdup("{\"primary\":\"127.0.0.1:7420\"}");
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "error"), "not_primary");
+    ASSERT_STR_EQ(jstr(j, "primary"), "127.0.0.1:7420");
+    json_decref(j);
+    slot_res_clear(&res);
+    slot_res_error(&res, SLOT_E_NOT_PRIMARY, NULL);
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT(json_object_get(j, "primary") == NULL);
     json_decref(j);
     /* not_on_sale carries both times. */
     req_for(&req, SLOT_OP_HOLD, "w");

@@ -624,8 +624,10 @@ static int cmd_cluster(ctl *x, int argc, char **argv)
         return rc;
     if ((rc = ctl_connect(x)))
         return rc;
+    slot_req req;
+    slot_req_init(&req, SLOT_OP_CLUSTER);
     slot_reply r;
-    int crc = slot_follow_call_line(x->follow, SLOT_CLUSTER_REQ_LINE, strlen(SLOT_CLUSTER_REQ_LINE), &r);
+    int crc = slot_follow_call(x->follow, &req, &r);
     if (crc == 0 && r.err == SLOT_E_UNKNOWN_OP && !x->json) {
         /* A slotd from before replica sets: it can only be standalone. */
         printf("standalone server (%s does not know the cluster op: a slotd without replica sets)\n",

@@ -30,8 +30,9 @@
 #define SLOT_CLIENT_ADDR_BYTES_MAX 262
 #define SLOT_CLUSTER_MEMBERS_MAX 16     /* members a cluster reply keeps; a replica set is usually 3 */
 #define SLOT_CLUSTER_NAME_BYTES_MAX 64  /* cluster name and node id (as event names) */
-/* The cluster op's request line (docs/protocol.md, "Clients following the primary"):
- * it has no field, so it is sent as it is (slot_client_send_raw, slot_follow_call_line). */
+/* The cluster op's request line (docs/protocol.md, "Clients following the primary"),
+ * for slot_client_send_raw and slot_follow_call_line; it is what
+ * slot_req_init(&req, SLOT_OP_CLUSTER) encodes to, less the id. */
 #define SLOT_CLUSTER_REQ_LINE "{\"op\":\"cluster\"}\n"
 
 /* ---- building requests (all copy their strings; return 0 or -EINVAL when a

@@ -175,4 +175,19 @@ _Static_assert(SLOT_FEED_WINDOW_DEFAULT <= SLOT_FEED_WINDOW_MAX, "default window
 _Static_assert(SLOT_FEED_TRIM_BATCH_MAX <= SLOT_BATCH_REQUESTS_MAX, "a trim fits one batch budget");
 _Static_assert(SLOT_CONSUMER_BYTES_MAX == SLOT_EVENT_BYTES_MAX, "consumer names follow the event rule");
 
+/* Replica sets (docs/design.md, "Replica sets"; docs/operations.md, "Flags"). */
+#define SLOT_FAILOVER_TIMEOUT_MS_DEFAULT 1000  /* --failover-timeout-ms: a replica that hears nothing this long campaigns */
+#define SLOT_FAILOVER_TIMEOUT_MS_MIN 10
+#define SLOT_FAILOVER_TIMEOUT_MS_MAX 600000
+#define SLOT_REPL_TIMEOUT_MS_DEFAULT 1000      /* --repl-timeout-ms: a batch's acks must come within this */
+#define SLOT_REPL_TIMEOUT_MS_MIN 10
+#define SLOT_REPL_TIMEOUT_MS_MAX 600000
+#define SLOT_MIN_REPLICAS_DEFAULT 1            /* --min-replicas: fewer replicas than this: writes unavailable */
+#define SLOT_MIN_REPLICAS_MIN 0
+#define SLOT_CLUSTER_MEMBERS_MAX 16            /* members of one configuration, and nodes a primary tracks */
+#define SLOT_MIN_REPLICAS_MAX (SLOT_CLUSTER_MEMBERS_MAX - 1)
+#define SLOT_CLUSTER_LEASE_TTL_S 2             /* a node key's lease: gone 2 s after its node stopped */
+#define SLOT_CLUSTER_APPLY_RECORDS_MAX 1024    /* records one apply transaction of a replica takes */
+#define SLOT_CLUSTER_NAME_BYTES_MAX 64         /* --cluster and --node: as the replication channel's names */
+
 #endif

@@ -65,7 +65,8 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(ACK, "ack", true, false)                   \
     X(UNSUBSCRIBE, "unsubscribe", false, false)  \
     X(FEED_CONSUMERS, "feed_consumers", false, true) \
-    X(FEED_FORGET, "feed_forget", true, true)
+    X(FEED_FORGET, "feed_forget", true, true) \
+    X(CLUSTER, "cluster", false, false)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -210,6 +211,7 @@ typedef struct slot_res {
     uint64_t feed_from, feed_head;     /* subscribe: first seq it sends, the head; feed_truncated: oldest in feed_from */
     uint64_t feed_acked;               /* subscribe: the window's base; ack: the stored position */
     uint64_t feed_trimmed;             /* the sweeper's: feed entries trimmed */
+    bool cluster;                      /* hello: a replica-set member; "features" then lists "cluster" too */
     char *extra;                       /* heap JSON object text whose members are appended
                                           to the reply (stats, hello's server facts); or NULL */
 } slot_res;

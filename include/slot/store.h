@@ -232,6 +232,17 @@ int slot_store_seq_get(slot_store *st, MDB_txn *txn, uint64_t *seq, uint64_t *ep
 int slot_store_seq_bump(slot_store *st, MDB_txn *txn, uint64_t epoch, uint64_t *seq_out);
 
 /*
+ * slot_store_clear_data — empty every data database (ids 1..SLOT_STORE_DBS-1)
+ * and set seq to 0, in the write transaction txn (not captured): a replica
+ * whose store holds records its batch log no longer has (a deposed
+ * primary's unacknowledged tail) starts over from seq 0 and applies its log
+ * again (docs/design.md, "Failover"). meta's other records stay.
+ * Returns 0 or an LMDB error (the caller aborts txn). Thread: the write
+ * transaction's.
+ */
+int slot_store_clear_data(slot_store *st, MDB_txn *txn);
+
+/*
  * slot_store_apply — what a replica runs: apply every op of a decoded record
  * (slot_wset_decode accepted it), in order, to txn (a write transaction),
  * then set seq to rec->hdr.seq and its epoch to rec->hdr.epoch, in the same

@@ -1,0 +1,644 @@
+/*
+ * cluster.c — the replica-set layer's start and stop, its etcd side (the
+ * node key under a lease, polls of the configuration and the node keys, the
+ * configuration's CAS) and the role changes, failover included
+ * (docs/design.md, "Replica sets", "Failover"). cluster_int.h has the map.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_int.h"
+#include "commit.h"
+#include "loop.h"
+#include "slot/assert.h"
+
+#define CLU_NODE_PUT_MS 500 /* the node key is rewritten this often (and on every change of role) */
+
+void slot__clu_log(clu *c, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    slot__log("cluster %s: %s", c->self, msg);
+}
+
+clu_node *slot__clu_node(clu *c, const char *id, bool add)
+{
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (strcmp(c->nodes[i].id, id) == 0)
+            return &c->nodes[i];
+    if (!add || c->nnodes == SLOT_CLUSTER_MEMBERS_MAX)
+        return NULL;
+    clu_node *n = &c->nodes[c->nnodes++];
+    memset(n, 0, sizeof(*n));
+    snprintf(n->id, sizeof(n->id), "%s", id);
+    return n;
+}
+
+bool slot__clu_is_member(const clu_config *cfg, const char *id)
+{
+    for (size_t i = 0; i < cfg->nmembers; i++)
+        if (strcmp(cfg->members[i], id) == 0)
+            return true;
+    return false;
+}
+
+void slot__clu_log_last(clu *c, uint64_t *tenure, uint64_t *seq)
+{
+    pthread_mutex_lock(&c->rlog_mu);
+    slot_rlog_last(c->rlog, tenure, seq);
+    pthread_mutex_unlock(&c->rlog_mu);
+}
+
+uint64_t slot__clu_epoch_of(clu *c, uint64_t seq)
+{
+    uint64_t e = 0;
+    pthread_mutex_lock(&c->rlog_mu);
+    if (slot_rlog_epoch_of(c->rlog, seq, &e) != 0)
+        e = 0;
+    pthread_mutex_unlock(&c->rlog_mu);
+    return e;
+}
+
+/* ---- the commit thread's jobs */
+
+static void job_run(server *s)
+{
+    clu *c = s->clu;
+    c->job_rc = c->job == CLU_JOB_PROMOTE ? slot__clu_job_promote(c) : slot__clu_job_apply(c);
+}
+
+static void job_done(server *s)
+{
+    clu *c = s->clu;
+    clu_job job = c->job;
+    c->job = CLU_JOB_NONE;
+    if (c->job_rc != 0)
+        slot__clu_log(c, "%s job failed: %s", job == CLU_JOB_PROMOTE ? "promote" : "apply",
+                      slot_rlog_strerror(c->job_rc));
+    else
+        c->applied = c->job_applied;
+    if (c->job_rc == 0 && c->job_rebuild)
+        c->rebuild = false;
+    if (job == CLU_JOB_PROMOTE)
+        c->promote_wanted = false;
+    if (c->stopping)
+        return;
+    if (job == CLU_JOB_PROMOTE)
+        slot__clu_promote_done(c);
+    else
+        slot__clu_apply_kick(c);
+    slot__reads_resume(s);
+}
+
+void slot__clu_job_start(clu *c, clu_job job)
+{
+    if (c->job != CLU_JOB_NONE || c->stopping)
+        return;
+    c->job = job;
+    c->job_rebuild = c->rebuild;
+    if (!slot__job_dispatch(c->s))
+        c->job = CLU_JOB_NONE;
+}
+
+/* ---- etcd: the lease and our node key */
+
+static void on_node_put(slot_etcd *e, int status, const slot_etcd_write_result *r, void *data)
+{
+    (void)e, (void)r;
+    clu *c = data;
+    c->node_put_busy = false;
+    if (status == SLOT_ETCD_ENOTFOUND)
+        c->lease = 0; /* the lease expired (etcd was away, or we were paused): a new one */
+}
+
+void slot__clu_node_put(clu *c)
+{
+    if (c->stopping || !c->lease || c->node_put_busy)
+        return;
+    char v[512];
+    size_t n = slot__clu_node_json(c, v, sizeof(v));
+    if (n && slot_etcd_put(c->etcd, c->key_node, v, n, c->lease, on_node_put, c) == 0) {
+        c->node_put_busy = true;
+        c->node_put_ms = uv_now(c->s->loop);
+    }
+}
+
+static void on_lease(slot_etcd *e, int status, const slot_etcd_lease_result *r, void *data)
+{
+    (void)e;
+    clu *c = data;
+    c->lease_busy = false;
+    if (status != 0 || c->stopping)
+        return;
+    if (!c->lease && r->id > 0) {
+        c->lease = r->id;
+        slot__clu_node_put(c);
+    } else if (r->ttl_s == 0) {
+        c->lease = 0; /* gone: granted anew on the next tick */
+    }
+}
+
+static void lease_tick(clu *c)
+{
+    if (c->lease_busy)
+        return;
+    int rc = c->lease ? slot_etcd_lease_keepalive(c->etcd, c->lease, on_lease, c)
+                      : slot_etcd_lease_grant(c->etcd, SLOT_CLUSTER_LEASE_TTL_S, on_lease, c);
+    c->lease_busy = rc == 0;
+}
+
+/* ---- etcd: polls */
+
+static void on_nodes(slot_etcd *e, int status, const slot_etcd_range_result *r, void *data)
+{
+    (void)e;
+    clu *c = data;
+    c->poll_nodes_busy = false;
+    if (status != 0 || c->stopping)
+        return;
+    for (size_t i = 0; i < c->nnodes; i++)
+        c->nodes[i].live = false;
+    size_t plen = strlen(c->key_node_prefix);
+    for (size_t i = 0; i < r->count; i++) {
+        const slot_etcd_kv *kv = &r->kvs[i];
+        if (kv->key_len <= plen || strcmp(kv->key + plen, c->self) == 0)
+            continue;
+        clu_node tmp = {0};
+        if (slot__clu_node_parse(kv->value, kv->value_len, &tmp) != 0)
+            continue;
+        clu_node *n = slot__clu_node(c, kv->key + plen, true);
+        if (!n)
+            continue;
+        bool moved = strcmp(n->repl, tmp.repl) != 0;
+        memcpy(n->addr, tmp.addr, sizeof(n->addr));
+        memcpy(n->repl, tmp.repl, sizeof(n->repl));
+        memcpy(n->role, tmp.role, sizeof(n->role));
+        n->tenure = tmp.tenure;
+        n->seq = tmp.seq;
+        n->applied = tmp.applied;
+        n->live = true;
+        if (moved && (n->ready || n->dialing) && (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING))
+            slot_repl_disconnect(c->repl, n->id); /* it restarted elsewhere: dial the new address */
+    }
+}
+
+static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, void *data);
+
+static void poll(clu *c)
+{
+    if (!c->poll_cfg_busy && slot_etcd_get(c->etcd, c->key_config, on_config, c) == 0)
+        c->poll_cfg_busy = true;
+    if (!c->poll_nodes_busy &&
+        slot_etcd_get_prefix(c->etcd, c->key_node_prefix, SLOT_CLUSTER_MEMBERS_MAX * 4, on_nodes, c) == 0)
+        c->poll_nodes_busy = true;
+}
+
+/* ---- the configuration */
+
+static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data);
+
+void slot__clu_cas(clu *c, const clu_config *next, const char *what)
+{
+    static clu_config want; /* one CAS at a time (cas_busy) */
+    char v[2048];
+    size_t n = slot__clu_config_json(next, v, sizeof(v));
+    if (!n || c->cas_busy)
+        return;
+    want = *next;
+    if (slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want) != 0)
+        return;
+    c->cas_busy = true;
+    slot__clu_log(c, "CAS configuration (%s): epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members", what,
+                  next->epoch, next->tenure, next->primary, next->nmembers);
+}
+
+static clu *the_clu; /* one node per process: the CAS callback's owner */
+
+static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data)
+{
+    (void)e;
+    clu *c = the_clu;
+    const clu_config *want = data;
+    c->cas_busy = false;
+    if (c->stopping)
+        return;
+    clu_config got = {0};
+    if (status == 0 && r->succeeded) {
+        got = *want;
+        got.found = true;
+        got.mod_rev = r->revision;
+    } else if (status == 0 && r->found) {
+        got.mod_rev = r->current.mod_revision;
+        if (slot__clu_config_parse(r->current.value, r->current.value_len, &got) != 0)
+            got.found = false;
+    }
+    bool won = status == 0 && r->succeeded;
+    bool was_campaign = c->campaigning, was_drop = c->cas_drop;
+    c->cas_drop = false;
+    c->campaigning = false;
+    if (!won)
+        slot__clu_log(c, "CAS failed (%s)", status ? slot_etcd_strerror(status) : "the configuration changed");
+    if (got.found) {
+        if (won && strcmp(got.primary, c->self) == 0 && got.tenure != c->tenure &&
+            c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {
+            c->cfg = got;
+            slot__clu_promote(c);
+            return;
+        }
+        slot__clu_config_seen(c, &got);
+    } else if (was_campaign) {
+        slot__clu_follow(c);
+    }
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING) {
+        slot__clu_commit_check(c); /* a drop that won commits the pending record */
+        if (was_drop && !won)
+            slot__clu_unavailable(c); /* one that lost: the outcome is unknown */
+    }
+}
+
+/* Bootstrap: no configuration yet: found one with us alone. */
+static void bootstrap(clu *c)
+{
+    clu_config next = {.found = true, .epoch = 1, .tenure = 1, .nmembers = 1};
+    snprintf(next.primary, sizeof(next.primary), "%s", c->self);
+    snprintf(next.members[0], sizeof(next.members[0]), "%s", c->self);
+    c->cfg.found = false;
+    c->campaigning = true;
+    slot__clu_cas(c, &next, "bootstrap");
+}
+
+/* Take over: {epoch+1, tenure=epoch+1, primary self, same members}. */
+static void take_over(clu *c)
+{
+    clu_config next = c->cfg;
+    next.epoch = c->cfg.epoch + 1;
+    next.tenure = next.epoch;
+    snprintf(next.primary, sizeof(next.primary), "%s", c->self);
+    c->campaigning = true;
+    slot__clu_cas(c, &next, "take over");
+}
+
+void slot__clu_follow(clu *c)
+{
+    bool was_primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+    if (was_primary)
+        slot__clu_step_down(c);
+    clu_role next = slot__clu_is_member(&c->cfg, c->self) ? CLU_REPLICA : CLU_JOINING;
+    bool changed = next != c->role;
+    c->role = next;
+    slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, c->cfg.primary);
+    if (changed)
+        slot__clu_node_put(c);
+}
+
+void slot__clu_config_seen(clu *c, const clu_config *cfg)
+{
+    if (!cfg->found)
+        return;
+    if (c->cfg.found && cfg->epoch < c->cfg.epoch)
+        return; /* an older answer than what we know */
+    bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+    c->cfg = *cfg;
+    if (primary) {
+        if (strcmp(cfg->primary, c->self) != 0 || cfg->tenure != c->tenure) {
+            slot__clu_log(c, "the configuration (epoch %" PRIu64 ") names %s primary: stepping down", cfg->epoch,
+                          cfg->primary);
+            slot__clu_follow(c);
+            return;
+        }
+        for (size_t i = 0; i < c->nnodes; i++) /* members are waited for; others only once caught up */
+            c->nodes[i].counted = slot__clu_is_member(cfg, c->nodes[i].id) || c->nodes[i].counted;
+        for (size_t i = 0; i < c->nnodes; i++)
+            if (!slot__clu_is_member(cfg, c->nodes[i].id) && c->nodes[i].counted && !c->nodes[i].ready)
+                c->nodes[i].counted = false;
+        slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, c->self);
+        return;
+    }
+    if (c->campaigning)
+        return; /* the CAS's answer decides */
+    if (strcmp(cfg->primary, c->self) == 0) {
+        /* We were primary before a restart (or a pause): take over in a new tenure. */
+        if (slot__clu_is_member(cfg, c->self)) {
+            slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, "");
+            take_over(c);
+            return;
+        }
+    }
+    slot__clu_follow(c);
+}
+
+static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, void *data)
+{
+    (void)e;
+    clu *c = data;
+    c->poll_cfg_busy = false;
+    if (status != 0 || c->stopping)
+        return;
+    if (!r->found) {
+        if (c->role == CLU_INIT && !c->campaigning)
+            bootstrap(c);
+        return;
+    }
+    clu_config cfg = {.mod_rev = r->kv.mod_revision};
+    if (slot__clu_config_parse(r->kv.value, r->kv.value_len, &cfg) != 0) {
+        slot__clu_log(c, "the configuration key holds something else: %.*s", (int)r->kv.value_len, r->kv.value);
+        return;
+    }
+    slot__clu_config_seen(c, &cfg);
+}
+
+/* ---- failover (docs/design.md, "Failover") */
+
+/* Whether a live member other than us has a more complete log (tenure, seq, id). */
+static bool better_member(clu *c)
+{
+    uint64_t t = 0, s = 0;
+    slot__clu_log_last(c, &t, &s);
+    for (size_t i = 0; i < c->nnodes; i++) {
+        clu_node *n = &c->nodes[i];
+        if (!n->live || !slot__clu_is_member(&c->cfg, n->id) || strcmp(n->id, c->cfg.primary) == 0)
+            continue;
+        if (n->tenure > t || (n->tenure == t && n->seq > s) ||
+            (n->tenure == t && n->seq == s && strcmp(n->id, c->self) > 0))
+            return true;
+    }
+    return false;
+}
+
+static void failover_tick(clu *c)
+{
+    if (c->role != CLU_REPLICA || c->campaigning || c->cas_busy || !c->cfg.found)
+        return;
+    uint64_t now = uv_now(c->s->loop);
+    if (slot_repl_silence_ms(c->repl) < c->failover_ms) {
+        c->defer_until_ms = 0;
+        return;
+    }
+    if (!slot__clu_is_member(&c->cfg, c->self))
+        return;
+    if (better_member(c)) {
+        if (!c->defer_until_ms)
+            c->defer_until_ms = now + c->failover_ms;
+        if (now < c->defer_until_ms)
+            return;
+    }
+    c->defer_until_ms = 0;
+    slot__clu_log(c, "no word from primary %s for %" PRIu64 " ms: fencing it and taking over", c->cfg.primary,
+                  slot_repl_silence_ms(c->repl));
+    slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, ""); /* fence: its stream is refused from now */
+    take_over(c);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    clu *c = t->data;
+    if (c->stopping)
+        return;
+    lease_tick(c);
+    poll(c);
+    if (uv_now(c->s->loop) - c->node_put_ms >= CLU_NODE_PUT_MS)
+        slot__clu_node_put(c);
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING)
+        slot__clu_primary_tick(c);
+    else
+        failover_tick(c);
+    slot__clu_apply_kick(c);
+}
+
+/* ---- the channel's callbacks that are not the data path's */
+
+static void on_ready(void *ctx, const slot_repl_peer *peer)
+{
+    clu *c = ctx;
+    if (peer->inbound) {
+        c->stream_open = true;
+        snprintf(c->stream_from, sizeof(c->stream_from), "%s", peer->node_id);
+        return;
+    }
+    slot__clu_on_ready_primary(c, peer);
+}
+
+static void on_close(void *ctx, const slot_repl_close_info *info)
+{
+    clu *c = ctx;
+    if (info->inbound) {
+        if (c->stream_open && strcmp(info->node_id, c->stream_from) == 0) {
+            c->stream_open = false;
+            slot__clu_stream_reset(c);
+        }
+        return;
+    }
+    clu_node *n = slot__clu_node(c, info->node_id, false);
+    if (n) {
+        n->ready = n->dialing = false;
+        if (!slot__clu_is_member(&c->cfg, n->id))
+            n->counted = false; /* a joiner that went away is waited for no more */
+    }
+}
+
+static void on_repl_log(void *ctx, const char *msg)
+{
+    slot__clu_log(ctx, "replication: %s", msg);
+}
+
+static void rlog_log(void *ctx, const char *msg)
+{
+    slot__clu_log(ctx, "batch log: %s", msg);
+}
+
+/* ---- start and stop */
+
+/* Opens DATA/rlog and reads where LMDB is; -1 when the two disagree. */
+static int log_open(clu *c)
+{
+    server *s = c->s;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/rlog", s->opts.data_dir);
+    slot_rlog_opts ro = {.log = rlog_log, .log_ctx = c};
+    int rc = slot_rlog_open(dir, &ro, &c->rlog, NULL);
+    if (rc == 0)
+        rc = slot_rlog_sync(c->rlog); /* what a crash left in the page cache is on disk before we ack it */
+    if (rc != 0) {
+        slot__clu_log(c, "cannot open the batch log %s: %s", dir, slot_rlog_strerror(rc));
+        return -1;
+    }
+    MDB_txn *txn = NULL;
+    rc = mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &txn);
+    if (rc == 0)
+        rc = slot_store_seq_get(s->store, txn, &c->applied, NULL);
+    if (txn)
+        mdb_txn_abort(txn);
+    uint64_t last_t = 0, last = 0;
+    slot_rlog_last(c->rlog, &last_t, &last);
+    if (rc != 0 || c->applied > last) {
+        slot__clu_log(c, "the store (seq %" PRIu64 ") is ahead of its batch log (seq %" PRIu64
+                         "): this data folder was not made by a member of a replica set",
+                      c->applied, last);
+        return -1;
+    }
+    /* What is surely committed: the commit point the last record carried. */
+    uint64_t trusted = 0;
+    if (last) {
+        const uint8_t *rec;
+        size_t n;
+        slot_wset_rec dec;
+        if (slot_rlog_read(c->rlog, last, &rec, &n) == 0 && slot_wset_decode(rec, n, &dec) == 0)
+            trusted = dec.hdr.commit_seq;
+    }
+    c->commit_seq = trusted;
+    c->verified = trusted;
+    return 0;
+}
+
+static int names_and_addrs(clu *c)
+{
+    server *s = c->s;
+    const slot__server_opts *o = &s->opts;
+    snprintf(c->self, sizeof(c->self), "%s", o->node_id);
+    if (o->adv_port)
+        snprintf(c->adv, sizeof(c->adv), strchr(o->adv_host, ':') ? "[%s]:%u" : "%s:%u", o->adv_host, o->adv_port);
+    else {
+        struct sockaddr_storage ss;
+        int len = sizeof(ss);
+        char name[64] = "?";
+        uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
+        uv_ip_name((struct sockaddr *)&ss, name, sizeof(name));
+        unsigned port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                       : ((struct sockaddr_in *)&ss)->sin_port);
+        snprintf(c->adv, sizeof(c->adv), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", name, port);
+    }
+    snprintf(c->key_config, sizeof(c->key_config), "/slotd/%s/config", o->cluster);
+    snprintf(c->key_node_prefix, sizeof(c->key_node_prefix), "/slotd/%s/node/", o->cluster);
+    snprintf(c->key_node, sizeof(c->key_node), "%s%s", c->key_node_prefix, c->self);
+    return 0;
+}
+
+static int repl_start(clu *c, const slot_repl_secret *secret)
+{
+    server *s = c->s;
+    const slot__server_opts *o = &s->opts;
+    slot_repl_opts ro = {
+        .cluster = o->cluster, .node_id = c->self, .secret = secret->bytes, .secret_bytes = secret->len,
+        .heartbeat_ms = o->heartbeat_ms,
+        .cbs = {.ctx = c, .on_ready = on_ready, .on_record = slot__clu_on_record, .on_commit = slot__clu_on_commit,
+                .on_ack = slot__clu_on_ack, .on_close = on_close, .log = on_repl_log},
+    };
+    int rc = slot_repl_new(s->loop, &ro, &c->repl);
+    if (rc != 0) {
+        slot__clu_log(c, "replication: %s", uv_strerror(rc));
+        return -1;
+    }
+    const char *host = o->repl_host[0] ? o->repl_host : o->host;
+    int port = 0;
+    rc = slot_repl_listen(c->repl, host, o->repl_host[0] ? o->repl_port : 0, &port);
+    if (rc != 0) {
+        slot__clu_log(c, "--repl-listen %s:%u: %s", host, o->repl_port, uv_strerror(rc));
+        return -1;
+    }
+    snprintf(c->repl_addr, sizeof(c->repl_addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    slot_repl_set_config(c->repl, 0, 0, "");
+    slot__clu_stream_reset(c);
+    return 0;
+}
+
+int slot__cluster_start(server *s)
+{
+    const slot__server_opts *o = &s->opts;
+    if (!o->cluster)
+        return 0;
+    clu *c = calloc(1, sizeof(*c));
+    if (!c) {
+        slot__log("out of memory");
+        return -1;
+    }
+    c->s = s;
+    s->clu = c;
+    the_clu = c;
+    pthread_mutex_init(&c->rlog_mu, NULL);
+    c->hb_ms = o->heartbeat_ms;
+    c->failover_ms = o->failover_timeout_ms;
+    c->repl_to_ms = o->repl_timeout_ms;
+    c->min_replicas = o->min_replicas;
+    names_and_addrs(c);
+    slot_repl_secret secret;
+    char err[256];
+    int rc = slot_repl_secret_load(o->secret_file, &secret, err, sizeof(err));
+    if (rc != 0) {
+        slot__log("%s", err); /* it names the flag and the path */
+        return -1;
+    }
+    if (slot_wset_init(&c->wset, 0) != 0 || log_open(c) != 0 || repl_start(c, &secret) != 0) {
+        slot_repl_secret_clear(&secret);
+        return -1;
+    }
+    slot_repl_secret_clear(&secret);
+    slot_etcd_opts eo = {.timeout_ms = 1000};
+    rc = slot_etcd_new(s->loop, o->etcd, &eo, &c->etcd);
+    if (rc != 0) {
+        slot__log("--etcd %s: %s", o->etcd, slot_etcd_strerror(rc));
+        return -1;
+    }
+    s->wset = &c->wset;
+    s->clu_up = (slot__cluster_hooks){
+        .write_gate = slot__clu_write_gate, .read_gate = slot__clu_read_gate, .job_run = job_run,
+        .job_done = job_done, .cluster_json = slot__clu_cluster_json,
+    };
+    slot__clu_primary_install(c);
+    uv_timer_init(s->loop, &c->tick);
+    c->tick.data = c;
+    c->tick_open = true;
+    uint32_t every = c->hb_ms < 100 ? c->hb_ms : 100;
+    uv_timer_start(&c->tick, on_tick, 0, every);
+    uv_check_init(s->loop, &c->sync_check);
+    c->sync_check.data = c;
+    c->check_open = true;
+    uv_check_start(&c->sync_check, slot__clu_on_sync_check);
+    slot__clu_log(c, "cluster %s, client address %s, replication %s, log at seq %" PRIu64 " (applied %" PRIu64 ")",
+                  o->cluster, c->adv, c->repl_addr, c->verified, c->applied);
+    return 0;
+}
+
+void slot__cluster_stop(server *s)
+{
+    clu *c = s->clu;
+    if (!c || c->stopping)
+        return;
+    if (c->batch_held) {
+        c->batch_held = false;
+        slot__batch_finish(s, SLOT_E_UNAVAILABLE, "the server is stopping; the outcome is unknown");
+    }
+    c->stopping = true;
+    if (c->tick_open)
+        uv_close((uv_handle_t *)&c->tick, NULL);
+    if (c->check_open)
+        uv_close((uv_handle_t *)&c->sync_check, NULL);
+    c->tick_open = c->check_open = false;
+    slot_repl_free(c->repl);
+    c->repl = NULL;
+    slot_etcd_close(c->etcd);
+    c->etcd = NULL;
+}
+
+void slot__cluster_free(server *s)
+{
+    clu *c = s->clu;
+    if (!c)
+        return;
+    if (c->rlog) {
+        slot_rlog_sync(c->rlog);
+        slot_rlog_close(c->rlog);
+    }
+    slot_wset_free(&c->wset);
+    pthread_mutex_destroy(&c->rlog_mu);
+    s->wset = NULL;
+    s->clu = NULL;
+    the_clu = NULL;
+    free(c);
+}

@@ -1,0 +1,212 @@
+/*
+ * cluster_int.h — what the replica-set layer's files share (cluster.h is
+ * what the server sees): the node's role, the configuration it knows from
+ * etcd, the members it tracks, the batch log and the replication channel.
+ *
+ *   cluster.c          start and stop, etcd (lease, node key, polls), roles, failover
+ *   cluster_cfg.c      the JSON of etcd's values, the cluster op
+ *   cluster_primary.c  the primary's data path: records, acks, commit point, drops and joins
+ *   cluster_replica.c  the replica's data path: records in, acks, apply, read and write gates
+ *
+ * Threads: every field is the loop thread's, except those marked "commit
+ * thread", which the commit thread uses while it runs a batch or a job (the
+ * loop leaves them alone then: one batch or job in flight, handed over under
+ * s->mu), and the batch log, which both use under rlog_mu.
+ * docs/design.md, "Replica sets", is the design these files follow.
+ */
+#ifndef SLOT_CLUSTER_INT_H
+#define SLOT_CLUSTER_INT_H
+
+#include <pthread.h>
+
+#include "cluster.h"
+#include "slot/etcd.h"
+#include "slot/repl.h"
+#include "slot/rlog.h"
+#include "slot/wset.h"
+
+#define CLU_NAME_CAP (SLOT_CLUSTER_NAME_BYTES_MAX + 1)
+#define CLU_ADDR_CAP 80
+
+/* The node's role. PROMOTING: won the configuration, bringing the members to
+ * its log and waiting for the acks of its tenure's first record. */
+#define CLU_ROLE_MAP(X)          \
+    X(INIT, "joining")           \
+    X(JOINING, "joining")        \
+    X(REPLICA, "replica")        \
+    X(PROMOTING, "primary")      \
+    X(PRIMARY, "primary")
+typedef enum clu_role {
+#define CLU__ROLE_ENUM(name, text) CLU_##name,
+    CLU_ROLE_MAP(CLU__ROLE_ENUM)
+#undef CLU__ROLE_ENUM
+} clu_role;
+
+/* The configuration key's value (docs/design.md, "Shape"). */
+typedef struct clu_config {
+    bool found;
+    int64_t mod_rev;
+    uint64_t epoch, tenure;
+    char primary[CLU_NAME_CAP];
+    size_t nmembers;
+    char members[SLOT_CLUSTER_MEMBERS_MAX][CLU_NAME_CAP];
+} clu_config;
+
+/* A node as its key in etcd shows it, and what this node knows of it as primary. */
+typedef struct clu_node {
+    char id[CLU_NAME_CAP];
+    char addr[CLU_ADDR_CAP];  /* client address (--advertise) */
+    char repl[CLU_ADDR_CAP];  /* replication address */
+    uint64_t tenure, seq;     /* its log's last record, as it published it */
+    uint64_t applied;         /* its applied seq, as published */
+    char role[16];
+    bool live;                /* its key was in the last listing */
+    /* primary side */
+    bool dialing, ready;      /* slot_repl_connect in progress / handshake done */
+    bool counted;             /* its acks are waited for (member, or a joiner caught up) */
+    uint64_t next_send;       /* the next seq to send it */
+    uint64_t acked;           /* every record up to this is durable on it */
+    uint64_t last_ack_ms;     /* loop time of its last ack (or of ready) */
+    uint64_t last_dial_ms;
+} clu_node;
+
+/* The commit thread's job (s->job_cluster). */
+typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE } clu_job;
+
+typedef struct slot__cluster {
+    server *s;
+    clu_role role;
+    char self[CLU_NAME_CAP];
+    char adv[CLU_ADDR_CAP];        /* our client address */
+    char repl_addr[CLU_ADDR_CAP];  /* our bound replication address */
+    uint32_t hb_ms, failover_ms, repl_to_ms, min_replicas;
+
+    slot_etcd *etcd;
+    slot_repl *repl;
+    uv_timer_t tick;
+    uv_check_t sync_check;        /* replica: sync the log and ack once per loop turn */
+    bool stopping, tick_open, check_open;
+    char key_config[128], key_node_prefix[128], key_node[200];
+
+    /* etcd state */
+    int64_t lease;                /* 0: none yet */
+    bool lease_busy, node_put_busy, poll_cfg_busy, poll_nodes_busy, cas_busy;
+    uint64_t node_put_ms;         /* loop time of the last node key put */
+    clu_config cfg;               /* the latest configuration known */
+    size_t nnodes;
+    clu_node nodes[SLOT_CLUSTER_MEMBERS_MAX];
+
+    /* the batch log, shared with the commit thread */
+    pthread_mutex_t rlog_mu;
+    slot_rlog *rlog;
+    slot_wset wset;
+
+    /* positions */
+    uint64_t tenure;              /* primary: ours; commit thread reads it in a batch */
+    uint64_t commit_seq;          /* the commit point known */
+    uint64_t applied;             /* LMDB's seq (what apply reached) */
+    uint64_t verified;            /* replica: our log agrees with the stream's primary up to here */
+    bool rebuild;                 /* replica: LMDB holds records cut from the log: rebuild it */
+
+    /* primary: the batch (or tenure record) waiting for its acks */
+    uint64_t pending_seq;         /* 0: none */
+    uint64_t pending_since_ms;
+    bool batch_held;              /* a batch's answers wait for pending_seq */
+    bool unavailable;             /* a record timed out: writes unavailable until it is acked */
+    uint64_t batch_seq;           /* commit thread: the record the running batch appended (0: none) */
+    uint64_t batch_prev_tenure;   /* commit thread: for undoing it */
+
+    /* replica: what the stream delivered and is not yet synced and acked */
+    uint64_t unsynced_seq;
+    bool stream_open;
+    char stream_from[CLU_NAME_CAP];
+
+    /* failover */
+    bool campaigning;
+    bool promote_wanted;          /* the promote job has not run yet */
+    bool cas_drop;                /* the CAS in flight drops silent members */
+    uint64_t defer_until_ms;      /* waiting for a more complete member until then */
+
+    /* the commit thread's job */
+    clu_job job;                  /* the job in flight */
+    int job_rc;                   /* commit thread: its result */
+    uint64_t job_applied;         /* commit thread: LMDB's seq after it */
+    uint64_t job_target;          /* apply up to here */
+    bool job_rebuild;
+} slot__cluster;
+
+typedef slot__cluster clu;
+
+/* ---- cluster.c */
+void slot__clu_log(clu *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the node entry for id; add: make one when missing (NULL when full). */
+clu_node *slot__clu_node(clu *c, const char *id, bool add);
+bool slot__clu_is_member(const clu_config *cfg, const char *id);
+/* publish our node key now (role, log position). */
+void slot__clu_node_put(clu *c);
+/* a configuration read from etcd (a poll, a CAS's answer). */
+void slot__clu_config_seen(clu *c, const clu_config *cfg);
+/* become a follower of cfg's primary (from any role). */
+void slot__clu_follow(clu *c);
+/* the log's last (tenure, seq), under rlog_mu. */
+void slot__clu_log_last(clu *c, uint64_t *tenure, uint64_t *seq);
+/* the tenure of record seq in our log (0 when unknown), under rlog_mu. */
+uint64_t slot__clu_epoch_of(clu *c, uint64_t seq);
+/* CAS the configuration (c->cfg's revision) to next; one at a time. */
+void slot__clu_cas(clu *c, const clu_config *next, const char *what);
+/* a commit-thread job, when the thread is idle. */
+void slot__clu_job_start(clu *c, clu_job job);
+
+/* ---- cluster_cfg.c */
+/* parse the config key's value; 0 or -1. */
+int slot__clu_config_parse(const uint8_t *v, size_t n, clu_config *out);
+/* the config's JSON into buf; its length, or 0 when it does not fit. */
+size_t slot__clu_config_json(const clu_config *cfg, char *buf, size_t cap);
+/* parse a node key's value into n (id kept); 0 or -1. */
+int slot__clu_node_parse(const uint8_t *v, size_t len, clu_node *n);
+/* our node key's value into buf; its length (0: does not fit). */
+size_t slot__clu_node_json(clu *c, char *buf, size_t cap);
+/* the cluster op (s->clu_up.cluster_json). */
+char *slot__clu_cluster_json(server *s);
+/* split "H:P" into host and port; 0 or -1. */
+int slot__clu_split_addr(const char *addr, char *host, size_t cap, int *port);
+const char *slot__clu_role_name(clu_role r);
+
+/* ---- cluster_primary.c */
+void slot__clu_primary_install(clu *c);        /* the hooks the primary path needs */
+int slot__clu_batch_record(server *s, MDB_txn *txn);
+void slot__clu_batch_unrecord(server *s);
+bool slot__clu_batch_hold(server *s);
+/* became primary (the CAS won): promote job, then the tenure record. */
+void slot__clu_promote(clu *c);
+/* step down: answer what is held unavailable, disconnect the replicas. */
+void slot__clu_step_down(clu *c);
+/* primary tick: dial, time out acks, add joiners. */
+void slot__clu_primary_tick(clu *c);
+/* the commit point may have risen (an ack, a drop). */
+void slot__clu_commit_check(clu *c);
+void slot__clu_pump(clu *c, clu_node *n);
+/* the pending record timed out and no drop is possible: answer unavailable. */
+void slot__clu_unavailable(clu *c);
+/* the commit-thread side of CLU_JOB_PROMOTE. */
+int slot__clu_job_promote(clu *c);
+/* the loop side of the promote job's end. */
+void slot__clu_promote_done(clu *c);
+void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer);
+void slot__clu_on_ack(void *ctx, const char *node_id, uint64_t seq);
+
+/* ---- cluster_replica.c */
+int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t rec_bytes, const slot_wset_rec *dec);
+void slot__clu_on_commit(void *ctx, uint64_t commit_seq);
+void slot__clu_on_sync_check(uv_check_t *h);
+/* the replica's stream position: set the channel's log last to what is trusted. */
+void slot__clu_stream_reset(clu *c);
+/* apply committed records when the commit thread is idle. */
+void slot__clu_apply_kick(clu *c);
+int slot__clu_job_apply(clu *c);
+bool slot__clu_write_gate(server *s, slot_res *res);
+int slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res);
+/* apply records (from, to] of our log on txn; 0 or an error. Commit thread. */
+int slot__clu_apply_range(clu *c, MDB_txn *txn, uint64_t to, uint64_t *applied);
+
+#endif

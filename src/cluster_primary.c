@@ -1,0 +1,413 @@
+/*
+ * cluster_primary.c — a primary's data path (docs/design.md, "The primary's
+ * rule", "Failover", "Joining"): every batch's write set becomes a record,
+ * appended to the batch log and synced before the LMDB commit; the loop
+ * sends each record to every member it tracks, from that member's own
+ * position; a batch is answered once every member that must ack has acked
+ * it, or after a CAS dropped the silent ones; a joiner caught up to the
+ * commit point is waited for, then added by a CAS. Taking over: the promote
+ * job applies the whole log and appends the first record of the new tenure.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_int.h"
+#include "commit.h"
+#include "loop.h"
+
+#define CLU_REDIAL_MS 200 /* a member that is not connected is dialled again this often */
+
+void slot__clu_primary_install(clu *c)
+{
+    c->s->clu_up.batch_record = slot__clu_batch_record;
+    c->s->clu_up.batch_unrecord = slot__clu_batch_unrecord;
+    c->s->clu_up.batch_hold = slot__clu_batch_hold;
+}
+
+static bool is_primary(const clu *c)
+{
+    return c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+}
+
+/* A batch log error as the commit thread's internal error convention. */
+static int log_err(int rc)
+{
+    return rc == -ENOSPC || rc == -EDQUOT ? -rc : EIO;
+}
+
+/* Seals the write set as record seq of our tenure and makes it durable in
+ * the log. Commit thread; rlog_mu taken here. */
+static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
+{
+    uint64_t prev_t = 0, last = 0;
+    pthread_mutex_lock(&c->rlog_mu);
+    slot_rlog_last(c->rlog, &prev_t, &last);
+    int rc = 0;
+    if (seq != last + 1) {
+        slot__log("cluster: the store's seq %" PRIu64 " does not follow the batch log's %" PRIu64, seq, last);
+        rc = EIO;
+    }
+    const uint8_t *rec = NULL;
+    size_t n = 0;
+    slot_wset_hdr h = {.epoch = c->tenure, .seq = seq, .prev_epoch = prev_t,
+                       .commit_seq = commit_seq < seq ? commit_seq : seq - 1, .timestamp_ms = slot__wall_ms()};
+    if (rc == 0 && (rc = slot_wset_finish(&c->wset, &h, &rec, &n)) != 0)
+        rc = rc == -ENOMEM ? ENOMEM : EIO;
+    if (rc == 0 && (rc = slot_rlog_append(c->rlog, rec, n)) != 0) {
+        slot__log("cluster: batch log append: %s", slot_rlog_strerror(rc));
+        rc = log_err(rc);
+    }
+    if (rc == 0 && (rc = slot_rlog_sync(c->rlog)) != 0) {
+        slot__log("cluster: batch log sync: %s", slot_rlog_strerror(rc));
+        slot_rlog_truncate_after(c->rlog, seq - 1);
+        rc = log_err(rc);
+    }
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (rc == 0) {
+        c->batch_seq = seq;
+        c->batch_prev_tenure = prev_t;
+    }
+    return rc;
+}
+
+int slot__clu_batch_record(server *s, MDB_txn *txn)
+{
+    clu *c = s->clu;
+    uint64_t seq = 0;
+    c->batch_seq = 0;
+    int rc = slot_store_seq_bump(s->store, txn, c->tenure, &seq);
+    if (rc == 0)
+        rc = append_record(c, seq, c->commit_seq);
+    return rc;
+}
+
+void slot__clu_batch_unrecord(server *s)
+{
+    clu *c = s->clu;
+    if (!c->batch_seq)
+        return;
+    pthread_mutex_lock(&c->rlog_mu);
+    int rc = slot_rlog_truncate_after(c->rlog, c->batch_seq - 1);
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (rc != 0)
+        slot__log("cluster: could not take back record %" PRIu64 ": %s", c->batch_seq, slot_rlog_strerror(rc));
+    c->batch_seq = 0;
+}
+
+bool slot__clu_batch_hold(server *s)
+{
+    clu *c = s->clu;
+    uint64_t seq = c->batch_seq;
+    c->batch_seq = 0;
+    if (!seq)
+        return false; /* nothing was written, nothing was logged: the errors go out now */
+    c->applied = seq;
+    if (c->role != CLU_PRIMARY) {
+        slot__batch_finish(s, SLOT_E_UNAVAILABLE, "this node stopped being primary; the outcome is unknown");
+        return true;
+    }
+    c->pending_seq = seq;
+    c->pending_since_ms = uv_now(s->loop);
+    c->batch_held = true;
+    for (size_t i = 0; i < c->nnodes; i++)
+        slot__clu_pump(c, &c->nodes[i]);
+    slot__clu_commit_check(c);
+    return true;
+}
+
+void slot__clu_pump(clu *c, clu_node *n)
+{
+    if (!n->ready || !is_primary(c))
+        return;
+    while (n->next_send <= c->applied) {
+        const uint8_t *rec;
+        size_t len;
+        pthread_mutex_lock(&c->rlog_mu);
+        int rc = slot_rlog_read(c->rlog, n->next_send, &rec, &len);
+        if (rc == 0)
+            rc = slot_repl_send_to(c->repl, n->id, rec, len);
+        pthread_mutex_unlock(&c->rlog_mu);
+        if (rc == -EAGAIN)
+            return; /* its window is full: on_ack pumps again */
+        if (rc < 0) {
+            slot__clu_log(c, "sending record %" PRIu64 " to %s: %s", n->next_send, n->id,
+                          rc < -4095 ? slot_rlog_strerror(rc) : uv_strerror(rc));
+            slot_repl_disconnect(c->repl, n->id);
+            return;
+        }
+        n->next_send++;
+    }
+}
+
+/* Whether every node whose acks count has acked seq. */
+static bool all_acked(clu *c, uint64_t seq)
+{
+    for (size_t i = 0; i < c->cfg.nmembers; i++) {
+        if (strcmp(c->cfg.members[i], c->self) == 0)
+            continue;
+        clu_node *n = slot__clu_node(c, c->cfg.members[i], false);
+        if (!n || n->acked < seq)
+            return false;
+    }
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].counted && c->nodes[i].acked < seq)
+            return false;
+    return true;
+}
+
+void slot__clu_commit_check(clu *c)
+{
+    if (!is_primary(c) || !c->pending_seq || c->job != CLU_JOB_NONE)
+        return;
+    if (!all_acked(c, c->pending_seq))
+        return;
+    c->commit_seq = c->pending_seq;
+    c->pending_seq = 0;
+    c->unavailable = false;
+    slot_repl_set_commit(c->repl, c->commit_seq);
+    if (c->role == CLU_PROMOTING) {
+        c->role = CLU_PRIMARY;
+        slot__clu_log(c, "primary in tenure %" PRIu64 " from seq %" PRIu64, c->tenure, c->commit_seq);
+        slot__clu_node_put(c);
+    }
+    if (c->batch_held) {
+        c->batch_held = false;
+        slot__batch_finish(c->s, SLOT_E_OK, NULL);
+    } else {
+        slot__reads_resume(c->s);
+        slot__dispatch(c->s);
+    }
+}
+
+void slot__clu_on_ack(void *ctx, const char *node_id, uint64_t seq)
+{
+    clu *c = ctx;
+    clu_node *n = slot__clu_node(c, node_id, false);
+    if (!n || !is_primary(c))
+        return;
+    if (seq > n->acked)
+        n->acked = seq;
+    n->last_ack_ms = uv_now(c->s->loop);
+    slot__clu_pump(c, n);
+    slot__clu_commit_check(c);
+}
+
+void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
+{
+    clu_node *n = slot__clu_node(c, peer->node_id, true);
+    if (!n || !is_primary(c)) {
+        slot_repl_disconnect(c->repl, peer->node_id);
+        return;
+    }
+    n->dialing = false;
+    if (peer->last_seq > c->applied ||
+        (peer->last_seq && slot__clu_epoch_of(c, peer->last_seq) != peer->last_tenure)) {
+        slot__clu_log(c, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold", n->id,
+                      peer->last_tenure, peer->last_seq);
+        slot_repl_disconnect(c->repl, peer->node_id);
+        return;
+    }
+    n->ready = true;
+    n->next_send = peer->last_seq + 1;
+    n->acked = peer->last_seq;
+    n->last_ack_ms = uv_now(c->s->loop);
+    slot__clu_pump(c, n);
+    slot__clu_commit_check(c);
+}
+
+void slot__clu_step_down(clu *c)
+{
+    server *s = c->s;
+    c->role = CLU_REPLICA;
+    c->pending_seq = 0;
+    c->unavailable = false;
+    if (c->batch_held) {
+        c->batch_held = false;
+        slot__batch_finish(s, SLOT_E_UNAVAILABLE, "this node stopped being primary; the outcome is unknown");
+    }
+    for (size_t i = 0; i < c->nnodes; i++) {
+        clu_node *n = &c->nodes[i];
+        if (n->ready || n->dialing)
+            slot_repl_disconnect(c->repl, n->id);
+        n->ready = n->dialing = n->counted = false;
+    }
+    c->verified = c->commit_seq;
+    slot__clu_stream_reset(c);
+    slot__reads_resume(s);
+}
+
+void slot__clu_promote(clu *c)
+{
+    c->role = CLU_PROMOTING;
+    c->tenure = c->cfg.tenure;
+    c->pending_seq = 0;
+    c->unavailable = false;
+    slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, c->self); /* no other stream is accepted */
+    for (size_t i = 0; i < c->nnodes; i++) {
+        c->nodes[i].ready = c->nodes[i].dialing = false;
+        c->nodes[i].counted = slot__clu_is_member(&c->cfg, c->nodes[i].id);
+        c->nodes[i].last_dial_ms = 0;
+    }
+    slot__clu_log(c, "won epoch %" PRIu64 ": taking over in tenure %" PRIu64, c->cfg.epoch, c->tenure);
+    c->job_target = c->commit_seq;
+    c->promote_wanted = true;
+    slot__clu_job_start(c, CLU_JOB_PROMOTE); /* when the commit thread is busy, the tick tries again */
+    slot__clu_node_put(c);
+}
+
+int slot__clu_job_promote(clu *c)
+{
+    server *s = c->s;
+    uint64_t last = 0, applied = 0, seq = 0;
+    slot__clu_log_last(c, NULL, &last);
+    MDB_txn *txn = NULL;
+    int rc = mdb_txn_begin(slot_store_env(s->store), NULL, 0, &txn);
+    if (rc == 0 && c->job_rebuild)
+        rc = slot_store_clear_data(s->store, txn);
+    while (rc == 0 && applied < last) {
+        rc = slot__clu_apply_range(c, txn, last, &applied);
+        if (rc == 0 && applied < last && applied % SLOT_CLUSTER_APPLY_RECORDS_MAX != 0)
+            rc = EIO;
+    }
+    c->batch_seq = 0;
+    slot_wset_clear(&c->wset);
+    if (rc == 0)
+        rc = slot_store_seq_bump(s->store, txn, c->tenure, &seq);
+    if (rc == 0)
+        rc = append_record(c, seq, c->job_target);
+    if (rc == 0) {
+        rc = mdb_txn_commit(txn);
+        if (rc != 0)
+            slot__clu_batch_unrecord(s);
+    } else if (txn) {
+        mdb_txn_abort(txn);
+    }
+    c->batch_seq = 0;
+    if (rc != 0)
+        return rc;
+    /* The idempotency index, from the holds as they are now. */
+    slot_alloc_close(&s->write_alloc);
+    rc = slot_alloc_init(&s->write_alloc, s->store);
+    if (rc == 0 && (rc = mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &txn)) == 0) {
+        rc = slot_alloc_load(&s->write_alloc, txn);
+        mdb_txn_abort(txn);
+    }
+    c->job_applied = seq;
+    return rc < 0 ? EIO : rc;
+}
+
+void slot__clu_promote_done(clu *c)
+{
+    if (c->role != CLU_PROMOTING)
+        return;
+    if (c->job_rc != 0) {
+        slot__clu_log(c, "could not take over; following the configuration");
+        slot__clu_follow(c);
+        return;
+    }
+    c->pending_seq = c->applied;
+    c->pending_since_ms = uv_now(c->s->loop);
+    for (size_t i = 0; i < c->nnodes; i++) /* members that connected while the job ran */
+        slot__clu_pump(c, &c->nodes[i]);
+    slot__clu_primary_tick(c);
+    slot__clu_commit_check(c);
+}
+
+/* The record pending acks timed out: drop the silent members by a CAS while
+ * --min-replicas allow, else answer it unavailable. */
+static void ack_timeout(clu *c)
+{
+    clu_config next = c->cfg;
+    next.nmembers = 0;
+    size_t silent = 0;
+    for (size_t i = 0; i < c->nnodes; i++) /* joiners that fell silent are simply waited for no more */
+        if (c->nodes[i].counted && !slot__clu_is_member(&c->cfg, c->nodes[i].id) &&
+            c->nodes[i].acked < c->pending_seq)
+            c->nodes[i].counted = false;
+    for (size_t i = 0; i < c->cfg.nmembers; i++) {
+        const char *id = c->cfg.members[i];
+        clu_node *n = slot__clu_node(c, id, false);
+        if (strcmp(id, c->self) != 0 && (!n || n->acked < c->pending_seq)) {
+            silent++;
+            if (n)
+                n->counted = false;
+            continue;
+        }
+        memcpy(next.members[next.nmembers++], id, CLU_NAME_CAP);
+    }
+    slot__clu_commit_check(c);
+    if (!c->pending_seq || silent == 0)
+        return;
+    if (next.nmembers - 1 >= c->min_replicas && !c->cas_busy) {
+        next.epoch = c->cfg.epoch + 1;
+        c->pending_since_ms = uv_now(c->s->loop); /* the CAS gets one more timeout */
+        c->cas_drop = true;
+        slot__clu_cas(c, &next, "drop silent members");
+        return;
+    }
+    slot__clu_unavailable(c);
+}
+
+void slot__clu_unavailable(clu *c)
+{
+    if (!is_primary(c) || !c->pending_seq)
+        return;
+    if (!c->unavailable) {
+        slot__clu_log(c, "record %" PRIu64 " not acknowledged in time and no member could be dropped: unavailable",
+                      c->pending_seq);
+        for (size_t i = 0; i < c->nnodes; i++) {
+            const clu_node *n = &c->nodes[i];
+            slot__clu_log(c, "  %s: live %d ready %d dialing %d acked %" PRIu64 " repl %s", n->id, n->live, n->ready,
+                          n->dialing, n->acked, n->repl);
+        }
+        c->unavailable = true;
+    }
+    if (c->batch_held) {
+        c->batch_held = false;
+        slot__batch_finish(c->s, SLOT_E_UNAVAILABLE, "the replicas did not acknowledge in time; the outcome is unknown");
+    }
+}
+
+void slot__clu_primary_tick(clu *c)
+{
+    uint64_t now = uv_now(c->s->loop);
+    if (c->role == CLU_PROMOTING && c->promote_wanted)
+        slot__clu_job_start(c, CLU_JOB_PROMOTE);
+    for (size_t i = 0; i < c->nnodes; i++) {
+        clu_node *n = &c->nodes[i];
+        bool member = slot__clu_is_member(&c->cfg, n->id);
+        if (n->ready || n->dialing || !n->live || !n->repl[0] || now - n->last_dial_ms < CLU_REDIAL_MS)
+            continue;
+        if (!member && strcmp(n->role, "primary") == 0)
+            continue;
+        char host[64];
+        int port = 0;
+        if (slot__clu_split_addr(n->repl, host, sizeof(host), &port) != 0)
+            continue;
+        n->last_dial_ms = now;
+        n->dialing = slot_repl_connect(c->repl, n->id, host, port) == 0;
+    }
+    if (c->pending_seq && c->job == CLU_JOB_NONE && now - c->pending_since_ms >= c->repl_to_ms)
+        ack_timeout(c);
+    /* Joiners caught up to the commit point: wait for their acks from now on, then add them. */
+    if (c->role != CLU_PRIMARY || c->cas_busy)
+        return;
+    clu_config next = c->cfg;
+    bool add = false;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        clu_node *n = &c->nodes[i];
+        if (!n->ready || slot__clu_is_member(&c->cfg, n->id) || n->acked < c->commit_seq ||
+            next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
+            continue;
+        n->counted = true;
+        memcpy(next.members[next.nmembers++], n->id, CLU_NAME_CAP);
+        add = true;
+    }
+    if (add) {
+        next.epoch = c->cfg.epoch + 1;
+        slot__clu_cas(c, &next, "add caught-up nodes");
+    }
+}

@@ -1,0 +1,231 @@
+/*
+ * cluster_replica.c — a replica's data path (docs/design.md, "The replica's
+ * rule", "Failover"): records from the primary's stream go to the batch log
+ * (a record the log already holds with the same tenure is the same record,
+ * by log matching, and is kept; one of another tenure cuts the log back
+ * there), the log is synced and acked once per loop turn, committed records
+ * are applied to LMDB on the commit thread; and the gates that keep writes
+ * off a node that is not a writable primary, and reads off state that is
+ * not known to be committed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_int.h"
+
+/* What we trust: committed (the commit point we know) and agreed with the
+ * stream's primary (verified). A new stream starts from there. */
+static uint64_t trusted(const clu *c)
+{
+    return c->commit_seq < c->verified ? c->commit_seq : c->verified;
+}
+
+void slot__clu_stream_reset(clu *c)
+{
+    uint64_t p = trusted(c);
+    uint64_t t = p ? slot__clu_epoch_of(c, p) : 0;
+    c->verified = p;
+    c->unsynced_seq = 0;
+    slot_repl_set_log_last(c->repl, t, p);
+}
+
+int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t rec_bytes, const slot_wset_rec *dec)
+{
+    clu *c = ctx;
+    (void)from;
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING || c->stopping)
+        return -1;
+    uint64_t k = dec->hdr.seq, last = 0, e = 0;
+    int rc = 0;
+    bool append = true;
+    pthread_mutex_lock(&c->rlog_mu);
+    slot_rlog_last(c->rlog, NULL, &last);
+    if (k <= last) {
+        if (slot_rlog_epoch_of(c->rlog, k, &e) == 0 && e == dec->hdr.epoch) {
+            append = false; /* the same record (log matching) */
+        } else {
+            rc = slot_rlog_truncate_after(c->rlog, k - 1);
+            if (rc == 0 && k - 1 < c->applied)
+                c->rebuild = true; /* LMDB holds what the log no longer has */
+            if (rc == 0)
+                slot__clu_log(c, "cut the batch log after seq %" PRIu64 " (it held %" PRIu64 "): %s's log differs there",
+                              k - 1, last, from);
+        }
+    }
+    if (rc == 0 && append)
+        rc = slot_rlog_append(c->rlog, rec, rec_bytes);
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (rc != 0) {
+        slot__clu_log(c, "cannot take record %" PRIu64 ": %s", k, slot_rlog_strerror(rc));
+        return -1;
+    }
+    c->unsynced_seq = k;
+    c->verified = k;
+    return 0;
+}
+
+void slot__clu_on_commit(void *ctx, uint64_t commit_seq)
+{
+    clu *c = ctx;
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING)
+        return;
+    if (commit_seq > c->commit_seq)
+        c->commit_seq = commit_seq;
+    slot__clu_apply_kick(c);
+}
+
+/* Once per loop turn: what this turn's records appended is synced, then acked. */
+void slot__clu_on_sync_check(uv_check_t *h)
+{
+    clu *c = h->data;
+    if (!c->unsynced_seq || c->stopping)
+        return;
+    uint64_t seq = c->unsynced_seq;
+    c->unsynced_seq = 0;
+    pthread_mutex_lock(&c->rlog_mu);
+    int rc = slot_rlog_sync(c->rlog);
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (rc != 0) {
+        slot__clu_log(c, "batch log sync failed: %s; not acking", slot_rlog_strerror(rc));
+        return;
+    }
+    int a = slot_repl_ack(c->repl, seq);
+    if (a != 0 && a != -ENOTCONN)
+        slot__clu_log(c, "ack %" PRIu64 ": %s", seq, uv_strerror(a));
+}
+
+void slot__clu_apply_kick(clu *c)
+{
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING || c->job != CLU_JOB_NONE || c->stopping)
+        return;
+    uint64_t target = trusted(c);
+    if (!c->rebuild && target <= c->applied)
+        return;
+    c->job_target = target;
+    slot__clu_job_start(c, CLU_JOB_APPLY);
+}
+
+int slot__clu_apply_range(clu *c, MDB_txn *txn, uint64_t to, uint64_t *applied)
+{
+    server *s = c->s;
+    uint64_t seq = 0;
+    int rc = slot_store_seq_get(s->store, txn, &seq, NULL);
+    uint8_t *copy = NULL;
+    size_t cap = 0;
+    for (uint64_t n = 0; rc == 0 && seq < to && n < SLOT_CLUSTER_APPLY_RECORDS_MAX; n++) {
+        const uint8_t *rec;
+        size_t len = 0;
+        pthread_mutex_lock(&c->rlog_mu);
+        rc = slot_rlog_read(c->rlog, seq + 1, &rec, &len);
+        if (rc == 0 && len > cap) {
+            uint8_t *p = realloc(copy, len);
+            if (p) {
+                copy = p;
+                cap = len;
+            } else {
+                rc = ENOMEM;
+            }
+        }
+        if (rc == 0)
+            memcpy(copy, rec, len);
+        pthread_mutex_unlock(&c->rlog_mu);
+        slot_wset_rec dec;
+        if (rc == 0)
+            rc = slot_wset_decode(copy, len, &dec);
+        if (rc == 0)
+            rc = slot_store_apply(s->store, txn, &dec);
+        if (rc == 0)
+            seq++;
+    }
+    free(copy);
+    *applied = seq;
+    return rc;
+}
+
+int slot__clu_job_apply(clu *c)
+{
+    server *s = c->s;
+    for (int attempt = 0; attempt < SLOT_MAP_GROW_ATTEMPTS_MAX; attempt++) {
+        MDB_txn *txn = NULL;
+        uint64_t applied = 0;
+        int rc = mdb_txn_begin(slot_store_env(s->store), NULL, 0, &txn);
+        if (rc == 0 && c->job_rebuild)
+            rc = slot_store_clear_data(s->store, txn);
+        if (rc == 0)
+            rc = slot__clu_apply_range(c, txn, c->job_target, &applied);
+        if (rc == 0)
+            rc = mdb_txn_commit(txn);
+        else if (txn)
+            mdb_txn_abort(txn);
+        if (rc == 0) {
+            c->job_applied = applied;
+            return 0;
+        }
+        if (rc != MDB_MAP_FULL)
+            return rc;
+        pthread_rwlock_wrlock(&s->map_lock);
+        int g = slot_store_grow(s->store);
+        pthread_rwlock_unlock(&s->map_lock);
+        if (g != 0)
+            return MDB_MAP_FULL;
+    }
+    return MDB_MAP_FULL;
+}
+
+/* not_primary's "primary": the client address of the configuration's primary. */
+static void not_primary(clu *c, slot_res *res)
+{
+    const char *addr = "";
+    clu_node *n = c->cfg.found ? slot__clu_node(c, c->cfg.primary, false) : NULL;
+    if (n && n->live && strcmp(c->cfg.primary, c->self) != 0)
+        addr = n->addr;
+    slot_res_error(res, SLOT_E_NOT_PRIMARY, NULL);
+    if (addr[0]) {
+        char buf[CLU_ADDR_CAP + 32];
+        snprintf(buf, sizeof(buf), "{\"primary\":\"%s\"}", addr);
+        res->extra = strdup(buf);
+    }
+}
+
+bool slot__clu_write_gate(server *s, slot_res *res)
+{
+    clu *c = s->clu;
+    bool primary = c->role == CLU_PRIMARY;
+    size_t replicas = c->cfg.nmembers ? c->cfg.nmembers - 1 : 0;
+    if (primary && !c->unavailable && replicas >= c->min_replicas && !c->stopping)
+        return false;
+    if (!res)
+        return true;
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING) {
+        const char *why = c->role == CLU_PROMOTING ? "this node is taking over as primary; retry shortly"
+                          : c->unavailable         ? "the replicas have not acknowledged the last batch; retry"
+                                                   : "fewer replicas than --min-replicas are in the replica set";
+        slot_res_error(res, SLOT_E_UNAVAILABLE, "%s", why);
+    } else {
+        not_primary(c, res);
+    }
+    return true;
+}
+
+int slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res)
+{
+    clu *c = s->clu;
+    uint64_t seq = 0;
+    if (slot_store_seq_get(s->store, rtxn, &seq, NULL) != 0)
+        return 0; /* the read itself reports the storage error */
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING) {
+        if (seq <= c->commit_seq)
+            return 0;
+        if ((c->pending_seq && !c->unavailable) || s->batch_busy)
+            return 1;
+        slot_res_error(res, SLOT_E_UNAVAILABLE, "this node's state is not acknowledged by its replicas yet");
+        return 2;
+    }
+    if (seq <= trusted(c))
+        return 0;
+    slot_res_error(res, SLOT_E_UNAVAILABLE, "this replica's state is not yet known to be committed; retry");
+    return 2;
+}
