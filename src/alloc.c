@@ -133,6 +133,9 @@ static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const s
     v->closes_at_ms = e->closes_at_ms;
     v->max_extensions = e->max_extensions;
     v->max_hold_ms = e->max_hold_ms;
+    v->waitlist_max = e->waitlist_max;
+    v->waiting = e->waiting;
+    v->waiting_qty = e->waiting_qty;
 }
 
 /* Writes free units spread evenly over shards 0..n-1 (largest minus smallest
@@ -230,7 +233,7 @@ void slot__res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status stat
 
 /* A hold that is due counts as expired for every op: on the write path it is
  * expired here, returning its units, before the op looks at it. */
-static int hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
+int slot__hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
 {
     if (!slot__hold_due(h, c->now_ms))
         return 0;
@@ -246,7 +249,7 @@ static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold
                        (unsigned)asked);
         return 0;
     }
-    int rc = hold_settle(c, e, h);
+    int rc = slot__hold_settle(c, e, h);
     slot__res_hold(res, h, h->status);
     res->replay = true;
     return rc;
@@ -274,7 +277,7 @@ static int idem_add_event(void *p, const char *ev, size_t ev_len, const slot_eve
 
 /* Builds the idempotency index from the holds database (idem.h says why it
  * is in memory). O(holds), once per allocator. */
-static int idem_ensure(ctx *c)
+int slot__idem_ensure(ctx *c)
 {
     if (c->a->idem)
         return 0;
@@ -292,27 +295,28 @@ static int idem_ensure(ctx *c)
 int slot_alloc_load(slot_alloc *a, MDB_txn *txn)
 {
     ctx c = {.a = a, .st = a->store, .txn = txn};
-    return idem_ensure(&c);
+    return slot__idem_ensure(&c);
 }
 
 /* Finds the hold made earlier for (event, user, request), into h. The index
  * is checked against the hold record: an entry whose hold is missing or
  * names other keys was left by an aborted batch and is dropped. Returns 0
  * (found), MDB_NOTFOUND, or an error. */
-static int request_find(ctx *c, const slot_req *req, slot_hold_rec *h)
+int slot__request_find(ctx *c, const char *user, size_t user_len, const char *request, size_t request_len,
+                       slot_hold_rec *h)
 {
-    int rc = idem_ensure(c);
+    int rc = slot__idem_ensure(c);
     uint64_t seq;
     if (rc != 0)
         return rc;
-    if (slot__idem_get(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request, req->request_len, &seq) != 0)
+    if (slot__idem_get(c->a->idem, c->ev, c->ev_len, user, user_len, request, request_len, &seq) != 0)
         return MDB_NOTFOUND;
     rc = slot_store_hold_get(c->st, c->txn, c->ev, c->ev_len, seq, h);
-    if (rc == 0 && (h->user_len != req->user_len || memcmp(h->user, req->user, h->user_len) != 0 ||
-                    h->request_len != req->request_len || memcmp(h->request, req->request, h->request_len) != 0))
+    if (rc == 0 && (h->user_len != user_len || memcmp(h->user, user, h->user_len) != 0 ||
+                    h->request_len != request_len || memcmp(h->request, request, h->request_len) != 0))
         rc = MDB_NOTFOUND;
     if (rc == MDB_NOTFOUND)
-        slot__idem_del(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request, req->request_len);
+        slot__idem_del(c->a->idem, c->ev, c->ev_len, user, user_len, request, request_len);
     return rc;
 }
 
@@ -367,8 +371,11 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
             }
         }
     }
+    /* While people wait, units go to them first (docs/protocol.md, "Waitlist"):
+     * a new hold is sold_out, after due holds were expired (they may serve
+     * the whole list). */
     uint64_t avail = e->capacity - e->held - e->confirmed;
-    if (rc == 0 && avail < req->qty && !settled) {
+    if (rc == 0 && (avail < req->qty || e->waiting > 0) && !settled) {
         rc = expire_event_due(c, e);
         avail = e->capacity - e->held - e->confirmed;
         /* Expiring may have returned this user's own units: the quantity
@@ -376,11 +383,18 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
         if (rc == 0 && e->max_per_user > 0)
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
     }
-    if (rc == 0 && avail < req->qty) {
+    if (rc == 0 && (avail < req->qty || e->waiting > 0)) {
         res->sold_out = true;
         res->available = avail;
     }
     return rc;
+}
+
+/* The answer to a key already used in another way (docs/protocol.md,
+ * "Clarifications of v1.1", Keys): one key space per (event, user). */
+void slot__key_conflict(slot_res *res, const char *request, const char *ev)
+{
+    slot_res_error(res, SLOT_E_IDEMPOTENCY_CONFLICT, "request \"%s\" was used otherwise on event \"%s\"", request, ev);
 }
 
 static int op_hold(ctx *c, const slot_req *req, slot_res *res)
@@ -390,9 +404,20 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0)
         return slot__answered_ok(rc);
     slot_hold_rec hold, *h = &hold;
-    rc = request_find(c, req, h);
+    rc = slot__request_find(c, req->user, req->user_len, req->request, req->request_len, h);
+    if (rc == 0 && h->kind != SLOT_HOLD_KIND_PLAIN) {
+        slot__key_conflict(res, req->request, c->ev);
+        return 0;
+    }
     if (rc == 0)
         return hold_replay(c, req, &e, h, res);
+    if (rc == MDB_NOTFOUND && e.waitlist_max > 0) {
+        rc = slot__waitlist_key_used(c, req->user, req->user_len, req->request, req->request_len);
+        if (rc == 0) {
+            slot__key_conflict(res, req->request, c->ev);
+            return 0;
+        }
+    }
     if (rc != MDB_NOTFOUND)
         return rc;
     if (req->qty > e.max_per_request) {
@@ -406,44 +431,66 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     rc = slot__hold_admit(c, req, &e, &user_qty, res);
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
+    slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->qty);
+    rc = slot__hold_make(c, &e, h, user_qty + h->qty);
+    if (rc == 0)
+        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc == 0)
+        slot__res_hold(res, h, SLOT_HOLD_HELD);
+    return rc;
+}
 
-    h->seq = e.next_seq++;
-    h->tag = slot__rng_next(c->a);
-    h->status = SLOT_HOLD_HELD;
-    h->qty = (uint16_t)req->qty;
-    h->created_at_ms = c->now_ms;
-    h->expires_at_ms = c->now_ms + e.hold_ttl_ms;
-    h->user_len = req->user_len;
-    memcpy(h->user, req->user, req->user_len + 1u);
-    h->request_len = req->request_len;
-    memcpy(h->request, req->request, req->request_len + 1u);
+void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const char *request, size_t request_len,
+                    uint32_t qty)
+{
+    h->seq = h->tag = 0;
+    h->nparts = 0;
     h->extensions = h->returned = 0;
     h->replaced_by_seq = h->replaced_by_tag = h->replaces_seq = h->replaces_tag = 0;
-    rc = slot__units_take(c, &e, h);
-    e.held += h->qty;
+    h->origin = 0;
+    h->status = SLOT_HOLD_HELD;
+    h->qty = (uint16_t)qty;
+    h->user_len = (uint8_t)user_len;
+    memcpy(h->user, user, user_len);
+    h->user[user_len] = 0;
+    h->request_len = (uint8_t)request_len;
+    memcpy(h->request, request, request_len);
+    h->request[request_len] = 0;
+    h->kind = SLOT_HOLD_KIND_PLAIN;
+}
+
+/* The writes of a new held hold (docs/design.md, "The allocation rule"): its
+ * seq, tag and times, the shards, the hold, the idempotency entry, the expiry
+ * entry, the user's total (user_total: the new total, with max_per_user;
+ * UINT64_MAX leaves the row alone) and e's counters. The caller writes e. */
+int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_total)
+{
+    h->seq = e->next_seq++;
+    h->tag = slot__rng_next(c->a);
+    h->created_at_ms = c->now_ms;
+    h->expires_at_ms = c->now_ms + e->hold_ttl_ms;
+    int rc = slot__units_take(c, e, h);
+    e->held += h->qty;
     if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
         rc = EIO;
     if (rc == 0)
         rc = slot_store_hold_add(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0 && SLOT_FAIL(AFTER_HOLD_INSERT))
         rc = EIO;
-    /* request_find above found no entry for this key (or dropped a stale
-     * one), and nothing since added one: add without looking again. */
-    if (rc == 0 && slot__idem_add(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request,
-                                  req->request_len, h->seq) != 0)
+    /* The caller's slot__request_find found no entry for this key (or dropped
+     * a stale one), and nothing since added one: add without looking again. */
+    bool offer = h->kind == SLOT_HOLD_KIND_WAITLIST && h->origin != 0; /* its key was never looked up here */
+    if (rc == 0 && (offer ? slot__idem_put : slot__idem_add)(c->a->idem, c->ev, c->ev_len, h->user, h->user_len,
+                                                            h->request, h->request_len, h->seq) != 0)
         rc = ENOMEM; /* the batch aborts; the entry, if any, is dropped as stale later */
     if (rc == 0 && SLOT_FAIL(AFTER_IDEMPOTENCY_INSERT))
-        rc = EIO; /* leaves a stale index entry: request_find must see through it */
+        rc = EIO; /* leaves a stale index entry: slot__request_find must see through it */
     if (rc == 0 && SLOT_FAIL(MAP_FULL))
         rc = MDB_MAP_FULL;
     if (rc == 0)
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
-    if (rc == 0 && e.max_per_user > 0)
-        rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty + h->qty);
-    if (rc == 0)
-        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
-    if (rc == 0)
-        slot__res_hold(res, h, SLOT_HOLD_HELD);
+    if (rc == 0 && e->max_per_user > 0 && user_total != UINT64_MAX)
+        rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, user_total);
     return rc;
 }
 
@@ -457,7 +504,7 @@ int slot__hold_open(ctx *c, const slot_req *req, const char *user, bool settle, 
     if (rc == 0)
         rc = hold_load(c, req, user, h, res);
     if (rc == 0 && settle)
-        rc = hold_settle(c, e, h);
+        rc = slot__hold_settle(c, e, h);
     return rc;
 }
 
@@ -510,7 +557,8 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
         if (e.capacity != req->capacity || e.shards != req->shards || e.hold_ttl_ms != req->hold_ttl_ms ||
             e.max_per_user != req->max_per_user || e.max_per_request != req->max_per_request ||
             e.opens_at_ms != req->opens_at_ms || e.closes_at_ms != req->closes_at_ms ||
-            e.max_extensions != req->max_extensions || e.max_hold_ms != max_hold_ms) {
+            e.max_extensions != req->max_extensions || e.max_hold_ms != max_hold_ms ||
+            e.waitlist_max != req->waitlist_max) {
             slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
             return 0;
         }
@@ -533,6 +581,8 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     e.closes_at_ms = req->closes_at_ms;
     e.max_extensions = (uint16_t)req->max_extensions;
     e.max_hold_ms = max_hold_ms;
+    e.waitlist_max = req->waitlist_max;
+    e.next_join = 1;
     rc = shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
@@ -562,6 +612,8 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
         }
         e.capacity = req->capacity;
         rc = shards_spread(c, e.shards, e.capacity - allocated);
+        if (rc == 0)
+            rc = slot__waitlist_serve(c, &e); /* a capacity increase hands out to those waiting */
         break;
     case SLOT_OP_RESHARD:
         for (uint32_t s = req->shards; rc == 0 && s < e.shards; s++)
@@ -637,6 +689,13 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
                                 (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
     case SLOT_OP_DIGEST:
         return slot_store_digest(a->store, txn, &res->seq, res->digest);
+    case SLOT_OP_HOLD_MANY:
+        return slot__op_hold_many(a, txn, req, now_ms, res);
+    case SLOT_OP_WAITLIST_JOIN:
+    case SLOT_OP_WAITLIST_LEAVE:
+    case SLOT_OP_WAITLIST:
+    case SLOT_OP_WAITLIST_ENTRIES:
+        return slot__op_waitlist(&c, req, res);
     case SLOT_OP_HELLO:
     case SLOT_OP_STATS:
     default:

@@ -85,6 +85,8 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
             rc = MDB_CORRUPTED;
     }
     h->status = to;
+    if (rc == 0 && to != SLOT_HOLD_CONFIRMED)
+        rc = slot__waitlist_serve(c, e); /* the units that came back go to those waiting, in this commit */
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0)
@@ -132,6 +134,8 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
             if (rc == 0)
                 rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - back);
         }
+        if (rc == 0)
+            rc = slot__waitlist_serve(c, e); /* the units given back go to those waiting */
         if (rc != 0)
             return rc;
         h->qty = (uint16_t)keep;

@@ -23,7 +23,7 @@ _Static_assert(2 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX <= 511, "keys fit 
 
 /* A database's number is its index in the dbi table and its id in a write
  * set's ops (slot/wset.h). meta is node-local: never captured, never applied. */
-enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS };
+enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS, DB_WAITLIST };
 _Static_assert(SLOT_STORE_DBS <= SLOT_WSET_DBS_MAX, "every database has a write-set id");
 
 struct slot_store {
