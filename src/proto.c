@@ -466,11 +466,16 @@ static slot_err parse_items(const parse_ctx *c, slot_req *r)
         slot_item *it = &r->items[i];
         size_t n = 0;
         int64_t q = 0;
-        snprintf(key, sizeof(key), "items[%zu].event", i);
-        TRY(get_string(&item, key, REQUIRED, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, it->event, &n, NULL));
+        slot_err err = get_string(&item, "event", REQUIRED, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, it->event, &n,
+                                  NULL);
+        if (err == SLOT_E_OK)
+            err = get_int(&item, "qty", REQUIRED, 1, SLOT_MAX_PER_REQUEST_MAX, &q, NULL);
+        if (err != SLOT_E_OK) { /* "event: ..." becomes "items[i].event: ..." */
+            char inner[160];
+            snprintf(inner, sizeof(inner), "%s", c->msg ? c->msg : "");
+            return fail(c->msg, c->msglen, err, "%s.%s", key, inner);
+        }
         it->event_len = (uint8_t)n;
-        snprintf(key, sizeof(key), "items[%zu].qty", i);
-        TRY(get_int(&item, key, REQUIRED, 1, SLOT_MAX_PER_REQUEST_MAX, &q, NULL));
         it->qty = (uint16_t)q;
         for (size_t j = 0; j < i; j++)
             if (r->items[j].event_len == it->event_len && memcmp(r->items[j].event, it->event, n) == 0)

@@ -49,7 +49,7 @@ TEST_LIST_END
 #define HOLDS_KEPT 64           /* hold ids the random ops pick from */
 #define NEVENTS 4
 
-static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users"};
+static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users", "waitlist"};
 static const char *const events[NEVENTS] = {"e1", "e1.x", "event-two", "e3"}; /* "e1" is a prefix of "e1.x" */
 static const char *const users[] = {"alice", "bob", "carol", "\xc3\xa9ve", "frank", "grace"};
 #define NUSERS (sizeof users / sizeof users[0])
