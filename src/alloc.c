@@ -115,7 +115,6 @@ static bool hold_id_parse(const char *s, size_t len, uint64_t *seq, uint64_t *ta
 
 /* ---- shared pieces */
 
-
 static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const slot_event_rec *e)
 {
     memcpy(v->event, ev, ev_len);
@@ -405,18 +404,14 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
         return slot__answered_ok(rc);
     slot_hold_rec hold, *h = &hold;
     rc = slot__request_find(c, req->user, req->user_len, req->request, req->request_len, h);
-    if (rc == 0 && h->kind != SLOT_HOLD_KIND_PLAIN) {
+    bool clash = rc == 0 && h->kind != SLOT_HOLD_KIND_PLAIN; /* a cart's or a waitlist's key */
+    if (rc == 0 && !clash)
+        return hold_replay(c, req, &e, h, res);
+    if (rc == MDB_NOTFOUND && e.waitlist_max > 0)
+        clash = (rc = slot__waitlist_key_used(c, req->user, req->user_len, req->request, req->request_len)) == 0;
+    if (clash) {
         slot__key_conflict(res, req->request, c->ev);
         return 0;
-    }
-    if (rc == 0)
-        return hold_replay(c, req, &e, h, res);
-    if (rc == MDB_NOTFOUND && e.waitlist_max > 0) {
-        rc = slot__waitlist_key_used(c, req->user, req->user_len, req->request, req->request_len);
-        if (rc == 0) {
-            slot__key_conflict(res, req->request, c->ev);
-            return 0;
-        }
     }
     if (rc != MDB_NOTFOUND)
         return rc;
@@ -443,11 +438,9 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
 void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const char *request, size_t request_len,
                     uint32_t qty)
 {
-    h->seq = h->tag = 0;
-    h->nparts = 0;
-    h->extensions = h->returned = 0;
+    h->seq = h->tag = h->origin = 0;
+    h->nparts = h->extensions = h->returned = 0;
     h->replaced_by_seq = h->replaced_by_tag = h->replaces_seq = h->replaces_tag = 0;
-    h->origin = 0;
     h->status = SLOT_HOLD_HELD;
     h->qty = (uint16_t)qty;
     h->user_len = (uint8_t)user_len;
