@@ -37,8 +37,11 @@ typedef struct bench_config {
     bench_scenario scenario;
     const char *name;                          /* the subcommand */
     bench_target_kind target;
-    char host[BENCH_HOST_BYTES_MAX + 1];
+    char host[BENCH_HOST_BYTES_MAX + 1];       /* the first --host (its host part) */
     uint16_t port;
+    /* Every --host / --cluster-members entry as "H:P" (the port of --port where none was given). */
+    char hosts[BENCH_HOSTS_MAX][BENCH_HOST_BYTES_MAX + 9];
+    uint32_t nhosts;                           /* 1..BENCH_HOSTS_MAX */
     const char *token;
     bool allow_remote;
     char event[SLOT_EVENT_BYTES_MAX + 1];      /* base name; multi-event appends "-<i>" */
@@ -55,6 +58,9 @@ typedef struct bench_config {
     uint32_t opens_in_ms;                      /* hot-release: the event's sale opens this long after it is made; 0 = now */
     double rate_per_s;                         /* open-loop: requests per second */
     uint32_t confirm_pct, release_pct, abandon_pct;
+    /* churn, v1.1 (docs/protocol.md, "extend", "Partial confirm", "Reacquire"): shares in percent.
+     * extend: of the buyers who confirm on time or release; partial, late: of the confirms (disjoint). */
+    uint32_t extend_pct, partial_pct, late_pct;
     uint32_t think_min_ms, think_max_ms;
     uint32_t hold_ttl_ms;                      /* 0 = long enough that nothing expires during the run */
     uint32_t events;

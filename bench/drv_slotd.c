@@ -1,15 +1,27 @@
 /*
- * drv_slotd.c — the slotd target: newline-delimited JSON over libuv TCP for
- * the load, the blocking slot_client for administration (docs/protocol.md).
+ * drv_slotd.c — the slotd target's load: newline-delimited JSON over libuv
+ * TCP (docs/protocol.md), following a replica set's primary. Administration
+ * is drv_slotd_admin.c, the reply parser drv_slotd_parse.c.
  *
- * The load side writes hold lines directly (event names are plain
+ * The load writes hold lines directly (event names are plain
  * [A-Za-z0-9._:-], user and key names are ours) and encodes the other ops
- * with slot_req_encode. Replies are scanned by a small parser for flat
- * objects, the shape of every frontend reply; anything else (escapes,
- * nesting, spaces) goes to slot_reply_parse.
+ * with slot_req_encode.
+ *
+ * Following: every connection goes to the run's target (slotd_state). A
+ * request answered not_primary or unavailable, a connection closed or
+ * refused, or requests in flight without a reply for BENCH_FOLLOW_REPLY_MS
+ * make the connection close and open again — on the primary that
+ * not_primary named, else on the next --host — after a backoff; once it is
+ * up, the requests it had in flight are sent again from the engine's ring,
+ * with the same request keys, so the ledger sees each key once (a replay
+ * when the first send had committed). The target moves once per generation:
+ * 256 connections meeting the same failover move it once, not 256 times.
+ * Each connection gives up (the run fails) after BENCH_FOLLOW_ATTEMPTS_MAX
+ * reconnects or BENCH_FOLLOW_DEADLINE_MS without an answer.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -25,169 +37,39 @@
 
 #define SLOTD_IN_BYTES (64u << 10)      /* per connection; a reply line is ~100-250 bytes */
 #define SLOTD_HELLO_BYTES 2048          /* a hello line with the longest token */
+#define ADDR_CAP (SLOT_CLIENT_ADDR_BYTES_MAX + 1)
+
+/* Where the load goes (run->drv_state). */
+typedef struct slotd_state {
+    char node[ADDR_CAP];                /* "H:P" of run->addr */
+    uint32_t idx;                       /* cfg->hosts index to move on from */
+    uint64_t gen;                       /* raised by every move */
+    char acked[ADDR_CAP];               /* the node of the last acknowledged write */
+    uv_timer_t tick;                    /* the silence detector */
+} slotd_state;
 
 typedef struct slotd_conn {
-    uv_tcp_t tcp;
+    uv_tcp_t *tcp;                      /* NULL while closed; a new one for each connect */
     uv_connect_t connect_req;
-    uv_write_t write_req;
+    uv_write_t write_req, hello_req;
+    uv_timer_t retry;                   /* the pause before a reconnect */
     bench_conn *c;
     bool writing, hello_pending;
+    bool ready;                         /* connected (and hello answered): requests may go out */
+    bool closing;                       /* slotd_close: free once `handles` are closed */
+    int handles;                        /* while closing: handles whose close callback is still to come */
+    uint64_t gen;                       /* the state's gen when this connection was opened */
+    char node[ADDR_CAP];                /* where it was opened */
+    uint64_t wait_ns;                   /* since when the oldest request in flight waits */
+    uint32_t lost;                      /* requests in flight when it was cut: sent again on reconnect */
+    uint32_t fails, backoff_ms, delay_ms;
+    uint64_t fail_since_ns;
     char *out, *wbuf;                   /* queued / being written; swapped on each write */
     size_t out_len, wbuf_len, out_cap;
     size_t in_len;
+    char hello[SLOTD_HELLO_BYTES];
     char in[SLOTD_IN_BYTES];
 } slotd_conn;
-
-/* ---------------------------------------------------------------- replies */
-
-static bool key_is(const char *k, size_t n, const char *lit)
-{
-    return strlen(lit) == n && memcmp(k, lit, n) == 0;
-}
-
-enum { V_STR, V_NUM, V_TRUE, V_FALSE, V_NULL };
-
-/* One member of a flat reply into r. false: a value the fast path does not take. */
-static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, bench_result *r, bool *saw_ok)
-{
-    if (key_is(k, kn, "ok")) {
-        *saw_ok = kind == V_TRUE || kind == V_FALSE;
-        r->ok = kind == V_TRUE;
-    } else if (key_is(k, kn, "status") && kind == V_STR) {
-        bench_result_status(v, vn, r);
-    } else if (key_is(k, kn, "hold") && kind == V_STR) {
-        if (vn > SLOT_HOLD_ARG_BYTES_MAX)
-            return false;
-        memcpy(r->hold, v, vn);
-        r->hold[vn] = 0;
-        r->hold_len = (uint32_t)vn;
-    } else if (kind == V_NUM && (key_is(k, kn, "qty") || key_is(k, kn, "expires_at") || key_is(k, kn, "available"))) {
-        uint64_t x = 0;
-        for (size_t i = 0; i < vn; i++) {
-            if (v[i] < '0' || v[i] > '9' || x > UINT64_MAX / 10 - 1)
-                return false;
-            x = x * 10 + (uint64_t)(v[i] - '0');
-        }
-        if (k[0] == 'q')
-            r->qty = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
-        else if (k[0] == 'e')
-            r->expires_at_ms = x;
-        else
-            r->available = x;
-    } else if (key_is(k, kn, "error") && kind == V_STR) {
-        char code[32];
-        size_t m = vn < sizeof(code) - 1 ? vn : sizeof(code) - 1;
-        memcpy(code, v, m);
-        code[m] = 0;
-        r->err = slot_err_from_name(code);
-    } else if (key_is(k, kn, "message") && kind == V_STR) {
-        size_t m = vn < sizeof(r->text) - 1 ? vn : sizeof(r->text) - 1;
-        memcpy(r->text, v, m);
-        r->text[m] = 0;
-    } else if (key_is(k, kn, "replay") || key_is(k, kn, "released")) {
-        bool *b = k[2] == 'p' ? &r->replay : &r->released;
-        *b = kind == V_TRUE;
-    }
-    return true;
-}
-
-/* A value at *pp: its kind, start and length. false: not a flat value. */
-static bool scan_value(const char **pp, const char *end, int *kind, const char **v, size_t *vn)
-{
-    const char *p = *pp;
-    *v = p;
-    if (*p == '"') {
-        *v = ++p;
-        while (p < end && *p != '"' && *p != '\\')
-            p++;
-        if (p >= end || *p != '"')
-            return false;
-        *vn = (size_t)(p - *v);
-        *kind = V_STR;
-        p++;
-    } else if ((*p >= '0' && *p <= '9') || *p == '-') {
-        while (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
-            p++;
-        *vn = (size_t)(p - *v);
-        *kind = V_NUM;
-    } else if (end - p >= 4 && memcmp(p, "true", 4) == 0) {
-        p += 4, *kind = V_TRUE, *vn = 0;
-    } else if (end - p >= 5 && memcmp(p, "false", 5) == 0) {
-        p += 5, *kind = V_FALSE, *vn = 0;
-    } else if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
-        p += 4, *kind = V_NULL, *vn = 0;
-    } else {
-        return false;
-    }
-    *pp = p;
-    return true;
-}
-
-/* The fast path: {"k":v,...} with flat values, no spaces, no escapes. 0 or -1. */
-static int fast_scan(const char *p, size_t n, bench_result *r)
-{
-    if (n < 2 || p[0] != '{' || p[n - 1] != '}')
-        return -1;
-    const char *end = p + n - 1;
-    bool saw_ok = false;
-    p++;
-    while (p < end) {
-        if (*p != '"')
-            return -1;
-        const char *k = ++p;
-        while (p < end && *p != '"' && *p != '\\')
-            p++;
-        if (p + 1 >= end || *p != '"' || p[1] != ':')
-            return -1;
-        size_t kn = (size_t)(p - k);
-        p += 2;
-        int kind;
-        const char *v;
-        size_t vn;
-        if (p >= end || !scan_value(&p, end, &kind, &v, &vn) || !apply(k, kn, kind, v, vn, r, &saw_ok))
-            return -1;
-        if (p < end && (*p != ',' || ++p >= end))
-            return -1;
-    }
-    return saw_ok ? 0 : -1;
-}
-
-/* The slow path: the client library's parser. */
-static int slow_parse(const char *line, size_t len, bench_result *r)
-{
-    slot_reply rep;
-    if (slot_reply_parse(line, len, &rep) < 0) {
-        slot_reply_clear(&rep);
-        return -1;
-    }
-    r->ok = rep.ok;
-    r->err = rep.ok ? SLOT_E_OK : rep.err;
-    snprintf(r->text, sizeof(r->text), "%.150s", rep.message);
-    bench_result_status(rep.status, strlen(rep.status), r);
-    r->replay = rep.replay;
-    r->released = rep.released;
-    r->qty = rep.qty > UINT32_MAX ? UINT32_MAX : (uint32_t)rep.qty;
-    r->expires_at_ms = rep.expires_at_ms;
-    r->available = rep.available;
-    r->hold_len = (uint32_t)strlen(rep.hold);
-    memcpy(r->hold, rep.hold, r->hold_len + 1);
-    slot_reply_clear(&rep);
-    return 0;
-}
-
-int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)
-{
-    bench_result_clear(r);
-    if (fast_scan(line, len, r) == 0) {
-        if (r->ok)
-            r->err = SLOT_E_OK;
-        else if (r->err == SLOT_E_OK)
-            r->err = SLOT_E__COUNT; /* ok:false without a code we know */
-        return 0;
-    }
-    bench_result_clear(r);
-    return slow_parse(line, len, r);
-}
 
 /* ---------------------------------------------------------------- requests */
 
@@ -216,19 +98,27 @@ static size_t encode_hold(const bench_run *run, const bench_ticket *t, char *buf
     return (size_t)(p - buf);
 }
 
-/* confirm / release / get_hold of ledger entry t->key, through the client codec. */
+/* confirm / release / get_hold / extend of ledger entry t->key, through the client codec:
+ * a confirm with the ticket's flags (qty for a partial one, reacquire for a late payment),
+ * an extend by run->cfg->hold_ttl_ms. */
 static long encode_hold_op(const bench_run *run, const bench_ticket *t, char *buf, size_t cap)
 {
     static const slot_op ops[] = {[BENCH_OP_CONFIRM] = SLOT_OP_CONFIRM, [BENCH_OP_RELEASE] = SLOT_OP_RELEASE,
-                                  [BENCH_OP_GET_HOLD] = SLOT_OP_GET_HOLD};
+                                  [BENCH_OP_GET_HOLD] = SLOT_OP_GET_HOLD, [BENCH_OP_EXTEND] = SLOT_OP_EXTEND};
     const bench_hold *h = &run->ledger.holds[t->key];
     char id[SLOT_HOLD_ARG_BYTES_MAX + 1], user[32];
     memcpy(id, bench_ledger_id(&run->ledger, t->key), h->id_len);
     id[h->id_len] = 0;
     bench_user_name(h->user, user, sizeof(user));
     slot_req req;
-    if (slot_req_hold_op(&req, ops[t->op], run->events[h->event].name, id, user) < 0)
+    const char *ev = run->events[h->event].name;
+    if (t->op == BENCH_OP_EXTEND ? slot_req_extend(&req, ev, id, user, run->cfg->hold_ttl_ms) < 0
+                                 : slot_req_hold_op(&req, ops[t->op], ev, id, user) < 0)
         return -1;
+    if (t->op == BENCH_OP_CONFIRM && (t->flags & BENCH_TICKET_PARTIAL))
+        slot_req_set_confirm_qty(&req, t->qty);
+    if (t->op == BENCH_OP_CONFIRM && (t->flags & BENCH_TICKET_REACQUIRE))
+        slot_req_set_reacquire(&req, true);
     return slot_req_encode(&req, buf, cap);
 }
 
@@ -242,6 +132,8 @@ static int slotd_send(bench_conn *c, const bench_ticket *t)
     long n = t->op == BENCH_OP_HOLD ? (long)encode_hold(c->run, t, dst) : encode_hold_op(c->run, t, dst, room);
     if (n < 0 || (size_t)n >= room)
         return -1;
+    if (c->inflight == 0)
+        sc->wait_ns = uv_hrtime(); /* the first request in flight: the wait for a reply starts */
     sc->out_len += (size_t)n;
     return 0;
 }
@@ -251,15 +143,15 @@ static void write_cb(uv_write_t *req, int status);
 static void slotd_flush(bench_conn *c)
 {
     slotd_conn *sc = c->drv;
-    if (sc->writing || sc->out_len == 0)
-        return;
+    if (sc->writing || sc->out_len == 0 || !sc->ready)
+        return; /* not ready: the requests wait, and go out when the connection is up again */
     char *tmp = sc->wbuf;
     sc->wbuf = sc->out;
     sc->wbuf_len = sc->out_len;
     sc->out = tmp;
     sc->out_len = 0;
     uv_buf_t b = uv_buf_init(sc->wbuf, (unsigned)sc->wbuf_len);
-    int rc = uv_write(&sc->write_req, (uv_stream_t *)&sc->tcp, &b, 1, write_cb);
+    int rc = uv_write(&sc->write_req, (uv_stream_t *)sc->tcp, &b, 1, write_cb);
     if (rc < 0) {
         bench_fail(c->run, BENCH_EXIT_CONNECTION, "connection %u: write: %s", c->index, uv_strerror(rc));
         return;
@@ -267,17 +159,144 @@ static void slotd_flush(bench_conn *c)
     sc->writing = true;
 }
 
+static void reroute(slotd_conn *sc, const char *primary, const char *why);
+
 static void write_cb(uv_write_t *req, int status)
 {
     slotd_conn *sc = req->data;
     sc->writing = false;
-    if (status == UV_ECANCELED)
+    if (status == UV_ECANCELED || !sc->ready)
         return;
     if (status < 0) {
-        bench_fail(sc->c->run, BENCH_EXIT_CONNECTION, "connection %u: write: %s", sc->c->index, uv_strerror(status));
+        reroute(sc, NULL, uv_strerror(status));
         return;
     }
     slotd_flush(sc->c);
+}
+
+/* ---------------------------------------------------------------- following the primary */
+
+/* Point the run at addr ("H:P"): resolve it (numeric or by name). false when it does not. */
+static bool set_target(bench_run *run, const char *addr)
+{
+    slotd_state *st = run->drv_state;
+    char host[ADDR_CAP], port[8];
+    uint16_t p;
+    if (slot_addr_split(addr, strlen(addr), host, sizeof(host), &p) < 0)
+        return false;
+    snprintf(port, sizeof(port), "%u", (unsigned)p);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+        return false;
+    memcpy(&run->addr, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    snprintf(st->node, sizeof(st->node), "%s", addr);
+    for (uint32_t i = 0; i < run->cfg->nhosts; i++)
+        if (strcmp(run->cfg->hosts[i], addr) == 0)
+            st->idx = i;
+    st->gen++;
+    return true;
+}
+
+/* Move the target on: to primary when named and new, else (once per
+ * generation) to the next --host that resolves. Returns true when it went
+ * straight to a named primary. */
+static bool move_target(slotd_conn *sc, const char *primary)
+{
+    bench_run *run = sc->c->run;
+    slotd_state *st = run->drv_state;
+    if (primary && primary[0] && strcmp(primary, st->node) != 0 && set_target(run, primary))
+        return true;
+    if (primary && primary[0] && strcmp(primary, st->node) == 0 && sc->gen != st->gen)
+        return true; /* another connection moved there already */
+    if (sc->gen != st->gen)
+        return false;
+    for (uint32_t k = 1; k <= run->cfg->nhosts; k++)
+        if (set_target(run, run->cfg->hosts[(st->idx + k) % run->cfg->nhosts]))
+            return false;
+    return false;
+}
+
+static void tcp_closed(uv_handle_t *h);
+
+/* The connection lost its node (why: for the message when it gives up):
+ * close it, and open it again after a pause, bounded by count and time. */
+static void reroute(slotd_conn *sc, const char *primary, const char *why)
+{
+    bench_conn *c = sc->c;
+    bench_run *run = c->run;
+    if (!sc->tcp || uv_is_closing((uv_handle_t *)sc->tcp) || run->fatal[0])
+        return;
+    uint64_t now = uv_hrtime();
+    if (sc->fails++ == 0)
+        sc->fail_since_ns = now;
+    uint64_t spent_ms = (now - sc->fail_since_ns) / 1000000u;
+    if (sc->fails > BENCH_FOLLOW_ATTEMPTS_MAX || spent_ms > BENCH_FOLLOW_DEADLINE_MS) {
+        bench_fail(run, BENCH_EXIT_CONNECTION,
+                   "connection %u: gave up following the primary after %u reconnects in %" PRIu64 " ms; last: %s: %s",
+                   c->index, sc->fails - 1, spent_ms, sc->node, why);
+        return;
+    }
+    bool direct = move_target(sc, primary);
+    sc->delay_ms = direct && sc->fails == 1 ? 0 : sc->backoff_ms;
+    sc->backoff_ms = sc->backoff_ms * 2 > BENCH_FOLLOW_BACKOFF_MAX_MS ? BENCH_FOLLOW_BACKOFF_MAX_MS : sc->backoff_ms * 2;
+    if (sc->ready || sc->hello_pending)
+        sc->lost = c->inflight; /* each may have reached the node: all go again */
+    sc->ready = sc->hello_pending = false;
+    sc->in_len = 0;
+    uv_close((uv_handle_t *)sc->tcp, tcp_closed);
+}
+
+/* The connection is up (and authenticated): first time, tell the engine;
+ * after a reconnect, send every request in flight again, in ring order. */
+static void conn_ready(slotd_conn *sc)
+{
+    bench_conn *c = sc->c;
+    bench_run *run = c->run;
+    sc->ready = true;
+    sc->out_len = 0; /* what was queued meanwhile is in the ring: it goes below */
+    if (!c->up) {
+        bench_conn_up(c);
+        return;
+    }
+    for (uint32_t i = 0; i < c->inflight; i++) {
+        bench_ticket *t = &c->ring[(c->head + i) % c->ring_cap];
+        if (i < sc->lost) {
+            t->tries = t->tries < UINT8_MAX ? (uint8_t)(t->tries + 1) : UINT8_MAX;
+            run->retries++;
+        }
+        if (slotd_send(c, t) < 0) {
+            bench_fail(run, BENCH_EXIT_FAILED, "connection %u: a request did not fit its buffer", c->index);
+            return;
+        }
+    }
+    sc->lost = 0;
+    sc->wait_ns = uv_hrtime();
+    slotd_flush(c);
+}
+
+/* A write was acknowledged on sc: a new node doing so is a failover seen. */
+static void acked(slotd_conn *sc)
+{
+    bench_run *run = sc->c->run;
+    slotd_state *st = run->drv_state;
+    if (strcmp(st->acked, sc->node) == 0)
+        return;
+    if (st->acked[0])
+        run->failovers++;
+    snprintf(st->acked, sizeof(st->acked), "%s", sc->node);
+}
+
+/* The silence detector: requests in flight and no reply for BENCH_FOLLOW_REPLY_MS. */
+static void tick_cb(uv_timer_t *t)
+{
+    bench_run *run = t->data;
+    uint64_t now = uv_hrtime();
+    for (uint32_t i = 0; i < run->nconns && !run->fatal[0]; i++) {
+        slotd_conn *sc = run->conns[i].drv;
+        if (sc && sc->ready && run->conns[i].inflight > 0 && now - sc->wait_ns > BENCH_FOLLOW_REPLY_MS * 1000000ull)
+            reroute(sc, NULL, "no reply in time");
+    }
 }
 
 /* ---------------------------------------------------------------- reading */
@@ -294,26 +313,42 @@ static void hello_answer(slotd_conn *sc, const char *line, size_t len)
 {
     bench_result r;
     sc->hello_pending = false;
-    if (bench_parse_slotd_reply(line, len, &r) < 0 || !r.ok) {
+    if (bench_parse_slotd_reply(line, len, &r) == 0 && !r.ok && (r.err == SLOT_E_NOT_PRIMARY || r.err == SLOT_E_UNAVAILABLE)) {
+        reroute(sc, r.primary, r.text);
+        return;
+    }
+    if (!r.ok) {
         bench_fail(sc->c->run, BENCH_EXIT_FAILED, "hello: %s", r.text[0] ? r.text : "refused");
         return;
     }
-    bench_conn_up(sc->c);
+    conn_ready(sc);
 }
 
-static void one_line(slotd_conn *sc, const char *line, size_t len, uint64_t now_ns)
+/* One reply line. false: the connection was cut (the rest of its input is void). */
+static bool one_line(slotd_conn *sc, const char *line, size_t len, uint64_t now_ns)
 {
     if (sc->hello_pending) {
         hello_answer(sc, line, len);
-        return;
+        return sc->ready;
     }
     bench_result r;
     if (bench_parse_slotd_reply(line, len, &r) < 0) {
         bench_fail(sc->c->run, BENCH_EXIT_FAILED, "connection %u: not a reply: %.*s", sc->c->index,
                    (int)(len > 100 ? 100 : len), line);
-        return;
+        return false;
     }
-    bench_deliver(sc->c, &r, now_ns);
+    if (!r.ok && (r.err == SLOT_E_NOT_PRIMARY || r.err == SLOT_E_UNAVAILABLE)) {
+        reroute(sc, r.primary, r.text[0] ? r.text : slot_err_name(r.err));
+        return false;
+    }
+    sc->fails = 0;
+    sc->backoff_ms = BENCH_FOLLOW_BACKOFF_MS;
+    sc->wait_ns = now_ns;
+    bench_conn *c = sc->c;
+    if (r.ok && c->inflight > 0 && c->ring[c->head].op != BENCH_OP_GET_HOLD)
+        acked(sc);
+    bench_deliver(c, &r, now_ns);
+    return true;
 }
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -324,10 +359,11 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     if (nread < 0) {
-        bench_fail(run, BENCH_EXIT_CONNECTION, "connection %u: %s", sc->c->index,
-                   nread == UV_EOF       ? "the server closed the connection"
-                   : nread == UV_ENOBUFS ? "a reply line longer than the read buffer"
-                                         : uv_strerror((int)nread));
+        if (nread == UV_ENOBUFS)
+            bench_fail(run, BENCH_EXIT_CONNECTION, "connection %u: a reply line longer than the read buffer",
+                       sc->c->index);
+        else
+            reroute(sc, NULL, nread == UV_EOF ? "the server closed the connection" : uv_strerror((int)nread));
         return;
     }
     sc->in_len += (size_t)nread;
@@ -336,7 +372,10 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     char *nl;
     while (!run->fatal[0] && (nl = memchr(sc->in + pos, '\n', sc->in_len - pos)) != NULL) {
         size_t len = (size_t)(nl - (sc->in + pos));
-        one_line(sc, sc->in + pos, len > 0 && nl[-1] == '\r' ? len - 1 : len, now_ns);
+        if (!one_line(sc, sc->in + pos, len > 0 && nl[-1] == '\r' ? len - 1 : len, now_ns)) {
+            bench_turn_end(run);
+            return; /* cut: in_len is 0 again */
+        }
         pos += len + 1;
     }
     if (run->fatal[0])
@@ -350,49 +389,110 @@ static void connect_cb(uv_connect_t *req, int status)
 {
     slotd_conn *sc = req->data;
     bench_conn *c = sc->c;
-    if (status == UV_ECANCELED)
+    if (status == UV_ECANCELED || sc->closing)
         return;
     if (status < 0) {
-        bench_fail(c->run, BENCH_EXIT_CONNECTION, "connection %u: cannot connect: %s", c->index, uv_strerror(status));
+        reroute(sc, NULL, uv_strerror(status));
         return;
     }
-    uv_tcp_nodelay(&sc->tcp, 1);
-    int rc = uv_read_start((uv_stream_t *)&sc->tcp, alloc_cb, read_cb);
+    uv_tcp_nodelay(sc->tcp, 1);
+    int rc = uv_read_start((uv_stream_t *)sc->tcp, alloc_cb, read_cb);
     if (rc < 0) {
-        bench_fail(c->run, BENCH_EXIT_CONNECTION, "connection %u: read: %s", c->index, uv_strerror(rc));
+        reroute(sc, NULL, uv_strerror(rc));
         return;
     }
     const char *token = c->run->cfg->token;
     if (!token) {
-        bench_conn_up(c);
+        conn_ready(sc);
         return;
     }
     slot_req hello;
     slot_req_init(&hello, SLOT_OP_HELLO);
-    long n = slot_req_set_token(&hello, token) < 0 ? -1 : slot_req_encode(&hello, sc->out, sc->out_cap);
-    if (n < 0 || (size_t)n >= sc->out_cap) {
+    long n = slot_req_set_token(&hello, token) < 0 ? -1 : slot_req_encode(&hello, sc->hello, sizeof(sc->hello));
+    if (n < 0 || (size_t)n >= sizeof(sc->hello)) {
         bench_fail(c->run, BENCH_EXIT_USAGE, "--token: longer than %d bytes", SLOT_TOKEN_BYTES_MAX);
         return;
     }
-    sc->out_len = (size_t)n;
+    uv_buf_t b = uv_buf_init(sc->hello, (unsigned)n);
     sc->hello_pending = true;
-    slotd_flush(c);
+    if ((rc = uv_write(&sc->hello_req, (uv_stream_t *)sc->tcp, &b, 1, NULL)) < 0)
+        reroute(sc, NULL, uv_strerror(rc));
 }
 
 /* ---------------------------------------------------------------- open and close */
 
-static const struct sockaddr_storage *admin_peer(const bench_admin *a);
+/* A new TCP handle for sc, connecting to the run's target. */
+static void conn_open(slotd_conn *sc)
+{
+    bench_run *run = sc->c->run;
+    slotd_state *st = run->drv_state;
+    sc->tcp = malloc(sizeof(*sc->tcp));
+    if (!sc->tcp) {
+        bench_fail(run, BENCH_EXIT_FAILED, "out of memory for connection %u", sc->c->index);
+        return;
+    }
+    uv_tcp_init(&run->loop, sc->tcp);
+    sc->tcp->data = sc;
+    sc->gen = st->gen;
+    snprintf(sc->node, sizeof(sc->node), "%s", st->node);
+    int rc = uv_tcp_connect(&sc->connect_req, sc->tcp, (struct sockaddr *)&run->addr, connect_cb);
+    if (rc < 0)
+        reroute(sc, NULL, uv_strerror(rc));
+}
+
+static void retry_cb(uv_timer_t *t)
+{
+    conn_open(t->data);
+}
+
+static void conn_free(slotd_conn *sc)
+{
+    free(sc->out);
+    free(sc->wbuf);
+    free(sc);
+}
+
+static void retry_closed(uv_handle_t *h)
+{
+    slotd_conn *sc = h->data;
+    if (--sc->handles == 0)
+        conn_free(sc);
+}
+
+static void tcp_closed(uv_handle_t *h)
+{
+    slotd_conn *sc = h->data;
+    free(h);
+    sc->tcp = NULL;
+    if (!sc->closing)
+        uv_timer_start(&sc->retry, retry_cb, sc->delay_ms, 0);
+    else if (--sc->handles == 0)
+        conn_free(sc);
+}
 
 static int slotd_open(bench_run *run)
 {
-    /* Where the admin connection got through: a name like "localhost" may resolve
-     * to several addresses, and the load must go where the server listens. */
-    memcpy(&run->addr, admin_peer(run->admin), sizeof(run->addr));
+    slotd_state *st = calloc(1, sizeof(*st));
+    if (!st) {
+        bench_fail(run, BENCH_EXIT_FAILED, "out of memory");
+        return -1;
+    }
+    run->drv_state = st;
+    /* Where the admin connection got through (the primary): a name like "localhost" may
+     * resolve to several addresses, and the load must go where the server listens. */
+    memcpy(&run->addr, bench_slotd_admin_peer(run->admin), sizeof(run->addr));
+    snprintf(st->node, sizeof(st->node), "%s", bench_slotd_admin_node(run->admin));
+    for (uint32_t i = 0; i < run->cfg->nhosts; i++)
+        if (strcmp(run->cfg->hosts[i], st->node) == 0)
+            st->idx = i;
+    uv_timer_init(&run->loop, &st->tick);
+    st->tick.data = run;
+    uv_timer_start(&st->tick, tick_cb, BENCH_FOLLOW_TICK_MS, BENCH_FOLLOW_TICK_MS);
     uint32_t depth = run->cfg->pipeline > BENCH_VERIFY_PIPELINE ? run->cfg->pipeline : BENCH_VERIFY_PIPELINE;
     for (uint32_t i = 0; i < run->nconns; i++) {
         bench_conn *c = &run->conns[i];
         slotd_conn *sc = calloc(1, sizeof(*sc));
-        size_t cap = (size_t)depth * BENCH_REQ_BYTES + SLOTD_HELLO_BYTES;
+        size_t cap = (size_t)depth * BENCH_REQ_BYTES;
         if (!sc || !(sc->out = malloc(cap)) || !(sc->wbuf = malloc(cap))) {
             if (sc)
                 free(sc->out);
@@ -402,225 +502,43 @@ static int slotd_open(bench_run *run)
         }
         sc->out_cap = cap;
         sc->c = c;
+        sc->backoff_ms = BENCH_FOLLOW_BACKOFF_MS;
         c->drv = sc;
-        uv_tcp_init(&run->loop, &sc->tcp);
-        sc->tcp.data = sc->connect_req.data = sc->write_req.data = sc;
-        int rc = uv_tcp_connect(&sc->connect_req, &sc->tcp, (struct sockaddr *)&run->addr, connect_cb);
-        if (rc < 0) {
-            bench_fail(run, BENCH_EXIT_CONNECTION, "connection %u: cannot connect: %s", i, uv_strerror(rc));
+        sc->connect_req.data = sc->write_req.data = sc->hello_req.data = sc;
+        uv_timer_init(&run->loop, &sc->retry);
+        sc->retry.data = sc;
+        conn_open(sc);
+        if (run->fatal[0])
             return -1;
-        }
     }
     return 0;
 }
 
-static void conn_closed(uv_handle_t *h)
+static void state_closed(uv_handle_t *h)
 {
-    slotd_conn *sc = h->data;
-    free(sc->out);
-    free(sc->wbuf);
-    free(sc);
+    free(h->data);
 }
 
 static void slotd_close(bench_run *run)
 {
     for (uint32_t i = 0; i < run->nconns; i++) {
         slotd_conn *sc = run->conns[i].drv;
-        if (sc && !uv_is_closing((uv_handle_t *)&sc->tcp))
-            uv_close((uv_handle_t *)&sc->tcp, conn_closed);
         run->conns[i].drv = NULL;
+        if (!sc)
+            continue;
+        sc->closing = true;
+        sc->handles = sc->tcp ? 2 : 1; /* a tcp closing already (a reroute) calls tcp_closed too */
+        uv_timer_stop(&sc->retry);
+        if (sc->tcp && !uv_is_closing((uv_handle_t *)sc->tcp))
+            uv_close((uv_handle_t *)sc->tcp, tcp_closed);
+        uv_close((uv_handle_t *)&sc->retry, retry_closed);
     }
-}
-
-/* ---------------------------------------------------------------- administration (blocking) */
-
-struct bench_admin {
-    slot_client *c;
-    const bench_config *cfg;
-    json_t *hello;
-    struct sockaddr_storage peer;       /* the address the connection reached */
-};
-
-static const struct sockaddr_storage *admin_peer(const bench_admin *a)
-{
-    return &a->peer;
-}
-
-static int admin_connect(bench_admin *a, char *err, size_t errlen);
-
-/* One call; 0 on an ok reply, else an exit status and err. r must be cleared by the caller.
- * The admin connection sits idle through the load, and slotd closes connections idle past
- * its --idle-timeout-ms: a connection found closed is opened again, once. */
-static int call(bench_admin *a, const char *what, const slot_req *req, slot_reply *r, char *err, size_t errlen)
-{
-    memset(r, 0, sizeof(*r));
-    int rc = slot_client_call(a->c, req, r, BENCH_CALL_TIMEOUT_MS);
-    if ((rc == -ECONNRESET || rc == -EPIPE) && req->op != SLOT_OP_HELLO) {
-        slot_reply_clear(r);
-        slot_client_close(a->c);
-        a->c = NULL;
-        int crc = admin_connect(a, err, errlen);
-        if (crc)
-            return crc;
-        memset(r, 0, sizeof(*r));
-        rc = slot_client_call(a->c, req, r, BENCH_CALL_TIMEOUT_MS);
+    slotd_state *st = run->drv_state;
+    run->drv_state = NULL;
+    if (st) {
+        st->tick.data = st;
+        uv_close((uv_handle_t *)&st->tick, state_closed);
     }
-    if (rc < 0) {
-        snprintf(err, errlen, "%s: %s", what, rc == -ECONNRESET ? "the server closed the connection" : strerror(-rc));
-        return BENCH_EXIT_CONNECTION;
-    }
-    if (!r->ok) {
-        snprintf(err, errlen, "%s: %s: %s", what, r->error, r->message);
-        return BENCH_EXIT_FAILED;
-    }
-    return 0;
-}
-
-/* Connect and say hello (with the token when there is one); keeps hello's reply. */
-static int admin_connect(bench_admin *a, char *err, size_t errlen)
-{
-    const bench_config *cfg = a->cfg;
-    int rc = slot_client_connect(cfg->host, cfg->port, BENCH_CONNECT_TIMEOUT_MS, &a->c);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot connect to slotd at %s:%u: %s", cfg->host, (unsigned)cfg->port,
-                 rc == -ENXIO ? "host name not found" : strerror(-rc));
-        a->c = NULL;
-        return BENCH_EXIT_CONNECTION;
-    }
-    socklen_t plen = sizeof(a->peer);
-    if (getpeername(slot_client_fd(a->c), (struct sockaddr *)&a->peer, &plen) < 0) {
-        snprintf(err, errlen, "getpeername: %s", strerror(errno));
-        return BENCH_EXIT_CONNECTION;
-    }
-    slot_req req;
-    slot_reply r;
-    slot_req_init(&req, SLOT_OP_HELLO);
-    if (cfg->token && slot_req_set_token(&req, cfg->token) < 0) {
-        snprintf(err, errlen, "--token: longer than %d bytes", SLOT_TOKEN_BYTES_MAX);
-        return BENCH_EXIT_USAGE;
-    }
-    if ((rc = call(a, "hello", &req, &r, err, errlen)) == 0 && !a->hello) {
-        a->hello = json_loads(r.line, 0, NULL);
-        json_object_del(a->hello, "ok");
-    }
-    slot_reply_clear(&r);
-    return rc;
-}
-
-static void slotd_admin_close(bench_admin *a)
-{
-    if (!a)
-        return;
-    slot_client_close(a->c);
-    json_decref(a->hello);
-    free(a);
-}
-
-static int slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen)
-{
-    bench_admin *a = calloc(1, sizeof(*a));
-    if (!a) {
-        snprintf(err, errlen, "out of memory");
-        return BENCH_EXIT_FAILED;
-    }
-    a->cfg = cfg;
-    int rc = admin_connect(a, err, errlen);
-    if (rc) {
-        slotd_admin_close(a);
-        return rc;
-    }
-    *out = a;
-    return 0;
-}
-
-static int slotd_server_info(bench_admin *a, json_t **info, char *err, size_t errlen)
-{
-    (void)err;
-    (void)errlen;
-    *info = a->hello ? json_deep_copy(a->hello) : json_object();
-    return 0;
-}
-
-/* A call whose reply is an event's view (create_event, event): into v. 0 or an exit status. */
-static int view_call(bench_admin *a, const char *what, const slot_req *req, bench_view *v, char *err, size_t errlen)
-{
-    slot_reply r;
-    int rc = call(a, what, req, &r, err, errlen);
-    if (rc == 0) {
-        v->capacity = r.capacity;
-        v->available = r.available;
-        v->held = r.held;
-        v->confirmed = r.confirmed;
-        v->opens_at_ms = r.opens_at_ms;
-        snprintf(v->status, sizeof(v->status), "%s", r.status);
-    }
-    slot_reply_clear(&r);
-    return rc;
-}
-
-static int slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_view *v, char *err, size_t errlen)
-{
-    slot_req req;
-    slot_req_event(&req, SLOT_OP_CREATE_EVENT, s->name);
-    req.capacity = s->capacity;
-    req.shards = s->shards;
-    req.hold_ttl_ms = s->hold_ttl_ms;
-    req.max_per_user = s->max_per_user;
-    req.max_per_request = s->max_per_request;
-    req.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
-    if (s->opens_at_ms)
-        slot_req_set_window(&req, s->opens_at_ms, 0);
-    return view_call(a, "create_event", &req, v, err, errlen);
-}
-
-static int slotd_event(bench_admin *a, const char *event, bench_view *v, char *err, size_t errlen)
-{
-    slot_req req;
-    slot_req_event(&req, SLOT_OP_EVENT, event);
-    return view_call(a, "event", &req, v, err, errlen);
-}
-
-static int slotd_check(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen)
-{
-    slot_req req;
-    slot_req_event(&req, SLOT_OP_CHECK, event);
-    slot_reply r;
-    int rc = call(a, "check", &req, &r, detail, detlen);
-    if (rc == 0) {
-        *violations = r.nviolations;
-        snprintf(detail, detlen, "%s", r.nviolations ? r.line : "");
-    }
-    slot_reply_clear(&r);
-    return rc;
-}
-
-static int slotd_expire(bench_admin *a, const char *event, uint64_t *expired, char *err, size_t errlen)
-{
-    (void)event; /* slotd's expire runs the sweeper over every event */
-    slot_req req;
-    slot_req_init(&req, SLOT_OP_EXPIRE);
-    slot_reply r;
-    int rc = call(a, "expire", &req, &r, err, errlen);
-    if (rc == 0)
-        *expired = r.expired;
-    slot_reply_clear(&r);
-    return rc;
-}
-
-static int slotd_stats(bench_admin *a, json_t **stats, char *err, size_t errlen)
-{
-    slot_req req;
-    slot_req_init(&req, SLOT_OP_STATS);
-    slot_reply r;
-    int rc = call(a, "stats", &req, &r, err, errlen);
-    *stats = NULL;
-    if (rc == 0 && !(*stats = json_loads(r.line, 0, NULL))) {
-        snprintf(err, errlen, "stats: the reply is not JSON");
-        rc = BENCH_EXIT_FAILED;
-    }
-    json_object_del(*stats, "ok");
-    slot_reply_clear(&r);
-    return rc;
 }
 
 const bench_driver bench_driver_slotd = {
@@ -629,12 +547,12 @@ const bench_driver bench_driver_slotd = {
     .send = slotd_send,
     .flush = slotd_flush,
     .close = slotd_close,
-    .admin_open = slotd_admin_open,
-    .admin_close = slotd_admin_close,
-    .server_info = slotd_server_info,
-    .create_event = slotd_create_event,
-    .event = slotd_event,
-    .check = slotd_check,
-    .expire = slotd_expire,
-    .stats = slotd_stats,
+    .admin_open = bench_slotd_admin_open,
+    .admin_close = bench_slotd_admin_close,
+    .server_info = bench_slotd_server_info,
+    .create_event = bench_slotd_create_event,
+    .event = bench_slotd_event,
+    .check = bench_slotd_check,
+    .expire = bench_slotd_expire,
+    .stats = bench_slotd_stats,
 };

@@ -3,6 +3,7 @@
 #define SLOT_BENCH_DRV_SLOTD_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "driver.h"
 #include "wire.h"
@@ -15,5 +16,20 @@ extern const bench_driver bench_driver_slotd;
  * anything else. Returns 0, or -1 when the line is not a reply.
  */
 int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r);
+
+/* The administration side (drv_slotd_admin.c): bench_driver's admin_* calls
+ * for slotd, each through slot_follow (the replica set's primary). */
+int bench_slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen);
+void bench_slotd_admin_close(bench_admin *a);
+int bench_slotd_server_info(bench_admin *a, json_t **info, char *err, size_t errlen);
+int bench_slotd_create_event(bench_admin *a, const bench_event_spec *spec, bench_view *v, char *err, size_t errlen);
+int bench_slotd_event(bench_admin *a, const char *event, bench_view *v, char *err, size_t errlen);
+int bench_slotd_check(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen);
+int bench_slotd_expire(bench_admin *a, const char *event, uint64_t *expired, char *err, size_t errlen);
+int bench_slotd_stats(bench_admin *a, json_t **stats, char *err, size_t errlen);
+/* bench_slotd_admin_peer — the socket address hello's answer came from: where the load starts. */
+const struct sockaddr_storage *bench_slotd_admin_peer(const bench_admin *a);
+/* bench_slotd_admin_node — that node as "H:P" (borrowed until the next admin call). */
+const char *bench_slotd_admin_node(const bench_admin *a);
 
 #endif

@@ -154,6 +154,12 @@ void bench_deliver(bench_conn *c, const bench_result *r, uint64_t now_ns)
         if (t.t_ns < run->n.first_send_ns + UINT64_C(1000000000))
             slot_hist_record(run->first_ns, lat);
     }
+    if (run->phase->measure && r->ok && t.op != BENCH_OP_GET_HOLD) { /* an acknowledged write */
+        uint64_t since = run->last_ack_ns ? run->last_ack_ns : run->phase_start_ns;
+        if (now_ns > since && now_ns - since > run->ack_gap_max_ns)
+            run->ack_gap_max_ns = now_ns - since;
+        run->last_ack_ns = now_ns;
+    }
     run->phase->on_result(run, c, &t, r, now_ns);
     if (run->fatal[0])
         return;
@@ -456,6 +462,7 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
         slot_hist_reset(run->win_ns);
         slot_hist_reset(run->first_ns);
         run->nseries = 0;
+        run->last_ack_ns = 0; /* the time without an acknowledged write counts from the phase's start */
     }
     start_timers(run, ph);
     for (uint32_t i = 0; ph->rate_per_s <= 0 && i < ph->conns && !run->stop_sending; i++)

@@ -50,6 +50,7 @@ typedef struct bench_event {
     uint64_t holds, held_units;     /* held answers and their units, cumulative */
     uint64_t out_units;             /* churn: held by us now (not confirmed/released/expired) */
     uint64_t confirmed_units, released_units, expired_units;
+    uint64_t returned_units;        /* churn: given back by partial confirms */
     uint64_t sellout_ns;            /* when units left fell below the smallest qty; 0 = not yet */
     bool measured;                  /* false: the warm-up event */
 } bench_event;
@@ -64,6 +65,13 @@ typedef struct bench_counters {
     uint64_t first_send_ns, last_reply_ns, first_sold_out_ns, last_sold_out_ns, sellout_ns;
     uint64_t backlog_max;           /* open loop: most requests due but not sent at once */
     uint64_t not_on_sale;           /* hot-release --opens-in: answers before the sale opened (not errors) */
+    /* churn, v1.1: extend answers that extended a hold, and extend_limit answers (not errors);
+     * confirms of fewer units than held, and the units they gave back; late payments (confirms
+     * with reacquire after the hold expired): a fresh hold confirmed (and its units), sold_out,
+     * user_limit (--max-per-user), or the hold still held after all (an ordinary confirm,
+     * counted in confirmed as well). */
+    uint64_t extends, extend_limit, partial, returned_units;
+    uint64_t late, late_reacquired, late_units, late_sold_out, late_user_limit, late_held;
 } bench_counters;
 
 /* One sample of the time series (every BENCH_SAMPLE_MS). */
@@ -100,7 +108,9 @@ typedef struct bench_session {
     uint8_t state;                  /* bench_session_state */
     uint8_t next_op;                /* bench_op to send when ready */
     uint8_t fate;                   /* BENCH_OP_CONFIRM / BENCH_OP_RELEASE, or BENCH_OP_HOLD = abandon */
+    uint8_t extends_left;           /* extend requests still to send before the fate (0..2) */
     uint32_t hold;                  /* ledger index of its current hold */
+    uint8_t plan;                   /* a confirm's BENCH_TICKET_* flags: partial, or late (reacquire) */
 } bench_session;
 
 /* A min-heap of (due time, session) for think times. */
@@ -151,6 +161,12 @@ struct bench_run {
     uint64_t think_due_ns;          /* when think_timer fires; 0 = not armed */
     uint32_t *abandoned;            /* churn: ledger indices of abandoned holds, in answer order */
     size_t nabandoned, abandoned_head, abandoned_cap;
+
+    /* Following the primary (drv_slotd.c counts, the engine times), over the whole run. */
+    uint64_t failovers;             /* the node acknowledging writes changed */
+    uint64_t retries;               /* requests sent again with the same key */
+    uint64_t last_ack_ns;           /* measured phases: the last acknowledged write (0: none yet) */
+    uint64_t ack_gap_max_ns;        /* ... the longest time without one */
 
     bench_sample *series;
     size_t nseries, series_cap;

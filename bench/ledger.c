@@ -23,27 +23,33 @@ static bool grow(void **p, size_t *cap, size_t need, size_t item)
     return true;
 }
 
-long bench_ledger_add(bench_ledger *l, const bench_ticket *t, const bench_result *r)
+long bench_ledger_add_hold(bench_ledger *l, const char *id, size_t len, uint64_t user, uint16_t event, uint16_t qty,
+                           uint8_t expect, uint64_t expires_at_ms)
 {
-    if (l->n >= BENCH_LEDGER_MAX || r->hold_len == 0 || r->hold_len > UINT8_MAX ||
-        l->ids_len + r->hold_len > UINT32_MAX)
+    if (l->n >= BENCH_LEDGER_MAX || len == 0 || len > UINT8_MAX || l->ids_len + len > UINT32_MAX)
         return -1;
     if (!grow((void **)&l->holds, &l->cap, l->n + 1, sizeof(bench_hold)) ||
-        !grow((void **)&l->ids, &l->ids_cap, l->ids_len + r->hold_len, 1))
+        !grow((void **)&l->ids, &l->ids_cap, l->ids_len + len, 1))
         return -1;
     bench_hold *h = &l->holds[l->n];
     memset(h, 0, sizeof(*h));
-    h->user = t->user;
-    h->expires_at_ms = r->expires_at_ms;
+    h->user = user;
+    h->expires_at_ms = expires_at_ms;
     h->id_off = (uint32_t)l->ids_len;
-    h->id_len = (uint8_t)r->hold_len;
-    h->event = t->event;
-    h->qty = t->qty;
-    h->expect = SLOT_HOLD_HELD;
+    h->id_len = (uint8_t)len;
+    h->link = BENCH_LINK_NONE;
+    h->event = event;
+    h->qty = qty;
+    h->expect = expect;
     h->seen = SLOT_HOLD__COUNT;
-    memcpy(l->ids + l->ids_len, r->hold, r->hold_len);
-    l->ids_len += r->hold_len;
+    memcpy(l->ids + l->ids_len, id, len);
+    l->ids_len += len;
     return (long)l->n++;
+}
+
+long bench_ledger_add(bench_ledger *l, const bench_ticket *t, const bench_result *r)
+{
+    return bench_ledger_add_hold(l, r->hold, r->hold_len, t->user, t->event, t->qty, SLOT_HOLD_HELD, r->expires_at_ms);
 }
 
 const char *bench_ledger_id(const bench_ledger *l, size_t i)

@@ -15,6 +15,7 @@
 
 #define BENCH_PORT_MAX 65535u
 #define BENCH_HOST_BYTES_MAX 255
+#define BENCH_HOSTS_MAX 16                          /* --host given several times: a replica set's members (slot_follow's bound) */
 #define BENCH_EVENT_SUFFIX_BYTES 7                  /* "-warmup" and multi-event's "-<i>" (i < 2^16) */
 #define BENCH_EVENT_BYTES_MAX (SLOT_EVENT_BYTES_MAX - BENCH_EVENT_SUFFIX_BYTES) /* --event */
 #define BENCH_CONNS_MAX 10000                       /* each is a file descriptor */
@@ -31,7 +32,7 @@
 #define BENCH_RATE_PER_S_MIN 1.0                    /* open loop: requests/s */
 #define BENCH_RATE_PER_S_MAX 10000000.0
 #define BENCH_OPENS_IN_MS_MAX (3600u * 1000u)       /* hot-release --opens-in: at most an hour ahead */
-#define BENCH_PCT_MAX 100u                          /* --confirm, --release, --abandon */
+#define BENCH_PCT_MAX 100u                          /* --confirm, --release, --abandon, --extend, --partial, --late */
 #define BENCH_THINK_MS_MAX 600000u                  /* churn: one think time */
 #define BENCH_EXPIRE_WAIT_MS_MAX 70000u             /* churn: how long verification waits for holds to expire */
 #define BENCH_EXPIRE_SLACK_MS 10000u                /* ... of which this is kept for the sweep after the TTL */
@@ -58,6 +59,10 @@
 #define BENCH_CONFIRM_PCT_DEFAULT 20u
 #define BENCH_RELEASE_PCT_DEFAULT 40u
 #define BENCH_ABANDON_PCT_DEFAULT 40u
+#define BENCH_EXTEND_PCT_DEFAULT 10u                /* churn: of the buyers who confirm on time or release */
+#define BENCH_PARTIAL_PCT_DEFAULT 10u               /* churn: of the confirms */
+#define BENCH_LATE_PCT_DEFAULT 5u                   /* churn: of the confirms */
+#define BENCH_QTY_CHURN_DEFAULT "1:60,2:30,4:10"    /* churn: holds of several units, so that partial confirms happen */
 #define BENCH_THINK_MIN_MS_DEFAULT 10u
 #define BENCH_THINK_MAX_MS_DEFAULT 100u
 #define BENCH_HOLD_TTL_MS_CHURN_DEFAULT 2000u
@@ -80,7 +85,18 @@
 #define BENCH_LEDGER_MAX (64u << 20)                /* holds remembered for the ledger check */
 #define BENCH_EXPIRE_ROUNDS_MAX 64                  /* admin expire calls after a churn run (each bounded by the server) */
 #define BENCH_EXPIRE_MARGIN_MS 50                   /* churn: wait this long past the last expires_at */
+#define BENCH_LATE_MARGIN_MS 100                    /* churn: a late payer pays this long (plus a think time) after hold_ttl_ms */
 #define BENCH_REQ_BYTES 512                         /* one encoded request; get_hold is the longest */
+/* Following the primary (drv_slotd.c): a connection whose request met not_primary,
+ * unavailable, a close or silence is opened again (on the primary, or the next
+ * host) and its requests in flight are sent again with the same keys. */
+#define BENCH_FOLLOW_REPLY_MS 2000                  /* requests in flight and no reply this long: the node is gone */
+#define BENCH_FOLLOW_TICK_MS 100                    /* how often silence is looked for */
+#define BENCH_FOLLOW_BACKOFF_MS 20                  /* first pause before a reconnect, doubling ... */
+#define BENCH_FOLLOW_BACKOFF_MAX_MS 500             /* ... up to this */
+#define BENCH_FOLLOW_ATTEMPTS_MAX 64                /* reconnects of one connection without an answer in between */
+#define BENCH_FOLLOW_DEADLINE_MS 30000              /* ... and for at most this long: then the run fails */
+#define BENCH_FOLLOW_ADMIN_SENDS_PER_HOST 6         /* an admin call: sends per --host (slot_follow's bound) */
 
 _Static_assert(BENCH_VERIFY_PIPELINE <= BENCH_PIPELINE_MAX, "verification pipeline above the server's bound");
 _Static_assert(BENCH_HOLD_TTL_MS_MAX >= SLOT_HOLD_TTL_MS_MIN, "--hold-ttl-ms has an empty range");

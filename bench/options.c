@@ -19,6 +19,8 @@
 #include "exit.h"
 #include "limits.h"
 #include "util.h"
+#include "slot/assert.h"
+#include "slot/client.h"
 #include "slot_config.h"
 
 static const struct {
@@ -51,7 +53,8 @@ bool bench_scenario_sells_out(bench_scenario s)
 enum {
     O_HOST = 256, O_PORT, O_TOKEN, O_TARGET, O_REMOTE, O_EVENT, O_CONNS, O_PIPELINE, O_QTY, O_CAPACITY,
     O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_OPENS_IN, O_RATE, O_CONFIRM,
-    O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP,
+    O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP, O_MEMBERS,
+    O_EXTEND, O_PARTIAL, O_LATE,
 };
 
 #define ALL 0x1fu
@@ -83,7 +86,10 @@ static const struct opt_def {
 #define OPT_SECONDS(name, id, sc, f, lo_ms, hi_ms, help) {name, "S", id, sc, K_SECONDS, FIELD(f), lo_ms, hi_ms, 0, 0, help}
 #define OPT_REAL(name, arg, id, sc, f, lo, hi, help) {name, arg, id, sc, K_REAL, FIELD(f), 0, 0, lo, hi, help}
 #define OPT(name, arg, id, sc, kind, help) {name, arg, id, sc, kind, 0, 0, 0, 0, 0, 0, help}
-    OPT("host", "H", O_HOST, ALL, K_TEXT, "server address"),
+    OPT("host", "H", O_HOST, ALL, K_TEXT,
+        "server address: HOST or HOST:PORT; several (repeated or comma-separated) are a replica set's "
+        "members, and the load follows the primary"),
+    OPT("cluster-members", "H:P,...", O_MEMBERS, ALL, K_TEXT, "a replica set's members (the same as --host)"),
     OPT_UINT("port", "P", O_PORT, ALL, port, 1, BENCH_PORT_MAX, "server port"),
     OPT("token", "T", O_TOKEN, ALL, K_TEXT, "send hello with this token on every connection (redis: AUTH)"),
     OPT("target", "URL", O_TARGET, ALL, K_OTHER, "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
@@ -109,7 +115,7 @@ static const struct opt_def {
     OPT_UINT("tail", "N", O_TAIL, ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_MULTI_EVENT), tail, 0, BENCH_TAIL_MAX,
              "sold_out answers to collect after the sell-out"),
     OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE), opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
-                "create the event with its sale opening S seconds ahead (opens_at), and send every\n"
+                "create the event with its sale opening S seconds ahead (opens_at), and send every "
                 "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
     OPT_REAL("rate", "R", O_RATE, ONLY(BENCH_OPEN_LOOP), rate_per_s, BENCH_RATE_PER_S_MIN, BENCH_RATE_PER_S_MAX,
              "requests per second, sent on schedule whatever the replies"),
@@ -119,6 +125,14 @@ static const struct opt_def {
              "percent of holds released after the think time"),
     OPT_UINT("abandon", "PCT", O_ABANDON, ONLY(BENCH_CHURN), abandon_pct, 0, BENCH_PCT_MAX,
              "percent of holds left to expire (the three add up to 100)"),
+    OPT_UINT("extend", "PCT", O_EXTEND, ONLY(BENCH_CHURN), extend_pct, 0, BENCH_PCT_MAX,
+             "percent of the buyers who confirm on time or release that first extend the hold by --hold-ttl-ms; "
+             "the same share of those asks again, past max_extensions 1 (extend_limit)"),
+    OPT_UINT("partial", "PCT", O_PARTIAL, ONLY(BENCH_CHURN), partial_pct, 0, BENCH_PCT_MAX,
+             "percent of the confirms that confirm 1..qty-1 units and give the rest back (a one-unit hold confirms whole)"),
+    OPT_UINT("late", "PCT", O_LATE, ONLY(BENCH_CHURN), late_pct, 0, BENCH_PCT_MAX,
+             "percent of the confirms paid after the hold expired (--hold-ttl-ms + 100 ms + a think time), with "
+             "reacquire:true; --partial + --late at most 100"),
     OPT("think-ms", "A[:B]", O_THINK, ONLY(BENCH_CHURN), K_OTHER,
         "think time before confirm/release/next hold, uniform in A..B ms"),
     OPT_UINT("hold-ttl-ms", "MS", O_TTL, ONLY(BENCH_CHURN), hold_ttl_ms, SLOT_HOLD_TTL_MS_MIN, BENCH_HOLD_TTL_MS_MAX,
@@ -138,6 +152,8 @@ static const struct opt_def {
 };
 
 #define OPT_DEFS_N (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
+static bool parse_qty(const char *s, bench_qty *q);
 
 static void defaults(bench_config *c, bench_scenario s)
 {
@@ -161,6 +177,9 @@ static void defaults(bench_config *c, bench_scenario s)
     c->confirm_pct = BENCH_CONFIRM_PCT_DEFAULT;
     c->release_pct = BENCH_RELEASE_PCT_DEFAULT;
     c->abandon_pct = BENCH_ABANDON_PCT_DEFAULT;
+    c->extend_pct = BENCH_EXTEND_PCT_DEFAULT;
+    c->partial_pct = BENCH_PARTIAL_PCT_DEFAULT;
+    c->late_pct = BENCH_LATE_PCT_DEFAULT;
     c->think_min_ms = BENCH_THINK_MIN_MS_DEFAULT;
     c->think_max_ms = BENCH_THINK_MAX_MS_DEFAULT;
     c->hold_ttl_ms = s == BENCH_CHURN ? BENCH_HOLD_TTL_MS_CHURN_DEFAULT : 0;
@@ -169,6 +188,10 @@ static void defaults(bench_config *c, bench_scenario s)
     c->qty.n = 1;
     c->qty.qty[0] = c->qty.cum[0] = c->qty.min = c->qty.max = 1;
     strcpy(c->qty.text, "1");
+    if (s == BENCH_CHURN) {
+        bool parsed = parse_qty(BENCH_QTY_CHURN_DEFAULT, &c->qty);
+        SLOT_ASSERT(parsed);
+    }
 }
 
 /* ---------------------------------------------------------------- --help: ranges and defaults */
@@ -240,6 +263,8 @@ static bool range_text(const bench_config *d, const struct opt_def *o, char *buf
             snprintf(def, sizeof(def), "from the kernel");
         else if (o->id == O_PORT)
             snprintf(def, sizeof(def), "%u; redis: %d", (unsigned)d->port, BENCH_REDIS_PORT_DEFAULT);
+        else if (o->id == O_EXTEND || o->id == O_PARTIAL || o->id == O_LATE)
+            snprintf(def, sizeof(def), "%u; redis: 0", (unsigned)field_u64(d, o));
         else
             int_text(field_u64(d, o), def, sizeof(def));
         snprintf(buf, n, "%s..%s, default %s", lo, hi, def);
@@ -264,7 +289,7 @@ static bool range_text(const bench_config *d, const struct opt_def *o, char *buf
         return true;
     case K_TEXT:
         if (o->id == O_HOST)
-            snprintf(buf, n, "at most %d bytes, default %s", BENCH_HOST_BYTES_MAX, d->host);
+            snprintf(buf, n, "at most %d hosts of %d bytes, default %s", BENCH_HOSTS_MAX, BENCH_HOST_BYTES_MAX, d->host);
         else if (o->id == O_EVENT)
             snprintf(buf, n, "1..%d bytes of [A-Za-z0-9._:-], default %s-<random>", BENCH_EVENT_BYTES_MAX,
                      scenario_info[d->scenario].prefix);
@@ -290,8 +315,11 @@ static const char *const scenario_text[] = {
         "The schedule is served every 1 ms.\n",
     [BENCH_CHURN] =
         "Sessions (D per connection) hold, think, then confirm, release or abandon the hold (left to\n"
-        "expire after --hold-ttl-ms), and hold again: capacity recycles. Runs for --duration; then\n"
-        "verification waits for the abandoned holds to expire and checks every hold's status.\n",
+        "expire after --hold-ttl-ms), and hold again: capacity recycles. Some buyers first extend the\n"
+        "hold (--extend), some confirm fewer units than held (--partial), some pay after the hold\n"
+        "expired and confirm with reacquire (--late). Runs for --duration; then verification waits\n"
+        "for the abandoned holds to expire and checks every hold by get_hold: status, qty, returned\n"
+        "units, extensions, expires_at and the replaces / replaced_by links.\n",
     [BENCH_SOLD_OUT] =
         "The event is first sold out (not measured; --duration and --requests bound only what follows);\n"
         "then K x D holds in flight measure how fast sold_out answers come. Verified: no hold granted, counters unchanged, check clean.\n",
@@ -537,6 +565,57 @@ static bool event_name_ok(const char *s, size_t room)
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
 }
 
+/* Entries of --host / --cluster-members (comma-separated) into c->hosts, as
+ * given; hosts_normalize adds the port later. -1 to go on; else an exit status. */
+static int add_hosts(bench_config *c, const char *what, const char *a)
+{
+    for (const char *p = a;; p++) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (c->nhosts >= BENCH_HOSTS_MAX)
+            return usage_error(c, "%s: more than %d hosts", what, BENCH_HOSTS_MAX);
+        if (n == 0 || n > BENCH_HOST_BYTES_MAX + 6)
+            return usage_error(c, "%s: bad value '%s'", what, a);
+        memcpy(c->hosts[c->nhosts], p, n);
+        c->hosts[c->nhosts++][n] = 0;
+        if (!comma)
+            return -1;
+        p = comma;
+    }
+}
+
+/* Each entry as "H:P" ("[v6]:P"), with --port where it has none; the first
+ * one's host and port into c->host, c->port. No --host: c->host alone. 0 or
+ * an exit status. */
+static int hosts_normalize(bench_config *c)
+{
+    if (c->nhosts == 0) {
+        snprintf(c->hosts[0], sizeof(c->hosts[0]), strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
+                 (unsigned)c->port);
+        c->nhosts = 1;
+        return 0;
+    }
+    for (uint32_t i = 0; i < c->nhosts; i++) {
+        char *e = c->hosts[i], host[BENCH_HOST_BYTES_MAX + 9];
+        size_t colons = 0;
+        for (const char *q = e; *q; q++)
+            colons += *q == ':';
+        uint16_t port = c->port;
+        bool bare = colons == 0 || (colons > 1 && e[0] != '[');
+        if (bare ? strlen(e) > BENCH_HOST_BYTES_MAX : slot_addr_split(e, strlen(e), host, sizeof(host), &port) < 0 ||
+                                                          strlen(host) > BENCH_HOST_BYTES_MAX)
+            return usage_error(c, "--host: expected HOST or HOST:PORT, not '%s'", e);
+        if (bare)
+            snprintf(host, sizeof(host), "%s", e);
+        snprintf(e, sizeof(c->hosts[0]), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+        if (i == 0) {
+            snprintf(c->host, sizeof(c->host), "%s", host);
+            c->port = port;
+        }
+    }
+    return 0;
+}
+
 /* One option. -1 to go on; else an exit status. */
 static int one_option(bench_config *c, int id, const char *a, bool *port_given)
 {
@@ -548,10 +627,8 @@ static int one_option(bench_config *c, int id, const char *a, bool *port_given)
     case O_CSV: c->csv_path = a; return -1;
     case O_SVG: c->svg_path = a; return -1;
     case O_HOST:
-        if (strlen(a) == 0 || strlen(a) > BENCH_HOST_BYTES_MAX)
-            return usage_error(c, "--host: bad value '%s'", a);
-        strcpy(c->host, a);
-        return -1;
+    case O_MEMBERS:
+        return add_hosts(c, id == O_HOST ? "--host" : "--cluster-members", a);
     case O_EVENT:
         /* room for "-warmup" and multi-event's "-<i>" */
         if (!event_name_ok(a, BENCH_EVENT_BYTES_MAX))
@@ -597,11 +674,26 @@ static bool report_path_writable(const char *path)
 }
 
 /* Relations between options, once all are read. 0 or BENCH_EXIT_USAGE. */
-static int cross_checks(bench_config *c)
+static int cross_checks(bench_config *c, uint32_t v11_given)
 {
     if (c->scenario == BENCH_CHURN && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
                            c->release_pct, c->abandon_pct);
+    if (c->scenario == BENCH_CHURN && c->partial_pct + c->late_pct > BENCH_PCT_MAX)
+        return usage_error(c, "--partial %u + --late %u is above 100: both are shares of the confirms", c->partial_pct,
+                           c->late_pct);
+    if (c->scenario == BENCH_CHURN && c->target == BENCH_TARGET_REDIS) {
+        /* The Lua peer (bench/peers/slot_hold.lua) has no extend, partial confirm or reacquire:
+         * given, they are refused; not given, their defaults do not apply there. */
+        const char *const names[] = {"--extend", "--partial", "--late"};
+        const uint32_t pcts[] = {c->extend_pct, c->partial_pct, c->late_pct};
+        for (size_t i = 0; i < 3; i++)
+            if ((v11_given & (1u << i)) && pcts[i] > 0)
+                return usage_error(c, "%s needs slotd's v1.1 ops (extend, partial confirm, reacquire); the redis "
+                                      "target's Lua peer has none",
+                                   names[i]);
+        c->extend_pct = c->partial_pct = c->late_pct = 0;
+    }
     if (c->max_per_user > 0 && c->qty.max > c->max_per_user)
         return usage_error(c, "--qty up to %u is above --max-per-user %" PRIu64, c->qty.max, c->max_per_user);
     bool sells_out = bench_scenario_sells_out(c->scenario);
@@ -616,8 +708,15 @@ static int cross_checks(bench_config *c)
         return usage_error(c, "--target redis://: this slot-bench was built without hiredis (install libhiredis-dev, rebuild)");
 #endif
     }
-    if (!c->allow_remote && !host_is_loopback(c->host))
-        return usage_error(c, "%s is not a loopback address; give --allow-remote to load another machine", c->host);
+    if (c->target == BENCH_TARGET_REDIS && c->nhosts > 1)
+        return usage_error(c, "%s", "--target redis:// takes one host: replica sets are slotd's");
+    for (uint32_t i = 0; i < c->nhosts; i++) {
+        char host[BENCH_HOST_BYTES_MAX + 9];
+        uint16_t port;
+        if (slot_addr_split(c->hosts[i], strlen(c->hosts[i]), host, sizeof(host), &port) == 0 && !c->allow_remote &&
+            !host_is_loopback(host))
+            return usage_error(c, "%s is not a loopback address; give --allow-remote to load another machine", host);
+    }
     const char *const reports[][2] = {{"--json", c->json_path}, {"--csv", c->csv_path}, {"--svg", c->svg_path}};
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
         if (reports[i][1] && !report_path_writable(reports[i][1]))
@@ -645,6 +744,7 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
     for (size_t i = 0; i < OPT_DEFS_N; i++)
         longopts[i] = (struct option){opt_defs[i].name, opt_defs[i].arg ? required_argument : no_argument, NULL, opt_defs[i].id};
     bool seeded = false, port_given = false;
+    uint32_t v11_given = 0; /* bits 0, 1, 2: --extend, --partial, --late were given */
     int id;
     optind = 0; /* GNU getopt: start over on this argv */
     opterr = 0;
@@ -659,13 +759,16 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
         if (rc >= 0)
             return rc;
         seeded |= id == O_SEED;
+        v11_given |= id == O_EXTEND ? 1u : id == O_PARTIAL ? 2u : id == O_LATE ? 4u : 0u;
     }
     if (optind < argc)
         return usage_error(c, "unexpected argument '%s'", argv[optind]);
     if (c->target == BENCH_TARGET_REDIS && !port_given)
         c->port = BENCH_REDIS_PORT_DEFAULT;
+    if (hosts_normalize(c))
+        return BENCH_EXIT_USAGE;
     fill_seed_and_event(c, seeded);
-    return cross_checks(c) ? BENCH_EXIT_USAGE : -1;
+    return cross_checks(c, v11_given) ? BENCH_EXIT_USAGE : -1;
 }
 
 json_t *bench_config_json(const bench_config *c)
@@ -679,6 +782,10 @@ json_t *bench_config_json(const bench_config *c)
                           (json_int_t)c->requests, "seed", (json_int_t)c->seed, "warmup_s", c->warmup_ms / 1000.0);
     if (!o)
         return NULL;
+    json_t *hosts = json_array();
+    for (uint32_t i = 0; i < c->nhosts; i++)
+        json_array_append_new(hosts, json_string(c->hosts[i]));
+    json_object_set_new(o, "hosts", hosts);
     if (bench_scenario_sells_out(c->scenario))
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
     if (c->scenario == BENCH_HOT_RELEASE)
@@ -689,6 +796,9 @@ json_t *bench_config_json(const bench_config *c)
         json_object_set_new(o, "confirm_pct", json_integer(c->confirm_pct));
         json_object_set_new(o, "release_pct", json_integer(c->release_pct));
         json_object_set_new(o, "abandon_pct", json_integer(c->abandon_pct));
+        json_object_set_new(o, "extend_pct", json_integer(c->extend_pct));
+        json_object_set_new(o, "partial_pct", json_integer(c->partial_pct));
+        json_object_set_new(o, "late_pct", json_integer(c->late_pct));
         json_object_set_new(o, "think_ms", json_pack("[i, i]", (int)c->think_min_ms, (int)c->think_max_ms));
         json_object_set_new(o, "hold_ttl_ms", json_integer(c->hold_ttl_ms));
     }

@@ -97,6 +97,19 @@ static void print_counts(const bench_report *r, FILE *f)
         fprintf(f, "  churn             %" PRIu64 " confirmed, %" PRIu64 " released, %" PRIu64 " abandoned, %" PRIu64
                    " expired before the buyer acted\n",
                 n->confirmed, n->released, n->abandoned, n->expired);
+    if (c->scenario == BENCH_CHURN) {
+        fprintf(f, "  extend            %" PRIu64 " extended, %" PRIu64 " extend_limit answers\n", n->extends,
+                n->extend_limit);
+        fprintf(f, "  partial confirm   %" PRIu64 " confirms of fewer units than held, %" PRIu64 " units returned\n",
+                n->partial, n->returned_units);
+        fprintf(f, "  late payment      %" PRIu64 ": %" PRIu64 " reacquired (%" PRIu64 " units), %" PRIu64 " sold out",
+                n->late, n->late_reacquired, n->late_units, n->late_sold_out);
+        if (n->late_user_limit)
+            fprintf(f, ", %" PRIu64 " refused by max_per_user", n->late_user_limit);
+        if (n->late_held)
+            fprintf(f, ", %" PRIu64 " found the hold still held (confirmed as usual)", n->late_held);
+        fprintf(f, "\n");
+    }
     fprintf(f, "  errors           ");
     bool any = false;
     for (unsigned e = 0; e <= SLOT_E__COUNT; e++)
@@ -107,6 +120,10 @@ static void print_counts(const bench_report *r, FILE *f)
     fprintf(f, "%s\n", any ? "" : " none");
     if (n->replays || n->unexpected)
         fprintf(f, "  unexpected        %" PRIu64 " replays, %" PRIu64 " other answers\n", n->replays, n->unexpected);
+    fprintf(f, "  following         %" PRIu64 " failover%s seen, %" PRIu64 " request%s sent again, longest without an "
+               "acknowledged write %.1f ms\n",
+            r->run->failovers, r->run->failovers == 1 ? "" : "s", r->run->retries, r->run->retries == 1 ? "" : "s",
+            (double)r->run->ack_gap_max_ns / 1e6);
     fprintf(f, "  latency ms        p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (mean %.3f, %" PRIu64 " answers)\n",
             r->p50_ms, r->p90_ms, r->p99_ms, r->p999_ms, r->max_ms, r->mean_ms, r->run->lat_ns->count);
     fprintf(f, "  first second ms   p50 %.3f  p99 %.3f  max %.3f  (%" PRIu64 " answers to requests sent in it)\n",
@@ -131,14 +148,14 @@ static void print_server(const bench_report *r, FILE *f)
     }
     json_int_t commits = jint(a, "commits", NULL) - jint(b, "commits", NULL);
     json_int_t writes = 0;
-    static const char *const write_ops[] = {"hold", "confirm", "release"};
+    static const char *const write_ops[] = {"hold", "confirm", "release", "extend"};
     for (size_t i = 0; i < sizeof(write_ops) / sizeof(write_ops[0]); i++)
         writes += jint(a, "requests", write_ops[i]) - jint(b, "requests", write_ops[i]);
     fprintf(f, "  server batches    mean %.1f  p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT
                "  max %" JSON_INTEGER_FORMAT " requests (since the server started)\n",
             json_real_value(json_object_get(bs, "mean")) + (double)jint(bs, "mean", NULL), jint(a, "batch_size", "p50"),
             jint(a, "batch_size", "p99"), jint(a, "batch_size", "max"));
-    fprintf(f, "  server commits    %" JSON_INTEGER_FORMAT " during the run (%.1f hold/confirm/release requests per commit)\n", commits,
+    fprintf(f, "  server commits    %" JSON_INTEGER_FORMAT " during the run (%.1f hold/confirm/release/extend requests per commit)\n", commits,
             commits > 0 ? (double)writes / (double)commits : 0.0);
     fprintf(f, "  server latency us p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT "  p99.9 %" JSON_INTEGER_FORMAT
                "  max %" JSON_INTEGER_FORMAT " (in the server, since it started)\n",
@@ -192,7 +209,7 @@ json_t *bench_machine_json(void)
 
 /* ---------------------------------------------------------------- --json */
 
-static json_t *counters_json(const bench_report *r)
+static json_t *counters_json_base(const bench_report *r)
 {
     const bench_counters *n = r->n;
     json_t *errors = json_object();
@@ -218,11 +235,31 @@ static json_t *counters_json(const bench_report *r)
         json_object_set_new(o, "first_second_ms",
                             json_pack("{s:f, s:f, s:f, s:I}", "p50", r->first_p50_ms, "p99", r->first_p99_ms, "max",
                                       r->first_max_ms, "count", (json_int_t)r->run->first_ns->count));
+    if (o && r->run->cfg->scenario == BENCH_CHURN)
+        json_object_set_new(o, "churn",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "extends", (json_int_t)n->extends,
+                                      "extend_limit", (json_int_t)n->extend_limit, "partial_confirms",
+                                      (json_int_t)n->partial, "returned_units", (json_int_t)n->returned_units,
+                                      "late", (json_int_t)n->late, "late_reacquired", (json_int_t)n->late_reacquired,
+                                      "late_units", (json_int_t)n->late_units, "late_sold_out",
+                                      (json_int_t)n->late_sold_out, "late_user_limit", (json_int_t)n->late_user_limit,
+                                      "late_still_held", (json_int_t)n->late_held));
     if (o && r->run->opens_at_ms > 0)
         json_object_set_new(o, "opening",
                             json_pack("{s:I, s:I, s:I}", "opens_at", (json_int_t)r->run->opens_at_ms, "lag_ms",
                                       (json_int_t)r->run->opening_lag_ms, "not_on_sale",
                                       (json_int_t)n->not_on_sale));
+    return o;
+}
+
+static json_t *counters_json(const bench_report *r)
+{
+    json_t *o = counters_json_base(r);
+    if (o) { /* following the primary: over the whole run */
+        json_object_set_new(o, "failovers", json_integer((json_int_t)r->run->failovers));
+        json_object_set_new(o, "retries", json_integer((json_int_t)r->run->retries));
+        json_object_set_new(o, "ack_gap_max_ms", json_real((double)r->run->ack_gap_max_ns / 1e6));
+    }
     return o;
 }
 
@@ -237,6 +274,8 @@ static json_t *events_json(const bench_run *run, const bench_verdict *v)
                               "held_units", (json_int_t)e->held_units, "confirmed_units", (json_int_t)e->confirmed_units,
                               "released_units", (json_int_t)e->released_units, "expired_units",
                               (json_int_t)e->expired_units, "sellout_s", ns_s(sell_ns));
+        if (o && run->cfg->scenario == BENCH_CHURN)
+            json_object_set_new(o, "returned_units", json_integer((json_int_t)e->returned_units));
         if (v->ran)
             json_object_set_new(o, "server", json_pack("{s:I, s:I, s:I, s:I, s:s}", "capacity",
                                                       (json_int_t)v->views[i].capacity, "available",

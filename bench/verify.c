@@ -148,6 +148,9 @@ static int event_checks(bench_run *run, uint32_t i, bench_verdict *v)
         bench_problem(v, "%s", detail);
         return 0;
     }
+    if (got->available + got->held + got->confirmed != got->capacity) /* invariant 1, as the event shows it */
+        bench_problem(v, "%s: available %" PRIu64 " + held %" PRIu64 " + confirmed %" PRIu64 " is not capacity %" PRIu64,
+                      e->name, got->available, got->held, got->confirmed, got->capacity);
     expected_view(run, e, &want);
     if (got->capacity != want.capacity || got->available != want.available || got->held != want.held ||
         got->confirmed != want.confirmed)

@@ -10,6 +10,9 @@ void bench_result_clear(bench_result *r)
     memset(r, 0, offsetof(bench_result, hold));
     r->hold[0] = 0;
     r->text[0] = 0;
+    r->primary[0] = 0;
+    r->replaces[0] = 0;
+    r->replaced_by[0] = 0;
 }
 
 bool bench_result_status(const char *s, size_t n, bench_result *r)

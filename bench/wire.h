@@ -10,11 +10,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "slot/client.h"
 #include "slot/error.h"
 #include "slot/limits.h"
 #include "slot/store.h"
 
-typedef enum bench_op { BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD } bench_op;
+/* BENCH_OP_EXTEND is slotd's alone (v1.1); the redis target never sends it (options.c refuses --extend there). */
+typedef enum bench_op { BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD, BENCH_OP_EXTEND } bench_op;
+
+/* bench_ticket.flags of a confirm (v1.1, docs/protocol.md "Partial confirm", "Reacquire"). */
+enum {
+    BENCH_TICKET_PARTIAL = 1u << 0,   /* send qty: confirm only the ticket's qty units (below the hold's) */
+    BENCH_TICKET_REACQUIRE = 1u << 1, /* send reacquire:true: a late payment */
+};
 
 /* One request in flight (or, open loop, due but not sent yet). */
 typedef struct bench_ticket {
@@ -25,6 +33,8 @@ typedef struct bench_ticket {
     uint16_t event;         /* index into run->events */
     uint16_t qty;
     uint8_t op;             /* bench_op */
+    uint8_t tries;          /* sends after the first (following the primary; capped at 255): a replay is then expected */
+    uint8_t flags;          /* confirm: BENCH_TICKET_* */
 } bench_ticket;
 
 /* An answer, whichever target gave it. */
@@ -36,9 +46,13 @@ typedef struct bench_result {
     slot_hold_status status;        /* held/confirmed/...: hold, confirm, release, get_hold, hold_not_active */
     uint32_t qty;
     uint64_t available, expires_at_ms;
+    uint64_t returned, extensions;  /* confirm, get_hold: units given back by a partial confirm; extend, get_hold: extensions */
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     uint32_t hold_len;
+    char replaces[SLOT_HOLD_ARG_BYTES_MAX + 1];    /* a reacquire's confirm, get_hold: the hold it replaces ("" none) */
+    char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold: the hold a reacquire made in its place ("" none) */
     char text[160];                 /* !ok: the server's message (for reports) */
+    char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* not_primary: the primary's "H:P" ("" unknown) */
 } bench_result;
 
 /* bench_result_clear — r as an answer that says nothing yet (every flag false, empty strings). */

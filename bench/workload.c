@@ -4,8 +4,10 @@
  *   hold workloads (hot-release, open-loop, sold-out, multi-event, warm-up,
  *   prefill): every request is a hold of a new request key, for a new user
  *   or one of the --users pool; held answers go into the ledger.
- *   churn: sessions hold, think, then confirm / release / abandon.
- *   verify: get_hold for every ledger entry; the status must be the expected one.
+ *   churn: sessions hold, think, then confirm / release / abandon; some extend
+ *   first, some confirm fewer units than held, some pay late with reacquire.
+ *   verify: get_hold for every ledger entry; status, qty, returned units,
+ *   extensions, expires_at and links must be the ones the answers said.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -132,8 +134,8 @@ static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result
         count_error(run, r);
         return -1;
     }
-    if (r->replay) {
-        run->n.replays++; /* every key is new: no replay should ever come */
+    if (r->replay && t->tries == 0) {
+        run->n.replays++; /* every key is new: no replay should come, but for a request sent again */
         return -1;
     }
     if (r->sold_out) {
@@ -202,25 +204,48 @@ static bool churn_next(bench_run *run, bench_conn *c, bench_ticket *t)
         t->user = h->user;
         t->event = h->event;
         t->qty = h->qty;
+        if (t->op == BENCH_OP_CONFIRM) {
+            t->flags = ss->plan;
+            if ((t->flags & BENCH_TICKET_PARTIAL) && h->qty >= 2)
+                t->qty = (uint16_t)(1u + bench_rand(&c->rng) % (h->qty - 1u)); /* 1..qty-1 */
+            else
+                t->flags &= (uint8_t)~BENCH_TICKET_PARTIAL; /* one unit: confirmed whole */
+        }
     }
     t->session = s;
     return true;
 }
 
-/* What the session does with a hold it got: decided when it is granted. */
+/* A roll in 0..99, or 100 (no share can match) when every share it decides is 0: runs
+ * without the v1.1 shares draw the same random numbers as before them. */
+static uint32_t roll_pct(bench_conn *c, uint32_t shares)
+{
+    return shares ? (uint32_t)(bench_rand(&c->rng) % 100) : 100;
+}
+
+/* What the session does with a hold it got: decided when it is granted. Fates: confirm
+ * (on time, whole or partial, or late with reacquire), release, abandon; the buyers who
+ * confirm on time or release may first extend (once, or a second time past the limit). */
 static void churn_fate(bench_run *run, bench_conn *c, uint32_t s, long idx)
 {
     const bench_config *cfg = run->cfg;
     bench_session *ss = &run->sessions[s];
     uint32_t roll = (uint32_t)(bench_rand(&c->rng) % 100);
     ss->hold = (uint32_t)idx;
+    ss->plan = 0;
+    ss->extends_left = 0;
     if (roll < cfg->confirm_pct) {
-        ss->next_op = BENCH_OP_CONFIRM;
+        ss->fate = BENCH_OP_CONFIRM;
+        uint32_t how = roll_pct(c, cfg->late_pct + cfg->partial_pct);
+        if (how < cfg->late_pct)
+            ss->plan = BENCH_TICKET_REACQUIRE;
+        else if (how < cfg->late_pct + cfg->partial_pct)
+            ss->plan = BENCH_TICKET_PARTIAL;
     } else if (roll < cfg->confirm_pct + cfg->release_pct) {
-        ss->next_op = BENCH_OP_RELEASE;
+        ss->fate = BENCH_OP_RELEASE;
     } else {
         run->n.abandoned++;
-        ss->next_op = BENCH_OP_HOLD;
+        ss->fate = ss->next_op = BENCH_OP_HOLD;
         if (run->nabandoned == run->abandoned_cap) {
             size_t cap = run->abandoned_cap ? run->abandoned_cap * 2 : 4096;
             uint32_t *a = realloc(run->abandoned, cap * sizeof(uint32_t));
@@ -232,40 +257,157 @@ static void churn_fate(bench_run *run, bench_conn *c, uint32_t s, long idx)
             run->abandoned_cap = cap;
         }
         run->abandoned[run->nabandoned++] = (uint32_t)idx;
+        return;
     }
+    if (!(ss->plan & BENCH_TICKET_REACQUIRE) && roll_pct(c, cfg->extend_pct) < cfg->extend_pct)
+        ss->extends_left = roll_pct(c, cfg->extend_pct) < cfg->extend_pct ? 2 : 1;
+    ss->next_op = ss->extends_left ? BENCH_OP_EXTEND : ss->fate;
 }
 
-/* The hold left our hands (confirmed, released or expired): move its units in the tallies. */
-static void hold_settled(bench_run *run, const bench_ticket *t, slot_hold_status st)
+/* Hold idx left our hands (confirmed, released or expired): its status for the ledger
+ * check and its units in the tallies. A confirm names the units it confirmed (the
+ * hold's qty, or fewer: the rest went back); count: add it to the churn counters
+ * (a late payment's expiry is counted as a late payment instead). */
+static void hold_settled(bench_run *run, uint32_t idx, slot_hold_status st, uint32_t confirmed_qty, bool count)
 {
-    bench_event *e = &run->events[t->event];
-    bench_hold *h = &run->ledger.holds[t->key];
+    bench_hold *h = &run->ledger.holds[idx];
+    bench_event *e = &run->events[h->event];
     h->expect = (uint8_t)st;
-    e->out_units -= t->qty <= e->out_units ? t->qty : e->out_units;
+    e->out_units -= h->qty <= e->out_units ? h->qty : e->out_units;
     if (st == SLOT_HOLD_CONFIRMED) {
-        run->n.confirmed++;
-        e->confirmed_units += t->qty;
+        run->n.confirmed += count;
+        e->confirmed_units += confirmed_qty;
+        if (confirmed_qty < h->qty) {
+            h->returned = (uint16_t)(h->qty - confirmed_qty);
+            h->qty = (uint16_t)confirmed_qty;
+            run->n.partial++;
+            run->n.returned_units += h->returned;
+            e->returned_units += h->returned;
+        }
     } else if (st == SLOT_HOLD_RELEASED) {
-        run->n.released++;
-        e->released_units += t->qty;
+        run->n.released += count;
+        e->released_units += h->qty;
     } else {
-        run->n.expired++;
-        e->expired_units += t->qty;
+        run->n.expired += count;
+        e->expired_units += h->qty;
     }
 }
 
-/* confirm / release answers: confirmed, released, or (think time past the TTL) expired. */
-static void churn_settle(bench_run *run, const bench_ticket *t, const bench_result *r)
+static bool hold_id_is(const bench_ledger *l, size_t i, const char *id, size_t len)
+{
+    return l->holds[i].id_len == len && memcmp(bench_ledger_id(l, i), id, len) == 0;
+}
+
+/* A late payment got a fresh hold, confirmed: the new hold into the ledger, both linked. */
+static void reacquired(bench_run *run, const bench_ticket *t, const bench_result *r)
+{
+    bench_ledger *l = &run->ledger;
+    const bench_hold *old = &l->holds[t->key];
+    if (!hold_id_is(l, t->key, r->replaces, strlen(r->replaces)) || r->hold_len == 0 ||
+        hold_id_is(l, t->key, r->hold, r->hold_len) || r->qty != t->qty || r->returned != 0) {
+        run->n.unexpected++; /* not the reacquire asked for: the ledger check shows what the target did */
+        return;
+    }
+    uint16_t event = old->event;
+    long ni = bench_ledger_add_hold(l, r->hold, r->hold_len, old->user, event, (uint16_t)r->qty, SLOT_HOLD_CONFIRMED, 0);
+    if (ni < 0) {
+        bench_fail(run, BENCH_EXIT_FAILED, "the ledger is full (%u holds) or out of memory: use a smaller run",
+                   BENCH_LEDGER_MAX);
+        return;
+    }
+    bench_hold *o = &l->holds[t->key], *nh = &l->holds[ni]; /* the add may have moved the array */
+    o->link = (uint32_t)ni;
+    o->flags |= BENCH_HOLD_REPLACED;
+    nh->link = (uint32_t)t->key;
+    nh->flags |= BENCH_HOLD_REPLACES;
+    hold_settled(run, (uint32_t)t->key, SLOT_HOLD_EXPIRED, 0, false);
+    run->events[event].confirmed_units += r->qty;
+    run->n.late_reacquired++;
+    run->n.late_units += r->qty;
+}
+
+/* A confirm's answer: whole, partial, or (late, with reacquire) a fresh hold or sold_out. */
+static void confirm_answer(bench_run *run, const bench_ticket *t, const bench_result *r)
+{
+    const bench_hold *h = &run->ledger.holds[t->key];
+    bool late = t->flags & BENCH_TICKET_REACQUIRE, again = t->tries > 0;
+    bool expired = r->has_status && r->status == SLOT_HOLD_EXPIRED;
+    run->n.late += late;
+    if (late && r->ok && r->sold_out) {
+        hold_settled(run, (uint32_t)t->key, SLOT_HOLD_EXPIRED, 0, false);
+        run->n.late_sold_out++;
+    } else if (r->ok && r->has_status && r->status == SLOT_HOLD_CONFIRMED && (!r->replay || again)) {
+        if (late && r->replaces[0]) {
+            reacquired(run, t, r);
+            return;
+        }
+        /* The hold itself confirmed: r->qty units, the rest given back. */
+        if (r->replaces[0] || !hold_id_is(&run->ledger, t->key, r->hold, r->hold_len) || r->qty < 1 ||
+            r->qty > h->qty || r->returned != h->qty - r->qty) {
+            run->n.unexpected++;
+            return;
+        }
+        if (r->qty != t->qty)
+            run->n.unexpected++; /* confirmed, but not the quantity asked: the ledger keeps what the target said */
+        run->n.late_held += late; /* paid late, yet the hold had not expired: an ordinary confirm */
+        hold_settled(run, (uint32_t)t->key, SLOT_HOLD_CONFIRMED, r->qty, true);
+    } else if (!late && !r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && expired) {
+        hold_settled(run, (uint32_t)t->key, SLOT_HOLD_EXPIRED, 0, true);
+    } else if (late && !r->ok && r->err == SLOT_E_USER_LIMIT) {
+        hold_settled(run, (uint32_t)t->key, SLOT_HOLD_EXPIRED, 0, false); /* no fresh units for this user */
+        run->n.late_user_limit++;
+        count_error(run, r);
+    } else if (!r->ok) {
+        count_error(run, r);
+    } else {
+        run->n.unexpected++;
+    }
+}
+
+/* An extend's answer. Returns false when the hold is gone (expired first, or an error):
+ * the session then moves on to the next buyer. */
+static bool extend_answer(bench_run *run, const bench_ticket *t, const bench_result *r)
+{
+    bench_hold *h = &run->ledger.holds[t->key];
+    if (r->ok && r->has_status && r->status == SLOT_HOLD_HELD && r->expires_at_ms > 0 && r->extensions > 0) {
+        h->expires_at_ms = r->expires_at_ms;
+        h->extensions = (uint8_t)(r->extensions < UINT8_MAX ? r->extensions : UINT8_MAX);
+        run->n.extends++;
+        return true;
+    }
+    if (!r->ok && r->err == SLOT_E_EXTEND_LIMIT) {
+        run->n.extend_limit++; /* nothing changed, unless a first send of this request had committed */
+        if (t->tries > 0 && !(h->flags & BENCH_HOLD_EXT_UNKNOWN)) {
+            h->flags |= BENCH_HOLD_EXT_UNKNOWN;
+            h->expires_at_ms += run->cfg->hold_ttl_ms; /* the latest it may be: verification waits for it */
+        }
+        return true;
+    }
+    if (!r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && r->has_status && r->status == SLOT_HOLD_EXPIRED) {
+        hold_settled(run, (uint32_t)t->key, SLOT_HOLD_EXPIRED, 0, true);
+        return false;
+    }
+    if (!r->ok)
+        count_error(run, r);
+    else
+        run->n.unexpected++;
+    return false;
+}
+
+/* release answers: released, or (think time past the TTL) expired. */
+static void release_answer(bench_run *run, const bench_ticket *t, const bench_result *r)
 {
     bool expired = r->has_status && r->status == SLOT_HOLD_EXPIRED;
-    if (t->op == BENCH_OP_CONFIRM && r->ok && r->has_status && r->status == SLOT_HOLD_CONFIRMED && !r->replay)
-        hold_settled(run, t, SLOT_HOLD_CONFIRMED);
-    else if (t->op == BENCH_OP_CONFIRM && !r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && expired)
-        hold_settled(run, t, SLOT_HOLD_EXPIRED);
-    else if (t->op == BENCH_OP_RELEASE && r->ok && r->released)
-        hold_settled(run, t, SLOT_HOLD_RELEASED);
-    else if (t->op == BENCH_OP_RELEASE && r->ok && !r->released && expired)
-        hold_settled(run, t, SLOT_HOLD_EXPIRED);
+    /* A request sent again (following the primary) whose first send had committed
+     * finds the hold released already. */
+    bool again = t->tries > 0;
+    uint32_t idx = (uint32_t)t->key;
+    if (r->ok && !r->released && again && r->has_status && r->status == SLOT_HOLD_RELEASED)
+        hold_settled(run, idx, SLOT_HOLD_RELEASED, 0, true);
+    else if (r->ok && r->released)
+        hold_settled(run, idx, SLOT_HOLD_RELEASED, 0, true);
+    else if (r->ok && !r->released && expired)
+        hold_settled(run, idx, SLOT_HOLD_EXPIRED, 0, true);
     else if (!r->ok)
         count_error(run, r);
     else
@@ -277,8 +419,19 @@ static void churn_on_result(bench_run *run, bench_conn *c, const bench_ticket *t
     uint32_t s = t->session;
     bench_session *ss = &run->sessions[s];
     SLOT_ASSERT(s < run->nsessions && ss->state == BENCH_SESSION_WAITING);
+    if (t->op == BENCH_OP_EXTEND) {
+        bool still = extend_answer(run, t, r);
+        if (still && ss->extends_left > 0)
+            ss->extends_left--;
+        ss->next_op = !still ? BENCH_OP_HOLD : ss->extends_left ? BENCH_OP_EXTEND : ss->fate;
+        bench_think(run, s, still ? think_ms(run->cfg, c) : 0);
+        return;
+    }
     if (t->op != BENCH_OP_HOLD) {
-        churn_settle(run, t, r);
+        if (t->op == BENCH_OP_CONFIRM)
+            confirm_answer(run, t, r);
+        else
+            release_answer(run, t, r);
         ss->next_op = BENCH_OP_HOLD; /* a new buyer takes the place at once */
         bench_think(run, s, 0);
         return;
@@ -286,9 +439,16 @@ static void churn_on_result(bench_run *run, bench_conn *c, const bench_ticket *t
     long idx = -1;
     int rc = hold_answer(run, t, r, now_ns, &idx);
     ss->next_op = BENCH_OP_HOLD;
+    ss->plan = 0;
     if (rc == 1 && idx >= 0)
         churn_fate(run, c, s, idx);
-    bench_think(run, s, think_ms(run->cfg, c));
+    uint32_t delay_ms = think_ms(run->cfg, c);
+    /* A late payer pays after the hold's expires_at: the answer came after its commit,
+     * whose time is created_at, so hold_ttl_ms and a margin from now are past it, on
+     * any clock. */
+    if (ss->plan & BENCH_TICKET_REACQUIRE)
+        delay_ms += run->cfg->hold_ttl_ms + BENCH_LATE_MARGIN_MS;
+    bench_think(run, s, delay_ms);
 }
 
 /* ---------------------------------------------------------------- verification: get_hold for every hold */
@@ -310,6 +470,38 @@ static bool verify_next(bench_run *run, bench_conn *c, bench_ticket *t)
     return true;
 }
 
+/* Does get_hold's link (id, "" for none) name the ledger entry h links to with flag? */
+static bool link_matches(const bench_ledger *l, const bench_hold *h, uint8_t flag, const char *id)
+{
+    if (!(h->flags & flag))
+        return id[0] == 0;
+    return hold_id_is(l, h->link, id, strlen(id));
+}
+
+/* What get_hold's answer r says differently from ledger entry i, into why ("" when nothing). */
+static void hold_differs(const bench_ledger *l, size_t i, const bench_result *r, char *why, size_t n)
+{
+    const bench_hold *h = &l->holds[i];
+    bool ext_known = !(h->flags & BENCH_HOLD_EXT_UNKNOWN);
+    why[0] = 0;
+    if (!r->ok)
+        snprintf(why, n, "%s: %.60s", slot_err_name(r->err), r->text);
+    else if (h->seen != h->expect)
+        snprintf(why, n, "status %s", r->has_status ? slot_hold_status_name(r->status) : "(none)");
+    else if (r->qty != h->qty)
+        snprintf(why, n, "qty %u", r->qty);
+    else if (r->returned != h->returned)
+        snprintf(why, n, "returned %" PRIu64 " (a partial confirm gave back %u)", r->returned, h->returned);
+    else if (ext_known && r->extensions != h->extensions)
+        snprintf(why, n, "extensions %" PRIu64 " (extended %u times)", r->extensions, h->extensions);
+    else if (ext_known && h->expires_at_ms && r->expires_at_ms != h->expires_at_ms)
+        snprintf(why, n, "expires_at %" PRIu64 " (the answers said %" PRIu64 ")", r->expires_at_ms, h->expires_at_ms);
+    else if (!link_matches(l, h, BENCH_HOLD_REPLACES, r->replaces))
+        snprintf(why, n, "replaces \"%.40s\"", r->replaces);
+    else if (!link_matches(l, h, BENCH_HOLD_REPLACED, r->replaced_by))
+        snprintf(why, n, "replaced_by \"%.40s\"", r->replaced_by);
+}
+
 static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
 {
     (void)c;
@@ -318,17 +510,17 @@ static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *
     bench_hold *h = &l->holds[t->key];
     l->checked++;
     h->seen = r->ok && r->has_status ? (uint8_t)r->status : (uint8_t)SLOT_HOLD__COUNT;
-    if (r->ok && h->seen == h->expect && r->qty == h->qty)
+    char why[160];
+    hold_differs(l, t->key, r, why, sizeof(why));
+    if (why[0] == 0)
         return;
     l->mismatches++;
     if (!r->ok)
         l->errors++;
     if (l->first_mismatch[0] == 0)
-        snprintf(l->first_mismatch, sizeof(l->first_mismatch), "hold %.*s of u%" PRIu64 " on %s: expected %s x%u, get_hold said %s%s%.60s x%u",
+        snprintf(l->first_mismatch, sizeof(l->first_mismatch), "hold %.*s of u%" PRIu64 " on %s: expected %s x%u, get_hold said %s",
                  (int)h->id_len, bench_ledger_id(l, t->key), h->user, run->events[h->event].name,
-                 slot_hold_status_name((slot_hold_status)h->expect), h->qty,
-                 r->ok ? (r->has_status ? slot_hold_status_name(r->status) : "no status") : slot_err_name(r->err),
-                 r->ok ? "" : ": ", r->ok ? "" : r->text, r->qty);
+                 slot_hold_status_name((slot_hold_status)h->expect), h->qty, why);
 }
 
 /* ---------------------------------------------------------------- phases */

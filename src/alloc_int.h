@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "slot/alloc.h"
+#include "slot/feed.h"
 
 /*
  * SLOT__ANSWERED — returned by an op's helper (event_load, hold_load, ...)
@@ -150,7 +151,8 @@ bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
  * confirmed | released | expired | cancelled, confirmed -> cancelled; any
  * other edge is a programmer error and asserts). Moves the units, fixes the
  * event's and the user's counters, drops the expiry entry when the hold
- * leaves held, and writes the hold and the event (e, h updated in place).
+ * leaves held, writes the hold and the event (e, h updated in place), and
+ * appends the move's feed entry (slot__hold_feed).
  * Returns 0 or an LMDB error (MDB_CORRUPTED when a counter would go below 0).
  */
 int slot__hold_finish(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_status to);
@@ -170,6 +172,16 @@ int slot__hold_confirm(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h, 
  * the limits. Returns 0 or an LMDB error.
  */
 int slot__hold_extend(slot__alloc_ctx *c, slot_hold_rec *h, uint64_t by_ms);
+
+/*
+ * slot__hold_feed — append the feed entry of type `type` for hold h (its
+ * fields as h has them now) in c's transaction; slot__event_feed — the
+ * event.created / event.changed entry carrying view v. The one writer above
+ * calls slot__hold_feed for every move, op_hold for a new hold. 0 or an
+ * LMDB error (abort). docs/protocol.md, "Feed".
+ */
+int slot__hold_feed(slot__alloc_ctx *c, const slot_hold_rec *h, slot_feed_type type);
+int slot__event_feed(slot__alloc_ctx *c, const slot_event_view *v, slot_feed_type type);
 
 /*
  * slot__expire_due — expire at most `limit` due holds (expires_at_ms <=

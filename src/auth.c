@@ -28,6 +28,25 @@ static slot_role token_role(server *s, const slot_req *req)
     return role;
 }
 
+/* Which ops a role may run (docs/protocol.md, "Admin ops" and "Feed"):
+ * admin all; worker hello, the feed's subscribe/ack/unsubscribe, get_hold of
+ * any user, event and digest; frontend every op that is not admin's but the
+ * feed's (forbidden: a frontend may not subscribe). */
+static bool role_may(slot_role role, slot_op op)
+{
+    bool feed = op == SLOT_OP_SUBSCRIBE || op == SLOT_OP_ACK || op == SLOT_OP_UNSUBSCRIBE;
+    switch (role) {
+    case SLOT_ROLE_ADMIN:
+        return true;
+    case SLOT_ROLE_WORKER:
+        return feed || op == SLOT_OP_HELLO || op == SLOT_OP_GET_HOLD || op == SLOT_OP_EVENT || op == SLOT_OP_DIGEST;
+    case SLOT_ROLE_FRONTEND:
+        return !feed && !slot_op_admin(op);
+    default:
+        return false;
+    }
+}
+
 /* Decides what a parsed request may do on this connection. Returns false
  * when e was answered with an error here. */
 bool slot__authorize(server *s, conn *c, entry *e)
@@ -57,14 +76,19 @@ bool slot__authorize(server *s, conn *c, entry *e)
         c->close_after_flush = true;
         return false;
     }
-    if (slot_op_admin(e->req.op) && c->role != SLOT_ROLE_ADMIN) {
-        slot_res_error(&e->res, SLOT_E_FORBIDDEN, "op %s needs role admin", slot_op_name(e->req.op));
+    if (!role_may(c->role, e->req.op)) {
+        slot_res_error(&e->res, SLOT_E_FORBIDDEN, "op %s is not for role %s", slot_op_name(e->req.op),
+                       slot_role_name(c->role));
+        return false;
+    }
+    if (e->req.op == SLOT_OP_GET_HOLD && e->req.user_len == 0 && c->role == SLOT_ROLE_FRONTEND) {
+        slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "user: missing; only worker and admin may leave it out");
         return false;
     }
     return true;
 }
 
-/* Reads --token-file: lines "ROLE TOKEN" (frontend or admin), # comments.
+/* Reads --token-file: lines "ROLE TOKEN" (frontend, worker or admin), # comments.
  * The file must not be readable or writable by group or others. */
 int slot__tokens_load(server *s, const char *path)
 {
@@ -89,14 +113,18 @@ int slot__tokens_load(server *s, const char *path)
         if (*p == '#' || *p == '\n' || *p == 0)
             continue;
         if (sscanf(p, "%31s %257s", role, value) != 2 || strlen(value) > SLOT_TOKEN_BYTES_MAX ||
-            (strcmp(role, "frontend") != 0 && strcmp(role, "admin") != 0) || s->ntokens == SLOT_TOKENS_MAX) {
-            slot__log("--token-file %s:%d: want \"frontend TOKEN\" or \"admin TOKEN\" (token 1..%d bytes, at most %d lines)",
+            (strcmp(role, "frontend") != 0 && strcmp(role, "admin") != 0 && strcmp(role, "worker") != 0) ||
+            s->ntokens == SLOT_TOKENS_MAX) {
+            slot__log("--token-file %s:%d: want \"frontend TOKEN\", \"worker TOKEN\" or \"admin TOKEN\" (token 1..%d "
+                      "bytes, at most %d lines)",
                     path, lineno, SLOT_TOKEN_BYTES_MAX, SLOT_TOKENS_MAX);
             rc = -1;
             break;
         }
         token *t = &s->tokens[s->ntokens++];
-        t->role = strcmp(role, "admin") == 0 ? SLOT_ROLE_ADMIN : SLOT_ROLE_FRONTEND;
+        t->role = strcmp(role, "admin") == 0    ? SLOT_ROLE_ADMIN
+                  : strcmp(role, "worker") == 0 ? SLOT_ROLE_WORKER
+                                                : SLOT_ROLE_FRONTEND;
         t->len = strlen(value);
         memcpy(t->value, value, t->len + 1);
     }

@@ -10,14 +10,15 @@
 
 #include "server_int.h"
 
-/* slot__tokens_load — read path: lines "ROLE TOKEN" (frontend or admin) and
+/* slot__tokens_load — read path: lines "ROLE TOKEN" (frontend, worker or admin) and
  * # comments, at most SLOT_TOKENS_MAX, into s->tokens. The file must not be
  * readable or writable by group or others. Returns 0, or -1 after logging why. */
 int slot__tokens_load(server *s, const char *path);
 
 /* slot__authorize — decide what parsed request e may do on c (hello sets
  * c's role). Returns false when e was answered with an error here
- * (unauthenticated, which also closes c after the answer, or forbidden). */
+ * (unauthenticated, which also closes c after the answer; forbidden, an op
+ * the role may not run; invalid_argument, a frontend's get_hold without user). */
 bool slot__authorize(server *s, conn *c, entry *e);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "slot/feed.h"
 #include "slot/store.h"
 
 /* ---- check: the invariants of docs/protocol.md as a full scan */
@@ -338,6 +339,15 @@ static int check_expiry_row(void *p, uint64_t at, const char *ev, size_t ev_len,
     return 0;
 }
 
+/* The feed's part (slot/feed.h): a hold whose history disagrees with its status. */
+static void feed_violation(void *p, const char *ev, const char *detail)
+{
+    check_ctx *k = p;
+    k->ev = ev;
+    k->ev_len = strlen(ev);
+    violation(k, 8, "%s", detail);
+}
+
 int slot_check(slot_store *st, MDB_txn *txn, const char *event, size_t event_len, slot_res *res)
 {
     check_ctx k = {.st = st, .txn = txn, .res = res};
@@ -359,6 +369,9 @@ int slot_check(slot_store *st, MDB_txn *txn, const char *event, size_t event_len
         expiry_check x = {&k, event, event_len};
         rc = slot_store_expiry_scan(st, txn, UINT64_MAX, check_expiry_row, &x);
     }
+    /* The feed's part is a scan of the whole feed: only the full check runs it. */
+    if (rc == 0 && !event)
+        rc = slot_feed_check_holds(st, txn, NULL, 0, feed_violation, &k);
     res->holds_checked = k.holds;
     free(k.users);
     return rc;

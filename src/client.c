@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client_int.h"
 #include "jsonw.h"
 
 /* ---------------------------------------------------------------- building */
@@ -350,10 +351,18 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         w_str_field(w, "status", st, strlen(st));
         break;
     }
-    case SLOT_OP_EXPIRE:
-    case SLOT_OP_STATS:
-    case SLOT_OP_DIGEST:
-    case SLOT_OP__COUNT:
+    case SLOT_OP_SUBSCRIBE: /* the feed ops (docs/protocol.md, "Feed") */
+    case SLOT_OP_ACK:
+    case SLOT_OP_FEED_FORGET:
+        w_str_field(w, "consumer", req->consumer, req->consumer_len);
+        if (req->op == SLOT_OP_ACK || (req->op == SLOT_OP_SUBSCRIBE && req->from == SLOT_FEED_FROM_SEQ))
+            slot__jw_key_u64(w, req->op == SLOT_OP_ACK ? "seq" : "from", req->feed_seq);
+        else if (req->op == SLOT_OP_SUBSCRIBE)
+            w_str_field(w, "from", req->from == SLOT_FEED_FROM_START ? "start" : "acked", 5);
+        if (req->op == SLOT_OP_SUBSCRIBE && req->window)
+            slot__jw_key_u64(w, "window", req->window);
+        break;
+    default: /* expire, stats, digest, and every op without fields */
         break;
     }
 }
@@ -383,11 +392,6 @@ long slot_req_encode(const slot_req *req, char *buf, size_t cap)
 
 #define CLIENT_BUF_BYTES_INITIAL (64u << 10) /* most replies are < 512 bytes: one read fills many */
 #define CLIENT_BUF_BYTES_MAX (SLOT_CLIENT_LINE_MAX + 1u) /* a longest line plus its "\n" */
-/* The longest request line: every string field of slot_req escaped at 6 bytes
- * per byte (\u00XX), plus keys and numbers. */
-#define CLIENT_REQ_BYTES_MAX                                                                 \
-    (6u * (SLOT_EVENT_BYTES_MAX + SLOT_REQUEST_BYTES_MAX + SLOT_USER_BYTES_MAX +             \
-           SLOT_HOLD_ARG_BYTES_MAX + SLOT_TOKEN_BYTES_MAX + SLOT_ID_BYTES_MAX) + 1024u)
 
 struct slot_client {
     int fd;
@@ -619,7 +623,7 @@ int slot_client_send_raw(slot_client *c, const void *data, size_t len)
 
 int slot_client_send(slot_client *c, const slot_req *req)
 {
-    char line[CLIENT_REQ_BYTES_MAX];
+    char line[SLOT__CLIENT_REQ_BYTES_MAX];
     long n = slot_req_encode(req, line, sizeof(line));
     if (n < 0)
         return (int)n;

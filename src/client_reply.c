@@ -1,6 +1,6 @@
 /* client_reply.c — the C client's reply parser (slot/client.h): a reply
- * line into a typed struct slot_reply. The request codec and the
- * connection are in client.c. */
+ * line into a typed struct slot_reply, the cluster op's members included.
+ * The request codec and the connection are in client.c. */
 #include "slot/client.h"
 
 #include <errno.h>
@@ -32,6 +32,7 @@ static const struct {
     REPLY_STR("error", error),     REPLY_STR("message", message), REPLY_STR("status", status),
     REPLY_STR("hold", hold),       REPLY_STR("user", user),       REPLY_STR("event", event),
     REPLY_STR("role", role),       REPLY_STR("version", version), REPLY_STR("digest", digest),
+    REPLY_STR("primary", primary), REPLY_STR("cluster", cluster), REPLY_STR("node", node),
     REPLY_STR("replaces", replaces), REPLY_STR("replaced_by", replaced_by),
     REPLY_STR("hold_status", hold_status),
 };
@@ -48,12 +49,53 @@ static const struct {
     REPLY_U64("hold_ttl_ms", hold_ttl_ms), REPLY_U64("max_per_user", max_per_user),
     REPLY_U64("max_per_request", max_per_request), REPLY_U64("events", events),
     REPLY_U64("holds", holds),       REPLY_U64("expired", expired), REPLY_U64("seq", seq),
+    REPLY_U64("epoch", epoch),
     REPLY_U64("opens_at", opens_at_ms), REPLY_U64("closes_at", closes_at_ms),
     REPLY_U64("max_extensions", max_extensions), REPLY_U64("max_hold_ms", max_hold_ms),
     REPLY_U64("returned", returned), REPLY_U64("extensions", extensions),
     REPLY_U64("position", position), REPLY_U64("waitlist_max", waitlist_max),
     REPLY_U64("waiting", waiting), REPLY_U64("waiting_qty", waiting_qty),
 };
+
+/* A string member of a JSON object into a fixed field ("" when absent or not a string). */
+static void get_str(json_t *obj, const char *key, char *dst, size_t size)
+{
+    json_t *v = json_object_get(obj, key);
+    if (json_is_string(v))
+        copy_str(dst, size, json_string_value(v), json_string_length(v));
+}
+
+static uint64_t get_u64(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* The cluster op's "members": the first SLOT_CLUSTER_MEMBERS_MAX are kept,
+ * nmembers_total counts them all; entries that are not objects are skipped. */
+static int parse_members(json_t *arr, slot_reply *out)
+{
+    size_t n = json_array_size(arr);
+    out->nmembers_total = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    if (n == 0)
+        return 0;
+    size_t keep = n < SLOT_CLUSTER_MEMBERS_MAX ? n : SLOT_CLUSTER_MEMBERS_MAX;
+    out->members = calloc(keep, sizeof(slot_member));
+    if (!out->members)
+        return -ENOMEM;
+    for (size_t i = 0; i < n && out->nmembers < keep; i++) {
+        json_t *m = json_array_get(arr, i);
+        if (!json_is_object(m))
+            continue;
+        slot_member *d = &out->members[out->nmembers++];
+        get_str(m, "node", d->node, sizeof(d->node));
+        get_str(m, "addr", d->addr, sizeof(d->addr));
+        get_str(m, "role", d->role, sizeof(d->role));
+        d->seq = get_u64(m, "seq");
+        d->lag_ms = get_u64(m, "lag_ms");
+    }
+    return 0;
+}
 
 /* hello's "features": the names joined by commas, as far as they fit. */
 static void parse_features(json_t *arr, slot_reply *out)
@@ -135,6 +177,9 @@ static int parse_fields(json_t *root, slot_reply *out)
         copy_str(out->id.s, sizeof(out->id.s), json_string_value(v), json_string_length(v));
         out->id.len = (uint8_t)strlen(out->id.s);
     }
+    v = json_object_get(root, "members");
+    if (json_is_array(v) && parse_members(v, out) < 0)
+        return -ENOMEM;
     v = json_object_get(root, "features");
     if (json_is_array(v))
         parse_features(v, out);
@@ -173,6 +218,7 @@ int slot_reply_parse(const char *line, size_t len, slot_reply *out)
 void slot_reply_clear(slot_reply *r)
 {
     free(r->shard_free);
+    free(r->members);
     free(r->line);
     memset(r, 0, sizeof(*r));
 }

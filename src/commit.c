@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 
 #include "loop.h"
+#include "slot/feed.h"
 #include "slot/assert.h"
 #include "slot/failpoint.h"
 
@@ -42,9 +43,12 @@ static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
     for (size_t i = 0; rc == 0 && i < s->batch_n; i++) {
         entry *e = s->batch[i];
         slot_res_clear(&e->res);
-        if (e->sweep)
+        if (e->sweep) {
             rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
-        else
+            if (rc == 0) /* retention: a bounded trim in the sweeper's commit (slot/feed.h) */
+                rc = slot_feed_trim(s->store, txn, now_ms, s->opts.feed_retention_ms, SLOT_FEED_TRIM_BATCH_MAX,
+                                    &e->res.feed_trimmed);
+        } else
             rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
     }
     slot_store_capture_end(s->store);
@@ -192,7 +196,8 @@ void slot__batch_complete(uv_async_t *h)
         SLOT_ASSERT(e->state == ENTRY_QUEUED); /* nothing answers a batched entry but this */
         if (e->sweep) {
             s->sweep_pending = false;
-            sweep_again = e->res.err == SLOT_E_OK && e->res.expired >= SLOT_SWEEP_BATCH_MAX;
+            sweep_again = e->res.err == SLOT_E_OK && (e->res.expired >= SLOT_SWEEP_BATCH_MAX ||
+                                                      e->res.feed_trimmed >= SLOT_FEED_TRIM_BATCH_MAX);
             slot__entry_put(s, e);
             continue;
         }
@@ -224,6 +229,7 @@ void slot__batch_complete(uv_async_t *h)
         c->dirty = false;
         s->conn_up.flush(c);
     }
+    s->conn_up.feed(s); /* the batch's feed entries, to the consumers following */
 }
 
 int slot__commit_start(server *s)

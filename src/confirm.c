@@ -91,6 +91,8 @@ static int reacquire(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_r
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
+    if (rc == 0) /* one hold.confirmed with replaces, and no hold.held (docs/protocol.md, "Feed") */
+        rc = slot__hold_feed(c, n, SLOT_FEED_HOLD_CONFIRMED);
     if (rc == 0)
         slot__res_hold(res, n, SLOT_HOLD_CONFIRMED);
     return rc;

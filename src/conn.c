@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "feed_sub.h"
 #include "loop.h"
 #include "slot/assert.h"
 #include "slot/proto.h"
@@ -93,6 +94,10 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
     s->requests[e->req.op]++;
     if (!slot__authorize(s, c, e)) {
         s->errors++;
+        return;
+    }
+    if (!slot__feed_admit(s, c, e)) {
+        s->errors += e->res.err != SLOT_E_OK;
         return;
     }
     if (!slot_op_writes(e->req.op)) {
@@ -202,7 +207,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = sizeof(c->srv->read_buf);
 }
 
-static bool out_reserve(conn *c, size_t need)
+bool slot__conn_out_reserve(conn *c, size_t need)
 {
     if (c->out_len + need <= c->out_cap)
         return true;
@@ -230,7 +235,7 @@ static bool out_encode(conn *c, const entry *e)
             c->out_len += n;
             return true;
         }
-        if (!out_reserve(c, n + 1))
+        if (!slot__conn_out_reserve(c, n + 1))
             return false;
     }
     return false;
@@ -315,6 +320,7 @@ void slot__conn_flush(conn *c)
             slot__run_read(s, e);
         if (e->state != ENTRY_DONE)
             break;
+        slot__feed_answered(c, e);
         if (!out_encode(c, e)) {
             slot__log("out of memory for a reply; closing the connection");
             slot__conn_close(c);
@@ -331,7 +337,19 @@ void slot__conn_flush(conn *c)
     }
     if (c->state != CONN_OPEN)
         return;
-    conn_write(c);
+    /* Pushes (feed_sub.c) go after the answers, one output limit at a time,
+     * for as long as the socket takes them at once: at most the consumer's
+     * window of entries, so the loop is bounded. */
+    for (;;) {
+        size_t before = c->out_len;
+        slot__feed_fill(c);
+        bool pushed = c->out_len > before;
+        conn_write(c);
+        if (!pushed || c->writing || c->out_len > 0 || c->state != CONN_OPEN)
+            break;
+    }
+    if (c->state != CONN_OPEN)
+        return;
     if (c->close_after_flush && !c->head && c->out_len == 0) {
         slot__conn_drain(c);
         return;
@@ -391,6 +409,7 @@ void slot__conn_close(conn *c)
     if (c->state == CONN_CLOSING)
         return;
     conn_set_state(c, CONN_CLOSING);
+    slot__feed_conn_gone(c);
     if (c->dirty) { /* drop it from the dirty list: it must not be flushed after close */
         conn **p = &c->srv->dirty;
         while (*p && *p != c)
@@ -444,7 +463,7 @@ static const char *conn_overdue(server *s, conn *c, uint64_t now_ms)
         return "took none of its replies within --write-timeout-ms";
     if (c->partial_len > 0 && now_ms - c->partial_since_ms >= o->line_timeout_ms)
         return "left a line unfinished past --line-timeout-ms";
-    if (o->idle_timeout_ms && !c->head && !c->writing && c->out_len == 0 && c->partial_len == 0 &&
+    if (o->idle_timeout_ms && !c->sub && !c->head && !c->writing && c->out_len == 0 && c->partial_len == 0 &&
         now_ms - c->last_read_ms >= o->idle_timeout_ms)
         return "was idle past --idle-timeout-ms";
     return NULL;

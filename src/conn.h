@@ -41,6 +41,10 @@ void slot__conn_drain(conn *c);
  * requests, unsent reply bytes) and the server's entry budget. */
 void slot__conn_pace(conn *c);
 
+/* slot__conn_out_reserve — room for need more bytes in c's output buffer
+ * (grown by doubling); false when out of memory. */
+bool slot__conn_out_reserve(conn *c, size_t need);
+
 /* slot__conns_reap — close every connection past one of its time bounds.
  * O(connections); from the sweeper's timer and while stopping. */
 void slot__conns_reap(server *s);

@@ -3,6 +3,7 @@
  * expiry of due holds (the sweeper and the "expire" op): the part of the
  * allocator that gives units back. Internal to libslot; see alloc_int.h.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "alloc_int.h"
@@ -91,6 +92,8 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
+    if (rc == 0)
+        rc = slot__hold_feed(c, h, slot_feed_type_of_status(to));
     return rc;
 }
 
@@ -156,7 +159,45 @@ int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+    if (rc == 0)
+        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_EXTENDED);
     return rc;
+}
+
+/* ---- the feed's entries (slot/feed.h), in the change's own transaction */
+
+int slot__hold_feed(ctx *c, const slot_hold_rec *h, slot_feed_type type)
+{
+    slot_feed_entry f;
+    memset(&f, 0, offsetof(slot_feed_entry, view));
+    f.type = type;
+    f.at_ms = c->now_ms;
+    f.event_len = (uint8_t)c->ev_len;
+    memcpy(f.event, c->ev, c->ev_len);
+    f.hold_seq = h->seq;
+    f.hold_tag = h->tag;
+    f.user_len = h->user_len;
+    memcpy(f.user, h->user, h->user_len);
+    f.request_len = h->request_len;
+    memcpy(f.request, h->request, h->request_len);
+    f.qty = h->qty; /* after a partial confirm: the confirmed part */
+    f.expires_at_ms = h->expires_at_ms;
+    f.returned = h->returned;
+    f.replaces_seq = h->replaces_seq; /* a reacquire's hold: the hold it replaced */
+    f.replaces_tag = h->replaces_tag;
+    return slot_feed_append(c->st, c->txn, &f);
+}
+
+int slot__event_feed(ctx *c, const slot_event_view *v, slot_feed_type type)
+{
+    slot_feed_entry f;
+    memset(&f, 0, sizeof(f));
+    f.type = type;
+    f.at_ms = c->now_ms;
+    f.event_len = (uint8_t)c->ev_len;
+    memcpy(f.event, c->ev, c->ev_len);
+    f.view = *v;
+    return slot_feed_append(c->st, c->txn, &f);
 }
 
 /* ---- expiry */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "slot/feed.h"
 #include "slot/assert.h"
 #include "slot_config.h"
 
@@ -133,8 +134,9 @@ void slot__sweep_enqueue(server *s)
     s->sweep_pending = true;
 }
 
-/* Whether any held hold has expired by now, from a read transaction: an idle
- * server then runs no write transaction at all. On a storage error: true
+/* Whether any held hold has expired by now, or feed entries may be trimmed
+ * (slot/feed.h), from a read transaction: an idle server then runs no write
+ * transaction at all. On a storage error: true
  * (the sweep's own transaction reports it). */
 static bool sweep_due(server *s)
 {
@@ -142,10 +144,12 @@ static bool sweep_due(server *s)
     int rc = read_begin(s);
     if (rc == 0)
         rc = slot_store_expiry_first(s->store, s->rtxn, &first);
+    bool trim = (rc == 0 || rc == MDB_NOTFOUND) &&
+                slot_feed_trim_due(s->store, s->rtxn, slot__wall_ms(), s->opts.feed_retention_ms);
     read_end(s);
     if (rc == MDB_NOTFOUND)
-        return false;
-    return rc != 0 || first <= slot__wall_ms();
+        return trim;
+    return rc != 0 || trim || first <= slot__wall_ms();
 }
 
 void slot__on_sweep_timer(uv_timer_t *t)

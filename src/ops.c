@@ -49,6 +49,8 @@ const char *slot_role_name(slot_role role)
         return "frontend";
     case SLOT_ROLE_ADMIN:
         return "admin";
+    case SLOT_ROLE_WORKER:
+        return "worker";
     default:
         return "none";
     }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "proto_feed.h"
 
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                   */
@@ -521,9 +522,14 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_SET_SALE_WINDOW:
         return parse_sale_window(c, r);
     case SLOT_OP_RELEASE:
-    case SLOT_OP_GET_HOLD:
         TRY(get_event(c, r, REQUIRED));
         TRY(get_hold(c, r));
+        return get_user(c, r);
+    case SLOT_OP_GET_HOLD: /* user may be left out by worker and admin (the server's call) */
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_hold(c, r));
+        if (!json_object_get(c->root, "user"))
+            return SLOT_E_OK; /* user_len stays 0: any user's hold */
         return get_user(c, r);
     case SLOT_OP_EVENT:
     case SLOT_OP_SHARDS:
@@ -549,7 +555,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_DIGEST:
         return SLOT_E_OK;
     default:
-        return fail(c->msg, c->msglen, SLOT_E_UNKNOWN_OP, "op: unknown op");
+        return slot__proto_feed_parse(c->root, r, c->msg, c->msglen);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "proto_feed.h"
 
 /* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
@@ -314,8 +315,9 @@ static void put_check(slot__jw *w, const slot_res *res)
 }
 
 /* The op's own fields of a success reply (docs/protocol.md, one section per op). */
-static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
+static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
 {
+    slot_op op = req->op;
     switch (op) {
     case SLOT_OP_HELLO:
         kv_cstr(w, "server", "slotd");
@@ -378,7 +380,8 @@ static void put_op_fields(slot__jw *w, slot_op op, const slot_res *res)
     case SLOT_OP_WAITLIST_ENTRIES:
         put_entries(w, res);
         break;
-    default: /* stats: res->extra carries it all */
+    default: /* the feed ops; stats: res->extra carries it all */
+        slot__proto_feed_put(w, req, res);
         break;
     }
 }
@@ -409,10 +412,12 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
             slot__jw_key(&w, "event");
             PUT_FIXED(&w, res->item_event);
         }
+        if (res->err == SLOT_E_FEED_TRUNCATED)
+            slot__jw_key_u64(&w, "oldest", res->feed_from);
         return finish(&w);
     }
     put_head(&w, &req->id, true);
-    put_op_fields(&w, req->op, res);
+    put_op_fields(&w, req, res);
     if (res->replay)
         kv_bool(&w, "replay", true);
     put_extra(&w, res->extra);

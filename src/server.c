@@ -22,6 +22,7 @@
 #include "auth.h"
 #include "commit.h"
 #include "conn.h"
+#include "feed_sub.h"
 #include "loop.h"
 #include "notify.h"
 #include "server_int.h"
@@ -270,7 +271,8 @@ static int server_start(server *s)
 #endif
     if (s->opts.token_file && slot__tokens_load(s, s->opts.token_file) != 0)
         return -1;
-    s->conn_up = (slot__conn_upcalls){.flush = slot__conn_flush, .pace = slot__conn_pace, .reap = slot__conns_reap};
+    s->conn_up = (slot__conn_upcalls){
+        .flush = slot__conn_flush, .pace = slot__conn_pace, .reap = slot__conns_reap, .feed = slot__feed_pump};
     s->loop = uv_default_loop();
     s->loop->data = s;
     if (listen_start(s) != 0 || store_start(s) != 0)
@@ -315,6 +317,7 @@ static void server_free(server *s)
     }
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
+    slot__feed_free(s);
     slot_alloc_close(&s->read_alloc);
     slot_alloc_close(&s->write_alloc);
     while (s->free_entries) {

@@ -8,6 +8,7 @@
  *   auth.c    the token file, hello, roles
  *   loop.c    the loop core: entry pool, write queue, dispatch, read ops, stats
  *   commit.c  the commit thread: batches, map growth, the hand-back (uv_async)
+ *   feed_sub.c feed consumers: subscriptions, pushes, the window (conn's level)
  *
  * Each module's header includes this one and nothing of another module, so
  * the include graph has no cycle. Every field is the loop thread's unless
@@ -97,6 +98,7 @@ struct conn {
     char *wbuf;               /* replies being written */
     size_t wbuf_cap;
     uv_write_t wreq;
+    struct slot__feed_sub *sub; /* subscribed as a feed consumer (feed_sub.c), or NULL */
 };
 
 typedef struct token {
@@ -115,6 +117,7 @@ typedef struct slot__conn_upcalls {
     void (*flush)(conn *c);      /* slot__conn_flush: write what is answered, in request order */
     void (*pace)(conn *c);       /* slot__conn_pace: pause or resume reading by c's bounds */
     void (*reap)(server *s);     /* slot__conns_reap: close connections past a time bound */
+    void (*feed)(server *s);     /* slot__feed_pump: push what the last batch added to the feed */
 } slot__conn_upcalls;
 
 struct server {
@@ -160,6 +163,9 @@ struct server {
     slot_wset *wset;               /* commit thread: where each batch's write set is captured,
                                       for the replication layer to ship; NULL (standalone): no
                                       capture, seq still counts the batches that wrote */
+
+    struct slot__feed_sub *subs;   /* the subscribed connections (feed_sub.c) */
+    MDB_txn *feed_rtxn;            /* feed_sub.c's read transaction, reset between uses */
 
     token tokens[SLOT_TOKENS_MAX];
     size_t ntokens;

@@ -28,6 +28,7 @@ typedef struct slot__server_opts {
     uint32_t write_timeout_ms;     /* --write-timeout-ms: drop a client whose replies make no progress this long */
     const char *token_file;        /* --token-file, or NULL */
     bool insecure;                 /* --insecure: allow a non-loopback listen address without tokens */
+    uint64_t feed_retention_ms;    /* --feed-retention-ms: feed entries acked by all are kept this long */
 } slot__server_opts;
 
 #endif

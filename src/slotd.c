@@ -48,9 +48,11 @@ static void usage(FILE *out)
             "                          long, %u..%u (default %u)\n"
             "  --write-timeout-ms MS   drop a client that takes none of its replies this long,\n"
             "                          %u..%u (default %u)\n"
+            "  --feed-retention-ms MS  keep feed entries every consumer acked this long, %llu..%llu\n"
+            "                          (default %llu, 7 days); then they are trimmed\n"
             "                          Numbers accept a K, M or G suffix (x1024).\n"
-            "  --token-file FILE       lines \"frontend TOKEN\" / \"admin TOKEN\"; clients must send\n"
-            "                          hello first. The file must be mode 600 or stricter\n"
+            "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
+            "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
             "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
             "                          flag without its dashes, true|false for flags without a\n"
@@ -73,7 +75,9 @@ static void usage(FILE *out)
             SLOT_CONN_OUT_BYTES_MIN, SLOT_CONN_OUT_BYTES_MAX, SLOT_CONN_OUT_BYTES_DEFAULT,
             SLOT_IDLE_TIMEOUT_MS_MIN, SLOT_IDLE_TIMEOUT_MS_MAX, SLOT_IDLE_TIMEOUT_MS_DEFAULT,
             SLOT_LINE_TIMEOUT_MS_MIN, SLOT_LINE_TIMEOUT_MS_MAX, SLOT_LINE_TIMEOUT_MS_DEFAULT,
-            SLOT_WRITE_TIMEOUT_MS_MIN, SLOT_WRITE_TIMEOUT_MS_MAX, SLOT_WRITE_TIMEOUT_MS_DEFAULT);
+            SLOT_WRITE_TIMEOUT_MS_MIN, SLOT_WRITE_TIMEOUT_MS_MAX, SLOT_WRITE_TIMEOUT_MS_DEFAULT,
+            (unsigned long long)SLOT_FEED_RETENTION_MS_MIN, (unsigned long long)SLOT_FEED_RETENTION_MS_MAX,
+            (unsigned long long)SLOT_FEED_RETENTION_MS_DEFAULT);
 }
 
 /* Parses a whole decimal number with an optional K/M/G (x1024) suffix, within [lo, hi]. */
@@ -122,7 +126,7 @@ static int parse_listen(const char *text, slot__server_opts *o)
     return 0;
 }
 
-enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_TOKENS, O_INSECURE, O_HELP, O_VERSION };
+enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION };
 
 /* --config FILE (config.h): read after the command line, which is then
  * parsed again so that its flags win. */
@@ -140,9 +144,9 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"max-connections", required_argument, NULL, O_CONNS}, {"token-file", required_argument, NULL, O_TOKENS},
         {"max-output", required_argument, NULL, O_OUT}, {"idle-timeout-ms", required_argument, NULL, O_IDLE},
         {"line-timeout-ms", required_argument, NULL, O_LINE_TO}, {"write-timeout-ms", required_argument, NULL, O_WRITE_TO},
-        {"insecure", no_argument, NULL, O_INSECURE}, {"help", no_argument, NULL, O_HELP},
-        {"version", no_argument, NULL, O_VERSION}, {"config", required_argument, NULL, O_CONFIG},
-        {NULL, 0, NULL, 0}};
+        {"feed-retention-ms", required_argument, NULL, O_FEED_RET}, {"insecure", no_argument, NULL, O_INSECURE},
+        {"help", no_argument, NULL, O_HELP}, {"version", no_argument, NULL, O_VERSION},
+        {"config", required_argument, NULL, O_CONFIG}, {NULL, 0, NULL, 0}};
     known_opts = longopts;
     int ch;
     uint64_t v;
@@ -175,6 +179,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_IDLE: rc = parse_num("--idle-timeout-ms", optarg, SLOT_IDLE_TIMEOUT_MS_MIN, SLOT_IDLE_TIMEOUT_MS_MAX, &v); o->idle_timeout_ms = (uint32_t)v; break;
         case O_LINE_TO: rc = parse_num("--line-timeout-ms", optarg, SLOT_LINE_TIMEOUT_MS_MIN, SLOT_LINE_TIMEOUT_MS_MAX, &v); o->line_timeout_ms = (uint32_t)v; break;
         case O_WRITE_TO: rc = parse_num("--write-timeout-ms", optarg, SLOT_WRITE_TIMEOUT_MS_MIN, SLOT_WRITE_TIMEOUT_MS_MAX, &v); o->write_timeout_ms = (uint32_t)v; break;
+        case O_FEED_RET: rc = parse_num("--feed-retention-ms", optarg, SLOT_FEED_RETENTION_MS_MIN, SLOT_FEED_RETENTION_MS_MAX, &v); o->feed_retention_ms = v; break;
         case O_TOKENS: o->token_file = optarg; break;
         case O_INSECURE: o->insecure = true; break;
         case O_CONFIG: config_path = optarg; break;
@@ -221,6 +226,7 @@ int main(int argc, char **argv)
         .idle_timeout_ms = SLOT_IDLE_TIMEOUT_MS_DEFAULT,
         .line_timeout_ms = SLOT_LINE_TIMEOUT_MS_DEFAULT,
         .write_timeout_ms = SLOT_WRITE_TIMEOUT_MS_DEFAULT,
+        .feed_retention_ms = SLOT_FEED_RETENTION_MS_DEFAULT,
     };
     snprintf(o.host, sizeof(o.host), "%s", SLOT_HOST_DEFAULT);
     if (parse_args(argc, argv, &o) != 0)

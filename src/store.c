@@ -17,7 +17,8 @@
 
 #include "store_int.h"
 
-static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users", "waitlist"};
+static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users",
+                                                        "feed", "consumers", "waitlist"}; /* feed, consumers: slot/feed.h */
 
 /* ---- open, close, grow */
 

@@ -3,7 +3,8 @@
  * against a real slotd with its verification passing; the report files
  * (JSON parsed with jansson, CSV columns, SVG well-formed); usage errors and
  * --help; a lying server that verification must catch; and, when
- * redis-server is installed, the same scenario against Redis+Lua.
+ * redis-server is installed, the same scenario against Redis+Lua; churn's
+ * v1.1 buyers (extend, partial confirm, late payment with reacquire).
  * $SLOT_BENCH is the slot-bench under test.
  */
 #include <errno.h>
@@ -25,6 +26,7 @@ TEST_DECLARE(bench_usage_and_help)
 TEST_DECLARE(bench_hot_release_reports)
 TEST_DECLARE(bench_open_loop)
 TEST_DECLARE(bench_churn)
+TEST_DECLARE(bench_churn_extend_partial_late)
 TEST_DECLARE(bench_sold_out)
 TEST_DECLARE(bench_multi_event)
 TEST_DECLARE(bench_warmup_and_bounds)
@@ -37,6 +39,7 @@ TEST_LIST_START
     TEST_ENTRY(bench_hot_release_reports)
     TEST_ENTRY(bench_open_loop)
     TEST_ENTRY(bench_churn)
+    TEST_ENTRY(bench_churn_extend_partial_late)
     TEST_ENTRY(bench_sold_out)
     TEST_ENTRY(bench_multi_event)
     TEST_ENTRY(bench_warmup_and_bounds)
@@ -157,6 +160,34 @@ TEST_IMPL(bench_usage_and_help)
     ASSERT_EQ(run_bench(wrong_scenario, out), 64);
     const char *pcts[] = {"churn", "--confirm", "50", "--release", "50", "--abandon", "10", NULL};
     ASSERT_EQ(run_bench(pcts, out), 64);
+    /* churn's v1.1 shares: each 0..100, and --partial + --late (both shares of the confirms) at most 100. */
+    static const char *const shares[] = {"--extend", "--partial", "--late"};
+    for (size_t i = 0; i < sizeof(shares) / sizeof(shares[0]); i++) {
+        const char *over[] = {"churn", shares[i], "101", NULL};
+        ASSERT_EQ(run_bench(over, out), 64);
+        ASSERT(strstr(out, shares[i]) && strstr(out, "0..100"));
+        const char *word[] = {"churn", shares[i], "some", NULL};
+        ASSERT_EQ(run_bench(word, out), 64);
+        const char *elsewhere[] = {"hot-release", shares[i], "10", NULL};
+        ASSERT_EQ(run_bench(elsewhere, out), 64);
+    }
+    const char *both[] = {"churn", "--partial", "60", "--late", "41", NULL};
+    ASSERT_EQ(run_bench(both, out), 64);
+    ASSERT(strstr(out, "--partial 60 + --late 41"));
+    /* The Lua peer has no extend, partial confirm or reacquire: given for redis, refused (before connecting). */
+    const char *redis_late[] = {"churn", "--target", "redis://127.0.0.1:1", "--late", "5", NULL};
+    ASSERT_EQ(run_bench(redis_late, out), 64);
+    const char *churn_help[] = {"churn", "--help", NULL};
+    ASSERT_EQ(run_bench(churn_help, out), 0);
+    ASSERT(strstr(out, "--extend PCT") && strstr(out, "--partial PCT") && strstr(out, "--late PCT"));
+    /* Each option is one line of --help (the --opens-in text once broke its line). */
+    const char *hr_help[] = {"hot-release", "--help", NULL};
+    ASSERT_EQ(run_bench(hr_help, out), 0);
+    const char *opens = strstr(out, "--opens-in S");
+    ASSERT(opens);
+    char line[600];
+    snprintf(line, sizeof(line), "%.*s", (int)strcspn(opens, "\n"), opens);
+    ASSERT(strstr(line, "not_on_sale") && strstr(line, "default 0"));
     const char *remote[] = {"hot-release", "--host", "192.0.2.1", NULL};
     ASSERT_EQ(run_bench(remote, out), 64);
     ASSERT(strstr(out, "loopback"));
@@ -323,6 +354,66 @@ TEST_IMPL(bench_churn)
                           "--connections", "8", "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30",
                           "--max-per-user", "3", "--users", "200", "--qty", "1:80,2:20", NULL};
     expect_pass(args);
+    stop();
+}
+
+static json_int_t churn_count(json_t *churn, const char *name)
+{
+    json_t *v = json_object_get(churn, name);
+    if (!json_is_integer(v))
+        T_FAIL_("the JSON report's results.churn has no integer \"%s\"", name);
+    return json_integer_value(v);
+}
+
+/* Buyers who extend (some twice, past max_extensions 1), confirm fewer units than held and
+ * pay late with reacquire, against a real slotd: the run verifies (every hold's status,
+ * qty, returned, extensions, expires_at and links by get_hold; each event's counters), and
+ * the report counts each kind. A second run on a small event makes late payers meet
+ * sold_out as well (whatever happens, it must verify). */
+TEST_IMPL(bench_churn_extend_partial_late)
+{
+    start();
+    char json[600];
+    snprintf(json, sizeof(json), "%s/churn.json", tmp);
+    const char *args[] = {"churn", "--port", port_arg(srv.port), "--duration", "2.5", "--capacity", "5000",
+                          "--connections", "8", "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30",
+                          "--qty", "1:40,2:30,4:30", "--confirm", "60", "--release", "20", "--abandon", "20",
+                          "--extend", "50", "--partial", "50", "--late", "40", "--json", json, NULL};
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    int rc = run_bench(args, out);
+    if (rc != 0 || !strstr(out, "verification: passed"))
+        T_FAIL_("slot-bench churn with extend, partial, late exited %d:\n%s", rc, out);
+    ASSERT(strstr(out, "  extend ") && strstr(out, "  partial confirm ") && strstr(out, "  late payment "));
+    json_error_t e;
+    json_t *root = json_load_file(json, 0, &e);
+    if (!root)
+        T_FAIL_("%s: line %d: %s", json, e.line, e.text);
+    json_t *cfg = json_object_get(root, "config"), *churn = json_object_get(json_object_get(root, "results"), "churn");
+    ASSERT_EQ(json_integer_value(json_object_get(cfg, "extend_pct")), 50);
+    ASSERT_EQ(json_integer_value(json_object_get(cfg, "partial_pct")), 50);
+    ASSERT_EQ(json_integer_value(json_object_get(cfg, "late_pct")), 40);
+    ASSERT_GT(churn_count(churn, "extends"), 0);
+    ASSERT_GT(churn_count(churn, "partial_confirms"), 0);
+    ASSERT_GE(churn_count(churn, "returned_units"), churn_count(churn, "partial_confirms"));
+    json_int_t late = churn_count(churn, "late");
+    ASSERT_GT(late, 0);
+    ASSERT_GT(churn_count(churn, "late_reacquired"), 0); /* 5000 units: a fresh hold is always there */
+    ASSERT_EQ(churn_count(churn, "late_reacquired") + churn_count(churn, "late_sold_out") +
+                  churn_count(churn, "late_user_limit") + churn_count(churn, "late_still_held"),
+              late);
+    ASSERT_GE(churn_count(churn, "extend_limit"), 0);
+    json_t *ledger = json_object_get(json_object_get(root, "verification"), "ledger");
+    ASSERT_EQ(json_integer_value(json_object_get(ledger, "mismatches")), 0);
+    ASSERT_GT(json_integer_value(json_object_get(ledger, "holds")), 0);
+    json_decref(root);
+    printf("  churn v1.1: %s", strstr(out, "  extend") + 2);
+    const char *tight[] = {"churn", "--port", port_arg(srv.port), "--duration", "2.5", "--capacity", "30",
+                           "--connections", "8", "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30",
+                           "--users", "40", "--max-per-user", "4", "--confirm", "60", "--release", "20", "--abandon",
+                           "20", "--extend", "50", "--partial", "30", "--late", "60", NULL};
+    expect_pass(tight);
+    free(out);
     stop();
 }
 

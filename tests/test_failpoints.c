@@ -19,6 +19,7 @@ TEST_DECLARE(failpoint_commit_fail)
 TEST_DECLARE(failpoint_map_full_grows_and_retries)
 TEST_DECLARE(failpoint_map_full_at_max_is_storage_full)
 TEST_DECLARE(failpoint_bad_spec_refuses_to_start)
+TEST_DECLARE(failpoint_aborted_batch_leaves_no_feed_entry)
 
 TEST_LIST_START
     TEST_ENTRY(failpoint_after_shard_update)
@@ -29,6 +30,7 @@ TEST_LIST_START
     TEST_ENTRY(failpoint_map_full_grows_and_retries)
     TEST_ENTRY(failpoint_map_full_at_max_is_storage_full)
     TEST_ENTRY(failpoint_bad_spec_refuses_to_start)
+    TEST_ENTRY(failpoint_aborted_batch_leaves_no_feed_entry)
 TEST_LIST_END
 
 
@@ -181,3 +183,50 @@ TEST_IMPL(failpoint_bad_spec_refuses_to_start)
 }
 
 
+
+/* The feed (slot/feed.h) is written in the batch's transaction: a batch that
+ * fails before its commit leaves no entry, and seq goes on with no gap. */
+TEST_IMPL(failpoint_aborted_batch_leaves_no_feed_entry)
+{
+    memset(&srv, 0, sizeof(srv));
+    setenv("SLOT_FAILPOINTS", "before_commit@1*1", 1); /* the batch after create_event */
+    slot_test_server_start(&srv, NULL, NULL);
+    unsetenv("SLOT_FAILPOINTS");
+    slot_client *c = slot_test_dial(&srv);
+    static const char create[] = "{\"op\":\"create_event\",\"event\":\"fp\",\"capacity\":100}\n";
+    ASSERT_EQ(slot_client_send_raw(c, create, sizeof create - 1), 0);
+    const char *line;
+    ASSERT_GT(slot_client_recv_line(c, &line, TIMEOUT_MS), 0);
+    char buf[N * 128];
+    size_t len = 0;
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+                                "{\"op\":\"hold\",\"event\":\"fp\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i);
+    ASSERT_EQ(slot_client_send_raw(c, buf, len), 0);
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        ASSERT_GT(slot_client_recv_line(c, &line, TIMEOUT_MS), 0);
+        ok += strstr(line, "\"ok\":true") != NULL;
+    }
+    ASSERT_LT(ok, N); /* a batch of them failed */
+    static const char one[] = "{\"op\":\"hold\",\"event\":\"fp\",\"user\":\"late\",\"request\":\"r\",\"qty\":1}\n";
+    ASSERT_EQ(slot_client_send_raw(c, one, sizeof one - 1), 0);
+    ASSERT_GT(slot_client_recv_line(c, &line, TIMEOUT_MS), 0);
+    ASSERT(strstr(line, "\"ok\":true") != NULL);
+    static const char sub[] = "{\"op\":\"subscribe\",\"consumer\":\"fp\",\"from\":\"start\"}\n";
+    ASSERT_EQ(slot_client_send_raw(c, sub, sizeof sub - 1), 0);
+    ASSERT_GT(slot_client_recv_line(c, &line, TIMEOUT_MS), 0);
+    char want[64];
+    snprintf(want, sizeof want, "\"head\":%d", 1 + ok + 1); /* the event, the holds that committed, the late one */
+    ASSERT(strstr(line, want) != NULL);
+    for (int q = 1; q <= 2 + ok; q++) {
+        ASSERT_GT(slot_client_recv_line(c, &line, TIMEOUT_MS), 0);
+        snprintf(want, sizeof want, "{\"feed\":%d,", q);
+        ASSERT(strncmp(line, want, strlen(want)) == 0);
+        if (q == 2 + ok)
+            ASSERT(strstr(line, "\"user\":\"late\"") != NULL);
+    }
+    slot_client_close(c);
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    slot_test_server_free(&srv);
+}

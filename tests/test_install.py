@@ -6,8 +6,8 @@ and a program builds against the installed client library via slot.pc.
 
 Installs the build (already built: --no-rebuild) into a temporary folder,
 checks every file the docs promise (docs/operations.md, "Install"), then
-compiles, links and runs a small C program with `pkg-config --cflags --libs
-slot` against the installed slot.pc, relocated into the folder by
+compiles, links and runs a small C program (the codec and a slot_follow)
+with `pkg-config --cflags --libs slot` against the installed slot.pc, relocated into the folder by
 PKG_CONFIG_SYSROOT_DIR.
 """
 import os
@@ -37,6 +37,15 @@ int main(void)
         return 1;
     printf("%s %llu %s\n", r.status, (unsigned long long)r.qty, slot_op_name(SLOT_OP_HOLD));
     slot_reply_clear(&r);
+    /* The follower of a replica set's primary is in the library too (it connects nothing yet). */
+    slot_follow_opts o;
+    slot_follow_opts_default(&o);
+    slot_follow *f = NULL;
+    char err[128];
+    if (slot_follow_new("127.0.0.1:7421,127.0.0.1:7422", &o, &f, err, sizeof err) != 0)
+        return 1;
+    printf("follow %s\n", slot_follow_client(f) ? "connected" : "idle");
+    slot_follow_free(f);
     return 0;
 }
 '''
@@ -112,7 +121,7 @@ def main():
             env['LD_LIBRARY_PATH'] = inside(under(libdir))
             out = run([exe], env=env).stdout
             print(out, end='')
-            if '"op":"hold"' not in out or 'held 2 hold' not in out:
+            if '"op":"hold"' not in out or 'held 2 hold' not in out or 'follow idle' not in out:
                 failures.append('the program printed %r' % out)
     for f in failures:
         print('FAIL ' + f)

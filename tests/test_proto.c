@@ -581,7 +581,7 @@ static const op_case op_cases[] = {
      {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\"", "\"qty\":2", "\"reacquire\":true"}},
     {"extend", SLOT_OP_EXTEND, 4, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\"", "\"by_ms\":60000"}},
     {"release", SLOT_OP_RELEASE, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
-    {"get_hold", SLOT_OP_GET_HOLD, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
+    {"get_hold", SLOT_OP_GET_HOLD, 2, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}}, /* user: worker, admin may leave it out */
     {"event", SLOT_OP_EVENT, 1, {"\"event\":\"e\""}},
     {"create_event", SLOT_OP_CREATE_EVENT, 2,
      {"\"event\":\"e\"", "\"capacity\":100", "\"shards\":4", "\"hold_ttl_ms\":5000", "\"max_per_user\":3",
@@ -602,6 +602,11 @@ static const op_case op_cases[] = {
     {"waitlist_leave", SLOT_OP_WAITLIST_LEAVE, 3, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\""}},
     {"waitlist", SLOT_OP_WAITLIST, 3, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\""}},
     {"waitlist_entries", SLOT_OP_WAITLIST_ENTRIES, 1, {"\"event\":\"e\"", "\"limit\":5"}},
+    {"subscribe", SLOT_OP_SUBSCRIBE, 1, {"\"consumer\":\"mail\"", "\"from\":\"start\"", "\"window\":10"}},
+    {"ack", SLOT_OP_ACK, 2, {"\"consumer\":\"mail\"", "\"seq\":3"}},
+    {"unsubscribe", SLOT_OP_UNSUBSCRIBE, 0, {NULL}},
+    {"feed_consumers", SLOT_OP_FEED_CONSUMERS, 0, {NULL}},
+    {"feed_forget", SLOT_OP_FEED_FORGET, 1, {"\"consumer\":\"mail\""}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */
@@ -1469,11 +1474,12 @@ TEST_IMPL(proto_v11_encode_replies)
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     json_t *f = json_object_get(j, "features");
     ASSERT(json_is_array(f));
-    ASSERT_EQ(json_array_size(f), 6u);
+    ASSERT_EQ(json_array_size(f), 7u);
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 0)), "windows");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 3)), "reacquire");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "hold_many");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 5)), "waitlist");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 6)), "feed");
     json_decref(j);
     /* not_on_sale carries both times. */
     req_for(&req, SLOT_OP_HOLD, "w");

@@ -3,6 +3,10 @@
  * docs/protocol.md sent through the client library (slot/client.h); slotctl never
  * touches the database itself.
  *
+ * With several addresses (--host H:P,H:P or $SLOTD_ADDR) every request goes
+ * through slot_follow: it is sent to the primary of the replica set,
+ * following not_primary, with the same request each time.
+ *
  * Exit status: 0 done; 1 the server answered with an error (or `check` found
  * violations); 2 the server could not be reached or the connection failed;
  * 64 a usage error (unknown command or option, a bad number).
@@ -23,19 +27,23 @@
 #include "slot/limits.h"
 #include "slot/proto.h"
 #include "slot_config.h"
+#include "slotctl_feed.h"
 
 #define EXIT_SERVER_ERROR 1
 #define EXIT_CONNECTION 2
 #define EXIT_USAGE 64                  /* sysexits.h EX_USAGE */
+/* --host: up to SLOT_FOLLOW_NODES_MAX entries of HOST[:PORT], commas between. */
+#define CTL_HOSTS_BYTES_MAX (SLOT_FOLLOW_NODES_MAX * (SLOT_CLIENT_ADDR_BYTES_MAX + 1))
+#define CTL_ATTEMPTS_PER_NODE 3u       /* sends of one request per node of the list (at least 4 in all) */
 
 typedef struct ctl {
-    char host[SLOT_CTL_HOST_BYTES_MAX + 1];
-    uint16_t port;
+    char host[CTL_HOSTS_BYTES_MAX + 1]; /* as given: HOST or HOST:PORT entries, comma-separated */
+    uint16_t port;                      /* for the entries without a port */
     const char *token;
     bool json;                         /* print the raw reply lines */
     int timeout_ms;                    /* for each reply */
     const char *cmd;                   /* the command's name, for messages */
-    slot_client *client;
+    slot_follow *follow;               /* the connection, following the primary */
 } ctl;
 
 typedef struct ctl_cmd {
@@ -119,53 +127,77 @@ static int next_opt(ctl *x, int argc, char **argv, const struct option *longopts
 
 static int ctl_call(ctl *x, const slot_req *req, slot_reply *r);
 
-/* Connect (once) and, with a token, authenticate. 0 or an exit status. */
+/* One entry of --host as "H:P" into out: a bare host gets x->port ("::1" becomes
+ * "[::1]:P"). 0, or -1 when the entry cannot be an address. */
+static int entry_addr(const ctl *x, const char *e, size_t n, char *out, size_t cap)
+{
+    char host[SLOT_CLIENT_ADDR_BYTES_MAX + 1];
+    uint16_t port;
+    size_t colons = 0;
+    for (size_t i = 0; i < n; i++)
+        colons += e[i] == ':';
+    bool bare = colons == 0 || (colons > 1 && n > 0 && e[0] != '[');
+    if (!bare) {
+        if (n >= cap || slot_addr_split(e, n, host, sizeof(host), &port) < 0)
+            return -1;
+        snprintf(out, cap, "%.*s", (int)n, e);
+        return 0;
+    }
+    if (n == 0 || n > SLOT_CTL_HOST_BYTES_MAX)
+        return -1;
+    snprintf(out, cap, colons ? "[%.*s]:%u" : "%.*s:%u", (int)n, e, (unsigned)x->port);
+    return slot_addr_split(out, strlen(out), host, sizeof(host), &port) < 0 ? -1 : 0;
+}
+
+/* The follower of every address of --host (once), with the token. 0 or an exit status. */
 static int ctl_connect(ctl *x)
 {
-    if (x->client)
+    if (x->follow)
         return 0;
-    int rc = slot_client_connect(x->host, x->port, SLOT_CTL_CONNECT_TIMEOUT_MS, &x->client);
-    if (rc < 0) {
-        const char *v6 = strchr(x->host, ':') ? "[" : "";
-        fprintf(stderr, "slotctl: cannot connect to %s%s%s:%u: %s\n", v6, x->host, *v6 ? "]" : "", (unsigned)x->port,
-                rc == -ENXIO ? "host name not found" : strerror(-rc));
-        return EXIT_CONNECTION;
+    char list[CTL_HOSTS_BYTES_MAX + 64 * SLOT_FOLLOW_NODES_MAX] = "";
+    uint32_t n = 0;
+    for (const char *p = x->host;; n++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char one[SLOT_CLIENT_ADDR_BYTES_MAX + 1];
+        if (entry_addr(x, p, len, one, sizeof(one)) < 0) {
+            fprintf(stderr, "slotctl: --host: expected HOST or HOST:PORT, not '%.*s'\n", (int)len, p);
+            return EXIT_USAGE;
+        }
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", n ? "," : "", one);
+        if (!comma)
+            break;
+        p = comma + 1;
     }
-    if (!x->token)
-        return 0;
-    slot_req req;
-    slot_req_init(&req, SLOT_OP_HELLO);
-    if (slot_req_set_token(&req, x->token) < 0) {
+    slot_follow_opts o;
+    slot_follow_opts_default(&o);
+    o.token = x->token;
+    o.connect_timeout_ms = SLOT_CTL_CONNECT_TIMEOUT_MS;
+    o.reply_timeout_ms = x->timeout_ms;
+    uint32_t attempts = (n + 1) * CTL_ATTEMPTS_PER_NODE;
+    o.attempts_max = attempts < 4 ? 4 : attempts > SLOT_FOLLOW_ATTEMPTS_MAX ? SLOT_FOLLOW_ATTEMPTS_MAX : attempts;
+    int64_t deadline = (int64_t)x->timeout_ms + SLOT_FOLLOW_DEADLINE_MS_DEFAULT; /* one slow reply plus a failover */
+    o.deadline_ms = deadline > SLOT_FOLLOW_DEADLINE_MS_MAX ? SLOT_FOLLOW_DEADLINE_MS_MAX : (int)deadline;
+    if (x->token && strlen(x->token) > SLOT_TOKEN_BYTES_MAX) {
         fprintf(stderr, "slotctl: --token: longer than %d bytes\n", SLOT_TOKEN_BYTES_MAX);
         return EXIT_USAGE;
     }
-    const char *cmd = x->cmd;
-    bool json = x->json;
-    x->cmd = "hello";
-    x->json = false; /* the hello reply is not what the user asked to see */
-    slot_reply r;
-    rc = ctl_call(x, &req, &r);
-    slot_reply_clear(&r);
-    x->cmd = cmd;
-    x->json = json;
-    return rc;
+    char err[300];
+    if (slot_follow_new(list, &o, &x->follow, err, sizeof(err)) < 0) {
+        fprintf(stderr, "slotctl: --host: %s\n", err);
+        return EXIT_USAGE;
+    }
+    return 0;
 }
 
-/* Send req and read its reply. 0 on an "ok":true reply; otherwise the error is
- * printed ("slotctl: CMD: code: message") and the exit status returned. With
- * --json the reply line is printed as it came. r is to be cleared by the caller. */
-static int ctl_call(ctl *x, const slot_req *req, slot_reply *r)
+/* The answer in r: 0 on "ok":true; otherwise the error is printed
+ * ("slotctl: CMD: code: message") and the exit status returned. With --json
+ * the reply line is printed as it came. */
+static int ctl_answer(ctl *x, int rc, slot_reply *r)
 {
-    memset(r, 0, sizeof(*r));
-    int rc = ctl_connect(x);
-    if (rc != 0)
-        return rc;
-    rc = slot_client_call(x->client, req, r, x->timeout_ms);
     if (rc < 0) {
-        const char *why = rc == -ECONNRESET ? "the server closed the connection"
-                          : rc == -EINVAL   ? "the reply is not a slotd reply"
-                                            : strerror(-rc);
-        fprintf(stderr, "slotctl: %s: %s:%u: %s\n", x->cmd, x->host, (unsigned)x->port, why);
+        fprintf(stderr, "slotctl: %s: %s\n", x->cmd,
+                rc == -EMSGSIZE ? "the request is too long" : slot_follow_error(x->follow));
         return EXIT_CONNECTION;
     }
     if (x->json)
@@ -176,6 +208,17 @@ static int ctl_call(ctl *x, const slot_req *req, slot_reply *r)
         return EXIT_SERVER_ERROR;
     }
     return 0;
+}
+
+/* Send req (to the primary, following it) and read its reply; see ctl_answer.
+ * r is to be cleared by the caller. */
+static int ctl_call(ctl *x, const slot_req *req, slot_reply *r)
+{
+    memset(r, 0, sizeof(*r));
+    int rc = ctl_connect(x);
+    if (rc != 0)
+        return rc;
+    return ctl_answer(x, slot_follow_call(x->follow, req, r), r);
 }
 
 /* A request naming one event; a usage error when the name cannot be one. */
@@ -588,6 +631,60 @@ static int cmd_waitlist(ctl *x, int argc, char **argv)
     return rc;
 }
 
+static int cmd_feed(ctl *x, int argc, char **argv)
+{
+    for (int i = optind; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_cmd_help(stdout, find_cmd(x->cmd));
+            return 0;
+        }
+    int rc = ctl_connect(x);
+    return rc ? rc : slotctl_feed(x->follow, x->json, x->timeout_ms, argc, argv);
+}
+
+/* The cluster op's answer as a table: the node, then one line per member. */
+static void print_cluster(const slot_reply *r)
+{
+    if (strcmp(r->role, "standalone") == 0 || (!r->cluster[0] && !r->nmembers)) {
+        printf("standalone server (not a replica set member); seq %" PRIu64 "\n", r->seq);
+        return;
+    }
+    printf("cluster %s: node %s is %s, epoch %" PRIu64 ", seq %" PRIu64 ", primary %s\n\n", r->cluster,
+           r->node[0] ? r->node : "?", r->role[0] ? r->role : "?", r->epoch, r->seq, r->primary[0] ? r->primary : "unknown");
+    printf("%-16s %-24s %-8s %12s %10s\n", "node", "addr", "role", "seq", "lag_ms");
+    for (uint32_t i = 0; i < r->nmembers; i++) {
+        const slot_member *m = &r->members[i];
+        printf("%-16s %-24s %-8s %12" PRIu64 " %10" PRIu64 "\n", m->node, m->addr, m->role, m->seq, m->lag_ms);
+    }
+    if (r->nmembers_total > r->nmembers)
+        printf("(%" PRIu32 " more members not shown)\n", r->nmembers_total - r->nmembers);
+}
+
+static int cmd_cluster(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 0)))
+        return rc;
+    if ((rc = ctl_connect(x)))
+        return rc;
+    slot_reply r;
+    int crc = slot_follow_call_line(x->follow, SLOT_CLUSTER_REQ_LINE, strlen(SLOT_CLUSTER_REQ_LINE), &r);
+    if (crc == 0 && r.err == SLOT_E_UNKNOWN_OP && !x->json) {
+        /* A slotd from before replica sets: it can only be standalone. */
+        printf("standalone server (%s does not know the cluster op: a slotd without replica sets)\n",
+               slot_follow_node(x->follow));
+        slot_reply_clear(&r);
+        return 0;
+    }
+    rc = ctl_answer(x, crc, &r);
+    if (rc == 0 && !x->json)
+        print_cluster(&r);
+    slot_reply_clear(&r);
+    return rc;
+}
+
 static int cmd_help(ctl *x, int argc, char **argv);
 
 static const ctl_cmd commands[] = {
@@ -650,6 +747,12 @@ static const ctl_cmd commands[] = {
      "Prints the number of write batches the state has seen (seq) and a hash of every event,\n"
      "shard, hold and user record: two servers with the same seq and digest hold the same data.\n",
      cmd_digest},
+    {"feed", "[--from N] [--consumer NAME] [--follow] | --consumers",
+     "print the feed's entries, or the consumers' positions and lag", NULL, cmd_feed},
+    {"cluster", "", "show the replica set: members, roles, epoch, seq and lag (cluster)",
+     "Asks any node (the first of --host that answers) for the replica set's configuration and\n"
+     "prints a table of its members. A standalone server says so. With --json, the raw reply.\n",
+     cmd_cluster},
     {"help", "[COMMAND]", "show help for slotctl or one command", "", cmd_help},
 };
 
@@ -663,19 +766,22 @@ static const ctl_cmd *find_cmd(const char *name)
 
 static void print_cmd_help(FILE *f, const ctl_cmd *c)
 {
-    fprintf(f, "usage: slotctl [GLOBAL OPTIONS] %s %s\n\n%s.\n\n%s", c->name, c->args, c->summary, c->help);
+    fprintf(f, "usage: slotctl [GLOBAL OPTIONS] %s %s\n\n%s.\n\n%s", c->name, c->args, c->summary,
+            c->help ? c->help : slotctl_feed_help());
     fprintf(f, "  -h, --help            this help\n");
 }
 
 static void print_help(FILE *f)
 {
     fprintf(f,
-            "usage: slotctl [--host H] [--port P] [--token T] [--json] COMMAND [ARGS...]\n\n"
+            "usage: slotctl [--host H[,H...]] [--port P] [--token T] [--json] COMMAND [ARGS...]\n\n"
             "The admin tool of slotd: runs admin ops of the slotd protocol.\n\n"
             "Global options:\n"
-            "  -H, --host H          server address (default %s, or the host of $SLOTD_ADDR)\n"
-            "  -p, --port P          server port, %d..%d (default %d, or the port of\n"
-            "                        $SLOTD_ADDR=host:port)\n"
+            "  -H, --host H[,H...]   server address (default %s, or $SLOTD_ADDR); each H is\n"
+            "                        HOST or HOST:PORT; with a replica set's members, requests\n"
+            "                        go to its primary (following not_primary)\n"
+            "  -p, --port P          server port for a HOST without one, %d..%d (default %d,\n"
+            "                        or the port of $SLOTD_ADDR=host:port)\n"
             "  -t, --token T         send hello with this token first (or $SLOTD_TOKEN)\n"
             "  -j, --json            print the server's raw reply lines instead of tables\n"
             "      --timeout S       seconds to wait for each reply, %d..%d (default %d)\n"
@@ -750,7 +856,7 @@ static int parse_global(ctl *x, int argc, char **argv)
     while ((o = getopt_long(argc, argv, "+:H:p:t:jhV", opts, NULL)) != -1) {
         switch (o) {
         case 'H':
-            if (strlen(optarg) == 0 || strlen(optarg) > SLOT_CTL_HOST_BYTES_MAX)
+            if (strlen(optarg) == 0 || strlen(optarg) > CTL_HOSTS_BYTES_MAX)
                 return usage_error(x, "bad --host '%s'", optarg);
             strcpy(x->host, optarg);
             break;
@@ -780,8 +886,15 @@ int main(int argc, char **argv)
     ctl x = {.port = SLOT_PORT_DEFAULT, .timeout_ms = SLOT_CTL_TIMEOUT_S_DEFAULT * 1000};
     strcpy(x.host, SLOT_HOST_DEFAULT);
     const char *env = getenv("SLOTD_ADDR");
-    if (env && *env && parse_addr(&x, "$SLOTD_ADDR", env))
+    if (env && *env && strchr(env, ',')) { /* a replica set's members: each HOST:PORT */
+        if (strlen(env) > CTL_HOSTS_BYTES_MAX) {
+            fprintf(stderr, "slotctl: $SLOTD_ADDR: longer than %d bytes\n", CTL_HOSTS_BYTES_MAX);
+            return EXIT_USAGE;
+        }
+        strcpy(x.host, env);
+    } else if (env && *env && parse_addr(&x, "$SLOTD_ADDR", env)) {
         return EXIT_USAGE;
+    }
     x.token = getenv("SLOTD_TOKEN");
     if (x.token && !*x.token)
         x.token = NULL;
@@ -801,6 +914,6 @@ int main(int argc, char **argv)
     char **cargv = argv + optind;
     optind = 0; /* GNU getopt: start over on the command's own arguments */
     rc = c->run(&x, cargc, cargv);
-    slot_client_close(x.client);
+    slot_follow_free(x.follow);
     return rc;
 }

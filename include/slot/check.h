@@ -16,7 +16,9 @@
 /*
  * slot_check — full scan of the seven invariants (docs/protocol.md,
  * "Invariants"; 5 and 6 are about answers and are checked by tests, the scan
- * checks the state they leave: 1, 2, 3, 4, 7 and the expiry index).
+ * checks the state they leave: 1, 2, 3, 4, 7 and the expiry index), and
+ * the feed's agreement with the holds (slot_feed_check_holds, reported as
+ * invariant 8; a scan of the whole feed, so only when event is NULL).
  *   event/event_len: one event, or NULL/0 for all.
  * Fills res->events_checked, holds_checked, nviolations, violations.
  * Cost: O(holds + shards + users) of the scanned events; runs on a read txn.

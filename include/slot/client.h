@@ -2,13 +2,15 @@
  * slot/client.h — the C client of slotd's protocol (docs/protocol.md, v1 and the v1.1
  * sections slotd implements: windows, extend, partial confirm, reacquire).
  *
- * Two layers:
+ * Three layers:
  *   1. Codec, no I/O: slot_req_* build typed requests, slot_req_encode turns
  *      one into a request line, slot_reply_parse turns a reply line into a
  *      typed struct slot_reply. Event-loop programs (slot-bench) use these
  *      with their own sockets.
  *   2. A blocking connection (slot_client_*): connect, send (pipelining is
  *      just several sends before the receives), receive in order, call.
+ *   3. A follower of a replica set's primary (slot_follow_*): a blocking call
+ *      that moves to the node that is primary and sends the same request again.
  * Tests, slotctl and slot-bench all use this library. Not thread-safe per
  * object: use one slot_client per thread.
  */
@@ -23,6 +25,14 @@
 #include "slot/ops.h"
 
 #define SLOT_CLIENT_LINE_MAX (4u << 20) /* a reply line longer than this is refused (-EMSGSIZE) */
+/* "host:port" as slotd sends it in not_primary and cluster replies: a DNS name
+ * (255 bytes) or a bracketed IPv6 address, ":" and up to 5 digits. */
+#define SLOT_CLIENT_ADDR_BYTES_MAX 262
+#define SLOT_CLUSTER_MEMBERS_MAX 16     /* members a cluster reply keeps; a replica set is usually 3 */
+#define SLOT_CLUSTER_NAME_BYTES_MAX 64  /* cluster name and node id (as event names) */
+/* The cluster op's request line (docs/protocol.md, "Clients following the primary"):
+ * it has no field, so it is sent as it is (slot_client_send_raw, slot_follow_call_line). */
+#define SLOT_CLUSTER_REQ_LINE "{\"op\":\"cluster\"}\n"
 
 /* ---- building requests (all copy their strings; return 0 or -EINVAL when a
  *      string is too long for its field — syntax is otherwise the server's to check) */
@@ -74,6 +84,15 @@ void slot_req_set_waitlist_max(slot_req *req, uint32_t n);
  */
 long slot_req_encode(const slot_req *req, char *buf, size_t cap);
 
+/* One member of a replica set, as the cluster op lists it. */
+typedef struct slot_member {
+    char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
+    char addr[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* "host:port" clients reach it at */
+    char role[16];                     /* "primary", "replica", "joining" */
+    uint64_t seq;                      /* last batch it applied */
+    uint64_t lag_ms;                   /* how far it is behind the primary; 0 when not sent */
+} slot_member;
+
 /* A parsed reply. Fields the reply did not carry are zero / empty. */
 typedef struct slot_reply {
     bool ok;
@@ -86,13 +105,20 @@ typedef struct slot_reply {
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     char user[SLOT_USER_BYTES_MAX + 1];
     char event[SLOT_EVENT_BYTES_MAX + 1];
-    char role[16];
+    char role[16];                     /* hello: the connection's role; cluster: the node's */
     char version[32];
+    char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* not_primary, cluster: the primary's "host:port" ("" unknown) */
+    char cluster[SLOT_CLUSTER_NAME_BYTES_MAX + 1]; /* cluster: the set's name ("" standalone) */
+    char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1];    /* cluster: this node's id */
+    uint64_t epoch;                    /* cluster: the configuration's epoch */
+    uint32_t nmembers;                 /* cluster: entries of members (at most SLOT_CLUSTER_MEMBERS_MAX) */
+    uint32_t nmembers_total;           /* cluster: members the server listed (more than nmembers when cut) */
+    slot_member *members;              /* heap, owned; freed by slot_reply_clear */
     int64_t protocol;
     uint64_t qty, expires_at_ms, created_at_ms, available;
     uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
     uint64_t events, holds, expired;   /* check, expire */
-    uint64_t seq;                      /* digest */
+    uint64_t seq;                      /* digest, cluster: the last batch applied */
     uint64_t opens_at_ms, closes_at_ms; /* the event view; not_on_sale errors */
     uint64_t max_extensions, max_hold_ms; /* the event view */
     uint64_t returned, extensions;     /* confirm, get_hold; extend */
@@ -162,5 +188,121 @@ long slot_client_recv_line(slot_client *c, const char **line, int timeout_ms);
 int slot_client_recv(slot_client *c, slot_reply *out, int timeout_ms);
 /* slot_client_call — send then receive one reply. */
 int slot_client_call(slot_client *c, const slot_req *req, slot_reply *out, int timeout_ms);
+
+/*
+ * slot_addr_split — "host:port" or "[v6]:port" (len bytes, need not be
+ * NUL-terminated) into host (host_cap bytes, NUL-terminated, brackets
+ * removed) and *port (1..65535). Returns 0, or -EINVAL when it is not of that
+ * shape, the host is empty or longer than host_cap - 1, or the port is not a
+ * decimal number in range. Any thread.
+ */
+int slot_addr_split(const char *s, size_t len, char *host, size_t host_cap, uint16_t *port);
+
+/* ---- following the primary of a replica set (src/client_follow.c)
+ *
+ * A slot_follow holds a list of node addresses and at most one connection,
+ * and sends each request until a node gives a real answer:
+ *   - not_primary with "primary":"H:P": it connects there at once (a learned
+ *     address joins the list) and sends the SAME request again;
+ *   - not_primary without an address, unavailable, a connect that fails, a
+ *     connection closed or reset, or no reply within reply_timeout_ms: it
+ *     closes the connection, pauses (backoff_ms, doubling up to
+ *     backoff_max_ms, never past the deadline) and tries the next node of the
+ *     list, in order, wrapping around.
+ * Every call is bounded by attempts_max sends and by deadline_ms in total.
+ *
+ * Why sending the same request again is safe (docs/protocol.md, "Clients
+ * following the primary"): not_primary changes nothing; after unavailable, a
+ * lost reply or a closed connection the outcome is unknown, and the request
+ * is sent again byte for byte. A hold carries its request key, so a hold
+ * that did commit is answered as a replay (same hold id, "replay":true),
+ * never as a second hold; confirm, release and cancel name their hold and
+ * answer a repeat as a replay or with the hold's status; create_event with
+ * the same settings is a replay; set_capacity, reshard and set_status set a
+ * value. So a failover shows as latency, never as a duplicate or a lost
+ * hold — provided the caller also reuses the key when it gives up and tries
+ * again later (a negative return means: outcome unknown).
+ *
+ * Not thread-safe: one slot_follow per thread.
+ */
+#define SLOT_FOLLOW_NODES_MAX 16              /* addresses in the list, learned ones included */
+#define SLOT_FOLLOW_ATTEMPTS_DEFAULT 16u      /* sends of one request */
+#define SLOT_FOLLOW_ATTEMPTS_MAX 1024u
+#define SLOT_FOLLOW_DEADLINE_MS_DEFAULT 10000 /* one call, every attempt and pause included: a failover
+                                                 (kill to a new primary's first write) takes 1-3 s */
+#define SLOT_FOLLOW_DEADLINE_MS_MAX 86400000  /* a day: beyond that a bound means nothing */
+#define SLOT_FOLLOW_CONNECT_MS_DEFAULT 2000   /* one connect */
+#define SLOT_FOLLOW_REPLY_MS_DEFAULT 5000     /* one reply: past it the node counts as gone */
+#define SLOT_FOLLOW_BACKOFF_MS_DEFAULT 20     /* the first pause before another node */
+#define SLOT_FOLLOW_BACKOFF_MAX_MS_DEFAULT 500
+
+typedef struct slot_follow_opts {
+    uint32_t attempts_max;      /* 1..SLOT_FOLLOW_ATTEMPTS_MAX */
+    int deadline_ms;            /* 1..SLOT_FOLLOW_DEADLINE_MS_MAX */
+    int connect_timeout_ms;     /* > 0; each connect also stops at the deadline */
+    int reply_timeout_ms;       /* > 0; each reply also stops at the deadline */
+    int backoff_ms, backoff_max_ms; /* 0..deadline_ms, backoff_ms <= backoff_max_ms */
+    const char *token;          /* sent in hello after every connect; NULL: none. Copied. */
+} slot_follow_opts;
+
+/* What a slot_follow did, summed over its calls. */
+typedef struct slot_follow_stats {
+    uint64_t calls;             /* slot_follow_call* */
+    uint64_t sends;             /* requests sent, first sends and resends */
+    uint64_t retries;           /* resends: sends - first sends */
+    uint64_t redirects;         /* not_primary answers with an address that was followed */
+    uint64_t connects;          /* connections opened */
+    uint64_t primary_changes;   /* a call answered by another node than the call before */
+} slot_follow_stats;
+
+typedef struct slot_follow slot_follow;
+
+/* slot_follow_opts_default — every field at its SLOT_FOLLOW_*_DEFAULT, no token. Any thread. */
+void slot_follow_opts_default(slot_follow_opts *o);
+
+/*
+ * slot_follow_new — a follower of the nodes in `addrs`: "H:P[,H:P...]"
+ * (NUL-terminated; spaces around the commas are not allowed), at most
+ * SLOT_FOLLOW_NODES_MAX of them; the first is tried first.
+ *   opts: NULL for the defaults; copied (the token too).
+ * Connects nothing yet. Returns 0 and *out (owned; slot_follow_free frees),
+ * -EINVAL for an empty or bad list (err, when not NULL, says which entry;
+ * errlen bytes), an option out of range or a token over
+ * SLOT_TOKEN_BYTES_MAX, or -ENOMEM.
+ */
+int slot_follow_new(const char *addrs, const slot_follow_opts *opts, slot_follow **out, char *err, size_t errlen);
+/* slot_follow_free — close the connection and free f; NULL is a no-op. */
+void slot_follow_free(slot_follow *f);
+
+/*
+ * slot_follow_call — send req and return the first answer that is neither
+ * not_primary nor unavailable, following the primary as above.
+ * slot_follow_call_line — the same for a request line as it is (len bytes,
+ * ending in "\n"; e.g. SLOT_CLUSTER_REQ_LINE).
+ * Returns 0 with the answer in out (ok, or any other error: those are the
+ * server's decision, not retried), or, when the bound was reached first
+ * (the outcome of a write is then unknown):
+ *   -ETIMEDOUT  deadline_ms passed;
+ *   -EAGAIN     attempts_max sends were made;
+ *   -EMSGSIZE   the request line is over SLOT_CLIENT_LINE_MAX / req does not encode;
+ * and slot_follow_error says what the last attempt met. After a negative
+ * return out holds the last not_primary / unavailable answer, or nothing.
+ * out must be cleared with slot_reply_clear in every case.
+ */
+int slot_follow_call(slot_follow *f, const slot_req *req, slot_reply *out);
+int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_reply *out);
+
+/* slot_follow_error — what the last failed attempt met, for people:
+ * "gave up after N attempts in M ms; last: H:P: ..." after a negative return,
+ * "" after a call that answered. Borrowed until the next call on f. */
+const char *slot_follow_error(const slot_follow *f);
+/* slot_follow_node — "H:P" of the node the last answer came from (or, before
+ * any, the first of the list). Borrowed until the next call on f. */
+const char *slot_follow_node(const slot_follow *f);
+/* slot_follow_client — the open connection (owned by f; NULL when none),
+ * e.g. for getpeername. Valid until the next call on f. */
+slot_client *slot_follow_client(slot_follow *f);
+/* slot_follow_stats_get — the counters so far into *out. */
+void slot_follow_stats_get(const slot_follow *f, slot_follow_stats *out);
 
 #endif

@@ -43,6 +43,11 @@
     X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")  \
     X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later") \
     X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")     \
+    X(NOT_PRIMARY, "not_primary", "this node is not the primary; nothing was changed")   \
+    X(UNAVAILABLE, "unavailable", "the write could not be made durable on the replica set in time; " \
+      "the outcome is unknown: retry with the same request key")                         \
+    X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")        \
+    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer") \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {

@@ -143,6 +143,17 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_ETCD_WATCH_KEEPIDLE_S 2           /* a watch's TCP keep-alive: the first probe after 2 s idle, */
 #define SLOT_ETCD_WATCH_KEEPINTVL_S 1          /* then one a second, so a vanished etcd ends it (EDISCONNECT) */
 
+/* The feed (slot/feed.h; docs/protocol.md, "Feed"). */
+#define SLOT_CONSUMER_BYTES_MAX 64             /* consumer names follow the event rule: 1..64 of [A-Za-z0-9._:-] */
+#define SLOT_FEED_WINDOW_DEFAULT 1000          /* subscribe's window: entries pushed past the last ack */
+#define SLOT_FEED_WINDOW_MAX 10000
+#define SLOT_FEED_RETENTION_MS_DEFAULT 604800000ull /* --feed-retention-ms: 7 days */
+#define SLOT_FEED_RETENTION_MS_MIN 0ull        /* 0: trim as soon as every consumer acked */
+#define SLOT_FEED_RETENTION_MS_MAX 31536000000ull /* 365 days */
+#define SLOT_FEED_TRIM_BATCH_MAX 1024          /* entries one sweep trims, so trimming never stalls a sale */
+#define SLOT_FEED_PUSH_BYTES_HINT 512          /* most push lines fit; an event entry may need more */
+#define SLOT_FEED_CONSUMERS_MAX 1024           /* known consumers feed_consumers lists and a trim considers */
+
 /* The idempotency index (src/idem.c says why these sizes). */
 #define SLOT_IDEM_PARTS_LOG2 6                 /* 64 uthash tables */
 #define SLOT_IDEM_BUCKETS_LOG2 12              /* 4096 buckets each to start with */
@@ -166,5 +177,9 @@ _Static_assert(SLOT_ETCD_BODY_BYTES_DEFAULT <= SLOT_ETCD_BODY_BYTES_MAX, "defaul
 _Static_assert(SLOT_ETCD_RESP_BYTES_INITIAL <= SLOT_ETCD_BODY_BYTES_MIN, "the first answer buffer fits any body bound");
 _Static_assert(SLOT_ETCD_INFLIGHT_DEFAULT <= SLOT_ETCD_INFLIGHT_MAX, "default etcd in-flight bound in range");
 _Static_assert(SLOT_ETCD_TIMEOUT_MS_DEFAULT <= SLOT_ETCD_TIMEOUT_MS_MAX, "default etcd timeout in range");
+_Static_assert(SLOT_FEED_RETENTION_MS_DEFAULT <= SLOT_FEED_RETENTION_MS_MAX, "default feed retention in range");
+_Static_assert(SLOT_FEED_WINDOW_DEFAULT <= SLOT_FEED_WINDOW_MAX, "default window in range");
+_Static_assert(SLOT_FEED_TRIM_BATCH_MAX <= SLOT_BATCH_REQUESTS_MAX, "a trim fits one batch budget");
+_Static_assert(SLOT_CONSUMER_BYTES_MAX == SLOT_EVENT_BYTES_MAX, "consumer names follow the event rule");
 
 #endif

@@ -65,7 +65,12 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(WAITLIST_JOIN, "waitlist_join", true, false) \
     X(WAITLIST_LEAVE, "waitlist_leave", true, false) \
     X(WAITLIST, "waitlist", false, false)        \
-    X(WAITLIST_ENTRIES, "waitlist_entries", false, true)
+    X(WAITLIST_ENTRIES, "waitlist_entries", false, true) \
+    X(SUBSCRIBE, "subscribe", true, false)       \
+    X(ACK, "ack", true, false)                   \
+    X(UNSUBSCRIBE, "unsubscribe", false, false)  \
+    X(FEED_CONSUMERS, "feed_consumers", false, true) \
+    X(FEED_FORGET, "feed_forget", true, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -122,6 +127,9 @@ typedef struct slot_item {
     char event[SLOT_EVENT_BYTES_MAX + 1];
 } slot_item;
 
+/* subscribe's "from" (docs/protocol.md, "Feed"). */
+typedef enum slot_feed_from { SLOT_FEED_FROM_ACKED = 0, SLOT_FEED_FROM_START, SLOT_FEED_FROM_SEQ } slot_feed_from;
+
 typedef struct slot_req {
     slot_op op;
     uint32_t has;                      /* SLOT_HAS_* bits */
@@ -130,7 +138,7 @@ typedef struct slot_req {
     uint16_t token_len;
     char event[SLOT_EVENT_BYTES_MAX + 1];
     char request[SLOT_REQUEST_BYTES_MAX + 1];
-    char user[SLOT_USER_BYTES_MAX + 1];
+    char user[SLOT_USER_BYTES_MAX + 1]; /* get_hold: user_len 0 = any user's (worker, admin) */
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     char token[SLOT_TOKEN_BYTES_MAX + 1];
     uint32_t qty;                      /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
@@ -149,12 +157,18 @@ typedef struct slot_req {
     uint32_t limit;                    /* waitlist_entries: 1..SLOT_WAITLIST_SHOW_MAX */
     uint8_t nitems;                    /* hold_many: 1..SLOT_CART_ITEMS_MAX, distinct events */
     slot_item items[SLOT_CART_ITEMS_MAX];
+    /* feed ops (docs/protocol.md, "Feed") */
+    uint8_t consumer_len;
+    char consumer[SLOT_CONSUMER_BYTES_MAX + 1]; /* subscribe, ack, feed_forget */
+    slot_feed_from from;               /* subscribe */
+    uint64_t feed_seq;                 /* subscribe from SEQ (1..), ack seq (0..) */
+    uint32_t window;                   /* subscribe: 1..SLOT_FEED_WINDOW_MAX */
 } slot_req;
 
 /* Connection roles (docs/protocol.md, "hello"). */
-typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN } slot_role;
+typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN, SLOT_ROLE_WORKER } slot_role;
 
-/* slot_role_name — "frontend", "admin" or "none"; static. */
+/* slot_role_name — "frontend", "admin", "worker" or "none"; static. */
 const char *slot_role_name(slot_role role);
 
 /* The view of an event, as the "event" op shows it. */
@@ -241,6 +255,9 @@ typedef struct slot_res {
     char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: SHA-256, lowercase hex */
     slot_violation *violations;        /* check: min(nviolations, MAX), heap */
     slot_role role;                    /* hello */
+    uint64_t feed_from, feed_head;     /* subscribe: first seq it sends, the head; feed_truncated: oldest in feed_from */
+    uint64_t feed_acked;               /* subscribe: the window's base; ack: the stored position */
+    uint64_t feed_trimmed;             /* the sweeper's: feed entries trimmed */
     char *extra;                       /* heap JSON object text whose members are appended
                                           to the reply (stats, hello's server facts); or NULL */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */

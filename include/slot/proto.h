@@ -15,7 +15,7 @@
 #define SLOT_PROTOCOL_VERSION 1
 /* The v1.1 sections this server implements, as hello's "features" lists them
  * (docs/protocol.md, "Version 1.1"): a JSON array, written as it stands. */
-#define SLOT_PROTO_FEATURES "[\"windows\",\"extend\",\"partial_confirm\",\"reacquire\",\"hold_many\",\"waitlist\"]"
+#define SLOT_PROTO_FEATURES "[\"windows\",\"extend\",\"partial_confirm\",\"reacquire\",\"hold_many\",\"waitlist\",\"feed\"]"
 #define SLOT_REPLY_BYTES_HINT 512      /* most replies fit; shards/check/stats may need more */
 
 /*

@@ -13,9 +13,11 @@
  *   holds     ev + u64 seq                                  slot_hold_rec (packed)
  *   expiry    u64 expires_at_ms + ev + u64 seq              empty (sweeper's index; held holds only)
  *   users     ev + user                                     u64 held + confirmed + waiting (max_per_user > 0 only)
- *   waitlist  ev + 'e' + u64 join                              waiting entry: qty, user, request, joined_at
- *   waitlist  ev + 'k' + user + request                        the key's entry: state, join, qty, hold
- *   waitlist  ev + 'f' + u64 node                              u64: a node of the tree counting left entries
+ *   feed      u64 seq                                       packed feed entry (slot/feed.h)
+ *   consumers name(consumer)                                u64 acked + u64 updated_at_ms (slot/feed.h)
+ *   waitlist  ev + 'e' + u64 join                           waiting entry: qty, user, request, joined_at
+ *   waitlist  ev + 'k' + user + request                     the key's entry: state, join, qty, hold
+ *   waitlist  ev + 'f' + u64 node                           u64: a node of the tree counting left entries
  *
  * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
@@ -40,7 +42,7 @@
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION 3u         /* first byte of every packed record written; versions 1
                                           (before v1.1) and 2 (before carts and waitlists) are still read */
-#define SLOT_STORE_DBS 7
+#define SLOT_STORE_DBS 9               /* the nine above (feed, consumers: slot/feed.h) */
 #define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
 
 /* events[ev] */
@@ -235,9 +237,10 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
 
 /*
  * ---- Replication groundwork (src/store_repl.c; docs/design.md, "Storage",
- * "Write sets, seq and digest"). meta is node-local; the five other
- * databases (events, shards, holds, expiry, users, waitlist: db ids 1..6, their index
- * in the store's table) are the replicated, logical state.
+ * "Write sets, seq and digest"). meta is node-local; the eight other
+ * databases (events, shards, holds, expiry, users, feed, consumers,
+ * waitlist: db ids 1..8, their index in the store's table) are the
+ * replicated, logical state.
  */
 
 /* Errors of slot_store_apply: negative, apart from slot/wset.h's (-20001..-20100),
@@ -309,8 +312,9 @@ int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec);
 /*
  * slot_store_digest — SHA-256 of the logical state as txn (any transaction)
  * sees it: a version tag, seq, then every entry of events, shards, holds,
- * expiry and users, in that order and each in key order, as db id u8, key
- * length u32, key, value length u32, value (big-endian lengths). meta is
+ * expiry, users, feed, consumers and waitlist, in that order and each in
+ * key order, as db id u8, key length u32, key, value length u32, value
+ * (big-endian lengths). meta is
  * not hashed, but seq is. Two stores with the same entries and seq give the
  * same digest, whatever their page layout or history.
  *   seq: receives the seq hashed. hex: 64 lowercase hex digits and a NUL.

@@ -1,0 +1,213 @@
+/*
+ * drv_slotd_admin.c — the slotd target's administration: blocking calls
+ * (hello, create_event, event, check, expire, stats) through slot_follow, so
+ * they reach the replica set's primary whichever --host is tried first, and
+ * a call interrupted by a failover is sent again with the same request.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "drv_slotd.h"
+#include "exit.h"
+#include "limits.h"
+#include "slot/client.h"
+
+struct bench_admin {
+    slot_follow *f;
+    const bench_config *cfg;
+    json_t *hello;
+    struct sockaddr_storage peer;       /* the address the first answer came from */
+};
+
+const struct sockaddr_storage *bench_slotd_admin_peer(const bench_admin *a)
+{
+    return &a->peer;
+}
+
+const char *bench_slotd_admin_node(const bench_admin *a)
+{
+    return slot_follow_node(a->f);
+}
+
+/* One call; 0 on an ok reply, else an exit status and err. r must be cleared by the caller.
+ * slotd closes connections idle past its --idle-timeout-ms, as the admin connection is
+ * through the load: slot_follow opens it again and sends the request again. */
+static int call(bench_admin *a, const char *what, const slot_req *req, slot_reply *r, char *err, size_t errlen)
+{
+    int rc = slot_follow_call(a->f, req, r);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", what, slot_follow_error(a->f));
+        return BENCH_EXIT_CONNECTION;
+    }
+    if (!r->ok) {
+        snprintf(err, errlen, "%s: %s: %s", what, r->error, r->message);
+        return BENCH_EXIT_FAILED;
+    }
+    return 0;
+}
+
+void bench_slotd_admin_close(bench_admin *a)
+{
+    if (!a)
+        return;
+    slot_follow_free(a->f);
+    json_decref(a->hello);
+    free(a);
+}
+
+/* The follower of every --host, with the token. 0 or an exit status. */
+static int admin_follow(bench_admin *a, char *err, size_t errlen)
+{
+    const bench_config *cfg = a->cfg;
+    char list[BENCH_HOSTS_MAX * sizeof(cfg->hosts[0])] = "";
+    for (uint32_t i = 0; i < cfg->nhosts; i++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? "," : "", cfg->hosts[i]);
+    slot_follow_opts o;
+    slot_follow_opts_default(&o);
+    o.token = cfg->token;
+    o.connect_timeout_ms = BENCH_CONNECT_TIMEOUT_MS;
+    o.reply_timeout_ms = BENCH_CALL_TIMEOUT_MS;
+    o.deadline_ms = BENCH_CALL_TIMEOUT_MS + BENCH_FOLLOW_DEADLINE_MS;
+    o.attempts_max = BENCH_FOLLOW_ADMIN_SENDS_PER_HOST * cfg->nhosts; /* one host down: the pauses add up to 0.6 s */
+    if (cfg->token && strlen(cfg->token) > SLOT_TOKEN_BYTES_MAX) {
+        snprintf(err, errlen, "--token: longer than %d bytes", SLOT_TOKEN_BYTES_MAX);
+        return BENCH_EXIT_USAGE;
+    }
+    char why[200];
+    if (slot_follow_new(list, &o, &a->f, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--host: %s", why);
+        return BENCH_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Connect (to the primary, following it) and say hello; keeps hello's reply
+ * and where it came from, which is where the load goes. */
+int bench_slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen)
+{
+    bench_admin *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return BENCH_EXIT_FAILED;
+    }
+    a->cfg = cfg;
+    int rc = admin_follow(a, err, errlen);
+    slot_req req;
+    slot_reply r;
+    memset(&r, 0, sizeof(r));
+    slot_req_init(&req, SLOT_OP_HELLO);
+    if (cfg->token)
+        slot_req_set_token(&req, cfg->token);
+    if (rc == 0 && (rc = call(a, "hello", &req, &r, err, errlen)) == BENCH_EXIT_CONNECTION)
+        snprintf(err, errlen, "cannot reach slotd at %s: %s", cfg->nhosts > 1 ? "any --host" : cfg->hosts[0],
+                 slot_follow_error(a->f));
+    if (rc == 0) {
+        a->hello = json_loads(r.line, 0, NULL);
+        json_object_del(a->hello, "ok");
+        socklen_t plen = sizeof(a->peer);
+        slot_client *c = slot_follow_client(a->f);
+        if (!c || getpeername(slot_client_fd(c), (struct sockaddr *)&a->peer, &plen) < 0) {
+            snprintf(err, errlen, "getpeername: %s", c ? strerror(errno) : "no connection");
+            rc = BENCH_EXIT_CONNECTION;
+        }
+    }
+    slot_reply_clear(&r);
+    if (rc) {
+        bench_slotd_admin_close(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+int bench_slotd_server_info(bench_admin *a, json_t **info, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    *info = a->hello ? json_deep_copy(a->hello) : json_object();
+    return 0;
+}
+
+/* A call whose reply is an event's view (create_event, event): into v. 0 or an exit status. */
+static int view_call(bench_admin *a, const char *what, const slot_req *req, bench_view *v, char *err, size_t errlen)
+{
+    slot_reply r;
+    int rc = call(a, what, req, &r, err, errlen);
+    if (rc == 0) {
+        v->capacity = r.capacity;
+        v->available = r.available;
+        v->held = r.held;
+        v->confirmed = r.confirmed;
+        v->opens_at_ms = r.opens_at_ms;
+        snprintf(v->status, sizeof(v->status), "%s", r.status);
+    }
+    slot_reply_clear(&r);
+    return rc;
+}
+
+int bench_slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_view *v, char *err, size_t errlen)
+{
+    slot_req req;
+    slot_req_event(&req, SLOT_OP_CREATE_EVENT, s->name);
+    req.capacity = s->capacity;
+    req.shards = s->shards;
+    req.hold_ttl_ms = s->hold_ttl_ms;
+    req.max_per_user = s->max_per_user;
+    req.max_per_request = s->max_per_request;
+    req.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
+    if (s->opens_at_ms)
+        slot_req_set_window(&req, s->opens_at_ms, 0);
+    return view_call(a, "create_event", &req, v, err, errlen);
+}
+
+int bench_slotd_event(bench_admin *a, const char *event, bench_view *v, char *err, size_t errlen)
+{
+    slot_req req;
+    slot_req_event(&req, SLOT_OP_EVENT, event);
+    return view_call(a, "event", &req, v, err, errlen);
+}
+
+int bench_slotd_check(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen)
+{
+    slot_req req;
+    slot_req_event(&req, SLOT_OP_CHECK, event);
+    slot_reply r;
+    int rc = call(a, "check", &req, &r, detail, detlen);
+    if (rc == 0) {
+        *violations = r.nviolations;
+        snprintf(detail, detlen, "%s", r.nviolations ? r.line : "");
+    }
+    slot_reply_clear(&r);
+    return rc;
+}
+
+int bench_slotd_expire(bench_admin *a, const char *event, uint64_t *expired, char *err, size_t errlen)
+{
+    (void)event; /* slotd's expire runs the sweeper over every event */
+    slot_req req;
+    slot_req_init(&req, SLOT_OP_EXPIRE);
+    slot_reply r;
+    int rc = call(a, "expire", &req, &r, err, errlen);
+    if (rc == 0)
+        *expired = r.expired;
+    slot_reply_clear(&r);
+    return rc;
+}
+
+int bench_slotd_stats(bench_admin *a, json_t **stats, char *err, size_t errlen)
+{
+    slot_req req;
+    slot_req_init(&req, SLOT_OP_STATS);
+    slot_reply r;
+    int rc = call(a, "stats", &req, &r, err, errlen);
+    *stats = NULL;
+    if (rc == 0 && !(*stats = json_loads(r.line, 0, NULL))) {
+        snprintf(err, errlen, "stats: the reply is not JSON");
+        rc = BENCH_EXIT_FAILED;
+    }
+    json_object_del(*stats, "ok");
+    slot_reply_clear(&r);
+    return rc;
+}

@@ -1,0 +1,184 @@
+/*
+ * drv_slotd_parse.c — slotd's replies for the load (drv_slotd.h): a small
+ * parser for flat objects, the shape of every frontend reply; anything else
+ * (escapes, nesting, spaces) goes to the client library's slot_reply_parse.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "drv_slotd.h"
+#include "wire.h"
+#include "slot/client.h"
+
+/* ---------------------------------------------------------------- replies */
+
+static bool key_is(const char *k, size_t n, const char *lit)
+{
+    return strlen(lit) == n && memcmp(k, lit, n) == 0;
+}
+
+enum { V_STR, V_NUM, V_TRUE, V_FALSE, V_NULL };
+
+/* One member of a flat reply into r. false: a value the fast path does not take. */
+static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, bench_result *r, bool *saw_ok)
+{
+    if (key_is(k, kn, "ok")) {
+        *saw_ok = kind == V_TRUE || kind == V_FALSE;
+        r->ok = kind == V_TRUE;
+    } else if (key_is(k, kn, "status") && kind == V_STR) {
+        bench_result_status(v, vn, r);
+    } else if (key_is(k, kn, "hold") && kind == V_STR) {
+        if (vn > SLOT_HOLD_ARG_BYTES_MAX)
+            return false;
+        memcpy(r->hold, v, vn);
+        r->hold[vn] = 0;
+        r->hold_len = (uint32_t)vn;
+    } else if ((key_is(k, kn, "replaces") || key_is(k, kn, "replaced_by")) && kind == V_STR) {
+        char *dst = kn == 8 ? r->replaces : r->replaced_by;
+        if (vn > SLOT_HOLD_ARG_BYTES_MAX)
+            return false;
+        memcpy(dst, v, vn);
+        dst[vn] = 0;
+    } else if (kind == V_NUM && (key_is(k, kn, "qty") || key_is(k, kn, "expires_at") || key_is(k, kn, "available") ||
+                                 key_is(k, kn, "returned") || key_is(k, kn, "extensions"))) {
+        uint64_t x = 0;
+        for (size_t i = 0; i < vn; i++) {
+            if (v[i] < '0' || v[i] > '9' || x > UINT64_MAX / 10 - 1)
+                return false;
+            x = x * 10 + (uint64_t)(v[i] - '0');
+        }
+        if (k[0] == 'q')
+            r->qty = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+        else if (key_is(k, kn, "expires_at"))
+            r->expires_at_ms = x;
+        else if (k[0] == 'e')
+            r->extensions = x;
+        else if (k[0] == 'r')
+            r->returned = x;
+        else
+            r->available = x;
+    } else if (key_is(k, kn, "error") && kind == V_STR) {
+        char code[32];
+        size_t m = vn < sizeof(code) - 1 ? vn : sizeof(code) - 1;
+        memcpy(code, v, m);
+        code[m] = 0;
+        r->err = slot_err_from_name(code);
+    } else if (key_is(k, kn, "primary") && kind == V_STR) {
+        if (vn >= sizeof(r->primary))
+            return false;
+        memcpy(r->primary, v, vn);
+        r->primary[vn] = 0;
+    } else if (key_is(k, kn, "message") && kind == V_STR) {
+        size_t m = vn < sizeof(r->text) - 1 ? vn : sizeof(r->text) - 1;
+        memcpy(r->text, v, m);
+        r->text[m] = 0;
+    } else if (key_is(k, kn, "replay") || key_is(k, kn, "released")) {
+        bool *b = k[2] == 'p' ? &r->replay : &r->released;
+        *b = kind == V_TRUE;
+    }
+    return true;
+}
+
+/* A value at *pp: its kind, start and length. false: not a flat value. */
+static bool scan_value(const char **pp, const char *end, int *kind, const char **v, size_t *vn)
+{
+    const char *p = *pp;
+    *v = p;
+    if (*p == '"') {
+        *v = ++p;
+        while (p < end && *p != '"' && *p != '\\')
+            p++;
+        if (p >= end || *p != '"')
+            return false;
+        *vn = (size_t)(p - *v);
+        *kind = V_STR;
+        p++;
+    } else if ((*p >= '0' && *p <= '9') || *p == '-') {
+        while (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
+            p++;
+        *vn = (size_t)(p - *v);
+        *kind = V_NUM;
+    } else if (end - p >= 4 && memcmp(p, "true", 4) == 0) {
+        p += 4, *kind = V_TRUE, *vn = 0;
+    } else if (end - p >= 5 && memcmp(p, "false", 5) == 0) {
+        p += 5, *kind = V_FALSE, *vn = 0;
+    } else if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
+        p += 4, *kind = V_NULL, *vn = 0;
+    } else {
+        return false;
+    }
+    *pp = p;
+    return true;
+}
+
+/* The fast path: {"k":v,...} with flat values, no spaces, no escapes. 0 or -1. */
+static int fast_scan(const char *p, size_t n, bench_result *r)
+{
+    if (n < 2 || p[0] != '{' || p[n - 1] != '}')
+        return -1;
+    const char *end = p + n - 1;
+    bool saw_ok = false;
+    p++;
+    while (p < end) {
+        if (*p != '"')
+            return -1;
+        const char *k = ++p;
+        while (p < end && *p != '"' && *p != '\\')
+            p++;
+        if (p + 1 >= end || *p != '"' || p[1] != ':')
+            return -1;
+        size_t kn = (size_t)(p - k);
+        p += 2;
+        int kind;
+        const char *v;
+        size_t vn;
+        if (p >= end || !scan_value(&p, end, &kind, &v, &vn) || !apply(k, kn, kind, v, vn, r, &saw_ok))
+            return -1;
+        if (p < end && (*p != ',' || ++p >= end))
+            return -1;
+    }
+    return saw_ok ? 0 : -1;
+}
+
+/* The slow path: the client library's parser. */
+static int slow_parse(const char *line, size_t len, bench_result *r)
+{
+    slot_reply rep;
+    if (slot_reply_parse(line, len, &rep) < 0) {
+        slot_reply_clear(&rep);
+        return -1;
+    }
+    r->ok = rep.ok;
+    r->err = rep.ok ? SLOT_E_OK : rep.err;
+    snprintf(r->text, sizeof(r->text), "%.150s", rep.message);
+    bench_result_status(rep.status, strlen(rep.status), r);
+    r->replay = rep.replay;
+    r->released = rep.released;
+    r->qty = rep.qty > UINT32_MAX ? UINT32_MAX : (uint32_t)rep.qty;
+    r->expires_at_ms = rep.expires_at_ms;
+    r->available = rep.available;
+    r->returned = rep.returned;
+    r->extensions = rep.extensions;
+    snprintf(r->replaces, sizeof(r->replaces), "%s", rep.replaces);
+    snprintf(r->replaced_by, sizeof(r->replaced_by), "%s", rep.replaced_by);
+    r->hold_len = (uint32_t)strlen(rep.hold);
+    memcpy(r->hold, rep.hold, r->hold_len + 1);
+    snprintf(r->primary, sizeof(r->primary), "%s", rep.primary);
+    slot_reply_clear(&rep);
+    return 0;
+}
+
+int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)
+{
+    bench_result_clear(r);
+    if (fast_scan(line, len, r) == 0) {
+        if (r->ok)
+            r->err = SLOT_E_OK;
+        else if (r->err == SLOT_E_OK)
+            r->err = SLOT_E__COUNT; /* ok:false without a code we know */
+        return 0;
+    }
+    bench_result_clear(r);
+    return slow_parse(line, len, r);
+}
+
