@@ -1471,8 +1471,10 @@ static void op_cart(model *m)
             ASSERT_EQ(r.cart[i].status, (slot_hold_status)h->st);
             ASSERT_EQ(r.cart[i].qty, h->qty);
         }
-        if (!want.replay)
+        if (!want.replay) { /* undone with the batch: an aborted batch may also undo its items' events */
+            u_save(m, last, sizeof *last);
             *last = c;
+        }
     }
     m->n.carts += want.err == SLOT_E_OK && !want.sold_out && !want.replay;
     m->n.cart_replay += want.replay;
