@@ -95,7 +95,7 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
     if (rc == 0 && e->max_per_user > 0 && user_total != UINT64_MAX)
         rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, user_total);
-    if (rc == 0)
+    if (rc == 0 && !offer) /* an offer's entry is hold.offered, written by the waitlist */
         rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_HELD);
     return rc;
 }
