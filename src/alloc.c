@@ -20,7 +20,6 @@
 #include "alloc_int.h"
 #include "idem.h"
 #include "slot/assert.h"
-#include "slot/failpoint.h"
 
 typedef slot__alloc_ctx ctx;
 
@@ -115,7 +114,6 @@ static bool hold_id_parse(const char *s, size_t len, uint64_t *seq, uint64_t *ta
 
 /* ---- shared pieces */
 
-
 static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const slot_event_rec *e)
 {
     memcpy(v->event, ev, ev_len);
@@ -133,6 +131,9 @@ static void view_fill(slot_event_view *v, const char *ev, size_t ev_len, const s
     v->closes_at_ms = e->closes_at_ms;
     v->max_extensions = e->max_extensions;
     v->max_hold_ms = e->max_hold_ms;
+    v->waitlist_max = e->waitlist_max;
+    v->waiting = e->waiting;
+    v->waiting_qty = e->waiting_qty;
 }
 
 /* Writes free units spread evenly over shards 0..n-1 (largest minus smallest
@@ -230,7 +231,7 @@ void slot__res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status stat
 
 /* A hold that is due counts as expired for every op: on the write path it is
  * expired here, returning its units, before the op looks at it. */
-static int hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
+int slot__hold_settle(ctx *c, slot_event_rec *e, slot_hold_rec *h)
 {
     if (!slot__hold_due(h, c->now_ms))
         return 0;
@@ -246,7 +247,7 @@ static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold
                        (unsigned)asked);
         return 0;
     }
-    int rc = hold_settle(c, e, h);
+    int rc = slot__hold_settle(c, e, h);
     slot__res_hold(res, h, h->status);
     res->replay = true;
     return rc;
@@ -274,7 +275,7 @@ static int idem_add_event(void *p, const char *ev, size_t ev_len, const slot_eve
 
 /* Builds the idempotency index from the holds database (idem.h says why it
  * is in memory). O(holds), once per allocator. */
-static int idem_ensure(ctx *c)
+int slot__idem_ensure(ctx *c)
 {
     if (c->a->idem)
         return 0;
@@ -292,59 +293,29 @@ static int idem_ensure(ctx *c)
 int slot_alloc_load(slot_alloc *a, MDB_txn *txn)
 {
     ctx c = {.a = a, .st = a->store, .txn = txn};
-    return idem_ensure(&c);
+    return slot__idem_ensure(&c);
 }
 
 /* Finds the hold made earlier for (event, user, request), into h. The index
  * is checked against the hold record: an entry whose hold is missing or
  * names other keys was left by an aborted batch and is dropped. Returns 0
  * (found), MDB_NOTFOUND, or an error. */
-static int request_find(ctx *c, const slot_req *req, slot_hold_rec *h)
+int slot__request_find(ctx *c, const char *user, size_t user_len, const char *request, size_t request_len,
+                       slot_hold_rec *h)
 {
-    int rc = idem_ensure(c);
+    int rc = slot__idem_ensure(c);
     uint64_t seq;
     if (rc != 0)
         return rc;
-    if (slot__idem_get(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request, req->request_len, &seq) != 0)
+    if (slot__idem_get(c->a->idem, c->ev, c->ev_len, user, user_len, request, request_len, &seq) != 0)
         return MDB_NOTFOUND;
     rc = slot_store_hold_get(c->st, c->txn, c->ev, c->ev_len, seq, h);
-    if (rc == 0 && (h->user_len != req->user_len || memcmp(h->user, req->user, h->user_len) != 0 ||
-                    h->request_len != req->request_len || memcmp(h->request, req->request, h->request_len) != 0))
+    if (rc == 0 && (h->user_len != user_len || memcmp(h->user, user, h->user_len) != 0 ||
+                    h->request_len != request_len || memcmp(h->request, request, h->request_len) != 0))
         rc = MDB_NOTFOUND;
     if (rc == MDB_NOTFOUND)
-        slot__idem_del(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request, req->request_len);
+        slot__idem_del(c->a->idem, c->ev, c->ev_len, user, user_len, request, request_len);
     return rc;
-}
-
-/* Takes qty units: random start shard, then the others in turn (docs/design.md,
- * "The allocation rule"). The caller has checked that the event's free units
- * (capacity - held - confirmed, equal to the sum over shards by invariant 1)
- * are at least qty. */
-int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h)
-{
-    uint32_t n = e->shards;
-    uint32_t start = (uint32_t)(slot__rng_next(c->a) % n);
-    uint32_t taken = 0;
-    h->nparts = 0;
-    for (uint32_t i = 0; i < n && taken < h->qty; i++) {
-        uint16_t s = (uint16_t)((start + i) % n);
-        uint64_t f;
-        int rc = slot_store_shard_get(c->st, c->txn, c->ev, c->ev_len, s, &f);
-        if (rc != 0)
-            return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-        if (f == 0)
-            continue;
-        uint32_t want = h->qty - taken;
-        uint32_t take = f < want ? (uint32_t)f : want;
-        rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, s, f - take);
-        if (rc != 0)
-            return rc;
-        h->parts[h->nparts].shard = s;
-        h->parts[h->nparts].qty = (uint16_t)take;
-        h->nparts++;
-        taken += take;
-    }
-    return taken == h->qty ? 0 : MDB_CORRUPTED; /* shards held fewer than the counters said */
 }
 
 /* Decides user_limit / sold_out after expiring due holds when that could
@@ -367,8 +338,11 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
             }
         }
     }
+    /* While people wait, units go to them first (docs/protocol.md, "Waitlist"):
+     * a new hold is sold_out, after due holds were expired (they may serve
+     * the whole list). */
     uint64_t avail = e->capacity - e->held - e->confirmed;
-    if (rc == 0 && avail < req->qty && !settled) {
+    if (rc == 0 && (avail < req->qty || e->waiting > 0) && !settled) {
         rc = expire_event_due(c, e);
         avail = e->capacity - e->held - e->confirmed;
         /* Expiring may have returned this user's own units: the quantity
@@ -376,11 +350,18 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
         if (rc == 0 && e->max_per_user > 0)
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
     }
-    if (rc == 0 && avail < req->qty) {
+    if (rc == 0 && (avail < req->qty || e->waiting > 0)) {
         res->sold_out = true;
         res->available = avail;
     }
     return rc;
+}
+
+/* The answer to a key already used in another way (docs/protocol.md,
+ * "Clarifications of v1.1", Keys): one key space per (event, user). */
+void slot__key_conflict(slot_res *res, const char *request, const char *ev)
+{
+    slot_res_error(res, SLOT_E_IDEMPOTENCY_CONFLICT, "request \"%s\" was used otherwise on event \"%s\"", request, ev);
 }
 
 static int op_hold(ctx *c, const slot_req *req, slot_res *res)
@@ -390,9 +371,16 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0)
         return slot__answered_ok(rc);
     slot_hold_rec hold, *h = &hold;
-    rc = request_find(c, req, h);
-    if (rc == 0)
+    rc = slot__request_find(c, req->user, req->user_len, req->request, req->request_len, h);
+    bool clash = rc == 0 && h->kind != SLOT_HOLD_KIND_PLAIN; /* a cart's or a waitlist's key */
+    if (rc == 0 && !clash)
         return hold_replay(c, req, &e, h, res);
+    if (rc == MDB_NOTFOUND && e.waitlist_max > 0)
+        clash = (rc = slot__waitlist_key_used(c, req->user, req->user_len, req->request, req->request_len)) == 0;
+    if (clash) {
+        slot__key_conflict(res, req->request, c->ev);
+        return 0;
+    }
     if (rc != MDB_NOTFOUND)
         return rc;
     if (req->qty > e.max_per_request) {
@@ -406,44 +394,10 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     rc = slot__hold_admit(c, req, &e, &user_qty, res);
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
-
-    h->seq = e.next_seq++;
-    h->tag = slot__rng_next(c->a);
-    h->status = SLOT_HOLD_HELD;
-    h->qty = (uint16_t)req->qty;
-    h->created_at_ms = c->now_ms;
-    h->expires_at_ms = c->now_ms + e.hold_ttl_ms;
-    h->user_len = req->user_len;
-    memcpy(h->user, req->user, req->user_len + 1u);
-    h->request_len = req->request_len;
-    memcpy(h->request, req->request, req->request_len + 1u);
-    h->extensions = h->returned = 0;
-    h->replaced_by_seq = h->replaced_by_tag = h->replaces_seq = h->replaces_tag = 0;
-    rc = slot__units_take(c, &e, h);
-    e.held += h->qty;
-    if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
-        rc = EIO;
-    if (rc == 0)
-        rc = slot_store_hold_add(c->st, c->txn, c->ev, c->ev_len, h);
-    if (rc == 0 && SLOT_FAIL(AFTER_HOLD_INSERT))
-        rc = EIO;
-    /* request_find above found no entry for this key (or dropped a stale
-     * one), and nothing since added one: add without looking again. */
-    if (rc == 0 && slot__idem_add(c->a->idem, c->ev, c->ev_len, req->user, req->user_len, req->request,
-                                  req->request_len, h->seq) != 0)
-        rc = ENOMEM; /* the batch aborts; the entry, if any, is dropped as stale later */
-    if (rc == 0 && SLOT_FAIL(AFTER_IDEMPOTENCY_INSERT))
-        rc = EIO; /* leaves a stale index entry: request_find must see through it */
-    if (rc == 0 && SLOT_FAIL(MAP_FULL))
-        rc = MDB_MAP_FULL;
-    if (rc == 0)
-        rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
-    if (rc == 0 && e.max_per_user > 0)
-        rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty + h->qty);
+    slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->qty);
+    rc = slot__hold_make(c, &e, h, user_qty + h->qty);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
-    if (rc == 0)
-        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_HELD);
     if (rc == 0)
         slot__res_hold(res, h, SLOT_HOLD_HELD);
     return rc;
@@ -459,7 +413,7 @@ int slot__hold_open(ctx *c, const slot_req *req, const char *user, bool settle, 
     if (rc == 0)
         rc = hold_load(c, req, user, h, res);
     if (rc == 0 && settle)
-        rc = hold_settle(c, e, h);
+        rc = slot__hold_settle(c, e, h);
     return rc;
 }
 
@@ -512,7 +466,8 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
         if (e.capacity != req->capacity || e.shards != req->shards || e.hold_ttl_ms != req->hold_ttl_ms ||
             e.max_per_user != req->max_per_user || e.max_per_request != req->max_per_request ||
             e.opens_at_ms != req->opens_at_ms || e.closes_at_ms != req->closes_at_ms ||
-            e.max_extensions != req->max_extensions || e.max_hold_ms != max_hold_ms) {
+            e.max_extensions != req->max_extensions || e.max_hold_ms != max_hold_ms ||
+            e.waitlist_max != req->waitlist_max) {
             slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
             return 0;
         }
@@ -535,6 +490,8 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     e.closes_at_ms = req->closes_at_ms;
     e.max_extensions = (uint16_t)req->max_extensions;
     e.max_hold_ms = max_hold_ms;
+    e.waitlist_max = req->waitlist_max;
+    e.next_join = 1;
     rc = shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
@@ -567,6 +524,8 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
         }
         e.capacity = req->capacity;
         rc = shards_spread(c, e.shards, e.capacity - allocated);
+        if (rc == 0)
+            rc = slot__waitlist_serve(c, &e); /* a capacity increase hands out to those waiting */
         break;
     case SLOT_OP_RESHARD:
         for (uint32_t s = req->shards; rc == 0 && s < e.shards; s++)
@@ -647,6 +606,13 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
                                 (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
     case SLOT_OP_DIGEST:
         return slot_store_digest(a->store, txn, &res->seq, res->digest);
+    case SLOT_OP_HOLD_MANY:
+        return slot__op_hold_many(a, txn, req, now_ms, res);
+    case SLOT_OP_WAITLIST_JOIN:
+    case SLOT_OP_WAITLIST_LEAVE:
+    case SLOT_OP_WAITLIST:
+    case SLOT_OP_WAITLIST_ENTRIES:
+        return slot__op_waitlist(&c, req, res);
     case SLOT_OP_SUBSCRIBE:
     case SLOT_OP_ACK:
     case SLOT_OP_FEED_FORGET:

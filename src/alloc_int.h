@@ -83,6 +83,60 @@ int slot__hold_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e,
  * The caller checked the event has that many free. 0 or an LMDB error. */
 int slot__units_take(slot__alloc_ctx *c, const slot_event_rec *e, slot_hold_rec *h);
 
+/* slot__idem_ensure — the idempotency index, built now when it is not yet
+ * (O(holds), once per allocator). 0, ENOMEM or an LMDB error. */
+int slot__idem_ensure(slot__alloc_ctx *c);
+
+/*
+ * slot__request_find — the hold made earlier for (c's event, user, request)
+ * into h, through the idempotency index, checked against the hold record.
+ * Returns 0 (found), MDB_NOTFOUND, or an LMDB error.
+ */
+int slot__request_find(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request, size_t request_len,
+                       slot_hold_rec *h);
+
+/* slot__key_conflict — res = idempotency_conflict for a key used another way on event ev. */
+void slot__key_conflict(slot_res *res, const char *request, const char *ev);
+
+/* slot__hold_settle — a due hold is expired now (its units return); else nothing. 0 or an LMDB error. */
+int slot__hold_settle(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h);
+
+/* slot__hold_new — h = a held hold of qty units for (user, request), kind
+ * plain, no parts yet; slot__hold_make fills the rest. */
+void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const char *request, size_t request_len,
+                    uint32_t qty);
+
+/*
+ * slot__hold_make — write the new held hold h (from slot__hold_new, kind and
+ * origin set) on c's event: seq, tag, times, units from the shards, the
+ * hold, its idempotency entry (slot__idem_ensure must have run), its expiry
+ * entry, the user's row := user_total (with max_per_user; UINT64_MAX leaves
+ * it) and e's counters. The caller checked the units are free and writes e.
+ * Returns 0 or an LMDB error.
+ */
+int slot__hold_make(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_total);
+
+/* slot__op_hold_many — hold_many, a cart of several events (cart.c). 0 or an LMDB error. */
+int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t now_ms, slot_res *res);
+
+/* slot__op_waitlist — waitlist_join, waitlist_leave, waitlist, waitlist_entries (waitlist.c). */
+int slot__op_waitlist(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/*
+ * slot__waitlist_serve — the hand-out (docs/protocol.md, "Waitlist"): while
+ * people wait on c's event and the first entry's qty is free, that entry is
+ * offered a held hold (the event's TTL), in join order, in the caller's
+ * transaction; an entry that cannot be met stops it (nobody behind it goes
+ * first). Called wherever units come back. e is updated; the caller writes
+ * it. O(entries served + 1). Returns 0 or an LMDB error.
+ */
+int slot__waitlist_serve(slot__alloc_ctx *c, slot_event_rec *e);
+
+/* slot__waitlist_key_used — 0 when (user, request) has a waitlist entry on
+ * c's event (any state), MDB_NOTFOUND when not, or an LMDB error. */
+int slot__waitlist_key_used(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request,
+                            size_t request_len);
+
 /* slot__op_confirm — confirm, also partial and reacquire (confirm.c). 0 or an LMDB error. */
 int slot__op_confirm(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 

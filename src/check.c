@@ -32,6 +32,7 @@ typedef struct check_ctx {
     size_t nusers, capusers;
     size_t users_matched;
     int err;
+    uint64_t waiting, waiting_qty, head_qty, offered, left, key_waiting; /* the waitlist's scan */
 } check_ctx;
 
 static void violation(check_ctx *k, int inv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -85,6 +86,8 @@ static int check_links(check_ctx *k, const slot_hold_rec *h)
     return 0;
 }
 
+static int user_add(check_ctx *k, const char *user, size_t user_len, uint64_t qty);
+
 static int check_hold(void *p, const slot_hold_rec *h)
 {
     check_ctx *k = p;
@@ -113,19 +116,115 @@ static int check_hold(void *p, const slot_hold_rec *h)
     } else if (h->status == SLOT_HOLD_CONFIRMED) {
         k->confirmed += h->qty;
     }
-    if (active && k->e->max_per_user > 0) {
-        if (k->nusers == k->capusers) {
-            size_t cap = k->capusers ? k->capusers * 2 : 64;
-            user_sum *u = realloc(k->users, cap * sizeof(*u));
-            if (!u)
-                return ENOMEM;
-            k->users = u;
-            k->capusers = cap;
-        }
-        user_sum *u = &k->users[k->nusers++];
-        memcpy(u->user, h->user, h->user_len + 1u);
-        u->qty = h->qty;
+    if (active && k->e->max_per_user > 0)
+        return user_add(k, h->user, h->user_len, h->qty);
+    return 0;
+}
+
+/* One (user, qty) for invariant 4: active holds and waiting entries count. */
+static int user_add(check_ctx *k, const char *user, size_t user_len, uint64_t qty)
+{
+    if (k->nusers == k->capusers) {
+        size_t cap = k->capusers ? k->capusers * 2 : 64;
+        user_sum *u = realloc(k->users, cap * sizeof(*u));
+        if (!u)
+            return ENOMEM;
+        k->users = u;
+        k->capusers = cap;
     }
+    user_sum *u = &k->users[k->nusers++];
+    memcpy(u->user, user, user_len);
+    u->user[user_len] = 0;
+    u->qty = qty;
+    return 0;
+}
+
+#define POSITIONS_CHECKED 10000 /* positions recomputed from the tree of leaves for the first entries */
+
+/* A waiting entry: in join order (the key order), its key's entry says
+ * waiting at that join seq, and its position is its rank. */
+static int check_wait_row(void *p, const slot_wait_rec *w)
+{
+    check_ctx *k = p;
+    if (k->waiting == 0)
+        k->head_qty = w->qty;
+    k->waiting++;
+    k->waiting_qty += w->qty;
+    if (w->join >= k->e->next_join)
+        violation(k, 2, "waiting entry %llu is past the next join seq %llu", (unsigned long long)w->join,
+                  (unsigned long long)k->e->next_join);
+    slot_wait_rec key;
+    int rc = slot_store_wait_key_get(k->st, k->txn, k->ev, k->ev_len, w->user, w->user_len, w->request,
+                                     w->request_len, &key);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return rc;
+    if (rc == MDB_NOTFOUND || key.state != SLOT_WAIT_WAITING || key.join != w->join || key.qty != w->qty)
+        violation(k, 2, "waiting entry %llu: its key's entry is %s", (unsigned long long)w->join,
+                  rc == MDB_NOTFOUND ? "missing" : slot_wait_state_name(key.state));
+    if (k->waiting <= POSITIONS_CHECKED) {
+        uint64_t left = 0;
+        rc = slot_store_wait_left_count(k->st, k->txn, k->ev, k->ev_len, w->join - 1, &left);
+        if (rc != 0)
+            return rc;
+        if (w->join - k->e->served - left != k->waiting)
+            violation(k, 2, "waiting entry %llu: position %lld, rank %llu", (unsigned long long)w->join,
+                      (long long)(w->join - k->e->served - left), (unsigned long long)k->waiting);
+    }
+    return k->e->max_per_user > 0 ? user_add(k, w->user, w->user_len, w->qty) : 0;
+}
+
+/* A key's entry: an offered one names its hold (kind waitlist, origin its
+ * join seq) and is no longer waiting; the counts are compared after. */
+static int check_wait_key(void *p, const slot_wait_rec *w)
+{
+    check_ctx *k = p;
+    if (w->state == SLOT_WAIT_WAITING) {
+        k->key_waiting++;
+        return 0;
+    }
+    if (w->state == SLOT_WAIT_LEFT) {
+        k->left++;
+        return 0;
+    }
+    k->offered++;
+    slot_hold_rec h;
+    int rc = slot_store_hold_get(k->st, k->txn, k->ev, k->ev_len, w->hold_seq, &h);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return rc;
+    if (rc == MDB_NOTFOUND || h.tag != w->hold_tag || h.kind != SLOT_HOLD_KIND_WAITLIST || h.origin != w->join ||
+        h.user_len != w->user_len || memcmp(h.user, w->user, h.user_len) != 0)
+        violation(k, 7, "offered entry %llu does not name its hold", (unsigned long long)w->join);
+    return 0;
+}
+
+/* The waitlist: entries in order, counts equal to the view's waiting and
+ * waiting_qty, no entry both waiting and offered, and (invariant 5 refined)
+ * nobody left waiting whom the free units could serve. */
+static int check_waitlist(check_ctx *k, uint64_t free_units)
+{
+    const slot_event_rec *e = k->e;
+    k->waiting = k->waiting_qty = k->head_qty = k->offered = k->left = k->key_waiting = 0;
+    int rc = slot_store_wait_scan(k->st, k->txn, k->ev, k->ev_len, 0, check_wait_row, k);
+    if (rc == 0)
+        rc = slot_store_wait_keys_scan(k->st, k->txn, k->ev, k->ev_len, check_wait_key, k);
+    uint64_t tree_left = 0;
+    if (rc == 0)
+        rc = slot_store_wait_left_count(k->st, k->txn, k->ev, k->ev_len, e->next_join - 1, &tree_left);
+    if (rc != 0)
+        return rc;
+    if (k->waiting != e->waiting || k->waiting_qty != e->waiting_qty)
+        violation(k, 2, "waiting %llu (%llu units), the list has %llu (%llu units)", (unsigned long long)e->waiting,
+                  (unsigned long long)e->waiting_qty, (unsigned long long)k->waiting,
+                  (unsigned long long)k->waiting_qty);
+    if (k->key_waiting != k->waiting || k->offered != e->served || tree_left != k->left)
+        violation(k, 2, "keys: %llu waiting, %llu offered (served %llu), %llu left (tree %llu); list %llu",
+                  (unsigned long long)k->key_waiting, (unsigned long long)k->offered, (unsigned long long)e->served,
+                  (unsigned long long)k->left, (unsigned long long)tree_left, (unsigned long long)k->waiting);
+    if (k->waiting > e->waitlist_max)
+        violation(k, 2, "%llu waiting, waitlist_max %u", (unsigned long long)k->waiting, (unsigned)e->waitlist_max);
+    if (k->waiting > 0 && free_units >= k->head_qty)
+        violation(k, 5, "%llu units free while the first entry waits for %llu", (unsigned long long)free_units,
+                  (unsigned long long)k->head_qty);
     return 0;
 }
 
@@ -204,7 +303,8 @@ static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_
     if (k->held != e->held || k->confirmed != e->confirmed)
         violation(k, 2, "counters held %llu confirmed %llu, holds say %llu and %llu", (unsigned long long)e->held,
                   (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);
-    if (e->max_per_user > 0) {
+    rc = check_waitlist(k, free_sum);
+    if (rc == 0 && e->max_per_user > 0) {
         users_fold(k);
         rc = slot_store_users_scan(k->st, k->txn, ev, ev_len, check_user_row, k);
         if (rc == 0 && k->users_matched != k->nusers)

@@ -117,6 +117,45 @@ int slot_req_hold(slot_req *req, const char *event, const char *user, const char
     return 0;
 }
 
+int slot_req_hold_many(slot_req *req, const char *user, const char *request)
+{
+    slot_req_init(req, SLOT_OP_HOLD_MANY);
+    if (slot_req_set_user(req, user) < 0 || slot_req_set_request(req, request) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int slot_req_cart_add(slot_req *req, const char *event, uint32_t qty)
+{
+    size_t n = strlen(event);
+    if (req->nitems >= SLOT_CART_ITEMS_MAX || n > SLOT_EVENT_BYTES_MAX)
+        return -EINVAL;
+    slot_item *it = &req->items[req->nitems++];
+    memcpy(it->event, event, n + 1);
+    it->event_len = (uint8_t)n;
+    it->qty = (uint16_t)(qty > UINT16_MAX ? UINT16_MAX : qty);
+    return 0;
+}
+
+int slot_req_waitlist(slot_req *req, slot_op op, const char *event, const char *user, const char *request,
+                      uint32_t qty)
+{
+    if (op != SLOT_OP_WAITLIST_JOIN && op != SLOT_OP_WAITLIST_LEAVE && op != SLOT_OP_WAITLIST)
+        return -EINVAL;
+    slot_req_init(req, op);
+    req->qty = qty;
+    if (slot_req_set_event(req, event) < 0 || slot_req_set_user(req, user) < 0 ||
+        slot_req_set_request(req, request) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+void slot_req_set_waitlist_max(slot_req *req, uint32_t n)
+{
+    req->waitlist_max = n;
+    req->has |= SLOT_HAS_WAITLIST_MAX;
+}
+
 int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *hold, const char *user)
 {
     if (op != SLOT_OP_CONFIRM && op != SLOT_OP_RELEASE && op != SLOT_OP_GET_HOLD && op != SLOT_OP_CANCEL)
@@ -207,6 +246,24 @@ static void w_create_event(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "max_extensions", req->max_extensions);
     if (req->has & SLOT_HAS_MAX_HOLD_MS)
         slot__jw_key_u64(w, "max_hold_ms", req->max_hold_ms);
+    if (req->has & SLOT_HAS_WAITLIST_MAX)
+        slot__jw_key_u64(w, "waitlist_max", req->waitlist_max);
+}
+
+/* hold_many's items: [{"event":..,"qty":..},...] */
+static void w_items(slot__jw *w, const slot_req *req)
+{
+    slot__jw_key(w, "items");
+    SLOT__JW_LIT(w, "[");
+    for (uint32_t i = 0; i < req->nitems && i < SLOT_CART_ITEMS_MAX; i++) {
+        if (i > 0)
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{\"event\":");
+        slot__jw_str(w, req->items[i].event, req->items[i].event_len, REQ_STR_FLAGS);
+        slot__jw_key_u64(w, "qty", req->items[i].qty);
+        SLOT__JW_LIT(w, "}");
+    }
+    SLOT__JW_LIT(w, "]");
 }
 
 /* event, hold, user: the fields every op on a buyer's hold names. */
@@ -226,10 +283,24 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
             w_str_field(w, "token", req->token, req->token_len);
         break;
     case SLOT_OP_HOLD:
+    case SLOT_OP_WAITLIST_JOIN:
+    case SLOT_OP_WAITLIST_LEAVE:
+    case SLOT_OP_WAITLIST:
         w_str_field(w, "event", req->event, req->event_len);
         w_str_field(w, "user", req->user, req->user_len);
         w_str_field(w, "request", req->request, req->request_len);
-        slot__jw_key_u64(w, "qty", req->qty);
+        if (req->op == SLOT_OP_HOLD || req->op == SLOT_OP_WAITLIST_JOIN)
+            slot__jw_key_u64(w, "qty", req->qty);
+        break;
+    case SLOT_OP_HOLD_MANY:
+        w_str_field(w, "user", req->user, req->user_len);
+        w_str_field(w, "request", req->request, req->request_len);
+        w_items(w, req);
+        break;
+    case SLOT_OP_WAITLIST_ENTRIES:
+        w_str_field(w, "event", req->event, req->event_len);
+        if (req->limit)
+            slot__jw_key_u64(w, "limit", req->limit);
         break;
     case SLOT_OP_CONFIRM:
         w_hold_fields(w, req);

@@ -34,6 +34,7 @@ static const struct {
     REPLY_STR("role", role),       REPLY_STR("version", version), REPLY_STR("digest", digest),
     REPLY_STR("primary", primary), REPLY_STR("cluster", cluster), REPLY_STR("node", node),
     REPLY_STR("replaces", replaces), REPLY_STR("replaced_by", replaced_by),
+    REPLY_STR("hold_status", hold_status),
 };
 
 #define REPLY_U64(key, field) {key, offsetof(slot_reply, field)}
@@ -52,6 +53,8 @@ static const struct {
     REPLY_U64("opens_at", opens_at_ms), REPLY_U64("closes_at", closes_at_ms),
     REPLY_U64("max_extensions", max_extensions), REPLY_U64("max_hold_ms", max_hold_ms),
     REPLY_U64("returned", returned), REPLY_U64("extensions", extensions),
+    REPLY_U64("position", position), REPLY_U64("waitlist_max", waitlist_max),
+    REPLY_U64("waiting", waiting), REPLY_U64("waiting_qty", waiting_qty),
 };
 
 /* A string member of a JSON object into a fixed field ("" when absent or not a string). */
@@ -149,6 +152,12 @@ static int parse_fields(json_t *root, slot_reply *out)
     out->replay = json_is_true(json_object_get(root, "replay"));
     out->released = json_is_true(json_object_get(root, "released"));
     out->cancelled = json_is_true(json_object_get(root, "cancelled"));
+    out->left = json_is_true(json_object_get(root, "left"));
+    out->waitlist_full = json_is_true(json_object_get(root, "waitlist_full"));
+    out->offered = json_is_true(json_object_get(root, "offered"));
+    json_t *holds = json_object_get(root, "holds");
+    if (json_is_array(holds))
+        out->nholds = (uint32_t)json_array_size(holds);
     json_t *v = json_object_get(root, "protocol");
     if (json_is_integer(v))
         out->protocol = json_integer_value(v);

@@ -77,6 +77,8 @@ static int reacquire(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_r
     n->replaced_by_seq = n->replaced_by_tag = 0;
     n->replaces_seq = h->seq;
     n->replaces_tag = h->tag;
+    n->kind = SLOT_HOLD_KIND_PLAIN; /* its key stays the replaced hold's (not in the index) */
+    n->origin = 0;
     rc = slot__units_take(c, e, n);
     e->confirmed += n->qty;
     if (rc == 0)

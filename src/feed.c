@@ -72,6 +72,9 @@ static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
         put_be(&b, v->closes_at_ms, 8);
         put_be(&b, v->max_extensions, 2);
         put_be(&b, v->max_hold_ms, 8);
+        put_be(&b, v->waitlist_max, 4); /* record version 3 */
+        put_be(&b, v->waiting, 8);
+        put_be(&b, v->waiting_qty, 8);
     } else {
         put_be(&b, e->hold_seq, 8);
         put_be(&b, e->hold_tag, 8);
@@ -92,7 +95,8 @@ static int entry_unpack(const MDB_val *v, uint64_t seq, slot_feed_entry *e)
     buf b = {.p = v->mv_data, .cap = v->mv_size};
     memset(e, 0, sizeof(*e));
     e->seq = seq;
-    if (get_u8(&b) != SLOT_RECORD_VERSION)
+    uint8_t version = get_u8(&b);
+    if (version < 2 || version > SLOT_RECORD_VERSION) /* the feed began at version 2 */
         return MDB_CORRUPTED;
     uint8_t type = get_u8(&b);
     if (type >= SLOT_FEED__COUNT)
@@ -116,6 +120,11 @@ static int entry_unpack(const MDB_val *v, uint64_t seq, slot_feed_entry *e)
         w->closes_at_ms = get_be(&b, 8);
         w->max_extensions = (uint32_t)get_be(&b, 2);
         w->max_hold_ms = get_be(&b, 8);
+        if (version >= 3) { /* version 2: no waitlist, nobody waiting */
+            w->waitlist_max = (uint32_t)get_be(&b, 4);
+            w->waiting = get_be(&b, 8);
+            w->waiting_qty = get_be(&b, 8);
+        }
     } else {
         e->hold_seq = get_be(&b, 8);
         e->hold_tag = get_be(&b, 8);
@@ -240,6 +249,9 @@ static void put_view(slot__jw *w, const slot_event_view *v)
     slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
     slot__jw_key_u64(w, "max_extensions", v->max_extensions);
     slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
+    slot__jw_key_u64(w, "waitlist_max", v->waitlist_max);
+    slot__jw_key_u64(w, "waiting", v->waiting);
+    slot__jw_key_u64(w, "waiting_qty", v->waiting_qty);
 }
 
 size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)

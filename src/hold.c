@@ -89,9 +89,13 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0)
-        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
-    if (rc == 0)
         rc = slot__hold_feed(c, h, slot_feed_type_of_status(to));
+    /* The units that came back go to those waiting, in this commit; their
+     * hold.offered entries follow the move that freed the units. */
+    if (rc == 0 && to != SLOT_HOLD_CONFIRMED)
+        rc = slot__waitlist_serve(c, e);
+    if (rc == 0)
+        rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
     return rc;
 }
 
@@ -140,7 +144,14 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
         h->qty = (uint16_t)keep;
         h->returned = (uint16_t)back;
     }
-    return slot__hold_finish(c, e, h, SLOT_HOLD_CONFIRMED);
+    int rc = slot__hold_finish(c, e, h, SLOT_HOLD_CONFIRMED);
+    /* The units given back go to those waiting, after the hold.confirmed entry. */
+    if (rc == 0 && back > 0 && e->waiting > 0) {
+        rc = slot__waitlist_serve(c, e);
+        if (rc == 0)
+            rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
+    }
+    return rc;
 }
 
 int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)

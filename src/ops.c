@@ -67,6 +67,20 @@ const char *slot_hold_status_name(slot_hold_status s)
     return (unsigned)s < SLOT_HOLD__COUNT ? hold_status_names[s] : "?";
 }
 
+const char *slot_wait_state_name(slot_wait_state s)
+{
+    switch (s) {
+    case SLOT_WAIT_WAITING:
+        return "waiting";
+    case SLOT_WAIT_OFFERED:
+        return "offered";
+    case SLOT_WAIT_LEFT:
+        return "left";
+    default:
+        return "none";
+    }
+}
+
 const char *slot_event_status_name(slot_event_status s)
 {
     return s == SLOT_EVENT_CLOSED ? "closed" : "on_sale";
@@ -90,6 +104,8 @@ void slot_res_clear(slot_res *res)
     free(res->shard_free);
     free(res->violations);
     free(res->extra);
+    free(res->cart);
+    free(res->entries);
     memset(res, 0, sizeof(*res));
 }
 

@@ -386,6 +386,11 @@ static slot_err parse_create_v11(const parse_ctx *c, slot_req *r)
         r->has |= SLOT_HAS_MAX_HOLD_MS;
     r->max_extensions = (uint32_t)mx;
     r->max_hold_ms = (uint64_t)mh;
+    int64_t wl = 0;
+    TRY(get_int(c, "waitlist_max", OPTIONAL, 0, SLOT_WAITLIST_MAX_MAX, &wl, &given));
+    if (given)
+        r->has |= SLOT_HAS_WAITLIST_MAX;
+    r->waitlist_max = (uint32_t)wl;
     return SLOT_E_OK;
 }
 
@@ -444,6 +449,44 @@ static slot_err parse_create_event(const parse_ctx *c, slot_req *r)
     return parse_create_v11(c, r);
 }
 
+/* hold_many's items: 1..SLOT_CART_ITEMS_MAX objects {event, qty} of distinct
+ * events (docs/protocol.md, "hold_many"); messages name the item. */
+static slot_err parse_items(const parse_ctx *c, slot_req *r)
+{
+    json_t *arr = json_object_get(c->root, "items");
+    if (!json_is_array(arr) || json_array_size(arr) < 1 || json_array_size(arr) > SLOT_CART_ITEMS_MAX)
+        return field_fail(c, "items", arr, "an array of 1..%d items {\"event\",\"qty\"}", SLOT_CART_ITEMS_MAX);
+    size_t i;
+    json_t *m;
+    json_array_foreach(arr, i, m) {
+        char key[32];
+        snprintf(key, sizeof(key), "items[%zu]", i);
+        if (!json_is_object(m))
+            return field_fail(c, key, m, "an object {\"event\",\"qty\"}");
+        parse_ctx item = {.root = m, .msg = c->msg, .msglen = c->msglen};
+        slot_item *it = &r->items[i];
+        size_t n = 0;
+        int64_t q = 0;
+        slot_err err = get_string(&item, "event", REQUIRED, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, it->event, &n,
+                                  NULL);
+        if (err == SLOT_E_OK)
+            err = get_int(&item, "qty", REQUIRED, 1, SLOT_MAX_PER_REQUEST_MAX, &q, NULL);
+        if (err != SLOT_E_OK) { /* "event: ..." becomes "items[i].event: ..." */
+            char inner[160];
+            snprintf(inner, sizeof(inner), "%s", c->msg ? c->msg : "");
+            return fail(c->msg, c->msglen, err, "%s.%s", key, inner);
+        }
+        it->event_len = (uint8_t)n;
+        it->qty = (uint16_t)q;
+        for (size_t j = 0; j < i; j++)
+            if (r->items[j].event_len == it->event_len && memcmp(r->items[j].event, it->event, n) == 0)
+                return fail(c->msg, c->msglen, SLOT_E_INVALID_ARGUMENT, "items[%zu].event: \"%s\" is also items[%zu]",
+                            i, it->event, j);
+        r->nitems = (uint8_t)(i + 1);
+    }
+    return SLOT_E_OK;
+}
+
 /* The fields of each op (docs/protocol.md); fields an op does not use are never looked at. */
 static slot_err parse_fields(const parse_ctx *c, slot_req *r)
 {
@@ -451,10 +494,27 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_HELLO:
         return get_token(c, r);
     case SLOT_OP_HOLD:
+    case SLOT_OP_WAITLIST_JOIN:
         TRY(get_event(c, r, REQUIRED));
         TRY(get_user(c, r));
         TRY(get_request(c, r));
         return get_qty(c, r);
+    case SLOT_OP_WAITLIST_LEAVE:
+    case SLOT_OP_WAITLIST:
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_user(c, r));
+        return get_request(c, r);
+    case SLOT_OP_HOLD_MANY:
+        TRY(get_user(c, r));
+        TRY(get_request(c, r));
+        return parse_items(c, r);
+    case SLOT_OP_WAITLIST_ENTRIES: {
+        int64_t lim = 10;
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_int(c, "limit", OPTIONAL, 1, SLOT_WAITLIST_SHOW_MAX, &lim, NULL));
+        r->limit = (uint32_t)lim;
+        return SLOT_E_OK;
+    }
     case SLOT_OP_CONFIRM:
         return parse_confirm(c, r);
     case SLOT_OP_EXTEND:

@@ -115,6 +115,101 @@ static void put_event_view(slot__jw *w, const slot_event_view *v)
     slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
     slot__jw_key_u64(w, "max_extensions", v->max_extensions);
     slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
+    slot__jw_key_u64(w, "waitlist_max", v->waitlist_max);
+    slot__jw_key_u64(w, "waiting", v->waiting);
+    slot__jw_key_u64(w, "waiting_qty", v->waiting_qty);
+}
+
+/* hold_many: every hold of the cart, or sold_out naming the item. */
+static void put_cart(slot__jw *w, const slot_res *res)
+{
+    if (res->sold_out) {
+        kv_cstr(w, "status", "sold_out");
+        slot__jw_key(w, "event");
+        PUT_FIXED(w, res->item_event);
+        slot__jw_key_u64(w, "available", res->available);
+        return;
+    }
+    kv_cstr(w, "status", "held");
+    slot__jw_key(w, "holds");
+    SLOT__JW_LIT(w, "[");
+    for (uint32_t i = 0; res->cart && i < res->ncart; i++) {
+        const slot_cart_hold *h = &res->cart[i];
+        if (i > 0)
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{");
+        SLOT__JW_LIT(w, "\"event\":");
+        PUT_FIXED(w, h->event);
+        slot__jw_key(w, "hold");
+        PUT_FIXED(w, h->hold);
+        kv_cstr(w, "status", slot_hold_status_name(h->status));
+        slot__jw_key_u64(w, "qty", h->qty);
+        slot__jw_key_u64(w, "expires_at", h->expires_at_ms);
+        SLOT__JW_LIT(w, "}");
+    }
+    SLOT__JW_LIT(w, "]");
+}
+
+/* waitlist_join and waitlist: waiting with its position, left, none, or the
+ * hold (offered, or held at once), or sold_out (with waitlist_full). */
+static void put_wait(slot__jw *w, slot_op op, const slot_res *res)
+{
+    if (res->sold_out) {
+        kv_cstr(w, "status", "sold_out");
+        slot__jw_key_u64(w, "available", res->available);
+        if (res->waitlist_full)
+            kv_bool(w, "waitlist_full", true);
+        return;
+    }
+    if (res->wait_state == SLOT_WAIT_WAITING) {
+        kv_cstr(w, "status", "waiting");
+        slot__jw_key_u64(w, "position", res->position);
+        slot__jw_key_u64(w, "qty", res->qty);
+        return;
+    }
+    if (res->wait_state == SLOT_WAIT_LEFT || (res->wait_state == SLOT_WAIT_NONE && op == SLOT_OP_WAITLIST)) {
+        kv_cstr(w, "status", slot_wait_state_name(res->wait_state));
+        return;
+    }
+    /* a hold: the waitlist op says "offered" and the hold's own status beside it */
+    if (op == SLOT_OP_WAITLIST) {
+        kv_cstr(w, "status", "offered");
+        kv_cstr(w, "hold_status", slot_hold_status_name(res->hold_status));
+    } else {
+        kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
+        if (res->wait_state == SLOT_WAIT_OFFERED)
+            kv_bool(w, "offered", true);
+    }
+    slot__jw_key(w, "hold");
+    PUT_FIXED(w, res->hold);
+    slot__jw_key_u64(w, "qty", res->qty);
+    slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
+}
+
+/* waitlist_entries: the list's size and its first entries. */
+static void put_entries(slot__jw *w, const slot_res *res)
+{
+    slot__jw_key_u64(w, "waiting", res->view.waiting);
+    slot__jw_key_u64(w, "waiting_qty", res->view.waiting_qty);
+    slot__jw_key_u64(w, "waitlist_max", res->view.waitlist_max);
+    slot__jw_key(w, "entries");
+    SLOT__JW_LIT(w, "[");
+    for (uint32_t i = 0; res->entries && i < res->nentries; i++) {
+        const slot_wait_entry *e = &res->entries[i];
+        if (i > 0)
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{");
+        SLOT__JW_LIT(w, "\"position\":");
+        slot__jw_u64(w, e->position);
+        slot__jw_key(w, "user");
+        PUT_FIXED(w, e->user);
+        slot__jw_key(w, "request");
+        PUT_FIXED(w, e->request);
+        slot__jw_key_u64(w, "qty", e->qty);
+        slot__jw_key_u64(w, "joined_at", e->joined_at_ms);
+        SLOT__JW_LIT(w, "}");
+    }
+    SLOT__JW_LIT(w, "]");
 }
 
 /* A hold's links to the hold it replaced and the one that replaced it, when set. */
@@ -275,6 +370,19 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;
+    case SLOT_OP_HOLD_MANY:
+        put_cart(w, res);
+        break;
+    case SLOT_OP_WAITLIST_JOIN:
+    case SLOT_OP_WAITLIST:
+        put_wait(w, op, res);
+        break;
+    case SLOT_OP_WAITLIST_LEAVE:
+        kv_bool(w, "left", res->done);
+        break;
+    case SLOT_OP_WAITLIST_ENTRIES:
+        put_entries(w, res);
+        break;
     default: /* the feed ops; stats, cluster: res->extra carries it all */
         slot__proto_feed_put(w, req, res);
         break;
@@ -302,6 +410,10 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         if (res->err == SLOT_E_NOT_ON_SALE) { /* docs/protocol.md, "Sale windows": both times, always */
             slot__jw_key_u64(&w, "opens_at", res->opens_at_ms);
             slot__jw_key_u64(&w, "closes_at", res->closes_at_ms);
+        }
+        if (req->op == SLOT_OP_HOLD_MANY && res->item_event[0]) { /* the item the error is about */
+            slot__jw_key(&w, "event");
+            PUT_FIXED(&w, res->item_event);
         }
         if (res->err == SLOT_E_FEED_TRUNCATED)
             slot__jw_key_u64(&w, "oldest", res->feed_from);

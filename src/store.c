@@ -18,7 +18,7 @@
 #include "store_int.h"
 
 static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users",
-                                                        "feed", "consumers"}; /* the last two: slot/feed.h */
+                                                        "feed", "consumers", "waitlist"}; /* feed, consumers: slot/feed.h */
 
 /* ---- open, close, grow */
 
@@ -186,7 +186,8 @@ int slot_store_sync(slot_store *st)
 /* ---- events */
 
 #define EVENT_REC_V1_BYTES 58
-#define EVENT_REC_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
+#define EVENT_REC_V2_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
+#define EVENT_REC_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4) /* version 3: the waitlist's setting and counters */
 
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
 {
@@ -198,7 +199,7 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
         return rc;
     buf b = {.p = v.mv_data, .cap = v.mv_size};
     uint8_t version = get_u8(&b);
-    if (version != 1 && version != SLOT_RECORD_VERSION)
+    if (version < 1 || version > SLOT_RECORD_VERSION)
         return MDB_CORRUPTED;
     out->status = get_u8(&b) ? SLOT_EVENT_CLOSED : SLOT_EVENT_ON_SALE;
     out->shards = (uint16_t)get_be(&b, 2);
@@ -219,6 +220,16 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
         out->closes_at_ms = get_be(&b, 8);
         out->max_extensions = (uint16_t)get_be(&b, 2);
         out->max_hold_ms = get_be(&b, 8);
+    }
+    out->waitlist_max = 0;
+    out->waiting = out->waiting_qty = out->served = 0;
+    out->next_join = 1;
+    if (version >= 3) {
+        out->waitlist_max = (uint32_t)get_be(&b, 4);
+        out->waiting = get_be(&b, 8);
+        out->waiting_qty = get_be(&b, 8);
+        out->next_join = get_be(&b, 8);
+        out->served = get_be(&b, 8);
     }
     return b.bad || b.len != v.mv_size ? MDB_CORRUPTED : 0;
 }
@@ -244,9 +255,14 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, rec->closes_at_ms, 8);
     put_be(&b, rec->max_extensions, 2);
     put_be(&b, rec->max_hold_ms, 8);
+    put_be(&b, rec->waitlist_max, 4);
+    put_be(&b, rec->waiting, 8);
+    put_be(&b, rec->waiting_qty, 8);
+    put_be(&b, rec->next_join, 8);
+    put_be(&b, rec->served, 8);
     SLOT_ASSERT(!k.b.bad);
     SLOT_ASSERT(!b.bad);
-    SLOT_ASSERT(b.len == EVENT_REC_BYTES); /* the version-2 layout, whole */
+    SLOT_ASSERT(b.len == EVENT_REC_BYTES); /* the version-3 layout, whole */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return store_put(st, txn, DB_EVENTS, &kv, &v, 0);
 }
@@ -296,8 +312,10 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 /* ---- holds */
 
 #define HOLD_REC_V2_BYTES (2 + 2 + 8 * 4) /* after the parts: extensions, returned, the two links */
-#define HOLD_REC_BYTES_MAX \
-    (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX + HOLD_REC_V2_BYTES)
+#define HOLD_REC_V3_BYTES (1 + 8)         /* then: kind, origin */
+#define HOLD_REC_BYTES_MAX                                                                                       \
+    (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX + \
+     HOLD_REC_V2_BYTES + HOLD_REC_V3_BYTES)
 
 static void hold_key(key *k, const char *ev, size_t ev_len, uint64_t seq)
 {
@@ -309,7 +327,7 @@ int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
 {
     buf b = {.p = v->mv_data, .cap = v->mv_size};
     uint8_t version = get_u8(&b);
-    if (version != 1 && version != SLOT_RECORD_VERSION)
+    if (version < 1 || version > SLOT_RECORD_VERSION)
         return MDB_CORRUPTED;
     out->seq = seq;
     uint8_t status = get_u8(&b);
@@ -336,6 +354,15 @@ int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
         out->replaced_by_tag = get_be(&b, 8);
         out->replaces_seq = get_be(&b, 8);
         out->replaces_tag = get_be(&b, 8);
+    }
+    out->kind = SLOT_HOLD_KIND_PLAIN;
+    out->origin = 0;
+    if (version >= 3) {
+        uint8_t kind = get_u8(&b);
+        if (kind > SLOT_HOLD_KIND_WAITLIST)
+            return MDB_CORRUPTED;
+        out->kind = (slot_hold_kind)kind;
+        out->origin = get_be(&b, 8);
     }
     return b.bad || b.len != v->mv_size ? MDB_CORRUPTED : 0;
 }
@@ -397,8 +424,10 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
     put_be(&b, rec->replaced_by_tag, 8);
     put_be(&b, rec->replaces_seq, 8);
     put_be(&b, rec->replaces_tag, 8);
+    put_u8(&b, (uint8_t)rec->kind);
+    put_be(&b, rec->origin, 8);
     SLOT_ASSERT(!k.b.bad);
-    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-2 record */
+    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-3 record */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return put_maybe_append(st, txn, DB_HOLDS, &kv, &v, append);
 }

@@ -23,7 +23,10 @@ _Static_assert(2 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX <= 511, "keys fit 
 
 /* A database's number is its index in the dbi table and its id in a write
  * set's ops (slot/wset.h). meta is node-local: never captured, never applied. */
-enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS, DB_FEED, DB_CONSUMERS };
+enum { DB_META, DB_EVENTS, DB_SHARDS, DB_HOLDS, DB_EXPIRY, DB_USERS, DB_FEED, DB_CONSUMERS, DB_WAITLIST };
+/* Ids are stable (write sets and the digest name them): a new database takes the next id. */
+_Static_assert(DB_FEED == 6 && DB_CONSUMERS == 7 && DB_WAITLIST == 8 && SLOT_STORE_DBS == DB_WAITLIST + 1,
+               "database ids never change");
 _Static_assert(SLOT_STORE_DBS <= SLOT_WSET_DBS_MAX, "every database has a write-set id");
 
 struct slot_store {

@@ -429,8 +429,8 @@ TEST_IMPL(cluster_hot_release)
     json_t *h = call1(nodes[p].srv.port, "{\"op\":\"hello\"}"); /* one "features", "cluster" in it */
     ASSERT(h && jok(h));
     json_t *f = json_object_get(h, "features");
-    ASSERT_EQ(json_array_size(f), 6u);
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 5)), "cluster");
+    ASSERT_EQ(json_array_size(f), 8u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "cluster");
     json_decref(h);
     atomic_store(&primary_port, nodes[p].srv.port);
     loader ls[6];

@@ -50,7 +50,7 @@ TEST_LIST_END
 #define NEVENTS 4
 
 static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users", "feed",
-                                                     "consumers"};
+                                                     "consumers", "waitlist"};
 static const char *const events[NEVENTS] = {"e1", "e1.x", "event-two", "e3"}; /* "e1" is a prefix of "e1.x" */
 static const char *const users[] = {"alice", "bob", "carol", "\xc3\xa9ve", "frank", "grace"};
 #define NUSERS (sizeof users / sizeof users[0])
@@ -313,6 +313,33 @@ static slot_req random_req(drv *d)
         q.shards = 1 + below(d, 8);
         q.max_per_user = below(d, 3) == 0 ? 1 + below(d, 8) : 0;
         q.hold_ttl_ms = SLOT_HOLD_TTL_MS_MIN + below(d, 4000);
+        /* two of the events have a small capacity and a waitlist, so the waitlist database travels too */
+        if (ev == events[1] || ev == events[3]) {
+            q.capacity = 2 + below(d, 6);
+            q.waitlist_max = 1 + below(d, 20);
+        }
+        return q;
+    }
+    if (pick < 44 && pick >= 38) { /* waitlist joins and leaves; a leave or a return of units serves the list */
+        char key[24];
+        snprintf(key, sizeof key, "w%u", below(d, 30));
+        slot_req q = req_hold(ev, users[below(d, NUSERS)], key, 1 + below(d, 4));
+        q.op = below(d, 3) == 0 ? SLOT_OP_WAITLIST_LEAVE : SLOT_OP_WAITLIST_JOIN;
+        return q;
+    }
+    if (pick < 47 && pick >= 44) { /* a cart of two events */
+        char key[24];
+        snprintf(key, sizeof key, "c%u", below(d, 30));
+        slot_req q = slot_test_req(SLOT_OP_HOLD_MANY, NULL);
+        slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[below(d, NUSERS)]);
+        slot_test_set_name(q.request, &q.request_len, sizeof q.request, key);
+        uint32_t first = below(d, NEVENTS);
+        for (uint32_t i = 0; i < 2; i++) {
+            slot_test_set_name(q.items[i].event, &q.items[i].event_len, sizeof q.items[i].event,
+                               events[(first + i) % NEVENTS]);
+            q.items[i].qty = (uint16_t)(1 + below(d, 3));
+        }
+        q.nitems = 2;
         return q;
     }
     if (pick < 50 || d->nholds == 0) {
@@ -367,6 +394,7 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 
 typedef struct tally {
     uint64_t batches, records, empty, aborted, ops, writes;
+    uint64_t feed_rows, waitlist_rows; /* left in B's feed and waitlist at the end of each seed */
 } tally;
 
 static void differential(uint64_t seed, uint64_t ops, tally *n)
@@ -435,6 +463,18 @@ static void differential(uint64_t seed, uint64_t ops, tally *n)
         ASSERT_STR_EQ(ha, hb);
         expect_same_dbs(a.st, b);
     }
+    /* What the replicated feed and waitlist databases held at the end (compared above). */
+    MDB_txn *rt;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(b), NULL, MDB_RDONLY, &rt), 0);
+    MDB_dbi dbi;
+    MDB_stat ms;
+    ASSERT_EQ(mdb_dbi_open(rt, "feed", 0, &dbi), 0);
+    ASSERT_EQ(mdb_stat(rt, dbi, &ms), 0);
+    n->feed_rows += ms.ms_entries;
+    ASSERT_EQ(mdb_dbi_open(rt, "waitlist", 0, &dbi), 0);
+    ASSERT_EQ(mdb_stat(rt, dbi, &ms), 0);
+    n->waitlist_rows += ms.ms_entries;
+    mdb_txn_abort(rt);
     slot_wset_free(&ws);
     store_free(b, bdir);
     fx_close(&a);
@@ -454,6 +494,10 @@ TEST_IMPL(digest_differential_apply)
     ASSERT_GT(n.records, 100);
     ASSERT_GT(n.empty, 0);
     ASSERT_GT(n.aborted, 0);
+    if (ops >= OPS_DEFAULT) { /* and the feed and the waitlist travelled in the records */
+        ASSERT_GT(n.feed_rows, 0);
+        ASSERT_GT(n.waitlist_rows, 0);
+    }
 }
 
 /* ---- refusals: each leaves B exactly as it was */

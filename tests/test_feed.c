@@ -28,6 +28,7 @@ TEST_DECLARE(feed_bad_input_changes_nothing)
 TEST_DECLARE(feed_second_subscription_closes_first)
 TEST_DECLARE(feed_roles_worker_and_frontend)
 TEST_DECLARE(feed_sale_ops_make_their_entries)
+TEST_DECLARE(feed_cart_and_waitlist_entries)
 
 TEST_LIST_START
     TEST_ENTRY(feed_each_change_makes_its_entry)
@@ -41,6 +42,7 @@ TEST_LIST_START
     TEST_ENTRY(feed_second_subscription_closes_first)
     TEST_ENTRY(feed_roles_worker_and_frontend)
     TEST_ENTRY(feed_sale_ops_make_their_entries)
+    TEST_ENTRY(feed_cart_and_waitlist_entries)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000
@@ -889,6 +891,116 @@ TEST_IMPL(feed_sale_ops_make_their_entries)
     r = ok(callf(a, "{\"op\":\"get_hold\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\"}", h1));
     ASSERT_EQ(num(r, "qty"), 2);
     json_decref(r);
+    json_t *ck = ok(callf(a, "{\"op\":\"check\"}"));
+    ASSERT_EQ(json_array_size(json_object_get(ck, "violations")), 0);
+    json_decref(ck);
+    pushes_clear(&got);
+    slot_client_close(a);
+    slot_client_close(w);
+    slot_test_stop(&srv);
+}
+
+/* Carts and waitlists (docs/protocol.md, "Clarifications of v1.1", "Feed
+ * entries"): a cart makes one hold.held per item in request order, joins
+ * and leaves make none, an offer makes hold.offered (never hold.held) after
+ * the entry of the change that freed its units, and the event view carries
+ * the waitlist's fields. TTLs are 10 minutes: nothing expires meanwhile. */
+TEST_IMPL(feed_cart_and_waitlist_entries)
+{
+    slot_test_start(&srv, NULL);
+    slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
+    json_decref(ok(subscribe(w, "cw", "\"start\"", 100)));
+    json_decref(ok(callf(a, "{\"op\":\"create_event\",\"event\":\"a\",\"capacity\":3,\"shards\":2,"
+                            "\"hold_ttl_ms\":600000,\"waitlist_max\":10}")));
+    create(a, "b", 5, 600000);
+    const char *cart = "{\"op\":\"hold_many\",\"user\":\"u1\",\"request\":\"r1\","
+                       "\"items\":[{\"event\":\"a\",\"qty\":2},{\"event\":\"b\",\"qty\":1}]}";
+    json_t *r = ok(callf(a, "%s", cart));
+    ASSERT_STR_EQ(str(r, "status"), "held");
+    json_t *holds = json_object_get(r, "holds");
+    ASSERT_EQ(json_array_size(holds), 2);
+    char ha[64], hb[64];
+    snprintf(ha, sizeof ha, "%s", str(json_array_get(holds, 0), "hold"));
+    snprintf(hb, sizeof hb, "%s", str(json_array_get(holds, 1), "hold"));
+    uint64_t exp_a = num(json_array_get(holds, 0), "expires_at");
+    json_decref(r);
+    r = ok(callf(a, "%s", cart)); /* a replay: no entry */
+    ASSERT(json_is_true(json_object_get(r, "replay")));
+    json_decref(r);
+    char h3[64];
+    hold(a, "a", "u3", "r3", 1, h3); /* "a" is now sold out */
+    r = ok(callf(a, "{\"op\":\"waitlist_join\",\"event\":\"a\",\"user\":\"u2\",\"request\":\"j2\",\"qty\":2}"));
+    ASSERT_STR_EQ(str(r, "status"), "waiting");
+    ASSERT_EQ(num(r, "position"), 1);
+    json_decref(r);
+    r = ok(callf(a, "{\"op\":\"waitlist_join\",\"event\":\"a\",\"user\":\"u4\",\"request\":\"j4\",\"qty\":1}"));
+    ASSERT_STR_EQ(str(r, "status"), "waiting");
+    json_decref(r);
+    r = ok(callf(a, "{\"op\":\"waitlist_leave\",\"event\":\"a\",\"user\":\"u4\",\"request\":\"j4\"}"));
+    ASSERT(json_is_true(json_object_get(r, "left")));
+    json_decref(r);
+    /* the cart's hold of "a" is released: its 2 units go to u2 */
+    json_decref(ok(callf(a, "{\"op\":\"release\",\"event\":\"a\",\"hold\":\"%s\",\"user\":\"u1\"}", ha)));
+    r = ok(callf(a, "{\"op\":\"waitlist\",\"event\":\"a\",\"user\":\"u2\",\"request\":\"j2\"}"));
+    ASSERT_STR_EQ(str(r, "status"), "offered");
+    char h2[64];
+    snprintf(h2, sizeof h2, "%s", str(r, "hold"));
+    uint64_t exp2 = num(r, "expires_at");
+    json_decref(r);
+    ASSERT(h2[0] != 0);
+    r = ok(callf(a, "{\"op\":\"waitlist_join\",\"event\":\"a\",\"user\":\"u5\",\"request\":\"j5\",\"qty\":1}"));
+    ASSERT_STR_EQ(str(r, "status"), "waiting");
+    json_decref(r);
+    json_decref(ok(callf(a, "{\"op\":\"set_capacity\",\"event\":\"a\",\"capacity\":4}"))); /* serves u5 */
+
+    static const char *const want[] = {"event.created", "event.created", "hold.held",    "hold.held",
+                                       "hold.held",     "hold.released", "hold.offered", "hold.offered",
+                                       "event.changed"};
+    static const char *const evs[] = {"a", "b", "a", "b", "a", "a", "a", "a", "a"};
+    size_t nwant = sizeof(want) / sizeof(want[0]);
+    pushes_wait(w, &got, nwant);
+    for (size_t i = 0; i < nwant; i++) {
+        ASSERT_EQ(num(got.v[i], "feed"), i + 1);
+        ASSERT_STR_EQ(str(got.v[i], "type"), want[i]);
+        ASSERT_STR_EQ(str(got.v[i], "event"), evs[i]);
+    }
+    ASSERT(line_json(w, 300) == NULL); /* joins, the leave and the replay made none */
+    /* the event view carries the waitlist's fields */
+    ASSERT_EQ(num(got.v[0], "waitlist_max"), 10);
+    ASSERT(json_is_integer(json_object_get(got.v[0], "waiting")));
+    ASSERT_EQ(num(got.v[0], "waiting"), 0);
+    ASSERT_EQ(num(got.v[1], "waitlist_max"), 0);
+    /* the cart: one hold.held per item, in request order, with the cart's key */
+    ASSERT_STR_EQ(str(got.v[2], "hold"), ha);
+    ASSERT_STR_EQ(str(got.v[2], "user"), "u1");
+    ASSERT_STR_EQ(str(got.v[2], "request"), "r1");
+    ASSERT_EQ(num(got.v[2], "qty"), 2);
+    ASSERT_EQ(num(got.v[2], "expires_at"), exp_a);
+    ASSERT_STR_EQ(str(got.v[3], "hold"), hb);
+    ASSERT_STR_EQ(str(got.v[3], "request"), "r1");
+    ASSERT_EQ(num(got.v[3], "qty"), 1);
+    ASSERT_STR_EQ(str(got.v[4], "hold"), h3);
+    ASSERT_STR_EQ(str(got.v[5], "hold"), ha);
+    /* the offer: event, hold, user, qty, expires_at, request of the entry */
+    json_t *of = got.v[6];
+    ASSERT_STR_EQ(str(of, "hold"), h2);
+    ASSERT_STR_EQ(str(of, "user"), "u2");
+    ASSERT_EQ(num(of, "qty"), 2);
+    ASSERT_EQ(num(of, "expires_at"), exp2);
+    ASSERT_STR_EQ(str(of, "request"), "j2");
+    ASSERT_STR_EQ(str(got.v[7], "user"), "u5");
+    ASSERT_STR_EQ(str(got.v[7], "request"), "j5");
+    ASSERT_EQ(num(got.v[7], "qty"), 1);
+    /* after a capacity increase the offers come first; the view counts them */
+    ASSERT_EQ(num(got.v[8], "capacity"), 4);
+    ASSERT_EQ(num(got.v[8], "held"), 4);
+    ASSERT_EQ(num(got.v[8], "waiting"), 0);
+    ASSERT_EQ(num(got.v[8], "waiting_qty"), 0);
+    /* the offered hold is a hold like any other: its confirm is hold.confirmed */
+    json_decref(ok(callf(a, "{\"op\":\"confirm\",\"event\":\"a\",\"hold\":\"%s\",\"user\":\"u2\"}", h2)));
+    pushes_wait(w, &got, nwant + 1);
+    ASSERT_STR_EQ(str(got.v[nwant], "type"), "hold.confirmed");
+    ASSERT_STR_EQ(str(got.v[nwant], "hold"), h2);
     json_t *ck = ok(callf(a, "{\"op\":\"check\"}"));
     ASSERT_EQ(json_array_size(json_object_get(ck, "violations")), 0);
     json_decref(ck);

@@ -51,6 +51,8 @@ TEST_LIST_END
 #define M_REOPEN_EVERY 50000       /* mean ops between closing and opening the store */
 #define M_CHECK_EVERY 100000       /* ops between full slot_check scans */
 #define M_BATCH_MAX 64             /* ops per write transaction: 1..this */
+#define M_CART_ITEMS 3             /* items of a cart the driver makes: 1..this */
+#define M_CART_KEY0 (UINT32_C(1) << 23) /* carts' request keys start here, apart from plain holds' */
 #define M_RECENT 50                /* ops on holds mostly pick among the newest this many */
 
 _Static_assert(M_CAP_MAX <= UINT16_MAX, "held-list positions are 16-bit");
@@ -65,6 +67,8 @@ typedef struct mhold {
     uint8_t st;                    /* stored status: a held hold may be due */
     uint16_t returned, ext;        /* v1.1: units a partial confirm gave back; extensions taken */
     uint32_t replaced_by, replaces; /* v1.1 reacquire links: hold index + 1, 0 = none */
+    bool cart;                     /* an item of a hold_many; print: the cart's items */
+    uint64_t print;
 } mhold;
 
 typedef struct mevent {
@@ -99,7 +103,14 @@ typedef struct stats {
     uint64_t confirmed, released, cancelled, not_active, expired, aborts, map_full, reopens, checks, commits;
     uint64_t reshards, capacity, below, exists, events;
     uint64_t extended, extend_limit, partial, reacquired, reacquire_replay, reacquire_sold_out, windows;
+    uint64_t carts, cart_replay, cart_sold_out, cart_refused;
 } stats;
+
+/* The driver's memory of a user's last cart, to replay it in another order. */
+typedef struct mcart {
+    int n;
+    uint32_t key, ev[M_CART_ITEMS], qty[M_CART_ITEMS];
+} mcart;
 
 typedef struct model {
     uint64_t seed, rng, op, ops;
@@ -128,6 +139,8 @@ typedef struct model {
     bool map_full;                 /* the running batch hit MDB_MAP_FULL */
     bool strict;                   /* every event after every op; full scans after every batch */
     stats n;
+    uint32_t cart_key[M_USERS];    /* driver: the user's next fresh cart key (above M_CART_KEY0) */
+    mcart last_cart[M_USERS];
 } model;
 
 static volatile uint64_t g_seed, g_op; /* printed when the test fails */
@@ -360,6 +373,10 @@ static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
     mevent *e = &m->ev[ev];
     mres r = {.err = SLOT_E_OK};
     mhold *h = kt_get(m, ev, user, key);
+    if (h && h->cart) { /* one key space per (event, user): a cart's key */
+        r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
+        return r;
+    }
     if (h && (uint32_t)h->qty + h->returned != qty) { /* a partial confirm keeps the qty first asked */
         r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
         return r;
@@ -1310,6 +1327,162 @@ static void expect_committed(model *m)
     mdb_txn_abort(ro);
 }
 
+/* ---- hold_many */
+
+/* The model's fingerprint of a cart: same items in any order, same print. */
+static uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty)
+{
+    uint64_t sum = (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        uint64_t z = ((uint64_t)ev[i] << 20 | qty[i]) * UINT64_C(0x9e3779b97f4a7c15);
+        sum += z ^ (z >> 29);
+    }
+    return sum;
+}
+
+/* hold_many, in the order of decisions of docs/protocol.md ("Clarifications
+ * of v1.1"): replay or idempotency_conflict -> per item max_per_request,
+ * not_on_sale, user_limit -> the first item sold out -> all held. *item is
+ * the item the answer names (-1: none); hs[] the cart's holds. */
+static mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, int *item,
+                   mhold **hs)
+{
+    mres r = {.err = SLOT_E_OK};
+    uint64_t print = m_print(n, ev, qty);
+    int found = 0;
+    *item = -1;
+    for (int i = 0; i < n; i++) {
+        hs[i] = kt_get(m, ev[i], user, key);
+        if (hs[i] && (!hs[i]->cart || hs[i]->print != print)) {
+            r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
+            *item = i;
+            return r;
+        }
+        found += hs[i] != NULL;
+    }
+    if (found == n) {
+        for (int i = 0; i < n; i++)
+            m_settle(m, hs[i]);
+        r.replay = true;
+        return r;
+    }
+    if (found > 0) {
+        r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
+        return r;
+    }
+    int sold = -1;
+    for (int i = 0; i < n; i++) {
+        mevent *e = &m->ev[ev[i]];
+        mres t = {.err = SLOT_E_OK};
+        if (qty[i] > e->mpr)
+            t.err = SLOT_E_INVALID_ARGUMENT;
+        else if (!m_admit_(m, e, ev[i], user, qty[i], &t) && t.err == SLOT_E_OK && sold < 0) {
+            sold = i;
+            r.available = t.available;
+        }
+        if (t.err != SLOT_E_OK) {
+            r.err = t.err;
+            *item = i;
+            return r;
+        }
+    }
+    if (sold >= 0) {
+        r.sold_out = true;
+        *item = sold;
+        return r;
+    }
+    for (int i = 0; i < n; i++) {
+        hs[i] = m_new_hold(m, ev[i], user, key, qty[i]);
+        hs[i]->cart = true; /* above the old nh: a rollback forgets it */
+        hs[i]->print = print;
+    }
+    return r;
+}
+
+/* A cart of 1..M_CART_ITEMS distinct events: mostly a fresh key, now and then
+ * the user's last cart again in reverse order (a replay), a recent cart key
+ * with other items, or a plain hold's key (conflicts). */
+static void op_cart(model *m)
+{
+    uint32_t user = below(m, M_USERS);
+    mcart c = {.n = 1 + (int)below(m, M_CART_ITEMS)};
+    uint32_t dice = below(m, 100);
+    mcart *last = &m->last_cart[user];
+    if (dice < 25 && last->n > 0) {
+        c.n = last->n;
+        c.key = last->key;
+        for (int i = 0; i < c.n; i++) {
+            c.ev[i] = last->ev[c.n - 1 - i];
+            c.qty[i] = last->qty[c.n - 1 - i];
+        }
+    } else {
+        int got = 0;
+        for (int tries = 0; got < c.n && tries < 16; tries++) {
+            uint32_t ev = pick_event(m);
+            bool dup = false;
+            for (int j = 0; j < got; j++)
+                dup |= c.ev[j] == ev;
+            if (dup)
+                continue;
+            c.ev[got] = ev;
+            c.qty[got] = 1 + below(m, chance(m, 40) ? m->ev[ev].mpr + 3 : 3);
+            got++;
+        }
+        c.n = got;
+        if (dice < 80 || m->cart_key[user] == 0)
+            c.key = M_CART_KEY0 + m->cart_key[user]++;
+        else if (dice < 92)
+            c.key = M_CART_KEY0 + m->cart_key[user] - 1 - below(m, m->cart_key[user] < 4 ? m->cart_key[user] : 4);
+        else
+            c.key = pick_key(m, &m->ev[c.ev[0]], user);
+    }
+    char k[16];
+    key_name(k, c.key);
+    slot_req q = slot_test_req(SLOT_OP_HOLD_MANY, NULL);
+    slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
+    slot_test_set_name(q.request, &q.request_len, sizeof q.request, k);
+    for (int i = 0; i < c.n; i++) {
+        slot_test_set_name(q.items[i].event, &q.items[i].event_len, sizeof q.items[i].event, m->ev[c.ev[i]].name);
+        q.items[i].qty = (uint16_t)c.qty[i];
+    }
+    q.nitems = (uint8_t)c.n;
+    int item;
+    mhold *hs[M_CART_ITEMS];
+    mres want = m_cart(m, user, c.key, c.n, c.ev, c.qty, &item, hs);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, want.err, "hold_many");
+    ASSERT_STR_EQ(r.item_event, item >= 0 ? m->ev[c.ev[item]].name : "");
+    ASSERT_EQ(r.sold_out, want.sold_out);
+    if (want.sold_out)
+        ASSERT_EQ(r.available, want.available);
+    if (want.err == SLOT_E_OK && !want.sold_out) {
+        ASSERT_EQ(r.replay, want.replay);
+        ASSERT_EQ(r.ncart, (uint32_t)c.n);
+        for (int i = 0; i < c.n; i++) {
+            mhold *h = &m->h[hold_index(m, hs[i])];
+            if (!want.replay)
+                ASSERT_EQ(sscanf(r.cart[i].hold + 16, "%16" SCNx64, &h->tag), 1);
+            char id[SLOT_HOLD_ID_BYTES + 1];
+            hold_id(id, h);
+            ASSERT_STR_EQ(r.cart[i].hold, id);
+            ASSERT_STR_EQ(r.cart[i].event, m->ev[c.ev[i]].name);
+            ASSERT_EQ(r.cart[i].status, (slot_hold_status)h->st);
+            ASSERT_EQ(r.cart[i].qty, h->qty);
+        }
+        if (!want.replay) { /* undone with the batch: an aborted batch may also undo its items' events */
+            u_save(m, last, sizeof *last);
+            *last = c;
+        }
+    }
+    m->n.carts += want.err == SLOT_E_OK && !want.sold_out && !want.replay;
+    m->n.cart_replay += want.replay;
+    m->n.cart_sold_out += want.sold_out;
+    m->n.cart_refused += want.err != SLOT_E_OK;
+    slot_res_clear(&r);
+}
+
 /* One op, picked by weight (per mille). */
 static void one_op(model *m)
 {
@@ -1340,6 +1513,8 @@ static void one_op(model *m)
         op_extend(m);
     else if (dice < 905)
         op_window(m);
+    else if (dice < 950)
+        op_cart(m);
     else
         op_hold(m);
 }
@@ -1355,7 +1530,7 @@ static void model_init(model *m, uint64_t seed, uint64_t ops)
     memset(m, 0, sizeof *m);
     m->seed = m->rng = seed;
     m->ops = ops;
-    m->cap_h = (uint32_t)ops + 16;
+    m->cap_h = (uint32_t)ops * M_CART_ITEMS + 16; /* a cart makes up to M_CART_ITEMS holds */
     m->h = malloc(m->cap_h * sizeof(mhold));
     m_holds = m->h;
     m->cap_ev = (uint32_t)(ops / M_NEW_EVENT_EVERY) * 2 + M_LIVE + 16;
@@ -1452,6 +1627,9 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->extend_limit, (unsigned long long)n->partial, (unsigned long long)n->reacquired,
            (unsigned long long)n->reacquire_replay, (unsigned long long)n->reacquire_sold_out,
            (unsigned long long)n->windows);
+    printf("  carts: %llu held, %llu replays, %llu sold_out, %llu refused (errors and conflicts)\n",
+           (unsigned long long)n->carts, (unsigned long long)n->cart_replay, (unsigned long long)n->cart_sold_out,
+           (unsigned long long)n->cart_refused);
     fflush(stdout);
 }
 

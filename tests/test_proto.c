@@ -596,6 +596,12 @@ static const op_case op_cases[] = {
     {"expire", SLOT_OP_EXPIRE, 0, {NULL}},
     {"stats", SLOT_OP_STATS, 0, {NULL}},
     {"digest", SLOT_OP_DIGEST, 0, {NULL}},
+    {"hold_many", SLOT_OP_HOLD_MANY, 3,
+     {"\"user\":\"u\"", "\"request\":\"r\"", "\"items\":[{\"event\":\"a\",\"qty\":1},{\"event\":\"b\",\"qty\":2}]"}},
+    {"waitlist_join", SLOT_OP_WAITLIST_JOIN, 4, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\"", "\"qty\":2"}},
+    {"waitlist_leave", SLOT_OP_WAITLIST_LEAVE, 3, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\""}},
+    {"waitlist", SLOT_OP_WAITLIST, 3, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\""}},
+    {"waitlist_entries", SLOT_OP_WAITLIST_ENTRIES, 1, {"\"event\":\"e\"", "\"limit\":5"}},
     {"subscribe", SLOT_OP_SUBSCRIBE, 1, {"\"consumer\":\"mail\"", "\"from\":\"start\"", "\"window\":10"}},
     {"ack", SLOT_OP_ACK, 2, {"\"consumer\":\"mail\"", "\"seq\":3"}},
     {"unsubscribe", SLOT_OP_UNSUBSCRIBE, 0, {NULL}},
@@ -1089,7 +1095,10 @@ TEST_IMPL(proto_encode_event_view_ops)
         ASSERT_EQ(jint(j, "max_extensions"), 100);
         ASSERT_EQ(jint(j, "max_hold_ms"), INT64_C(1) << 40);
         ASSERT_EQ(jtrue(j, "replay"), ops[i] == SLOT_OP_CREATE_EVENT);
-        ASSERT_EQ(json_object_size(j), 16u + (ops[i] == SLOT_OP_CREATE_EVENT));
+        ASSERT_EQ(jint(j, "waitlist_max"), 0);
+        ASSERT_EQ(jint(j, "waiting"), 0);
+        ASSERT_EQ(jint(j, "waiting_qty"), 0);
+        ASSERT_EQ(json_object_size(j), 19u + (ops[i] == SLOT_OP_CREATE_EVENT));
         json_decref(j);
     }
 }
@@ -1466,18 +1475,20 @@ TEST_IMPL(proto_v11_encode_replies)
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     json_t *f = json_object_get(j, "features");
     ASSERT(json_is_array(f));
-    ASSERT_EQ(json_array_size(f), 5u);
+    ASSERT_EQ(json_array_size(f), 7u);
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 0)), "windows");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 3)), "reacquire");
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "feed");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "hold_many");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 5)), "waitlist");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 6)), "feed");
     json_decref(j);
     /* A replica-set member's hello: one "features", with "cluster" last, and the server facts. */
     res.cluster = true;
     res.extra = strdup("{\"version\":\"9.9\"}");
     j = roundtrip(&req, &res, buf, sizeof(buf)); /* duplicate keys are refused */
     f = json_object_get(j, "features");
-    ASSERT_EQ(json_array_size(f), 6u);
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 5)), "cluster");
+    ASSERT_EQ(json_array_size(f), 8u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "cluster");
     ASSERT_STR_EQ(jstr(j, "version"), "9.9");
     json_decref(j);
     slot_res_clear(&res);

@@ -259,7 +259,7 @@ TEST_IMPL(store_open_creates_folder_and_schema)
     MDB_txn *t;
     MDB_dbi dbi;
     ASSERT_EQ(mdb_txn_begin(env, NULL, MDB_RDONLY, &t), 0);
-    static const char *const dbs[] = {"meta", "events", "shards", "holds", "expiry", "users"};
+    static const char *const dbs[] = {"meta", "events", "shards", "holds", "expiry", "users", "waitlist"};
     for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++)
         ASSERT_EQ(mdb_dbi_open(t, dbs[i], 0, &dbi), 0);
     ASSERT_EQ(mdb_dbi_open(t, "meta", 0, &dbi), 0);

@@ -248,6 +248,8 @@ static void print_event_view(const slot_reply *r)
     printf("%-16s %s\n", "closes_at", slot_ctl_time_format(r->closes_at_ms, t, sizeof t));
     printf("%-16s %" PRIu64 "\n", "max_extensions", r->max_extensions);
     printf("%-16s %" PRIu64 "\n", "max_hold_ms", r->max_hold_ms);
+    printf("%-16s %" PRIu64 "%s\n", "waitlist_max", r->waitlist_max, r->waitlist_max ? "" : " (no waitlist)");
+    printf("%-16s %" PRIu64 " (%" PRIu64 " units)\n", "waiting", r->waiting, r->waiting_qty);
     if (r->replay)
         printf("%-16s %s\n", "replay", "yes (the event already had these settings)");
 }
@@ -321,6 +323,11 @@ static int create_opt(const ctl *x, int o, const char *arg, slot_req *req)
         req->max_extensions = (uint32_t)v;
         req->has |= SLOT_HAS_MAX_EXTENSIONS;
         return 0;
+    case 'w':
+        if (parse_num(x, "--waitlist-max", arg, 0, SLOT_WAITLIST_MAX_MAX, &v))
+            return EXIT_USAGE;
+        slot_req_set_waitlist_max(req, (uint32_t)v);
+        return 0;
     case 'm':
         if (parse_num(x, "--max-hold-ms", arg, SLOT_MAX_HOLD_MS_MIN, SLOT_MAX_HOLD_MS_MAX, &v))
             return EXIT_USAGE;
@@ -378,8 +385,8 @@ static int cmd_create(ctl *x, int argc, char **argv)
         {"hold-ttl-ms", required_argument, NULL, 't'},     {"max-per-user", required_argument, NULL, 'u'},
         {"max-per-request", required_argument, NULL, 'r'}, {"opens-at", required_argument, NULL, 'o'},
         {"closes-at", required_argument, NULL, 'e'},       {"max-extensions", required_argument, NULL, 'x'},
-        {"max-hold-ms", required_argument, NULL, 'm'},     {"help", no_argument, NULL, 'h'},
-        {0}};
+        {"max-hold-ms", required_argument, NULL, 'm'},     {"waitlist-max", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},                  {0}};
     slot_req req;
     slot_req_init(&req, SLOT_OP_CREATE_EVENT);
     bool have_capacity = false;
@@ -586,6 +593,44 @@ static int cmd_digest(ctl *x, int argc, char **argv)
     return cmd_bare(x, argc, argv, SLOT_OP_DIGEST);
 }
 
+/* waitlist: the list's length and units, and its first entries (waitlist_entries). */
+static int cmd_waitlist(ctl *x, int argc, char **argv)
+{
+    static const struct option opts[] = {{"limit", required_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'}, {0}};
+    uint64_t limit = 10;
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, opts, &rc)) >= 0)
+        if (o == 'l' && parse_num(x, "--limit", optarg, 1, SLOT_WAITLIST_SHOW_MAX, &limit))
+            return EXIT_USAGE;
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 1, 1)))
+        return rc;
+    slot_req req;
+    if ((rc = event_req(x, &req, SLOT_OP_WAITLIST_ENTRIES, argv[optind])))
+        return rc;
+    req.limit = (uint32_t)limit;
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json) {
+        printf("%-16s %" PRIu64 "\n", "waiting", r.waiting);
+        printf("%-16s %" PRIu64 "\n", "waiting_qty", r.waiting_qty);
+        printf("%-16s %" PRIu64 "\n", "waitlist_max", r.waitlist_max);
+        json_t *root = json_loads(r.line, 0, NULL);
+        json_t *list = json_object_get(root, "entries");
+        if (json_array_size(list) > 0)
+            printf("\n%8s %5s %-24s %s\n", "position", "qty", "user", "request");
+        size_t i;
+        json_t *e;
+        json_array_foreach(list, i, e) {
+            printf("%8" JSON_INTEGER_FORMAT " %5" JSON_INTEGER_FORMAT " %-24s %s\n",
+                   json_integer_value(json_object_get(e, "position")), json_integer_value(json_object_get(e, "qty")),
+                   json_string_value(json_object_get(e, "user")), json_string_value(json_object_get(e, "request")));
+        }
+        json_decref(root);
+    }
+    slot_reply_clear(&r);
+    return rc;
+}
+
 static int cmd_feed(ctl *x, int argc, char **argv)
 {
     for (int i = optind; i < argc; i++)
@@ -647,7 +692,7 @@ static int cmd_help(ctl *x, int argc, char **argv);
 static const ctl_cmd commands[] = {
     {"create",
      "EVENT --capacity N [--shards N] [--hold-ttl-ms MS] [--max-per-user N] [--max-per-request N]\n"
-     "       [--opens-at TIME] [--closes-at TIME] [--max-extensions N] [--max-hold-ms MS]",
+     "       [--opens-at TIME] [--closes-at TIME] [--max-extensions N] [--max-hold-ms MS] [--waitlist-max N]",
      "create an event (create_event)",
      "Creates EVENT with CAPACITY units spread evenly over its shards. Running it again with\n"
      "the same settings changes nothing (replay); other settings are refused (event_exists).\n"
@@ -660,6 +705,7 @@ static const ctl_cmd commands[] = {
      "  --closes-at TIME      no holds from this time on, after --opens-at (default none)\n"
      "  --max-extensions N    extends per hold, 0..100 (default 1)\n"
      "  --max-hold-ms MS      a hold never lasts past created + MS, 1000..2^40 (default 2 x hold-ttl-ms)\n"
+     "  --waitlist-max N      entries the waitlist may hold, 0..10000000, 0 = no waitlist (default 0)\n"
      "TIME is ISO 8601 (2025-11-30T12:00:00Z, +01:00 offsets, no zone = UTC), +30s / +5m / +2h / +1d\n"
      "from now, ms since the Unix epoch, or 0 (none).\n",
      cmd_create},
@@ -672,6 +718,11 @@ static const ctl_cmd commands[] = {
      "Prints the event view (capacity, available, held, confirmed, settings) and a table of\n"
      "the free units per shard. With --json, prints the two raw replies, one per line.\n",
      cmd_show},
+    {"waitlist", "EVENT [--limit N]", "show an event's waitlist: length, units, first entries (waitlist_entries)",
+     "Prints how many entries wait and for how many units, and the first entries in join order\n"
+     "with their positions (1 = next).\n"
+     "  --limit N             entries to show, 1..100 (default 10)\n",
+     cmd_waitlist},
     {"reshard", "EVENT --shards N", "spread the free units over N shards (reshard)",
      "Moves the free units of EVENT onto N shards (1..1024), evenly, in one transaction.\n"
      "Held and confirmed units stay where they are.\n",

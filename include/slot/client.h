@@ -64,6 +64,18 @@ int slot_req_sale_window(slot_req *req, const char *event, uint64_t opens_at_ms,
  * create_event's max_extensions and max_hold_ms are set like its other settings: the field
  * and its SLOT_HAS_MAX_EXTENSIONS / SLOT_HAS_MAX_HOLD_MS bit. */
 void slot_req_set_window(slot_req *req, uint64_t opens_at_ms, uint64_t closes_at_ms);
+/* v1.1 carts and waitlists (docs/protocol.md, "hold_many", "Waitlist"). */
+/* slot_req_hold_many — an empty cart of (user, request); add its items with slot_req_cart_add. 0 or -EINVAL. */
+int slot_req_hold_many(slot_req *req, const char *user, const char *request);
+/* slot_req_cart_add — one more item (event, qty 1..1000) of a hold_many; -EINVAL past
+ * SLOT_CART_ITEMS_MAX items or for a name too long (distinct events are the server's check). */
+int slot_req_cart_add(slot_req *req, const char *event, uint32_t qty);
+/* slot_req_waitlist — waitlist_join (qty 1..1000), waitlist_leave or waitlist (qty unused) of
+ * (event, user, request). 0 or -EINVAL (another op, a name too long). */
+int slot_req_waitlist(slot_req *req, slot_op op, const char *event, const char *user, const char *request,
+                      uint32_t qty);
+/* slot_req_set_waitlist_max — on a create_event: a waitlist of at most n entries (0..10,000,000). */
+void slot_req_set_waitlist_max(slot_req *req, uint32_t n);
 
 /*
  * slot_req_encode — one request line (JSON object + "\n") for req. Optional
@@ -114,6 +126,11 @@ typedef struct slot_reply {
     char replaces[SLOT_HOLD_ARG_BYTES_MAX + 1];    /* confirm (reacquire), get_hold */
     char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold */
     char features[160];                /* hello: the "features" names joined by commas */
+    uint64_t position;                 /* waitlist_join, waitlist: 1 = next */
+    uint64_t waitlist_max, waiting, waiting_qty; /* the event view */
+    bool left, waitlist_full, offered; /* waitlist_leave; waitlist_join's sold_out; a join's offered hold */
+    char hold_status[16];              /* waitlist: the offered hold's own status */
+    uint32_t nholds;                   /* hold_many: length of "holds" (each hold is in `line`) */
     char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: 64 hex digits */
     uint32_t nviolations;              /* check: violations found: "violations_total" when the
                                           server sends it, else the length of "violations" */

@@ -12,7 +12,11 @@
  *
  *   SLOT_FAILPOINTS="NAME[@SKIP][*TIMES],..."   e.g. "after_hold_insert@3*1"
  *
- * fires NAME after SKIP passes, TIMES times (default 0 and 1).
+ * fires NAME after SKIP passes, TIMES times (default 0 and 1). A kill_*
+ * failpoint does not fail its step: it kills slotd there with SIGKILL, as
+ * kill -9 would (kill_before_handout: units came back in the transaction and
+ * the waitlist's hand-out is next, so the crash tests see that the two
+ * commit together or not at all).
  */
 #ifndef SLOT_FAILPOINT_H
 #define SLOT_FAILPOINT_H
@@ -26,7 +30,8 @@
     X(AFTER_IDEMPOTENCY_INSERT, "after_idempotency_insert") \
     X(BEFORE_COMMIT, "before_commit")                    \
     X(COMMIT_FAIL, "commit_fail")                        \
-    X(MAP_FULL, "map_full")
+    X(MAP_FULL, "map_full")                              \
+    X(KILL_BEFORE_HANDOUT, "kill_before_handout")
 
 typedef enum slot_failpoint {
 #define SLOT__FP_ENUM(name, spelling) SLOT_FP_##name,

@@ -12,13 +12,14 @@
  * so an aborted batch leaves none, and seq has no gaps (1, 2, 3, ...). The
  * newest entry is never trimmed, so seq never starts again after a trim.
  *
- * Packed entry: u8 record version (SLOT_RECORD_VERSION, 2), u8 type, u64
+ * Packed entry: u8 record version (SLOT_RECORD_VERSION, 3; 2 is still read), u8 type, u64
  * at_ms, name(event), then for hold.*: u64 hold seq, u64 hold tag,
  * name(user), u16 qty, u64 expires_at_ms, name(request), u16 returned, u64
  * replaces seq, u64 replaces tag (0 and 0: none); for event.*: u8 status, u16
  * shards, u16 max_per_request, u32 hold_ttl_ms, u64 capacity, available,
  * held, confirmed, max_per_user, opens_at_ms, closes_at_ms, u16
- * max_extensions, u64 max_hold_ms. Every integer big-endian.
+ * max_extensions, u64 max_hold_ms, and from version 3 u32 waitlist_max, u64
+ * waiting, u64 waiting_qty. Every integer big-endian.
  *
  * Functions that run on an LMDB transaction return 0 or an LMDB error (or
  * an errno value), as slot/error.h says; nothing returned points into the

@@ -41,6 +41,13 @@
 _Static_assert(SLOT_MAX_HOLD_MS_MIN <= 2 * SLOT_HOLD_TTL_MS_MIN, "the default max_hold_ms is in range");
 _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default max_hold_ms is in range");
 
+/* v1.1 carts and waitlists (docs/protocol.md, "hold_many", "Waitlist"). */
+#define SLOT_CART_ITEMS_MAX 16                 /* hold_many: 1..16 items, distinct events */
+#define SLOT_WAITLIST_MAX_MAX 10000000         /* waitlist_max: 0 (no waitlist, the default)..10,000,000 entries */
+#define SLOT_JOIN_SEQ_BITS 40                  /* join sequence numbers of an event: 1..2^40-1 (the order-statistics
+                                                  tree of leaves spans them; a join past that is waitlist_full) */
+#define SLOT_WAITLIST_SHOW_MAX 100             /* the waitlist_entries op shows at most this many entries */
+
 /* A hold takes at most qty units from at most min(qty, shards) shards. */
 #define SLOT_PARTS_MAX SLOT_MAX_PER_REQUEST_MAX
 

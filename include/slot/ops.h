@@ -61,6 +61,11 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(EXPIRE, "expire", true, true)              \
     X(STATS, "stats", false, true)               \
     X(DIGEST, "digest", false, true)             \
+    X(HOLD_MANY, "hold_many", true, false)       \
+    X(WAITLIST_JOIN, "waitlist_join", true, false) \
+    X(WAITLIST_LEAVE, "waitlist_leave", true, false) \
+    X(WAITLIST, "waitlist", false, false)        \
+    X(WAITLIST_ENTRIES, "waitlist_entries", false, true) \
     X(SUBSCRIBE, "subscribe", true, false)       \
     X(ACK, "ack", true, false)                   \
     X(UNSUBSCRIBE, "unsubscribe", false, false)  \
@@ -113,7 +118,15 @@ enum {
     SLOT_HAS_MAX_EXTENSIONS = 1u << 8, /* create_event */
     SLOT_HAS_MAX_HOLD_MS = 1u << 9,    /* create_event */
     SLOT_HAS_QTY = 1u << 10,           /* confirm: a partial confirm (or a reacquire's qty) */
+    SLOT_HAS_WAITLIST_MAX = 1u << 11,  /* create_event */
 };
+
+/* One item of a cart (hold_many): an event and the units wanted of it. */
+typedef struct slot_item {
+    uint8_t event_len;
+    uint16_t qty;                      /* 1..SLOT_MAX_PER_REQUEST_MAX */
+    char event[SLOT_EVENT_BYTES_MAX + 1];
+} slot_item;
 
 /* subscribe's "from" (docs/protocol.md, "Feed"). */
 typedef enum slot_feed_from { SLOT_FEED_FROM_ACKED = 0, SLOT_FEED_FROM_START, SLOT_FEED_FROM_SEQ } slot_feed_from;
@@ -141,6 +154,10 @@ typedef struct slot_req {
     uint64_t max_hold_ms;              /* create_event: SLOT_MAX_HOLD_MS_MIN..MAX; 0 = 2 x hold_ttl_ms */
     uint32_t by_ms;                    /* extend: SLOT_EXTEND_BY_MS_MIN..MAX */
     bool reacquire;                    /* confirm: take fresh units for an expired or released hold */
+    uint32_t waitlist_max;             /* create_event: 0 (no waitlist)..SLOT_WAITLIST_MAX_MAX */
+    uint32_t limit;                    /* waitlist_entries: 1..SLOT_WAITLIST_SHOW_MAX */
+    uint8_t nitems;                    /* hold_many: 1..SLOT_CART_ITEMS_MAX, distinct events */
+    slot_item items[SLOT_CART_ITEMS_MAX];
     /* feed ops (docs/protocol.md, "Feed") */
     uint8_t consumer_len;
     char consumer[SLOT_CONSUMER_BYTES_MAX + 1]; /* subscribe, ack, feed_forget */
@@ -165,7 +182,38 @@ typedef struct slot_event_view {
     uint64_t opens_at_ms, closes_at_ms; /* the sale window; 0 = none */
     uint32_t max_extensions;
     uint64_t max_hold_ms;
+    uint32_t waitlist_max;             /* 0 = no waitlist */
+    uint64_t waiting, waiting_qty;     /* entries waiting, and the units they want */
 } slot_event_view;
+
+/* A waitlist entry's state (docs/protocol.md, "Waitlist"): the waitlist op's "status". */
+typedef enum slot_wait_state {
+    SLOT_WAIT_NONE = 0,                /* no entry for the key */
+    SLOT_WAIT_WAITING = 1,
+    SLOT_WAIT_OFFERED = 2,             /* given a held hold, in join order */
+    SLOT_WAIT_LEFT = 3,                /* left: the key is spent */
+} slot_wait_state;
+
+/* slot_wait_state_name — "none", "waiting", "offered" or "left"; static. */
+const char *slot_wait_state_name(slot_wait_state s);
+
+/* One hold of a cart's answer (hold_many), in request order. */
+typedef struct slot_cart_hold {
+    char event[SLOT_EVENT_BYTES_MAX + 1];
+    char hold[SLOT_HOLD_ID_BYTES + 1];
+    slot_hold_status status;
+    uint32_t qty;
+    uint64_t expires_at_ms;
+} slot_cart_hold;
+
+/* One waiting entry, as waitlist_entries shows it (in join order). */
+typedef struct slot_wait_entry {
+    uint64_t position;                 /* 1 = next */
+    uint64_t joined_at_ms;
+    uint32_t qty;
+    char user[SLOT_USER_BYTES_MAX + 1];
+    char request[SLOT_REQUEST_BYTES_MAX + 1];
+} slot_wait_entry;
 
 /* One invariant violation found by check (docs/protocol.md, "Invariants"). */
 typedef struct slot_violation {
@@ -214,6 +262,14 @@ typedef struct slot_res {
     bool cluster;                      /* hello: a replica-set member; "features" then lists "cluster" too */
     char *extra;                       /* heap JSON object text whose members are appended
                                           to the reply (stats, hello's server facts); or NULL */
+    char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */
+    bool waitlist_full;                /* waitlist_join: sold_out with "waitlist_full":true */
+    slot_wait_state wait_state;        /* waitlist_join, waitlist: the entry's state (NONE: a hold answer) */
+    uint64_t position;                 /* waiting: 1 = next */
+    uint32_t ncart;                    /* hold_many: holds in cart */
+    slot_cart_hold *cart;              /* hold_many: ncart holds, request order, heap */
+    uint32_t nentries;                 /* waitlist_entries: entries in `entries` */
+    slot_wait_entry *entries;          /* waitlist_entries: heap */
 } slot_res;
 
 /* slot_res_clear — free a result's heap parts and zero it. `res` may be zeroed already. */

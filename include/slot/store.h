@@ -12,9 +12,12 @@
  *   shards    ev + u16 shard                                u64 free units
  *   holds     ev + u64 seq                                  slot_hold_rec (packed)
  *   expiry    u64 expires_at_ms + ev + u64 seq              empty (sweeper's index; held holds only)
- *   users     ev + user                                     u64 held + confirmed (max_per_user > 0 only)
+ *   users     ev + user                                     u64 held + confirmed + waiting (max_per_user > 0 only)
  *   feed      u64 seq                                       packed feed entry (slot/feed.h)
  *   consumers name(consumer)                                u64 acked + u64 updated_at_ms (slot/feed.h)
+ *   waitlist  ev + 'e' + u64 join                           waiting entry: qty, user, request, joined_at
+ *   waitlist  ev + 'k' + user + request                     the key's entry: state, join, qty, hold
+ *   waitlist  ev + 'f' + u64 node                           u64: a node of the tree counting left entries
  *
  * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
@@ -37,9 +40,9 @@
 
 #define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
-#define SLOT_RECORD_VERSION 2u         /* first byte of every packed record written; version 1
-                                          records (before v1.1's fields) are still read */
-#define SLOT_STORE_DBS 8               /* the six above and feed, consumers (slot/feed.h) */
+#define SLOT_RECORD_VERSION 3u         /* first byte of every packed record written; versions 1
+                                          (before v1.1) and 2 (before carts and waitlists) are still read */
+#define SLOT_STORE_DBS 9               /* the nine above (feed, consumers: slot/feed.h) */
 #define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
 
 /* events[ev] */
@@ -57,7 +60,20 @@ typedef struct slot_event_rec {
     uint64_t opens_at_ms, closes_at_ms; /* the sale window; 0 = none */
     uint16_t max_extensions;           /* 0..SLOT_MAX_EXTENSIONS_MAX */
     uint64_t max_hold_ms;              /* expires_at never passes created_at + this */
+    /* Record version 3 (an older record reads as: no waitlist, nobody waiting). */
+    uint32_t waitlist_max;             /* 0..SLOT_WAITLIST_MAX_MAX entries; 0 = no waitlist */
+    uint64_t waiting, waiting_qty;     /* entries waiting and the units they want */
+    uint64_t next_join;                /* the next join's sequence number, from 1 */
+    uint64_t served;                   /* entries offered a hold so far (all precede every waiting one) */
 } slot_event_rec;
+
+/* How a hold was made: its request key's kind of use (docs/protocol.md,
+ * "Clarifications of v1.1", Keys: one key space per (event, user)). */
+typedef enum slot_hold_kind {
+    SLOT_HOLD_KIND_PLAIN = 0,          /* hold (or a reacquire) */
+    SLOT_HOLD_KIND_CART = 1,           /* an item of hold_many; origin = the cart's fingerprint */
+    SLOT_HOLD_KIND_WAITLIST = 2,       /* waitlist_join: origin = the entry's join seq (an offer), 0 = held at once */
+} slot_hold_kind;
 
 typedef struct slot_hold_part {
     uint16_t shard;
@@ -81,6 +97,9 @@ typedef struct slot_hold_rec {
     uint16_t returned;                 /* units a partial confirm gave back (qty is then the confirmed part) */
     uint64_t replaced_by_seq, replaced_by_tag; /* the hold a reacquire made for this one; seq 0 = none */
     uint64_t replaces_seq, replaces_tag;       /* the hold this one (made by a reacquire) replaced; seq 0 = none */
+    /* Record version 3 (an older record reads as a plain hold). */
+    slot_hold_kind kind;
+    uint64_t origin;                   /* see slot_hold_kind */
 } slot_hold_rec;
 
 typedef struct slot_store slot_store;
@@ -176,10 +195,52 @@ int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot
 int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint32_t *count);
 
 /*
+ * ---- The waitlist database (src/store_wait.c; docs/design.md, "Waitlists").
+ * Waiting entries by (event, join seq); each key's entry by (event, user,
+ * request); and a Fenwick tree over join seqs counting the entries that
+ * left, so a position is O(log) reads, never a scan.
+ */
+typedef struct slot_wait_rec {
+    uint64_t join;                     /* the entry's join seq, 1..2^40-1 */
+    slot_wait_state state;
+    uint16_t qty;
+    uint64_t joined_at_ms;
+    uint64_t hold_seq, hold_tag;       /* offered: the hold */
+    uint8_t user_len, request_len;
+    char user[SLOT_USER_BYTES_MAX + 1];
+    char request[SLOT_REQUEST_BYTES_MAX + 1];
+} slot_wait_rec;
+
+/* The key's entry (ev, user, request) into out; MDB_NOTFOUND when none. */
+int slot_store_wait_key_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                            size_t user_len, const char *request, size_t request_len, slot_wait_rec *out);
+/* Writes the key's entry (rec's user and request name it). */
+int slot_store_wait_key_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_wait_rec *rec);
+/* The waiting list: rec (state waiting) at its join seq; appended when last. */
+int slot_store_wait_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_wait_rec *rec);
+int slot_store_wait_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t join);
+/* The first waiting entry of the event (lowest join seq) into out: one
+ * cursor seek. MDB_NOTFOUND when nobody waits. */
+int slot_store_wait_first(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_wait_rec *out);
+/* Waiting entries of the event in join order, from join seq `from` on. */
+typedef int (*slot_store_wait_fn)(void *ctx, const slot_wait_rec *rec);
+int slot_store_wait_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t from,
+                         slot_store_wait_fn fn, void *ctx);
+/* Every key entry of the event (check), in key order. */
+int slot_store_wait_keys_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_wait_fn fn,
+                              void *ctx);
+/* The tree of left entries: one more left at join seq `join` (<= 40 puts). */
+int slot_store_wait_left_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t join);
+/* Entries that left with join seq <= upto, into *count (<= 40 reads). */
+int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t upto,
+                               uint64_t *count);
+
+/*
  * ---- Replication groundwork (src/store_repl.c; docs/design.md, "Storage",
- * "Write sets, seq and digest"). meta is node-local; the seven other
- * databases (events, shards, holds, expiry, users, feed, consumers: db ids
- * 1..7, their index in the store's table) are the replicated, logical state.
+ * "Write sets, seq and digest"). meta is node-local; the eight other
+ * databases (events, shards, holds, expiry, users, feed, consumers,
+ * waitlist: db ids 1..8, their index in the store's table) are the
+ * replicated, logical state.
  */
 
 /* Errors of slot_store_apply: negative, apart from slot/wset.h's (-20001..-20100),
@@ -262,8 +323,9 @@ int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec);
 /*
  * slot_store_digest — SHA-256 of the logical state as txn (any transaction)
  * sees it: a version tag, seq, then every entry of events, shards, holds,
- * expiry, users, feed and consumers, in that order and each in key order, as db id u8, key
- * length u32, key, value length u32, value (big-endian lengths). meta is
+ * expiry, users, feed, consumers and waitlist, in that order and each in
+ * key order, as db id u8, key length u32, key, value length u32, value
+ * (big-endian lengths). meta is
  * not hashed, but seq is. Two stores with the same entries and seq give the
  * same digest, whatever their page layout or history.
  *   seq: receives the seq hashed. hex: 64 lowercase hex digits and a NUL.

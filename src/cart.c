@@ -1,0 +1,212 @@
+/*
+ * cart.c — hold_many, a cart of several events held all or nothing
+ * (docs/protocol.md, "hold_many" and "Clarifications of v1.1"). Internal to
+ * libslot; see alloc_int.h.
+ *
+ * Every item is checked as a hold of its event would be, and only when all
+ * pass is anything written, so a cart that fails changes nothing (apart from
+ * the expiry of due holds, which a hold's checks also do). The request key is
+ * recorded for every item's event: each item's hold carries kind "cart" and
+ * the cart's fingerprint (a hash of its events and quantities that does not
+ * depend on their order), which is how a replay tells "the same cart, in
+ * another order" from "the key used with other items".
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_int.h"
+#include "slot/assert.h"
+
+typedef slot__alloc_ctx ctx;
+
+/* The cart's state while it is decided: one context, event and hold per item. */
+typedef struct cart {
+    const slot_req *req;
+    uint32_t n;
+    uint64_t print;                            /* the fingerprint */
+    ctx c[SLOT_CART_ITEMS_MAX];
+    slot_event_rec e[SLOT_CART_ITEMS_MAX];
+    slot_hold_rec h[SLOT_CART_ITEMS_MAX];
+    uint64_t user_qty[SLOT_CART_ITEMS_MAX];
+} cart;
+
+static uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* A sum of one hash per (event, qty): the items' order does not change it;
+ * never 0, so a cart hold always carries one. */
+static uint64_t fingerprint(const slot_req *req)
+{
+    uint64_t sum = req->nitems;
+    for (uint32_t i = 0; i < req->nitems; i++) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a over the name, then the qty */
+        for (uint32_t j = 0; j < req->items[i].event_len; j++)
+            h = (h ^ (uint8_t)req->items[i].event[j]) * UINT64_C(0x100000001b3);
+        sum += mix(h ^ ((uint64_t)req->items[i].qty << 32));
+    }
+    return sum ? sum : 1;
+}
+
+/* The item an answer is about: its event is named in the reply. */
+static void name_item(slot_res *res, const cart *k, uint32_t i)
+{
+    memcpy(res->item_event, k->req->items[i].event, k->req->items[i].event_len + 1u);
+    (void)k;
+}
+
+static int res_cart(slot_res *res, cart *k)
+{
+    res->cart = calloc(k->n, sizeof(*res->cart));
+    if (!res->cart)
+        return ENOMEM;
+    res->ncart = k->n;
+    for (uint32_t i = 0; i < k->n; i++) {
+        slot_cart_hold *o = &res->cart[i];
+        const slot_hold_rec *h = &k->h[i];
+        memcpy(o->event, k->req->items[i].event, k->req->items[i].event_len + 1u);
+        slot__hold_id_format(o->hold, h->seq, h->tag);
+        o->status = h->status;
+        o->qty = h->qty;
+        o->expires_at_ms = h->expires_at_ms;
+    }
+    return 0;
+}
+
+/*
+ * The key's earlier uses on the items' events: MDB_NOTFOUND when it has none
+ * (a new cart), 0 with res = the replay when every item's event holds this
+ * cart's hold, SLOT__ANSWERED with idempotency_conflict when the key was used
+ * with other items, by a plain hold or a waitlist entry, or an LMDB error.
+ */
+static int cart_known(cart *k, slot_res *res)
+{
+    const slot_req *req = k->req;
+    uint32_t found = 0;
+    for (uint32_t i = 0; i < k->n; i++) {
+        ctx *c = &k->c[i];
+        int rc = slot__request_find(c, req->user, req->user_len, req->request, req->request_len, &k->h[i]);
+        if (rc == 0 && (k->h[i].kind != SLOT_HOLD_KIND_CART || k->h[i].origin != k->print)) {
+            slot__key_conflict(res, req->request, c->ev);
+            name_item(res, k, i);
+            return SLOT__ANSWERED;
+        }
+        if (rc == MDB_NOTFOUND && k->e[i].waitlist_max > 0) {
+            rc = slot__waitlist_key_used(c, req->user, req->user_len, req->request, req->request_len);
+            if (rc == 0) {
+                slot__key_conflict(res, req->request, c->ev);
+                name_item(res, k, i);
+                return SLOT__ANSWERED;
+            }
+        }
+        if (rc == 0)
+            found++;
+        else if (rc != MDB_NOTFOUND)
+            return rc;
+    }
+    if (found == 0)
+        return MDB_NOTFOUND;
+    if (found < k->n) { /* some of its events know the key, others not: other items */
+        slot__key_conflict(res, req->request, "(some of the cart's)");
+        return SLOT__ANSWERED;
+    }
+    for (uint32_t i = 0; i < k->n; i++) {
+        int rc = slot__hold_settle(&k->c[i], &k->e[i], &k->h[i]);
+        if (rc != 0)
+            return rc;
+    }
+    res->replay = true;
+    return res_cart(res, k);
+}
+
+/* The checks of each item as its own hold, in request order: max_per_request,
+ * not_on_sale, user_limit; then the first item that cannot be met is sold_out.
+ * Returns 0 with res untouched when every item may be held. */
+static int cart_admit(cart *k, slot_res *res)
+{
+    int sold = -1;
+    uint64_t sold_avail = 0;
+    for (uint32_t i = 0; i < k->n; i++) {
+        ctx *c = &k->c[i];
+        slot_req one = *k->req;
+        one.qty = k->req->items[i].qty;
+        if (one.qty > k->e[i].max_per_request) {
+            slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "items[%u].qty: %u is above event \"%s\"'s max_per_request %u",
+                           (unsigned)i, (unsigned)one.qty, c->ev, (unsigned)k->e[i].max_per_request);
+            name_item(res, k, i);
+            return 0;
+        }
+        if (!slot__on_sale(c, &k->e[i], res)) {
+            name_item(res, k, i);
+            return 0;
+        }
+        slot_res r;
+        memset(&r, 0, sizeof(r));
+        int rc = slot__hold_admit(c, &one, &k->e[i], &k->user_qty[i], &r);
+        if (rc != 0)
+            return rc;
+        if (r.err != SLOT_E_OK) {
+            *res = r; /* user_limit; r has no heap parts */
+            name_item(res, k, i);
+            return 0;
+        }
+        if (r.sold_out && sold < 0) {
+            sold = (int)i;
+            sold_avail = r.available;
+        }
+    }
+    if (sold >= 0) {
+        res->sold_out = true;
+        res->available = sold_avail;
+        name_item(res, k, (uint32_t)sold);
+    }
+    return 0;
+}
+
+/*
+ * hold_many. Decision order (docs/protocol.md, "Clarifications of v1.1"):
+ * syntax of the whole request (proto: 1..16 items, distinct events) ->
+ * unknown_event (the first unknown item) -> replay or idempotency_conflict ->
+ * per item max_per_request, not_on_sale, user_limit -> sold_out (the first
+ * item that cannot be met) -> every item held, in one transaction.
+ */
+int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t now_ms, slot_res *res)
+{
+    SLOT_ASSERT(req->nitems >= 1 && req->nitems <= SLOT_CART_ITEMS_MAX);
+    cart *k = malloc(sizeof(*k)); /* ~150 KiB of hold records: not on the commit thread's stack */
+    if (!k)
+        return ENOMEM;
+    k->req = req;
+    k->n = req->nitems;
+    k->print = fingerprint(req);
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < k->n; i++) {
+        k->c[i] = (ctx){a, a->store, txn, req->items[i].event, req->items[i].event_len, now_ms};
+        rc = slot__event_load(&k->c[i], &k->e[i], res);
+        if (rc == SLOT__ANSWERED)
+            name_item(res, k, i);
+    }
+    if (rc == 0)
+        rc = cart_known(k, res);
+    if (rc == MDB_NOTFOUND) {
+        rc = cart_admit(k, res);
+        for (uint32_t i = 0; rc == 0 && res->err == SLOT_E_OK && !res->sold_out && i < k->n; i++) {
+            ctx *c = &k->c[i];
+            slot_hold_rec *h = &k->h[i];
+            slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->items[i].qty);
+            h->kind = SLOT_HOLD_KIND_CART;
+            h->origin = k->print;
+            rc = slot__hold_make(c, &k->e[i], h, k->user_qty[i] + h->qty);
+            if (rc == 0)
+                rc = slot_store_event_put(c->st, txn, c->ev, c->ev_len, &k->e[i]);
+        }
+        if (rc == 0 && res->err == SLOT_E_OK && !res->sold_out)
+            rc = res_cart(res, k);
+    }
+    free(k);
+    return slot__answered_ok(rc);
+}

@@ -1,0 +1,265 @@
+/*
+ * store_wait.c — the waitlist database (slot/store.h, "The waitlist
+ * database"; docs/design.md, "Waitlists"). Three kinds of row under each
+ * event's name, told apart by one type byte after it:
+ *
+ *   ev + 'e' + u64 join             a waiting entry (deleted when offered or left)
+ *   ev + 'k' + user + request       the key's entry, whatever its state (the key's use)
+ *   ev + 'f' + u64 node             a Fenwick tree node: entries that left, by join seq
+ *
+ * Every write goes through the store's one put and one delete, so write
+ * sets and the digest cover the waitlist as they cover the holds.
+ */
+#include "slot/store.h"
+
+#include "store_int.h"
+
+#define WAIT_REC_VERSION 1
+#define WAIT_ENTRY 'e'
+#define WAIT_KEY 'k'
+#define WAIT_TREE 'f'
+#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX)
+#define KEY_VAL_BYTES (1 + 1 + 8 + 2 + 8 + 8 + 8)
+#define TREE_SIZE (UINT64_C(1) << SLOT_JOIN_SEQ_BITS) /* nodes 1..TREE_SIZE-1 */
+
+_Static_assert(2 + SLOT_EVENT_BYTES_MAX + 2 + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_MAX <= 511,
+               "a waitlist key row fits LMDB's key size");
+
+static void key_typed(key *k, const char *ev, size_t ev_len, char type)
+{
+    key_event(k, ev, ev_len);
+    put_u8(&k->b, (uint8_t)type);
+}
+
+static void entry_key(key *k, const char *ev, size_t ev_len, uint64_t join)
+{
+    key_typed(k, ev, ev_len, WAIT_ENTRY);
+    put_be(&k->b, join, 8);
+}
+
+static void name_key(key *k, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *request,
+                     size_t request_len)
+{
+    key_typed(k, ev, ev_len, WAIT_KEY);
+    put_name(&k->b, user, user_len);
+    put_name(&k->b, request, request_len);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_wait_key_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                            size_t user_len, const char *request, size_t request_len, slot_wait_rec *out)
+{
+    key k;
+    name_key(&k, ev, ev_len, user, user_len, request, request_len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    if (rc != 0)
+        return rc;
+    buf b = {.p = v.mv_data, .cap = v.mv_size};
+    uint8_t version = get_u8(&b);
+    uint8_t state = get_u8(&b);
+    out->join = get_be(&b, 8);
+    out->qty = (uint16_t)get_be(&b, 2);
+    out->joined_at_ms = get_be(&b, 8);
+    out->hold_seq = get_be(&b, 8);
+    out->hold_tag = get_be(&b, 8);
+    if (b.bad || b.len != v.mv_size || version != WAIT_REC_VERSION || state < SLOT_WAIT_WAITING || state > SLOT_WAIT_LEFT)
+        return MDB_CORRUPTED;
+    out->state = (slot_wait_state)state;
+    memcpy(out->user, user, user_len);
+    out->user[user_len] = 0;
+    out->user_len = (uint8_t)user_len;
+    memcpy(out->request, request, request_len);
+    out->request[request_len] = 0;
+    out->request_len = (uint8_t)request_len;
+    return 0;
+}
+
+int slot_store_wait_key_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_wait_rec *rec)
+{
+    key k;
+    name_key(&k, ev, ev_len, rec->user, rec->user_len, rec->request, rec->request_len);
+    uint8_t raw[KEY_VAL_BYTES];
+    buf b = {.p = raw, .cap = sizeof(raw)};
+    SLOT_ASSERT(rec->state >= SLOT_WAIT_WAITING && rec->state <= SLOT_WAIT_LEFT);
+    put_u8(&b, WAIT_REC_VERSION);
+    put_u8(&b, (uint8_t)rec->state);
+    put_be(&b, rec->join, 8);
+    put_be(&b, rec->qty, 2);
+    put_be(&b, rec->joined_at_ms, 8);
+    put_be(&b, rec->hold_seq, 8);
+    put_be(&b, rec->hold_tag, 8);
+    SLOT_ASSERT(!b.bad && b.len == KEY_VAL_BYTES);
+    MDB_val kv = key_val(&k), v = {b.len, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+int slot_store_wait_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_wait_rec *rec)
+{
+    key k;
+    entry_key(&k, ev, ev_len, rec->join);
+    uint8_t raw[ENTRY_VAL_BYTES];
+    buf b = {.p = raw, .cap = sizeof(raw)};
+    SLOT_ASSERT(rec->state == SLOT_WAIT_WAITING);
+    put_u8(&b, WAIT_REC_VERSION);
+    put_be(&b, rec->qty, 2);
+    put_be(&b, rec->joined_at_ms, 8);
+    put_name(&b, rec->user, rec->user_len);
+    put_name(&b, rec->request, rec->request_len);
+    SLOT_ASSERT(!b.bad && !k.b.bad);
+    MDB_val kv = key_val(&k), v = {b.len, raw};
+    /* Join seqs grow: the entry is its event's last, and often the database's. */
+    int rc = store_put(st, txn, DB_WAITLIST, &kv, &v, MDB_APPEND);
+    return rc == MDB_KEYEXIST ? store_put(st, txn, DB_WAITLIST, &kv, &v, 0) : rc;
+}
+
+int slot_store_wait_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t join)
+{
+    key k;
+    entry_key(&k, ev, ev_len, join);
+    MDB_val kv = key_val(&k);
+    return store_del(st, txn, DB_WAITLIST, &kv);
+}
+
+/* Decodes a waiting entry row (key k, value v) of an event whose prefix is plen bytes. */
+static int entry_decode(const MDB_val *k, const MDB_val *v, size_t plen, slot_wait_rec *out)
+{
+    if (k->mv_size != plen + 8)
+        return MDB_CORRUPTED;
+    out->join = load_be64((const uint8_t *)k->mv_data + plen);
+    buf b = {.p = v->mv_data, .cap = v->mv_size};
+    uint8_t version = get_u8(&b);
+    out->qty = (uint16_t)get_be(&b, 2);
+    out->joined_at_ms = get_be(&b, 8);
+    out->user_len = (uint8_t)get_name(&b, out->user, sizeof(out->user));
+    out->request_len = (uint8_t)get_name(&b, out->request, sizeof(out->request));
+    out->state = SLOT_WAIT_WAITING;
+    out->hold_seq = out->hold_tag = 0;
+    return b.bad || b.len != v->mv_size || version != WAIT_REC_VERSION ? MDB_CORRUPTED : 0;
+}
+
+int slot_store_wait_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t from,
+                         slot_store_wait_fn fn, void *ctx)
+{
+    key k;
+    key_typed(&k, ev, ev_len, WAIT_ENTRY);
+    size_t plen = k.b.len;
+    put_be(&k.b, from, 8);
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_WAITLIST], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE);
+    while (rc == 0 && kv.mv_size >= plen && memcmp(kv.mv_data, k.raw, plen) == 0) {
+        slot_wait_rec rec;
+        rc = entry_decode(&kv, &v, plen, &rec);
+        if (rc == 0)
+            rc = fn(ctx, &rec);
+        if (rc == 0)
+            rc = mdb_cursor_get(cur, &kv, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int take_first(void *p, const slot_wait_rec *rec)
+{
+    *(slot_wait_rec *)p = *rec;
+    return 1; /* stop: one is enough */
+}
+
+int slot_store_wait_first(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_wait_rec *out)
+{
+    out->join = 0;
+    int rc = slot_store_wait_scan(st, txn, ev, ev_len, 0, take_first, out);
+    if (rc == 1)
+        return 0;
+    return rc == 0 ? MDB_NOTFOUND : rc;
+}
+
+int slot_store_wait_keys_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_wait_fn fn,
+                              void *ctx)
+{
+    key k;
+    key_typed(&k, ev, ev_len, WAIT_KEY);
+    size_t plen = k.b.len;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_WAITLIST], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE);
+    while (rc == 0 && kv.mv_size > plen && memcmp(kv.mv_data, k.raw, plen) == 0) {
+        buf b = {.p = (uint8_t *)kv.mv_data + plen, .cap = kv.mv_size - plen};
+        slot_wait_rec rec;
+        char user[SLOT_USER_BYTES_MAX + 1], request[SLOT_REQUEST_BYTES_MAX + 1];
+        size_t ul = get_name(&b, user, sizeof(user));
+        size_t rl = get_name(&b, request, sizeof(request));
+        rc = b.bad || b.len != b.cap ? MDB_CORRUPTED
+                                     : slot_store_wait_key_get(st, txn, ev, ev_len, user, ul, request, rl, &rec);
+        if (rc == 0)
+            rc = fn(ctx, &rec);
+        if (rc == 0)
+            rc = mdb_cursor_get(cur, &kv, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* ---- the tree of left entries (a Fenwick tree: node i covers join seqs
+ *      (i - lowbit(i), i]; a missing node is 0) */
+
+static int tree_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t node, uint64_t *out)
+{
+    key k;
+    key_typed(&k, ev, ev_len, WAIT_TREE);
+    put_be(&k.b, node, 8);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    *out = 0;
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc == 0 && v.mv_size != 8)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        *out = load_be64(v.mv_data);
+    return rc;
+}
+
+int slot_store_wait_left_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t join)
+{
+    SLOT_ASSERT(join >= 1 && join < TREE_SIZE);
+    int rc = 0;
+    for (uint64_t i = join; rc == 0 && i < TREE_SIZE; i += i & (~i + 1)) {
+        uint64_t n;
+        rc = tree_get(st, txn, ev, ev_len, i, &n);
+        if (rc != 0)
+            break;
+        key k;
+        key_typed(&k, ev, ev_len, WAIT_TREE);
+        put_be(&k.b, i, 8);
+        uint8_t raw[8];
+        buf b = {.p = raw, .cap = 8};
+        put_be(&b, n + 1, 8);
+        MDB_val kv = key_val(&k), v = {8, raw};
+        rc = store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+    }
+    return rc;
+}
+
+int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t upto,
+                               uint64_t *count)
+{
+    *count = 0;
+    if (upto >= TREE_SIZE)
+        upto = TREE_SIZE - 1;
+    for (uint64_t i = upto; i > 0; i -= i & (~i + 1)) {
+        uint64_t n;
+        int rc = tree_get(st, txn, ev, ev_len, i, &n);
+        if (rc != 0)
+            return rc;
+        *count += n;
+    }
+    return 0;
+}
