@@ -1,7 +1,8 @@
 /*
  * tests/test_cluster_faults.c — replica sets under faults (docs/design.md,
  * "Replica sets"; issue 9's Tests): a replica killed mid-sale, etcd stopped
- * mid-sale, bad peers on a replica's replication address, and (as root) a partition of the primary's network
+ * mid-sale, bad peers on a replica's replication address, a deposed primary's
+ * feed subscriptions, and (as root) a partition of the primary's network
  * link. Each case starts its own etcd and three nodes (tests/cluster_fixture.c)
  * on ephemeral ports with temporary folders and stops them by PID; every wait
  * is bounded by count and time.
@@ -24,12 +25,14 @@
 TEST_DECLARE(cluster_replica_killed_rejoins_by_records)
 TEST_DECLARE(cluster_etcd_stopped_mid_sale)
 TEST_DECLARE(cluster_bad_peers_are_refused)
+TEST_DECLARE(cluster_deposed_primary_ends_feed_subscriptions)
 TEST_DECLARE(cluster_netns_partition)
 
 TEST_LIST_START
     TEST_ENTRY(cluster_replica_killed_rejoins_by_records)
     TEST_ENTRY(cluster_etcd_stopped_mid_sale)
     TEST_ENTRY(cluster_bad_peers_are_refused)
+    TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
     TEST_ENTRY(cluster_netns_partition)
 TEST_LIST_END
 
@@ -397,6 +400,58 @@ TEST_IMPL(cluster_bad_peers_are_refused)
     uint64_t s2;
     digest_of(r, d2, sizeof(d2), &s2);
     ASSERT(s2 > s0);
+    set_end();
+}
+
+/*
+ * A primary that steps down ends its feed subscriptions: the subscribed
+ * connection is closed (a replica answers subscribe and ack with
+ * not_primary; the consumer must go to the new primary). The primary is
+ * paused with SIGSTOP past the failover timeout; after SIGCONT it sees the
+ * new configuration and steps down. Before the fix the connection stayed
+ * open, subscribed to a node that was no longer primary.
+ */
+TEST_IMPL(cluster_deposed_primary_ends_feed_subscriptions)
+{
+    int p = set_up_sale();
+    line_conn sc;
+    ASSERT_EQ(lc_open(&sc, p), 0);
+    json_t *j = lc_call(&sc, "{\"op\":\"subscribe\",\"consumer\":\"mail\",\"from\":1}", 5000);
+    if (!j || !jok(j))
+        T_FAIL_("subscribe on the primary: %s", j ? json_dumps(j, JSON_COMPACT) : "(no reply)");
+    json_decref(j);
+    int old = p;
+    ASSERT_EQ(kill(nodes[old].srv.pid, SIGSTOP), 0);
+    nodes[old].stopped = true;
+    p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0 && p != old);
+    ASSERT_EQ(kill(nodes[old].srv.pid, SIGCONT), 0);
+    nodes[old].stopped = false;
+    /* Read (and skip the pushed feed entries) until the node closes it. */
+    bool closed = false;
+    uint64_t end = slot_test_now_ms() + WAIT_LONG_MS;
+    while (!closed && slot_test_now_ms() < end) {
+        struct pollfd pf = {.fd = sc.fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        char buf[4096];
+        ssize_t n = read(sc.fd, buf, sizeof(buf));
+        closed = n == 0 || (n < 0 && errno == ECONNRESET);
+    }
+    lc_close(&sc);
+    if (!closed)
+        T_FAIL_("the deposed primary %s kept its feed subscription open", nodes[old].id);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    j = call1(old, "{\"op\":\"cluster\"}");
+    ASSERT(j);
+    ASSERT_STR_EQ(jstr(j, "role"), "replica");
+    json_decref(j);
+    /* The consumer subscribes on the new primary. */
+    ASSERT_EQ(lc_open(&sc, p), 0);
+    j = lc_call(&sc, "{\"op\":\"subscribe\",\"consumer\":\"mail\",\"from\":1}", 5000);
+    ASSERT(j && jok(j));
+    json_decref(j);
+    lc_close(&sc);
     set_end();
 }
 
