@@ -16,6 +16,7 @@
 
 #include "cluster_int.h"
 #include "commit.h"
+#include "feed_sub.h"
 #include "loop.h"
 
 #define CLU_REDIAL_MS 200 /* a member that is not connected is dialled again this often */
@@ -236,6 +237,9 @@ void slot__clu_step_down(clu *c)
     }
     c->verified = c->commit_seq;
     slot__clu_stream_reset(c);
+    /* A replica answers subscribe and ack with not_primary: the consumers
+     * must go to the new primary, whose feed is the one that counts. */
+    slot__feed_end_all(s, "stepping down");
     slot__reads_resume(s);
 }
 

@@ -201,6 +201,20 @@ void slot__feed_pump(server *s)
     }
 }
 
+size_t slot__feed_end_all(server *s, const char *why)
+{
+    size_t n = 0;
+    while (s->subs) { /* sub_end unlinks the head; a subscription per connection */
+        conn *c = s->subs->c;
+        sub_end(s->subs);
+        slot__conn_close(c);
+        n++;
+    }
+    if (n > 0)
+        slot__log("%s: closed %zu feed subscription%s", why, n, n == 1 ? "" : "s");
+    return n;
+}
+
 void slot__feed_free(server *s)
 {
     if (s->feed_rtxn)

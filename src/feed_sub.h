@@ -56,6 +56,15 @@ void slot__feed_conn_gone(conn *c);
 /* slot__feed_pump — after a batch: push new entries to every subscriber. */
 void slot__feed_pump(server *s);
 
+/*
+ * slot__feed_end_all — every subscription ends and its connection is closed
+ * (a replica-set primary that steps down: its feed may hold entries that the
+ * new primary never had, and the consumers must resubscribe to the new
+ * primary, docs/design.md, "Replica sets"). why: logged once with the count.
+ * Returns how many connections were closed.
+ */
+size_t slot__feed_end_all(server *s, const char *why);
+
 /* slot__feed_free — release the feed's read transaction (before the store closes). */
 void slot__feed_free(server *s);
 

@@ -129,11 +129,14 @@ static void sleep_ms(long ms) {
 /* Start etcd on s's ports and data folder; true once /health says so,
  * false when it exited (a port clash) or never became healthy (then it is
  * killed). */
+const char *etcd_fixture_host;
+
 static bool etcd_spawn(etcd_srv *s) {
     char client[64], peer[64], cluster[96];
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->cport);
-    snprintf(client, sizeof client, "http://127.0.0.1:%d", s->cport);
-    snprintf(peer, sizeof peer, "http://127.0.0.1:%d", s->pport);
+    const char *h = etcd_fixture_host ? etcd_fixture_host : "127.0.0.1";
+    snprintf(s->url, sizeof s->url, "http://%s:%d", h, s->cport);
+    snprintf(client, sizeof client, "http://%s:%d", h, s->cport);
+    snprintf(peer, sizeof peer, "http://%s:%d", h, s->pport);
     snprintf(cluster, sizeof cluster, "t=%s", peer);
     fflush(NULL);
     pid_t pid = fork();

@@ -54,6 +54,10 @@ typedef struct etcd_srv {
     char data[300], log[300], url[64];
 } etcd_srv;
 
+/* The host etcd listens on and its URLs name: a numeric IPv4 address of the
+ * caller's network namespace; NULL (the default) is 127.0.0.1. */
+extern const char *etcd_fixture_host;
+
 /* free_port — a loopback port that was free a moment ago. */
 int free_port(void);
 /* blackhole — a listening socket that accepts (the kernel's backlog) and

@@ -1,0 +1,614 @@
+/*
+ * tests/test_cluster_faults.c — replica sets under faults (docs/design.md,
+ * "Replica sets"; issue 9's Tests): a replica killed mid-sale, etcd stopped
+ * mid-sale, bad peers on a replica's replication address, a deposed primary's
+ * feed subscriptions, and (as root) a partition of the primary's network
+ * link. Each case starts its own etcd and three nodes (tests/cluster_fixture.c)
+ * on ephemeral ports with temporary folders and stops them by PID; every wait
+ * is bounded by count and time.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cluster_fixture.h"
+#include "slot/repl.h"
+#include "slot/wset.h"
+
+TEST_DECLARE(cluster_replica_killed_rejoins_by_records)
+TEST_DECLARE(cluster_etcd_stopped_mid_sale)
+TEST_DECLARE(cluster_bad_peers_are_refused)
+TEST_DECLARE(cluster_deposed_primary_ends_feed_subscriptions)
+TEST_DECLARE(cluster_netns_partition)
+
+TEST_LIST_START
+    TEST_ENTRY(cluster_replica_killed_rejoins_by_records)
+    TEST_ENTRY(cluster_etcd_stopped_mid_sale)
+    TEST_ENTRY(cluster_bad_peers_are_refused)
+    TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
+    TEST_ENTRY(cluster_netns_partition)
+TEST_LIST_END
+
+#define CAPACITY 1000000u
+
+/* Waits until at least `more` holds beyond `from` are acknowledged; false after max_ms. */
+static bool wait_acks(int from, int more, int max_ms)
+{
+    uint64_t end = slot_test_now_ms() + (uint64_t)max_ms;
+    while (slot_test_now_ms() < end) {
+        if (atomic_load(&nacks) >= from + more)
+            return true;
+        sleep_ms(20);
+    }
+    return false;
+}
+
+/* The members named in node i's cluster answer. */
+static int members_of(int i)
+{
+    json_t *j = call1(i, "{\"op\":\"cluster\"}");
+    int n = j ? (int)json_array_size(json_object_get(j, "members")) : -1;
+    json_decref(j);
+    return n;
+}
+
+/* Everything after a case's faults: load stopped, every node converged, every acknowledged hold everywhere. */
+static void final_checks(loader *ls, int nl)
+{
+    atomic_store(&load_stop, true);
+    load_join(ls, nl);
+    ASSERT(atomic_load(&nacks) > 0);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    for (int i = 0; i < NODES; i++) {
+        assert_invariants(i, CAPACITY);
+        assert_holds_on(i);
+    }
+    fprintf(stderr, "%d holds acknowledged, %d retries\n", atomic_load(&nacks), atomic_load(&load_retries));
+}
+
+static int set_up_sale(void)
+{
+    set_start();
+    int p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    create_event(p, CAPACITY);
+    atomic_store(&primary_node, p);
+    return p;
+}
+
+/*
+ * (d) A replica killed with kill -9 mid-sale: the primary drops it from the
+ * configuration (its acks are late by --repl-timeout-ms, 600) and sales go
+ * on; restarted on its data folder it rejoins by records (from its own log's
+ * position), and every acknowledged hold is on every member afterwards.
+ */
+TEST_IMPL(cluster_replica_killed_rejoins_by_records)
+{
+    node_logs = true;
+    int p = set_up_sale();
+    loader ls[4];
+    load_start(ls, 4, HOLDS_MAX / 4, 2);
+    ASSERT(wait_acks(0, 200, WAIT_LONG_MS));
+    int r = (p + 1) % NODES;
+    slot_test_server_kill9(&nodes[r].srv);
+    nodes[r].up = false;
+    /* Dropped within --repl-timeout-ms plus a margin for etcd and the poll. */
+    uint64_t end = slot_test_now_ms() + 600 + 5000;
+    while (members_of(p) != NODES - 1 && slot_test_now_ms() < end)
+        sleep_ms(20);
+    if (members_of(p) != NODES - 1)
+        T_FAIL_("%s was not dropped from the configuration after its kill", nodes[r].id);
+    int at_drop = atomic_load(&nacks);
+    if (!wait_acks(at_drop, 200, 10000))
+        T_FAIL_("sales did not continue after %s was dropped (%d acknowledged)", nodes[r].id, atomic_load(&nacks));
+    assert_holds_on(p);
+    node_start(&nodes[r]); /* its data kept: it catches up from its own log */
+    if (!wait_members(NODES, WAIT_LONG_MS))
+        T_FAIL_("%s did not rejoin", nodes[r].id);
+    ASSERT(wait_acks(atomic_load(&nacks), 100, WAIT_LONG_MS)); /* sales with it back in */
+    final_checks(ls, 4);
+    set_end();
+}
+
+/*
+ * (e) etcd stopped (SIGSTOP) mid-sale: a primary whose replicas ack keeps
+ * selling, every write still acknowledged by all members. After SIGCONT,
+ * a kill -9 of the primary leads to a failover again.
+ */
+TEST_IMPL(cluster_etcd_stopped_mid_sale)
+{
+    int p = set_up_sale();
+    loader ls[4];
+    load_start(ls, 4, HOLDS_MAX / 4, 2);
+    ASSERT(wait_acks(0, 100, WAIT_LONG_MS));
+    ASSERT_EQ(kill(etcd.pid, SIGSTOP), 0);
+    int at_stop = atomic_load(&nacks);
+    bool sold = wait_acks(at_stop, 300, 15000);
+    /* With every member up, the replicas are in step while etcd is away. */
+    int members_while_stopped = members_of(p);
+    ASSERT_EQ(kill(etcd.pid, SIGCONT), 0);
+    if (!sold)
+        T_FAIL_("sales stopped with etcd stopped (%d acknowledged since)", atomic_load(&nacks) - at_stop);
+    ASSERT_EQ(members_while_stopped, NODES);
+    /* etcd is back: the nodes publish their keys again; then a failover. */
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    int old = p;
+    slot_test_server_kill9(&nodes[old].srv);
+    nodes[old].up = false;
+    p = find_primary(WAIT_LONG_MS);
+    if (p < 0)
+        T_FAIL_("no failover after etcd came back and %s was killed", nodes[old].id);
+    ASSERT(p != old);
+    atomic_store(&primary_node, p);
+    assert_holds_on(p);
+    assert_invariants(p, CAPACITY);
+    node_start(&nodes[old]);
+    ASSERT(wait_acks(atomic_load(&nacks), 100, WAIT_LONG_MS));
+    final_checks(ls, 4);
+    set_end();
+}
+
+/* ---- (f) bad peers: the test speaks the replication protocol itself */
+
+typedef struct peer_log {
+    bool ready, closed;
+    slot_repl_reason reason;
+    uint64_t last_tenure, last_seq;
+    char text[256];
+} peer_log;
+
+static peer_log plog;
+
+static void pl_ready(void *ctx, const slot_repl_peer *peer)
+{
+    (void)ctx;
+    plog.ready = true;
+    plog.last_tenure = peer->last_tenure;
+    plog.last_seq = peer->last_seq;
+}
+
+static void pl_close(void *ctx, const slot_repl_close_info *info)
+{
+    (void)ctx;
+    plog.closed = true;
+    plog.reason = info->reason;
+    snprintf(plog.text, sizeof(plog.text), "%s", info->text);
+}
+
+static void pl_ack(void *ctx, const char *node_id, uint64_t seq)
+{
+    (void)ctx;
+    (void)node_id;
+    (void)seq;
+}
+
+/* A primary-side endpoint on test_loop with secret; the caller frees it. */
+static slot_repl *bad_peer(const char *as_node, const char *secret)
+{
+    slot_repl_opts o = {.cluster = "t", .node_id = as_node, .secret = (const uint8_t *)secret,
+                        .secret_bytes = strlen(secret), .heartbeat_ms = 1000,
+                        .cbs = {.on_ready = pl_ready, .on_close = pl_close, .on_ack = pl_ack}};
+    slot_repl *r = NULL;
+    ASSERT_EQ(slot_repl_new(&test_loop, &o, &r), 0);
+    memset(&plog, 0, sizeof(plog));
+    return r;
+}
+
+static void bad_peer_free(slot_repl *r)
+{
+    slot_repl_free(r);
+    run_for(50); /* libuv closes its handles */
+}
+
+/* The value of a string or integer field of the JSON text v (n bytes). */
+static json_t *json_of(const uint8_t *v, size_t n)
+{
+    json_error_t err;
+    json_t *j = json_loadb((const char *)v, n, 0, &err);
+    ASSERT(j);
+    return j;
+}
+
+/* Node i's digest and seq. */
+static void digest_of(int i, char *out, size_t cap, uint64_t *seq)
+{
+    json_t *j = call1(i, "{\"op\":\"digest\"}");
+    ASSERT(j && jok(j));
+    snprintf(out, cap, "%s", jstr(j, "digest"));
+    *seq = ju64(j, "seq");
+    json_decref(j);
+}
+
+/* Waits for plog.closed (and, when want_ready, plog.ready first). */
+static bool wait_closed(int max_ms)
+{
+    uint64_t end = slot_test_now_ms() + (uint64_t)max_ms;
+    while (!plog.closed && slot_test_now_ms() < end)
+        run_for(20);
+    return plog.closed;
+}
+
+static bool wait_ready(int max_ms)
+{
+    uint64_t end = slot_test_now_ms() + (uint64_t)max_ms;
+    while (!plog.ready && !plog.closed && slot_test_now_ms() < end)
+        run_for(20);
+    return plog.ready;
+}
+
+/* A record of one put (db 0), header as given; into buf (cap bytes); its length. */
+static size_t make_record(uint64_t tenure, uint64_t seq, uint64_t prev, uint8_t *buf, size_t cap)
+{
+    slot_wset ws;
+    ASSERT_EQ(slot_wset_init(&ws, 0), 0);
+    ASSERT_EQ(slot_wset_put(&ws, 0, "bad-peer", 8, "value", 5), 0);
+    slot_wset_hdr h = {.epoch = tenure, .seq = seq, .prev_epoch = prev, .commit_seq = seq, .timestamp_ms = 1};
+    const uint8_t *rec = NULL;
+    size_t n = 0;
+    ASSERT_EQ(slot_wset_finish(&ws, &h, &rec, &n), 0);
+    ASSERT(n <= cap);
+    memcpy(buf, rec, n);
+    slot_wset_free(&ws);
+    return n;
+}
+
+/*
+ * (f) A process that connects to a replica's --repl-listen address (from
+ * its node key in etcd) speaking the replication protocol is refused and
+ * the replica logs why, for: a wrong secret; a stale tenure; a node that is
+ * not the primary; a record with a gap in seq; a record with a flipped byte
+ * (its CRC). Nothing is applied: the replica's digest and seq are as they
+ * were, and it keeps following the real primary.
+ */
+TEST_IMPL(cluster_bad_peers_are_refused)
+{
+    node_logs = true;
+    int p = set_up_sale();
+    for (int k = 0; k < 20; k++) {
+        char line[256];
+        snprintf(line, sizeof(line),
+                 "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"u%d\",\"request\":\"r%d\",\"qty\":1}", k, k);
+        json_t *j = call1(p, line);
+        ASSERT(j && jok(j));
+        json_decref(j);
+    }
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    int r = (p + 1) % NODES;
+
+    loop_open();
+    slot_etcd *ec = client(etcd.url, 0, 0);
+    char key[128];
+    snprintf(key, sizeof(key), "/slotd/t/node/%s", nodes[r].id);
+    res g = get_sync(ec, key);
+    ASSERT(g.found);
+    json_t *nj = json_of(g.value, g.value_len);
+    char host[64];
+    int port = 0;
+    const char *addr = jstr(nj, "repl");
+    const char *colon = strrchr(addr, ':');
+    ASSERT(colon && colon - addr < (long)sizeof(host));
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+    port = atoi(colon + 1);
+    json_decref(nj);
+    g = get_sync(ec, "/slotd/t/config");
+    ASSERT(g.found);
+    json_t *cj = json_of(g.value, g.value_len);
+    uint64_t epoch = ju64(cj, "epoch"), tenure = ju64(cj, "tenure");
+    char primary[16];
+    snprintf(primary, sizeof(primary), "%s", jstr(cj, "primary"));
+    json_decref(cj);
+    ASSERT_STR_EQ(primary, nodes[p].id);
+    ASSERT(tenure >= 1);
+
+    char d0[80], d1[80];
+    uint64_t s0, s1;
+    digest_of(r, d0, sizeof(d0), &s0);
+    const char *secret = "a-cluster-secret-of-some-length";
+    struct {
+        const char *what, *as, *secret, *logged;
+        uint64_t tenure;
+        slot_repl_reason want;
+    } hs[] = {
+        {"a wrong secret", primary, "not-the-cluster-secret-at-all", "bad_secret", tenure, SLOT_REPL_R_BAD_SECRET},
+        {"a stale tenure", primary, secret, "stale_tenure", tenure - 1, SLOT_REPL_R_STALE_TENURE},
+        {"a node that is not the primary", nodes[(p + 2) % NODES].id, secret, "not_primary", tenure,
+         SLOT_REPL_R_NOT_PRIMARY},
+    };
+    for (size_t k = 0; k < sizeof(hs) / sizeof(hs[0]); k++) {
+        slot_repl *b = bad_peer(hs[k].as, hs[k].secret);
+        ASSERT_EQ(slot_repl_set_config(b, epoch, hs[k].tenure, hs[k].as), 0);
+        ASSERT_EQ(slot_repl_connect(b, nodes[r].id, host, port), 0);
+        if (!wait_closed(10000))
+            T_FAIL_("%s: the connection was not refused", hs[k].what);
+        if (plog.ready)
+            T_FAIL_("%s: the handshake completed", hs[k].what);
+        if (plog.reason != hs[k].want)
+            T_FAIL_("%s: closed for %s (%s), want %s", hs[k].what, slot_repl_reason_name((int)plog.reason), plog.text,
+                    slot_repl_reason_name((int)hs[k].want));
+        bad_peer_free(b);
+        bool logged = false;
+        for (int t = 0; t < 100 && !logged; t++) {
+            logged = node_log_has(r, "refused inbound", hs[k].logged);
+            if (!logged)
+                sleep_ms(20);
+        }
+        if (!logged)
+            T_FAIL_("%s: %s's log does not say %s (%s)", hs[k].what, nodes[r].id, hs[k].logged, nodes[r].log);
+    }
+
+    /* Records: the right secret and tenure as the primary, then a bad record. */
+    static uint8_t rec[4096];
+    for (int k = 0; k < 2; k++) {
+        slot_repl *b = bad_peer(primary, secret);
+        ASSERT_EQ(slot_repl_set_config(b, epoch, tenure, primary), 0);
+        ASSERT_EQ(slot_repl_connect(b, nodes[r].id, host, port), 0);
+        if (!wait_ready(10000))
+            T_FAIL_("record case %d: the handshake did not complete (%s: %s)", k,
+                    slot_repl_reason_name((int)plog.reason), plog.text);
+        size_t n;
+        const char *logged;
+        slot_repl_reason want;
+        if (k == 0) { /* a gap: last + 2 */
+            n = make_record(tenure, plog.last_seq + 2, plog.last_tenure, rec, sizeof(rec));
+            logged = "gap";
+            want = SLOT_REPL_R_GAP;
+        } else { /* the next record, one payload byte flipped: its CRC fails */
+            n = make_record(tenure, plog.last_seq + 1, plog.last_tenure, rec, sizeof(rec));
+            rec[n - 1] ^= 0x20;
+            logged = "corrupt";
+            want = SLOT_REPL_R_CORRUPT;
+        }
+        ASSERT_EQ(slot_repl_send_to(b, nodes[r].id, rec, n), 1);
+        if (!wait_closed(10000))
+            T_FAIL_("record case %s: not refused", logged);
+        if (plog.reason != want)
+            T_FAIL_("record case %s: closed for %s (%s)", logged, slot_repl_reason_name((int)plog.reason), plog.text);
+        bad_peer_free(b);
+        bool seen = false;
+        for (int t = 0; t < 100 && !seen; t++) {
+            seen = node_log_has(r, "refused inbound", logged);
+            if (!seen)
+                sleep_ms(20);
+        }
+        if (!seen)
+            T_FAIL_("record case %s: %s's log does not say so (%s)", logged, nodes[r].id, nodes[r].log);
+    }
+    client_close(ec);
+
+    digest_of(r, d1, sizeof(d1), &s1);
+    ASSERT_EQ(s1, s0);
+    ASSERT_STR_EQ(d1, d0);
+    /* It still follows the real primary: new holds reach it. */
+    p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0);
+    atomic_store(&primary_node, p);
+    loader ls[2];
+    load_start(ls, 2, 50, 0);
+    load_join(ls, 2);
+    ASSERT_EQ(atomic_load(&nacks), 100);
+    final_checks(ls, 0);
+    char d2[80];
+    uint64_t s2;
+    digest_of(r, d2, sizeof(d2), &s2);
+    ASSERT(s2 > s0);
+    set_end();
+}
+
+/*
+ * A primary that steps down ends its feed subscriptions: the subscribed
+ * connection is closed (a replica answers subscribe and ack with
+ * not_primary; the consumer must go to the new primary). The primary is
+ * paused with SIGSTOP past the failover timeout; after SIGCONT it sees the
+ * new configuration and steps down. Before the fix the connection stayed
+ * open, subscribed to a node that was no longer primary.
+ */
+TEST_IMPL(cluster_deposed_primary_ends_feed_subscriptions)
+{
+    int p = set_up_sale();
+    line_conn sc;
+    ASSERT_EQ(lc_open(&sc, p), 0);
+    json_t *j = lc_call(&sc, "{\"op\":\"subscribe\",\"consumer\":\"mail\",\"from\":1}", 5000);
+    if (!j || !jok(j))
+        T_FAIL_("subscribe on the primary: %s", j ? json_dumps(j, JSON_COMPACT) : "(no reply)");
+    json_decref(j);
+    int old = p;
+    ASSERT_EQ(kill(nodes[old].srv.pid, SIGSTOP), 0);
+    nodes[old].stopped = true;
+    p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0 && p != old);
+    ASSERT_EQ(kill(nodes[old].srv.pid, SIGCONT), 0);
+    nodes[old].stopped = false;
+    /* Read (and skip the pushed feed entries) until the node closes it. */
+    bool closed = false;
+    uint64_t end = slot_test_now_ms() + WAIT_LONG_MS;
+    while (!closed && slot_test_now_ms() < end) {
+        struct pollfd pf = {.fd = sc.fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        char buf[4096];
+        ssize_t n = read(sc.fd, buf, sizeof(buf));
+        closed = n == 0 || (n < 0 && errno == ECONNRESET);
+    }
+    lc_close(&sc);
+    if (!closed)
+        T_FAIL_("the deposed primary %s kept its feed subscription open", nodes[old].id);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    j = call1(old, "{\"op\":\"cluster\"}");
+    ASSERT(j);
+    ASSERT_STR_EQ(jstr(j, "role"), "replica");
+    json_decref(j);
+    /* The consumer subscribes on the new primary. */
+    ASSERT_EQ(lc_open(&sc, p), 0);
+    j = lc_call(&sc, "{\"op\":\"subscribe\",\"consumer\":\"mail\",\"from\":1}", 5000);
+    ASSERT(j && jok(j));
+    json_decref(j);
+    lc_close(&sc);
+    set_end();
+}
+
+/* ---- (g) network partitions in network namespaces the test makes */
+
+static char ns_names[NODES + 1][32]; /* [NODES]: the hub, with the bridge and etcd */
+static bool ns_made[NODES + 1];
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+        }
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void ns_cleanup(void)
+{
+    for (int i = 0; i <= NODES; i++)
+        if (ns_made[i]) {
+            sh("ip netns delete %s", ns_names[i]); /* its veth ends go with it */
+            ns_made[i] = false;
+        }
+}
+
+/* On every path out of the case's process: the namespaces go. */
+static void ns_cleanup_on_abort(int sig)
+{
+    (void)sig;
+    for (int i = 0; i < NODES; i++)
+        if (nodes[i].up && nodes[i].srv.pid > 0)
+            kill(nodes[i].srv.pid, SIGKILL);
+    ns_cleanup();
+    signal(SIGABRT, SIG_DFL);
+    abort();
+}
+
+static int ns_fd(int i)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/var/run/netns/%s", ns_names[i]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ASSERT(fd > 0);
+    return fd;
+}
+
+/*
+ * The hub namespace holds a bridge (10.200.0.1/24, and etcd on it); node i
+ * lives in its own namespace with 10.200.0.(11+i)/24 on a veth whose other
+ * end is on the bridge. Every address is inside these namespaces only.
+ */
+static void ns_setup(void)
+{
+    if (geteuid() != 0)
+        SLOT_TEST_SKIP("network partitions need root (network namespaces)");
+    if (sh("ip netns list") != 0)
+        SLOT_TEST_SKIP("`ip netns` is not available");
+    for (int i = 0; i <= NODES; i++)
+        if (i == NODES)
+            snprintf(ns_names[i], sizeof(ns_names[i]), "slt%d-hub", (int)getpid() % 1000000);
+        else
+            snprintf(ns_names[i], sizeof(ns_names[i]), "slt%d-n%d", (int)getpid() % 1000000, i + 1);
+    for (int i = 0; i <= NODES; i++) {
+        if (sh("ip netns add %s", ns_names[i]) != 0) {
+            ns_cleanup();
+            SLOT_TEST_SKIP("`ip netns add` failed");
+        }
+        ns_made[i] = true;
+        ASSERT_EQ(sh("ip -n %s link set lo up", ns_names[i]), 0);
+    }
+    signal(SIGABRT, ns_cleanup_on_abort);
+    const char *hub = ns_names[NODES];
+    ASSERT_EQ(sh("ip -n %s link add br0 type bridge && ip -n %s addr add 10.200.0.1/24 dev br0 && "
+                 "ip -n %s link set br0 up", hub, hub, hub), 0);
+    for (int i = 0; i < NODES; i++) {
+        ASSERT_EQ(sh("ip -n %s link add v%d type veth peer name eth0 netns %s", hub, i, ns_names[i]), 0);
+        ASSERT_EQ(sh("ip -n %s link set v%d master br0 && ip -n %s link set v%d up", hub, i, hub, i), 0);
+        ASSERT_EQ(sh("ip -n %s addr add 10.200.0.%d/24 dev eth0 && ip -n %s link set eth0 up", ns_names[i], 11 + i,
+                     ns_names[i]), 0);
+        snprintf(nodes[i].host, sizeof(nodes[i].host), "10.200.0.%d", 11 + i);
+        nodes[i].netns_fd = ns_fd(i);
+    }
+}
+
+static char listen_arg[NODES][32];
+
+/*
+ * (g) The primary's link cut (ip link set down on its veth) and restored,
+ * under load: a new primary takes over; the old one acknowledges nothing in
+ * the old epoch; once restored it rejoins; the same checks as the kill loop.
+ * The test's own threads run in the hub namespace (as etcd does), so every
+ * packet stays between the namespaces the test made.
+ */
+TEST_IMPL(cluster_netns_partition)
+{
+    ns_setup();
+    int hub = ns_fd(NODES);
+    ASSERT_EQ(setns(hub, CLONE_NEWNET), 0); /* this thread, the load threads and etcd: in the hub */
+    close(hub);
+    etcd_fixture_host = "10.200.0.1";
+    snprintf(etcd_host, sizeof(etcd_host), "10.200.0.1");
+    etcd_start(&etcd);
+    struct sigaction sa = {.sa_handler = ns_cleanup_on_abort};
+    sigemptyset(&sa.sa_mask);
+    ASSERT_EQ(sigaction(SIGABRT, &sa, NULL), 0); /* etcd_start set its own: ours cleans up first */
+    for (int i = 0; i < NODES; i++) {
+        snprintf(listen_arg[i], sizeof(listen_arg[i]), "%s:7400", nodes[i].host);
+        nodes[i].extra[0] = "--listen";
+        nodes[i].extra[1] = listen_arg[i];
+        nodes[i].extra[2] = "--insecure"; /* no token: the address is inside the test's own namespaces */
+        nodes[i].extra[3] = NULL;
+    }
+    int p = set_up_sale();
+    loader ls[4];
+    load_start(ls, 4, HOLDS_MAX / 4, 2);
+    for (int round = 0; round < 3; round++) {
+        ASSERT(wait_acks(atomic_load(&nacks), 100, WAIT_LONG_MS));
+        int old = p;
+        ASSERT_EQ(sh("ip -n %s link set v%d down", ns_names[NODES], old), 0);
+        nodes[old].stopped = true; /* out of reach: the waits skip it */
+        p = find_primary(WAIT_LONG_MS);
+        if (p < 0)
+            T_FAIL_("round %d: no new primary after %s's link was cut", round, nodes[old].id);
+        ASSERT(p != old);
+        atomic_store(&primary_node, p);
+        assert_holds_on(p);
+        assert_invariants(p, CAPACITY);
+        ASSERT_EQ(sh("ip -n %s link set v%d up", ns_names[NODES], old), 0);
+        nodes[old].stopped = false;
+        /* The old primary acknowledges nothing in the old epoch: a write is refused. */
+        json_t *j = call1(old, "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"old\",\"request\":\"old\",\"qty\":1}");
+        if (j && jok(j))
+            T_FAIL_("round %d: the cut-off primary answered a write: %s", round, json_dumps(j, JSON_COMPACT));
+        json_decref(j);
+        if (!wait_members(NODES, WAIT_LONG_MS))
+            T_FAIL_("round %d: %s did not rejoin", round, nodes[old].id);
+    }
+    final_checks(ls, 4);
+    set_end();
+    ns_cleanup();
+}
