@@ -63,7 +63,8 @@ typedef struct bench_config {
     uint32_t extend_pct, partial_pct, late_pct;
     uint32_t think_min_ms, think_max_ms;
     uint32_t hold_ttl_ms;                      /* 0 = long enough that nothing expires during the run */
-    uint32_t events;
+    uint32_t events;                           /* hot-release: --cart (one event per cart item) */
+    uint32_t cart;                             /* hot-release: events per cart, 1..SLOT_CART_ITEMS_MAX; 1 = plain holds */
     double zipf_exponent;                      /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
     const char *json_path, *csv_path, *svg_path;
 } bench_config;

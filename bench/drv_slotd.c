@@ -98,6 +98,29 @@ static size_t encode_hold(const bench_run *run, const bench_ticket *t, char *buf
     return (size_t)(p - buf);
 }
 
+/* A hold_many line (a cart of t->cart items: events t->event.. in order, t->qty each), written
+ * directly like encode_hold: the names are plain. At most 16 x (event + 24) + 96 bytes. */
+static size_t encode_cart(const bench_run *run, const bench_ticket *t, char *buf)
+{
+    char *p = buf;
+    p = PUT_LIT(p, "{\"op\":\"hold_many\",\"user\":\"");
+    p += bench_user_name(t->user, p, 32);
+    p = PUT_LIT(p, "\",\"request\":\"");
+    p += bench_key_name(t->key, p, 32);
+    p = PUT_LIT(p, "\",\"items\":[");
+    for (uint32_t i = 0; i < t->cart; i++) {
+        const char *ev = run->events[t->event + i].name;
+        if (i)
+            *p++ = ',';
+        p = PUT_LIT(p, "{\"event\":\"");
+        p = put(p, ev, strlen(ev));
+        p = PUT_LIT(p, "\",\"qty\":");
+        p += snprintf(p, 16, "%u}", (unsigned)t->qty);
+    }
+    p = PUT_LIT(p, "]}\n");
+    return (size_t)(p - buf);
+}
+
 /* confirm / release / get_hold / extend of ledger entry t->key, through the client codec:
  * a confirm with the ticket's flags (qty for a partial one, reacquire for a late payment),
  * an extend by run->cfg->hold_ttl_ms. */
@@ -126,10 +149,12 @@ static int slotd_send(bench_conn *c, const bench_ticket *t)
 {
     slotd_conn *sc = c->drv;
     size_t room = sc->out_cap - sc->out_len;
-    if (room < BENCH_REQ_BYTES)
+    if (room < (t->cart > 1 ? BENCH_CART_REQ_BYTES : BENCH_REQ_BYTES))
         return -1;
     char *dst = sc->out + sc->out_len;
-    long n = t->op == BENCH_OP_HOLD ? (long)encode_hold(c->run, t, dst) : encode_hold_op(c->run, t, dst, room);
+    long n = t->op != BENCH_OP_HOLD ? encode_hold_op(c->run, t, dst, room)
+             : t->cart > 1          ? (long)encode_cart(c->run, t, dst)
+                                    : (long)encode_hold(c->run, t, dst);
     if (n < 0 || (size_t)n >= room)
         return -1;
     if (c->inflight == 0)
@@ -492,7 +517,7 @@ static int slotd_open(bench_run *run)
     for (uint32_t i = 0; i < run->nconns; i++) {
         bench_conn *c = &run->conns[i];
         slotd_conn *sc = calloc(1, sizeof(*sc));
-        size_t cap = (size_t)depth * BENCH_REQ_BYTES;
+        size_t cap = (size_t)depth * (run->cfg->cart > 1 ? BENCH_CART_REQ_BYTES : BENCH_REQ_BYTES);
         if (!sc || !(sc->out = malloc(cap)) || !(sc->wbuf = malloc(cap))) {
             if (sc)
                 free(sc->out);

@@ -3,6 +3,7 @@
  * parser for flat objects, the shape of every frontend reply; anything else
  * (escapes, nesting, spaces) goes to the client library's slot_reply_parse.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -140,6 +141,36 @@ static int fast_scan(const char *p, size_t n, bench_result *r)
     return saw_ok ? 0 : -1;
 }
 
+/* A hold_many's "holds" (docs/protocol.md, "hold_many") into r->cart. false: not of that shape. */
+static bool cart_holds(const char *line, bench_result *r)
+{
+    json_t *root = json_loads(line, 0, NULL);
+    json_t *holds = root ? json_object_get(root, "holds") : NULL;
+    bool good = json_is_array(holds) && json_array_size(holds) >= 1 && json_array_size(holds) <= SLOT_CART_ITEMS_MAX;
+    for (size_t i = 0; good && i < json_array_size(holds); i++) {
+        json_t *h = json_array_get(holds, i);
+        const char *id = json_string_value(json_object_get(h, "hold"));
+        const char *st = json_string_value(json_object_get(h, "status"));
+        json_t *qty = json_object_get(h, "qty"), *exp = json_object_get(h, "expires_at");
+        size_t n = id ? strlen(id) : 0;
+        if (!st || n == 0 || n > SLOT_HOLD_ARG_BYTES_MAX || !json_is_integer(qty) || json_integer_value(qty) < 0) {
+            good = false;
+            break;
+        }
+        bench_cart_item *it = &r->cart[i];
+        memcpy(it->hold, id, n + 1);
+        it->hold_len = (uint32_t)n;
+        it->qty = json_integer_value(qty) > UINT32_MAX ? UINT32_MAX : (uint32_t)json_integer_value(qty);
+        it->expires_at_ms = json_is_integer(exp) && json_integer_value(exp) > 0 ? (uint64_t)json_integer_value(exp) : 0;
+        it->held = strcmp(st, "held") == 0;
+        r->ncart = (uint32_t)i + 1;
+    }
+    json_decref(root);
+    if (!good)
+        r->ncart = 0;
+    return good;
+}
+
 /* The slow path: the client library's parser. */
 static int slow_parse(const char *line, size_t len, bench_result *r)
 {
@@ -164,8 +195,9 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     r->hold_len = (uint32_t)strlen(rep.hold);
     memcpy(r->hold, rep.hold, r->hold_len + 1);
     snprintf(r->primary, sizeof(r->primary), "%s", rep.primary);
+    bool cart_ok = rep.nholds == 0 || (rep.line && cart_holds(rep.line, r));
     slot_reply_clear(&rep);
-    return 0;
+    return cart_ok ? 0 : -1;
 }
 
 int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)

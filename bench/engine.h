@@ -58,6 +58,7 @@ typedef struct bench_event {
 /* Counters of one phase. */
 typedef struct bench_counters {
     uint64_t scheduled, sent, answered;
+    uint64_t carts;                 /* hot-release --cart: held carts (holds counts each item's hold) */
     uint64_t holds, held_units, sold_out, confirmed, released, expired, abandoned;
     uint64_t replays, unexpected, bad_sold_out;  /* bad_sold_out: sold_out with available >= qty */
     uint64_t tail_seen;             /* sold_out answers after the sell-out */
@@ -94,6 +95,7 @@ typedef struct bench_phase {
     bool zipf;                      /* pick events by popularity (else event_first) */
     bool ledger;                    /* remember held answers for the ledger check */
     bool unique_users;              /* a new user for every hold even with --users */
+    uint8_t cart;                   /* > 1: every hold is a cart of events event_first..+cart-1 (hold_many) */
     uint64_t tail;                  /* stop after the sell-out and this many sold_out answers; UINT64_MAX: never */
     /* closed loop: the next request for c (false: none now). */
     bool (*next)(bench_run *run, bench_conn *c, bench_ticket *t);

@@ -86,7 +86,9 @@
 #define BENCH_EXPIRE_ROUNDS_MAX 64                  /* admin expire calls after a churn run (each bounded by the server) */
 #define BENCH_EXPIRE_MARGIN_MS 50                   /* churn: wait this long past the last expires_at */
 #define BENCH_LATE_MARGIN_MS 100                    /* churn: a late payer pays this long (plus a think time) after hold_ttl_ms */
-#define BENCH_REQ_BYTES 512                         /* one encoded request; get_hold is the longest */
+#define BENCH_REQ_BYTES 512                         /* one encoded request; get_hold is the longest ... */
+#define BENCH_CART_REQ_BYTES (96 + SLOT_CART_ITEMS_MAX * (SLOT_EVENT_BYTES_MAX + 32)) /* ... but for a hold_many */
+#define BENCH_CART_DEFAULT 1                        /* hot-release --cart: events per cart; 1 = plain holds */
 /* Following the primary (drv_slotd.c): a connection whose request met not_primary,
  * unavailable, a close or silence is opened again (on the primary, or the next
  * host) and its requests in flight are sent again with the same keys. */

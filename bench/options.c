@@ -54,7 +54,7 @@ enum {
     O_HOST = 256, O_PORT, O_TOKEN, O_TARGET, O_REMOTE, O_EVENT, O_CONNS, O_PIPELINE, O_QTY, O_CAPACITY,
     O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_OPENS_IN, O_RATE, O_CONFIRM,
     O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP, O_MEMBERS,
-    O_EXTEND, O_PARTIAL, O_LATE,
+    O_EXTEND, O_PARTIAL, O_LATE, O_CART,
 };
 
 #define ALL 0x1fu
@@ -114,6 +114,9 @@ static const struct opt_def {
                 "seconds of the same load on a separate event first, not measured"),
     OPT_UINT("tail", "N", O_TAIL, ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_MULTI_EVENT), tail, 0, BENCH_TAIL_MAX,
              "sold_out answers to collect after the sell-out"),
+    OPT_UINT("cart", "K", O_CART, ONLY(BENCH_HOT_RELEASE), cart, 1, SLOT_CART_ITEMS_MAX,
+             "each buyer holds a cart of K events at once (one hold_many request; K events NAME-<i> of --capacity "
+             "each, all or nothing); 1 = plain holds of one event"),
     OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE), opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
                 "create the event with its sale opening S seconds ahead (opens_at), and send every "
                 "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
@@ -184,6 +187,7 @@ static void defaults(bench_config *c, bench_scenario s)
     c->think_max_ms = BENCH_THINK_MAX_MS_DEFAULT;
     c->hold_ttl_ms = s == BENCH_CHURN ? BENCH_HOLD_TTL_MS_CHURN_DEFAULT : 0;
     c->events = s == BENCH_MULTI_EVENT ? BENCH_EVENTS_DEFAULT : 1;
+    c->cart = BENCH_CART_DEFAULT;
     c->zipf_exponent = BENCH_ZIPF_EXPONENT_DEFAULT;
     c->qty.n = 1;
     c->qty.qty[0] = c->qty.cum[0] = c->qty.min = c->qty.max = 1;
@@ -676,6 +680,8 @@ static bool report_path_writable(const char *path)
 /* Relations between options, once all are read. 0 or BENCH_EXIT_USAGE. */
 static int cross_checks(bench_config *c, uint32_t v11_given)
 {
+    if (c->scenario == BENCH_HOT_RELEASE)
+        c->events = c->cart; /* one event per cart item */
     if (c->scenario == BENCH_CHURN && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
                            c->release_pct, c->abandon_pct);
@@ -701,6 +707,8 @@ static int cross_checks(bench_config *c, uint32_t v11_given)
     if (sells_out && c->users > 0 && c->max_per_user > 0 && c->users < (units + c->max_per_user - 1) / c->max_per_user)
         return usage_error(c, "%" PRIu64 " users x max %" PRIu64 " each cannot buy %" PRIu64 " units: it would never sell out",
                            c->users, c->max_per_user, units);
+    if (c->target == BENCH_TARGET_REDIS && c->cart > 1)
+        return usage_error(c, "--cart needs slotd's hold_many; the redis target has none");
     if (c->target == BENCH_TARGET_REDIS && c->opens_in_ms > 0)
         return usage_error(c, "--opens-in needs slotd's sale windows; the redis target has none");
     if (c->target == BENCH_TARGET_REDIS) {
@@ -790,6 +798,8 @@ json_t *bench_config_json(const bench_config *c)
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
     if (c->scenario == BENCH_HOT_RELEASE)
         json_object_set_new(o, "opens_in_s", json_real(c->opens_in_ms / 1e3));
+    if (c->scenario == BENCH_HOT_RELEASE)
+        json_object_set_new(o, "cart", json_integer(c->cart));
     if (c->scenario == BENCH_OPEN_LOOP)
         json_object_set_new(o, "rate", json_real(c->rate_per_s));
     if (c->scenario == BENCH_CHURN) {

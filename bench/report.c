@@ -60,8 +60,8 @@ static void print_head(const bench_report *r, FILE *f)
             jstr(r->server, "version"), c->host, (unsigned)c->port);
     fprintf(f, "  setup             %s%s, capacity %" PRIu64 "%s, %u shards, qty %s, %u connections x pipeline %u, seed %" PRIu64
                "\n",
-            c->scenario == BENCH_MULTI_EVENT ? "events " : "event ", c->event,
-            c->capacity, c->scenario == BENCH_MULTI_EVENT ? " each" : "", c->shards, c->qty.text, c->connections,
+            c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? "events " : "event ", c->event,
+            c->capacity, c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? " each" : "", c->shards, c->qty.text, c->connections,
             c->pipeline, c->seed);
     if (c->scenario == BENCH_MULTI_EVENT)
         fprintf(f, "                    %u events, Zipf s=%.2f\n", c->events, c->zipf_exponent);
@@ -83,6 +83,9 @@ static void print_counts(const bench_report *r, FILE *f)
             n->sent, r->run_s, r->requests_per_s);
     fprintf(f, "  holds             %" PRIu64 " (%" PRIu64 " units): %.0f holds/s%s\n", n->holds, n->held_units,
             r->holds_per_s, r->sellout_s > 0 ? " until the sell-out" : "");
+    if (c->scenario == BENCH_HOT_RELEASE && c->cart > 1)
+        fprintf(f, "  carts             %" PRIu64 " of %u events each (%" PRIu64 " holds): %.0f carts/s\n", n->carts,
+                c->cart, n->carts * c->cart, r->holds_per_s / c->cart);
     fprintf(f, "  sold_out          %" PRIu64 ": %.0f answers/s\n", n->sold_out, r->sold_out_per_s);
     if (r->sellout_s > 0)
         fprintf(f, "  time to sell out  %.3f s\n", r->sellout_s);
@@ -235,6 +238,8 @@ static json_t *counters_json_base(const bench_report *r)
         json_object_set_new(o, "first_second_ms",
                             json_pack("{s:f, s:f, s:f, s:I}", "p50", r->first_p50_ms, "p99", r->first_p99_ms, "max",
                                       r->first_max_ms, "count", (json_int_t)r->run->first_ns->count));
+    if (o && r->run->cfg->scenario == BENCH_HOT_RELEASE && r->run->cfg->cart > 1)
+        json_object_set_new(o, "carts", json_pack("{s:I, s:i}", "held", (json_int_t)n->carts, "items", (int)r->run->cfg->cart));
     if (o && r->run->cfg->scenario == BENCH_CHURN)
         json_object_set_new(o, "churn",
                             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "extends", (json_int_t)n->extends,

@@ -96,7 +96,7 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
         bool warm = i == cfg->events;
         if (warm)
             snprintf(e->name, sizeof(e->name), "%.*s-warmup", BENCH_EVENT_BYTES_MAX, cfg->event);
-        else if (cfg->scenario == BENCH_MULTI_EVENT)
+        else if (cfg->scenario == BENCH_MULTI_EVENT || cfg->cart > 1)
             snprintf(e->name, sizeof(e->name), "%.*s-%u", BENCH_EVENT_BYTES_MAX, cfg->event, (unsigned)(uint16_t)i);
         else
             snprintf(e->name, sizeof(e->name), "%s", cfg->event);

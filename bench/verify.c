@@ -188,6 +188,35 @@ static void ledger_totals(const bench_run *run, bench_verdict *v)
     free(sums);
 }
 
+/* hot-release --cart: every acknowledged cart's holds (K consecutive ledger entries, events
+ * 0..K-1) all held, and every event showing the same units held: all or nothing. */
+static void carts_whole(const bench_run *run, const bench_counters *n, bench_verdict *v)
+{
+    uint32_t k = run->cfg->cart;
+    if (run->cfg->scenario != BENCH_HOT_RELEASE || k < 2)
+        return;
+    const bench_ledger *l = &run->ledger;
+    if (l->n != n->carts * k) {
+        bench_problem(v, "the ledger has %zu holds for %" PRIu64 " carts of %u", l->n, n->carts, k);
+        return;
+    }
+    uint64_t broken = 0;
+    for (size_t c = 0; c < n->carts; c++) {
+        uint32_t held = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            const bench_hold *h = &l->holds[c * k + i];
+            held += h->event == i && h->seen == SLOT_HOLD_HELD;
+        }
+        broken += held != k;
+    }
+    if (broken)
+        bench_problem(v, "%" PRIu64 " of %" PRIu64 " carts are not held whole (get_hold)", broken, n->carts);
+    for (uint32_t i = 1; i < k; i++)
+        if (v->views[i].held != v->views[0].held)
+            bench_problem(v, "%s shows %" PRIu64 " units held, %s %" PRIu64 ": a cart held in part", run->events[i].name,
+                          v->views[i].held, run->events[0].name, v->views[0].held);
+}
+
 int bench_verify(bench_run *run, bench_verdict *v)
 {
     bench_counters n = run->n; /* the measured phase's; the ledger phase resets run->n */
@@ -210,5 +239,6 @@ int bench_verify(bench_run *run, bench_verdict *v)
     if (l->mismatches)
         bench_problem(v, "%" PRIu64 " of %zu holds differ (first: %s)", l->mismatches, l->n, l->first_mismatch);
     ledger_totals(run, v);
+    carts_whole(run, &n, v);
     return 0;
 }

@@ -13,6 +13,7 @@ void bench_result_clear(bench_result *r)
     r->primary[0] = 0;
     r->replaces[0] = 0;
     r->replaced_by[0] = 0;
+    r->ncart = 0;
 }
 
 bool bench_result_status(const char *s, size_t n, bench_result *r)

@@ -35,7 +35,16 @@ typedef struct bench_ticket {
     uint8_t op;             /* bench_op */
     uint8_t tries;          /* sends after the first (following the primary; capped at 255): a replay is then expected */
     uint8_t flags;          /* confirm: BENCH_TICKET_* */
+    uint8_t cart;           /* hold: 0 or 1 a plain hold; 2..SLOT_CART_ITEMS_MAX a hold_many of events event..event+cart-1, qty each */
 } bench_ticket;
+
+/* One hold of a hold_many answer ("holds", in request order). */
+typedef struct bench_cart_item {
+    char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
+    uint32_t hold_len, qty;
+    uint64_t expires_at_ms;
+    bool held;                      /* its status is "held" */
+} bench_cart_item;
 
 /* An answer, whichever target gave it. */
 typedef struct bench_result {
@@ -53,6 +62,8 @@ typedef struct bench_result {
     char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold: the hold a reacquire made in its place ("" none) */
     char text[160];                 /* !ok: the server's message (for reports) */
     char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* not_primary: the primary's "H:P" ("" unknown) */
+    uint32_t ncart;                 /* hold_many held: entries of cart (0 otherwise) */
+    bench_cart_item cart[SLOT_CART_ITEMS_MAX];
 } bench_result;
 
 /* bench_result_clear — r as an answer that says nothing yet (every flag false, empty strings). */

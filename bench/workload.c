@@ -75,6 +75,7 @@ static void new_hold(bench_run *run, bench_conn *c, bench_ticket *t)
     t->qty = (uint16_t)bench_qty_pick(&cfg->qty, bench_rand(&c->rng));
     t->user = cfg->users > 0 && !ph->unique_users ? bench_rand(&c->rng) % cfg->users : run->next_user++;
     t->key = run->next_key++;
+    t->cart = ph->cart > 1 ? ph->cart : 0;
 }
 
 static bool hold_next(bench_run *run, bench_conn *c, bench_ticket *t)
@@ -127,6 +128,39 @@ static long held_answer(bench_run *run, const bench_ticket *t, const bench_resul
     return idx;
 }
 
+/* A held cart: every item held, in request order, on the ticket's events with its qty;
+ * each item's hold into the ledger (consecutive entries), tallied as a hold of its event. */
+static void cart_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+{
+    bool whole = r->ncart == t->cart;
+    for (uint32_t i = 0; whole && i < r->ncart; i++)
+        whole = r->cart[i].held && r->cart[i].qty == t->qty;
+    if (!whole) {
+        run->n.unexpected++;
+        return;
+    }
+    run->n.carts++;
+    for (uint32_t i = 0; i < r->ncart; i++) {
+        const bench_cart_item *it = &r->cart[i];
+        bench_ticket item = *t;
+        item.event = (uint16_t)(t->event + i);
+        item.cart = 0;
+        bench_event *e = &run->events[item.event];
+        run->n.holds++;
+        run->n.held_units += t->qty;
+        e->holds++;
+        e->held_units += t->qty;
+        e->out_units += t->qty;
+        if (run->phase->ledger && bench_ledger_add_hold(&run->ledger, it->hold, it->hold_len, t->user, item.event, t->qty,
+                                                        SLOT_HOLD_HELD, it->expires_at_ms) < 0)
+            bench_fail(run, BENCH_EXIT_FAILED, "the ledger is full (%u holds) or out of memory: use a smaller run",
+                       BENCH_LEDGER_MAX);
+        sellout_check(run, e, now_ns);
+    }
+    if (run->events_sold == measured_events(run) && run->phase->tail == 0)
+        bench_stop(run, "sold out");
+}
+
 /* Classify a hold answer. Returns 1 held, 0 sold_out, -1 anything else (counted). */
 static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns, long *idx)
 {
@@ -141,6 +175,11 @@ static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result
     if (r->sold_out) {
         sold_out_answer(run, t, r, now_ns);
         return 0;
+    }
+    if (t->cart > 1) {
+        cart_answer(run, t, r, now_ns);
+        *idx = -1;
+        return 1;
     }
     if (!r->has_status || r->status != SLOT_HOLD_HELD || r->qty != t->qty || r->hold_len == 0) {
         run->n.unexpected++;
@@ -534,7 +573,8 @@ bench_phase bench_workload_phase(const bench_run *run)
         .name = cfg->name, .conns = cfg->connections, .pipeline = cfg->pipeline,
         .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0, .requests_max = cfg->requests,
         .duration_ms = cfg->duration_ms, .measure = true, .event_first = 0, .event_count = (uint16_t)cfg->events,
-        .zipf = cfg->scenario == BENCH_MULTI_EVENT, .ledger = true, .tail = sells ? cfg->tail : UINT64_MAX,
+        .zipf = cfg->scenario == BENCH_MULTI_EVENT, .ledger = true,
+        .cart = cfg->scenario == BENCH_HOT_RELEASE && cfg->cart > 1 ? (uint8_t)cfg->cart : 0, .tail = sells ? cfg->tail : UINT64_MAX,
         .next = churn ? churn_next : hold_next, .on_result = churn ? churn_on_result : hold_on_result,
     };
 }

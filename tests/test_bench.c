@@ -29,6 +29,7 @@ TEST_DECLARE(bench_churn)
 TEST_DECLARE(bench_churn_extend_partial_late)
 TEST_DECLARE(bench_sold_out)
 TEST_DECLARE(bench_multi_event)
+TEST_DECLARE(bench_hot_release_cart)
 TEST_DECLARE(bench_warmup_and_bounds)
 TEST_DECLARE(bench_verification_catches_a_lying_server)
 TEST_DECLARE(bench_redis_target)
@@ -42,6 +43,7 @@ TEST_LIST_START
     TEST_ENTRY(bench_churn_extend_partial_late)
     TEST_ENTRY(bench_sold_out)
     TEST_ENTRY(bench_multi_event)
+    TEST_ENTRY(bench_hot_release_cart)
     TEST_ENTRY(bench_warmup_and_bounds)
     TEST_ENTRY(bench_verification_catches_a_lying_server)
     TEST_ENTRY(bench_redis_target)
@@ -432,6 +434,51 @@ TEST_IMPL(bench_multi_event)
     const char *args[] = {"multi-event", "--port", port_arg(srv.port), "--events", "4", "--capacity", "300",
                           "--qty", "1:70,2:20,4:10", "--tail", "200", "--connections", "16", "--pipeline", "2", NULL};
     expect_pass(args);
+    stop();
+}
+
+/* hot-release --cart 2: every cart one hold_many of two events; each event sells exactly its
+ * capacity, a cart holds both items (carts x 2 = holds), and verification passes. */
+TEST_IMPL(bench_hot_release_cart)
+{
+    start();
+    char json[600];
+    snprintf(json, sizeof(json), "%s/cart.json", tmp);
+    const char *args[] = {"hot-release", "--port", port_arg(srv.port), "--cart", "2", "--capacity", "500",
+                          "--event", "cart", "--connections", "16", "--pipeline", "2", "--json", json, NULL};
+    expect_pass(args);
+    json_error_t e;
+    json_t *root = json_load_file(json, 0, &e);
+    if (!root)
+        T_FAIL_("%s: line %d: %s", json, e.line, e.text);
+    json_t *res = json_object_get(root, "results");
+    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(root, "config"), "cart")), 2);
+    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(res, "carts"), "held")), 500);
+    ASSERT_EQ(json_integer_value(json_object_get(res, "holds")), 1000);
+    json_t *events = json_object_get(root, "events");
+    ASSERT_EQ(json_array_size(events), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *ev = json_array_get(events, i);
+        char name[16];
+        snprintf(name, sizeof(name), "cart-%zu", i);
+        const char *got = json_string_value(json_object_get(ev, "event"));
+        ASSERT(got && strcmp(got, name) == 0);
+        ASSERT_EQ(json_integer_value(json_object_get(ev, "held_units")), 500);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(ev, "server"), "held")), 500);
+    }
+    json_t *ledger = json_object_get(json_object_get(root, "verification"), "ledger");
+    ASSERT_EQ(json_integer_value(json_object_get(ledger, "holds")), 1000);
+    ASSERT_EQ(json_integer_value(json_object_get(ledger, "mismatches")), 0);
+    json_decref(root);
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    const char *too_many[] = {"hot-release", "--port", port_arg(srv.port), "--cart", "17", NULL};
+    ASSERT_EQ(run_bench(too_many, out), 64);
+    const char *none[] = {"hot-release", "--port", port_arg(srv.port), "--cart", "0", NULL};
+    ASSERT_EQ(run_bench(none, out), 64);
+    const char *not_here[] = {"multi-event", "--port", port_arg(srv.port), "--cart", "2", NULL};
+    ASSERT_EQ(run_bench(not_here, out), 64);
+    free(out);
     stop();
 }
 
