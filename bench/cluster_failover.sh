@@ -13,7 +13,7 @@
 #   bench/cluster_failover.sh [ROUNDS]        (default 20, 1..200)
 #
 # Node flags: SLOT_BENCH_NODE_FLAGS (default: none, slotd's defaults); load:
-# SLOT_BENCH_LOAD (default "--connections 32 --capacity 60000").
+# SLOT_BENCH_LOAD (default "--connections 32 --capacity 150000").
 # Work folder ./slotd-cluster-failover (wiped first). Exit 0 when nothing was lost.
 set -euo pipefail
 rounds=${1:-20}
@@ -24,7 +24,7 @@ case "$rounds" in '' | *[!0-9]*) echo "usage: bench/cluster_failover.sh [ROUNDS]
 slot_need_packages etcd-server
 slot_build
 read -r -a CL_NODE_FLAGS <<<"${SLOT_BENCH_NODE_FLAGS:-}"
-read -r -a load <<<"${SLOT_BENCH_LOAD:---connections 32 --capacity 60000}"
+read -r -a load <<<"${SLOT_BENCH_LOAD:---connections 32 --capacity 150000}"
 . "$SLOT_ROOT/tools/cluster-lib.sh"
 
 dir=${SLOT_BENCH_DATA:-$PWD/slotd-cluster-failover}
