@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tools/cluster-lib.sh — a private replica set on loopback, for tools/cluster-demo.sh and
 # bench/cluster_*.sh (sourced, after tools/setup.sh). One etcd and three slotd nodes on
 # free loopback ports, all data under one folder; everything is stopped by PID.
@@ -37,8 +38,8 @@ cl_init() {
 }
 
 cl_etcd_start() {
-    local try c p
-    for try in 1 2 3; do
+    local c p
+    for _ in 1 2 3; do
         c=$(cl_free_port); p=$(cl_free_port)
         CL_ETCD="http://127.0.0.1:$c"
         /usr/bin/etcd --name demo --data-dir "$CL_DIR/etcd" --listen-client-urls "$CL_ETCD" \
@@ -46,8 +47,7 @@ cl_etcd_start() {
             --initial-advertise-peer-urls "http://127.0.0.1:$p" --initial-cluster "demo=http://127.0.0.1:$p" \
             >>"$CL_DIR/etcd.log" 2>&1 &
         CL_ETCD_PID=$!
-        local n
-        for n in $(seq 1 200); do
+        for _ in $(seq 1 200); do
             kill -0 "$CL_ETCD_PID" 2>/dev/null || break
             if python3 -c 'import sys, urllib.request
 sys.exit(0 if b"\"health\":\"true\"" in urllib.request.urlopen(sys.argv[1] + "/health", timeout=1).read() else 1)' \
@@ -65,13 +65,13 @@ sys.exit(0 if b"\"health\":\"true\"" in urllib.request.urlopen(sys.argv[1] + "/h
 }
 
 cl_node_start() {
-    local i=$1 n
+    local i=$1
     : >"$CL_DIR/n$i.out"
     "$SLOT_BUILD/slotd" --data "$CL_DIR/n$i" --listen "127.0.0.1:${CL_PORT[$i]}" --durability "$CL_DURABILITY" \
         --cluster "$CL_NAME" --node "n$i" --etcd "$CL_ETCD" --cluster-secret-file "$CL_SECRET" \
         "${CL_NODE_FLAGS[@]}" >"$CL_DIR/n$i.out" 2>>"$CL_DIR/n$i.log" &
     CL_PID[$i]=$!
-    for n in $(seq 1 200); do
+    for _ in $(seq 1 200); do
         grep -q '^listening on' "$CL_DIR/n$i.out" && return 0
         kill -0 "${CL_PID[$i]}" 2>/dev/null || break
         sleep 0.05
