@@ -123,7 +123,7 @@
 #define SLOT_REPL_INFLIGHT_BYTES_MIN 4096ull /* one record always fits an empty window, whatever its size */
 #define SLOT_REPL_INFLIGHT_BYTES_MAX (4ull << 30)
 #define SLOT_REPL_RECORD_BYTES_MIN (SLOT_WSET_HEADER_BYTES + SLOT_WSET_PAYLOAD_MIN_BYTES)
-#define SLOT_REPL_HEARTBEAT_MS_DEFAULT 100   /* --heartbeat-ms */
+#define SLOT_REPL_HEARTBEAT_MS_DEFAULT 50    /* --heartbeat-ms: a tenth of the failover timeout, so a lost beat or two is no failover */
 #define SLOT_REPL_HEARTBEAT_MS_MIN 1
 #define SLOT_REPL_HEARTBEAT_MS_MAX 60000
 #define SLOT_REPL_HANDSHAKE_MS_DEFAULT 5000
