@@ -566,7 +566,7 @@ static void ns_setup(void)
     }
 }
 
-static char listen_arg[NODES][32];
+static char listen_arg[NODES][sizeof(((node *)0)->host) + 8]; /* host + ":7400" */
 
 /*
  * (g) The primary's link cut (ip link set down on its veth) and restored,
