@@ -53,6 +53,10 @@ typedef struct bench_driver {
     int (*check)(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen);
     int (*expire)(bench_admin *a, const char *event, uint64_t *expired, char *err, size_t errlen);
     int (*stats)(bench_admin *a, json_t **stats, char *err, size_t errlen);
+    /* optional (NULL: a target of one node): move the admin connection to the
+     * primary before verification; and "H:P" of the node it is on (borrowed). */
+    int (*to_primary)(bench_admin *a, char *err, size_t errlen);
+    const char *(*node)(const bench_admin *a);
 } bench_driver;
 
 #endif

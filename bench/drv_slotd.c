@@ -580,4 +580,6 @@ const bench_driver bench_driver_slotd = {
     .check = bench_slotd_check,
     .expire = bench_slotd_expire,
     .stats = bench_slotd_stats,
+    .to_primary = bench_slotd_admin_to_primary,
+    .node = bench_slotd_admin_node,
 };

@@ -27,6 +27,10 @@ int bench_slotd_event(bench_admin *a, const char *event, bench_view *v, char *er
 int bench_slotd_check(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen);
 int bench_slotd_expire(bench_admin *a, const char *event, uint64_t *expired, char *err, size_t errlen);
 int bench_slotd_stats(bench_admin *a, json_t **stats, char *err, size_t errlen);
+/* bench_slotd_admin_to_primary — with several --host values, move the admin
+ * connection to the node that says (cluster op) it is the primary, waiting up to
+ * BENCH_ADMIN_PRIMARY_WAIT_MS; one --host: nothing. 0 or an exit status with err. */
+int bench_slotd_admin_to_primary(bench_admin *a, char *err, size_t errlen);
 /* bench_slotd_admin_peer — the socket address hello's answer came from: where the load starts. */
 const struct sockaddr_storage *bench_slotd_admin_peer(const bench_admin *a);
 /* bench_slotd_admin_node — that node as "H:P" (borrowed until the next admin call). */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "drv_slotd.h"
 #include "exit.h"
@@ -57,13 +58,17 @@ void bench_slotd_admin_close(bench_admin *a)
     free(a);
 }
 
-/* The follower of every --host, with the token. 0 or an exit status. */
-static int admin_follow(bench_admin *a, char *err, size_t errlen)
+/* The follower of every --host, with the token; `first` ("H:P", or NULL) is
+ * put before them, and left out of them. 0 or an exit status. */
+static int admin_follow(bench_admin *a, const char *first, char *err, size_t errlen)
 {
     const bench_config *cfg = a->cfg;
-    char list[BENCH_HOSTS_MAX * sizeof(cfg->hosts[0])] = "";
+    char list[(BENCH_HOSTS_MAX + 1) * sizeof(cfg->hosts[0])] = "";
+    if (first)
+        snprintf(list, sizeof(list), "%s", first);
     for (uint32_t i = 0; i < cfg->nhosts; i++)
-        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? "," : "", cfg->hosts[i]);
+        if (!first || strcmp(first, cfg->hosts[i]) != 0)
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", list[0] ? "," : "", cfg->hosts[i]);
     slot_follow_opts o;
     slot_follow_opts_default(&o);
     o.token = cfg->token;
@@ -93,7 +98,7 @@ int bench_slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err
         return BENCH_EXIT_FAILED;
     }
     a->cfg = cfg;
-    int rc = admin_follow(a, err, errlen);
+    int rc = admin_follow(a, NULL, err, errlen);
     slot_req req;
     slot_reply r;
     memset(&r, 0, sizeof(r));
@@ -120,6 +125,64 @@ int bench_slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err
     }
     *out = a;
     return 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+/* A replica answers reads (event, check, stats) from its applied state, and
+ * slot_follow stays on whichever node last answered: after a failover, or
+ * after a reconnect that tried the next --host, that may be a replica. With
+ * several --host values, ask `cluster` (docs/protocol.md, "Clients following
+ * the primary") and move to the primary it names, until a node says it is
+ * the primary, for at most BENCH_ADMIN_PRIMARY_WAIT_MS (a new primary may
+ * still be taking over). One --host: nothing is asked. 0 or an exit status. */
+int bench_slotd_admin_to_primary(bench_admin *a, char *err, size_t errlen)
+{
+    if (a->cfg->nhosts <= 1)
+        return 0;
+    char last[400] = "nothing was asked";
+    for (int waited_ms = 0;; waited_ms += BENCH_ADMIN_PRIMARY_PAUSE_MS) {
+        slot_reply r;
+        int rc = slot_follow_call_line(a->f, SLOT_CLUSTER_REQ_LINE, strlen(SLOT_CLUSTER_REQ_LINE), &r);
+        const char *node = slot_follow_node(a->f);
+        if (rc < 0) {
+            snprintf(last, sizeof(last), "%s", slot_follow_error(a->f));
+        } else if (r.ok && (strcmp(r.role, "primary") == 0 || strcmp(r.role, "standalone") == 0)) {
+            slot_reply_clear(&r);
+            return 0;
+        } else if (!r.ok && r.err == SLOT_E_UNKNOWN_OP) {
+            slot_reply_clear(&r); /* a slotd without replica sets: a standalone server */
+            return 0;
+        } else if (r.ok && r.primary[0] && strcmp(r.primary, node) != 0) {
+            char primary[sizeof(r.primary)];
+            snprintf(primary, sizeof(primary), "%s", r.primary);
+            slot_follow *old = a->f;
+            if (admin_follow(a, primary, err, errlen) != 0) {
+                a->f = old; /* a primary's address slot_follow does not take: stay */
+                snprintf(last, sizeof(last), "%s names the primary %s: %s", node, primary, err);
+            } else {
+                slot_follow_free(old);
+                slot_reply_clear(&r);
+                continue; /* ask the primary at once */
+            }
+        } else if (r.ok) {
+            snprintf(last, sizeof(last), "%s is %s%s%s", node, r.role, r.primary[0] ? ", primary " : ", no primary known",
+                     r.primary);
+        } else {
+            snprintf(last, sizeof(last), "%s: cluster: %s: %s", node, r.error, r.message);
+        }
+        slot_reply_clear(&r);
+        if (waited_ms >= BENCH_ADMIN_PRIMARY_WAIT_MS) {
+            snprintf(err, errlen, "no primary after %d ms; last: %s", waited_ms, last);
+            return BENCH_EXIT_CONNECTION;
+        }
+        sleep_ms(BENCH_ADMIN_PRIMARY_PAUSE_MS);
+    }
 }
 
 int bench_slotd_server_info(bench_admin *a, json_t **info, char *err, size_t errlen)

@@ -99,6 +99,10 @@
 #define BENCH_FOLLOW_ATTEMPTS_MAX 64                /* reconnects of one connection without an answer in between */
 #define BENCH_FOLLOW_DEADLINE_MS 30000              /* ... and for at most this long: then the run fails */
 #define BENCH_FOLLOW_ADMIN_SENDS_PER_HOST 6         /* an admin call: sends per --host (slot_follow's bound) */
+/* Before verification and the 'after' stats (several --host values): the admin
+ * connection moves to the node whose cluster op says primary (drv_slotd_admin.c). */
+#define BENCH_ADMIN_PRIMARY_WAIT_MS 5000            /* a failover takes about 1 s; a new primary may be catching up */
+#define BENCH_ADMIN_PRIMARY_PAUSE_MS 100            /* between cluster asks that found no primary */
 
 _Static_assert(BENCH_VERIFY_PIPELINE <= BENCH_PIPELINE_MAX, "verification pipeline above the server's bound");
 _Static_assert(BENCH_HOLD_TTL_MS_MAX >= SLOT_HOLD_TTL_MS_MIN, "--hold-ttl-ms has an empty range");

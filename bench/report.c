@@ -149,6 +149,12 @@ static void print_server(const bench_report *r, FILE *f)
         fprintf(f, "  server batches    n/a (%s has no group commit stats)\n", r->run->drv->name);
         return;
     }
+    if (r->stats_nodes_differ) { /* a difference of two nodes' counters means nothing */
+        fprintf(f, "  server batches    n/a (the primary changed during the run)\n");
+        fprintf(f, "  server commits    n/a (the primary changed during the run)\n");
+        fprintf(f, "  server latency us n/a (the primary changed during the run)\n");
+        return;
+    }
     json_int_t commits = jint(a, "commits", NULL) - jint(b, "commits", NULL);
     json_int_t writes = 0;
     static const char *const write_ops[] = {"hold", "confirm", "release", "extend"};
@@ -333,6 +339,8 @@ static json_t *report_json(const bench_report *r)
     if (root)
         json_object_set_new(root, "server_stats",
                             json_pack("{s:O?, s:O?}", "before", r->stats_before, "after", r->stats_after));
+    if (root && r->stats_nodes_differ) /* before and after are two nodes' counters */
+        json_object_set_new(json_object_get(root, "server_stats"), "primary_changed", json_true());
     return root;
 }
 

@@ -22,6 +22,7 @@
 #include "util.h"
 #include "verify.h"
 #include "workload.h"
+#include "slot/client.h"
 
 static const bench_driver *driver_of(const bench_config *cfg)
 {
@@ -111,18 +112,22 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
     return 0;
 }
 
-/* Stats of the target (slotd: the stats op). Failure is reported, not fatal. */
-static json_t *stats_now(bench_run *run)
+/* Stats of the target (slotd: the stats op), and into node (cap bytes) the node
+ * that answered ("" when the driver does not say). Failure is reported, not fatal. */
+static json_t *stats_now(bench_run *run, char *node, size_t cap)
 {
     json_t *s = NULL;
     char err[512];
     if (run->drv->stats(run->admin, &s, err, sizeof(err)) != 0)
         fprintf(stderr, "slot-bench: %s\n", err);
+    snprintf(node, cap, "%s", run->drv->node ? run->drv->node(run->admin) : "");
     return s;
 }
 
-/* Warm-up, prefill, the measured phase. 0 or an exit status. */
-static int load(bench_run *run, json_t **before, json_t **after, const char **stopped)
+/* Warm-up, prefill, the measured phase; then (several --host values) the admin
+ * connection moves to the primary, for the 'after' stats and verification.
+ * *nodes_differ: before and after stats came from different nodes. 0 or an exit status. */
+static int load(bench_run *run, json_t **before, json_t **after, bool *nodes_differ, const char **stopped)
 {
     const bench_config *cfg = run->cfg;
     int rc = bench_engine_open(run);
@@ -139,14 +144,22 @@ static int load(bench_run *run, json_t **before, json_t **after, const char **st
     }
     if (run->fatal[0])
         return run->fatal_exit;
-    *before = stats_now(run);
+    char node_before[SLOT_CLIENT_ADDR_BYTES_MAX + 1], node_after[SLOT_CLIENT_ADDR_BYTES_MAX + 1];
+    *before = stats_now(run, node_before, sizeof(node_before));
     if (run->opens_at_ms > 0)
         bench_sleep_until_wall_ms(run->opens_at_ms); /* every connection's first hold goes at the opening */
     if (run->opens_at_ms > 0)
         run->opening_lag_ms = bench_wall_ms() - run->opens_at_ms;
     rc = bench_engine_phase(run, &main);
+    char err[512];
+    int prc = run->drv->to_primary && !run->fatal[0] ? run->drv->to_primary(run->admin, err, sizeof(err)) : 0;
+    if (prc) {
+        bench_fail(run, prc, "before verification: %s", err);
+        rc = rc ? rc : prc;
+    }
     *stopped = run->fatal[0] ? run->fatal : run->stop_reason ? run->stop_reason : "-";
-    *after = stats_now(run);
+    *after = stats_now(run, node_after, sizeof(node_after));
+    *nodes_differ = strcmp(node_before, node_after) != 0;
     return rc;
 }
 
@@ -175,7 +188,8 @@ static int run_and_report(bench_run *run, json_t *server)
     bench_verdict *verdict = calloc(1, sizeof(*verdict));
     if (!verdict)
         return BENCH_EXIT_FAILED;
-    int rc = load(run, &before, &after, &stopped);
+    bool nodes_differ = false;
+    int rc = load(run, &before, &after, &nodes_differ, &stopped);
     bench_counters measured = run->n;
     char stop_copy[sizeof(run->fatal)];
     snprintf(stop_copy, sizeof(stop_copy), "%s", stopped);
@@ -184,7 +198,8 @@ static int run_and_report(bench_run *run, json_t *server)
         vrc = BENCH_EXIT_FAILED;
     run->n = measured;
     bench_report rep = {.run = run, .n = &measured, .verdict = verdict, .server = server,
-                        .stats_before = before, .stats_after = after, .stopped = stop_copy};
+                        .stats_before = before, .stats_after = after,
+                        .stats_nodes_differ = nodes_differ, .stopped = stop_copy};
     int wrc = report(&rep);
     if (run->fatal[0])
         fprintf(stderr, "slot-bench: %s: %s\n", run->cfg->name, run->fatal);

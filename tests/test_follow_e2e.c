@@ -6,7 +6,9 @@
  * whose first node is not the primary, slot-bench with two --host values
  * (the fake first) verifying every hold through the primary, and slot-bench
  * across a kill -9 and restart of its server (connections closed mid-request:
- * the requests in flight go again with the same keys, each key counted once).
+ * the requests in flight go again with the same keys, each key counted once),
+ * and slot-bench verifying on the primary although its admin connection fell
+ * back on a stale replica (the fake answering cluster and event reads).
  * $SLOTCTL and $SLOT_BENCH are the programs under test.
  */
 #include <errno.h>
@@ -28,6 +30,7 @@ TEST_DECLARE(follow_e2e_slotctl_cluster_table)
 TEST_DECLARE(follow_e2e_slotctl_writes_follow_not_primary)
 TEST_DECLARE(follow_e2e_bench_two_hosts_follows_and_verifies)
 TEST_DECLARE(follow_e2e_bench_across_a_restart_counts_each_key_once)
+TEST_DECLARE(follow_e2e_bench_verifies_on_the_primary_not_a_stale_replica)
 
 TEST_LIST_START
     TEST_ENTRY(follow_e2e_slotctl_cluster_on_standalone)
@@ -35,6 +38,7 @@ TEST_LIST_START
     TEST_ENTRY(follow_e2e_slotctl_writes_follow_not_primary)
     TEST_ENTRY(follow_e2e_bench_two_hosts_follows_and_verifies)
     TEST_ENTRY(follow_e2e_bench_across_a_restart_counts_each_key_once)
+    TEST_ENTRY(follow_e2e_bench_verifies_on_the_primary_not_a_stale_replica)
 TEST_LIST_END
 
 #define RUN_TIMEOUT_MS 90000 /* one slotctl or slot-bench run */
@@ -57,6 +61,8 @@ typedef struct fake {
     volatile int stop;
     char primary[64];
     const char *answer;         /* when set: every line is answered with it (a line ending in "\n") */
+    bool stale;                 /* a replica that applied nothing: cluster, stats, check, event answered, the rest not_primary */
+    volatile int clusters;      /* cluster ops answered (stale) */
     volatile int lines;         /* lines answered */
     char first[512];            /* the first line that was not hello */
 } fake;
@@ -73,9 +79,26 @@ static bool fake_serve(fake *fk, int fd, char *buf, size_t *len)
         if (!fk->first[0] && !strstr(start, "\"op\":\"hello\""))
             snprintf(fk->first, sizeof(fk->first), "%.500s", start);
         char reply[1024];
-        if (fk->answer)
+        if (fk->answer) {
             snprintf(reply, sizeof(reply), "%s", fk->answer);
-        else
+        } else if (fk->stale && strstr(start, "\"op\":\"cluster\"")) {
+            snprintf(reply, sizeof(reply),
+                     "{\"ok\":true,\"cluster\":\"sale\",\"node\":\"n2\",\"role\":\"replica\",\"epoch\":1,"
+                     "\"primary\":\"%s\",\"seq\":0,\"members\":[]}\n",
+                     fk->primary);
+            fk->clusters++;
+        } else if (fk->stale && strstr(start, "\"op\":\"stats\"")) {
+            snprintf(reply, sizeof(reply),
+                     "{\"ok\":true,\"requests\":{\"hold\":0},\"commits\":0,\"batch_size\":{\"count\":0,\"mean\":0.0,"
+                     "\"p50\":0,\"p99\":0,\"max\":0},\"latency_us\":{\"count\":0,\"p50\":0,\"p99\":0,\"p999\":0,\"max\":0}}\n");
+        } else if (fk->stale && strstr(start, "\"op\":\"check\"")) {
+            snprintf(reply, sizeof(reply), "{\"ok\":true,\"events\":0,\"holds\":0,\"violations\":[],\"violations_total\":0}\n");
+        } else if (fk->stale && strstr(start, "\"op\":\"event\"")) {
+            snprintf(reply, sizeof(reply),
+                     "{\"ok\":true,\"event\":\"stale\",\"status\":\"on_sale\",\"capacity\":1000000,\"available\":1000000,"
+                     "\"held\":0,\"confirmed\":0,\"shards\":1,\"hold_ttl_ms\":30000,\"max_per_user\":4,"
+                     "\"max_per_request\":4,\"opens_at\":0,\"closes_at\":0,\"max_extensions\":1,\"max_hold_ms\":60000}\n");
+        } else
             snprintf(reply, sizeof(reply),
                      "{\"ok\":false,\"error\":\"not_primary\",\"message\":\"a replica\",\"primary\":\"%s\"}\n",
                      fk->primary);
@@ -376,4 +399,35 @@ TEST_IMPL(follow_e2e_bench_across_a_restart_counts_each_key_once)
     slot_test_server_free(&srv2);
     slot_test_server_free(&srv); /* removes the folder */
     free(out);
+}
+
+/* The admin connection is closed by the primary's --idle-timeout-ms during the
+ * load and opens again on the next --host: the fake, a replica that answers
+ * stats, check and event from a state that has no holds. Before verifying, slot-bench asks
+ * cluster, moves to the primary it names, and verifies there. */
+TEST_IMPL(follow_e2e_bench_verifies_on_the_primary_not_a_stale_replica)
+{
+    slot_test_server srv;
+    const char *const extra[] = {"--idle-timeout-ms", "300", NULL};
+    slot_test_start(&srv, extra);
+    fake fk;
+    fake_start(&fk, srv.port);
+    fk.stale = true;
+    char a[64], b[64], json_path[512], *out = malloc(OUT_BYTES);
+    snprintf(json_path, sizeof(json_path), "%s/report.json", srv.dir);
+    const char *argv[] = {env_path("SLOT_BENCH"), "hot-release", "--host", addr_of(a, sizeof(a), fk.port), "--host",
+                          addr_of(b, sizeof(b), srv.port), "--capacity", "1000000", "--connections", "2", "--pipeline",
+                          "2", "--duration", "2", "--json", json_path, NULL};
+    int rc = run_tool(srv.dir, argv, out);
+    if (rc != 0 || !strstr(out, "verification: passed"))
+        T_FAIL_("slot-bench with a stale replica first exited %d:\n%s", rc, out);
+    ASSERT_GE(fk.clusters, 1); /* the replica was asked who the primary is */
+    ASSERT(strstr(out, "server commits    -") == NULL);
+    json_t *root = json_load_file(json_path, 0, NULL);
+    ASSERT_NOT_NULL(root);
+    ASSERT(json_is_object(json_object_get(json_object_get(root, "server_stats"), "after")));
+    json_decref(root);
+    fake_stop(&fk);
+    free(out);
+    slot_test_stop(&srv);
 }
