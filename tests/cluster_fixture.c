@@ -146,6 +146,7 @@ void node_start(node *n)
     for (size_t e = 0; n->extra[e] && k < 31; e++)
         extra[k++] = n->extra[e];
     extra[k] = NULL;
+    free(n->srv.dir); /* the copy of n->dir a previous start made (a restart after a kill) */
     memset(&n->srv, 0, sizeof(n->srv));
     /* The child inherits this thread's stderr and network namespace at fork. */
     int saved_err = -1, saved_ns = -1;
