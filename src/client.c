@@ -314,8 +314,15 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "by_ms", req->by_ms);
         break;
     case SLOT_OP_RELEASE:
-    case SLOT_OP_GET_HOLD:
         w_hold_fields(w, req);
+        break;
+    case SLOT_OP_GET_HOLD: /* no user (worker, admin: any user's hold): the field is left out, not "" */
+        if (req->user_len > 0) {
+            w_hold_fields(w, req);
+        } else {
+            w_str_field(w, "event", req->event, req->event_len);
+            w_str_field(w, "hold", req->hold, req->hold_len);
+        }
         break;
     case SLOT_OP_CANCEL:
         w_str_field(w, "event", req->event, req->event_len);
