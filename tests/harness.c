@@ -339,3 +339,51 @@ uint64_t slot_test_stat(const slot_test_server *s, const char *name)
     slot_client_close(c);
     return v;
 }
+
+/* See harness.h. */
+#define SLOT_TEST_REFUSED_WAIT_MS 10000
+int slot_test_run_refused(const char *const *args, char *err, size_t errlen)
+{
+    const char *bin = getenv("SLOTD");
+    const char *argv[16] = {bin ? bin : "./slotd"};
+    int argc = 1;
+    for (int i = 0; args[i] && argc < 15; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    int out[2], errp[2];
+    ASSERT_EQ(pipe(out), 0);
+    ASSERT_EQ(pipe(errp), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], STDOUT_FILENO);
+        dup2(errp[1], STDERR_FILENO);
+        close(out[0]);
+        close(errp[0]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(out[1]);
+    close(errp[1]);
+    char buf[256];
+    struct pollfd p = {.fd = out[0], .events = POLLIN};
+    int ready = poll(&p, 1, SLOT_TEST_REFUSED_WAIT_MS);
+    if (ready <= 0 || read(out[0], buf, sizeof buf) > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        T_FAIL_("slotd %s %s %s instead of refusing", args[0], args[1] ? args[1] : "",
+                ready <= 0 ? "neither exited nor listened" : "started");
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    size_t got = 0;
+    ssize_t n;
+    while (got + 1 < errlen && (n = read(errp[0], err + got, errlen - 1 - got)) > 0)
+        got += (size_t)n;
+    err[got] = 0;
+    close(out[0]);
+    close(errp[0]);
+    ASSERT(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}

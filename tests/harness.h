@@ -181,4 +181,10 @@ void slot_test_server_kill9(slot_test_server *s);
 /* slot_test_server_free — remove the folder if owned. */
 void slot_test_server_free(slot_test_server *s);
 
+/* slot_test_run_refused — run $SLOTD with args (NULL-ended, at most 14), which
+ * must exit without listening (a usage or start error): returns its exit
+ * status, its stderr (NUL-terminated, truncated to errlen) in err. Fails the
+ * case when it listens or neither exits nor listens within 10 s. */
+int slot_test_run_refused(const char *const *args, char *err, size_t errlen);
+
 #endif

@@ -379,51 +379,6 @@ TEST_IMPL(auth_failed_hello_logged_without_token)
 
 /* ---- refusals to start */
 
-/* Runs $SLOTD with args, expecting it to refuse to start: returns its exit
- * status, with its stderr in err. A server that prints "listening on"
- * instead is killed at once (it must not take traffic) and the test fails. */
-static int run_refused(const char *const *args, char *err, size_t errlen)
-{
-    const char *bin = getenv("SLOTD");
-    const char *argv[16] = {bin ? bin : "./slotd"};
-    int argc = 1;
-    for (int i = 0; args[i] && argc < 15; i++)
-        argv[argc++] = args[i];
-    argv[argc] = NULL;
-    int out[2], errp[2];
-    ASSERT_EQ(pipe(out), 0);
-    ASSERT_EQ(pipe(errp), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0) {
-        dup2(out[1], STDOUT_FILENO);
-        dup2(errp[1], STDERR_FILENO);
-        close(out[0]);
-        close(errp[0]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    close(errp[1]);
-    char buf[256];
-    struct pollfd p = {.fd = out[0], .events = POLLIN};
-    int ready = poll(&p, 1, TIMEOUT_MS);
-    if (ready <= 0 || read(out[0], buf, sizeof buf) > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        T_FAIL_("slotd %s %s %s instead of refusing", args[0], args[1] ? args[1] : "",
-                ready <= 0 ? "neither exited nor listened" : "started");
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ssize_t n = read(errp[0], err, errlen - 1);
-    err[n > 0 ? n : 0] = 0;
-    close(out[0]);
-    close(errp[0]);
-    ASSERT(WIFEXITED(st));
-    return WEXITSTATUS(st);
-}
 
 TEST_IMPL(auth_token_file_readable_by_others_refused)
 {
@@ -434,7 +389,7 @@ TEST_IMPL(auth_token_file_readable_by_others_refused)
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         char *path = token_file(dir, modes[i]);
         const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, "--token-file", path, NULL};
-        ASSERT_NE(run_refused(args, err, sizeof err), 0);
+        ASSERT_NE(slot_test_run_refused(args, err, sizeof err), 0);
         if (!strstr(err, "token-file"))
             T_FAIL_("mode %03o: no message naming --token-file: \"%s\"", (unsigned)modes[i], err);
         ASSERT(strstr(err, FRONTEND_TOKEN) == NULL);
@@ -452,7 +407,7 @@ TEST_IMPL(auth_non_loopback_without_tokens_refused)
     static const char *const addrs[] = {"0.0.0.0:0", "[::]:0"};
     for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
         const char *args[] = {"--listen", addrs[i], "--data", dir, NULL};
-        ASSERT_NE(run_refused(args, err, sizeof err), 0);
+        ASSERT_NE(slot_test_run_refused(args, err, sizeof err), 0);
         if (!strstr(err, "insecure") || !strstr(err, "token-file"))
             T_FAIL_("--listen %s: the message should name --token-file and --insecure: \"%s\"", addrs[i], err);
     }

@@ -83,55 +83,6 @@ static bool line_too_long(const slot_test_server *s, size_t total_bytes)
     return too_long;
 }
 
-/*
- * Runs $SLOTD with args (NULL-ended) and expects it to exit without ever
- * listening; returns its exit status, its stderr in err.
- */
-static int run_refused(const char *const *args, char *err, size_t errlen)
-{
-    const char *bin = getenv("SLOTD");
-    const char *argv[16] = {bin ? bin : "./slotd"};
-    int argc = 1;
-    for (int i = 0; args[i] && argc < 15; i++)
-        argv[argc++] = args[i];
-    argv[argc] = NULL;
-    int out[2], errp[2];
-    ASSERT_EQ(pipe(out), 0);
-    ASSERT_EQ(pipe(errp), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0) {
-        dup2(out[1], STDOUT_FILENO);
-        dup2(errp[1], STDERR_FILENO);
-        close(out[0]);
-        close(errp[0]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    close(errp[1]);
-    char buf[256];
-    struct pollfd p = {.fd = out[0], .events = POLLIN};
-    int ready = poll(&p, 1, TIMEOUT_MS);
-    if (ready <= 0 || read(out[0], buf, sizeof buf) > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        T_FAIL_("slotd %s %s %s instead of refusing", args[0], args[1] ? args[1] : "",
-                ready <= 0 ? "neither exited nor listened" : "started");
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    size_t got = 0;
-    ssize_t n;
-    while (got + 1 < errlen && (n = read(errp[0], err + got, errlen - 1 - got)) > 0)
-        got += (size_t)n;
-    err[got] = 0;
-    close(out[0]);
-    close(errp[0]);
-    ASSERT(WIFEXITED(st));
-    return WEXITSTATUS(st);
-}
 
 /* Settings the command line does not give: max-line from the file bounds lines. */
 TEST_IMPL(config_settings_take_effect)
@@ -248,7 +199,7 @@ TEST_IMPL(config_boolean_last_line_counts)
     char data[1024], err[2048];
     snprintf(data, sizeof data, "%s/data", dir);
     const char *args[] = {"--listen", "0.0.0.0:0", "--data", data, "--config", off, NULL};
-    ASSERT_EQ(run_refused(args, err, sizeof err), 1);
+    ASSERT_EQ(slot_test_run_refused(args, err, sizeof err), 1);
     if (!strstr(err, "insecure"))
         T_FAIL_("no message naming --insecure: \"%s\"", err);
     slot_test_rmdir(dir);
@@ -292,7 +243,7 @@ TEST_IMPL(config_errors_name_file_and_line)
         char want[1100], err[4096];
         snprintf(want, sizeof want, "%s:%u:", conf, cases[i].line);
         const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, "--config", conf, NULL};
-        int rc = run_refused(args, err, sizeof err);
+        int rc = slot_test_run_refused(args, err, sizeof err);
         if (rc != 64 || !strstr(err, want) || !strstr(err, cases[i].says))
             T_FAIL_("file \"%s\": exit %d (want 64), stderr \"%s\" (want \"%s\" and \"%s\")", cases[i].text, rc,
                     err, want, cases[i].says);
@@ -324,7 +275,7 @@ TEST_IMPL(config_unreadable_file_is_usage_error)
     const char *paths[] = {missing, dir, binary, big};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, "--config", paths[i], NULL};
-        int rc = run_refused(args, err, sizeof err);
+        int rc = slot_test_run_refused(args, err, sizeof err);
         char want[1100];
         snprintf(want, sizeof want, "--config %s", paths[i]);
         if (rc != 64 || !strstr(err, want))
@@ -349,7 +300,7 @@ TEST_IMPL(config_cluster_flags)
 
     char *conf = write_file(dir, "lone.conf", "node = n1\nheartbeat-ms = 50\n");
     const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, "--config", conf, NULL};
-    int rc = run_refused(args, err, sizeof err);
+    int rc = slot_test_run_refused(args, err, sizeof err);
     if (rc != 64 || !strstr(err, "need --cluster"))
         T_FAIL_("cluster flags without --cluster: exit %d (want 64), stderr \"%s\"", rc, err);
     ASSERT(!file_exists(data, "data.mdb"));
@@ -359,7 +310,7 @@ TEST_IMPL(config_cluster_flags)
              secret);
     conf = write_file(dir, "set.conf", text);
     const char *args2[] = {"--listen", "127.0.0.1:0", "--data", data, "--config", conf, "--cluster", "t", NULL};
-    rc = run_refused(args2, err, sizeof err);
+    rc = slot_test_run_refused(args2, err, sizeof err);
     if (rc != 1 || !strstr(err, "--cluster-secret-file") || !strstr(err, secret))
         T_FAIL_("cluster flags from the file: exit %d (want 1), stderr \"%s\" (want the secret's path)", rc, err);
     free(conf);
