@@ -589,6 +589,7 @@ int slot__cluster_start(server *s)
     s->clu_up = (slot__cluster_hooks){
         .write_gate = slot__clu_write_gate, .read_gate = slot__clu_read_gate, .job_run = job_run,
         .job_done = job_done, .cluster_json = slot__clu_cluster_json,
+        .metrics = slot__clu_metrics_get,
     };
     slot__clu_primary_install(c);
     uv_timer_init(s->loop, &c->tick);

@@ -179,3 +179,31 @@ char *slot__clu_cluster_json(server *s)
     json_decref(o);
     return text;
 }
+
+void slot__clu_metrics_get(server *s, slot__clu_metrics *out)
+{
+    clu *c = s->clu;
+    uint64_t now = uv_now(s->loop);
+    out->role = slot__clu_role_name(c->role);
+    out->epoch = c->cfg.epoch;
+    out->applied = c->applied;
+    out->commit_seq = c->commit_seq > c->applied || c->role == CLU_REPLICA ? c->commit_seq : c->applied;
+    out->nmembers = 0;
+    if (c->role != CLU_PRIMARY && c->role != CLU_PROMOTING)
+        return;
+    slot_repl_peer_info pi[SLOT_CLUSTER_MEMBERS_MAX];
+    size_t np = slot_repl_peers(c->repl, pi, SLOT_CLUSTER_MEMBERS_MAX);
+    for (size_t i = 0; i < c->cfg.nmembers && out->nmembers < SLOT_CLUSTER_MEMBERS_MAX; i++) {
+        const char *id = c->cfg.members[i];
+        clu_node *n = slot__clu_node(c, id, false);
+        if (strcmp(id, c->self) == 0 || !n)
+            continue;
+        slot__clu_member_metrics *m = &out->members[out->nmembers++];
+        snprintf(m->node, sizeof m->node, "%s", id);
+        m->lag_records = c->commit_seq > n->acked ? c->commit_seq - n->acked : 0;
+        m->silence_ms = now - n->last_ack_ms; /* as the cluster op's lag_ms */
+        for (size_t k = 0; k < np && k < SLOT_CLUSTER_MEMBERS_MAX; k++)
+            if (strcmp(pi[k].node_id, id) == 0 && pi[k].ready)
+                m->silence_ms = pi[k].silence_ms;
+    }
+}

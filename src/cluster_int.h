@@ -168,6 +168,8 @@ int slot__clu_node_parse(const uint8_t *v, size_t len, clu_node *n);
 size_t slot__clu_node_json(clu *c, char *buf, size_t cap);
 /* the cluster op (s->clu_up.cluster_json). */
 char *slot__clu_cluster_json(server *s);
+/* the metrics' numbers (s->clu_up.metrics): role, epoch, positions, members' lag. */
+void slot__clu_metrics_get(server *s, slot__clu_metrics *out);
 /* split "H:P" into host and port; 0 or -1. */
 int slot__clu_split_addr(const char *addr, char *host, size_t cap, int *port);
 const char *slot__clu_role_name(clu_role r);

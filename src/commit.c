@@ -188,15 +188,20 @@ void slot__batch_complete(uv_async_t *h)
     s->batch_done = false;
     bool job = s->job_cluster;
     uint64_t failures = s->batch_failures;
+    uint64_t run_ns = s->batch_run_ns, sync_ns = s->batch_sync_ns;
     if (done && job) {
         s->job_cluster = false;
     } else if (done) { /* a wake-up without a finished batch must not count the last one again */
-        s->commit_busy_ns += s->batch_run_ns;
-        s->commit_sync_ns += s->batch_sync_ns;
+        s->commit_busy_ns += run_ns;
+        s->commit_sync_ns += sync_ns;
     }
     pthread_mutex_unlock(&s->mu);
     if (!done)
         return;
+    if (!job) { /* the metrics' histograms: read under mu above, kept by this thread */
+        slot_hist_record(s->commit_ns, run_ns);
+        slot_hist_record(s->sync_ns, sync_ns);
+    }
     SLOT_ASSERT(s->batch_busy);
     if (job) {
         s->batch_busy = false;

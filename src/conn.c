@@ -81,23 +81,25 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
     slot_err err = slot_proto_parse(line, len, &e->req, msg, sizeof(msg));
     if (err != SLOT_E_OK) {
         s->bad_lines++;
-        s->errors++;
         if (s->ntokens && c->role == SLOT_ROLE_NONE) {
+            slot__count_error(s, SLOT_E_UNAUTHENTICATED);
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
             c->close_after_flush = true;
             return;
         }
+        slot__count_error(s, err);
         slot_res_error(&e->res, err, "%s", msg);
         return;
     }
     e->parsed = true;
     s->requests[e->req.op]++;
     if (!slot__authorize(s, c, e)) {
-        s->errors++;
+        slot__count_error(s, e->res.err);
         return;
     }
     if (!slot__feed_admit(s, c, e)) {
-        s->errors += e->res.err != SLOT_E_OK;
+        if (e->res.err != SLOT_E_OK)
+            slot__count_error(s, e->res.err);
         return;
     }
     if (!slot_op_writes(e->req.op)) {
@@ -106,12 +108,12 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
     }
     if (s->stopping) {
         slot_res_error(&e->res, SLOT_E_SHUTTING_DOWN, NULL);
-        s->errors++;
+        slot__count_error(s, SLOT_E_SHUTTING_DOWN);
         return;
     }
     if (s->q_len >= s->opts.queue_max) {
         slot_res_error(&e->res, SLOT_E_OVERLOADED, "server queue holds %u requests; retry later", s->q_len);
-        s->errors++;
+        slot__count_error(s, SLOT_E_OVERLOADED);
         return;
     }
     slot__queue_push(s, e);
@@ -135,7 +137,7 @@ static void line_too_long(server *s, conn *c)
     conn_push(c, e);
     e->state = ENTRY_DONE;
     s->bad_lines++;
-    s->errors++;
+    slot__count_error(s, SLOT_E_LINE_TOO_LONG);
     slot_res_error(&e->res, SLOT_E_LINE_TOO_LONG, "line longer than %u bytes", s->opts.line_bytes_max);
 }
 
@@ -327,6 +329,7 @@ void slot__conn_flush(conn *c)
             return;
         }
         slot_hist_record(s->latency_us, (now_ns - e->t0_ns) / 1000u);
+        slot__count_reply(s, e);
         c->head = e->next;
         if (!c->head)
             c->tail = NULL;

@@ -88,3 +88,15 @@ double slot_hist_mean(const slot_hist *h)
 {
     return h->count ? h->sum / (double)h->count : 0.0;
 }
+
+void slot_hist_cumulative(const slot_hist *h, const uint64_t *bounds, size_t n, uint64_t *counts)
+{
+    uint64_t seen = 0;
+    uint32_t i = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t last = slot_index(bounds[k]);
+        for (; i <= last; i++)
+            seen += h->slots[i];
+        counts[k] = seen;
+    }
+}

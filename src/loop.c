@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "metrics.h"
 #include "slot/feed.h"
 #include "slot/assert.h"
 #include "slot_config.h"
@@ -128,10 +129,25 @@ void slot__reads_resume(server *s)
     }
 }
 
+void slot__count_error(server *s, slot_err err)
+{
+    s->errors++;
+    s->errors_by_code[(unsigned)err < SLOT_E__COUNT ? err : SLOT_E_INTERNAL]++;
+}
+
+void slot__count_reply(server *s, const entry *e)
+{
+    unsigned op = e->parsed && (unsigned)e->req.op < SLOT_OP__COUNT ? (unsigned)e->req.op : SLOT_OP__COUNT;
+    slot__outcome o = e->res.err != SLOT_E_OK ? SLOT__OUTCOME_ERROR
+                      : e->res.sold_out       ? SLOT__OUTCOME_SOLD_OUT
+                                              : SLOT__OUTCOME_OK;
+    s->replies[op][o]++;
+}
+
 void slot__count_result(server *s, const entry *e)
 {
     if (e->res.err != SLOT_E_OK)
-        s->errors++;
+        slot__count_error(s, e->res.err);
     else if (e->req.op == SLOT_OP_HOLD && e->res.sold_out)
         s->sold_out++;
     else if (e->req.op == SLOT_OP_HOLD && !e->res.replay)
@@ -151,10 +167,8 @@ void slot__on_check(uv_check_t *h)
     }
 }
 
-/* The loop thread's read transaction (s->rtxn, reused): read_begin holds off
- * map growth and renews it (0 or an LMDB error); read_end resets it, if the
- * renew worked, and lets growth go on. Every read_begin has its read_end. */
-static int read_begin(server *s)
+/* The loop thread's read transaction (loop.h). */
+int slot__read_begin(server *s)
 {
     pthread_rwlock_rdlock(&s->map_lock);
     int rc = s->rtxn ? mdb_txn_renew(s->rtxn) : mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &s->rtxn);
@@ -162,7 +176,7 @@ static int read_begin(server *s)
     return rc;
 }
 
-static void read_end(server *s)
+void slot__read_end(server *s)
 {
     if (s->rtxn_live)
         mdb_txn_reset(s->rtxn);
@@ -189,12 +203,12 @@ void slot__sweep_enqueue(server *s)
 static bool sweep_due(server *s)
 {
     uint64_t first = 0;
-    int rc = read_begin(s);
+    int rc = slot__read_begin(s);
     if (rc == 0)
         rc = slot_store_expiry_first(s->store, s->rtxn, &first);
     bool trim = (rc == 0 || rc == MDB_NOTFOUND) &&
                 slot_feed_trim_due(s->store, s->rtxn, slot__wall_ms(), s->opts.feed_retention_ms);
-    read_end(s);
+    slot__read_end(s);
     if (rc == MDB_NOTFOUND)
         return trim;
     return rc != 0 || trim || first <= slot__wall_ms();
@@ -292,6 +306,33 @@ static char *stats_json(server *s)
     return text;
 }
 
+/* The metrics op's {"text":"..."}: the Prometheus text (metrics.c) as one
+ * JSON string; NULL when out of memory. */
+static char *metrics_json(server *s)
+{
+    size_t len = 0;
+    char *text = slot__metrics_text(s, &len);
+    if (!text)
+        return NULL;
+    slot__jw w;
+    slot__jw_init(&w, NULL, 0);
+    SLOT__JW_LIT(&w, "{\"text\":");
+    slot__jw_str(&w, text, len, SLOT__JW_STR_SHORT_ESC);
+    SLOT__JW_LIT(&w, "}");
+    size_t need = slot__jw_finish(&w) + 1;
+    char *out = malloc(need);
+    if (out) {
+        slot__jw_init(&w, out, need);
+        SLOT__JW_LIT(&w, "{\"text\":");
+        slot__jw_str(&w, text, len, SLOT__JW_STR_SHORT_ESC);
+        SLOT__JW_LIT(&w, "}");
+        size_t n = slot__jw_finish(&w);
+        SLOT_ASSERT(n < need); /* the same text both passes */
+    }
+    free(text);
+    return out;
+}
+
 /* hello's server facts: {"version":"..."}; NULL when out of memory. */
 static char *hello_json(void)
 {
@@ -348,16 +389,22 @@ void slot__run_read(server *s, entry *e)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }
+    if (e->req.op == SLOT_OP_METRICS) {
+        res->extra = metrics_json(s);
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
     if (e->req.op == SLOT_OP_CLUSTER && s->clu) {
         res->extra = s->clu_up.cluster_json(s);
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }
-    int rc = read_begin(s);
+    int rc = slot__read_begin(s);
     int gate = rc == 0 && s->clu ? s->clu_up.read_gate(s, s->rtxn, res) : 0;
     if (gate == 1) { /* the state it would read is not committed yet: run it later */
-        read_end(s);
+        slot__read_end(s);
         e->state = ENTRY_READ_WAIT;
         s->reads_waiting = true;
         return;
@@ -366,7 +413,7 @@ void slot__run_read(server *s, entry *e)
         rc = standalone_cluster(s, res);
     else if (rc == 0 && gate == 0)
         rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, slot__wall_ms(), res);
-    read_end(s);
+    slot__read_end(s);
     if (rc != 0) {
         slot__log("read transaction for %s failed: %s", slot_op_name(e->req.op), mdb_strerror(rc));
         slot_res_clear(res);

@@ -33,6 +33,21 @@ void slot__reads_resume(server *s);
 /* slot__count_result — count an answered entry in the errors/holds/sold_out counters. */
 void slot__count_result(server *s, const entry *e);
 
+/* slot__count_error — count one error answer of code err in s->errors and
+ * s->errors_by_code (every error answer is counted once, where it is made). */
+void slot__count_error(server *s, slot_err err);
+
+/* slot__count_reply — count e's reply, as it is written, in s->replies by
+ * op and outcome (conn.c, once per reply). */
+void slot__count_reply(server *s, const entry *e);
+
+/* slot__read_begin — renew the loop's read transaction s->rtxn (reused)
+ * with map growth held off; 0 or an LMDB error. slot__read_end — reset it
+ * (when the renew worked) and let growth go on. Every read_begin has its
+ * read_end, on the same loop turn. */
+int slot__read_begin(server *s);
+void slot__read_end(server *s);
+
 /* slot__run_read — run e's read-only op now (hello, stats, or an allocator
  * read on the loop's read transaction); e becomes DONE. */
 void slot__run_read(server *s, entry *e);

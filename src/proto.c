@@ -554,6 +554,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_STATS:
     case SLOT_OP_DIGEST:
     case SLOT_OP_CLUSTER:
+    case SLOT_OP_METRICS:
         return SLOT_E_OK;
     default:
         return slot__proto_feed_parse(c->root, r, c->msg, c->msglen);

@@ -337,6 +337,8 @@ static void server_free(server *s)
     pthread_cond_destroy(&s->cv);
     free(s->latency_us);
     free(s->batch_sizes);
+    free(s->commit_ns);
+    free(s->sync_ns);
     free(s);
 }
 
@@ -355,13 +357,18 @@ int slot__server_run(const slot__server_opts *opts)
     pthread_cond_init(&s->cv, NULL);
     s->latency_us = malloc(sizeof(slot_hist));
     s->batch_sizes = malloc(sizeof(slot_hist));
-    if (!s->latency_us || !s->batch_sizes) {
+    s->commit_ns = malloc(sizeof(slot_hist));
+    s->sync_ns = malloc(sizeof(slot_hist));
+    if (!s->latency_us || !s->batch_sizes || !s->commit_ns || !s->sync_ns) {
         slot__log("out of memory");
         server_free(s);
         return 1;
     }
     slot_hist_reset(s->latency_us);
     slot_hist_reset(s->batch_sizes);
+    slot_hist_reset(s->commit_ns);
+    slot_hist_reset(s->sync_ns);
+    s->start_ms = slot__wall_ms();
     int status = 0;
     if (server_start(s) == 0) {
         uv_run(s->loop, UV_RUN_DEFAULT);

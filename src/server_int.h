@@ -40,6 +40,18 @@ typedef enum entry_state {
     ENTRY_DONE,      /* res is the answer; encode when it reaches the head */
 } entry_state;
 
+/* A reply's outcome, as the metrics count replies (slotd_replies_total). */
+#define SLOT__OUTCOME_MAP(X) \
+    X(OK, "ok")              \
+    X(SOLD_OUT, "sold_out")  \
+    X(ERROR, "error")
+typedef enum slot__outcome {
+#define SLOT__OC_ENUM(name, text) SLOT__OUTCOME_##name,
+    SLOT__OUTCOME_MAP(SLOT__OC_ENUM)
+#undef SLOT__OC_ENUM
+    SLOT__OUTCOME_COUNT
+} slot__outcome;
+
 typedef struct conn conn;
 typedef struct server server;
 
@@ -120,6 +132,23 @@ typedef struct slot__conn_upcalls {
     void (*feed)(server *s);     /* slot__feed_pump: push what the last batch added to the feed */
 } slot__conn_upcalls;
 
+/* The replica-set layer's numbers for the metrics (metrics.c), as the
+ * cluster op shows them: its hook fills one of these on the loop thread. */
+typedef struct slot__clu_member_metrics {
+    char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
+    uint64_t lag_records;          /* the commit point minus what it acked */
+    uint64_t silence_ms;           /* since it last acked or answered a heartbeat */
+} slot__clu_member_metrics;
+
+typedef struct slot__clu_metrics {
+    const char *role;              /* "joining", "replica" or "primary"; static */
+    uint64_t epoch;
+    uint64_t applied;              /* LMDB's seq: what this node applied */
+    uint64_t commit_seq;           /* the commit point this node knows */
+    size_t nmembers;               /* primary: the other members (others: 0) */
+    slot__clu_member_metrics members[SLOT_CLUSTER_MEMBERS_MAX];
+} slot__clu_metrics;
+
 /*
  * The calls into the replica-set layer (src/cluster*.c), set by server.c when
  * --cluster is given (s->clu non-NULL); never called otherwise. Pointers for
@@ -148,6 +177,8 @@ typedef struct slot__cluster_hooks {
     void (*job_done)(server *s);
     /* loop: the cluster op's members, as heap JSON object text (NULL: out of memory). */
     char *(*cluster_json)(server *s);
+    /* loop: the node's role, epoch, positions and members' lag, for the metrics. */
+    void (*metrics)(server *s, slot__clu_metrics *out);
 } slot__cluster_hooks;
 
 struct slot__cluster;
@@ -208,10 +239,15 @@ struct server {
 
     /* counters (loop thread) */
     uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
+    uint64_t errors_by_code[SLOT_E__COUNT];  /* errors split by code (slot__count_error); sums to errors */
+    uint64_t replies[SLOT_OP__COUNT + 1][SLOT__OUTCOME_COUNT]; /* replies written, by op (the last
+                                                             row: lines that did not parse) and outcome */
+    uint64_t start_ms;             /* wall clock when the server started */
     uint64_t reads_paused, accepts_paused, conns_timed_out;
     uint64_t commits, commit_failures;
     uint64_t commit_busy_ns, commit_sync_ns; /* sums of batch_run_ns, batch_sync_ns */
     slot_hist *latency_us, *batch_sizes;
+    slot_hist *commit_ns, *sync_ns; /* per batch: batch_run_ns and batch_sync_ns (loop thread) */
     char read_buf[SLOT_READ_BUF_BYTES];
 };
 

@@ -608,6 +608,7 @@ static const op_case op_cases[] = {
     {"feed_consumers", SLOT_OP_FEED_CONSUMERS, 0, {NULL}},
     {"feed_forget", SLOT_OP_FEED_FORGET, 1, {"\"consumer\":\"mail\""}},
     {"cluster", SLOT_OP_CLUSTER, 0, {NULL}},
+    {"metrics", SLOT_OP_METRICS, 0, {NULL}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */

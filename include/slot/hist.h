@@ -12,6 +12,7 @@
 #ifndef SLOT_HIST_H
 #define SLOT_HIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SLOT_HIST_SUB_BITS 11                         /* 2048 sub-buckets: error < 0.05% */
@@ -41,5 +42,17 @@ void slot_hist_merge(slot_hist *dst, const slot_hist *src);
 uint64_t slot_hist_percentile(const slot_hist *h, double pct);
 /* slot_hist_mean — mean of the recorded values; 0 when empty. */
 double slot_hist_mean(const slot_hist *h);
+
+/*
+ * slot_hist_cumulative — for each bound, the count of recorded values <= it,
+ * as a Prometheus histogram's `le` buckets want them (docs/operations.md,
+ * "Metrics"), in one pass over the slots up to the last bound.
+ *   bounds: n values in strictly increasing order, in the histogram's unit.
+ *   counts: out, n values; counts[k] = values whose slot starts at or below
+ *   bounds[k] (exact below SLOT_HIST_SUB; above, a value may be counted up to
+ *   the end of bounds[k]'s slot, a relative error below 1/SLOT_HIST_SUB).
+ * O(slots up to bounds[n-1]); no allocation. Not thread-safe (as the rest).
+ */
+void slot_hist_cumulative(const slot_hist *h, const uint64_t *bounds, size_t n, uint64_t *counts);
 
 #endif

@@ -71,7 +71,8 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(UNSUBSCRIBE, "unsubscribe", false, false)  \
     X(FEED_CONSUMERS, "feed_consumers", false, true) \
     X(FEED_FORGET, "feed_forget", true, true) \
-    X(CLUSTER, "cluster", false, false)
+    X(CLUSTER, "cluster", false, false)          \
+    X(METRICS, "metrics", false, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
