@@ -152,7 +152,7 @@ static void histogram(mbuf *b, const char *name, const char *help, const slot_hi
     for (size_t i = 0; i < n; i++)
         mb_printf(b, "%s_bucket{le=\"%s\"} %" PRIu64 "\n", name, bk[i].le, counts[i]);
     mb_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->count);
-    mb_printf(b, "%s_sum %.9g\n", name, h->sum / scale);
+    mb_printf(b, "%s_sum %.17g\n", name, h->sum / scale);
     mb_printf(b, "%s_count %" PRIu64 "\n", name, h->count);
 }
 

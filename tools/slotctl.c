@@ -28,6 +28,7 @@
 #include "slot/proto.h"
 #include "slot_config.h"
 #include "slotctl_feed.h"
+#include "slotctl_metrics.h"
 
 #define EXIT_SERVER_ERROR 1
 #define EXIT_CONNECTION 2
@@ -687,6 +688,24 @@ static int cmd_cluster(ctl *x, int argc, char **argv)
     return rc;
 }
 
+/* metrics: the Prometheus text (slotctl_metrics.c). */
+static int cmd_metrics(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 0)))
+        return rc;
+    slot_req req;
+    slot_req_init(&req, SLOT_OP_METRICS);
+    slot_reply r;
+    rc = ctl_call(x, &req, &r);
+    if (rc == 0 && !x->json && slotctl_metrics_print(&r, stdout) != 0)
+        rc = EXIT_SERVER_ERROR;
+    slot_reply_clear(&r);
+    return rc;
+}
+
 static int cmd_help(ctl *x, int argc, char **argv);
 
 static const ctl_cmd commands[] = {
@@ -745,6 +764,7 @@ static const ctl_cmd commands[] = {
      cmd_expire},
     {"stats", "", "print the server's counters (stats)", "Prints the server's counters as indented JSON.\n",
      cmd_stats},
+    {"metrics", "", "print the server's metrics in the Prometheus text format (metrics)", NULL, cmd_metrics},
     {"digest", "", "print the seq and SHA-256 digest of the server's state (digest)",
      "Prints the number of write batches the state has seen (seq) and a hash of every event,\n"
      "shard, hold and user record: two servers with the same seq and digest hold the same data.\n",
@@ -769,7 +789,7 @@ static const ctl_cmd *find_cmd(const char *name)
 static void print_cmd_help(FILE *f, const ctl_cmd *c)
 {
     fprintf(f, "usage: slotctl [GLOBAL OPTIONS] %s %s\n\n%s.\n\n%s", c->name, c->args, c->summary,
-            c->help ? c->help : slotctl_feed_help());
+            c->help ? c->help : c->run == cmd_metrics ? slotctl_metrics_help() : slotctl_feed_help());
     fprintf(f, "  -h, --help            this help\n");
 }
 

@@ -7,7 +7,8 @@ set -euo pipefail
 # redis-server and hiredis: the bench's Redis peer (tests/test_bench.c runs it);
 # etcd-server: the configuration store tests/test_etcd.c starts.
 # scdoc renders the man pages, mandoc lints them (tests/test_man.py);
-# systemd: systemd-analyze checks slotd.service (tests/test_systemd.py).
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd
+# systemd: systemd-analyze checks slotd.service (tests/test_systemd.py);
+# prometheus: promtool checks the metrics and examples/prometheus (tests/test_metrics.c).
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"
