@@ -2,6 +2,7 @@
  * auth.c — tokens, hello and roles (auth.h).
  */
 #include "auth.h"
+#include "conn.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -56,12 +57,11 @@ bool slot__authorize(server *s, conn *c, entry *e)
     if (e->req.op == SLOT_OP_HELLO) {
         slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? token_role(s, &e->req) : SLOT_ROLE_NONE;
         if (role == SLOT_ROLE_NONE) {
-            char peer[64] = "?";
-            struct sockaddr_storage ss;
-            int len = sizeof(ss);
-            if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-                uv_ip_name((struct sockaddr *)&ss, peer, sizeof(peer));
-            slot__log("failed hello from %s (token not shown)", peer);
+            char peer[64];
+            slot__conn_peer(c, peer, sizeof peer);
+            /* the token tried is never logged: it may be a real one mistyped */
+            slot__log(SLOT__LOG_WARN, "failed hello (token not shown)", SLOT__LF_S("peer", peer),
+                      SLOT__LF_S("reason", (e->req.has & SLOT_HAS_TOKEN) ? "unknown_token" : "no_token"));
             c->role = SLOT_ROLE_NONE;
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "invalid token");
             c->close_after_flush = true;
@@ -74,6 +74,7 @@ bool slot__authorize(server *s, conn *c, entry *e)
     if (c->role == SLOT_ROLE_NONE) {
         slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
         c->close_after_flush = true;
+        slot__conn_dropped(c, "unauthenticated", "its first request was not a hello");
         return false;
     }
     if (!role_may(c->role, e->req.op)) {
@@ -94,13 +95,15 @@ int slot__tokens_load(server *s, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        slot__log("--token-file %s: %s", path, strerror(errno));
+        slot__log(SLOT__LOG_ERROR, "--token-file cannot be read", SLOT__LF_S("path", path), SLOT__LF_S("error", strerror(errno)));
         return -1;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || (st.st_mode & 077) != 0) {
-        slot__log("--token-file %s: readable by group or others (mode %03o); chmod 600 it", path,
-                (unsigned)(st.st_mode & 0777));
+        char mode[8];
+        snprintf(mode, sizeof mode, "%03o", (unsigned)(st.st_mode & 0777));
+        slot__log(SLOT__LOG_ERROR, "--token-file is readable by group or others; chmod 600 it", SLOT__LF_S("path", path),
+                  SLOT__LF_S("mode", mode));
         fclose(f);
         return -1;
     }
@@ -115,9 +118,11 @@ int slot__tokens_load(server *s, const char *path)
         if (sscanf(p, "%31s %257s", role, value) != 2 || strlen(value) > SLOT_TOKEN_BYTES_MAX ||
             (strcmp(role, "frontend") != 0 && strcmp(role, "admin") != 0 && strcmp(role, "worker") != 0) ||
             s->ntokens == SLOT_TOKENS_MAX) {
-            slot__log("--token-file %s:%d: want \"frontend TOKEN\", \"worker TOKEN\" or \"admin TOKEN\" (token 1..%d "
-                      "bytes, at most %d lines)",
-                    path, lineno, SLOT_TOKEN_BYTES_MAX, SLOT_TOKENS_MAX);
+            /* the line itself is not shown: it may hold a token */
+            slot__log(SLOT__LOG_ERROR,
+                      "--token-file: want \"frontend TOKEN\", \"worker TOKEN\" or \"admin TOKEN\" lines",
+                      SLOT__LF_S("path", path), SLOT__LF_I("line", lineno), SLOT__LF_U("token_bytes_max", SLOT_TOKEN_BYTES_MAX),
+                      SLOT__LF_U("lines_max", SLOT_TOKENS_MAX));
             rc = -1;
             break;
         }
@@ -130,7 +135,7 @@ int slot__tokens_load(server *s, const char *path)
     }
     fclose(f);
     if (rc == 0 && s->ntokens == 0) {
-        slot__log("--token-file %s: no tokens in it", path);
+        slot__log(SLOT__LOG_ERROR, "--token-file has no tokens in it", SLOT__LF_S("path", path));
         rc = -1;
     }
     return rc;

@@ -25,7 +25,8 @@ void slot__clu_log(clu *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    slot__log("cluster %s: %s", c->self, msg);
+    slot__log(SLOT__LOG_INFO, msg, SLOT__LF_S("node", c->self), SLOT__LF_S("role", slot__clu_role_name(c->role)),
+              SLOT__LF_U("epoch", c->cfg.epoch));
 }
 
 clu_node *slot__clu_node(clu *c, const char *id, bool add)
@@ -555,7 +556,7 @@ int slot__cluster_start(server *s)
         return 0;
     clu *c = calloc(1, sizeof(*c));
     if (!c) {
-        slot__log("out of memory");
+        slot__log(SLOT__LOG_ERROR, "out of memory");
         return -1;
     }
     c->s = s;
@@ -571,7 +572,7 @@ int slot__cluster_start(server *s)
     char err[256];
     int rc = slot_repl_secret_load(o->secret_file, &secret, err, sizeof(err));
     if (rc != 0) {
-        slot__log("%s", err); /* it names the flag and the path */
+        slot__log(SLOT__LOG_ERROR, err); /* it names the flag and the path; never the secret */
         return -1;
     }
     if (slot_wset_init(&c->wset, 0) != 0 || log_open(c) != 0 || repl_start(c, &secret) != 0) {
@@ -582,7 +583,8 @@ int slot__cluster_start(server *s)
     slot_etcd_opts eo = {.timeout_ms = 1000};
     rc = slot_etcd_new(s->loop, o->etcd, &eo, &c->etcd);
     if (rc != 0) {
-        slot__log("--etcd %s: %s", o->etcd, slot_etcd_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "--etcd: cannot start the etcd client", SLOT__LF_S("etcd", o->etcd),
+                  SLOT__LF_S("error", slot_etcd_strerror(rc)));
         return -1;
     }
     s->wset = &c->wset;

@@ -48,7 +48,8 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
     slot_rlog_last(c->rlog, &prev_t, &last);
     int rc = 0;
     if (seq != last + 1) {
-        slot__log("cluster: the store's seq %" PRIu64 " does not follow the batch log's %" PRIu64, seq, last);
+        slot__log(SLOT__LOG_ERROR, "cluster: the store's seq does not follow the batch log's", SLOT__LF_U("seq", seq),
+                  SLOT__LF_U("log_seq", last));
         rc = EIO;
     }
     const uint8_t *rec = NULL;
@@ -58,11 +59,11 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
     if (rc == 0 && (rc = slot_wset_finish(&c->wset, &h, &rec, &n)) != 0)
         rc = rc == -ENOMEM ? ENOMEM : EIO;
     if (rc == 0 && (rc = slot_rlog_append(c->rlog, rec, n)) != 0) {
-        slot__log("cluster: batch log append: %s", slot_rlog_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "cluster: batch log append failed", SLOT__LF_S("error", slot_rlog_strerror(rc)));
         rc = log_err(rc);
     }
     if (rc == 0 && (rc = slot_rlog_sync(c->rlog)) != 0) {
-        slot__log("cluster: batch log sync: %s", slot_rlog_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "cluster: batch log sync failed", SLOT__LF_S("error", slot_rlog_strerror(rc)));
         slot_rlog_truncate_after(c->rlog, seq - 1);
         rc = log_err(rc);
     }
@@ -94,7 +95,8 @@ void slot__clu_batch_unrecord(server *s)
     int rc = slot_rlog_truncate_after(c->rlog, c->batch_seq - 1);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0)
-        slot__log("cluster: could not take back record %" PRIu64 ": %s", c->batch_seq, slot_rlog_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "cluster: could not take back a record", SLOT__LF_U("seq", c->batch_seq),
+                  SLOT__LF_S("error", slot_rlog_strerror(rc)));
     c->batch_seq = 0;
 }
 

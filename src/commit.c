@@ -120,30 +120,33 @@ static void batch_run(server *s)
             int g = slot_store_grow(s->store);
             pthread_rwlock_unlock(&s->map_lock);
             if (g == 0) {
-                slot__log("map full: grew the map to %" PRIu64 " bytes, retrying the batch of %zu",
-                        slot_store_map_bytes(s->store), s->batch_n);
+                slot__log(SLOT__LOG_INFO, "storage grew: the map doubled, the batch is retried",
+                          SLOT__LF_U("map_bytes", slot_store_map_bytes(s->store)),
+                          SLOT__LF_U("map_size_max", s->opts.map_bytes_max), SLOT__LF_U("requests", s->batch_n));
                 continue;
             }
-            slot__log("map full at --map-size-max %" PRIu64 " bytes: %zu requests answered storage_full",
-                    s->opts.map_bytes_max, s->batch_n);
+            slot__log(SLOT__LOG_ERROR, "storage full: the map is at --map-size-max; answered storage_full",
+                      SLOT__LF_S("reason", "map_size_max"), SLOT__LF_U("map_size_max", s->opts.map_bytes_max),
+                      SLOT__LF_U("requests", s->batch_n));
             batch_fail(s, SLOT_E_STORAGE_FULL, "the database is full (--map-size-max); nothing was changed");
             return;
         }
         if (rc == SLOT_WSET_E_FULL) {
-            slot__log("the write set of a batch of %zu passed its bound of %zu bytes: answered storage_full",
-                      s->batch_n, s->wset->payload_max);
+            slot__log(SLOT__LOG_ERROR, "storage full: the batch's write set passed its bound; answered storage_full",
+                      SLOT__LF_S("reason", "write_set"), SLOT__LF_U("bound_bytes", s->wset->payload_max),
+                      SLOT__LF_U("requests", s->batch_n));
             batch_fail(s, SLOT_E_STORAGE_FULL,
                        "the batch writes more than one replication record holds; nothing was changed");
             return;
         }
         if (disk_full(s, rc)) {
-            slot__log("write transaction failed: %s, the disk is full; %zu requests answered storage_full",
-                      strerror(rc), s->batch_n);
+            slot__log(SLOT__LOG_ERROR, "storage full: the disk is full; answered storage_full", SLOT__LF_S("reason", "disk"),
+                      SLOT__LF_S("error", strerror(rc)), SLOT__LF_U("requests", s->batch_n));
             batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
             return;
         }
-        slot__log("write transaction failed: %s; %zu requests answered internal", slot_store_strerror(rc),
-                  s->batch_n);
+        slot__log(SLOT__LOG_ERROR, "write transaction failed; answered internal", SLOT__LF_S("error", slot_store_strerror(rc)),
+                  SLOT__LF_U("requests", s->batch_n));
         batch_fail(s, SLOT_E_INTERNAL, "storage error; nothing was changed");
         return;
     }
@@ -178,6 +181,25 @@ static void *commit_thread(void *arg)
     return NULL;
 }
 
+/* A batch whose commit took --slow-commit-ms or more gets a warning line; at
+ * most one a second, the next one counting those left out (a slow disk would
+ * otherwise log every batch). Loop thread. */
+static void slow_commit_log(server *s, uint64_t run_ns, uint64_t sync_ns)
+{
+    if (s->opts.slow_commit_ms == 0 || run_ns < (uint64_t)s->opts.slow_commit_ms * 1000000u)
+        return;
+    uint64_t now_ms = uv_now(s->loop);
+    if (s->slow_logged_ms && now_ms - s->slow_logged_ms < 1000u) {
+        s->slow_unlogged++;
+        return;
+    }
+    slot__log(SLOT__LOG_WARN, "slow commit", SLOT__LF_U("duration_ms", run_ns / 1000000u),
+              SLOT__LF_U("fsync_ms", sync_ns / 1000000u), SLOT__LF_U("requests", s->batch_n),
+              SLOT__LF_U("threshold_ms", s->opts.slow_commit_ms), SLOT__LF_U("not_logged", s->slow_unlogged));
+    s->slow_logged_ms = now_ms;
+    s->slow_unlogged = 0;
+}
+
 /* The loop's side of a finished batch: results become answers (the commit has
  * returned), the next batch goes, connections with new answers are flushed. */
 void slot__batch_complete(uv_async_t *h)
@@ -201,6 +223,7 @@ void slot__batch_complete(uv_async_t *h)
     if (!job) { /* the metrics' histograms: read under mu above, kept by this thread */
         slot_hist_record(s->commit_ns, run_ns);
         slot_hist_record(s->sync_ns, sync_ns);
+        slow_commit_log(s, run_ns, sync_ns);
     }
     SLOT_ASSERT(s->batch_busy);
     if (job) {

@@ -70,7 +70,7 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
 {
     entry *e = slot__entry_get(s);
     if (!e) {
-        slot__log("out of memory for a request; closing the connection");
+        slot__conn_dropped(c, "out_of_memory", "no memory for a request");
         slot__conn_close(c);
         return;
     }
@@ -83,6 +83,7 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
         s->bad_lines++;
         if (s->ntokens && c->role == SLOT_ROLE_NONE) {
             slot__count_error(s, SLOT_E_UNAUTHENTICATED);
+            slot__conn_dropped(c, "unauthenticated", "its first line was not a hello");
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
             c->close_after_flush = true;
             return;
@@ -125,6 +126,7 @@ static void line_too_long(server *s, conn *c)
     entry *e = slot__entry_get(s);
     c->partial_len = 0;
     c->close_after_flush = true;
+    slot__conn_dropped(c, "line_too_long", "a line longer than --max-line");
     if (c->reading) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
@@ -324,7 +326,7 @@ void slot__conn_flush(conn *c)
             break;
         slot__feed_answered(c, e);
         if (!out_encode(c, e)) {
-            slot__log("out of memory for a reply; closing the connection");
+            slot__conn_dropped(c, "out_of_memory", "no memory for a reply");
             slot__conn_close(c);
             return;
         }
@@ -453,22 +455,55 @@ void slot__conn_drain(conn *c)
         slot__conn_close(c);
 }
 
-/* Why a connection should be dropped now, or NULL. Every bound here is a
- * flag; times are loop times (uv_now, monotonic ms). */
-static const char *conn_overdue(server *s, conn *c, uint64_t now_ms)
+void slot__conn_peer(conn *c, char *buf, size_t cap)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    char name[48];
+    snprintf(buf, cap, "?");
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0 ||
+        uv_ip_name((struct sockaddr *)&ss, name, sizeof(name)) != 0)
+        return;
+    bool v6 = ss.ss_family == AF_INET6;
+    unsigned port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(buf, cap, v6 ? "[%s]:%u" : "%s:%u", name, port);
+}
+
+void slot__conn_dropped(conn *c, const char *reason, const char *detail)
+{
+    if (!slot__log_on(SLOT__LOG_WARN))
+        return;
+    char peer[64];
+    slot__conn_peer(c, peer, sizeof peer);
+    slot__log(SLOT__LOG_WARN, "dropped a client", SLOT__LF_S("peer", peer), SLOT__LF_S("reason", reason),
+              SLOT__LF_S("detail", detail));
+}
+
+/* Why a connection should be dropped now (a reason code of
+ * slot__conn_dropped, the sentence into *detail), or NULL. Every bound here
+ * is a flag; times are loop times (uv_now, monotonic ms). */
+static const char *conn_overdue(server *s, conn *c, uint64_t now_ms, const char **detail)
 {
     const slot__server_opts *o = &s->opts;
-    if (c->state == CONN_DRAINING)
-        return now_ms >= c->drain_deadline_ms ? "did not close after its last answer" : NULL;
+    if (c->state == CONN_DRAINING) {
+        *detail = "did not close after its last answer";
+        return now_ms >= c->drain_deadline_ms ? "drain_timeout" : NULL;
+    }
     if (c->state != CONN_OPEN)
         return NULL;
-    if (c->writing && now_ms - c->write_since_ms >= o->write_timeout_ms)
-        return "took none of its replies within --write-timeout-ms";
-    if (c->partial_len > 0 && now_ms - c->partial_since_ms >= o->line_timeout_ms)
-        return "left a line unfinished past --line-timeout-ms";
+    if (c->writing && now_ms - c->write_since_ms >= o->write_timeout_ms) {
+        *detail = "took none of its replies within --write-timeout-ms";
+        return "write_timeout";
+    }
+    if (c->partial_len > 0 && now_ms - c->partial_since_ms >= o->line_timeout_ms) {
+        *detail = "left a line unfinished past --line-timeout-ms";
+        return "line_timeout";
+    }
     if (o->idle_timeout_ms && !c->sub && !c->head && !c->writing && c->out_len == 0 && c->partial_len == 0 &&
-        now_ms - c->last_read_ms >= o->idle_timeout_ms)
-        return "was idle past --idle-timeout-ms";
+        now_ms - c->last_read_ms >= o->idle_timeout_ms) {
+        *detail = "was idle past --idle-timeout-ms";
+        return "idle_timeout";
+    }
     return NULL;
 }
 
@@ -479,12 +514,13 @@ void slot__conns_reap(server *s)
     uint64_t now_ms = uv_now(s->loop);
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
-        const char *why = conn_overdue(s, c, now_ms);
+        const char *detail = NULL;
+        const char *why = conn_overdue(s, c, now_ms, &detail);
         if (!why)
             continue;
         if (c->state == CONN_OPEN) {
             s->conns_timed_out++;
-            slot__log("closing a connection that %s", why);
+            slot__conn_dropped(c, why, detail);
         }
         slot__conn_close(c);
     }
@@ -500,7 +536,7 @@ static bool accept_one(server *s)
 {
     conn *c = calloc(1, sizeof(*c));
     if (!c) {
-        slot__log("accept: out of memory for a connection");
+        slot__log(SLOT__LOG_ERROR, "accept: out of memory for a connection");
         return false;
     }
     c->srv = s;
@@ -523,6 +559,11 @@ static bool accept_one(server *s)
         c->reading = true;
     else
         slot__conn_close(c);
+    if (slot__log_on(SLOT__LOG_DEBUG)) {
+        char peer[64];
+        slot__conn_peer(c, peer, sizeof peer);
+        slot__log(SLOT__LOG_DEBUG, "accepted a client", SLOT__LF_S("peer", peer), SLOT__LF_U("connections", s->nconns));
+    }
     return true;
 }
 
@@ -537,12 +578,13 @@ void slot__on_connection(uv_stream_t *listener, int status)
 {
     server *s = listener->data;
     if (status < 0) {
-        slot__log("accept: %s", uv_strerror(status));
+        slot__log(SLOT__LOG_WARN, "accept failed", SLOT__LF_S("error", uv_strerror(status)));
         return;
     }
     if (s->nconns >= s->opts.conns_max) {
         if (!s->accept_paused)
-            slot__log("connection limit %u reached: accepting paused", s->opts.conns_max);
+            slot__log(SLOT__LOG_WARN, "connection limit reached: accepting paused",
+                      SLOT__LF_U("max_connections", s->opts.conns_max));
         s->accept_paused = true;
         s->accepts_paused++;
         return;

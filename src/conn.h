@@ -45,6 +45,16 @@ void slot__conn_pace(conn *c);
  * (grown by doubling); false when out of memory. */
 bool slot__conn_out_reserve(conn *c, size_t need);
 
+/* slot__conn_peer — c's peer as "ADDR:PORT" ("[ADDR]:PORT" for IPv6), or
+ * "?" when the socket cannot say, into buf[cap] (64 bytes are enough). */
+void slot__conn_peer(conn *c, char *buf, size_t cap);
+
+/* slot__conn_dropped — log that c is being dropped: a warn line "dropped a
+ * client" with its peer, reason (a short code: idle_timeout, line_timeout,
+ * write_timeout, drain_timeout, line_too_long, unauthenticated, out_of_memory)
+ * and detail (a sentence naming the flag when one decides it). */
+void slot__conn_dropped(conn *c, const char *reason, const char *detail);
+
 /* slot__conns_reap — close every connection past one of its time bounds.
  * O(connections); from the sweeper's timer and while stopping. */
 void slot__conns_reap(server *s);

@@ -78,7 +78,8 @@ static void sub_start(conn *c, entry *e)
     if (old && old->c != c) {
         conn *oc = old->c;
         sub_end(old);
-        slot__log("consumer \"%s\" subscribed on another connection: closing the older one", req->consumer);
+        slot__log(SLOT__LOG_WARN, "feed consumer subscribed on another connection: closing the older one",
+                  SLOT__LF_S("consumer", req->consumer));
         slot__conn_close(oc);
     }
     if (c->sub)
@@ -181,8 +182,8 @@ void slot__feed_fill(conn *c)
     if (rc == 1)
         rc = 0;
     if (f.oom || rc != 0) {
-        slot__log("feed push to consumer \"%s\" failed: %s; closing its connection", sub->consumer,
-                  f.oom ? "out of memory" : mdb_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "feed push failed: closing the consumer's connection",
+                  SLOT__LF_S("consumer", sub->consumer), SLOT__LF_S("error", f.oom ? "out of memory" : mdb_strerror(rc)));
         slot__conn_close(c);
     }
 }
@@ -211,7 +212,7 @@ size_t slot__feed_end_all(server *s, const char *why)
         n++;
     }
     if (n > 0)
-        slot__log("%s: closed %zu feed subscription%s", why, n, n == 1 ? "" : "s");
+        slot__log(SLOT__LOG_INFO, "closed feed subscriptions", SLOT__LF_S("why", why), SLOT__LF_U("subscriptions", n));
     return n;
 }
 

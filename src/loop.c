@@ -419,7 +419,8 @@ void slot__run_read(server *s, entry *e)
         rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, slot__wall_ms(), res);
     slot__read_end(s);
     if (rc != 0) {
-        slot__log("read transaction for %s failed: %s", slot_op_name(e->req.op), mdb_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "read transaction failed; answered internal", SLOT__LF_S("op", slot_op_name(e->req.op)),
+                  SLOT__LF_S("error", mdb_strerror(rc)));
         slot_res_clear(res);
         slot_res_error(res, SLOT_E_INTERNAL, "storage error");
     }

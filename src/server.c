@@ -28,6 +28,7 @@
 #include "notify.h"
 #include "server_int.h"
 #include "slot/failpoint.h"
+#include "slot_config.h"
 
 static void close_handle(uv_handle_t *h, void *arg)
 {
@@ -74,7 +75,7 @@ static void begin_stop(server *s)
         return;
     s->stopping = true;
     slot__notify_stopping();
-    slot__log("stopping: %u connections, %u queued requests", s->nconns, s->q_len);
+    slot__log(SLOT__LOG_INFO, "stopping", SLOT__LF_U("connections", s->nconns), SLOT__LF_U("queued", s->q_len));
     slot__cluster_stop(s);
     if (s->listener_open) {
         uv_close((uv_handle_t *)&s->listener, NULL);
@@ -131,11 +132,13 @@ static int listen_start(server *s)
     if (rc != 0)
         rc = uv_ip6_addr(s->opts.host, s->opts.port, (struct sockaddr_in6 *)&ss);
     if (rc != 0) {
-        slot__log("--listen %s:%u: not a numeric IPv4 or IPv6 address", s->opts.host, s->opts.port);
+        slot__log(SLOT__LOG_ERROR, "--listen: not a numeric IPv4 or IPv6 address", SLOT__LF_S("host", s->opts.host),
+                  SLOT__LF_U("port", s->opts.port));
         return -1;
     }
     if (!is_loopback((struct sockaddr *)&ss) && s->ntokens == 0 && !s->opts.insecure) {
-        slot__log("refusing to listen on non-loopback %s without --token-file (or pass --insecure)", s->opts.host);
+        slot__log(SLOT__LOG_ERROR, "refusing to listen on a non-loopback address without --token-file (or pass --insecure)",
+                  SLOT__LF_S("host", s->opts.host));
         return -1;
     }
     uv_tcp_init(s->loop, &s->listener);
@@ -145,7 +148,8 @@ static int listen_start(server *s)
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&s->listener, SLOT_LISTEN_BACKLOG, slot__on_connection);
     if (rc != 0) {
-        slot__log("listen on %s:%u: %s", s->opts.host, s->opts.port, uv_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "cannot listen", SLOT__LF_S("host", s->opts.host), SLOT__LF_U("port", s->opts.port),
+                  SLOT__LF_S("error", uv_strerror(rc)));
         return -1;
     }
     return 0;
@@ -166,6 +170,8 @@ static void listen_announce(server *s)
     snprintf(line, sizeof(line), ss.ss_family == AF_INET6 ? "listening on [%s]:%u" : "listening on %s:%u", name, port);
     printf("%s\n", line);
     fflush(stdout);
+    slot__log(SLOT__LOG_INFO, "listening", SLOT__LF_S("addr", line + strlen("listening on ")),
+              SLOT__LF_S("tokens", s->ntokens ? "required" : "none"));
     slot__notify_ready(s->loop, line);
 }
 
@@ -203,14 +209,15 @@ static int data_lock(server *s)
 {
     const char *dir = s->opts.data_dir;
     if (mkdir_parents(dir) != 0) {
-        slot__log("--data %s: mkdir: %s", dir, strerror(errno));
+        slot__log(SLOT__LOG_ERROR, "--data: mkdir failed", SLOT__LF_S("data", dir), SLOT__LF_S("error", strerror(errno)));
         return -1;
     }
     char path[4096];
     snprintf(path, sizeof(path), "%s/slotd.lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        slot__log("--data %s: %s: %s", dir, path, strerror(errno));
+        slot__log(SLOT__LOG_ERROR, "--data: cannot open the lock file", SLOT__LF_S("data", dir), SLOT__LF_S("path", path),
+                  SLOT__LF_S("error", strerror(errno)));
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -218,14 +225,16 @@ static int data_lock(server *s)
         ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
         pid[n > 0 ? n : 0] = 0;
         pid[strcspn(pid, "\n")] = 0;
-        slot__log("--data %s is in use by another slotd (pid %s)", dir, pid[0] ? pid : "?");
+        slot__log(SLOT__LOG_ERROR, "--data is in use by another slotd", SLOT__LF_S("data", dir),
+                  SLOT__LF_S("pid", pid[0] ? pid : "?"));
         close(fd);
         return -1;
     }
     char line[32];
     int len = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
     if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
-        slot__log("--data %s: could not write the pid to %s: %s", dir, path, strerror(errno));
+        slot__log(SLOT__LOG_WARN, "--data: could not write the pid", SLOT__LF_S("data", dir), SLOT__LF_S("path", path),
+                  SLOT__LF_S("error", strerror(errno)));
     s->lock_fd = fd; /* held until exit */
     return 0;
 }
@@ -240,11 +249,11 @@ static int store_start(server *s)
     slot_store_opts so = {.dir = s->opts.data_dir, .nosync = s->opts.nosync, .map_bytes_max = s->opts.map_bytes_max};
     int rc = slot_store_open(&so, &s->store, err, sizeof(err));
     if (rc != 0) {
-        slot__log("cannot open the store in %s: %s", s->opts.data_dir, err);
+        slot__log(SLOT__LOG_ERROR, "cannot open the store", SLOT__LF_S("data", s->opts.data_dir), SLOT__LF_S("error", err));
         return -1;
     }
     if (slot_alloc_init(&s->read_alloc, s->store) != 0 || slot_alloc_init(&s->write_alloc, s->store) != 0) {
-        slot__log("getrandom: %s", strerror(errno));
+        slot__log(SLOT__LOG_ERROR, "getrandom failed", SLOT__LF_S("error", strerror(errno)));
         return -1;
     }
     MDB_txn *txn = NULL;
@@ -254,7 +263,8 @@ static int store_start(server *s)
     if (txn)
         mdb_txn_abort(txn);
     if (rc != 0) {
-        slot__log("cannot read the holds in %s: %s", s->opts.data_dir, mdb_strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "cannot read the holds", SLOT__LF_S("data", s->opts.data_dir),
+                  SLOT__LF_S("error", mdb_strerror(rc)));
         return -1;
     }
     return 0;
@@ -267,7 +277,7 @@ static int server_start(server *s)
 #ifdef SLOT_FAILPOINTS
     char err[256];
     if (slot_failpoints_parse(getenv("SLOT_FAILPOINTS"), err, sizeof(err)) != 0) {
-        slot__log("%s", err);
+        slot__log(SLOT__LOG_ERROR, "SLOT_FAILPOINTS refused", SLOT__LF_S("error", err));
         return -1;
     }
 #endif
@@ -296,7 +306,7 @@ static int server_start(server *s)
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     int rc = slot__commit_start(s);
     if (rc != 0) {
-        slot__log("pthread_create: %s", strerror(rc));
+        slot__log(SLOT__LOG_ERROR, "cannot start the commit thread", SLOT__LF_S("error", strerror(rc)));
         return -1;
     }
     listen_announce(s);
@@ -347,11 +357,14 @@ int slot__server_run(const slot__server_opts *opts)
     signal(SIGPIPE, SIG_IGN); /* a peer that went away is an error return, not a signal */
     server *s = calloc(1, sizeof(*s));
     if (!s) {
-        slot__log("out of memory");
+        slot__log(SLOT__LOG_ERROR, "out of memory");
         return 1;
     }
     s->opts = *opts;
     s->lock_fd = -1;
+    slot__log(SLOT__LOG_INFO, "starting", SLOT__LF_S("version", SLOT_VERSION), SLOT__LF_I("pid", getpid()),
+              SLOT__LF_S("data", opts->data_dir), SLOT__LF_S("durability", opts->nosync ? "nosync" : "sync"),
+              SLOT__LF_S("cluster", opts->cluster ? opts->cluster : ""));
     pthread_rwlock_init(&s->map_lock, NULL);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -360,7 +373,7 @@ int slot__server_run(const slot__server_opts *opts)
     s->commit_ns = malloc(sizeof(slot_hist));
     s->sync_ns = malloc(sizeof(slot_hist));
     if (!s->latency_us || !s->batch_sizes || !s->commit_ns || !s->sync_ns) {
-        slot__log("out of memory");
+        slot__log(SLOT__LOG_ERROR, "out of memory");
         server_free(s);
         return 1;
     }
@@ -372,7 +385,7 @@ int slot__server_run(const slot__server_opts *opts)
     int status = 0;
     if (server_start(s) == 0) {
         uv_run(s->loop, UV_RUN_DEFAULT);
-        slot__log("stopped after %" PRIu64 " commits", s->commits);
+        slot__log(SLOT__LOG_INFO, "stopped", SLOT__LF_U("commits", s->commits), SLOT__LF_U("connections_total", s->conns_total));
     } else {
         status = 1;
     }

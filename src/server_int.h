@@ -243,6 +243,8 @@ struct server {
     uint64_t replies[SLOT_OP__COUNT + 1][SLOT__OUTCOME_COUNT]; /* replies written, by op (the last
                                                              row: lines that did not parse) and outcome */
     uint64_t start_ms;             /* wall clock when the server started */
+    uint64_t slow_logged_ms;       /* loop time of the last slow-commit line (0: none yet) */
+    uint64_t slow_unlogged;        /* slow commits since then not logged (at most one line a second) */
     uint64_t reads_paused, accepts_paused, conns_timed_out;
     uint64_t commits, commit_failures;
     uint64_t commit_busy_ns, commit_sync_ns; /* sums of batch_run_ns, batch_sync_ns */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "log.h"
 #include "server.h"
 #include "slot/limits.h"
 #include "slot/repl.h"
@@ -53,6 +54,11 @@ static void usage(FILE *out)
             "  --feed-retention-ms MS  keep feed entries every consumer acked this long, %llu..%llu\n"
             "                          (default %llu, 7 days); then they are trimmed\n"
             "                          Numbers accept a K, M or G suffix (x1024).\n"
+            "  --log-format FORMAT     text: one line per event, \"TIME slotd LEVEL: MESSAGE key=value...\"\n"
+            "                          (default); json: one JSON object per line (ts, level, msg, fields)\n"
+            "  --log-level LEVEL       error, warn, info (default) or debug: the least severe lines written\n"
+            "  --slow-commit-ms MS     log a group commit that takes this long (warn, at most one line a\n"
+            "                          second), %u..%u; 0 never (default %u)\n"
             "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
@@ -97,6 +103,7 @@ static void usage(FILE *out)
             SLOT_WRITE_TIMEOUT_MS_MIN, SLOT_WRITE_TIMEOUT_MS_MAX, SLOT_WRITE_TIMEOUT_MS_DEFAULT,
             (unsigned long long)SLOT_FEED_RETENTION_MS_MIN, (unsigned long long)SLOT_FEED_RETENTION_MS_MAX,
             (unsigned long long)SLOT_FEED_RETENTION_MS_DEFAULT,
+            SLOT_SLOW_COMMIT_MS_MIN, SLOT_SLOW_COMMIT_MS_MAX, SLOT_SLOW_COMMIT_MS_DEFAULT,
             SLOT_CLUSTER_NAME_BYTES_MAX, SLOT_REPL_SECRET_BYTES_MIN, SLOT_REPL_SECRET_BYTES_MAX,
             SLOT_REPL_HEARTBEAT_MS_MIN, SLOT_REPL_HEARTBEAT_MS_MAX, SLOT_REPL_HEARTBEAT_MS_DEFAULT,
             SLOT_FAILOVER_TIMEOUT_MS_MIN, SLOT_FAILOVER_TIMEOUT_MS_MAX, SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
@@ -190,7 +197,12 @@ static int check_cluster(const slot__server_opts *o)
 }
 
 enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION,
-       O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS };
+       O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS,
+       O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT };
+
+/* --log-format and --log-level, set up (log.h) once the flags are read. */
+static slot__log_format log_format = SLOT__LOG_TEXT;
+static slot__log_level log_level = SLOT__LOG_INFO;
 
 /* --config FILE (config.h): read after the command line, which is then
  * parsed again so that its flags win. */
@@ -216,6 +228,8 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"repl-listen", required_argument, NULL, O_REPL_LISTEN}, {"heartbeat-ms", required_argument, NULL, O_HEARTBEAT},
         {"failover-timeout-ms", required_argument, NULL, O_FAILOVER}, {"repl-timeout-ms", required_argument, NULL, O_REPL_TO},
         {"min-replicas", required_argument, NULL, O_MIN_REPLICAS}, {"config", required_argument, NULL, O_CONFIG},
+        {"log-format", required_argument, NULL, O_LOG_FORMAT}, {"log-level", required_argument, NULL, O_LOG_LEVEL},
+        {"slow-commit-ms", required_argument, NULL, O_SLOW_COMMIT},
         {NULL, 0, NULL, 0}};
     known_opts = longopts;
     int ch;
@@ -273,6 +287,15 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_REPL_TO: rc = parse_num("--repl-timeout-ms", optarg, SLOT_REPL_TIMEOUT_MS_MIN, SLOT_REPL_TIMEOUT_MS_MAX, &v); o->repl_timeout_ms = (uint32_t)v; cluster_flags = true; break;
         case O_MIN_REPLICAS: rc = parse_num("--min-replicas", optarg, SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, &v); o->min_replicas = (uint32_t)v; cluster_flags = true; break;
         case O_CONFIG: config_path = optarg; break;
+        case O_LOG_FORMAT:
+            if ((rc = slot__log_format_parse(optarg, &log_format)) != 0)
+                fprintf(stderr, "slotd: --log-format: want text or json, got \"%s\"\n", optarg);
+            break;
+        case O_LOG_LEVEL:
+            if ((rc = slot__log_level_parse(optarg, &log_level)) != 0)
+                fprintf(stderr, "slotd: --log-level: want error, warn, info or debug, got \"%s\"\n", optarg);
+            break;
+        case O_SLOW_COMMIT: rc = parse_num("--slow-commit-ms", optarg, SLOT_SLOW_COMMIT_MS_MIN, SLOT_SLOW_COMMIT_MS_MAX, &v); o->slow_commit_ms = (uint32_t)v; break;
         case 'h':
         case O_HELP: usage(stdout); exit(0);
         case 'V':
@@ -317,6 +340,7 @@ int main(int argc, char **argv)
         .line_timeout_ms = SLOT_LINE_TIMEOUT_MS_DEFAULT,
         .write_timeout_ms = SLOT_WRITE_TIMEOUT_MS_DEFAULT,
         .feed_retention_ms = SLOT_FEED_RETENTION_MS_DEFAULT,
+        .slow_commit_ms = SLOT_SLOW_COMMIT_MS_DEFAULT,
         .heartbeat_ms = SLOT_REPL_HEARTBEAT_MS_DEFAULT,
         .failover_timeout_ms = SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
         .repl_timeout_ms = SLOT_REPL_TIMEOUT_MS_DEFAULT,
@@ -335,5 +359,6 @@ int main(int argc, char **argv)
     }
     if (check_cluster(&o) != 0) /* after the file too: its lines come one at a time */
         return 64;
+    slot__log_setup(log_format, log_level);
     return slot__server_run(&o);
 }

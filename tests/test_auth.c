@@ -52,6 +52,7 @@ TEST_LIST_END
 
 static slot_test_server srv;
 static char *token_path;
+static char *log_dir, *log_file; /* every case's server log (stderr), checked by stop() */
 
 /* A token file with the given mode (the server checks it before reading). */
 static char *token_file(const char *dir, mode_t mode)
@@ -70,13 +71,20 @@ static char *token_file(const char *dir, mode_t mode)
     return path;
 }
 
-/* slotd with tokens; its stderr (the log) goes to log_path when given. */
+/* slotd with tokens, logging at --log-level debug; its stderr (the log)
+ * goes to log_path when given, else to a file of its own; stop() checks
+ * that no token appears in it. */
 static void start_with_tokens(const char *log_path)
 {
     memset(&srv, 0, sizeof srv);
     char *dir = slot_test_tmpdir();
     token_path = token_file(dir, 0600);
-    const char *extra[] = {"--token-file", token_path, NULL};
+    const char *extra[] = {"--token-file", token_path, "--log-level", "debug", NULL};
+    if (!log_path) {
+        log_dir = slot_test_tmpdir();
+        ASSERT(asprintf(&log_file, "%s/slotd.log", log_dir) > 0);
+        log_path = log_file;
+    }
     int saved = -1;
     if (log_path) {
         /* The server inherits our stderr: point it at the log for the fork. */
@@ -96,11 +104,52 @@ static void start_with_tokens(const char *log_path)
     free(dir);
 }
 
+/* The whole file as a heap string (the caller frees). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ASSERT(f != NULL);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    ASSERT(buf != NULL);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - 1 - n, f)) > 0) {
+        n += got;
+        if (n == cap - 1) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ASSERT(buf != NULL);
+        }
+    }
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* No token, right or wrong, in any line of a log. */
+static void assert_no_token_in(const char *path)
+{
+    char *text = slurp(path);
+    ASSERT(strstr(text, "listening") != NULL); /* it is the server's log */
+    static const char *const secrets[] = {FRONTEND_TOKEN, ADMIN_TOKEN, WRONG_TOKEN};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
+        if (strstr(text, secrets[i]))
+            T_FAIL_("token %s in the log:\n%s", secrets[i], text);
+    free(text);
+}
+
 static void stop(void)
 {
     slot_test_stop(&srv);
     free(token_path);
     token_path = NULL;
+    if (log_file) {
+        assert_no_token_in(log_file);
+        slot_test_rmdir(log_dir);
+        free(log_dir);
+        free(log_file);
+        log_dir = log_file = NULL;
+    }
 }
 
 static void send_line(slot_client *c, const char *line)
@@ -368,6 +417,7 @@ TEST_IMPL(auth_failed_hello_logged_without_token)
     slot_client *c = dial_as(ADMIN_TOKEN, "admin"); /* a round trip after the failure: it is logged by now */
     slot_client_close(c);
     stop();
+    assert_no_token_in(log);
     ASSERT(file_has(log, "hello"));
     ASSERT(!file_has(log, WRONG_TOKEN));
     ASSERT(!file_has(log, ADMIN_TOKEN));

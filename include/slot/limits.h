@@ -85,6 +85,9 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_WRITE_TIMEOUT_MS_DEFAULT 30000    /* --write-timeout-ms: replies must make progress within 30 s */
 #define SLOT_WRITE_TIMEOUT_MS_MIN 10
 #define SLOT_WRITE_TIMEOUT_MS_MAX 86400000
+#define SLOT_SLOW_COMMIT_MS_DEFAULT 100        /* --slow-commit-ms: a group commit this slow is logged (warn) */
+#define SLOT_SLOW_COMMIT_MS_MIN 0              /* 0: never */
+#define SLOT_SLOW_COMMIT_MS_MAX 3600000
 #define SLOT_HOST_DEFAULT "127.0.0.1"          /* --listen's host, slotctl's --host */
 #define SLOT_PORT_DEFAULT 7420
 #define SLOT_PORT_MIN 1                        /* slotctl --port (slotd --listen also takes 0: any free port) */
