@@ -62,6 +62,21 @@ TEST_IMPL(cluster_hot_release)
         ASSERT_STR_EQ(jstr(j, "primary"), want);
         json_decref(j);
     }
+    for (int i = 0; i < NODES; i++) { /* the metrics say each node's role; the primary, its members' lag */
+        json_t *j = call1(i, "{\"op\":\"metrics\"}");
+        ASSERT(j && jok(j));
+        const char *text = jstr(j, "text");
+        ASSERT(strstr(text, i == p ? "slotd_cluster_role{role=\"primary\"} 1\n" : "slotd_cluster_role{role=\"replica\"} 1\n"));
+        ASSERT(strstr(text, "slotd_cluster_role{role=\"standalone\"} 0\n"));
+        ASSERT(!strstr(text, "slotd_cluster_epoch 0\n"));
+        int members = 0;
+        for (const char *q = text; (q = strstr(q, "slotd_cluster_member_lag_records{node=\"")); q++)
+            members++;
+        ASSERT_EQ(members, i == p ? NODES - 1 : 0);
+        json_decref(j);
+    }
+    for (int i = 0; i < NODES; i++) /* no log line holds the cluster secret */
+        ASSERT(!node_log_has(i, "a-cluster-secret-of-some-length", NULL));
     set_end();
 }
 
