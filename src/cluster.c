@@ -18,14 +18,16 @@
 
 #define CLU_NODE_PUT_MS 500 /* the node key is rewritten this often (and on every change of role) */
 
-void slot__clu_log(clu *c, const char *fmt, ...)
+void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...)
 {
+    if (!slot__log_on(level))
+        return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    slot__log(SLOT__LOG_INFO, msg, SLOT__LF_S("node", c->self), SLOT__LF_S("role", slot__clu_role_name(c->role)),
+    slot__log(level, msg, SLOT__LF_S("node", c->self), SLOT__LF_S("role", slot__clu_role_name(c->role)),
               SLOT__LF_U("epoch", c->cfg.epoch));
 }
 
@@ -81,7 +83,7 @@ static void job_done(server *s)
     clu_job job = c->job;
     c->job = CLU_JOB_NONE;
     if (c->job_rc != 0)
-        slot__clu_log(c, "%s job failed: %s", job == CLU_JOB_PROMOTE ? "promote" : "apply",
+        slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s", job == CLU_JOB_PROMOTE ? "promote" : "apply",
                       slot_rlog_strerror(c->job_rc));
     else
         c->applied = c->job_applied;
@@ -216,7 +218,7 @@ void slot__clu_cas(clu *c, const clu_config *next, const char *what)
     if (slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want) != 0)
         return;
     c->cas_busy = true;
-    slot__clu_log(c, "CAS configuration (%s): epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members", what,
+    slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s): epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members", what,
                   next->epoch, next->tenure, next->primary, next->nmembers);
 }
 
@@ -245,7 +247,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     c->cas_drop = false;
     c->campaigning = false;
     if (!won)
-        slot__clu_log(c, "CAS failed (%s)", status ? slot_etcd_strerror(status) : "the configuration changed");
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS failed (%s)", status ? slot_etcd_strerror(status) : "the configuration changed");
     if (got.found) {
         if (won && strcmp(got.primary, c->self) == 0 && got.tenure != c->tenure &&
             c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {
@@ -309,7 +311,7 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
     c->cfg = *cfg;
     if (primary) {
         if (strcmp(cfg->primary, c->self) != 0 || cfg->tenure != c->tenure) {
-            slot__clu_log(c, "the configuration (epoch %" PRIu64 ") names %s primary: stepping down", cfg->epoch,
+            slot__clu_log(c, SLOT__LOG_WARN, "the configuration (epoch %" PRIu64 ") names %s primary: stepping down", cfg->epoch,
                           cfg->primary);
             slot__clu_follow(c);
             return;
@@ -349,7 +351,7 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
     }
     clu_config cfg = {.mod_rev = r->kv.mod_revision};
     if (slot__clu_config_parse(r->kv.value, r->kv.value_len, &cfg) != 0) {
-        slot__clu_log(c, "the configuration key holds something else: %.*s", (int)r->kv.value_len, r->kv.value);
+        slot__clu_log(c, SLOT__LOG_ERROR, "the configuration key holds something else: %.*s", (int)r->kv.value_len, r->kv.value);
         return;
     }
     slot__clu_config_seen(c, &cfg);
@@ -391,7 +393,7 @@ static void failover_tick(clu *c)
             return;
     }
     c->defer_until_ms = 0;
-    slot__clu_log(c, "no word from primary %s for %" PRIu64 " ms: fencing it and taking over", c->cfg.primary,
+    slot__clu_log(c, SLOT__LOG_WARN, "no word from primary %s for %" PRIu64 " ms: fencing it and taking over", c->cfg.primary,
                   slot_repl_silence_ms(c->repl));
     slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, ""); /* fence: its stream is refused from now */
     take_over(c);
@@ -446,12 +448,12 @@ static void on_close(void *ctx, const slot_repl_close_info *info)
 
 static void on_repl_log(void *ctx, const char *msg)
 {
-    slot__clu_log(ctx, "replication: %s", msg);
+    slot__clu_log(ctx, SLOT__LOG_WARN, "replication: %s", msg);
 }
 
 static void rlog_log(void *ctx, const char *msg)
 {
-    slot__clu_log(ctx, "batch log: %s", msg);
+    slot__clu_log(ctx, SLOT__LOG_WARN, "batch log: %s", msg);
 }
 
 /* ---- start and stop */
@@ -467,7 +469,7 @@ static int log_open(clu *c)
     if (rc == 0)
         rc = slot_rlog_sync(c->rlog); /* what a crash left in the page cache is on disk before we ack it */
     if (rc != 0) {
-        slot__clu_log(c, "cannot open the batch log %s: %s", dir, slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "cannot open the batch log %s: %s", dir, slot_rlog_strerror(rc));
         return -1;
     }
     MDB_txn *txn = NULL;
@@ -479,7 +481,7 @@ static int log_open(clu *c)
     uint64_t last_t = 0, last = 0;
     slot_rlog_last(c->rlog, &last_t, &last);
     if (rc != 0 || c->applied > last) {
-        slot__clu_log(c, "the store (seq %" PRIu64 ") is ahead of its batch log (seq %" PRIu64
+        slot__clu_log(c, SLOT__LOG_ERROR, "the store (seq %" PRIu64 ") is ahead of its batch log (seq %" PRIu64
                          "): this data folder was not made by a member of a replica set",
                       c->applied, last);
         return -1;
@@ -533,14 +535,14 @@ static int repl_start(clu *c, const slot_repl_secret *secret)
     };
     int rc = slot_repl_new(s->loop, &ro, &c->repl);
     if (rc != 0) {
-        slot__clu_log(c, "replication: %s", uv_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "replication: %s", uv_strerror(rc));
         return -1;
     }
     const char *host = o->repl_host[0] ? o->repl_host : o->host;
     int port = 0;
     rc = slot_repl_listen(c->repl, host, o->repl_host[0] ? o->repl_port : 0, &port);
     if (rc != 0) {
-        slot__clu_log(c, "--repl-listen %s:%u: %s", host, o->repl_port, uv_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "--repl-listen %s:%u: %s", host, o->repl_port, uv_strerror(rc));
         return -1;
     }
     snprintf(c->repl_addr, sizeof(c->repl_addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
@@ -603,7 +605,7 @@ int slot__cluster_start(server *s)
     c->sync_check.data = c;
     c->check_open = true;
     uv_check_start(&c->sync_check, slot__clu_on_sync_check);
-    slot__clu_log(c, "cluster %s, client address %s, replication %s, log at seq %" PRIu64 " (applied %" PRIu64 ")",
+    slot__clu_log(c, SLOT__LOG_INFO, "cluster %s, client address %s, replication %s, log at seq %" PRIu64 " (applied %" PRIu64 ")",
                   o->cluster, c->adv, c->repl_addr, c->verified, c->applied);
     return 0;
 }

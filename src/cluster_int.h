@@ -138,7 +138,9 @@ typedef struct slot__cluster {
 typedef slot__cluster clu;
 
 /* ---- cluster.c */
-void slot__clu_log(clu *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* one log line of the replica-set layer at level: the message as fmt says,
+ * with the fields node, role and epoch (log.h). Never the cluster secret. */
+void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* the node entry for id; add: make one when missing (NULL when full). */
 clu_node *slot__clu_node(clu *c, const char *id, bool add);
 bool slot__clu_is_member(const clu_config *cfg, const char *id);

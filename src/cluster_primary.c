@@ -136,7 +136,7 @@ void slot__clu_pump(clu *c, clu_node *n)
         if (rc == -EAGAIN)
             return; /* its window is full: on_ack pumps again */
         if (rc < 0) {
-            slot__clu_log(c, "sending record %" PRIu64 " to %s: %s", n->next_send, n->id,
+            slot__clu_log(c, SLOT__LOG_WARN, "sending record %" PRIu64 " to %s: %s", n->next_send, n->id,
                           rc < -4095 ? slot_rlog_strerror(rc) : uv_strerror(rc));
             slot_repl_disconnect(c->repl, n->id);
             return;
@@ -173,7 +173,7 @@ void slot__clu_commit_check(clu *c)
     slot_repl_set_commit(c->repl, c->commit_seq);
     if (c->role == CLU_PROMOTING) {
         c->role = CLU_PRIMARY;
-        slot__clu_log(c, "primary in tenure %" PRIu64 " from seq %" PRIu64, c->tenure, c->commit_seq);
+        slot__clu_log(c, SLOT__LOG_INFO, "primary in tenure %" PRIu64 " from seq %" PRIu64, c->tenure, c->commit_seq);
         slot__clu_node_put(c);
     }
     if (c->batch_held) {
@@ -208,7 +208,7 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
     n->dialing = false;
     if (peer->last_seq > c->applied ||
         (peer->last_seq && slot__clu_epoch_of(c, peer->last_seq) != peer->last_tenure)) {
-        slot__clu_log(c, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold", n->id,
+        slot__clu_log(c, SLOT__LOG_WARN, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold", n->id,
                       peer->last_tenure, peer->last_seq);
         slot_repl_disconnect(c->repl, peer->node_id);
         return;
@@ -257,7 +257,7 @@ void slot__clu_promote(clu *c)
         c->nodes[i].counted = slot__clu_is_member(&c->cfg, c->nodes[i].id);
         c->nodes[i].last_dial_ms = 0;
     }
-    slot__clu_log(c, "won epoch %" PRIu64 ": taking over in tenure %" PRIu64, c->cfg.epoch, c->tenure);
+    slot__clu_log(c, SLOT__LOG_INFO, "won epoch %" PRIu64 ": taking over in tenure %" PRIu64, c->cfg.epoch, c->tenure);
     c->job_target = c->commit_seq;
     c->promote_wanted = true;
     slot__clu_job_start(c, CLU_JOB_PROMOTE); /* when the commit thread is busy, the tick tries again */
@@ -310,7 +310,7 @@ void slot__clu_promote_done(clu *c)
     if (c->role != CLU_PROMOTING)
         return;
     if (c->job_rc != 0) {
-        slot__clu_log(c, "could not take over; following the configuration");
+        slot__clu_log(c, SLOT__LOG_WARN, "could not take over; following the configuration");
         slot__clu_follow(c);
         return;
     }
@@ -362,11 +362,11 @@ void slot__clu_unavailable(clu *c)
     if (!is_primary(c) || !c->pending_seq)
         return;
     if (!c->unavailable) {
-        slot__clu_log(c, "record %" PRIu64 " not acknowledged in time and no member could be dropped: unavailable",
+        slot__clu_log(c, SLOT__LOG_ERROR, "record %" PRIu64 " not acknowledged in time and no member could be dropped: unavailable",
                       c->pending_seq);
         for (size_t i = 0; i < c->nnodes; i++) {
             const clu_node *n = &c->nodes[i];
-            slot__clu_log(c, "  %s: live %d ready %d dialing %d acked %" PRIu64 " repl %s", n->id, n->live, n->ready,
+            slot__clu_log(c, SLOT__LOG_ERROR, "  %s: live %d ready %d dialing %d acked %" PRIu64 " repl %s", n->id, n->live, n->ready,
                           n->dialing, n->acked, n->repl);
         }
         c->unavailable = true;

@@ -51,7 +51,7 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
             if (rc == 0 && k - 1 < c->applied)
                 c->rebuild = true; /* LMDB holds what the log no longer has */
             if (rc == 0)
-                slot__clu_log(c, "cut the batch log after seq %" PRIu64 " (it held %" PRIu64 "): %s's log differs there",
+                slot__clu_log(c, SLOT__LOG_WARN, "cut the batch log after seq %" PRIu64 " (it held %" PRIu64 "): %s's log differs there",
                               k - 1, last, from);
         }
     }
@@ -59,7 +59,7 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
         rc = slot_rlog_append(c->rlog, rec, rec_bytes);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, "cannot take record %" PRIu64 ": %s", k, slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "cannot take record %" PRIu64 ": %s", k, slot_rlog_strerror(rc));
         return -1;
     }
     c->unsynced_seq = k;
@@ -89,12 +89,12 @@ void slot__clu_on_sync_check(uv_check_t *h)
     int rc = slot_rlog_sync(c->rlog);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, "batch log sync failed: %s; not acking", slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "batch log sync failed: %s; not acking", slot_rlog_strerror(rc));
         return;
     }
     int a = slot_repl_ack(c->repl, seq);
     if (a != 0 && a != -ENOTCONN)
-        slot__clu_log(c, "ack %" PRIu64 ": %s", seq, uv_strerror(a));
+        slot__clu_log(c, SLOT__LOG_WARN, "ack %" PRIu64 ": %s", seq, uv_strerror(a));
 }
 
 void slot__clu_apply_kick(clu *c)
