@@ -187,7 +187,7 @@ void slot__clu_metrics_get(server *s, slot__clu_metrics *out)
     out->role = slot__clu_role_name(c->role);
     out->epoch = c->cfg.epoch;
     out->applied = c->applied;
-    out->commit_seq = c->commit_seq > c->applied || c->role == CLU_REPLICA ? c->commit_seq : c->applied;
+    out->commit_seq = c->commit_seq;
     out->nmembers = 0;
     if (c->role != CLU_PRIMARY && c->role != CLU_PROMOTING)
         return;

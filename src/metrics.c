@@ -70,18 +70,28 @@ static void mb_printf(mbuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+static void mb_put(mbuf *b, const char *s, size_t n)
+{
+    if (!mb_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
 /* A label value as the text format writes it: \\, \" and \n escaped. The
  * names slotd labels with (ops, codes, events, consumers, nodes) are of
  * [A-Za-z0-9._:-] already; escaping keeps the output valid regardless. */
 static void mb_label(mbuf *b, const char *v)
 {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            mb_printf(b, "\\%c", *v);
-        else if (*v == '\n')
-            mb_printf(b, "\\n");
-        else
-            mb_printf(b, "%c", *v);
+    for (;;) {
+        size_t n = strcspn(v, "\\\"\n");
+        mb_put(b, v, n);
+        v += n;
+        if (!*v)
+            return;
+        mb_put(b, *v == '\n' ? "\\n" : *v == '"' ? "\\\"" : "\\\\", 2);
+        v++;
     }
 }
 
