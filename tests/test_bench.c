@@ -4,7 +4,8 @@
  * (JSON parsed with jansson, CSV columns, SVG well-formed); usage errors and
  * --help; a lying server that verification must catch; and, when
  * redis-server is installed, the same scenario against Redis+Lua; churn's
- * v1.1 buyers (extend, partial confirm, late payment with reacquire).
+ * v1.1 buyers (extend, partial confirm, late payment with reacquire); the waitlist scenario
+ * (offers in join order, the waits reported).
  * $SLOT_BENCH is the slot-bench under test.
  */
 #include <errno.h>
@@ -30,6 +31,7 @@ TEST_DECLARE(bench_churn_extend_partial_late)
 TEST_DECLARE(bench_sold_out)
 TEST_DECLARE(bench_multi_event)
 TEST_DECLARE(bench_hot_release_cart)
+TEST_DECLARE(bench_waitlist)
 TEST_DECLARE(bench_warmup_and_bounds)
 TEST_DECLARE(bench_verification_catches_a_lying_server)
 TEST_DECLARE(bench_redis_target)
@@ -44,6 +46,7 @@ TEST_LIST_START
     TEST_ENTRY(bench_sold_out)
     TEST_ENTRY(bench_multi_event)
     TEST_ENTRY(bench_hot_release_cart)
+    TEST_ENTRY(bench_waitlist)
     TEST_ENTRY(bench_warmup_and_bounds)
     TEST_ENTRY(bench_verification_catches_a_lying_server)
     TEST_ENTRY(bench_redis_target)
@@ -147,7 +150,7 @@ TEST_IMPL(bench_usage_and_help)
 {
     tmp = slot_test_tmpdir();
     char *out = malloc(OUT_BYTES);
-    static const char *const scenarios[] = {"hot-release", "open-loop", "churn", "sold-out", "multi-event"};
+    static const char *const scenarios[] = {"hot-release", "open-loop", "churn", "sold-out", "multi-event", "waitlist"};
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
         const char *help[] = {scenarios[i], "--help", NULL};
         ASSERT_EQ(run_bench(help, out), 0);
@@ -478,6 +481,78 @@ TEST_IMPL(bench_hot_release_cart)
     ASSERT_EQ(run_bench(none, out), 64);
     const char *not_here[] = {"multi-event", "--port", port_arg(srv.port), "--cart", "2", NULL};
     ASSERT_EQ(run_bench(not_here, out), 64);
+    free(out);
+    stop();
+}
+
+/* waitlist: 100 waiters for a sold-out event of 10 units; releases and expiries hand the units
+ * round until every waiter was offered a hold, in join order; the report gives the waits of the
+ * first, median and last waiter and offers/s. Then its usage errors. */
+TEST_IMPL(bench_waitlist)
+{
+    static const char *const fast_sweep[] = {"--sweep-interval-ms", "100", NULL};
+    slot_test_start(&srv, fast_sweep); /* abandoned holds come back soon after their TTL */
+    tmp = slot_test_tmpdir();
+    char json[600];
+    snprintf(json, sizeof(json), "%s/waitlist.json", tmp);
+    const char *args[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "100", "--capacity", "10",
+                          "--qty", "1:80,2:20", "--connections", "8", "--release", "85", "--abandon", "10",
+                          "--confirm", "5", "--poll-ms", "5", "--event", "wl", "--json", json, NULL};
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    int rc = run_bench(args, out);
+    if (rc != 0 || !strstr(out, "verification: passed"))
+        T_FAIL_("slot-bench waitlist exited %d:\n%s", rc, out);
+    static const char *const lines[] = {"\n  waitlist          100 of 100 waiters joined (positions 1..K in join order)",
+                                        "\n  offers            ", " offers/s ", "\n  waited ms         first ",
+                                        "  median ", "  last ", "\n  waitlist churn    prefill holds ",
+                                        "\n  join order        every offer in join order\n"};
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        if (!strstr(out, lines[i]))
+            T_FAIL_("no \"%s\" in:\n%s", lines[i], out);
+    json_error_t e;
+    json_t *root = json_load_file(json, 0, &e);
+    if (!root)
+        T_FAIL_("%s: line %d: %s", json, e.line, e.text);
+    json_t *wl = json_object_get(json_object_get(root, "results"), "waitlist");
+    ASSERT_EQ(json_integer_value(json_object_get(wl, "waiters")), 100);
+    ASSERT_EQ(json_integer_value(json_object_get(wl, "joined")), 100);
+    ASSERT_EQ(json_integer_value(json_object_get(wl, "order_violations")), 0);
+    ASSERT(json_is_true(json_object_get(wl, "in_order")) && json_is_true(json_object_get(wl, "positions_exact")));
+    ASSERT(json_real_value(json_object_get(wl, "offers_per_s")) > 0);
+    /* Units go round unless confirmed: every waiter is served, or the confirmed units left too few. */
+    json_int_t served = json_integer_value(json_object_get(wl, "served"));
+    const char *stopped = json_string_value(json_object_get(root, "stopped"));
+    ASSERT(stopped);
+    if (served != 100)
+        ASSERT(strstr(stopped, "cannot meet"));
+    ASSERT_GE(served, 10);
+    json_t *waits = json_object_get(wl, "wait_ms");
+    ASSERT_LE(json_integer_value(json_object_get(waits, "first")), json_integer_value(json_object_get(waits, "last")));
+    ASSERT_EQ(json_integer_value(json_array_get(json_object_get(wl, "wait_waiters"), 0)), 1);
+    ASSERT(json_is_true(json_object_get(json_object_get(root, "verification"), "passed")));
+    json_decref(root);
+    /* A bound before everyone is served: those still waiting leave; verification still passes. */
+    const char *bounded[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "200", "--capacity", "5",
+                             "--connections", "4", "--duration", "0.3", "--event", "wl-bound", NULL};
+    rc = run_bench(bounded, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "every offer in join order"))
+        T_FAIL_("slot-bench waitlist (bounded) exited %d:\n%s", rc, out);
+    const char *help[] = {"waitlist", "--help", NULL};
+    ASSERT_EQ(run_bench(help, out), 0);
+    ASSERT(strstr(out, "--waiters K") && strstr(out, "--poll-ms MS") && strstr(out, "--abandon PCT"));
+    const char *redis[] = {"waitlist", "--target", "redis://127.0.0.1:1", NULL};
+    ASSERT_EQ(run_bench(redis, out), 64);
+    const char *no_waiters[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "0", NULL};
+    ASSERT_EQ(run_bench(no_waiters, out), 64);
+    const char *pool[] = {"waitlist", "--port", port_arg(srv.port), "--users", "10", NULL};
+    ASSERT_EQ(run_bench(pool, out), 64);
+    const char *too_big[] = {"waitlist", "--port", port_arg(srv.port), "--capacity", "2", "--qty", "4", NULL};
+    ASSERT_EQ(run_bench(too_big, out), 64);
+    const char *pcts[] = {"waitlist", "--port", port_arg(srv.port), "--release", "50", NULL};
+    ASSERT_EQ(run_bench(pcts, out), 64);
+    const char *elsewhere[] = {"churn", "--waiters", "10", NULL};
+    ASSERT_EQ(run_bench(elsewhere, out), 64);
     free(out);
     stop();
 }
