@@ -149,6 +149,7 @@ typedef struct bench_wl {
     bench_waiter *w;
     uint32_t n;                     /* --waiters */
     uint32_t cursor;                /* join, leave, status phases: the next waiter */
+    uint32_t head;                  /* measured phase: no waiter before it still waits */
     uint32_t joined, at_once, full, join_errors, join_unexpected, bad_positions;
     bool positions_exact;           /* the join answers' positions were 1..n in join order */
     uint64_t prev_position;         /* join phase: the previous waiting answer's position (0: none, or held at once) */

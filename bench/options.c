@@ -105,7 +105,7 @@ static const struct opt_def {
     OPT_UINT("shards", "N", O_SHARDS, ALL, shards, 1, SLOT_SHARDS_MAX, "shards of each event"),
     OPT_UINT("max-per-user", "M", O_PER_USER, ALL, max_per_user, 0, SLOT_CAPACITY_MAX,
              "the events' max_per_user (0 = no limit)"),
-    OPT_UINT("users", "N", O_USERS, ALL, users, 0, BENCH_USERS_MAX,
+    OPT_UINT("users", "N", O_USERS, ALL & ~ONLY(BENCH_WAITLIST), users, 0, BENCH_USERS_MAX,
              "user pool: each hold picks one of N users (0 = a new user each)"),
     OPT_SECONDS("duration", O_DURATION, ALL, duration_ms, BENCH_DURATION_MS_MIN, BENCH_DURATION_MS_MAX,
                 "bound on the measured phase in seconds, fractions allowed"),
@@ -180,7 +180,9 @@ static void defaults(bench_config *c, bench_scenario s)
                   : s == BENCH_OPEN_LOOP   ? BENCH_CAPACITY_OPEN_LOOP_DEFAULT
                                            : BENCH_CAPACITY_DEFAULT;
     c->shards = SLOT_SHARDS_DEFAULT;
-    c->duration_ms = bench_scenario_sells_out(s) ? BENCH_DURATION_SELL_MS_DEFAULT : BENCH_DURATION_MS_DEFAULT;
+    /* The scenarios that end on their own (sold out; every waiter offered) get a long bound. */
+    c->duration_ms = bench_scenario_sells_out(s) || s == BENCH_WAITLIST ? BENCH_DURATION_SELL_MS_DEFAULT
+                                                                        : BENCH_DURATION_MS_DEFAULT;
     c->requests = BENCH_REQUESTS_DEFAULT;
     c->tail = BENCH_TAIL_DEFAULT;
     c->rate_per_s = BENCH_RATE_PER_S_DEFAULT;
@@ -717,8 +719,6 @@ static int cross_checks(bench_config *c, uint32_t v11_given)
     if (waitlist && c->qty.max > c->capacity)
         return usage_error(c, "--qty up to %u is above --capacity %" PRIu64 ": such a waiter could never be served",
                            c->qty.max, c->capacity);
-    if (waitlist && c->users > 0)
-        return usage_error(c, "%s", "--users does not apply to the waitlist scenario: every waiter is a buyer of its own");
     if (waitlist && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
                            c->release_pct, c->abandon_pct);

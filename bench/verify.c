@@ -240,6 +240,9 @@ static void waitlist_checks(bench_run *run, bench_verdict *v)
     if (wl->join_errors || wl->join_unexpected)
         bench_problem(v, "%" PRIu32 " joins answered with an error, %" PRIu32 " neither waiting nor held (first error: %s)",
                       wl->join_errors, wl->join_unexpected, run->first_error[0] ? run->first_error : "-");
+    uint32_t answered = wl->joined + wl->full + wl->join_errors + wl->join_unexpected;
+    if (answered < wl->n)
+        bench_problem(v, "only %" PRIu32 " of %" PRIu32 " joins were answered", answered, wl->n);
     if (wl->bad_positions)
         bench_problem(v, "%" PRIu32 " join answers named a position more than one past the previous join's",
                       wl->bad_positions);

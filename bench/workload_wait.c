@@ -249,17 +249,29 @@ int bench_wl_sessions_init(bench_run *run)
     return 0;
 }
 
+/* The first waiter still waiting (as far as the bench knows), or NULL. */
+static const bench_waiter *first_waiting(bench_wl *wl)
+{
+    while (wl->head < wl->n && wl->w[wl->head].state != BENCH_WAITER_WAITING)
+        wl->head++; /* offers go in join order: an earlier waiter never waits again */
+    for (uint32_t i = wl->head; i < wl->n; i++)
+        if (wl->w[i].state == BENCH_WAITER_WAITING)
+            return &wl->w[i];
+    return NULL;
+}
+
 /* Every waiter knows its offer (or failed) and every release and confirm is answered; or the
- * units nobody confirmed cannot meet the smallest qty of those still waiting. */
+ * units nobody confirmed cannot meet the first waiter's qty, so nobody can be offered more. */
 static void maybe_done(bench_run *run)
 {
     bench_wl *wl = &run->wl;
     const bench_event *e = &run->events[0];
-    if (wl->waiting == 0 && wl->acting == 0)
+    const bench_waiter *head = wl->waiting > 0 && wl->acting == 0 ? first_waiting(wl) : NULL;
+    if (wl->waiting == 0 && wl->acting == 0) {
         bench_stop(run, "every waiter was offered a hold, and every release and confirm was answered");
-    else if (wl->waiting > 0 && wl->acting == 0 && e->capacity - e->confirmed_units < run->cfg->qty.min) {
+    } else if (head && e->capacity - e->confirmed_units < head->qty) {
         wl->exhausted = true;
-        bench_stop(run, "the units not confirmed cannot meet the qty of those still waiting");
+        bench_stop(run, "the units not confirmed cannot meet the first waiter's qty");
     }
 }
 
@@ -392,8 +404,8 @@ static bool status_next(bench_run *run, bench_conn *c, bench_ticket *t)
 {
     (void)c;
     bench_wl *wl = &run->wl;
-    while (wl->cursor < wl->n && wl->w[wl->cursor].state == BENCH_WAITER_FAILED)
-        wl->cursor++;
+    while (wl->cursor < wl->n && (wl->w[wl->cursor].state == BENCH_WAITER_FAILED || wl->w[wl->cursor].state == BENCH_WAITER_NEW))
+        wl->cursor++; /* never in the list: refused, or the join phase stopped before it */
     if (wl->cursor >= wl->n)
         return false;
     const bench_waiter *w = &wl->w[wl->cursor];
@@ -469,7 +481,7 @@ void bench_wl_order(bench_run *run)
     uint32_t gap = UINT32_MAX, prev = UINT32_MAX; /* the first waiter without a hold; the last one with */
     for (uint32_t i = 0; i < wl->n; i++) {
         const bench_waiter *w = &wl->w[i];
-        if (w->state == BENCH_WAITER_FAILED)
+        if (w->state == BENCH_WAITER_FAILED || w->state == BENCH_WAITER_NEW)
             continue; /* never in the list */
         if (w->hold == BENCH_LINK_NONE) {
             gap = gap == UINT32_MAX ? i : gap;
