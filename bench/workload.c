@@ -8,6 +8,7 @@
  *   first, some confirm fewer units than held, some pay late with reacquire.
  *   verify: get_hold for every ledger entry; status, qty, returned units,
  *   extensions, expires_at and links must be the ones the answers said.
+ *   waitlist: its phases are in workload_wait.c (the prefill is the one here).
  */
 #include <inttypes.h>
 #include <stdlib.h>
