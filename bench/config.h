@@ -19,6 +19,7 @@ typedef enum bench_scenario {
     BENCH_CHURN,
     BENCH_SOLD_OUT,
     BENCH_MULTI_EVENT,
+    BENCH_WAITLIST,
 } bench_scenario;
 
 typedef enum bench_target_kind { BENCH_TARGET_SLOTD, BENCH_TARGET_REDIS } bench_target_kind;
@@ -62,7 +63,9 @@ typedef struct bench_config {
      * extend: of the buyers who confirm on time or release; partial, late: of the confirms (disjoint). */
     uint32_t extend_pct, partial_pct, late_pct;
     uint32_t think_min_ms, think_max_ms;
-    uint32_t hold_ttl_ms;                      /* 0 = long enough that nothing expires during the run */
+    uint32_t hold_ttl_ms;                      /* churn, waitlist; 0 = long enough that nothing expires during the run */
+    uint32_t waiters;                          /* waitlist: buyers who join the sold-out event's waitlist */
+    uint32_t poll_ms;                          /* waitlist: a waiter asks for its entry's state this often (and less far back) */
     uint32_t events;                           /* hot-release: --cart (one event per cart item) */
     uint32_t cart;                             /* hot-release: events per cart, 1..SLOT_CART_ITEMS_MAX; 1 = plain holds */
     double zipf_exponent;                      /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */

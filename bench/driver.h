@@ -25,6 +25,7 @@ typedef struct bench_view {
     uint64_t capacity, available, held, confirmed;
     char status[16];
     uint64_t opens_at_ms;           /* the sale window's opening; 0 = none (or a target without windows) */
+    uint64_t waitlist_max, waiting, waiting_qty; /* the waitlist (0 for a target without one) */
 } bench_view;
 
 /* What a run asks of the target's events. */
@@ -33,6 +34,7 @@ typedef struct bench_event_spec {
     uint64_t capacity, max_per_user;
     uint32_t shards, hold_ttl_ms, max_per_request;
     uint64_t opens_at_ms;           /* the sale opens then (ms since the epoch); 0 = now */
+    uint32_t waitlist_max;          /* entries of its waitlist (slotd only); 0 = none */
 } bench_event_spec;
 
 typedef struct bench_driver {

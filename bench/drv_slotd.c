@@ -145,6 +145,20 @@ static long encode_hold_op(const bench_run *run, const bench_ticket *t, char *bu
     return slot_req_encode(&req, buf, cap);
 }
 
+/* waitlist_join (qty t->qty), waitlist or waitlist_leave of ("u<user>", "r<key>") on t's event, through the client codec. */
+static long encode_wait_op(const bench_run *run, const bench_ticket *t, char *buf, size_t cap)
+{
+    static const slot_op ops[] = {[BENCH_OP_WAIT_JOIN] = SLOT_OP_WAITLIST_JOIN, [BENCH_OP_WAIT_STATUS] = SLOT_OP_WAITLIST,
+                                  [BENCH_OP_WAIT_LEAVE] = SLOT_OP_WAITLIST_LEAVE};
+    char user[32], key[32];
+    bench_user_name(t->user, user, sizeof(user));
+    bench_key_name(t->key, key, sizeof(key));
+    slot_req req;
+    if (slot_req_waitlist(&req, ops[t->op], run->events[t->event].name, user, key, t->qty) < 0)
+        return -1;
+    return slot_req_encode(&req, buf, cap);
+}
+
 static int slotd_send(bench_conn *c, const bench_ticket *t)
 {
     slotd_conn *sc = c->drv;
@@ -152,7 +166,9 @@ static int slotd_send(bench_conn *c, const bench_ticket *t)
     if (room < (t->cart > 1 ? BENCH_CART_REQ_BYTES : BENCH_REQ_BYTES))
         return -1;
     char *dst = sc->out + sc->out_len;
-    long n = t->op != BENCH_OP_HOLD ? encode_hold_op(c->run, t, dst, room)
+    bool wait = t->op == BENCH_OP_WAIT_JOIN || t->op == BENCH_OP_WAIT_STATUS || t->op == BENCH_OP_WAIT_LEAVE;
+    long n = wait                   ? encode_wait_op(c->run, t, dst, room)
+             : t->op != BENCH_OP_HOLD ? encode_hold_op(c->run, t, dst, room)
              : t->cart > 1          ? (long)encode_cart(c->run, t, dst)
                                     : (long)encode_hold(c->run, t, dst);
     if (n < 0 || (size_t)n >= room)
@@ -370,7 +386,7 @@ static bool one_line(slotd_conn *sc, const char *line, size_t len, uint64_t now_
     sc->backoff_ms = BENCH_FOLLOW_BACKOFF_MS;
     sc->wait_ns = now_ns;
     bench_conn *c = sc->c;
-    if (r.ok && c->inflight > 0 && c->ring[c->head].op != BENCH_OP_GET_HOLD)
+    if (r.ok && c->inflight > 0 && !bench_op_is_read(c->ring[c->head].op))
         acked(sc);
     bench_deliver(c, &r, now_ns);
     return true;

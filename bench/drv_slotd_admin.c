@@ -204,6 +204,9 @@ static int view_call(bench_admin *a, const char *what, const slot_req *req, benc
         v->held = r.held;
         v->confirmed = r.confirmed;
         v->opens_at_ms = r.opens_at_ms;
+        v->waitlist_max = r.waitlist_max;
+        v->waiting = r.waiting;
+        v->waiting_qty = r.waiting_qty;
         snprintf(v->status, sizeof(v->status), "%s", r.status);
     }
     slot_reply_clear(&r);
@@ -222,6 +225,8 @@ int bench_slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_vi
     req.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
     if (s->opens_at_ms)
         slot_req_set_window(&req, s->opens_at_ms, 0);
+    if (s->waitlist_max)
+        slot_req_set_waitlist_max(&req, s->waitlist_max);
     return view_call(a, "create_event", &req, v, err, errlen);
 }
 

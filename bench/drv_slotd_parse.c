@@ -20,6 +20,21 @@ static bool key_is(const char *k, size_t n, const char *lit)
 
 enum { V_STR, V_NUM, V_TRUE, V_FALSE, V_NULL };
 
+/* A waitlist entry's state word ("waiting", "offered", "left", "none": docs/protocol.md,
+ * "Waitlist") into r->wait; any other word leaves r as it is. */
+static void wait_status(const char *s, size_t n, bench_result *r)
+{
+    static const slot_wait_state states[] = {SLOT_WAIT_NONE, SLOT_WAIT_WAITING, SLOT_WAIT_OFFERED, SLOT_WAIT_LEFT};
+    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+        const char *name = slot_wait_state_name(states[i]);
+        if (strlen(name) == n && memcmp(s, name, n) == 0) {
+            r->has_wait = true;
+            r->wait = states[i];
+            return;
+        }
+    }
+}
+
 /* One member of a flat reply into r. false: a value the fast path does not take. */
 static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, bench_result *r, bool *saw_ok)
 {
@@ -27,7 +42,21 @@ static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, 
         *saw_ok = kind == V_TRUE || kind == V_FALSE;
         r->ok = kind == V_TRUE;
     } else if (key_is(k, kn, "status") && kind == V_STR) {
-        bench_result_status(v, vn, r);
+        if (!bench_result_status(v, vn, r))
+            wait_status(v, vn, r);
+    } else if (key_is(k, kn, "hold_status") && kind == V_STR) {
+        bench_result_status(v, vn, r); /* the waitlist op: an offered entry's hold */
+    } else if (key_is(k, kn, "position") && kind == V_NUM) {
+        uint64_t x = 0;
+        for (size_t i = 0; i < vn; i++) {
+            if (v[i] < '0' || v[i] > '9' || x > UINT64_MAX / 10 - 1)
+                return false;
+            x = x * 10 + (uint64_t)(v[i] - '0');
+        }
+        r->position = x;
+    } else if (key_is(k, kn, "waitlist_full") || key_is(k, kn, "left") || key_is(k, kn, "offered")) {
+        bool *b = k[0] == 'w' ? &r->waitlist_full : k[0] == 'l' ? &r->left : &r->offered;
+        *b = kind == V_TRUE;
     } else if (key_is(k, kn, "hold") && kind == V_STR) {
         if (vn > SLOT_HOLD_ARG_BYTES_MAX)
             return false;
@@ -182,7 +211,14 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     r->ok = rep.ok;
     r->err = rep.ok ? SLOT_E_OK : rep.err;
     snprintf(r->text, sizeof(r->text), "%.150s", rep.message);
-    bench_result_status(rep.status, strlen(rep.status), r);
+    if (!bench_result_status(rep.status, strlen(rep.status), r))
+        wait_status(rep.status, strlen(rep.status), r);
+    if (rep.hold_status[0])
+        bench_result_status(rep.hold_status, strlen(rep.hold_status), r);
+    r->position = rep.position;
+    r->waitlist_full = rep.waitlist_full;
+    r->left = rep.left;
+    r->offered = rep.offered;
     r->replay = rep.replay;
     r->released = rep.released;
     r->qty = rep.qty > UINT32_MAX ? UINT32_MAX : (uint32_t)rep.qty;

@@ -154,7 +154,7 @@ void bench_deliver(bench_conn *c, const bench_result *r, uint64_t now_ns)
         if (t.t_ns < run->n.first_send_ns + UINT64_C(1000000000))
             slot_hist_record(run->first_ns, lat);
     }
-    if (run->phase->measure && r->ok && t.op != BENCH_OP_GET_HOLD) { /* an acknowledged write */
+    if (run->phase->measure && r->ok && !bench_op_is_read(t.op)) { /* an acknowledged write */
         uint64_t since = run->last_ack_ns ? run->last_ack_ns : run->phase_start_ns;
         if (now_ns > since && now_ns - since > run->ack_gap_max_ns)
             run->ack_gap_max_ns = now_ns - since;
@@ -465,6 +465,8 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
         run->last_ack_ns = 0; /* the time without an acknowledged write counts from the phase's start */
     }
     start_timers(run, ph);
+    run->think_due_ns = 0;
+    think_arm(run); /* sessions may think already (waitlist: set up between phases) */
     for (uint32_t i = 0; ph->rate_per_s <= 0 && i < ph->conns && !run->stop_sending; i++)
         pump(&run->conns[i]);
     flush_dirty(run);
@@ -577,5 +579,6 @@ void bench_engine_close(bench_run *run)
     free(run->sessions);
     free(run->heap);
     free(run->abandoned);
+    free(run->wl.w);
     bench_ledger_free(&run->ledger);
 }

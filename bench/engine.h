@@ -97,13 +97,17 @@ typedef struct bench_phase {
     bool unique_users;              /* a new user for every hold even with --users */
     uint8_t cart;                   /* > 1: every hold is a cart of events event_first..+cart-1 (hold_many) */
     uint64_t tail;                  /* stop after the sell-out and this many sold_out answers; UINT64_MAX: never */
+    bool unit_holds;                /* every hold of one unit, whatever --qty (waitlist's prefill: sells every unit) */
     /* closed loop: the next request for c (false: none now). */
     bool (*next)(bench_run *run, bench_conn *c, bench_ticket *t);
     void (*on_result)(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns);
 } bench_phase;
 
-/* Churn: one simulated buyer. */
-typedef enum bench_session_state { BENCH_SESSION_READY, BENCH_SESSION_WAITING, BENCH_SESSION_THINKING } bench_session_state;
+/* Churn: one simulated buyer; waitlist: a waiter, or the holder of a prefill hold. */
+/* DONE: waitlist, a session with nothing more to send. */
+typedef enum bench_session_state {
+    BENCH_SESSION_READY, BENCH_SESSION_WAITING, BENCH_SESSION_THINKING, BENCH_SESSION_DONE
+} bench_session_state;
 
 typedef struct bench_session {
     uint32_t conn;
@@ -114,6 +118,54 @@ typedef struct bench_session {
     uint32_t hold;                  /* ledger index of its current hold */
     uint8_t plan;                   /* a confirm's BENCH_TICKET_* flags: partial, or late (reacquire) */
 } bench_session;
+
+/* Waitlist: one buyer in the sold-out event's waitlist, in join order (its index). */
+typedef enum bench_waiter_state {
+    BENCH_WAITER_NEW,               /* its join is not answered yet */
+    BENCH_WAITER_WAITING,           /* joined, polls for its entry's state */
+    BENCH_WAITER_OFFERED,           /* the bench knows its offered hold (or its join was held at once) */
+    BENCH_WAITER_FAILED,            /* its join was refused or answered unexpectedly */
+} bench_waiter_state;
+
+typedef struct bench_waiter {
+    uint64_t key;                   /* its request key "r<key>"; its user is "u<user>" */
+    uint64_t user;
+    uint64_t ack_ms;                /* wall clock when the join's answer came */
+    uint64_t offer_ms;              /* the offered hold's created_at (its expires_at - hold_ttl_ms); 0: none known */
+    uint64_t hold_seq;              /* the offered hold's seq (the first 16 hex digits of its id) */
+    uint32_t position;              /* the join answer's; 0: held at once */
+    uint32_t last_position;         /* the latest poll's */
+    uint32_t hold;                  /* ledger index of its offered hold; BENCH_LINK_NONE */
+    uint16_t qty;
+    uint8_t state;                  /* bench_waiter_state */
+    uint8_t final;                  /* slot_wait_state the last status phase saw */
+    bool at_once;                   /* the join was held at once: no entry, the hold is the join's */
+    bool learned_late;              /* its offer was first seen after the measured phase */
+} bench_waiter;
+
+/* Waitlist: what the join, measured, leave and status phases saw (the join phase's
+ * counters are kept here: run->n is reset by every phase). */
+typedef struct bench_wl {
+    bench_waiter *w;
+    uint32_t n;                     /* --waiters */
+    uint32_t cursor;                /* join, leave, status phases: the next waiter */
+    uint32_t head;                  /* measured phase: no waiter before it still waits */
+    uint32_t joined, at_once, full, join_errors, join_unexpected, bad_positions;
+    bool positions_exact;           /* the join answers' positions were 1..n in join order */
+    uint64_t prev_position;         /* join phase: the previous waiting answer's position (0: none, or held at once) */
+    uint32_t offered;               /* waiters whose offer the bench knows */
+    uint32_t acting;                /* sessions with a release or confirm still to answer */
+    uint32_t waiting;               /* waiters still polling */
+    uint64_t start_ms;              /* wall clock at the measured phase's start */
+    uint64_t last_offer_ms;
+    uint64_t prefill_released, prefill_confirmed, prefill_abandoned;
+    uint64_t offer_released, offer_confirmed, offer_abandoned, offer_expired_first;
+    uint64_t polls, left, leave_missed, status_errors, status_unexpected, learned_late;
+    uint32_t nprefill;              /* ledger entries 0..nprefill-1: the prefill's holds */
+    bool exhausted;                 /* the measured phase stopped: the units not confirmed cannot meet a waiter */
+    uint32_t order_violations;
+    char first_violation[300];
+} bench_wl;
 
 /* A min-heap of (due time, session) for think times. */
 typedef struct bench_heap_item {
@@ -161,6 +213,7 @@ struct bench_run {
     bench_heap_item *heap;
     uint32_t heap_n;
     uint64_t think_due_ns;          /* when think_timer fires; 0 = not armed */
+    bench_wl wl;                    /* the waitlist scenario */
     uint32_t *abandoned;            /* churn: ledger indices of abandoned holds, in answer order */
     size_t nabandoned, abandoned_head, abandoned_cap;
 

@@ -39,6 +39,10 @@
 #define BENCH_HOLD_TTL_MS_MAX (BENCH_EXPIRE_WAIT_MS_MAX - BENCH_EXPIRE_SLACK_MS) /* churn: --hold-ttl-ms */
 #define BENCH_EVENTS_MAX 1024                       /* multi-event: events at once */
 #define BENCH_ZIPF_EXPONENT_MAX 10.0                /* --zipf */
+#define BENCH_WAITERS_MAX 1000000u                  /* waitlist --waiters (the server's list takes SLOT_WAITLIST_MAX_MAX) */
+#define BENCH_WAITLIST_CAPACITY_MAX 1000000u        /* waitlist --capacity: one prefill hold, and one session, per unit */
+#define BENCH_POLL_MS_MIN 1u                        /* waitlist --poll-ms */
+#define BENCH_POLL_MS_MAX 10000u
 
 /* ---------------------------------------------------------------- command-line defaults */
 
@@ -68,6 +72,15 @@
 #define BENCH_HOLD_TTL_MS_CHURN_DEFAULT 2000u
 #define BENCH_EVENTS_DEFAULT 16u
 #define BENCH_ZIPF_EXPONENT_DEFAULT 1.0
+#define BENCH_WAITERS_DEFAULT 1000u                 /* waitlist */
+#define BENCH_CAPACITY_WAITLIST_DEFAULT 100u        /* waitlist: ten waiters per unit by default */
+#define BENCH_POLL_MS_DEFAULT 20u                   /* waitlist */
+#define BENCH_POLL_SPREAD_MAX 8u                    /* waitlist: a waiter at position p polls every poll_ms x min(8, ceil(p / capacity)) */
+#define BENCH_CONFIRM_PCT_WAITLIST_DEFAULT 0u       /* waitlist: confirmed units never come back; by default every unit circulates */
+#define BENCH_RELEASE_PCT_WAITLIST_DEFAULT 70u
+#define BENCH_ABANDON_PCT_WAITLIST_DEFAULT 30u
+#define BENCH_THINK_MAX_MS_WAITLIST_DEFAULT 20u     /* waitlist: think times 0..20 ms */
+#define BENCH_HOLD_TTL_MS_WAITLIST_DEFAULT 1000u    /* waitlist: abandoned holds come back after 1 s (and the sweep) */
 
 /* ---------------------------------------------------------------- the run's own bounds */
 
@@ -82,6 +95,7 @@
 #define BENCH_PREFILL_PIPELINE_MIN 16               /* sold-out's prefill: requests in flight per connection */
 #define BENCH_VERIFY_CONNS 8                        /* the ledger check: connections ... */
 #define BENCH_VERIFY_PIPELINE 128                   /* ... and get_hold requests in flight on each */
+#define BENCH_JOIN_PIPELINE BENCH_VERIFY_PIPELINE   /* waitlist: joins (and leaves) in flight on their one connection */
 #define BENCH_LEDGER_MAX (64u << 20)                /* holds remembered for the ledger check */
 #define BENCH_EXPIRE_ROUNDS_MAX 64                  /* admin expire calls after a churn run (each bounded by the server) */
 #define BENCH_EXPIRE_MARGIN_MS 50                   /* churn: wait this long past the last expires_at */

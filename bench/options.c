@@ -31,6 +31,7 @@ static const struct {
     [BENCH_CHURN] = {"churn", "ch", "a steady sale: holds confirmed, released or abandoned after think times"},
     [BENCH_SOLD_OUT] = {"sold-out", "so", "an event already sold out: how fast refusals are answered"},
     [BENCH_MULTI_EVENT] = {"multi-event", "me", "E events at once with Zipf popularity, until all are sold out"},
+    [BENCH_WAITLIST] = {"waitlist", "wl", "K buyers wait for a sold-out event while units come back: offers in join order?"},
 };
 
 const char *bench_scenario_name(bench_scenario s)
@@ -54,11 +55,12 @@ enum {
     O_HOST = 256, O_PORT, O_TOKEN, O_TARGET, O_REMOTE, O_EVENT, O_CONNS, O_PIPELINE, O_QTY, O_CAPACITY,
     O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_OPENS_IN, O_RATE, O_CONFIRM,
     O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP, O_MEMBERS,
-    O_EXTEND, O_PARTIAL, O_LATE, O_CART,
+    O_EXTEND, O_PARTIAL, O_LATE, O_CART, O_WAITERS, O_POLL,
 };
 
-#define ALL 0x1fu
+#define ALL 0x3fu
 #define ONLY(s) (1u << (s))
+#define CHURN_WL (ONLY(BENCH_CHURN) | ONLY(BENCH_WAITLIST)) /* the options of holds that come back */
 
 /* How an option's value is read: into the bench_config field at `off` for
  * the numeric kinds, by its own code (one_option / set_value) for the rest. */
@@ -103,7 +105,7 @@ static const struct opt_def {
     OPT_UINT("shards", "N", O_SHARDS, ALL, shards, 1, SLOT_SHARDS_MAX, "shards of each event"),
     OPT_UINT("max-per-user", "M", O_PER_USER, ALL, max_per_user, 0, SLOT_CAPACITY_MAX,
              "the events' max_per_user (0 = no limit)"),
-    OPT_UINT("users", "N", O_USERS, ALL, users, 0, BENCH_USERS_MAX,
+    OPT_UINT("users", "N", O_USERS, ALL & ~ONLY(BENCH_WAITLIST), users, 0, BENCH_USERS_MAX,
              "user pool: each hold picks one of N users (0 = a new user each)"),
     OPT_SECONDS("duration", O_DURATION, ALL, duration_ms, BENCH_DURATION_MS_MIN, BENCH_DURATION_MS_MAX,
                 "bound on the measured phase in seconds, fractions allowed"),
@@ -122,11 +124,11 @@ static const struct opt_def {
                 "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
     OPT_REAL("rate", "R", O_RATE, ONLY(BENCH_OPEN_LOOP), rate_per_s, BENCH_RATE_PER_S_MIN, BENCH_RATE_PER_S_MAX,
              "requests per second, sent on schedule whatever the replies"),
-    OPT_UINT("confirm", "PCT", O_CONFIRM, ONLY(BENCH_CHURN), confirm_pct, 0, BENCH_PCT_MAX,
-             "percent of holds confirmed after the think time"),
-    OPT_UINT("release", "PCT", O_RELEASE, ONLY(BENCH_CHURN), release_pct, 0, BENCH_PCT_MAX,
+    OPT_UINT("confirm", "PCT", O_CONFIRM, CHURN_WL, confirm_pct, 0, BENCH_PCT_MAX,
+             "percent of holds confirmed after the think time (waitlist: of the prefill's and the offered holds)"),
+    OPT_UINT("release", "PCT", O_RELEASE, CHURN_WL, release_pct, 0, BENCH_PCT_MAX,
              "percent of holds released after the think time"),
-    OPT_UINT("abandon", "PCT", O_ABANDON, ONLY(BENCH_CHURN), abandon_pct, 0, BENCH_PCT_MAX,
+    OPT_UINT("abandon", "PCT", O_ABANDON, CHURN_WL, abandon_pct, 0, BENCH_PCT_MAX,
              "percent of holds left to expire (the three add up to 100)"),
     OPT_UINT("extend", "PCT", O_EXTEND, ONLY(BENCH_CHURN), extend_pct, 0, BENCH_PCT_MAX,
              "percent of the buyers who confirm on time or release that first extend the hold by --hold-ttl-ms; "
@@ -136,10 +138,14 @@ static const struct opt_def {
     OPT_UINT("late", "PCT", O_LATE, ONLY(BENCH_CHURN), late_pct, 0, BENCH_PCT_MAX,
              "percent of the confirms paid after the hold expired (--hold-ttl-ms + 100 ms + a think time), with "
              "reacquire:true; --partial + --late at most 100"),
-    OPT("think-ms", "A[:B]", O_THINK, ONLY(BENCH_CHURN), K_OTHER,
+    OPT("think-ms", "A[:B]", O_THINK, CHURN_WL, K_OTHER,
         "think time before confirm/release/next hold, uniform in A..B ms"),
-    OPT_UINT("hold-ttl-ms", "MS", O_TTL, ONLY(BENCH_CHURN), hold_ttl_ms, SLOT_HOLD_TTL_MS_MIN, BENCH_HOLD_TTL_MS_MAX,
+    OPT_UINT("hold-ttl-ms", "MS", O_TTL, CHURN_WL, hold_ttl_ms, SLOT_HOLD_TTL_MS_MIN, BENCH_HOLD_TTL_MS_MAX,
              "the event's hold_ttl_ms (abandoned holds expire after it)"),
+    OPT_UINT("waiters", "K", O_WAITERS, ONLY(BENCH_WAITLIST), waiters, 1, BENCH_WAITERS_MAX,
+             "buyers who join the sold-out event's waitlist (created with waitlist_max K), each with a --qty"),
+    OPT_UINT("poll-ms", "MS", O_POLL, ONLY(BENCH_WAITLIST), poll_ms, BENCH_POLL_MS_MIN, BENCH_POLL_MS_MAX,
+             "a waiter asks for its entry's state every MS ms, at position p every MS x min(8, ceil(p / capacity))"),
     OPT_UINT("events", "E", O_EVENTS, ONLY(BENCH_MULTI_EVENT), events, 1, BENCH_EVENTS_MAX, "events at once"),
     OPT_REAL("zipf", "S", O_ZIPF, ONLY(BENCH_MULTI_EVENT), zipf_exponent, 0, BENCH_ZIPF_EXPONENT_MAX,
              "Zipf exponent of event popularity (0 = uniform)"),
@@ -169,11 +175,14 @@ static void defaults(bench_config *c, bench_scenario s)
     c->connections = BENCH_CONNS_DEFAULT;
     c->pipeline = s == BENCH_OPEN_LOOP ? BENCH_PIPELINE_OPEN_LOOP_DEFAULT : BENCH_PIPELINE_DEFAULT;
     c->capacity = s == BENCH_SOLD_OUT      ? BENCH_CAPACITY_SOLD_OUT_DEFAULT
+                  : s == BENCH_WAITLIST    ? BENCH_CAPACITY_WAITLIST_DEFAULT
                   : s == BENCH_MULTI_EVENT ? BENCH_CAPACITY_MULTI_EVENT_DEFAULT
                   : s == BENCH_OPEN_LOOP   ? BENCH_CAPACITY_OPEN_LOOP_DEFAULT
                                            : BENCH_CAPACITY_DEFAULT;
     c->shards = SLOT_SHARDS_DEFAULT;
-    c->duration_ms = bench_scenario_sells_out(s) ? BENCH_DURATION_SELL_MS_DEFAULT : BENCH_DURATION_MS_DEFAULT;
+    /* The scenarios that end on their own (sold out; every waiter offered) get a long bound. */
+    c->duration_ms = bench_scenario_sells_out(s) || s == BENCH_WAITLIST ? BENCH_DURATION_SELL_MS_DEFAULT
+                                                                        : BENCH_DURATION_MS_DEFAULT;
     c->requests = BENCH_REQUESTS_DEFAULT;
     c->tail = BENCH_TAIL_DEFAULT;
     c->rate_per_s = BENCH_RATE_PER_S_DEFAULT;
@@ -185,7 +194,16 @@ static void defaults(bench_config *c, bench_scenario s)
     c->late_pct = BENCH_LATE_PCT_DEFAULT;
     c->think_min_ms = BENCH_THINK_MIN_MS_DEFAULT;
     c->think_max_ms = BENCH_THINK_MAX_MS_DEFAULT;
-    c->hold_ttl_ms = s == BENCH_CHURN ? BENCH_HOLD_TTL_MS_CHURN_DEFAULT : 0;
+    c->hold_ttl_ms = s == BENCH_CHURN ? BENCH_HOLD_TTL_MS_CHURN_DEFAULT : s == BENCH_WAITLIST ? BENCH_HOLD_TTL_MS_WAITLIST_DEFAULT : 0;
+    c->waiters = BENCH_WAITERS_DEFAULT;
+    c->poll_ms = BENCH_POLL_MS_DEFAULT;
+    if (s == BENCH_WAITLIST) {
+        c->confirm_pct = BENCH_CONFIRM_PCT_WAITLIST_DEFAULT;
+        c->release_pct = BENCH_RELEASE_PCT_WAITLIST_DEFAULT;
+        c->abandon_pct = BENCH_ABANDON_PCT_WAITLIST_DEFAULT;
+        c->think_min_ms = 0;
+        c->think_max_ms = BENCH_THINK_MAX_MS_WAITLIST_DEFAULT;
+    }
     c->events = s == BENCH_MULTI_EVENT ? BENCH_EVENTS_DEFAULT : 1;
     c->cart = BENCH_CART_DEFAULT;
     c->zipf_exponent = BENCH_ZIPF_EXPONENT_DEFAULT;
@@ -332,6 +350,16 @@ static const char *const scenario_text[] = {
         "popularity (event 0 the most popular). Runs until all are sold out and --tail sold_out\n"
         "answers came back (or --duration or --requests stops it); each event is verified as in\n"
         "hot-release.\n",
+    [BENCH_WAITLIST] =
+        "An event of --capacity units with a waitlist of --waiters entries is sold out first (holds of one\n"
+        "unit, not measured); then the K waiters join, in order, on one connection (the join order is\n"
+        "the order of the answers, each position checked against it). Measured: a churn of releases and\n"
+        "expiries (--release, --abandon and --confirm of the prefill's holds, after a think time) while\n"
+        "each waiter polls its entry (--poll-ms); a waiter told of its offered hold releases, confirms or\n"
+        "abandons it in turn, so units go round until every waiter was offered one. Verified: offers in\n"
+        "join order (the waiters offered a hold are a prefix of the join order, their holds made in that\n"
+        "order), check clean, the event's counters and list, every hold by get_hold. Reported: how long\n"
+        "the first, median and last waiter waited (from the join's answer to the offer's commit), offers/s.\n",
 };
 
 void bench_usage(FILE *f, bench_scenario s)
@@ -682,6 +710,18 @@ static int cross_checks(bench_config *c, uint32_t v11_given)
 {
     if (c->scenario == BENCH_HOT_RELEASE)
         c->events = c->cart; /* one event per cart item */
+    bool waitlist = c->scenario == BENCH_WAITLIST;
+    if (waitlist && c->target == BENCH_TARGET_REDIS)
+        return usage_error(c, "%s", "the waitlist scenario needs slotd's waitlist; the redis target has none");
+    if (waitlist && (c->capacity < 1 || c->capacity > BENCH_WAITLIST_CAPACITY_MAX))
+        return usage_error(c, "--capacity %" PRIu64 ": the waitlist scenario takes 1..%u (one prefill hold per unit)",
+                           c->capacity, BENCH_WAITLIST_CAPACITY_MAX);
+    if (waitlist && c->qty.max > c->capacity)
+        return usage_error(c, "--qty up to %u is above --capacity %" PRIu64 ": such a waiter could never be served",
+                           c->qty.max, c->capacity);
+    if (waitlist && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
+        return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
+                           c->release_pct, c->abandon_pct);
     if (c->scenario == BENCH_CHURN && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
                            c->release_pct, c->abandon_pct);
@@ -809,6 +849,15 @@ json_t *bench_config_json(const bench_config *c)
         json_object_set_new(o, "extend_pct", json_integer(c->extend_pct));
         json_object_set_new(o, "partial_pct", json_integer(c->partial_pct));
         json_object_set_new(o, "late_pct", json_integer(c->late_pct));
+        json_object_set_new(o, "think_ms", json_pack("[i, i]", (int)c->think_min_ms, (int)c->think_max_ms));
+        json_object_set_new(o, "hold_ttl_ms", json_integer(c->hold_ttl_ms));
+    }
+    if (c->scenario == BENCH_WAITLIST) {
+        json_object_set_new(o, "waiters", json_integer(c->waiters));
+        json_object_set_new(o, "poll_ms", json_integer(c->poll_ms));
+        json_object_set_new(o, "confirm_pct", json_integer(c->confirm_pct));
+        json_object_set_new(o, "release_pct", json_integer(c->release_pct));
+        json_object_set_new(o, "abandon_pct", json_integer(c->abandon_pct));
         json_object_set_new(o, "think_ms", json_pack("[i, i]", (int)c->think_min_ms, (int)c->think_max_ms));
         json_object_set_new(o, "hold_ttl_ms", json_integer(c->hold_ttl_ms));
     }

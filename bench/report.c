@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "report.h"
 #include "verify.h"
+#include "workload.h"
 #include "slot_config.h"
 
 static double ns_s(uint64_t ns)
@@ -70,6 +71,61 @@ static void print_head(const bench_report *r, FILE *f)
     fprintf(f, "  stopped           %s\n", r->stopped);
 }
 
+/* Waitlist: the waits of the first, median and last waiter offered a hold, in join order
+ * (wait[0..2], ms; positions in pos[0..2], 0 when none was), their count, and offers/s. */
+static uint32_t waitlist_numbers(const bench_run *run, uint64_t wait[3], uint32_t pos[3], double *offers_per_s)
+{
+    const bench_wl *wl = &run->wl;
+    uint32_t served = 0;
+    for (uint32_t i = 0; i < wl->n; i++)
+        served += wl->w[i].hold != BENCH_LINK_NONE;
+    uint32_t want[3] = {0, served > 0 ? (served - 1) / 2 : 0, served > 0 ? served - 1 : 0}, k = 0;
+    memset(pos, 0, 3 * sizeof(pos[0]));
+    memset(wait, 0, 3 * sizeof(wait[0]));
+    for (uint32_t i = 0; i < wl->n && served > 0; i++) {
+        const bench_waiter *w = &wl->w[i];
+        if (w->hold == BENCH_LINK_NONE)
+            continue;
+        for (int j = 0; j < 3; j++)
+            if (k == want[j]) {
+                wait[j] = bench_wl_wait_ms(w);
+                pos[j] = i + 1;
+            }
+        k++;
+    }
+    uint64_t span_ms = wl->last_offer_ms > wl->start_ms ? wl->last_offer_ms - wl->start_ms : 1;
+    *offers_per_s = (double)wl->offered * 1000.0 / (double)span_ms;
+    return served;
+}
+
+static void print_waitlist(const bench_report *r, FILE *f)
+{
+    const bench_wl *wl = &r->run->wl;
+    uint64_t wait[3];
+    uint32_t pos[3];
+    double per_s;
+    uint32_t served = waitlist_numbers(r->run, wait, pos, &per_s);
+    fprintf(f, "  waitlist          %" PRIu32 " of %" PRIu32 " waiters joined (positions %s in join order), %" PRIu32
+               " held at once, %" PRIu32 " refused\n",
+            wl->joined, wl->n, wl->positions_exact ? "1..K" : "checked", wl->at_once,
+            wl->full + wl->join_errors + wl->join_unexpected);
+    fprintf(f, "  offers            %" PRIu32 " offered: %.0f offers/s (from the churn's start to the last offer); %" PRIu64
+               " left waiting at the end\n",
+            wl->offered, per_s, wl->left);
+    fprintf(f, "  waited ms         first %" PRIu64 "  median %" PRIu64 "  last %" PRIu64
+               "  (join answer to the offer's commit; waiters %" PRIu32 ", %" PRIu32 ", %" PRIu32 " of %" PRIu32
+               " served, in join order)\n",
+            wait[0], wait[1], wait[2], pos[0], pos[1], pos[2], served);
+    fprintf(f, "  waitlist churn    prefill holds %" PRIu64 " released, %" PRIu64 " confirmed, %" PRIu64
+               " left to expire; offers %" PRIu64 " released, %" PRIu64 " confirmed, %" PRIu64 " left to expire, %" PRIu64
+               " expired before the waiter asked; %" PRIu64 " polls\n",
+            wl->prefill_released, wl->prefill_confirmed, wl->prefill_abandoned, wl->offer_released, wl->offer_confirmed,
+            wl->offer_abandoned, wl->offer_expired_first, wl->polls);
+    if (r->verdict->ran)
+        fprintf(f, "  join order        %s\n", wl->order_violations ? "offers out of join order (see verification)"
+                                                                    : "every offer in join order");
+}
+
 static void print_counts(const bench_report *r, FILE *f)
 {
     const bench_counters *n = r->n;
@@ -113,6 +169,8 @@ static void print_counts(const bench_report *r, FILE *f)
             fprintf(f, ", %" PRIu64 " found the hold still held (confirmed as usual)", n->late_held);
         fprintf(f, "\n");
     }
+    if (c->scenario == BENCH_WAITLIST)
+        print_waitlist(r, f);
     fprintf(f, "  errors           ");
     bool any = false;
     for (unsigned e = 0; e <= SLOT_E__COUNT; e++)
@@ -255,6 +313,24 @@ static json_t *counters_json_base(const bench_report *r)
                                       "late_units", (json_int_t)n->late_units, "late_sold_out",
                                       (json_int_t)n->late_sold_out, "late_user_limit", (json_int_t)n->late_user_limit,
                                       "late_still_held", (json_int_t)n->late_held));
+    if (o && r->run->cfg->scenario == BENCH_WAITLIST) {
+        const bench_wl *wl = &r->run->wl;
+        uint64_t wait[3];
+        uint32_t pos[3];
+        double per_s;
+        uint32_t served = waitlist_numbers(r->run, wait, pos, &per_s);
+        json_object_set_new(o, "waitlist",
+                            json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:i, s:I, s:I, s:f, s:{s:I, s:I, s:I}, s:[i, i, i],"
+                                      " s:i, s:b}",
+                                      "waiters", (int)wl->n, "joined", (int)wl->joined, "held_at_once", (int)wl->at_once,
+                                      "refused", (int)(wl->full + wl->join_errors + wl->join_unexpected), "offered",
+                                      (int)wl->offered, "positions_exact", wl->positions_exact, "served", (int)served,
+                                      "left", (json_int_t)wl->left, "polls", (json_int_t)wl->polls, "offers_per_s",
+                                      per_s, "wait_ms", "first", (json_int_t)wait[0], "median", (json_int_t)wait[1],
+                                      "last", (json_int_t)wait[2], "wait_waiters", (int)pos[0], (int)pos[1],
+                                      (int)pos[2], "order_violations", (int)wl->order_violations, "in_order",
+                                      wl->order_violations == 0));
+    }
     if (o && r->run->opens_at_ms > 0)
         json_object_set_new(o, "opening",
                             json_pack("{s:I, s:I, s:I}", "opens_at", (json_int_t)r->run->opens_at_ms, "lag_ms",

@@ -58,6 +58,7 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, cha
         .hold_ttl_ms = ttl_ms, .max_per_request = cfg->qty.max > SLOT_MAX_PER_REQUEST_DEFAULT ? cfg->qty.max
                                                                                                : SLOT_MAX_PER_REQUEST_DEFAULT,
         .opens_at_ms = e->measured ? run->opens_at_ms : 0,
+        .waitlist_max = cfg->scenario == BENCH_WAITLIST && e->measured ? cfg->waiters : 0,
     };
     bench_view v = {0};
     int rc = run->drv->create_event(run->admin, &spec, &v, err, errlen);
@@ -71,6 +72,11 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, cha
     if (v.opens_at_ms != spec.opens_at_ms) {
         snprintf(err, errlen, "event %s opens at %" PRIu64 ", not at %" PRIu64 ": use a new --event", e->name,
                  v.opens_at_ms, spec.opens_at_ms);
+        return BENCH_EXIT_FAILED;
+    }
+    if (v.waitlist_max != spec.waitlist_max || v.waiting != 0) {
+        snprintf(err, errlen, "event %s has waitlist_max %" PRIu64 " and %" PRIu64 " waiting, not %" PRIu32 " and none: use a new --event",
+                 e->name, v.waitlist_max, v.waiting, spec.waitlist_max);
         return BENCH_EXIT_FAILED;
     }
     if (strcmp(v.status, "on_sale") != 0) {
@@ -103,8 +109,9 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
             snprintf(e->name, sizeof(e->name), "%s", cfg->event);
         e->capacity = warm ? SLOT_CAPACITY_MAX : cfg->capacity;
         e->measured = !warm;
-        /* Churn's holds expire by design; nothing else may expire before verification counted it. */
-        uint32_t ttl_ms = cfg->scenario == BENCH_CHURN && !warm ? cfg->hold_ttl_ms : SLOT_HOLD_TTL_MS_MAX;
+        /* Churn's and the waitlist's holds expire by design; nothing else may expire before verification counted it. */
+        bool expiring = cfg->scenario == BENCH_CHURN || cfg->scenario == BENCH_WAITLIST;
+        uint32_t ttl_ms = expiring && !warm ? cfg->hold_ttl_ms : SLOT_HOLD_TTL_MS_MAX;
         int rc = create_one(run, e, ttl_ms, err, errlen);
         if (rc)
             return rc;
@@ -124,6 +131,21 @@ static json_t *stats_now(bench_run *run, char *node, size_t cap)
     return s;
 }
 
+/* Waitlist: the waiters join the sold-out event (in order, on one connection), then every
+ * waiter and prefill hold gets its session. 0 or an exit status (run->fatal set). */
+static int waitlist_setup(bench_run *run)
+{
+    if (bench_wl_init(run) < 0) {
+        bench_fail(run, BENCH_EXIT_FAILED, "out of memory for %u waiters", run->cfg->waiters);
+        return run->fatal_exit;
+    }
+    bench_phase join = bench_wl_join_phase(run);
+    int rc = bench_engine_phase(run, &join);
+    if (rc == 0 && bench_wl_sessions_init(run) < 0)
+        bench_fail(run, BENCH_EXIT_FAILED, "out of memory for %u sessions", run->cfg->waiters + run->wl.nprefill);
+    return run->fatal[0] ? run->fatal_exit : rc;
+}
+
 /* Warm-up, prefill, the measured phase; then (several --host values) the admin
  * connection moves to the primary, for the 'after' stats and verification.
  * *nodes_differ: before and after stats came from different nodes. 0 or an exit status. */
@@ -136,12 +158,14 @@ static int load(bench_run *run, json_t **before, json_t **after, bool *nodes_dif
     bench_phase warm = bench_warmup_phase(run), prefill = bench_prefill_phase(run), main = bench_workload_phase(run);
     if (rc == 0 && cfg->warmup_ms > 0)
         rc = bench_engine_phase(run, &warm);
-    if (rc == 0 && cfg->scenario == BENCH_SOLD_OUT) {
+    if (rc == 0 && (cfg->scenario == BENCH_SOLD_OUT || cfg->scenario == BENCH_WAITLIST)) {
         rc = bench_engine_phase(run, &prefill);
         if (rc == 0 && run->events_sold == 0)
             bench_fail(run, BENCH_EXIT_FAILED, "the prefill could not sell the event out (stopped: %s)",
                        run->stop_reason ? run->stop_reason : "-");
     }
+    if (rc == 0 && !run->fatal[0] && cfg->scenario == BENCH_WAITLIST)
+        rc = waitlist_setup(run);
     if (run->fatal[0])
         return run->fatal_exit;
     char node_before[SLOT_CLIENT_ADDR_BYTES_MAX + 1], node_after[SLOT_CLIENT_ADDR_BYTES_MAX + 1];
@@ -150,6 +174,7 @@ static int load(bench_run *run, json_t **before, json_t **after, bool *nodes_dif
         bench_sleep_until_wall_ms(run->opens_at_ms); /* every connection's first hold goes at the opening */
     if (run->opens_at_ms > 0)
         run->opening_lag_ms = bench_wall_ms() - run->opens_at_ms;
+    run->wl.start_ms = bench_wall_ms();
     rc = bench_engine_phase(run, &main);
     char err[512];
     int prc = run->drv->to_primary && !run->fatal[0] ? run->drv->to_primary(run->admin, err, sizeof(err)) : 0;

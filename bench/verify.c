@@ -119,7 +119,7 @@ static void expected_view(const bench_run *run, const bench_event *e, bench_view
 {
     memset(x, 0, sizeof(*x));
     x->capacity = e->capacity;
-    if (run->cfg->scenario == BENCH_CHURN && e->measured) {
+    if ((run->cfg->scenario == BENCH_CHURN || run->cfg->scenario == BENCH_WAITLIST) && e->measured) {
         x->confirmed = e->confirmed_units;
         x->held = 0;
     } else {
@@ -217,13 +217,66 @@ static void carts_whole(const bench_run *run, const bench_counters *n, bench_ver
                           v->views[i].held, run->events[0].name, v->views[0].held);
 }
 
+/* Waitlist, before the expiries are settled: the waiters still waiting leave (the last joiner
+ * first), then every waiter's final state; 0 or an exit status. */
+static int waitlist_final(bench_run *run)
+{
+    run->wl.cursor = run->wl.n;
+    bench_phase leave = bench_wl_leave_phase(run);
+    int rc = run->wl.waiting > 0 ? bench_engine_phase(run, &leave) : 0;
+    run->wl.cursor = 0;
+    bench_phase status = bench_wl_status_phase(run);
+    return rc ? rc : bench_engine_phase(run, &status);
+}
+
+/* Waitlist: the joins, the final states, offers in join order, and the event's list. */
+static void waitlist_checks(bench_run *run, bench_verdict *v)
+{
+    bench_wl *wl = &run->wl;
+    const bench_view *got = &v->views[0];
+    if (wl->full)
+        bench_problem(v, "%" PRIu32 " of %" PRIu32 " joins answered sold_out (waitlist_full) with waitlist_max %" PRIu32,
+                      wl->full, wl->n, run->cfg->waiters);
+    if (wl->join_errors || wl->join_unexpected)
+        bench_problem(v, "%" PRIu32 " joins answered with an error, %" PRIu32 " neither waiting nor held (first error: %s)",
+                      wl->join_errors, wl->join_unexpected, run->first_error[0] ? run->first_error : "-");
+    uint32_t answered = wl->joined + wl->full + wl->join_errors + wl->join_unexpected;
+    if (answered < wl->n)
+        bench_problem(v, "only %" PRIu32 " of %" PRIu32 " joins were answered", answered, wl->n);
+    if (wl->bad_positions)
+        bench_problem(v, "%" PRIu32 " join answers named a position more than one past the previous join's",
+                      wl->bad_positions);
+    if (wl->status_errors || wl->status_unexpected)
+        bench_problem(v, "%" PRIu64 " waitlist or waitlist_leave answers were errors, %" PRIu64 " named no entry state",
+                      wl->status_errors, wl->status_unexpected);
+    bench_wl_order(run);
+    if (wl->order_violations)
+        bench_problem(v, "%" PRIu32 " offers out of join order (first: %s)", wl->order_violations, wl->first_violation);
+    uint32_t served = wl->offered + wl->at_once;
+    if (served < wl->joined && !run->stopped_at_bound && !wl->exhausted)
+        bench_problem(v, "only %" PRIu32 " of %" PRIu32 " waiters were offered a hold (stopped: %s)", served, wl->joined,
+                      run->stop_reason ? run->stop_reason : "-");
+    if (got->waiting != 0 || got->waiting_qty != 0 || got->waitlist_max != run->cfg->waiters)
+        bench_problem(v, "%s shows waitlist_max %" PRIu64 ", waiting %" PRIu64 " (%" PRIu64 " units) after every waiter "
+                         "left or was offered; expected %" PRIu32 ", 0 (0)",
+                      run->events[0].name, got->waitlist_max, got->waiting, got->waiting_qty, run->cfg->waiters);
+}
+
 int bench_verify(bench_run *run, bench_verdict *v)
 {
     bench_counters n = run->n; /* the measured phase's; the ledger phase resets run->n */
+    bool waitlist = run->cfg->scenario == BENCH_WAITLIST;
+    bool stopped_at_bound = run->stopped_at_bound;
+    const char *stop_reason = run->stop_reason;
     v->ran = true;
     answers_consistent(run, &n, v);
     outcome(run, &n, v);
-    int rc = run->cfg->scenario == BENCH_CHURN ? settle_expiry(run, v) : 0;
+    int rc = waitlist ? waitlist_final(run) : 0;
+    run->n = n;
+    run->stopped_at_bound = stopped_at_bound;
+    run->stop_reason = stop_reason;
+    if (rc == 0 && (run->cfg->scenario == BENCH_CHURN || waitlist))
+        rc = settle_expiry(run, v);
     for (uint32_t i = 0; rc == 0 && i < run->nevents; i++)
         rc = event_checks(run, i, v);
     if (rc)
@@ -240,5 +293,10 @@ int bench_verify(bench_run *run, bench_verdict *v)
         bench_problem(v, "%" PRIu64 " of %zu holds differ (first: %s)", l->mismatches, l->n, l->first_mismatch);
     ledger_totals(run, v);
     carts_whole(run, &n, v);
+    if (waitlist) {
+        run->stopped_at_bound = stopped_at_bound;
+        run->stop_reason = stop_reason;
+        waitlist_checks(run, v);
+    }
     return 0;
 }

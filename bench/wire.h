@@ -15,8 +15,19 @@
 #include "slot/limits.h"
 #include "slot/store.h"
 
-/* BENCH_OP_EXTEND is slotd's alone (v1.1); the redis target never sends it (options.c refuses --extend there). */
-typedef enum bench_op { BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD, BENCH_OP_EXTEND } bench_op;
+/* BENCH_OP_EXTEND and the waitlist ops are slotd's alone (v1.1); the redis target never sends them
+ * (options.c refuses --extend and the waitlist scenario there). WAIT_JOIN, WAIT_STATUS and WAIT_LEAVE are
+ * waitlist_join, waitlist and waitlist_leave of (user, request key) = ("u<user>", "r<hex key>"). */
+typedef enum bench_op {
+    BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD, BENCH_OP_EXTEND,
+    BENCH_OP_WAIT_JOIN, BENCH_OP_WAIT_STATUS, BENCH_OP_WAIT_LEAVE,
+} bench_op;
+
+/* bench_op_is_read — get_hold and the waitlist op change nothing (no acknowledged write). */
+static inline bool bench_op_is_read(uint8_t op)
+{
+    return op == BENCH_OP_GET_HOLD || op == BENCH_OP_WAIT_STATUS;
+}
 
 /* bench_ticket.flags of a confirm (v1.1, docs/protocol.md "Partial confirm", "Reacquire"). */
 enum {
@@ -28,8 +39,8 @@ enum {
 typedef struct bench_ticket {
     uint64_t t_ns;          /* when it was due: the send time, or (open loop) the intended send time */
     uint64_t user;          /* user number: the name is "u<user>" */
-    uint64_t key;           /* hold: request key number ("r<key>"); other ops: ledger index */
-    uint32_t session;       /* churn: the session it belongs to; else UINT32_MAX */
+    uint64_t key;           /* hold, waitlist ops: request key number ("r<key>"); other ops: ledger index */
+    uint32_t session;       /* churn, waitlist: the session it belongs to; else UINT32_MAX */
     uint16_t event;         /* index into run->events */
     uint16_t qty;
     uint8_t op;             /* bench_op */
@@ -56,6 +67,13 @@ typedef struct bench_result {
     uint32_t qty;
     uint64_t available, expires_at_ms;
     uint64_t returned, extensions;  /* confirm, get_hold: units given back by a partial confirm; extend, get_hold: extensions */
+    /* waitlist_join, waitlist, waitlist_leave (docs/protocol.md, "Waitlist"): the entry's state
+     * (has_wait: the answer named one: "waiting", "offered", "left", "none"; an offered entry's hold
+     * status is in has_status/status, from "hold_status"), its position, waitlist_full (a join
+     * answered sold_out), left (a leave), offered (a join's replay of an offered hold). */
+    bool has_wait, waitlist_full, left, offered;
+    slot_wait_state wait;
+    uint64_t position;
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     uint32_t hold_len;
     char replaces[SLOT_HOLD_ARG_BYTES_MAX + 1];    /* a reacquire's confirm, get_hold: the hold it replaces ("" none) */

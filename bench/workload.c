@@ -8,6 +8,7 @@
  *   first, some confirm fewer units than held, some pay late with reacquire.
  *   verify: get_hold for every ledger entry; status, qty, returned units,
  *   extensions, expires_at and links must be the ones the answers said.
+ *   waitlist: its phases are in workload_wait.c (the prefill is the one here).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ static uint32_t measured_events(const bench_run *run)
 }
 
 /* An error answer: counted by code; one nobody expected ends the phase. */
-static void count_error(bench_run *run, const bench_result *r)
+void bench_count_error(bench_run *run, const bench_result *r)
 {
     unsigned code = (unsigned)r->err <= SLOT_E__COUNT ? (unsigned)r->err : SLOT_E__COUNT;
     if (r->err == SLOT_E_NOT_ON_SALE && run->opens_at_ms > 0) {
@@ -72,7 +73,7 @@ static void new_hold(bench_run *run, bench_conn *c, bench_ticket *t)
     t->op = BENCH_OP_HOLD;
     t->session = UINT32_MAX;
     t->event = ph->zipf ? pick_event(run, c) : ph->event_first;
-    t->qty = (uint16_t)bench_qty_pick(&cfg->qty, bench_rand(&c->rng));
+    t->qty = ph->unit_holds ? 1 : (uint16_t)bench_qty_pick(&cfg->qty, bench_rand(&c->rng));
     t->user = cfg->users > 0 && !ph->unique_users ? bench_rand(&c->rng) % cfg->users : run->next_user++;
     t->key = run->next_key++;
     t->cart = ph->cart > 1 ? ph->cart : 0;
@@ -89,8 +90,9 @@ static bool hold_next(bench_run *run, bench_conn *c, bench_ticket *t)
 static void sellout_check(bench_run *run, bench_event *e, uint64_t now_ns)
 {
     uint64_t used = e->out_units + e->confirmed_units;
+    uint32_t qty_min = run->phase->unit_holds ? 1 : run->cfg->qty.min;
     if (e->sellout_ns || !e->measured || run->cfg->scenario == BENCH_CHURN ||
-        (used < e->capacity && e->capacity - used >= run->cfg->qty.min))
+        (used < e->capacity && e->capacity - used >= qty_min))
         return;
     e->sellout_ns = now_ns;
     if (++run->events_sold == measured_events(run))
@@ -165,7 +167,7 @@ static void cart_answer(bench_run *run, const bench_ticket *t, const bench_resul
 static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns, long *idx)
 {
     if (!r->ok) {
-        count_error(run, r);
+        bench_count_error(run, r);
         return -1;
     }
     if (r->replay && t->tries == 0) {
@@ -366,7 +368,7 @@ static void reacquired(bench_run *run, const bench_ticket *t, const bench_result
 }
 
 /* A confirm's answer: whole, partial, or (late, with reacquire) a fresh hold or sold_out. */
-static void confirm_answer(bench_run *run, const bench_ticket *t, const bench_result *r)
+void bench_confirm_answer(bench_run *run, const bench_ticket *t, const bench_result *r)
 {
     const bench_hold *h = &run->ledger.holds[t->key];
     bool late = t->flags & BENCH_TICKET_REACQUIRE, again = t->tries > 0;
@@ -395,9 +397,9 @@ static void confirm_answer(bench_run *run, const bench_ticket *t, const bench_re
     } else if (late && !r->ok && r->err == SLOT_E_USER_LIMIT) {
         hold_settled(run, (uint32_t)t->key, SLOT_HOLD_EXPIRED, 0, false); /* no fresh units for this user */
         run->n.late_user_limit++;
-        count_error(run, r);
+        bench_count_error(run, r);
     } else if (!r->ok) {
-        count_error(run, r);
+        bench_count_error(run, r);
     } else {
         run->n.unexpected++;
     }
@@ -427,14 +429,14 @@ static bool extend_answer(bench_run *run, const bench_ticket *t, const bench_res
         return false;
     }
     if (!r->ok)
-        count_error(run, r);
+        bench_count_error(run, r);
     else
         run->n.unexpected++;
     return false;
 }
 
 /* release answers: released, or (think time past the TTL) expired. */
-static void release_answer(bench_run *run, const bench_ticket *t, const bench_result *r)
+void bench_release_answer(bench_run *run, const bench_ticket *t, const bench_result *r)
 {
     bool expired = r->has_status && r->status == SLOT_HOLD_EXPIRED;
     /* A request sent again (following the primary) whose first send had committed
@@ -448,7 +450,7 @@ static void release_answer(bench_run *run, const bench_ticket *t, const bench_re
     else if (r->ok && !r->released && expired)
         hold_settled(run, idx, SLOT_HOLD_EXPIRED, 0, true);
     else if (!r->ok)
-        count_error(run, r);
+        bench_count_error(run, r);
     else
         run->n.unexpected++;
 }
@@ -468,9 +470,9 @@ static void churn_on_result(bench_run *run, bench_conn *c, const bench_ticket *t
     }
     if (t->op != BENCH_OP_HOLD) {
         if (t->op == BENCH_OP_CONFIRM)
-            confirm_answer(run, t, r);
+            bench_confirm_answer(run, t, r);
         else
-            release_answer(run, t, r);
+            bench_release_answer(run, t, r);
         ss->next_op = BENCH_OP_HOLD; /* a new buyer takes the place at once */
         bench_think(run, s, 0);
         return;
@@ -567,6 +569,8 @@ static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *
 bench_phase bench_workload_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
+    if (cfg->scenario == BENCH_WAITLIST)
+        return bench_wl_phase(run);
     bool churn = cfg->scenario == BENCH_CHURN;
     bool sells = bench_scenario_sells_out(cfg->scenario);
     return (bench_phase){
@@ -598,7 +602,8 @@ bench_phase bench_prefill_phase(const bench_run *run)
         .pipeline = cfg->pipeline > BENCH_PREFILL_PIPELINE_MIN ? cfg->pipeline : BENCH_PREFILL_PIPELINE_MIN,
         /* not the measured phase: --requests does not bound it; it ends at the sell-out or after an hour */
         .requests_max = BENCH_REQUESTS_MAX, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
-        .ledger = true, .unique_users = true, .tail = 0, .next = hold_next, .on_result = hold_on_result,
+        .ledger = true, .unique_users = true, .tail = 0, .unit_holds = cfg->scenario == BENCH_WAITLIST,
+        .next = hold_next, .on_result = hold_on_result,
     };
 }
 

@@ -2,9 +2,11 @@
  * test_bench.c — slot-bench end to end: every scenario for a few seconds
  * against a real slotd with its verification passing; the report files
  * (JSON parsed with jansson, CSV columns, SVG well-formed); usage errors and
- * --help; a lying server that verification must catch; and, when
+ * --help; a lying server that verification must catch (one that oversells, one whose
+ * waitlist serves the last joiner first); and, when
  * redis-server is installed, the same scenario against Redis+Lua; churn's
- * v1.1 buyers (extend, partial confirm, late payment with reacquire).
+ * v1.1 buyers (extend, partial confirm, late payment with reacquire); the waitlist scenario
+ * (offers in join order, the waits reported).
  * $SLOT_BENCH is the slot-bench under test.
  */
 #include <errno.h>
@@ -30,6 +32,7 @@ TEST_DECLARE(bench_churn_extend_partial_late)
 TEST_DECLARE(bench_sold_out)
 TEST_DECLARE(bench_multi_event)
 TEST_DECLARE(bench_hot_release_cart)
+TEST_DECLARE(bench_waitlist)
 TEST_DECLARE(bench_warmup_and_bounds)
 TEST_DECLARE(bench_verification_catches_a_lying_server)
 TEST_DECLARE(bench_redis_target)
@@ -44,6 +47,7 @@ TEST_LIST_START
     TEST_ENTRY(bench_sold_out)
     TEST_ENTRY(bench_multi_event)
     TEST_ENTRY(bench_hot_release_cart)
+    TEST_ENTRY(bench_waitlist)
     TEST_ENTRY(bench_warmup_and_bounds)
     TEST_ENTRY(bench_verification_catches_a_lying_server)
     TEST_ENTRY(bench_redis_target)
@@ -147,7 +151,7 @@ TEST_IMPL(bench_usage_and_help)
 {
     tmp = slot_test_tmpdir();
     char *out = malloc(OUT_BYTES);
-    static const char *const scenarios[] = {"hot-release", "open-loop", "churn", "sold-out", "multi-event"};
+    static const char *const scenarios[] = {"hot-release", "open-loop", "churn", "sold-out", "multi-event", "waitlist"};
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
         const char *help[] = {scenarios[i], "--help", NULL};
         ASSERT_EQ(run_bench(help, out), 0);
@@ -482,6 +486,78 @@ TEST_IMPL(bench_hot_release_cart)
     stop();
 }
 
+/* waitlist: 100 waiters for a sold-out event of 10 units; releases and expiries hand the units
+ * round until every waiter was offered a hold, in join order; the report gives the waits of the
+ * first, median and last waiter and offers/s. Then its usage errors. */
+TEST_IMPL(bench_waitlist)
+{
+    static const char *const fast_sweep[] = {"--sweep-interval-ms", "100", NULL};
+    slot_test_start(&srv, fast_sweep); /* abandoned holds come back soon after their TTL */
+    tmp = slot_test_tmpdir();
+    char json[600];
+    snprintf(json, sizeof(json), "%s/waitlist.json", tmp);
+    const char *args[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "100", "--capacity", "10",
+                          "--qty", "1:80,2:20", "--connections", "8", "--release", "85", "--abandon", "10",
+                          "--confirm", "5", "--poll-ms", "5", "--duration", "40", "--event", "wl", "--json", json, NULL};
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    int rc = run_bench(args, out);
+    if (rc != 0 || !strstr(out, "verification: passed"))
+        T_FAIL_("slot-bench waitlist exited %d:\n%s", rc, out);
+    static const char *const lines[] = {"\n  waitlist          100 of 100 waiters joined (positions 1..K in join order)",
+                                        "\n  offers            ", " offers/s ", "\n  waited ms         first ",
+                                        "  median ", "  last ", "\n  waitlist churn    prefill holds ",
+                                        "\n  join order        every offer in join order\n"};
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        if (!strstr(out, lines[i]))
+            T_FAIL_("no \"%s\" in:\n%s", lines[i], out);
+    json_error_t e;
+    json_t *root = json_load_file(json, 0, &e);
+    if (!root)
+        T_FAIL_("%s: line %d: %s", json, e.line, e.text);
+    json_t *wl = json_object_get(json_object_get(root, "results"), "waitlist");
+    ASSERT_EQ(json_integer_value(json_object_get(wl, "waiters")), 100);
+    ASSERT_EQ(json_integer_value(json_object_get(wl, "joined")), 100);
+    ASSERT_EQ(json_integer_value(json_object_get(wl, "order_violations")), 0);
+    ASSERT(json_is_true(json_object_get(wl, "in_order")) && json_is_true(json_object_get(wl, "positions_exact")));
+    ASSERT(json_real_value(json_object_get(wl, "offers_per_s")) > 0);
+    /* Units go round unless confirmed: every waiter is served, or the confirmed units left too few. */
+    json_int_t served = json_integer_value(json_object_get(wl, "served"));
+    const char *stopped = json_string_value(json_object_get(root, "stopped"));
+    ASSERT(stopped);
+    if (served != 100)
+        ASSERT(strstr(stopped, "cannot meet the first waiter's qty"));
+    ASSERT_GE(served, 10);
+    json_t *waits = json_object_get(wl, "wait_ms");
+    ASSERT_LE(json_integer_value(json_object_get(waits, "first")), json_integer_value(json_object_get(waits, "last")));
+    ASSERT_EQ(json_integer_value(json_array_get(json_object_get(wl, "wait_waiters"), 0)), 1);
+    ASSERT(json_is_true(json_object_get(json_object_get(root, "verification"), "passed")));
+    json_decref(root);
+    /* A bound before everyone is served: those still waiting leave; verification still passes. */
+    const char *bounded[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "200", "--capacity", "5",
+                             "--connections", "4", "--duration", "0.3", "--event", "wl-bound", NULL};
+    rc = run_bench(bounded, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "every offer in join order"))
+        T_FAIL_("slot-bench waitlist (bounded) exited %d:\n%s", rc, out);
+    const char *help[] = {"waitlist", "--help", NULL};
+    ASSERT_EQ(run_bench(help, out), 0);
+    ASSERT(strstr(out, "--waiters K") && strstr(out, "--poll-ms MS") && strstr(out, "--abandon PCT"));
+    const char *redis[] = {"waitlist", "--target", "redis://127.0.0.1:1", NULL};
+    ASSERT_EQ(run_bench(redis, out), 64);
+    const char *no_waiters[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "0", NULL};
+    ASSERT_EQ(run_bench(no_waiters, out), 64);
+    const char *pool[] = {"waitlist", "--port", port_arg(srv.port), "--users", "10", NULL};
+    ASSERT_EQ(run_bench(pool, out), 64);
+    const char *too_big[] = {"waitlist", "--port", port_arg(srv.port), "--capacity", "2", "--qty", "4", NULL};
+    ASSERT_EQ(run_bench(too_big, out), 64);
+    const char *pcts[] = {"waitlist", "--port", port_arg(srv.port), "--release", "50", NULL};
+    ASSERT_EQ(run_bench(pcts, out), 64);
+    const char *elsewhere[] = {"churn", "--waiters", "10", NULL};
+    ASSERT_EQ(run_bench(elsewhere, out), 64);
+    free(out);
+    stop();
+}
+
 TEST_IMPL(bench_warmup_and_bounds)
 {
     start();
@@ -500,12 +576,80 @@ TEST_IMPL(bench_warmup_and_bounds)
 
 /* ---------------------------------------------------------------- a lying server */
 
+#define FAKE_WAITERS_MAX 64
+
 typedef struct fake {
     int listener;
     uint16_t port;
     volatile int stop;
     uint64_t next_hold;
+    /* waitlist mode: a server that hands returned units to the LAST joiner first */
+    bool waitlist;
+    int capacity, held, nwaiters, waitlist_max;
+    uint64_t expires_at_ms;             /* of every hold it makes */
+    char waiter[FAKE_WAITERS_MAX][32];  /* users, in join order */
+    uint64_t offer_seq[FAKE_WAITERS_MAX]; /* 0: waiting */
 } fake;
+
+/* Waitlist mode: one unit came back; the latest joiner still waiting gets it. */
+static void fake_offer(fake *fk)
+{
+    for (int i = fk->nwaiters - 1; i >= 0; i--)
+        if (fk->offer_seq[i] == 0) {
+            fk->offer_seq[i] = ++fk->next_hold;
+            return;
+        }
+}
+
+/* Waitlist mode: the answer, or false for an op answered as in the other mode. */
+static bool fake_wl_answer(fake *fk, json_t *req, const char *op, char *out, size_t cap)
+{
+    const char *user = json_string_value(json_object_get(req, "user"));
+    if (fk->expires_at_ms == 0)
+        fk->expires_at_ms = slot_test_now_ms() + 600000;
+    uint64_t exp = fk->expires_at_ms;
+    int w = -1;
+    for (int i = 0; user && i < fk->nwaiters; i++)
+        if (strcmp(fk->waiter[i], user) == 0)
+            w = i;
+    if (strcmp(op, "create_event") == 0 || strcmp(op, "event") == 0) {
+        if (strcmp(op, "create_event") == 0) {
+            fk->capacity = (int)json_integer_value(json_object_get(req, "capacity"));
+            fk->waitlist_max = (int)json_integer_value(json_object_get(req, "waitlist_max"));
+        }
+        snprintf(out, cap, "{\"ok\":true,\"event\":\"%s\",\"status\":\"on_sale\",\"capacity\":%d,\"available\":%d,"
+                           "\"held\":0,\"confirmed\":0,\"shards\":1,\"waitlist_max\":%d,\"waiting\":0,\"waiting_qty\":0}\n",
+                 json_string_value(json_object_get(req, "event")), fk->capacity, fk->capacity, fk->waitlist_max);
+    } else if (strcmp(op, "hold") == 0 && fk->held >= fk->capacity) {
+        snprintf(out, cap, "{\"ok\":true,\"status\":\"sold_out\",\"available\":0}\n");
+    } else if (strcmp(op, "hold") == 0) {
+        fk->held++;
+        snprintf(out, cap, "{\"ok\":true,\"status\":\"held\",\"hold\":\"%016" PRIx64 "0000000000000001\",\"qty\":1,"
+                           "\"expires_at\":%" PRIu64 "}\n", ++fk->next_hold, exp);
+    } else if (strcmp(op, "waitlist_join") == 0 && fk->nwaiters < FAKE_WAITERS_MAX && user) {
+        snprintf(fk->waiter[fk->nwaiters], sizeof(fk->waiter[0]), "%s", user);
+        fk->offer_seq[fk->nwaiters++] = 0;
+        snprintf(out, cap, "{\"ok\":true,\"status\":\"waiting\",\"position\":%d,\"qty\":1}\n", fk->nwaiters);
+    } else if (strcmp(op, "waitlist") == 0 && w >= 0 && fk->offer_seq[w] == 0) {
+        snprintf(out, cap, "{\"ok\":true,\"status\":\"waiting\",\"position\":1,\"qty\":1}\n");
+    } else if (strcmp(op, "waitlist") == 0 && w >= 0) {
+        snprintf(out, cap, "{\"ok\":true,\"status\":\"offered\",\"hold_status\":\"held\",\"hold\":\"%016" PRIx64
+                           "0000000000000001\",\"qty\":1,\"expires_at\":%" PRIu64 "}\n", fk->offer_seq[w], exp);
+    } else if (strcmp(op, "release") == 0) {
+        fake_offer(fk);
+        snprintf(out, cap, "{\"ok\":true,\"released\":true,\"status\":\"released\"}\n");
+    } else if (strcmp(op, "get_hold") == 0) {
+        snprintf(out, cap, "{\"ok\":true,\"hold\":\"%s\",\"status\":\"released\",\"qty\":1,\"expires_at\":%" PRIu64 "}\n",
+                 json_string_value(json_object_get(req, "hold")), exp);
+    } else if (strcmp(op, "waitlist_leave") == 0) {
+        snprintf(out, cap, "{\"ok\":true,\"left\":false}\n");
+    } else if (strcmp(op, "expire") == 0) {
+        snprintf(out, cap, "{\"ok\":true,\"expired\":0}\n");
+    } else {
+        return false;
+    }
+    return true;
+}
 
 /* The answer of a server that grants every hold and shows an untouched event. */
 static void fake_answer(fake *fk, const char *line, char *out, size_t cap)
@@ -514,7 +658,9 @@ static void fake_answer(fake *fk, const char *line, char *out, size_t cap)
     const char *op = json_string_value(json_object_get(req, "op"));
     const char *ev = json_string_value(json_object_get(req, "event"));
     json_int_t cap_units = json_integer_value(json_object_get(req, "capacity"));
-    if (op && strcmp(op, "hold") == 0)
+    if (op && fk->waitlist && fake_wl_answer(fk, req, op, out, cap))
+        ; /* answered */
+    else if (op && strcmp(op, "hold") == 0)
         snprintf(out, cap, "{\"ok\":true,\"status\":\"held\",\"hold\":\"h%" PRIu64 "\",\"qty\":%d,\"expires_at\":%" PRIu64 "}\n",
                  fk->next_hold++, (int)json_integer_value(json_object_get(req, "qty")), slot_test_now_ms() + 600000);
     else if (op && (strcmp(op, "create_event") == 0 || strcmp(op, "event") == 0))
@@ -594,6 +740,21 @@ TEST_IMPL(bench_verification_catches_a_lying_server)
     int rc = run_bench(args, out);
     if (rc != 1 || !strstr(out, "verification: FAILED") || !strstr(out, "oversold") || !strstr(out, "shows capacity"))
         T_FAIL_("a server that oversells: exit %d:\n%s", rc, out);
+    fk.stop = 1;
+    pthread_join(th, NULL);
+    /* A waitlist that hands units to the last joiner first: offers out of join order, and
+     * nothing else wrong (every hold as answered, the event's list as created). */
+    fk.stop = 0;
+    fk.waitlist = true;
+    fk.next_hold = 0;
+    ASSERT_EQ(pthread_create(&th, NULL, fake_main, &fk), 0);
+    const char *lifo[] = {"waitlist", "--port", port_arg(fk.port), "--capacity", "4", "--waiters", "12",
+                          "--connections", "2", "--release", "100", "--abandon", "0", "--poll-ms", "2",
+                          "--duration", "10", NULL};
+    rc = run_bench(lifo, out);
+    if (rc != 1 || !strstr(out, "verification: FAILED: 11 offers out of join order") ||
+        !strstr(out, "who joined before it") || strstr(out, "differ;") || strstr(out, "shows waitlist_max"))
+        T_FAIL_("a waitlist served last joiner first: exit %d:\n%s", rc, out);
     fk.stop = 1;
     pthread_join(th, NULL);
     close(fk.listener);

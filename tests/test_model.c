@@ -1,6 +1,6 @@
 /*
  * test_model.c — the allocator held to a reference model of docs/protocol.md for
- * a million operations (SLOT_MODEL_OPS; seed SLOT_MODEL_SEED, printed).
+ * 600,000 operations (SLOT_MODEL_OPS; seed SLOT_MODEL_SEED, printed).
  *
  * The model keeps what the store keeps — every event's counters and every
  * hold's stored status — and follows the protocol's rules for when a due hold
@@ -14,11 +14,26 @@
  * a new allocator, which rebuilds its in-memory idempotency index), after
  * which every stored hold is compared with the model.
  *
+ * Carts (hold_many) and waitlists are modelled too. The model keeps each
+ * event's waitlist (waitlist_max, the entries in join order, every key's
+ * entry: waiting, offered with its hold, or left) and hands returned units
+ * out as the protocol says, inside the op that returns them (release,
+ * expiry by any path, cancel, a partial confirm, a capacity increase, a
+ * leave): strictly in join order, a head whose qty cannot be met blocking
+ * those behind it. Joins (held at once, waiting with their position,
+ * waitlist_full, replays, conflicts with hold and cart keys, user_limit
+ * counting waiting units), leaves and the waitlist op are checked reply by
+ * reply; the event views carry waiting and waiting_qty; after a reopen (and
+ * in strict runs after every batch) the stored waiting list, every key's
+ * entry and every offered hold (kind, origin) are compared with the model.
+ * Offers are made inside other ops, whose answers do not name them: their
+ * random tags are read from the store right after the op.
+ *
  * Two cases run it. model_fixed_seeds: seeds 1, 2, 3 and 0x5eed, 2,500 ops
  * each (SLOT_MODEL_STRICT_SEED, SLOT_MODEL_STRICT_OPS), strict: after every
  * op the view and shards of every event, after every batch a full
- * slot_check and every stored hold and users record. model_random_seed:
- * a million ops of a new seed, checking what each op touched, and the full
+ * slot_check and every stored hold, users record and waitlist. model_random_seed:
+ * 600,000 ops of a new seed (about 8 s), checking what each op touched, and the full
  * scans now and then. Event names differ in length and some are a prefix of
  * another ("e00003" and "e00003.17"), as keys that share a prefix must not
  * mix.
@@ -43,7 +58,7 @@ TEST_LIST_END
 
 
 #define T0 UINT64_C(1764500000000) /* the virtual clock starts here, ms */
-#define M_OPS_DEFAULT 1000000
+#define M_OPS_DEFAULT 600000      /* the random seed's ops: under 10 s with carts and waitlists */
 #define M_USERS 12                 /* per event; few, so max_per_user bites */
 #define M_LIVE 4                   /* events selling at once */
 #define M_CAP_MAX 240              /* capacity bound, so an event's held holds fit a fixed list */
@@ -54,6 +69,7 @@ TEST_LIST_END
 #define M_CART_ITEMS 3             /* items of a cart the driver makes: 1..this */
 #define M_CART_KEY0 (UINT32_C(1) << 23) /* carts' request keys start here, apart from plain holds' */
 #define M_RECENT 50                /* ops on holds mostly pick among the newest this many */
+#define M_WAIT_MAX 24              /* an event's waitlist_max: 0 (none) or 1..this, so the list fills up */
 
 _Static_assert(M_CAP_MAX <= UINT16_MAX, "held-list positions are 16-bit");
 
@@ -68,8 +84,21 @@ typedef struct mhold {
     uint16_t returned, ext;        /* v1.1: units a partial confirm gave back; extensions taken */
     uint32_t replaced_by, replaces; /* v1.1 reacquire links: hold index + 1, 0 = none */
     bool cart;                     /* an item of a hold_many; print: the cart's items */
+    bool wl;                       /* kind waitlist: a join held at once, or an offer (went) */
+    bool tag_unknown;              /* an offer: made inside another op, its tag is read from the store */
+    uint32_t went;                 /* an offer: its waitlist entry's index + 1 */
     uint64_t print;
 } mhold;
+
+/* A waitlist entry (docs/protocol.md, "Waitlist"): one per key that joined and waited. An
+ * event's entries form a chain in join order (next: index + 1, 0 = the last). */
+typedef struct mwait {
+    uint64_t join, joined;         /* join seq; joined_at ms */
+    uint32_t ev, key, next;
+    uint32_t hold;                 /* offered: the hold's index + 1 */
+    uint16_t user, qty;
+    uint8_t state;                 /* slot_wait_state */
+} mwait;
 
 typedef struct mevent {
     char name[24];                 /* "e%05u", or another event's name and ".<index>" */
@@ -81,6 +110,11 @@ typedef struct mevent {
     uint32_t next_key[M_USERS];    /* driver: the user's next fresh request key */
     uint32_t nheld;
     uint32_t held_ix[M_CAP_MAX];   /* holds stored held; a held hold has qty >= 1 */
+    /* the waitlist: waiting entries and their units, entries offered so far, the next join seq;
+     * the chain of entries (first, last) and the first that may still wait (index + 1) */
+    uint32_t wmax;
+    uint64_t waiting, waiting_qty, served, next_join;
+    uint32_t wfirst, wlast, whead;
 } mevent;
 
 /* One saved value: `len` bytes at p, the old ones at arena offset off. */
@@ -96,6 +130,11 @@ typedef struct mres {
     uint64_t available, expired;
     const mhold *h;                /* the hold the answer is about, or NULL */
     slot_hold_status st;
+    /* waitlist_join, waitlist: the entry's state, position and qty; waitlist_full */
+    slot_wait_state ws;
+    uint64_t pos;
+    uint32_t wqty;
+    bool full;
 } mres;
 
 typedef struct stats {
@@ -104,6 +143,8 @@ typedef struct stats {
     uint64_t reshards, capacity, below, exists, events;
     uint64_t extended, extend_limit, partial, reacquired, reacquire_replay, reacquire_sold_out, windows;
     uint64_t carts, cart_replay, cart_sold_out, cart_refused;
+    uint64_t joins, join_waiting, join_held, join_full, join_replay, join_refused, leaves, leave_none;
+    uint64_t offers, blocked, wstates;
 } stats;
 
 /* The driver's memory of a user's last cart, to replay it in another order. */
@@ -122,6 +163,10 @@ typedef struct model {
     uint64_t *kt_key;              /* (event, user, key) -> hold index + 1, open addressing */
     uint32_t *kt_val;
     uint64_t kt_mask;
+    mwait *w;                      /* every waitlist entry; index above nw: forgotten by a rollback */
+    uint32_t nw, cap_w;
+    uint64_t *wt_key;              /* (event, user, key) -> entry index + 1, as kt_ */
+    uint32_t *wt_val;
     undo *log;
     size_t nlog, cap_log;
     unsigned char *arena;
@@ -139,6 +184,7 @@ typedef struct model {
     bool map_full;                 /* the running batch hit MDB_MAP_FULL */
     bool strict;                   /* every event after every op; full scans after every batch */
     stats n;
+    bool small_sale;               /* driver: the next new event is a small sale with a waitlist */
     uint32_t cart_key[M_USERS];    /* driver: the user's next fresh cart key (above M_CART_KEY0) */
     mcart last_cart[M_USERS];
 } model;
@@ -229,13 +275,18 @@ static uint64_t kt_pack(uint32_t ev, uint32_t user, uint32_t key)
     return ((uint64_t)ev << 32) | ((uint64_t)user << 24) | key;
 }
 
-static uint64_t kt_slot(const model *m, uint64_t k)
+static uint64_t tab_slot(const uint64_t *keys, const uint32_t *vals, uint64_t mask, uint64_t k)
 {
     uint64_t z = (k + 1) * UINT64_C(0x9e3779b97f4a7c15);
-    size_t i = (size_t)((z ^ (z >> 31)) & m->kt_mask);
-    while (m->kt_val[i] != 0 && m->kt_key[i] != k)
-        i = (i + 1) & m->kt_mask;
+    size_t i = (size_t)((z ^ (z >> 31)) & mask);
+    while (vals[i] != 0 && keys[i] != k)
+        i = (i + 1) & mask;
     return i;
+}
+
+static uint64_t kt_slot(const model *m, uint64_t k)
+{
+    return tab_slot(m->kt_key, m->kt_val, m->kt_mask, k);
 }
 
 /* The hold a key names, or NULL. */
@@ -254,6 +305,22 @@ static void kt_put(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
     ASSERT_EQ(m->kt_val[i], 0);
     U_SET(m, m->kt_key[i], k);
     U_SET(m, m->kt_val[i], hold_ix + 1);
+}
+
+/* The waitlist's key table (the same key space; the table is as large as kt's). */
+static mwait *wt_get(model *m, uint32_t ev, uint32_t user, uint32_t key)
+{
+    uint64_t i = tab_slot(m->wt_key, m->wt_val, m->kt_mask, kt_pack(ev, user, key));
+    return m->wt_val[i] ? &m->w[m->wt_val[i] - 1] : NULL;
+}
+
+static void wt_put(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t entry_ix)
+{
+    uint64_t k = kt_pack(ev, user, key);
+    uint64_t i = tab_slot(m->wt_key, m->wt_val, m->kt_mask, k);
+    ASSERT_EQ(m->wt_val[i], 0);
+    U_SET(m, m->wt_key[i], k);
+    U_SET(m, m->wt_val[i], entry_ix + 1);
 }
 
 /* ---- the model's transitions: what the allocator does to the store */
@@ -279,6 +346,8 @@ static bool due(const model *m, const mhold *h)
     return h->st == SLOT_HOLD_HELD && m->now >= h->exp;
 }
 
+static void m_serve(model *m, uint32_t ev);
+
 /* A hold leaves "held" or "confirmed" (the state machine of store.h): units
  * move between the event's counters and the free units, the user's quantity
  * drops when the units go back, and a hold that leaves "held" leaves the
@@ -303,6 +372,8 @@ static void m_finish(model *m, mhold *h, slot_hold_status to)
         U_SET(m, e->user_qty[h->user], e->user_qty[h->user] - h->qty);
     U_SET(m, h->st, (uint8_t)to);
     touch(m, h->ev);
+    if (to != SLOT_HOLD_CONFIRMED)
+        m_serve(m, h->ev); /* the units that came back go to those waiting, in this commit */
 }
 
 /* A partial confirm: the units above `keep` go back first, then the rest is confirmed. */
@@ -317,6 +388,8 @@ static void m_confirm(model *m, mhold *h, uint32_t keep)
         U_SET(m, h->returned, (uint16_t)back);
     }
     m_finish(m, h, SLOT_HOLD_CONFIRMED);
+    if (back > 0)
+        m_serve(m, h->ev); /* the units given back go to those waiting */
 }
 
 /* Every op that touches a due hold expires it first (docs/protocol.md, "confirm"). */
@@ -344,7 +417,9 @@ static uint64_t m_expire_event(model *m, uint32_t ev)
     return n;
 }
 
-static mhold *m_new_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
+/* A new held hold; counted: the user's quantity already has its units (an offer: the join
+ * counted them). */
+static mhold *m_new_hold_(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty, bool counted)
 {
     mevent *e = &m->ev[ev];
     ASSERT_LT(m->nh, m->cap_h);
@@ -358,10 +433,95 @@ static mhold *m_new_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uin
     U_SET(m, e->held_ix[e->nheld], ix);
     U_SET(m, e->nheld, e->nheld + 1);
     U_SET(m, e->held, e->held + qty);
-    U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
+    if (!counted)
+        U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
     kt_put(m, ev, user, key, ix);
     touch(m, ev);
     return h;
+}
+
+static mhold *m_new_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
+{
+    return m_new_hold_(m, ev, user, key, qty, false);
+}
+
+/* ---- the waitlist's transitions */
+
+/* The first entry still waiting (the head hint moves past the others), or NULL. */
+static mwait *m_wait_head(model *m, mevent *e)
+{
+    while (e->whead && m->w[e->whead - 1].state != SLOT_WAIT_WAITING)
+        U_SET(m, e->whead, m->w[e->whead - 1].next);
+    return e->whead ? &m->w[e->whead - 1] : NULL;
+}
+
+/* A waiting entry's position: 1 + the entries waiting before it. */
+static uint64_t m_position(const model *m, const mevent *e, const mwait *w)
+{
+    uint64_t pos = 0;
+    for (uint32_t i = e->whead; i; i = m->w[i - 1].next) {
+        pos += m->w[i - 1].state == SLOT_WAIT_WAITING;
+        if (&m->w[i - 1] == w)
+            return pos;
+    }
+    T_FAIL_("waitlist entry join %llu is not in its event's list", (unsigned long long)w->join);
+}
+
+/* The hand-out: while the head's qty can be met, it is offered a held hold with the event's
+ * TTL (its units were counted for the user at the join); a head that cannot be met blocks
+ * those behind it. */
+static void m_serve(model *m, uint32_t ev)
+{
+    mevent *e = &m->ev[ev];
+    while (e->waiting > 0) {
+        mwait *w = m_wait_head(m, e);
+        ASSERT(w != NULL);
+        uint64_t free_units = e->cap - e->held - e->confirmed;
+        if (w->qty > free_units) {
+            for (uint32_t i = w->next; i; i = m->w[i - 1].next)
+                if (m->w[i - 1].state == SLOT_WAIT_WAITING && m->w[i - 1].qty <= free_units) {
+                    m->n.blocked++; /* someone behind it could be met: it waits all the same */
+                    break;
+                }
+            return;
+        }
+        mhold *h = m_new_hold_(m, ev, w->user, w->key, w->qty, true);
+        h->wl = true; /* above the old nh: a rollback forgets it */
+        h->tag_unknown = true;
+        h->went = (uint32_t)(w - m->w) + 1;
+        U_SET(m, w->state, (uint8_t)SLOT_WAIT_OFFERED);
+        U_SET(m, w->hold, hold_index(m, h) + 1);
+        U_SET(m, e->waiting, e->waiting - 1);
+        U_SET(m, e->waiting_qty, e->waiting_qty - w->qty);
+        U_SET(m, e->served, e->served + 1);
+        m->n.offers++;
+    }
+}
+
+/* A new waiting entry at the tail; the user's quantity counts its units. */
+static mwait *m_wait_append(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
+{
+    mevent *e = &m->ev[ev];
+    ASSERT_LT(m->nw, m->cap_w);
+    uint32_t ix = m->nw;
+    U_SET(m, m->nw, m->nw + 1);
+    mwait *w = &m->w[ix];
+    *w = (mwait){.join = e->next_join, .joined = m->now, .ev = ev, .key = key, .user = (uint16_t)user,
+                 .qty = (uint16_t)qty, .state = SLOT_WAIT_WAITING};
+    U_SET(m, e->next_join, e->next_join + 1);
+    if (e->wlast)
+        U_SET(m, m->w[e->wlast - 1].next, ix + 1);
+    else
+        U_SET(m, e->wfirst, ix + 1);
+    U_SET(m, e->wlast, ix + 1);
+    if (!e->whead)
+        U_SET(m, e->whead, ix + 1);
+    U_SET(m, e->waiting, e->waiting + 1);
+    U_SET(m, e->waiting_qty, e->waiting_qty + qty);
+    U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
+    wt_put(m, ev, user, key, ix);
+    touch(m, ev);
+    return w;
 }
 
 static bool m_admit(model *m, uint32_t ev, uint32_t user, uint32_t qty, mres *rp);
@@ -373,8 +533,8 @@ static mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
     mevent *e = &m->ev[ev];
     mres r = {.err = SLOT_E_OK};
     mhold *h = kt_get(m, ev, user, key);
-    if (h && h->cart) { /* one key space per (event, user): a cart's key */
-        r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
+    if ((h && (h->cart || h->wl)) || (!h && e->wmax > 0 && wt_get(m, ev, user, key))) {
+        r.err = SLOT_E_IDEMPOTENCY_CONFLICT; /* one key space per (event, user): a cart's or a waitlist's key */
         return r;
     }
     if (h && (uint32_t)h->qty + h->returned != qty) { /* a partial confirm keeps the qty first asked */
@@ -426,9 +586,11 @@ static bool m_admit_(model *m, mevent *e, uint32_t ev, uint32_t user, uint32_t q
             return false;
         }
     }
-    if (e->cap - e->held - e->confirmed < qty && !settled)
+    /* While people wait, units go to them first: sold_out, after due holds were expired
+     * (which may serve the whole list). */
+    if ((e->cap - e->held - e->confirmed < qty || e->waiting > 0) && !settled)
         m_expire_event(m, ev);
-    if (e->cap - e->held - e->confirmed < qty) {
+    if (e->cap - e->held - e->confirmed < qty || e->waiting > 0) {
         r.sold_out = true;
         r.available = e->cap - e->held - e->confirmed;
         *rp = r;
@@ -537,6 +699,107 @@ static mres m_extend(model *m, mhold *h, uint32_t by_ms)
         U_SET(m, h->ext, (uint16_t)(h->ext + 1));
     }
     r.st = (slot_hold_status)h->st;
+    return r;
+}
+
+/* waitlist_join, in docs/protocol.md's order of decisions: replay (of the key's hold, of a
+ * waiting entry, of a key that left) or idempotency_conflict -> max_per_request -> not_on_sale
+ * -> user_limit (the waiting units count) -> a hold when units are free and nobody waits ->
+ * waiting at the tail -> sold_out with waitlist_full when the list is full (or the event has none). */
+static mres m_join(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
+{
+    mevent *e = &m->ev[ev];
+    mres r = {.err = SLOT_E_OK};
+    mhold *h = kt_get(m, ev, user, key);
+    if (h) {
+        if (!h->wl || (uint32_t)h->qty + h->returned != qty) {
+            r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
+            return r;
+        }
+        m_settle(m, h);
+        r.replay = true;
+        r.h = h;
+        r.st = (slot_hold_status)h->st;
+        r.ws = h->went ? SLOT_WAIT_OFFERED : SLOT_WAIT_NONE;
+        return r;
+    }
+    const mwait *w = wt_get(m, ev, user, key);
+    if (w && w->state == SLOT_WAIT_LEFT) { /* the key is spent */
+        r.ws = SLOT_WAIT_LEFT;
+        r.replay = true;
+        return r;
+    }
+    if (w && w->qty != qty) {
+        r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
+        return r;
+    }
+    if (w) { /* an offered entry's key names its hold: found above */
+        ASSERT_EQ(w->state, SLOT_WAIT_WAITING);
+        r.ws = SLOT_WAIT_WAITING;
+        r.pos = m_position(m, e, w);
+        r.wqty = w->qty;
+        r.replay = true;
+        return r;
+    }
+    if (qty > e->mpr) {
+        r.err = SLOT_E_INVALID_ARGUMENT;
+        return r;
+    }
+    if (!m_admit(m, ev, user, qty, &r)) {
+        if (r.err != SLOT_E_OK)
+            return r;
+        if (e->waiting >= e->wmax) { /* answered like a hold, nothing queued */
+            r.full = true;
+            return r;
+        }
+        r.sold_out = false;
+        r.available = 0;
+        const mwait *nw = m_wait_append(m, ev, user, key, qty);
+        r.ws = SLOT_WAIT_WAITING;
+        r.pos = e->waiting; /* the tail */
+        r.wqty = nw->qty;
+        return r;
+    }
+    mhold *nh = m_new_hold(m, ev, user, key, qty);
+    nh->wl = true; /* above the old nh: a rollback forgets it */
+    r.h = nh;
+    r.st = SLOT_HOLD_HELD;
+    return r;
+}
+
+/* waitlist_leave: a waiting entry leaves (the user's quantity drops by its units) and the
+ * hand-out runs, since the head may have left. Returns "left". */
+static bool m_leave(model *m, uint32_t ev, uint32_t user, uint32_t key)
+{
+    mevent *e = &m->ev[ev];
+    mwait *w = wt_get(m, ev, user, key);
+    if (!w || w->state != SLOT_WAIT_WAITING)
+        return false;
+    U_SET(m, w->state, (uint8_t)SLOT_WAIT_LEFT);
+    U_SET(m, e->waiting, e->waiting - 1);
+    U_SET(m, e->waiting_qty, e->waiting_qty - w->qty);
+    U_SET(m, e->user_qty[user], e->user_qty[user] - w->qty);
+    touch(m, ev);
+    m_serve(m, ev);
+    return true;
+}
+
+/* The waitlist op (a read): the key's entry state; an offered hold shows its status, a due
+ * one as expired without a write. */
+static mres m_wstate(model *m, uint32_t ev, uint32_t user, uint32_t key)
+{
+    mres r = {.err = SLOT_E_OK};
+    const mwait *w = wt_get(m, ev, user, key);
+    if (!w)
+        return r; /* none (also a join held at once) */
+    r.ws = (slot_wait_state)w->state;
+    if (w->state == SLOT_WAIT_WAITING) {
+        r.pos = m_position(m, &m->ev[ev], w);
+        r.wqty = w->qty;
+    } else if (w->state == SLOT_WAIT_OFFERED) {
+        r.h = &m->h[w->hold - 1];
+        r.st = due(m, r.h) ? SLOT_HOLD_EXPIRED : (slot_hold_status)r.h->st;
+    }
     return r;
 }
 
@@ -720,6 +983,9 @@ static void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     ASSERT_U64_EQ(r.view.closes_at_ms, e->closes);
     ASSERT_EQ(r.view.max_extensions, e->mx);
     ASSERT_U64_EQ(r.view.max_hold_ms, e->mh);
+    ASSERT_EQ(r.view.waitlist_max, e->wmax);
+    ASSERT_U64_EQ(r.view.waiting, e->waiting);
+    ASSERT_U64_EQ(r.view.waiting_qty, e->waiting_qty);
     q.op = SLOT_OP_SHARDS;
     if (!run_on(m, on, &q, &r))
         return;
@@ -917,14 +1183,16 @@ static void op_on_hold(model *m, slot_op op)
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;
-    if (m->nh > nh_before && r.err == SLOT_E_OK && !r.sold_out) { /* a reacquire made a hold: learn its random tag */
+    /* A reacquire made a hold (offers the op made are other new holds): learn its random tag. */
+    bool made = want.h && hold_index(m, want.h) >= nh_before;
+    if (made && r.err == SLOT_E_OK && !r.sold_out) {
         ASSERT_EQ(strlen(r.hold), SLOT_HOLD_ID_BYTES);
-        ASSERT_EQ(sscanf(r.hold + 16, "%16" SCNx64, &m->h[m->nh - 1].tag), 1);
+        ASSERT_EQ(sscanf(r.hold + 16, "%16" SCNx64, &m->h[hold_index(m, want.h)].tag), 1);
         m->n.reacquired++;
     }
     expect_res(&r, &want, slot_op_name(op));
     m->n.partial += op == SLOT_OP_CONFIRM && want.err == SLOT_E_OK && !want.replay && want.h && want.h->returned > 0 &&
-                    m->nh == nh_before;
+                    !made;
     m->n.reacquire_replay += q.reacquire && want.replay && want.h != h;
     m->n.reacquire_sold_out += q.reacquire && want.sold_out;
     m->n.unknown_hold += wrong;
@@ -974,7 +1242,10 @@ static slot_req req_create_of(const mevent *e)
     q.closes_at_ms = e->closes;
     q.max_extensions = e->mx;
     q.max_hold_ms = e->mh == 2ull * e->ttl ? 0 : e->mh; /* 0: the default, as proto leaves it */
+    q.waitlist_max = e->wmax;
     q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
+    if (e->wmax)
+        q.has |= SLOT_HAS_WAITLIST_MAX;
     return q;
 }
 
@@ -1007,6 +1278,16 @@ static void op_new_event(model *m, uint32_t slot)
             e->closes = e->opens + 1;
     }
     e->next_seq = 1;
+    e->next_join = 1;
+    e->wmax = chance(m, 400) ? 0 : 1 + below(m, M_WAIT_MAX); /* mostly a waitlist, small enough to fill */
+    if (e->wmax > 0 && chance(m, 400))
+        e->cap = 1 + below(m, 12); /* a small sale: it sells out, and people wait */
+    if (m->small_sale) { /* the first live event: a small sale with a waitlist, also in short runs */
+        m->small_sale = false;
+        e->wmax = 8 + below(m, M_WAIT_MAX - 7);
+        e->cap = 1 + below(m, 12);
+        e->opens = e->closes = 0;
+    }
     slot_req q = req_create_of(e);
     U_SET(m, m->nev, m->nev + 1);
     U_SET(m, m->live[slot], ev);
@@ -1029,7 +1310,8 @@ static void op_create_again(model *m)
     slot_req q = req_create_of(e);
     bool same = chance(m, 500);
     if (!same) {
-        switch (below(m, 8)) {
+        switch (below(m, 9)) {
+        case 7: q.waitlist_max = e->wmax % M_WAIT_MAX + 1; break;
         case 0: q.capacity = e->cap + 1; break;
         case 1: q.shards = e->shards % SLOT_SHARDS_MAX + 1; break;
         case 2: q.hold_ttl_ms = e->ttl + 1; break;
@@ -1062,6 +1344,7 @@ static void op_edit(model *m, slot_op op)
     mevent *e = &m->ev[ev];
     slot_req q = slot_test_req(op, e->name);
     mres want = {.err = SLOT_E_OK};
+    bool offered = false;
     if (op == SLOT_OP_SET_STATUS) {
         /* Mostly on sale: a closed event answers every new hold alike. */
         q.status = e->status == SLOT_EVENT_CLOSED || chance(m, 850) ? SLOT_EVENT_ON_SALE : SLOT_EVENT_CLOSED;
@@ -1079,10 +1362,14 @@ static void op_edit(model *m, slot_op op)
         q.capacity = c > M_CAP_MAX ? M_CAP_MAX : c;
         if (allocated > 0 && chance(m, 100))
             q.capacity = allocated - 1 - below(m, allocated < 5 ? (uint32_t)allocated : 5);
-        if (q.capacity < allocated)
+        if (q.capacity < allocated) {
             want.err = SLOT_E_CAPACITY_BELOW_ALLOCATED;
-        else
+        } else {
             U_SET(m, e->cap, q.capacity);
+            uint32_t nh0 = m->nh;
+            m_serve(m, ev); /* a capacity increase hands out to those waiting, after the spread */
+            offered = m->nh > nh0;
+        }
         m->n.capacity++;
         m->n.below += want.err != SLOT_E_OK;
     }
@@ -1095,7 +1382,7 @@ static void op_edit(model *m, slot_op op)
         ASSERT_EQ(r.view.shards, e->shards);
         ASSERT_EQ(r.view.capacity, e->cap);
         ASSERT_EQ(r.view.status, e->status);
-        if (op != SLOT_OP_SET_STATUS)
+        if (op != SLOT_OP_SET_STATUS && !offered) /* offers take units after the spread */
             expect_even(m, ev);
     }
     slot_res_clear(&r);
@@ -1168,7 +1455,8 @@ static void op_unknown_event(model *m)
 {
     static const slot_op ops[] = {SLOT_OP_HOLD,  SLOT_OP_CONFIRM, SLOT_OP_RELEASE,      SLOT_OP_GET_HOLD,
                                   SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS,
-                                  SLOT_OP_EXTEND, SLOT_OP_SET_SALE_WINDOW};
+                                  SLOT_OP_EXTEND, SLOT_OP_SET_SALE_WINDOW, SLOT_OP_WAITLIST_JOIN,
+                                  SLOT_OP_WAITLIST_LEAVE, SLOT_OP_WAITLIST};
     slot_req q = slot_test_req(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[0]);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, "r0");
@@ -1214,7 +1502,65 @@ static int cmp_hold(void *p, const slot_hold_rec *rec)
     ASSERT_EQ(rec->extensions, h->ext);
     ASSERT_EQ(rec->replaced_by_seq, h->replaced_by ? c->m->h[h->replaced_by - 1].seq : 0);
     ASSERT_EQ(rec->replaces_seq, h->replaces ? c->m->h[h->replaces - 1].seq : 0);
+    ASSERT_EQ(rec->kind, h->cart ? SLOT_HOLD_KIND_CART : h->wl ? SLOT_HOLD_KIND_WAITLIST : SLOT_HOLD_KIND_PLAIN);
+    if (h->wl)
+        ASSERT_EQ(rec->origin, h->went ? c->m->w[h->went - 1].join : 0);
     return 0;
+}
+
+/* The stored waiting list against the model's, in join order. */
+typedef struct wait_cmp {
+    const model *m;
+    uint32_t at;                   /* the model's next entry to look at (index + 1) */
+    uint64_t seen;
+} wait_cmp;
+
+static int cmp_waiting(void *p, const slot_wait_rec *rec)
+{
+    wait_cmp *c = p;
+    while (c->at && c->m->w[c->at - 1].state != SLOT_WAIT_WAITING)
+        c->at = c->m->w[c->at - 1].next;
+    if (!c->at)
+        T_FAIL_("waiting entry join %llu is in the store, not in the model", (unsigned long long)rec->join);
+    const mwait *w = &c->m->w[c->at - 1];
+    char k[16];
+    key_name(k, w->key);
+    ASSERT_U64_EQ(rec->join, w->join);
+    ASSERT_EQ(rec->state, SLOT_WAIT_WAITING);
+    ASSERT_EQ(rec->qty, w->qty);
+    ASSERT_U64_EQ(rec->joined_at_ms, w->joined);
+    ASSERT_STR_EQ(rec->user, users[w->user]);
+    ASSERT_STR_EQ(rec->request, k);
+    c->at = w->next;
+    c->seen++;
+    return 0;
+}
+
+/* The event's waitlist: the waiting entries in order, and every key's entry (state, join
+ * seq, qty, the offered hold). */
+static void expect_waitlist(model *m, MDB_txn *ro, const mevent *e)
+{
+    wait_cmp c = {m, e->whead, 0};
+    ASSERT_EQ(slot_store_wait_scan(m->st, ro, e->name, strlen(e->name), 0, cmp_waiting, &c), 0);
+    ASSERT_U64_EQ(c.seen, e->waiting);
+    for (uint32_t i = e->wfirst; i; i = m->w[i - 1].next) {
+        const mwait *w = &m->w[i - 1];
+        char k[16];
+        key_name(k, w->key);
+        slot_wait_rec rec;
+        ASSERT_EQ(slot_store_wait_key_get(m->st, ro, e->name, strlen(e->name), users[w->user], strlen(users[w->user]), k,
+                                          strlen(k), &rec),
+                  0);
+        if (rec.state != w->state)
+            T_FAIL_("entry join %llu: stored %s, model %s", (unsigned long long)w->join, slot_wait_state_name(rec.state),
+                    slot_wait_state_name((slot_wait_state)w->state));
+        ASSERT_U64_EQ(rec.join, w->join);
+        ASSERT_EQ(rec.qty, w->qty);
+        if (w->state == SLOT_WAIT_OFFERED) {
+            ASSERT_U64_EQ(rec.hold_seq, m->h[w->hold - 1].seq);
+            ASSERT_U64_EQ(rec.hold_tag, m->h[w->hold - 1].tag);
+        }
+    }
 }
 
 /* Holds grouped by event (a counting sort keeps each event's holds in
@@ -1243,6 +1589,7 @@ static void expect_store(model *m, MDB_txn *ro)
             ASSERT_EQ(slot_store_user_get(m->st, ro, e->name, strlen(e->name), users[u], strlen(users[u]), &q), 0);
             ASSERT_EQ(q, e->user_qty[u]);
         }
+        expect_waitlist(m, ro, e);
         expect_event_on(m, ro, ev);
     }
     free(fill);
@@ -1302,8 +1649,11 @@ static void batch_end(model *m, bool abort_it)
     }
 }
 
-/* The committed state on a read transaction: the live events' views, and
- * get_hold of a recent hold (the server answers reads this way). */
+static void wait_state_on(model *m, MDB_txn *on);
+
+/* The committed state on a read transaction: the live events' views,
+ * get_hold of a recent hold and the waitlist op of a recent entry (the server
+ * answers reads this way). */
 static void expect_committed(model *m)
 {
     MDB_txn *ro;
@@ -1323,6 +1673,8 @@ static void expect_committed(model *m)
         expect_res(&r, &want, "get_hold (read txn)");
         slot_res_clear(&r);
     }
+    if (m->nw > 0)
+        wait_state_on(m, ro);
     expect_clean(m, ro, m->ev[m->live[below(m, M_LIVE)]].name);
     mdb_txn_abort(ro);
 }
@@ -1353,7 +1705,8 @@ static mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t 
     *item = -1;
     for (int i = 0; i < n; i++) {
         hs[i] = kt_get(m, ev[i], user, key);
-        if (hs[i] && (!hs[i]->cart || hs[i]->print != print)) {
+        if ((hs[i] && (!hs[i]->cart || hs[i]->print != print)) ||
+            (!hs[i] && m->ev[ev[i]].wmax > 0 && wt_get(m, ev[i], user, key))) {
             r.err = SLOT_E_IDEMPOTENCY_CONFLICT;
             *item = i;
             return r;
@@ -1483,38 +1836,207 @@ static void op_cart(model *m)
     slot_res_clear(&r);
 }
 
+/* ---- waitlists */
+
+/* The answer to waitlist_join or waitlist against the model's. */
+static void expect_wait_res(const slot_res *r, const mres *want, const char *what)
+{
+    expect_err(r, want->err, what);
+    if (want->err != SLOT_E_OK)
+        return;
+    ASSERT_EQ(r->sold_out, want->sold_out);
+    ASSERT_EQ(r->waitlist_full, want->full);
+    if (want->sold_out)
+        ASSERT_EQ(r->available, want->available);
+    ASSERT_EQ(r->replay, want->replay);
+    if (r->wait_state != want->ws)
+        T_FAIL_("%s: entry %s, model says %s", what, slot_wait_state_name(r->wait_state), slot_wait_state_name(want->ws));
+    if (want->ws == SLOT_WAIT_WAITING) {
+        ASSERT_U64_EQ(r->position, want->pos);
+        ASSERT_EQ(r->qty, want->wqty);
+    }
+    if (want->h)
+        expect_hold_fields(r, want, what);
+}
+
+/* A key for the waitlist ops that name an entry: mostly a recent entry's, else any key of
+ * an event (mostly none). */
+static void pick_entry(model *m, uint32_t *ev, uint32_t *user, uint32_t *key)
+{
+    const mevent *l = &m->ev[m->live[below(m, M_LIVE)]];
+    if (l->waiting > 0 && chance(m, 500)) { /* someone waiting: the k-th of them */
+        uint64_t k = below(m, (uint32_t)l->waiting);
+        for (uint32_t i = l->whead; i; i = m->w[i - 1].next) {
+            const mwait *w = &m->w[i - 1];
+            if (w->state == SLOT_WAIT_WAITING && k-- == 0) {
+                *ev = w->ev;
+                *user = w->user;
+                *key = w->key;
+                return;
+            }
+        }
+    }
+    if (m->nw > 0 && chance(m, 850)) {
+        uint32_t span = m->nw < M_RECENT ? m->nw : M_RECENT;
+        const mwait *w = &m->w[m->nw - 1 - below(m, span)];
+        *ev = w->ev;
+        *user = w->user;
+        *key = w->key;
+        return;
+    }
+    *ev = pick_event(m);
+    *user = below(m, M_USERS);
+    *key = pick_key(m, &m->ev[*ev], *user);
+}
+
+static slot_req req_wait(model *m, slot_op op, uint32_t ev, uint32_t user, uint32_t key)
+{
+    char k[16];
+    key_name(k, key);
+    slot_req q = slot_test_req(op, m->ev[ev].name);
+    slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
+    slot_test_set_name(q.request, &q.request_len, sizeof q.request, k);
+    return q;
+}
+
+/* waitlist_join with a fresh key (mostly), a key used before (a replay, a conflict with a
+ * hold's or a cart's key, another qty), now and then above max_per_request. */
+static void op_join(model *m)
+{
+    uint32_t ev = pick_event(m), user = below(m, M_USERS);
+    if (chance(m, 700)) { /* mostly the live event with a waitlist nearest to sold out: it sells out, then people wait */
+        uint64_t least = UINT64_MAX;
+        for (uint32_t i = 0; i < M_LIVE; i++) {
+            const mevent *l = &m->ev[m->live[i]];
+            if (l->wmax > 0 && l->status == SLOT_EVENT_ON_SALE && l->cap - l->held - l->confirmed < least) {
+                least = l->cap - l->held - l->confirmed;
+                ev = m->live[i];
+            }
+        }
+    }
+    mevent *e = &m->ev[ev];
+    uint32_t key = pick_key(m, e, user);
+    if (chance(m, 200) && m->nw > 0) { /* a recent entry's key again */
+        const mwait *w = &m->w[m->nw - 1 - below(m, m->nw < M_RECENT ? m->nw : M_RECENT)];
+        ev = w->ev;
+        user = w->user;
+        key = w->key;
+        e = &m->ev[ev];
+    }
+    const mhold *oh = kt_get(m, ev, user, key);
+    const mwait *ow = wt_get(m, ev, user, key);
+    uint32_t qty = 1 + below(m, e->mpr < 4 ? e->mpr : 4);
+    if (chance(m, 50))
+        qty = 1 + below(m, e->mpr + 3);
+    if ((oh || ow) && chance(m, 850))
+        qty = oh ? (uint32_t)oh->qty + oh->returned : ow->qty;
+    slot_req q = req_wait(m, SLOT_OP_WAITLIST_JOIN, ev, user, key);
+    q.qty = qty;
+    mres want = m_join(m, ev, user, key, qty);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    if (want.err == SLOT_E_OK && want.h && !want.replay) { /* held at once: learn the new hold's tag */
+        ASSERT_EQ(strlen(r.hold), SLOT_HOLD_ID_BYTES);
+        ASSERT_EQ(sscanf(r.hold + 16, "%16" SCNx64, &m->h[hold_index(m, want.h)].tag), 1);
+    }
+    expect_wait_res(&r, &want, "waitlist_join");
+    m->n.joins++;
+    m->n.join_waiting += want.ws == SLOT_WAIT_WAITING && !want.replay;
+    m->n.join_held += want.h && !want.replay;
+    m->n.join_full += want.full;
+    m->n.join_replay += want.replay;
+    m->n.join_refused += want.err != SLOT_E_OK;
+    slot_res_clear(&r);
+}
+
+static void op_leave(model *m)
+{
+    uint32_t ev, user, key;
+    pick_entry(m, &ev, &user, &key);
+    slot_req q = req_wait(m, SLOT_OP_WAITLIST_LEAVE, ev, user, key);
+    bool want = m_leave(m, ev, user, key);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, SLOT_E_OK, "waitlist_leave");
+    ASSERT_EQ(r.done, want);
+    m->n.leaves += want;
+    m->n.leave_none += !want;
+    slot_res_clear(&r);
+}
+
+/* The waitlist op on the batch or on a read transaction (on). */
+static void wait_state_on(model *m, MDB_txn *on)
+{
+    uint32_t ev, user, key;
+    pick_entry(m, &ev, &user, &key);
+    slot_req q = req_wait(m, SLOT_OP_WAITLIST, ev, user, key);
+    mres want = m_wstate(m, ev, user, key);
+    slot_res r = {0};
+    if (!run_on(m, on, &q, &r))
+        return;
+    expect_wait_res(&r, &want, "waitlist");
+    m->n.wstates++;
+    slot_res_clear(&r);
+}
+
+/* Offers are made inside other ops (a release, an expiry, ...), whose answers do not name
+ * them: their random tags are read from the store, on the batch. */
+static void learn_offer_tags(model *m, uint32_t from)
+{
+    for (uint32_t i = from; i < m->nh && !m->map_full; i++) {
+        mhold *h = &m->h[i];
+        if (!h->tag_unknown)
+            continue;
+        const mevent *e = &m->ev[h->ev];
+        slot_hold_rec rec;
+        ASSERT_EQ(slot_store_hold_get(m->st, txn(m), e->name, strlen(e->name), h->seq, &rec), 0);
+        ASSERT_EQ(rec.kind, SLOT_HOLD_KIND_WAITLIST);
+        ASSERT_EQ(rec.origin, m->w[h->went - 1].join);
+        h->tag = rec.tag;
+        h->tag_unknown = false;
+    }
+}
+
 /* One op, picked by weight (per mille). */
 static void one_op(model *m)
 {
     uint32_t dice = below(m, 1000);
-    if (dice < 440)
+    if (dice < 410)
         op_hold(m);
-    else if (dice < 580)
+    else if (dice < 550)
         op_on_hold(m, SLOT_OP_CONFIRM);
-    else if (dice < 690)
+    else if (dice < 660)
         op_on_hold(m, SLOT_OP_RELEASE);
-    else if (dice < 730)
+    else if (dice < 700)
         op_on_hold(m, SLOT_OP_CANCEL);
-    else if (dice < 800)
+    else if (dice < 770)
         op_on_hold(m, SLOT_OP_GET_HOLD);
-    else if (dice < 830)
+    else if (dice < 800)
         op_expire(m);
-    else if (dice < 840)
+    else if (dice < 810)
         op_edit(m, SLOT_OP_RESHARD);
-    else if (dice < 855)
+    else if (dice < 825)
         op_edit(m, SLOT_OP_SET_CAPACITY);
-    else if (dice < 865)
+    else if (dice < 835)
         op_edit(m, SLOT_OP_SET_STATUS);
-    else if (dice < 870)
+    else if (dice < 840)
         op_create_again(m);
-    else if (dice < 875)
+    else if (dice < 845)
         op_unknown_event(m);
-    else if (dice < 900)
+    else if (dice < 870)
         op_extend(m);
-    else if (dice < 905)
+    else if (dice < 875)
         op_window(m);
-    else if (dice < 950)
+    else if (dice < 920)
         op_cart(m);
+    else if (dice < 975)
+        op_join(m);
+    else if (dice < 985)
+        op_leave(m);
+    else if (dice < 995)
+        wait_state_on(m, NULL);
     else
         op_hold(m);
 }
@@ -1541,7 +2063,11 @@ static void model_init(model *m, uint64_t seed, uint64_t ops)
     m->kt_mask = slots - 1;
     m->kt_key = calloc(slots, sizeof(uint64_t));
     m->kt_val = calloc(slots, sizeof(uint32_t));
-    ASSERT(m->h && m->ev && m->kt_key && m->kt_val);
+    m->cap_w = (uint32_t)ops + 16; /* a join makes one entry at most */
+    m->w = malloc(m->cap_w * sizeof(mwait));
+    m->wt_key = calloc(slots, sizeof(uint64_t));
+    m->wt_val = calloc(slots, sizeof(uint32_t));
+    ASSERT(m->h && m->ev && m->kt_key && m->kt_val && m->w && m->wt_key && m->wt_val);
     m->dir = slot_test_tmpdir();
     m->now = T0;
     store_open(m);
@@ -1556,6 +2082,9 @@ static void model_free(model *m)
     free(m->ev);
     free(m->kt_key);
     free(m->kt_val);
+    free(m->w);
+    free(m->wt_key);
+    free(m->wt_val);
     free(m->log);
     free(m->arena);
 }
@@ -1602,6 +2131,16 @@ static void expect_coverage(const stats *n, uint64_t ops)
     ASSERT_GT(n->reacquire_replay, 10);
     ASSERT_GT(n->reacquire_sold_out, 10);
     ASSERT_GT(n->windows, 100);
+    ASSERT_GT(n->join_waiting, 1000);
+    ASSERT_GT(n->join_held, 100);
+    ASSERT_GT(n->join_full, 100);
+    ASSERT_GT(n->join_replay, 100);
+    ASSERT_GT(n->join_refused, 100);
+    ASSERT_GT(n->leaves, 100);
+    ASSERT_GT(n->leave_none, 100);
+    ASSERT_GT(n->offers, 1000);
+    ASSERT_GT(n->blocked, 10);
+    ASSERT_GT(n->wstates, 1000);
 }
 
 static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
@@ -1630,6 +2169,12 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
     printf("  carts: %llu held, %llu replays, %llu sold_out, %llu refused (errors and conflicts)\n",
            (unsigned long long)n->carts, (unsigned long long)n->cart_replay, (unsigned long long)n->cart_sold_out,
            (unsigned long long)n->cart_refused);
+    printf("  waitlists: %llu joins (%llu waiting, %llu held at once, %llu waitlist_full, %llu replays, %llu refused), "
+           "%llu left (%llu left:false), %llu offers, %llu heads blocking someone who could be met, %llu states\n",
+           (unsigned long long)n->joins, (unsigned long long)n->join_waiting, (unsigned long long)n->join_held,
+           (unsigned long long)n->join_full, (unsigned long long)n->join_replay, (unsigned long long)n->join_refused,
+           (unsigned long long)n->leaves, (unsigned long long)n->leave_none, (unsigned long long)n->offers,
+           (unsigned long long)n->blocked, (unsigned long long)n->wstates);
     fflush(stdout);
 }
 
@@ -1653,6 +2198,7 @@ static void model_run(uint64_t seed, uint64_t ops, bool strict)
     ASSERT(m != NULL);
     model_init(m, seed, ops);
     m->strict = strict;
+    m->small_sale = true;
     for (uint32_t i = 0; i < M_LIVE; i++)
         op_new_event(m, i);
     batch_end(m, false);
@@ -1661,10 +2207,12 @@ static void model_run(uint64_t seed, uint64_t ops, bool strict)
     for (m->op = 0; m->op < ops; m->op++) {
         g_op = m->op;
         clock_step(m);
+        uint32_t nh0 = m->nh;
         if (below(m, M_NEW_EVENT_EVERY) == 0)
             op_new_event(m, below(m, M_LIVE));
         else
             one_op(m);
+        learn_offer_tags(m, nh0);
         if (!m->map_full) {
             if (m->strict)
                 m->touched_all = true; /* every event, touched or not */
