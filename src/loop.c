@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "server_backup.h"
 #include "slot/feed.h"
 #include "slot/assert.h"
 #include "slot_config.h"
@@ -271,6 +272,12 @@ static void stats_write(server *s, slot__jw *w)
     slot__jw_key_u64(w, "connections_timed_out", s->conns_timed_out);
     slot__jw_key_u64(w, "commit_busy_us", s->commit_busy_ns / 1000u);
     slot__jw_key_u64(w, "commit_sync_us", s->commit_sync_ns / 1000u);
+    slot__jw_key_u64(w, "backups", s->backups);
+    slot__jw_key(w, "backup_running");
+    if (s->backup_busy)
+        SLOT__JW_LIT(w, "true");
+    else
+        SLOT__JW_LIT(w, "false");
     SLOT__JW_LIT(w, "}");
 }
 
@@ -346,6 +353,10 @@ void slot__run_read(server *s, entry *e)
         res->extra = stats_json(s);
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_BACKUP) {
+        slot__backup_start(s, e);
         return;
     }
     if (e->req.op == SLOT_OP_CLUSTER && s->clu) {

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "server.h"
+#include "slot/backup.h"
 #include "slot/limits.h"
 #include "slot/repl.h"
 #include "slot_config.h"
@@ -56,6 +57,8 @@ static void usage(FILE *out)
             "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
+            "  --restore FILE          first put the backup FILE into --data (which must be empty\n"
+            "                          or missing; see slotctl restore --force), then serve it\n"
             "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
             "                          flag without its dashes, true|false for flags without a\n"
             "                          value, # comments; flags on the command line win\n"
@@ -194,8 +197,9 @@ enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGH
 
 /* --config FILE (config.h): read after the command line, which is then
  * parsed again so that its flags win. */
-enum { O_CONFIG = 1000 };
+enum { O_CONFIG = 1000, O_RESTORE };
 static const char *config_path;
+static const char *restore_path; /* --restore FILE: command line only */
 static const struct option *known_opts; /* parse_args' table, for the config reader */
 
 static int parse_args(int argc, char **argv, slot__server_opts *o)
@@ -216,7 +220,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"repl-listen", required_argument, NULL, O_REPL_LISTEN}, {"heartbeat-ms", required_argument, NULL, O_HEARTBEAT},
         {"failover-timeout-ms", required_argument, NULL, O_FAILOVER}, {"repl-timeout-ms", required_argument, NULL, O_REPL_TO},
         {"min-replicas", required_argument, NULL, O_MIN_REPLICAS}, {"config", required_argument, NULL, O_CONFIG},
-        {NULL, 0, NULL, 0}};
+        {"restore", required_argument, NULL, O_RESTORE}, {NULL, 0, NULL, 0}};
     known_opts = longopts;
     int ch;
     uint64_t v;
@@ -273,6 +277,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_REPL_TO: rc = parse_num("--repl-timeout-ms", optarg, SLOT_REPL_TIMEOUT_MS_MIN, SLOT_REPL_TIMEOUT_MS_MAX, &v); o->repl_timeout_ms = (uint32_t)v; cluster_flags = true; break;
         case O_MIN_REPLICAS: rc = parse_num("--min-replicas", optarg, SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, &v); o->min_replicas = (uint32_t)v; cluster_flags = true; break;
         case O_CONFIG: config_path = optarg; break;
+        case O_RESTORE: restore_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); exit(0);
         case 'V':
@@ -326,7 +331,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0)
         return 64; /* EX_USAGE, as slotctl and slot-bench */
     if (config_path) {
-        static const char *const refused[] = {"config", "help", "version", NULL};
+        static const char *const refused[] = {"config", "restore", "help", "version", NULL};
         if (slot__config_read(config_path, known_opts, refused, apply_config_line, &o) != 0)
             return 64;
         optind = 0;
@@ -335,5 +340,15 @@ int main(int argc, char **argv)
     }
     if (check_cluster(&o) != 0) /* after the file too: its lines come one at a time */
         return 64;
+    if (restore_path) { /* docs/operations.md, "Backups": restore, then serve the folder */
+        slot_backup_info bi;
+        char err[1024];
+        if (slot_backup_restore(restore_path, o.data_dir, 0, &bi, err, sizeof err) != 0) {
+            fprintf(stderr, "slotd: --restore: %s\n", err);
+            return 1;
+        }
+        fprintf(stderr, "slotd: restored %s into %s: seq %" PRIu64 ", digest %s\n", restore_path, o.data_dir,
+                bi.seq, bi.digest);
+    }
     return slot__server_run(&o);
 }
