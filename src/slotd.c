@@ -58,7 +58,7 @@ static void usage(FILE *out)
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
             "  --restore FILE          first put the backup FILE into --data (which must be empty\n"
-            "                          or missing; see slotctl restore --force), then serve it\n"
+            "                          or missing; slotctl restore can replace a store), then serve it\n"
             "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
             "                          flag without its dashes, true|false for flags without a\n"
             "                          value, # comments; flags on the command line win\n"

@@ -860,7 +860,7 @@ static void print_help(FILE *f)
             SLOT_HOST_DEFAULT, SLOT_PORT_MIN, SLOT_PORT_MAX, SLOT_PORT_DEFAULT, SLOT_CTL_TIMEOUT_S_MIN,
             SLOT_CTL_TIMEOUT_S_MAX, SLOT_CTL_TIMEOUT_S_DEFAULT);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'slotctl help COMMAND' or 'slotctl COMMAND --help' tells more.\n"
                "Exit status: 0 done; 1 the server refused (or check found violations);\n"
                "2 the server could not be reached; 64 a usage error.\n");
