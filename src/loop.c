@@ -273,11 +273,7 @@ static void stats_write(server *s, slot__jw *w)
     slot__jw_key_u64(w, "commit_busy_us", s->commit_busy_ns / 1000u);
     slot__jw_key_u64(w, "commit_sync_us", s->commit_sync_ns / 1000u);
     slot__jw_key_u64(w, "backups", s->backups);
-    slot__jw_key(w, "backup_running");
-    if (s->backup_busy)
-        SLOT__JW_LIT(w, "true");
-    else
-        SLOT__JW_LIT(w, "false");
+    slot__jw_key_u64(w, "backups_running", s->backup_busy ? 1 : 0); /* a gauge: one backup at a time */
     SLOT__JW_LIT(w, "}");
 }
 
