@@ -33,9 +33,9 @@ const char *slotctl_restore_help(void)
 {
     return "Offline: checks FILE (header, SHA-256 of the data, seq and digest) and puts its store in\n"
            "DIR as data.mdb, for a slotd started on DIR afterwards. Never talks to a server.\n"
-           "  --data DIR        the data folder (required); created when missing; refused while a\n"
-           "                    slotd has it, or when it holds anything, unless --force\n"
-           "  --force           replace the store in a non-empty DIR (not one a slotd has)\n";
+           "  --data DIR            the data folder (required); created when missing; refused while a\n"
+           "                        slotd has it, or when it holds anything, unless --force\n"
+           "  --force               replace the store in a non-empty DIR (not one a slotd has)\n";
 }
 
 const char *slotctl_verify_backup_help(void)

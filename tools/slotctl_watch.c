@@ -41,8 +41,8 @@ const char *slotctl_watch_help(void)
            "histogram since it started), connections, queue, commits/s and the time per commit, and\n"
            "the database's size. Ends with exit 2 and a message when the server goes away.\n"
            "Without a terminal (stdout a pipe or a file) the frames follow one another.\n"
-           "  --once            print one frame (two samples an interval apart) and exit, for scripts\n"
-           "  --interval MS     time between frames, 100..60000 (default 1000)\n";
+           "  --once                print one frame (two samples an interval apart) and exit, for scripts\n"
+           "  --interval MS         time between frames, 100..60000 (default 1000)\n";
 }
 
 typedef struct sample {
