@@ -262,6 +262,46 @@ int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, 
     return rc;
 }
 
+/*
+ * A scratch file in dir (prefix names it, "XXXXXX" is appended), open on
+ * *fd_out; name gets the path to open it by. Where /proc/self/fd is there
+ * (Linux), the file is unlinked at once and name is /proc/self/fd/N, so a
+ * killed slotd or slotctl leaves no scratch file behind; elsewhere it keeps
+ * its name until scratch_close.
+ */
+static int scratch_open(const char *dir, const char *prefix, int *fd_out, char *name, size_t cap, bool *linked,
+                        char *err, size_t errlen)
+{
+    *fd_out = -1;
+    *linked = false;
+    if ((size_t)snprintf(name, cap, "%s/%sXXXXXX", dir, prefix) >= cap) {
+        snprintf(err, errlen, "scratch folder name too long");
+        return -ENAMETOOLONG;
+    }
+    int fd = mkostemp(name, O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot create a scratch file in %s: %s", dir, strerror(e));
+        return -e;
+    }
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (access(proc, R_OK) == 0 && unlink(name) == 0)
+        snprintf(name, cap, "%s", proc);
+    else
+        *linked = true;
+    *fd_out = fd;
+    return 0;
+}
+
+static void scratch_close(int fd, const char *name, bool linked)
+{
+    if (fd >= 0)
+        close(fd);
+    if (linked)
+        unlink(name);
+}
+
 /* ---- a copy's seq, digest and check */
 
 /*
@@ -306,38 +346,33 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
     uint64_t t0 = mono_ms();
     header h = {0};
     char scratch[PATH_BYTES];
-    if ((size_t)snprintf(scratch, sizeof scratch, "%s/.slot-backup-XXXXXX", scratch_dir) >= sizeof scratch) {
-        snprintf(err, errlen, "scratch folder name too long");
-        return -ENAMETOOLONG;
-    }
-    int sfd = mkostemp(scratch, O_CLOEXEC);
-    if (sfd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot create a scratch file in %s: %s", scratch_dir, strerror(e));
-        return -e;
-    }
+    int sfd;
+    bool linked;
+    int rc = scratch_open(scratch_dir, ".slot-backup-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
+    if (rc != 0)
+        return rc;
     h.info.created_at_ms = wall_ms();
     if (map_lock)
         pthread_rwlock_rdlock(map_lock);
-    int rc = mdb_env_copyfd2(slot_store_env(st), sfd, MDB_CP_COMPACT);
+    rc = mdb_env_copyfd2(slot_store_env(st), sfd, MDB_CP_COMPACT);
     if (map_lock)
         pthread_rwlock_unlock(map_lock);
     h.info.copy_ms = mono_ms() - t0;
     if (rc != 0)
         snprintf(err, errlen, "copying the store to %s: %s", scratch_dir, mdb_strerror(rc));
     if (rc == 0)
-        rc = copy_inspect(scratch, scratch, &h.info, NULL, err, errlen);
+        rc = copy_inspect(scratch, scratch_dir, &h.info, NULL, err, errlen);
     struct stat sb;
     if (rc == 0 && fstat(sfd, &sb) != 0) {
         rc = -errno;
-        snprintf(err, errlen, "stat %s: %s", scratch, strerror(-rc));
+        snprintf(err, errlen, "stat of the scratch copy in %s: %s", scratch_dir, strerror(-rc));
     }
     if (rc == 0) {
         h.info.data_bytes = (uint64_t)sb.st_size;
         h.info.file_bytes = h.info.data_bytes + SLOT_BACKUP_HEADER_BYTES;
         if (lseek(sfd, 0, SEEK_SET) != 0 || (rc = stream(sfd, -1, h.info.data_bytes, h.data_sha)) != 0) {
             rc = rc ? rc : -errno;
-            snprintf(err, errlen, "reading %s: %s", scratch, slot_backup_strerror(rc));
+            snprintf(err, errlen, "reading the scratch copy in %s: %s", scratch_dir, slot_backup_strerror(rc));
         }
     }
     if (rc == 0) {
@@ -354,8 +389,7 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
         if (rc != 0)
             snprintf(err, errlen, "writing the backup: %s", slot_backup_strerror(rc));
     }
-    close(sfd);
-    unlink(scratch);
+    scratch_close(sfd, scratch, linked);
     h.info.total_ms = mono_ms() - t0;
     if (out)
         *out = h.info;
@@ -465,18 +499,12 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
     if (rc != 0)
         return rc;
     char scratch[PATH_BYTES];
-    int sfd = -1;
-    if ((size_t)snprintf(scratch, sizeof scratch, "%s/.slot-verify-XXXXXX", scratch_dir) >= sizeof scratch) {
-        rc = -ENAMETOOLONG;
-        snprintf(err, errlen, "scratch folder name too long");
-    } else if ((sfd = mkostemp(scratch, O_CLOEXEC)) < 0) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot create a scratch file in %s: %s", scratch_dir, strerror(-rc));
-    }
+    int sfd;
+    bool linked;
+    rc = scratch_open(scratch_dir, ".slot-verify-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
         rc = extract(fd, &h, file, sfd, scratch, check, err, errlen);
-        close(sfd);
-        unlink(scratch);
+        scratch_close(sfd, scratch, linked);
     }
     close(fd);
     return rc;

@@ -11,6 +11,7 @@
  * server goes on selling; a second backup while one runs is busy.
  * $SLOTD, $SLOTCTL, $SLOT_BENCH are the programs under test.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -254,6 +255,17 @@ static void expect_server_has(slot_client *c, const char *ev, const hold_list *l
     }
 }
 
+/* No scratch copy is left in dir (they are unlinked as soon as they are made). */
+static void expect_no_scratch(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ASSERT(d != NULL);
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        if (strncmp(de->d_name, ".slot-", 6) == 0)
+            T_FAIL_("scratch file %s left in %s", de->d_name, dir);
+    closedir(d);
+}
+
 /* ---------------------------------------------------------------- the cases */
 
 TEST_IMPL(backup_e2e_hot_release)
@@ -350,6 +362,7 @@ TEST_IMPL(backup_e2e_hot_release)
     free(out);
     slot_client_close(c);
     slot_test_stop(&srv);
+    expect_no_scratch(tmp);
     slot_test_rmdir(tmp);
     free(tmp);
 }
@@ -597,6 +610,7 @@ TEST_IMPL(backup_e2e_one_at_a_time)
     slot_reply_clear(&r);
     pthread_join(t, NULL);
     backup_ok(c2, second); /* the next one runs */
+    expect_no_scratch(tmp);
     ASSERT_U64_EQ(slot_test_stat(&srv, "backups_running"), 0);
     slot_client_close(c);
     slot_client_close(c2);

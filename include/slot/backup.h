@@ -74,7 +74,8 @@ typedef struct slot_backup_info {
  * of one commit, free pages left out), then that copy is opened read-only
  * and its seq (meta, committed in the same transaction as each batch) and
  * digest are read from it, so they describe exactly the data; then header
- * and data go to fd and the scratch file is removed. Commits go on
+ * and data go to fd. The scratch file is unlinked as soon as it is made
+ * (opened again as /proc/self/fd/N), so a killed process leaves none. Commits go on
  * meanwhile; the copy's reader keeps the pages of its snapshot from reuse
  * until it ends (data.mdb may grow a little).
  *   st: open (not read_only is fine, either); borrowed.
