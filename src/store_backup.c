@@ -512,10 +512,10 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
 
 /*
  * Takes data_dir's slotd.lock (as slotd does: flock LOCK_EX|LOCK_NB) into
- * *lock_fd, and checks that the folder may take a restore: nothing but
+ * *lock_fd (-1 with lock_held: the caller has it), and checks that the folder may take a restore: nothing but
  * slotd.lock in it, unless force (then anything but a lock held by slotd).
  */
-static int dir_claim(const char *data_dir, bool force, int *lock_fd, char *err, size_t errlen)
+static int dir_claim(const char *data_dir, bool force, bool lock_held, int *lock_fd, char *err, size_t errlen)
 {
     *lock_fd = -1;
     if (mkdir(data_dir, 0700) != 0 && errno != EEXIST) {
@@ -528,13 +528,13 @@ static int dir_claim(const char *data_dir, bool force, int *lock_fd, char *err, 
         snprintf(err, errlen, "data folder name too long");
         return -ENAMETOOLONG;
     }
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) {
+    int fd = -1; /* with lock_held, the caller's lock stands for ours */
+    if (!lock_held && (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
         int e = errno;
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
         return -e;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
         char pid[32] = "";
         ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
         pid[n > 0 ? n : 0] = 0;
@@ -548,7 +548,8 @@ static int dir_claim(const char *data_dir, bool force, int *lock_fd, char *err, 
     if (!d) {
         int e = errno;
         snprintf(err, errlen, "cannot read the data folder %s: %s", data_dir, strerror(e));
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         return -e;
     }
     int rc = 0;
@@ -562,7 +563,8 @@ static int dir_claim(const char *data_dir, bool force, int *lock_fd, char *err, 
     }
     closedir(d);
     if (rc != 0) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         return rc;
     }
     *lock_fd = fd;
@@ -580,7 +582,8 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
     if (rc != 0)
         return rc;
     int lock_fd;
-    rc = dir_claim(data_dir, (flags & SLOT_BACKUP_RESTORE_FORCE) != 0, &lock_fd, err, errlen);
+    rc = dir_claim(data_dir, (flags & SLOT_BACKUP_RESTORE_FORCE) != 0, (flags & SLOT_BACKUP_RESTORE_LOCK_HELD) != 0,
+                   &lock_fd, err, errlen);
     char tmp[PATH_BYTES], dst[PATH_BYTES], lockmdb[PATH_BYTES];
     if (rc == 0 && ((size_t)snprintf(tmp, sizeof tmp, "%s/data.mdb.restore", data_dir) >= sizeof tmp ||
                     (size_t)snprintf(dst, sizeof dst, "%s/data.mdb", data_dir) >= sizeof dst ||

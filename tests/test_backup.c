@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -506,6 +507,22 @@ TEST_IMPL(backup_e2e_restore_folders)
     expect_check_clean(c, 1);
     slot_client_close(c);
     ASSERT_EQ(slot_test_server_stop(&s), 0);
+
+    /* In-process, as a slotd replacing its own (closed) store would: the
+     * folder's lock held by this process on another descriptor. */
+    char own[PATH_BYTES], lockp[PATH_BYTES + 16];
+    snprintf(own, sizeof own, "%s/own", tmp);
+    ASSERT_EQ(mkdir(own, 0700), 0);
+    snprintf(lockp, sizeof lockp, "%s/slotd.lock", own);
+    int lfd = open(lockp, O_RDWR | O_CREAT, 0600);
+    ASSERT(lfd >= 0);
+    ASSERT_EQ(flock(lfd, LOCK_EX | LOCK_NB), 0);
+    slot_backup_info bi;
+    ASSERT_EQ(slot_backup_restore(file, own, SLOT_BACKUP_RESTORE_FORCE, &bi, err, sizeof err), SLOT_BACKUP_E_IN_USE);
+    ASSERT_EQ(slot_backup_restore(file, own, SLOT_BACKUP_RESTORE_LOCK_HELD, &bi, err, sizeof err), 0);
+    ASSERT_U64_EQ(bi.seq, b.seq);
+    ASSERT_STR_EQ(bi.digest, b.hex);
+    close(lfd);
 
     /* Usage: --data is required. */
     const char *usage[] = {env_path("SLOTCTL"), "restore", file, NULL};

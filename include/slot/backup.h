@@ -113,6 +113,8 @@ int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, 
 
 /* Flags of slot_backup_restore. */
 #define SLOT_BACKUP_RESTORE_FORCE 1u   /* replace a store already in the folder (not one in use) */
+#define SLOT_BACKUP_RESTORE_LOCK_HELD 2u /* the caller is the slotd that holds the folder's slotd.lock
+                                            (and has closed its store): do not take the lock */
 
 /*
  * slot_backup_restore — offline restore: put file's data in data_dir as its
@@ -121,7 +123,8 @@ int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, 
  * slotd.lock is locked: SLOT_BACKUP_E_IN_USE, always), or when data_dir
  * holds anything but slotd.lock and flags lacks SLOT_BACKUP_RESTORE_FORCE
  * (SLOT_BACKUP_E_NOT_EMPTY). Holds data_dir's slotd.lock while it runs, so
- * no slotd starts on the folder meanwhile. Writes data.mdb.restore, checks
+ * no slotd starts on the folder meanwhile (with SLOT_BACKUP_RESTORE_LOCK_HELD
+ * the caller already holds it: a slotd replacing its own, closed store). Writes data.mdb.restore, checks
  * it, then removes lock.mdb and renames it to data.mdb and syncs the folder;
  * with force, other files (an rlog/ folder) are left as they are.
  *   data_dir: created (0700) when missing; its parent must exist.
