@@ -342,6 +342,7 @@ TEST_IMPL(backup_e2e_hot_release)
     expect_check_clean(c1, 3000);
     slot_client_close(c1);
     ASSERT_EQ(slot_test_server_stop(&s1), 0);
+    slot_test_server_free(&s1);
 
     /* The one under load, by slotd --restore: its header's seq and digest,
      * clean, and every hold in it one the server has (same user, qty). */
@@ -359,6 +360,7 @@ TEST_IMPL(backup_e2e_hot_release)
     free(l.h);
     slot_client_close(c2);
     ASSERT_EQ(slot_test_server_stop(&s2), 0);
+    slot_test_server_free(&s2);
 
     free(out);
     slot_client_close(c);
@@ -507,6 +509,7 @@ TEST_IMPL(backup_e2e_restore_folders)
     expect_check_clean(c, 1);
     slot_client_close(c);
     ASSERT_EQ(slot_test_server_stop(&s), 0);
+    slot_test_server_free(&s);
 
     /* In-process, as a slotd replacing its own (closed) store would: the
      * folder's lock held by this process on another descriptor. */
