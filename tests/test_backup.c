@@ -560,6 +560,18 @@ TEST_IMPL(backup_e2e_unwritable_path)
     ASSERT_STR_EQ(r.error, "backup_failed");
     ASSERT(strstr(r.message, "Not a directory") != NULL);
     slot_reply_clear(&r);
+    /* A folder without write permission (root writes anyway: only as another user). */
+    if (geteuid() != 0) {
+        char ro[PATH_BYTES], ro_file[PATH_BYTES + 16];
+        snprintf(ro, sizeof ro, "%s/ro", tmp);
+        ASSERT_EQ(mkdir(ro, 0500), 0);
+        snprintf(ro_file, sizeof ro_file, "%s/x.bak", ro);
+        backup(c, ro_file, &r);
+        ASSERT_STR_EQ(r.error, "backup_failed");
+        ASSERT(strstr(r.message, "Permission denied") != NULL);
+        slot_reply_clear(&r);
+        ASSERT_EQ(chmod(ro, 0700), 0);
+    }
     /* A relative path is the client's mistake: invalid_argument, nothing written. */
     const char *rel = "{\"op\":\"backup\",\"path\":\"b.bak\"}\n";
     ASSERT_EQ(slot_client_send_raw(c, rel, strlen(rel)), 0);
