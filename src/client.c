@@ -213,6 +213,17 @@ int slot_req_event(slot_req *req, slot_op op, const char *event)
     return 0;
 }
 
+int slot_req_backup(slot_req *req, const char *path)
+{
+    slot_req_init(req, SLOT_OP_BACKUP);
+    size_t n = strlen(path);
+    if (n > SLOT_PATH_BYTES_MAX)
+        return -EINVAL;
+    memcpy(req->path, path, n + 1);
+    req->path_len = (uint16_t)n;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- encoding */
 
 /* The client's strings go out as the caller gave them: bytes >= 0x80 unchanged
@@ -368,6 +379,9 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
             w_str_field(w, "from", req->from == SLOT_FEED_FROM_START ? "start" : "acked", 5);
         if (req->op == SLOT_OP_SUBSCRIBE && req->window)
             slot__jw_key_u64(w, "window", req->window);
+        break;
+    case SLOT_OP_BACKUP:
+        w_str_field(w, "path", req->path, req->path_len);
         break;
     default: /* expire, stats, digest, and every op without fields */
         break;

@@ -387,7 +387,7 @@ static void on_conn_closed(uv_handle_t *h)
      * and slot__batch_complete() drops their answers. */
     for (entry *e = c->head, *next; e; e = next) {
         next = e->next;
-        if (e->state == ENTRY_QUEUED)
+        if (e->state == ENTRY_QUEUED || e->state == ENTRY_WORKING)
             e->conn = NULL;
         else
             slot__entry_put(s, e);

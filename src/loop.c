@@ -10,6 +10,7 @@
 
 #include "jsonw.h"
 #include "metrics.h"
+#include "server_backup.h"
 #include "slot/feed.h"
 #include "slot/assert.h"
 #include "slot_config.h"
@@ -285,6 +286,8 @@ static void stats_write(server *s, slot__jw *w)
     slot__jw_key_u64(w, "connections_timed_out", s->conns_timed_out);
     slot__jw_key_u64(w, "commit_busy_us", s->commit_busy_ns / 1000u);
     slot__jw_key_u64(w, "commit_sync_us", s->commit_sync_ns / 1000u);
+    slot__jw_key_u64(w, "backups", s->backups);
+    slot__jw_key_u64(w, "backups_running", s->backup_busy ? 1 : 0); /* a gauge: one backup at a time */
     SLOT__JW_LIT(w, "}");
 }
 
@@ -397,6 +400,10 @@ void slot__run_read(server *s, entry *e)
         res->extra = metrics_json(s);
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_BACKUP) {
+        slot__backup_start(s, e);
         return;
     }
     if (e->req.op == SLOT_OP_CLUSTER && s->clu) {

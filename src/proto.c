@@ -223,6 +223,25 @@ static slot_err get_string(const parse_ctx *c, const char *key, int required, si
 #define NAME_SPEC "1..64 bytes of [A-Za-z0-9._:-]"
 _Static_assert(SLOT_EVENT_BYTES_MAX == 64 && SLOT_REQUEST_BYTES_MAX == 64, "NAME_SPEC says 64");
 
+/* backup's path: any byte but NUL (the server opens it as a C string). */
+static bool path_char(unsigned char ch)
+{
+    return ch != 0;
+}
+
+#define PATH_SPEC "an absolute path of 1..1023 bytes"
+_Static_assert(SLOT_PATH_BYTES_MAX == 1023, "PATH_SPEC says 1023");
+
+static slot_err get_path(const parse_ctx *c, slot_req *r)
+{
+    size_t n = 0;
+    TRY(get_string(c, "path", REQUIRED, SLOT_PATH_BYTES_MAX, path_char, PATH_SPEC, r->path, &n, NULL));
+    if (r->path[0] != '/')
+        return field_fail(c, "path", json_object_get(c->root, "path"), "%s", PATH_SPEC);
+    r->path_len = (uint16_t)n;
+    return SLOT_E_OK;
+}
+
 static slot_err get_event(const parse_ctx *c, slot_req *r, int required)
 {
     size_t n = 0;
@@ -556,6 +575,8 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_CLUSTER:
     case SLOT_OP_METRICS:
         return SLOT_E_OK;
+    case SLOT_OP_BACKUP:
+        return get_path(c, r);
     default:
         return slot__proto_feed_parse(c->root, r, c->msg, c->msglen);
     }

@@ -367,6 +367,7 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         slot__jw_key_u64(w, "expired", res->expired);
         break;
     case SLOT_OP_DIGEST:
+    case SLOT_OP_BACKUP: /* backup: extra adds "bytes" and "ms" */
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "server_opts.h"
 #include "slot/alloc.h"
+#include "slot/backup.h"
 #include "slot/hist.h"
 #include "slot/limits.h"
 #include "slot/ops.h"
@@ -37,6 +38,7 @@
 typedef enum entry_state {
     ENTRY_QUEUED,    /* a write op waiting for, or in, a batch */
     ENTRY_READ_WAIT, /* a read op waiting for the earlier entries of its connection */
+    ENTRY_WORKING,   /* a backup, on a worker thread (server_backup.c); answered when it ends */
     ENTRY_DONE,      /* res is the answer; encode when it reaches the head */
 } entry_state;
 
@@ -233,6 +235,15 @@ struct server {
 
     struct slot__feed_sub *subs;   /* the subscribed connections (feed_sub.c) */
     MDB_txn *feed_rtxn;            /* feed_sub.c's read transaction, reset between uses */
+
+    /* the backup op (server_backup.c): one at a time, on a libuv worker */
+    uv_work_t backup_work;
+    bool backup_busy;              /* loop: a backup runs; backup_entry is its request */
+    entry *backup_entry;
+    int backup_rc;                 /* worker, read by the loop after it: slot_store_backup's */
+    slot_backup_info backup_info;
+    char backup_err[512];
+    uint64_t backups;              /* loop: backups written */
 
     token tokens[SLOT_TOKENS_MAX];
     size_t ntokens;

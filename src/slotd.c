@@ -13,6 +13,7 @@
 #include "config.h"
 #include "log.h"
 #include "server.h"
+#include "slot/backup.h"
 #include "slot/limits.h"
 #include "slot/repl.h"
 #include "slot_config.h"
@@ -62,6 +63,8 @@ static void usage(FILE *out)
             "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
+            "  --restore FILE          first put the backup FILE into --data (which must be empty\n"
+            "                          or missing; slotctl restore can replace a store), then serve it\n"
             "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
             "                          flag without its dashes, true|false for flags without a\n"
             "                          value, # comments; flags on the command line win\n"
@@ -206,8 +209,9 @@ static slot__log_level log_level = SLOT__LOG_INFO;
 
 /* --config FILE (config.h): read after the command line, which is then
  * parsed again so that its flags win. */
-enum { O_CONFIG = 1000 };
+enum { O_CONFIG = 1000, O_RESTORE };
 static const char *config_path;
+static const char *restore_path; /* --restore FILE: command line only */
 static const struct option *known_opts; /* parse_args' table, for the config reader */
 
 static int parse_args(int argc, char **argv, slot__server_opts *o)
@@ -230,7 +234,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"min-replicas", required_argument, NULL, O_MIN_REPLICAS}, {"config", required_argument, NULL, O_CONFIG},
         {"log-format", required_argument, NULL, O_LOG_FORMAT}, {"log-level", required_argument, NULL, O_LOG_LEVEL},
         {"slow-commit-ms", required_argument, NULL, O_SLOW_COMMIT},
-        {NULL, 0, NULL, 0}};
+        {"restore", required_argument, NULL, O_RESTORE}, {NULL, 0, NULL, 0}};
     known_opts = longopts;
     int ch;
     uint64_t v;
@@ -296,6 +300,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
                 fprintf(stderr, "slotd: --log-level: want error, warn, info or debug, got \"%s\"\n", optarg);
             break;
         case O_SLOW_COMMIT: rc = parse_num("--slow-commit-ms", optarg, SLOT_SLOW_COMMIT_MS_MIN, SLOT_SLOW_COMMIT_MS_MAX, &v); o->slow_commit_ms = (uint32_t)v; break;
+        case O_RESTORE: restore_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); exit(0);
         case 'V':
@@ -350,7 +355,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0)
         return 64; /* EX_USAGE, as slotctl and slot-bench */
     if (config_path) {
-        static const char *const refused[] = {"config", "help", "version", NULL};
+        static const char *const refused[] = {"config", "restore", "help", "version", NULL};
         if (slot__config_read(config_path, known_opts, refused, apply_config_line, &o) != 0)
             return 64;
         optind = 0;
@@ -360,5 +365,15 @@ int main(int argc, char **argv)
     if (check_cluster(&o) != 0) /* after the file too: its lines come one at a time */
         return 64;
     slot__log_setup(log_format, log_level);
+    if (restore_path) { /* docs/operations.md, "Backups": restore, then serve the folder */
+        slot_backup_info bi;
+        char err[1024];
+        if (slot_backup_restore(restore_path, o.data_dir, 0, &bi, err, sizeof err) != 0) {
+            slot__log(SLOT__LOG_ERROR, "restore failed", SLOT__LF_S("file", restore_path), SLOT__LF_S("error", err));
+            return 1;
+        }
+        slot__log(SLOT__LOG_INFO, "restored a backup", SLOT__LF_S("file", restore_path), SLOT__LF_S("data", o.data_dir),
+                  SLOT__LF_U("seq", bi.seq), SLOT__LF_S("digest", bi.digest));
+    }
     return slot__server_run(&o);
 }

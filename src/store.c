@@ -138,6 +138,40 @@ fail:
     return rc;
 }
 
+int slot__store_open_copy(const char *file, slot_store **out, char *errbuf, size_t errlen)
+{
+    *out = NULL;
+    snprintf(errbuf, errlen, "%s", "");
+    slot_store *st = calloc(1, sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    st->map_bytes_max = SLOT_MAP_BYTES_MAX_DEFAULT;
+    int rc = mdb_env_create(&st->env);
+    if (rc == 0)
+        rc = mdb_env_set_maxdbs(st->env, SLOT_STORE_DBS);
+    if (rc == 0) /* one file, read-only, no lock file: nobody else opens a scratch copy */
+        rc = mdb_env_open(st->env, file, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS | MDB_NORDAHEAD, 0600);
+    if (rc != 0) {
+        snprintf(errbuf, errlen, "open %s: %s", file, mdb_strerror(rc));
+        goto fail;
+    }
+    MDB_envinfo info;
+    mdb_env_info(st->env, &info);
+    st->map_bytes = info.me_mapsize;
+    rc = open_dbs(st, true, errbuf, errlen);
+    if (rc != 0) {
+        if (!errbuf[0])
+            snprintf(errbuf, errlen, "open %s: %s", file, mdb_strerror(rc));
+        goto fail;
+    }
+    *out = st;
+    return 0;
+fail:
+    mdb_env_close(st->env);
+    free(st);
+    return rc;
+}
+
 void slot_store_close(slot_store *st)
 {
     if (!st)

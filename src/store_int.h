@@ -70,6 +70,13 @@ static inline int store_del(slot_store *st, MDB_txn *txn, int db, MDB_val *k)
  * schema record at open, seq): never counted, never captured. */
 int slot__store_meta_put(slot_store *st, MDB_txn *txn, const char *name, const void *val, size_t len);
 
+/* slot__store_open_copy — open one LMDB file (not a folder: MDB_NOSUBDIR),
+ * read-only and without a lock file (MDB_NOLOCK), as a store: a backup's
+ * scratch copy, which nothing else opens (src/store_backup.c). Checks the
+ * schema like slot_store_open. Close with slot_store_close. Returns as
+ * slot_store_open does. */
+int slot__store_open_copy(const char *file, slot_store **out, char *errbuf, size_t errlen);
+
 /* ---- byte packing */
 
 typedef struct buf {

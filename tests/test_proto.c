@@ -61,6 +61,7 @@ TEST_DECLARE(proto_v11_create_event_settings)
 TEST_DECLARE(proto_v11_confirm_qty_and_reacquire)
 TEST_DECLARE(proto_v11_extend_by_ms)
 TEST_DECLARE(proto_v11_encode_replies)
+TEST_DECLARE(proto_backup_path)
 
 TEST_LIST_START
     TEST_ENTRY(proto_bad_json_syntax)
@@ -116,6 +117,7 @@ TEST_LIST_START
     TEST_ENTRY(proto_v11_confirm_qty_and_reacquire)
     TEST_ENTRY(proto_v11_extend_by_ms)
     TEST_ENTRY(proto_v11_encode_replies)
+    TEST_ENTRY(proto_backup_path)
 TEST_LIST_END
 
 
@@ -609,6 +611,7 @@ static const op_case op_cases[] = {
     {"feed_forget", SLOT_OP_FEED_FORGET, 1, {"\"consumer\":\"mail\""}},
     {"cluster", SLOT_OP_CLUSTER, 0, {NULL}},
     {"metrics", SLOT_OP_METRICS, 0, {NULL}},
+    {"backup", SLOT_OP_BACKUP, 1, {"\"path\":\"/tmp/b.bak\""}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */
@@ -1551,4 +1554,46 @@ TEST_IMPL(proto_v11_encode_replies)
     ASSERT_EQ(jint(j, "returned"), 0);
     ASSERT(json_object_get(j, "replaces") == NULL);
     json_decref(j);
+}
+
+/* backup's path: absolute, 1..SLOT_PATH_BYTES_MAX bytes, no NUL; the reply
+ * carries seq, digest and the extra members (docs/protocol.md, "backup"). */
+TEST_IMPL(proto_backup_path)
+{
+    slot_req r;
+    ASSERT_EQ(parse("{\"op\":\"backup\",\"path\":\"/srv/backups/a b.bak\"}", &r), SLOT_E_OK);
+    ASSERT_STR_EQ(r.path, "/srv/backups/a b.bak");
+    ASSERT_EQ(r.path_len, 20);
+    ASSERT_EQ(parse("{\"op\":\"backup\",\"path\":\"rel/a.bak\"}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(last_msg, "path: must be an absolute path of 1..1023 bytes");
+    ASSERT_EQ(parse("{\"op\":\"backup\",\"path\":\"\"}", &r), SLOT_E_INVALID_ARGUMENT);
+    ASSERT_EQ(parse("{\"op\":\"backup\",\"path\":\"/a\\u0000b\"}", &r), SLOT_E_BAD_JSON); /* no NUL reaches a name */
+    ASSERT_EQ(parse("{\"op\":\"backup\",\"path\":7}", &r), SLOT_E_INVALID_ARGUMENT);
+    char line[SLOT_PATH_BYTES_MAX + 64];
+    char path[SLOT_PATH_BYTES_MAX + 2];
+    memset(path, 'a', sizeof(path) - 1);
+    path[0] = '/';
+    path[SLOT_PATH_BYTES_MAX] = 0; /* the longest */
+    snprintf(line, sizeof(line), "{\"op\":\"backup\",\"path\":\"%s\"}", path);
+    ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+    ASSERT_EQ(r.path_len, SLOT_PATH_BYTES_MAX);
+    path[SLOT_PATH_BYTES_MAX] = 'a';
+    path[SLOT_PATH_BYTES_MAX + 1] = 0; /* one byte more */
+    snprintf(line, sizeof(line), "{\"op\":\"backup\",\"path\":\"%s\"}", path);
+    ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+
+    slot_res res;
+    memset(&res, 0, sizeof(res));
+    ASSERT_EQ(parse("{\"id\":1,\"op\":\"backup\",\"path\":\"/b\"}", &r), SLOT_E_OK);
+    res.seq = 42;
+    memset(res.digest, 'c', SLOT_DIGEST_HEX_BYTES);
+    res.extra = strdup("{\"bytes\":4096,\"ms\":3}");
+    char out[512];
+    size_t n = slot_proto_encode(&r, &res, out, sizeof(out));
+    ASSERT_LT(n, sizeof(out));
+    char want[256];
+    snprintf(want, sizeof(want), "{\"id\":1,\"ok\":true,\"seq\":42,\"digest\":\"%s\",\"bytes\":4096,\"ms\":3}\n",
+             res.digest);
+    ASSERT_STR_EQ(out, want);
+    slot_res_clear(&res);
 }

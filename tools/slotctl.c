@@ -1,7 +1,8 @@
 /*
  * slotctl — slotd's admin tool. Every command is one or two requests of
  * docs/protocol.md sent through the client library (slot/client.h); slotctl never
- * touches the database itself.
+ * touches a server's database itself. `restore` and `verify-backup` work
+ * offline on backup files (slotctl_backup.c, slot/backup.h).
  *
  * With several addresses (--host H:P,H:P or $SLOTD_ADDR) every request goes
  * through slot_follow: it is sent to the primary of the replica set,
@@ -27,8 +28,10 @@
 #include "slot/limits.h"
 #include "slot/proto.h"
 #include "slot_config.h"
+#include "slotctl_backup.h"
 #include "slotctl_feed.h"
 #include "slotctl_metrics.h"
+#include "slotctl_watch.h"
 
 #define EXIT_SERVER_ERROR 1
 #define EXIT_CONNECTION 2
@@ -643,6 +646,48 @@ static int cmd_feed(ctl *x, int argc, char **argv)
     return rc ? rc : slotctl_feed(x->follow, x->json, x->timeout_ms, argc, argv);
 }
 
+/* True (after printing the command's help) when argv asks for --help: the
+ * commands whose options their own module parses. */
+static bool module_help(ctl *x, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_cmd_help(stdout, find_cmd(x->cmd));
+            return true;
+        }
+    return false;
+}
+
+static int cmd_backup(ctl *x, int argc, char **argv)
+{
+    int o, rc = 0;
+    while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
+    }
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 1, 1)))
+        return rc;
+    if ((rc = ctl_connect(x)))
+        return rc;
+    return slotctl_backup(x->follow, x->json, argv[optind]);
+}
+
+static int cmd_restore(ctl *x, int argc, char **argv)
+{
+    return module_help(x, argc, argv) ? 0 : slotctl_restore(argc, argv);
+}
+
+static int cmd_verify_backup(ctl *x, int argc, char **argv)
+{
+    return module_help(x, argc, argv) ? 0 : slotctl_verify_backup(argc, argv, x->json);
+}
+
+static int cmd_watch(ctl *x, int argc, char **argv)
+{
+    if (module_help(x, argc, argv))
+        return 0;
+    int rc = ctl_connect(x);
+    return rc ? rc : slotctl_watch(x->follow, argc, argv);
+}
+
 /* The cluster op's answer as a table: the node, then one line per member. */
 static void print_cluster(const slot_reply *r)
 {
@@ -775,6 +820,14 @@ static const ctl_cmd commands[] = {
      "Asks any node (the first of --host that answers) for the replica set's configuration and\n"
      "prints a table of its members. A standalone server says so. With --json, the raw reply.\n",
      cmd_cluster},
+    {"watch", "[EVENT] [--once] [--interval MS]", "a live view: units left, holds/s, sold-out/s, latency, commits",
+     NULL, cmd_watch},
+    {"backup", "FILE", "write a hot backup of the server's store to FILE, on the server's machine (backup)", NULL,
+     cmd_backup},
+    {"restore", "FILE --data DIR [--force]", "offline: put a backup's store into the data folder DIR", NULL,
+     cmd_restore},
+    {"verify-backup", "FILE", "offline: check a backup file (checksums, seq, digest, check); exit 1 if bad", NULL,
+     cmd_verify_backup},
     {"help", "[COMMAND]", "show help for slotctl or one command", "", cmd_help},
 };
 
@@ -786,10 +839,26 @@ static const ctl_cmd *find_cmd(const char *name)
     return NULL;
 }
 
+/* The help text of a command whose module keeps it. */
+static const char *module_help_text(const ctl_cmd *c)
+{
+    if (strcmp(c->name, "metrics") == 0)
+        return slotctl_metrics_help();
+    if (strcmp(c->name, "watch") == 0)
+        return slotctl_watch_help();
+    if (strcmp(c->name, "backup") == 0)
+        return slotctl_backup_help();
+    if (strcmp(c->name, "restore") == 0)
+        return slotctl_restore_help();
+    if (strcmp(c->name, "verify-backup") == 0)
+        return slotctl_verify_backup_help();
+    return slotctl_feed_help();
+}
+
 static void print_cmd_help(FILE *f, const ctl_cmd *c)
 {
     fprintf(f, "usage: slotctl [GLOBAL OPTIONS] %s %s\n\n%s.\n\n%s", c->name, c->args, c->summary,
-            c->help ? c->help : c->run == cmd_metrics ? slotctl_metrics_help() : slotctl_feed_help());
+            c->help ? c->help : module_help_text(c));
     fprintf(f, "  -h, --help            this help\n");
 }
 
@@ -813,7 +882,7 @@ static void print_help(FILE *f)
             SLOT_HOST_DEFAULT, SLOT_PORT_MIN, SLOT_PORT_MAX, SLOT_PORT_DEFAULT, SLOT_CTL_TIMEOUT_S_MIN,
             SLOT_CTL_TIMEOUT_S_MAX, SLOT_CTL_TIMEOUT_S_DEFAULT);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'slotctl help COMMAND' or 'slotctl COMMAND --help' tells more.\n"
                "Exit status: 0 done; 1 the server refused (or check found violations);\n"
                "2 the server could not be reached; 64 a usage error.\n");

@@ -74,6 +74,10 @@ int slot_req_cart_add(slot_req *req, const char *event, uint32_t qty);
  * (event, user, request). 0 or -EINVAL (another op, a name too long). */
 int slot_req_waitlist(slot_req *req, slot_op op, const char *event, const char *user, const char *request,
                       uint32_t qty);
+/* slot_req_backup — the admin op backup (docs/protocol.md, "backup"): the server writes a
+ * backup of its store to path, a file on the server's machine; path must be absolute (the
+ * server answers invalid_argument otherwise). 0 or -EINVAL past SLOT_PATH_BYTES_MAX bytes. */
+int slot_req_backup(slot_req *req, const char *path);
 /* slot_req_set_waitlist_max — on a create_event: a waitlist of at most n entries (0..10,000,000). */
 void slot_req_set_waitlist_max(slot_req *req, uint32_t n);
 

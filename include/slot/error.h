@@ -48,6 +48,8 @@
       "the outcome is unknown: retry with the same request key")                         \
     X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")        \
     X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer") \
+    X(BUSY, "busy", "another backup is running; retry when it ends")                      \
+    X(BACKUP_FAILED, "backup_failed", "the backup could not be written; the store is unchanged") \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {

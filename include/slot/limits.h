@@ -18,6 +18,7 @@
 #define SLOT_HOLD_ID_BYTES 32     /* hold id: 16 hex digits of sequence + 16 of random tag */
 #define SLOT_HOLD_ARG_BYTES_MAX 128 /* a "hold" argument longer than this is invalid_argument */
 #define SLOT_DIGEST_HEX_BYTES 64  /* digest: SHA-256 as lowercase hex */
+#define SLOT_PATH_BYTES_MAX 1023  /* backup: the server-side file's absolute path (kept in a request's cart space) */
 
 /* Numbers (docs/protocol.md, "Names and numbers"). */
 #define SLOT_CAPACITY_MAX (UINT64_C(1) << 40)  /* capacity and max_per_user: 0..2^40 */

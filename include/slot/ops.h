@@ -72,7 +72,8 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(FEED_CONSUMERS, "feed_consumers", false, true) \
     X(FEED_FORGET, "feed_forget", true, true) \
     X(CLUSTER, "cluster", false, false)          \
-    X(METRICS, "metrics", false, true)
+    X(METRICS, "metrics", false, true)         \
+    X(BACKUP, "backup", false, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -158,7 +159,11 @@ typedef struct slot_req {
     uint32_t waitlist_max;             /* create_event: 0 (no waitlist)..SLOT_WAITLIST_MAX_MAX */
     uint32_t limit;                    /* waitlist_entries: 1..SLOT_WAITLIST_SHOW_MAX */
     uint8_t nitems;                    /* hold_many: 1..SLOT_CART_ITEMS_MAX, distinct events */
-    slot_item items[SLOT_CART_ITEMS_MAX];
+    uint16_t path_len;                 /* backup: bytes of path without the NUL */
+    union {                            /* one op uses one of them: no entry pays for both */
+        slot_item items[SLOT_CART_ITEMS_MAX]; /* hold_many */
+        char path[SLOT_PATH_BYTES_MAX + 1];   /* backup: the file the server writes, absolute */
+    };
     /* feed ops (docs/protocol.md, "Feed") */
     uint8_t consumer_len;
     char consumer[SLOT_CONSUMER_BYTES_MAX + 1]; /* subscribe, ack, feed_forget */

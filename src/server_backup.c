@@ -1,0 +1,91 @@
+/*
+ * server_backup.c — the backup op (server_backup.h). The worker runs
+ * slot_store_backup (slot/backup.h) with the server's map lock, so the map
+ * does not grow under the copy's read transaction; the commit thread goes
+ * on committing meanwhile (a grow waits for the copy to end).
+ */
+#include "server_backup.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loop.h"
+#include "slot/assert.h"
+#include "slot/backup.h"
+
+/* Worker thread: the copy. Reads only the entry's request and the store. */
+static void backup_work(uv_work_t *w)
+{
+    server *s = w->data;
+    s->backup_rc = slot_store_backup(s->store, s->backup_entry->req.path, &s->map_lock, &s->backup_info,
+                                     s->backup_err, sizeof(s->backup_err));
+}
+
+/* Loop thread: answer the entry. */
+static void backup_done(uv_work_t *w, int status)
+{
+    server *s = w->data;
+    entry *e = s->backup_entry;
+    SLOT_ASSERT(s->backup_busy);
+    SLOT_ASSERT(e->state == ENTRY_WORKING);
+    s->backup_busy = false;
+    s->backup_entry = NULL;
+    slot_res *res = &e->res;
+    const slot_backup_info *bi = &s->backup_info;
+    if (status != 0) { /* uv_cancel: not used, but the callback must answer */
+        slot_res_error(res, SLOT_E_BACKUP_FAILED, "the backup did not run");
+    } else if (s->backup_rc != 0) {
+        slot__log(SLOT__LOG_WARN, "backup failed", SLOT__LF_S("path", e->req.path), SLOT__LF_S("error", s->backup_err));
+        slot_res_error(res, SLOT_E_BACKUP_FAILED, "%s", s->backup_err);
+    } else {
+        s->backups++;
+        res->seq = bi->seq;
+        memcpy(res->digest, bi->digest, sizeof(res->digest));
+        char buf[96];
+        snprintf(buf, sizeof(buf), "{\"bytes\":%" PRIu64 ",\"ms\":%" PRIu64 "}", bi->file_bytes, bi->total_ms);
+        res->extra = strdup(buf);
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        slot__log(SLOT__LOG_INFO, "backup written", SLOT__LF_S("path", e->req.path), SLOT__LF_U("seq", bi->seq),
+                  SLOT__LF_U("bytes", bi->file_bytes), SLOT__LF_U("copy_ms", bi->copy_ms),
+                  SLOT__LF_U("total_ms", bi->total_ms));
+    }
+    e->state = ENTRY_DONE;
+    slot__count_result(s, e);
+    if (!e->conn) { /* its connection went away meanwhile */
+        slot__entry_put(s, e);
+        return;
+    }
+    s->conn_up.flush(e->conn);
+}
+
+void slot__backup_start(server *s, entry *e)
+{
+    if (s->backup_busy) {
+        e->state = ENTRY_DONE;
+        slot_res_error(&e->res, SLOT_E_BUSY, "a backup (to %s) is running; retry when it ends",
+                       s->backup_entry->req.path);
+        slot__count_result(s, e);
+        return;
+    }
+    if (s->stopping) {
+        e->state = ENTRY_DONE;
+        slot_res_error(&e->res, SLOT_E_SHUTTING_DOWN, NULL);
+        slot__count_result(s, e);
+        return;
+    }
+    s->backup_busy = true;
+    s->backup_entry = e;
+    s->backup_work.data = s;
+    e->state = ENTRY_WORKING;
+    int rc = uv_queue_work(s->loop, &s->backup_work, backup_work, backup_done);
+    if (rc != 0) {
+        s->backup_busy = false;
+        s->backup_entry = NULL;
+        e->state = ENTRY_DONE;
+        slot_res_error(&e->res, SLOT_E_BACKUP_FAILED, "cannot start a worker: %s", uv_strerror(rc));
+        slot__count_result(s, e);
+    }
+}
