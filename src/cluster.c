@@ -207,7 +207,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
 void slot__clu_cas(clu *c, const clu_config *next, const char *what)
 {
     static clu_config want; /* one CAS at a time (cas_busy) */
-    char v[2048];
+    char v[4608]; /* 2 x 16 names of 64 bytes, quoted, and the numbers */
     size_t n = slot__clu_config_json(next, v, sizeof(v));
     if (!n || c->cas_busy)
         return;
@@ -243,6 +243,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     bool was_campaign = c->campaigning, was_drop = c->cas_drop;
     c->cas_drop = false;
     c->campaigning = false;
+    c->chg_cas = false;
     if (!won)
         slot__clu_log(c, "CAS failed (%s)", status ? slot_etcd_strerror(status) : "the configuration changed");
     if (got.found) {
@@ -250,6 +251,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
             c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {
             c->cfg = got;
             slot__clu_promote(c);
+            slot__clu_change_step(c);
             return;
         }
         slot__clu_config_seen(c, &got);
@@ -261,6 +263,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
         if (was_drop && !won)
             slot__clu_unavailable(c); /* one that lost: the outcome is unknown */
     }
+    slot__clu_change_step(c);
 }
 
 /* Bootstrap: no configuration yet: found one with us alone. */
@@ -318,12 +321,31 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
         for (size_t i = 0; i < c->nnodes; i++)
             if (!slot__clu_is_member(cfg, c->nodes[i].id) && c->nodes[i].counted && !c->nodes[i].ready)
                 c->nodes[i].counted = false;
+        for (size_t i = 0; i < c->nnodes; i++) { /* removed on purpose: neither waited for nor fed */
+            clu_node *n = &c->nodes[i];
+            if (!slot__clu_is_removed(cfg, n->id))
+                continue;
+            n->counted = false;
+            if (n->ready || n->dialing)
+                slot_repl_disconnect(c->repl, n->id);
+        }
         slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, c->self);
+        slot__clu_commit_check(c); /* a member removed may be the last one a record waited for */
         return;
     }
     if (c->campaigning)
         return; /* the CAS's answer decides */
     if (strcmp(cfg->primary, c->self) == 0) {
+        uint64_t last_t = 0;
+        slot__clu_log_last(c, &last_t, NULL);
+        if (slot__clu_is_member(cfg, c->self) && cfg->tenure > last_t && cfg->tenure > c->tenure) {
+            /* A planned switchover named us in a tenure nobody made a record of
+             * (cluster_change.c): the old primary drained, we hold every
+             * acknowledged record; take office in that tenure. */
+            slot__clu_log(c, "the configuration (epoch %" PRIu64 ") hands the primary over to us", cfg->epoch);
+            slot__clu_promote(c);
+            return;
+        }
         /* We were primary before a restart (or a pause): take over in a new tenure. */
         if (slot__clu_is_member(cfg, c->self)) {
             slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, "");
@@ -409,6 +431,7 @@ static void on_tick(uv_timer_t *t)
         slot__clu_primary_tick(c);
     else
         failover_tick(c);
+    slot__clu_change_step(c);
     slot__clu_apply_kick(c);
 }
 
@@ -588,7 +611,8 @@ int slot__cluster_start(server *s)
     s->wset = &c->wset;
     s->clu_up = (slot__cluster_hooks){
         .write_gate = slot__clu_write_gate, .read_gate = slot__clu_read_gate, .job_run = job_run,
-        .job_done = job_done, .cluster_json = slot__clu_cluster_json,
+        .job_done = job_done, .cluster_json = slot__clu_cluster_json, .change = slot__clu_change,
+        .write_pause = slot__clu_write_pause,
     };
     slot__clu_primary_install(c);
     uv_timer_init(s->loop, &c->tick);

@@ -7,6 +7,7 @@
  *   cluster_cfg.c      the JSON of etcd's values, the cluster op
  *   cluster_primary.c  the primary's data path: records, acks, commit point, drops and joins
  *   cluster_replica.c  the replica's data path: records in, acks, apply, read and write gates
+ *   cluster_change.c   planned changes on the primary (the cluster_change op): add, remove, promote
  *
  * Threads: every field is the loop thread's, except those marked "commit
  * thread", which the commit thread uses while it runs a batch or a job (the
@@ -50,6 +51,10 @@ typedef struct clu_config {
     char primary[CLU_NAME_CAP];
     size_t nmembers;
     char members[SLOT_CLUSTER_MEMBERS_MAX][CLU_NAME_CAP];
+    /* nodes removed on purpose (cluster_change remove): never dialled nor
+     * added back until a cluster_change add names them */
+    size_t nremoved;
+    char removed[SLOT_CLUSTER_MEMBERS_MAX][CLU_NAME_CAP];
 } clu_config;
 
 /* A node as its key in etcd shows it, and what this node knows of it as primary. */
@@ -127,6 +132,18 @@ typedef struct slot__cluster {
     bool cas_drop;                /* the CAS in flight drops silent members */
     uint64_t defer_until_ms;      /* waiting for a more complete member until then */
 
+    /* a planned change (cluster_change.c): one at a time */
+    slot_cluster_change chg;      /* the change running (SLOT_CHANGE_NONE: none) */
+    char chg_node[CLU_NAME_CAP];
+    uint64_t chg_tag, chg_tags;   /* the running or last change's tag; tags handed out */
+    uint64_t chg_deadline_ms;     /* loop time: given up then */
+    bool chg_done;                /* the change of chg_tag ended: chg_err, chg_msg */
+    slot_err chg_err;
+    char chg_msg[160];
+    bool chg_cas;                 /* the CAS in flight is the change's */
+    bool switching;               /* promote: new batches wait while what is in flight drains */
+    uint64_t switch_since_ms;
+
     /* the commit thread's job */
     clu_job job;                  /* the job in flight */
     int job_rc;                   /* commit thread: its result */
@@ -156,6 +173,15 @@ uint64_t slot__clu_epoch_of(clu *c, uint64_t seq);
 void slot__clu_cas(clu *c, const clu_config *next, const char *what);
 /* a commit-thread job, when the thread is idle. */
 void slot__clu_job_start(clu *c, clu_job job);
+
+/* ---- cluster_change.c */
+/* the cluster_change op (s->clu_up.change): 0 answered, 1 running. */
+int slot__clu_change(server *s, entry *e);
+/* s->clu_up.write_pause. */
+bool slot__clu_write_pause(server *s);
+/* move the running change on (tick, CAS answer, acks). */
+void slot__clu_change_step(clu *c);
+bool slot__clu_is_removed(const clu_config *cfg, const char *id);
 
 /* ---- cluster_cfg.c */
 /* parse the config key's value; 0 or -1. */
