@@ -71,7 +71,9 @@ uint64_t slot__clu_epoch_of(clu *c, uint64_t seq)
 static void job_run(server *s)
 {
     clu *c = s->clu;
-    c->job_rc = c->job == CLU_JOB_PROMOTE ? slot__clu_job_promote(c) : slot__clu_job_apply(c);
+    c->job_rc = c->job == CLU_JOB_PROMOTE ? slot__clu_job_promote(c)
+                : c->job == CLU_JOB_SNAP  ? slot__clu_job_snap(c)
+                                          : slot__clu_job_apply(c);
 }
 
 static void job_done(server *s)
@@ -80,8 +82,9 @@ static void job_done(server *s)
     clu_job job = c->job;
     c->job = CLU_JOB_NONE;
     if (c->job_rc != 0)
-        slot__clu_log(c, "%s job failed: %s", job == CLU_JOB_PROMOTE ? "promote" : "apply",
-                      slot_rlog_strerror(c->job_rc));
+        slot__clu_log(c, "%s job failed: %s",
+                      job == CLU_JOB_PROMOTE ? "promote" : job == CLU_JOB_SNAP ? "snapshot install" : "apply",
+                      c->job_rc > 0 ? mdb_strerror(c->job_rc) : slot_rlog_strerror(c->job_rc));
     else
         c->applied = c->job_applied;
     if (c->job_rc == 0 && c->job_rebuild)
@@ -92,8 +95,9 @@ static void job_done(server *s)
         return;
     if (job == CLU_JOB_PROMOTE)
         slot__clu_promote_done(c);
-    else
-        slot__clu_apply_kick(c);
+    else if (job == CLU_JOB_SNAP)
+        slot__clu_snap_done(c);
+    slot__clu_apply_kick(c);
     slot__reads_resume(s);
 }
 
@@ -405,6 +409,8 @@ static void failover_tick(clu *c)
     }
     if (!slot__clu_is_member(&c->cfg, c->self))
         return;
+    if (c->snap_recv || c->need_snap)
+        return; /* our state is being replaced by a snapshot: we may not take over with it */
     if (better_member(c)) {
         if (!c->defer_until_ms)
             c->defer_until_ms = now + c->failover_ms;
@@ -432,6 +438,7 @@ static void on_tick(uv_timer_t *t)
     else
         failover_tick(c);
     slot__clu_change_step(c);
+    slot__clu_snap_tick(c);
     slot__clu_apply_kick(c);
 }
 
@@ -454,12 +461,14 @@ static void on_close(void *ctx, const slot_repl_close_info *info)
     if (info->inbound) {
         if (c->stream_open && strcmp(info->node_id, c->stream_from) == 0) {
             c->stream_open = false;
+            slot__clu_snap_stream_end(c);
             slot__clu_stream_reset(c);
         }
         return;
     }
     clu_node *n = slot__clu_node(c, info->node_id, false);
     if (n) {
+        slot__clu_snap_drop(c, n);
         n->ready = n->dialing = false;
         if (!slot__clu_is_member(&c->cfg, n->id))
             n->counted = false; /* a joiner that went away is waited for no more */
@@ -484,7 +493,7 @@ static int log_open(clu *c)
     server *s = c->s;
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/rlog", s->opts.data_dir);
-    slot_rlog_opts ro = {.log = rlog_log, .log_ctx = c};
+    slot_rlog_opts ro = {.segment_bytes = s->opts.log_segment_bytes, .log = rlog_log, .log_ctx = c};
     int rc = slot_rlog_open(dir, &ro, &c->rlog, NULL);
     if (rc == 0)
         rc = slot_rlog_sync(c->rlog); /* what a crash left in the page cache is on disk before we ack it */
@@ -492,6 +501,8 @@ static int log_open(clu *c)
         slot__clu_log(c, "cannot open the batch log %s: %s", dir, slot_rlog_strerror(rc));
         return -1;
     }
+    if (slot__clu_snap_recover(c) != 0)
+        return -1;
     MDB_txn *txn = NULL;
     rc = mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &txn);
     if (rc == 0)
@@ -551,7 +562,7 @@ static int repl_start(clu *c, const slot_repl_secret *secret)
         .cluster = o->cluster, .node_id = c->self, .secret = secret->bytes, .secret_bytes = secret->len,
         .heartbeat_ms = o->heartbeat_ms,
         .cbs = {.ctx = c, .on_ready = on_ready, .on_record = slot__clu_on_record, .on_commit = slot__clu_on_commit,
-                .on_ack = slot__clu_on_ack, .on_close = on_close, .log = on_repl_log},
+                .on_ack = slot__clu_on_ack, .on_close = on_close, .on_snap = slot__clu_on_snap, .log = on_repl_log},
     };
     int rc = slot_repl_new(s->loop, &ro, &c->repl);
     if (rc != 0) {
@@ -589,6 +600,8 @@ int slot__cluster_start(server *s)
     c->failover_ms = o->failover_timeout_ms;
     c->repl_to_ms = o->repl_timeout_ms;
     c->min_replicas = o->min_replicas;
+    c->keep_records = o->log_keep_records;
+    c->snap_fd = c->snap_in_fd = -1;
     names_and_addrs(c);
     slot_repl_secret secret;
     char err[256];
@@ -639,6 +652,7 @@ void slot__cluster_stop(server *s)
         slot__batch_finish(s, SLOT_E_UNAVAILABLE, "the server is stopping; the outcome is unknown");
     }
     c->stopping = true;
+    slot__clu_snap_stop(c);
     if (c->tick_open)
         uv_close((uv_handle_t *)&c->tick, NULL);
     if (c->check_open)

@@ -160,6 +160,8 @@ char *slot__clu_cluster_json(server *s)
     json_object_set_new(o, "epoch", json_integer((json_int_t)c->cfg.epoch));
     json_object_set_new(o, "primary", json_string(c->cfg.found ? addr_of(c, c->cfg.primary) : ""));
     json_object_set_new(o, "seq", json_integer((json_int_t)c->applied));
+    json_object_set_new(o, "snapshots_installed", json_integer((json_int_t)c->snaps_installed));
+    json_object_set_new(o, "snapshots_sent", json_integer((json_int_t)c->snaps_sent));
     bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
     for (size_t i = 0; i < c->cfg.nmembers; i++) {
         const char *id = c->cfg.members[i];

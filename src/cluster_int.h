@@ -73,10 +73,15 @@ typedef struct clu_node {
     uint64_t acked;           /* every record up to this is durable on it */
     uint64_t last_ack_ms;     /* loop time of its last ack (or of ready) */
     uint64_t last_dial_ms;
+    /* primary side: joining by snapshot (cluster_snap.c) */
+    uint8_t snap;             /* CLU_SNAP_*: NONE, WANT (made next), SENDING, ACK (waiting for its ACK) */
+    uint64_t snap_seq;        /* the snapshot's seq, once SENDING */
 } clu_node;
 
+enum { CLU_SNAP_NONE, CLU_SNAP_WANT, CLU_SNAP_SENDING, CLU_SNAP_ACK };
+
 /* The commit thread's job (s->job_cluster). */
-typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE } clu_job;
+typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE, CLU_JOB_SNAP } clu_job;
 
 typedef struct slot__cluster {
     server *s;
@@ -144,6 +149,28 @@ typedef struct slot__cluster {
     bool switching;               /* promote: new batches wait while what is in flight drains */
     uint64_t switch_since_ms;
 
+    /* snapshots (cluster_snap.c) */
+    uint64_t keep_records;        /* --log-keep-records */
+    uint64_t trim_ms;             /* loop time of the last trim */
+    /* primary: the one snapshot being made or sent */
+    bool snap_making;             /* the copy runs on the thread pool */
+    uv_work_t snap_work;
+    char snap_node[CLU_NAME_CAP]; /* for whom */
+    char snap_path[4200];         /* DATA/snap-send.mdb */
+    int snap_rc;                  /* the copy's result (pool thread, then loop) */
+    uint64_t snap_seq, snap_tenure, snap_bytes, snap_off;
+    int snap_fd;                  /* -1: none being sent */
+    uint64_t snap_since_ms;
+    uint8_t *snap_buf;            /* SLOT_REPL_SNAP_CHUNK_BYTES, while sending */
+    uint64_t snaps_sent;
+    /* replica: the one being received */
+    bool snap_recv;               /* chunks are coming: no apply job meanwhile */
+    bool snap_ready;              /* DATA/snap is whole: the install job is wanted */
+    int snap_in_fd;
+    uint64_t snap_in_seq, snap_in_tenure, snap_in_since_ms;
+    bool need_snap;               /* our log cannot bring LMDB back: ask for a snapshot */
+    uint64_t snaps_installed;
+
     /* the commit thread's job */
     clu_job job;                  /* the job in flight */
     int job_rc;                   /* commit thread: its result */
@@ -182,6 +209,29 @@ bool slot__clu_write_pause(server *s);
 /* move the running change on (tick, CAS answer, acks). */
 void slot__clu_change_step(clu *c);
 bool slot__clu_is_removed(const clu_config *cfg, const char *id);
+
+/* ---- cluster_snap.c */
+/* primary: on_ready of a peer whose log we cannot continue: true when it gets a snapshot. */
+bool slot__clu_snap_wanted(clu *c, clu_node *n, const slot_repl_peer *peer);
+/* both roles: make, send, install, trim; from the tick and once per loop turn. */
+void slot__clu_snap_tick(clu *c);
+/* primary: node n acked seq; true when that ended its snapshot (records follow). */
+bool slot__clu_snap_acked(clu *c, clu_node *n, uint64_t seq);
+/* primary: a node's connection ended, or we stepped down: drop its snapshot. */
+void slot__clu_snap_drop(clu *c, clu_node *n);
+/* replica: the channel's on_snap. */
+int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure, uint64_t offset, uint64_t total,
+                      const uint8_t *data, size_t n);
+/* replica: the primary's stream ended: a snapshot half received is dropped. */
+void slot__clu_snap_stream_end(clu *c);
+/* commit thread: CLU_JOB_SNAP; loop: its end. */
+int slot__clu_job_snap(clu *c);
+void slot__clu_snap_done(clu *c);
+/* start: a snapshot whole on disk (DATA/snap) from a run that stopped is installed, DATA/snap.tmp removed.
+ * Before the commit thread starts, after the log opened. 0 or -1 (logged). */
+int slot__clu_snap_recover(clu *c);
+/* stop: close what is open, remove the file being sent. */
+void slot__clu_snap_stop(clu *c);
 
 /* ---- cluster_cfg.c */
 /* parse the config key's value; 0 or -1. */

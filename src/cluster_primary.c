@@ -121,8 +121,8 @@ bool slot__clu_batch_hold(server *s)
 
 void slot__clu_pump(clu *c, clu_node *n)
 {
-    if (!n->ready || !is_primary(c))
-        return;
+    if (!n->ready || !is_primary(c) || n->snap != CLU_SNAP_NONE)
+        return; /* a joiner by snapshot gets records once it acked the snapshot's seq */
     while (n->next_send <= c->applied) {
         const uint8_t *rec;
         size_t len;
@@ -189,6 +189,8 @@ void slot__clu_on_ack(void *ctx, const char *node_id, uint64_t seq)
     clu_node *n = slot__clu_node(c, node_id, false);
     if (!n || !is_primary(c))
         return;
+    if (n->snap != CLU_SNAP_NONE && !slot__clu_snap_acked(c, n, seq))
+        return;
     if (seq > n->acked)
         n->acked = seq;
     n->last_ack_ms = uv_now(c->s->loop);
@@ -208,6 +210,13 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
     n->dialing = false;
     if (slot__clu_is_removed(&c->cfg, n->id)) {
         slot_repl_disconnect(c->repl, peer->node_id);
+        return;
+    }
+    if (slot__clu_snap_wanted(c, n, peer)) {
+        n->ready = true; /* slot__clu_snap_tick makes and sends it; not waited for meanwhile */
+        n->acked = 0;
+        n->next_send = 0;
+        n->last_ack_ms = uv_now(c->s->loop);
         return;
     }
     if (peer->last_seq > c->applied ||
@@ -237,6 +246,7 @@ void slot__clu_step_down(clu *c)
     }
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
+        slot__clu_snap_drop(c, n);
         if (n->ready || n->dialing)
             slot_repl_disconnect(c->repl, n->id);
         n->ready = n->dialing = n->counted = false;
