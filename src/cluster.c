@@ -523,7 +523,9 @@ static int log_open(clu *c)
         const uint8_t *rec;
         size_t n;
         slot_wset_rec dec;
-        if (slot_rlog_read(c->rlog, last, &rec, &n) == 0 && slot_wset_decode(rec, n, &dec) == 0)
+        if (slot_rlog_count(c->rlog) == 0)
+            trusted = last; /* an empty log's base is an installed snapshot's seq, which was committed */
+        else if (slot_rlog_read(c->rlog, last, &rec, &n) == 0 && slot_wset_decode(rec, n, &dec) == 0)
             trusted = dec.hdr.commit_seq;
     }
     c->commit_seq = trusted;

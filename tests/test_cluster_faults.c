@@ -10,12 +10,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <lmdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,6 +200,26 @@ TEST_IMPL(cluster_replica_wiped_rejoins_by_snapshot)
     node_start(&nodes[r]);
     assert_rejoined_by_snapshot(r, before);
     ASSERT(cluster_u64(p, "snapshots_sent") >= 1);
+    /* A crash after the snapshot was whole on disk (DATA/snap) but before it was
+     * installed: the next start installs it, and r goes on by records from there. */
+    slot_test_server_kill9(&nodes[r].srv);
+    nodes[r].up = false;
+    char snapdir[400];
+    snprintf(snapdir, sizeof(snapdir), "%s/snap", nodes[r].dir);
+    ASSERT_EQ(mkdir(snapdir, 0700), 0);
+    MDB_env *env = NULL;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_set_maxdbs(env, 16), 0);
+    ASSERT_EQ(mdb_env_open(env, nodes[r].dir, MDB_NOTLS | MDB_NORDAHEAD, 0600), 0);
+    ASSERT_EQ(mdb_env_copy2(env, snapdir, MDB_CP_COMPACT), 0);
+    mdb_env_close(env);
+    node_start(&nodes[r]);
+    if (!wait_members(NODES, WAIT_LONG_MS))
+        T_FAIL_("%s did not rejoin after installing the snapshot its last run left", nodes[r].id);
+    ASSERT(node_log_has(r, "that an earlier run received", NULL));
+    ASSERT_EQ(cluster_u64(r, "snapshots_installed"), 0); /* by records after it */
+    struct stat sb;
+    ASSERT(stat(snapdir, &sb) != 0);
     final_checks(ls, 4);
     set_end();
 }
