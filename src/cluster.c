@@ -194,11 +194,23 @@ static void on_nodes(slot_etcd *e, int status, const slot_etcd_range_result *r, 
 }
 
 static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, void *data);
+static void watch_arm(clu *c);
+
+/* The configuration is polled every tick while it is not watched, and every
+ * CLU_POLL_WATCHED_MS while it is (the poll stays: a watch can lag behind a
+ * silently dead etcd connection, and it re-arms only from the tick). */
+#define CLU_POLL_WATCHED_MS 500
 
 static void poll(clu *c)
 {
-    if (!c->poll_cfg_busy && slot_etcd_get(c->etcd, c->key_config, on_config, c) == 0)
+    uint64_t now = uv_now(c->s->loop);
+    if (!c->watch)
+        watch_arm(c);
+    if (!c->poll_cfg_busy && (!c->watch || now - c->poll_cfg_ms >= CLU_POLL_WATCHED_MS) &&
+        slot_etcd_get(c->etcd, c->key_config, on_config, c) == 0) {
         c->poll_cfg_busy = true;
+        c->poll_cfg_ms = now;
+    }
     if (!c->poll_nodes_busy &&
         slot_etcd_get_prefix(c->etcd, c->key_node_prefix, SLOT_CLUSTER_MEMBERS_MAX * 4, on_nodes, c) == 0)
         c->poll_nodes_busy = true;
@@ -378,6 +390,41 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
         return;
     }
     slot__clu_config_seen(c, &cfg);
+}
+
+/* ---- the configuration's watch: a change is seen within a round trip of
+ *      etcd, not at the next poll (a switchover's target, the members after a
+ *      takeover). Events are handled as a poll's answer would be. */
+
+static void on_watch_event(slot_etcd_watch *w, const slot_etcd_event *ev, void *data)
+{
+    (void)w;
+    clu *c = data;
+    if (c->stopping || ev->type != SLOT_ETCD_EVENT_PUT)
+        return; /* a delete: the next poll decides */
+    clu_config cfg = {.mod_rev = ev->kv.mod_revision};
+    if (slot__clu_config_parse(ev->kv.value, ev->kv.value_len, &cfg) != 0)
+        return; /* on_config logs it at the next poll */
+    slot__clu_config_seen(c, &cfg);
+}
+
+static void on_watch_end(slot_etcd_watch *w, int status, int64_t last_rev, void *data)
+{
+    (void)w;
+    clu *c = data;
+    c->watch = NULL;
+    /* Re-armed from the tick (at most once per tick while etcd is away), from
+     * the next revision; compacted away: from now on (the poll covers the gap). */
+    c->watch_rev = status == SLOT_ETCD_ECOMPACTED || last_rev <= 0 ? 0 : last_rev + 1;
+}
+
+static void watch_arm(clu *c)
+{
+    if (c->stopping || c->watch)
+        return;
+    if (slot_etcd_watch_start(c->etcd, c->key_config, false, c->watch_rev, on_watch_event, on_watch_end, c,
+                              &c->watch) != 0)
+        c->watch = NULL;
 }
 
 /* ---- failover (docs/design.md, "Failover") */

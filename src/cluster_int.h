@@ -102,6 +102,9 @@ typedef struct slot__cluster {
     int64_t lease;                /* 0: none yet */
     bool lease_busy, node_put_busy, poll_cfg_busy, poll_nodes_busy, cas_busy;
     uint64_t node_put_ms;         /* loop time of the last node key put */
+    slot_etcd_watch *watch;       /* the configuration key's watch (NULL: none now) */
+    int64_t watch_rev;            /* re-arm from here (0: from now on) */
+    uint64_t poll_cfg_ms;         /* loop time of the last configuration poll */
     clu_config cfg;               /* the latest configuration known */
     size_t nnodes;
     clu_node nodes[SLOT_CLUSTER_MEMBERS_MAX];
