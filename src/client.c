@@ -156,6 +156,18 @@ void slot_req_set_waitlist_max(slot_req *req, uint32_t n)
     req->has |= SLOT_HAS_WAITLIST_MAX;
 }
 
+int slot_req_cluster_change(slot_req *req, slot_cluster_change change, const char *node)
+{
+    slot_req_init(req, SLOT_OP_CLUSTER_CHANGE);
+    size_t n = node ? strlen(node) : 0;
+    if (change < SLOT_CHANGE_ADD || change > SLOT_CHANGE_PROMOTE || n > SLOT_CLUSTER_NAME_BYTES_MAX)
+        return -EINVAL;
+    req->change = change;
+    memcpy(req->node, node ? node : "", n + 1);
+    req->node_len = (uint8_t)n;
+    return 0;
+}
+
 int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *hold, const char *user)
 {
     if (op != SLOT_OP_CONFIRM && op != SLOT_OP_RELEASE && op != SLOT_OP_GET_HOLD && op != SLOT_OP_CANCEL)
@@ -383,6 +395,12 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
     case SLOT_OP_BACKUP:
         w_str_field(w, "path", req->path, req->path_len);
         break;
+    case SLOT_OP_CLUSTER_CHANGE: {
+        const char *ch = slot_cluster_change_name(req->change);
+        w_str_field(w, "change", ch, strlen(ch));
+        w_str_field(w, "node", req->node, req->node_len);
+        break;
+    }
     default: /* expire, stats, digest, and every op without fields */
         break;
     }

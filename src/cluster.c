@@ -74,7 +74,9 @@ uint64_t slot__clu_epoch_of(clu *c, uint64_t seq)
 static void job_run(server *s)
 {
     clu *c = s->clu;
-    c->job_rc = c->job == CLU_JOB_PROMOTE ? slot__clu_job_promote(c) : slot__clu_job_apply(c);
+    c->job_rc = c->job == CLU_JOB_PROMOTE ? slot__clu_job_promote(c)
+                : c->job == CLU_JOB_SNAP  ? slot__clu_job_snap(c)
+                                          : slot__clu_job_apply(c);
 }
 
 static void job_done(server *s)
@@ -83,8 +85,9 @@ static void job_done(server *s)
     clu_job job = c->job;
     c->job = CLU_JOB_NONE;
     if (c->job_rc != 0)
-        slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s", job == CLU_JOB_PROMOTE ? "promote" : "apply",
-                      slot_rlog_strerror(c->job_rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s",
+                      job == CLU_JOB_PROMOTE ? "promote" : job == CLU_JOB_SNAP ? "snapshot install" : "apply",
+                      c->job_rc > 0 ? mdb_strerror(c->job_rc) : slot_rlog_strerror(c->job_rc));
     else
         c->applied = c->job_applied;
     if (c->job_rc == 0 && c->job_rebuild)
@@ -95,8 +98,9 @@ static void job_done(server *s)
         return;
     if (job == CLU_JOB_PROMOTE)
         slot__clu_promote_done(c);
-    else
-        slot__clu_apply_kick(c);
+    else if (job == CLU_JOB_SNAP)
+        slot__clu_snap_done(c);
+    slot__clu_apply_kick(c);
     slot__reads_resume(s);
 }
 
@@ -193,11 +197,23 @@ static void on_nodes(slot_etcd *e, int status, const slot_etcd_range_result *r, 
 }
 
 static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, void *data);
+static void watch_arm(clu *c);
+
+/* The configuration is polled every tick while it is not watched, and every
+ * CLU_POLL_WATCHED_MS while it is (the poll stays: a watch can lag behind a
+ * silently dead etcd connection, and it re-arms only from the tick). */
+#define CLU_POLL_WATCHED_MS 500
 
 static void poll(clu *c)
 {
-    if (!c->poll_cfg_busy && slot_etcd_get(c->etcd, c->key_config, on_config, c) == 0)
+    uint64_t now = uv_now(c->s->loop);
+    if (!c->watch)
+        watch_arm(c);
+    if (!c->poll_cfg_busy && (!c->watch || now - c->poll_cfg_ms >= CLU_POLL_WATCHED_MS) &&
+        slot_etcd_get(c->etcd, c->key_config, on_config, c) == 0) {
         c->poll_cfg_busy = true;
+        c->poll_cfg_ms = now;
+    }
     if (!c->poll_nodes_busy &&
         slot_etcd_get_prefix(c->etcd, c->key_node_prefix, SLOT_CLUSTER_MEMBERS_MAX * 4, on_nodes, c) == 0)
         c->poll_nodes_busy = true;
@@ -210,7 +226,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
 void slot__clu_cas(clu *c, const clu_config *next, const char *what)
 {
     static clu_config want; /* one CAS at a time (cas_busy) */
-    char v[2048];
+    char v[4608]; /* 2 x 16 names of 64 bytes, quoted, and the numbers */
     size_t n = slot__clu_config_json(next, v, sizeof(v));
     if (!n || c->cas_busy)
         return;
@@ -246,6 +262,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     bool was_campaign = c->campaigning, was_drop = c->cas_drop;
     c->cas_drop = false;
     c->campaigning = false;
+    c->chg_cas = false;
     if (!won)
         slot__clu_log(c, SLOT__LOG_WARN, "CAS failed (%s)", status ? slot_etcd_strerror(status) : "the configuration changed");
     if (got.found) {
@@ -253,6 +270,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
             c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {
             c->cfg = got;
             slot__clu_promote(c);
+            slot__clu_change_step(c);
             return;
         }
         slot__clu_config_seen(c, &got);
@@ -264,6 +282,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
         if (was_drop && !won)
             slot__clu_unavailable(c); /* one that lost: the outcome is unknown */
     }
+    slot__clu_change_step(c);
 }
 
 /* Bootstrap: no configuration yet: found one with us alone. */
@@ -321,12 +340,31 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
         for (size_t i = 0; i < c->nnodes; i++)
             if (!slot__clu_is_member(cfg, c->nodes[i].id) && c->nodes[i].counted && !c->nodes[i].ready)
                 c->nodes[i].counted = false;
+        for (size_t i = 0; i < c->nnodes; i++) { /* removed on purpose: neither waited for nor fed */
+            clu_node *n = &c->nodes[i];
+            if (!slot__clu_is_removed(cfg, n->id))
+                continue;
+            n->counted = false;
+            if (n->ready || n->dialing)
+                slot_repl_disconnect(c->repl, n->id);
+        }
         slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, c->self);
+        slot__clu_commit_check(c); /* a member removed may be the last one a record waited for */
         return;
     }
     if (c->campaigning)
         return; /* the CAS's answer decides */
     if (strcmp(cfg->primary, c->self) == 0) {
+        uint64_t last_t = 0;
+        slot__clu_log_last(c, &last_t, NULL);
+        if (slot__clu_is_member(cfg, c->self) && cfg->tenure > last_t && cfg->tenure > c->tenure) {
+            /* A planned switchover named us in a tenure nobody made a record of
+             * (cluster_change.c): the old primary drained, we hold every
+             * acknowledged record; take office in that tenure. */
+            slot__clu_log(c, SLOT__LOG_INFO, "the configuration (epoch %" PRIu64 ") hands the primary over to us", cfg->epoch);
+            slot__clu_promote(c);
+            return;
+        }
         /* We were primary before a restart (or a pause): take over in a new tenure. */
         if (slot__clu_is_member(cfg, c->self)) {
             slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, "");
@@ -355,6 +393,41 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
         return;
     }
     slot__clu_config_seen(c, &cfg);
+}
+
+/* ---- the configuration's watch: a change is seen within a round trip of
+ *      etcd, not at the next poll (a switchover's target, the members after a
+ *      takeover). Events are handled as a poll's answer would be. */
+
+static void on_watch_event(slot_etcd_watch *w, const slot_etcd_event *ev, void *data)
+{
+    (void)w;
+    clu *c = data;
+    if (c->stopping || ev->type != SLOT_ETCD_EVENT_PUT)
+        return; /* a delete: the next poll decides */
+    clu_config cfg = {.mod_rev = ev->kv.mod_revision};
+    if (slot__clu_config_parse(ev->kv.value, ev->kv.value_len, &cfg) != 0)
+        return; /* on_config logs it at the next poll */
+    slot__clu_config_seen(c, &cfg);
+}
+
+static void on_watch_end(slot_etcd_watch *w, int status, int64_t last_rev, void *data)
+{
+    (void)w;
+    clu *c = data;
+    c->watch = NULL;
+    /* Re-armed from the tick (at most once per tick while etcd is away), from
+     * the next revision; compacted away: from now on (the poll covers the gap). */
+    c->watch_rev = status == SLOT_ETCD_ECOMPACTED || last_rev <= 0 ? 0 : last_rev + 1;
+}
+
+static void watch_arm(clu *c)
+{
+    if (c->stopping || c->watch)
+        return;
+    if (slot_etcd_watch_start(c->etcd, c->key_config, false, c->watch_rev, on_watch_event, on_watch_end, c,
+                              &c->watch) != 0)
+        c->watch = NULL;
 }
 
 /* ---- failover (docs/design.md, "Failover") */
@@ -386,6 +459,8 @@ static void failover_tick(clu *c)
     }
     if (!slot__clu_is_member(&c->cfg, c->self))
         return;
+    if (c->snap_recv || c->need_snap)
+        return; /* our state is being replaced by a snapshot: we may not take over with it */
     if (better_member(c)) {
         if (!c->defer_until_ms)
             c->defer_until_ms = now + c->failover_ms;
@@ -412,6 +487,8 @@ static void on_tick(uv_timer_t *t)
         slot__clu_primary_tick(c);
     else
         failover_tick(c);
+    slot__clu_change_step(c);
+    slot__clu_snap_tick(c);
     slot__clu_apply_kick(c);
 }
 
@@ -434,12 +511,14 @@ static void on_close(void *ctx, const slot_repl_close_info *info)
     if (info->inbound) {
         if (c->stream_open && strcmp(info->node_id, c->stream_from) == 0) {
             c->stream_open = false;
+            slot__clu_snap_stream_end(c);
             slot__clu_stream_reset(c);
         }
         return;
     }
     clu_node *n = slot__clu_node(c, info->node_id, false);
     if (n) {
+        slot__clu_snap_drop(c, n);
         n->ready = n->dialing = false;
         if (!slot__clu_is_member(&c->cfg, n->id))
             n->counted = false; /* a joiner that went away is waited for no more */
@@ -464,7 +543,7 @@ static int log_open(clu *c)
     server *s = c->s;
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/rlog", s->opts.data_dir);
-    slot_rlog_opts ro = {.log = rlog_log, .log_ctx = c};
+    slot_rlog_opts ro = {.segment_bytes = s->opts.log_segment_bytes, .log = rlog_log, .log_ctx = c};
     int rc = slot_rlog_open(dir, &ro, &c->rlog, NULL);
     if (rc == 0)
         rc = slot_rlog_sync(c->rlog); /* what a crash left in the page cache is on disk before we ack it */
@@ -472,6 +551,8 @@ static int log_open(clu *c)
         slot__clu_log(c, SLOT__LOG_ERROR, "cannot open the batch log %s: %s", dir, slot_rlog_strerror(rc));
         return -1;
     }
+    if (slot__clu_snap_recover(c) != 0)
+        return -1;
     MDB_txn *txn = NULL;
     rc = mdb_txn_begin(slot_store_env(s->store), NULL, MDB_RDONLY, &txn);
     if (rc == 0)
@@ -492,7 +573,9 @@ static int log_open(clu *c)
         const uint8_t *rec;
         size_t n;
         slot_wset_rec dec;
-        if (slot_rlog_read(c->rlog, last, &rec, &n) == 0 && slot_wset_decode(rec, n, &dec) == 0)
+        if (slot_rlog_count(c->rlog) == 0)
+            trusted = last; /* an empty log's base is an installed snapshot's seq, which was committed */
+        else if (slot_rlog_read(c->rlog, last, &rec, &n) == 0 && slot_wset_decode(rec, n, &dec) == 0)
             trusted = dec.hdr.commit_seq;
     }
     c->commit_seq = trusted;
@@ -531,7 +614,7 @@ static int repl_start(clu *c, const slot_repl_secret *secret)
         .cluster = o->cluster, .node_id = c->self, .secret = secret->bytes, .secret_bytes = secret->len,
         .heartbeat_ms = o->heartbeat_ms,
         .cbs = {.ctx = c, .on_ready = on_ready, .on_record = slot__clu_on_record, .on_commit = slot__clu_on_commit,
-                .on_ack = slot__clu_on_ack, .on_close = on_close, .log = on_repl_log},
+                .on_ack = slot__clu_on_ack, .on_close = on_close, .on_snap = slot__clu_on_snap, .log = on_repl_log},
     };
     int rc = slot_repl_new(s->loop, &ro, &c->repl);
     if (rc != 0) {
@@ -569,6 +652,8 @@ int slot__cluster_start(server *s)
     c->failover_ms = o->failover_timeout_ms;
     c->repl_to_ms = o->repl_timeout_ms;
     c->min_replicas = o->min_replicas;
+    c->keep_records = o->log_keep_records;
+    c->snap_fd = c->snap_in_fd = -1;
     names_and_addrs(c);
     slot_repl_secret secret;
     char err[256];
@@ -592,8 +677,9 @@ int slot__cluster_start(server *s)
     s->wset = &c->wset;
     s->clu_up = (slot__cluster_hooks){
         .write_gate = slot__clu_write_gate, .read_gate = slot__clu_read_gate, .job_run = job_run,
-        .job_done = job_done, .cluster_json = slot__clu_cluster_json,
+        .job_done = job_done, .cluster_json = slot__clu_cluster_json, .change = slot__clu_change,
         .metrics = slot__clu_metrics_get,
+        .write_pause = slot__clu_write_pause,
     };
     slot__clu_primary_install(c);
     uv_timer_init(s->loop, &c->tick);
@@ -620,6 +706,7 @@ void slot__cluster_stop(server *s)
         slot__batch_finish(s, SLOT_E_UNAVAILABLE, "the server is stopping; the outcome is unknown");
     }
     c->stopping = true;
+    slot__clu_snap_stop(c);
     if (c->tick_open)
         uv_close((uv_handle_t *)&c->tick, NULL);
     if (c->check_open)

@@ -66,6 +66,14 @@ int slot__clu_config_parse(const uint8_t *v, size_t n, clu_config *out)
         if (ok)
             snprintf(out->members[out->nmembers++], CLU_NAME_CAP, "%s", json_string_value(e));
     }
+    json_t *rm = ok ? json_object_get(o, "removed") : NULL; /* optional: nodes removed on purpose */
+    ok = ok && (!rm || (json_is_array(rm) && json_array_size(rm) <= SLOT_CLUSTER_MEMBERS_MAX));
+    for (size_t i = 0; ok && rm && i < json_array_size(rm); i++) {
+        json_t *e = json_array_get(rm, i);
+        ok = json_is_string(e) && name_ok(json_string_value(e));
+        if (ok)
+            snprintf(out->removed[out->nremoved++], CLU_NAME_CAP, "%s", json_string_value(e));
+    }
     json_decref(o);
     out->found = ok;
     return ok ? 0 : -1;
@@ -78,7 +86,11 @@ size_t slot__clu_config_json(const clu_config *cfg, char *buf, size_t cap)
     for (size_t i = 0; i < cfg->nmembers && n < cap; i++)
         n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", i ? "," : "", cfg->members[i]);
     if (n < cap)
-        n += (size_t)snprintf(buf + n, cap - n, "]}");
+        n += (size_t)snprintf(buf + n, cap - n, "]");
+    for (size_t i = 0; i < cfg->nremoved && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", i ? "," : ",\"removed\":[", cfg->removed[i]);
+    if (n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, "%s}", cfg->nremoved ? "]" : "");
     return n < cap ? n : 0;
 }
 
@@ -148,6 +160,8 @@ char *slot__clu_cluster_json(server *s)
     json_object_set_new(o, "epoch", json_integer((json_int_t)c->cfg.epoch));
     json_object_set_new(o, "primary", json_string(c->cfg.found ? addr_of(c, c->cfg.primary) : ""));
     json_object_set_new(o, "seq", json_integer((json_int_t)c->applied));
+    json_object_set_new(o, "snapshots_installed", json_integer((json_int_t)c->snaps_installed));
+    json_object_set_new(o, "snapshots_sent", json_integer((json_int_t)c->snaps_sent));
     bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
     for (size_t i = 0; i < c->cfg.nmembers; i++) {
         const char *id = c->cfg.members[i];

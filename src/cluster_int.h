@@ -7,6 +7,7 @@
  *   cluster_cfg.c      the JSON of etcd's values, the cluster op
  *   cluster_primary.c  the primary's data path: records, acks, commit point, drops and joins
  *   cluster_replica.c  the replica's data path: records in, acks, apply, read and write gates
+ *   cluster_change.c   planned changes on the primary (the cluster_change op): add, remove, promote
  *
  * Threads: every field is the loop thread's, except those marked "commit
  * thread", which the commit thread uses while it runs a batch or a job (the
@@ -50,6 +51,10 @@ typedef struct clu_config {
     char primary[CLU_NAME_CAP];
     size_t nmembers;
     char members[SLOT_CLUSTER_MEMBERS_MAX][CLU_NAME_CAP];
+    /* nodes removed on purpose (cluster_change remove): never dialled nor
+     * added back until a cluster_change add names them */
+    size_t nremoved;
+    char removed[SLOT_CLUSTER_MEMBERS_MAX][CLU_NAME_CAP];
 } clu_config;
 
 /* A node as its key in etcd shows it, and what this node knows of it as primary. */
@@ -68,10 +73,15 @@ typedef struct clu_node {
     uint64_t acked;           /* every record up to this is durable on it */
     uint64_t last_ack_ms;     /* loop time of its last ack (or of ready) */
     uint64_t last_dial_ms;
+    /* primary side: joining by snapshot (cluster_snap.c) */
+    uint8_t snap;             /* CLU_SNAP_*: NONE, WANT (made next), SENDING, ACK (waiting for its ACK) */
+    uint64_t snap_seq;        /* the snapshot's seq, once SENDING */
 } clu_node;
 
+enum { CLU_SNAP_NONE, CLU_SNAP_WANT, CLU_SNAP_SENDING, CLU_SNAP_ACK };
+
 /* The commit thread's job (s->job_cluster). */
-typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE } clu_job;
+typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE, CLU_JOB_SNAP } clu_job;
 
 typedef struct slot__cluster {
     server *s;
@@ -92,6 +102,9 @@ typedef struct slot__cluster {
     int64_t lease;                /* 0: none yet */
     bool lease_busy, node_put_busy, poll_cfg_busy, poll_nodes_busy, cas_busy;
     uint64_t node_put_ms;         /* loop time of the last node key put */
+    slot_etcd_watch *watch;       /* the configuration key's watch (NULL: none now) */
+    int64_t watch_rev;            /* re-arm from here (0: from now on) */
+    uint64_t poll_cfg_ms;         /* loop time of the last configuration poll */
     clu_config cfg;               /* the latest configuration known */
     size_t nnodes;
     clu_node nodes[SLOT_CLUSTER_MEMBERS_MAX];
@@ -127,6 +140,40 @@ typedef struct slot__cluster {
     bool cas_drop;                /* the CAS in flight drops silent members */
     uint64_t defer_until_ms;      /* waiting for a more complete member until then */
 
+    /* a planned change (cluster_change.c): one at a time */
+    slot_cluster_change chg;      /* the change running (SLOT_CHANGE_NONE: none) */
+    char chg_node[CLU_NAME_CAP];
+    uint64_t chg_tag, chg_tags;   /* the running or last change's tag; tags handed out */
+    uint64_t chg_deadline_ms;     /* loop time: given up then */
+    bool chg_done;                /* the change of chg_tag ended: chg_err, chg_msg */
+    slot_err chg_err;
+    char chg_msg[160];
+    bool chg_cas;                 /* the CAS in flight is the change's */
+    bool switching;               /* promote: new batches wait while what is in flight drains */
+    uint64_t switch_since_ms;
+
+    /* snapshots (cluster_snap.c) */
+    uint64_t keep_records;        /* --log-keep-records */
+    uint64_t trim_ms;             /* loop time of the last trim */
+    /* primary: the one snapshot being made or sent */
+    bool snap_making;             /* the copy runs on the thread pool */
+    uv_work_t snap_work;
+    char snap_node[CLU_NAME_CAP]; /* for whom */
+    char snap_path[4200];         /* DATA/snap-send.mdb */
+    int snap_rc;                  /* the copy's result (pool thread, then loop) */
+    uint64_t snap_seq, snap_tenure, snap_bytes, snap_off;
+    int snap_fd;                  /* -1: none being sent */
+    uint64_t snap_since_ms;
+    uint8_t *snap_buf;            /* SLOT_REPL_SNAP_CHUNK_BYTES, while sending */
+    uint64_t snaps_sent;
+    /* replica: the one being received */
+    bool snap_recv;               /* chunks are coming: no apply job meanwhile */
+    bool snap_ready;              /* DATA/snap is whole: the install job is wanted */
+    int snap_in_fd;
+    uint64_t snap_in_seq, snap_in_tenure, snap_in_since_ms;
+    bool need_snap;               /* our log cannot bring LMDB back: ask for a snapshot */
+    uint64_t snaps_installed;
+
     /* the commit thread's job */
     clu_job job;                  /* the job in flight */
     int job_rc;                   /* commit thread: its result */
@@ -158,6 +205,38 @@ uint64_t slot__clu_epoch_of(clu *c, uint64_t seq);
 void slot__clu_cas(clu *c, const clu_config *next, const char *what);
 /* a commit-thread job, when the thread is idle. */
 void slot__clu_job_start(clu *c, clu_job job);
+
+/* ---- cluster_change.c */
+/* the cluster_change op (s->clu_up.change): 0 answered, 1 running. */
+int slot__clu_change(server *s, entry *e);
+/* s->clu_up.write_pause. */
+bool slot__clu_write_pause(server *s);
+/* move the running change on (tick, CAS answer, acks). */
+void slot__clu_change_step(clu *c);
+bool slot__clu_is_removed(const clu_config *cfg, const char *id);
+
+/* ---- cluster_snap.c */
+/* primary: on_ready of a peer whose log we cannot continue: true when it gets a snapshot. */
+bool slot__clu_snap_wanted(clu *c, clu_node *n, const slot_repl_peer *peer);
+/* both roles: make, send, install, trim; from the tick and once per loop turn. */
+void slot__clu_snap_tick(clu *c);
+/* primary: node n acked seq; true when that ended its snapshot (records follow). */
+bool slot__clu_snap_acked(clu *c, clu_node *n, uint64_t seq);
+/* primary: a node's connection ended, or we stepped down: drop its snapshot. */
+void slot__clu_snap_drop(clu *c, clu_node *n);
+/* replica: the channel's on_snap. */
+int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure, uint64_t offset, uint64_t total,
+                      const uint8_t *data, size_t n);
+/* replica: the primary's stream ended: a snapshot half received is dropped. */
+void slot__clu_snap_stream_end(clu *c);
+/* commit thread: CLU_JOB_SNAP; loop: its end. */
+int slot__clu_job_snap(clu *c);
+void slot__clu_snap_done(clu *c);
+/* start: a snapshot whole on disk (DATA/snap) from a run that stopped is installed, DATA/snap.tmp removed.
+ * Before the commit thread starts, after the log opened. 0 or -1 (logged). */
+int slot__clu_snap_recover(clu *c);
+/* stop: close what is open, remove the file being sent. */
+void slot__clu_snap_stop(clu *c);
 
 /* ---- cluster_cfg.c */
 /* parse the config key's value; 0 or -1. */

@@ -123,8 +123,8 @@ bool slot__clu_batch_hold(server *s)
 
 void slot__clu_pump(clu *c, clu_node *n)
 {
-    if (!n->ready || !is_primary(c))
-        return;
+    if (!n->ready || !is_primary(c) || n->snap != CLU_SNAP_NONE)
+        return; /* a joiner by snapshot gets records once it acked the snapshot's seq */
     while (n->next_send <= c->applied) {
         const uint8_t *rec;
         size_t len;
@@ -191,11 +191,15 @@ void slot__clu_on_ack(void *ctx, const char *node_id, uint64_t seq)
     clu_node *n = slot__clu_node(c, node_id, false);
     if (!n || !is_primary(c))
         return;
+    if (n->snap != CLU_SNAP_NONE && !slot__clu_snap_acked(c, n, seq))
+        return;
     if (seq > n->acked)
         n->acked = seq;
     n->last_ack_ms = uv_now(c->s->loop);
     slot__clu_pump(c, n);
     slot__clu_commit_check(c);
+    if (c->switching)
+        slot__clu_change_step(c); /* the switchover may be drained now */
 }
 
 void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
@@ -206,6 +210,17 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
         return;
     }
     n->dialing = false;
+    if (slot__clu_is_removed(&c->cfg, n->id)) {
+        slot_repl_disconnect(c->repl, peer->node_id);
+        return;
+    }
+    if (slot__clu_snap_wanted(c, n, peer)) {
+        n->ready = true; /* slot__clu_snap_tick makes and sends it; not waited for meanwhile */
+        n->acked = 0;
+        n->next_send = 0;
+        n->last_ack_ms = uv_now(c->s->loop);
+        return;
+    }
     if (peer->last_seq > c->applied ||
         (peer->last_seq && slot__clu_epoch_of(c, peer->last_seq) != peer->last_tenure)) {
         slot__clu_log(c, SLOT__LOG_WARN, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold", n->id,
@@ -233,6 +248,7 @@ void slot__clu_step_down(clu *c)
     }
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
+        slot__clu_snap_drop(c, n);
         if (n->ready || n->dialing)
             slot_repl_disconnect(c->repl, n->id);
         n->ready = n->dialing = n->counted = false;
@@ -382,12 +398,15 @@ void slot__clu_primary_tick(clu *c)
     uint64_t now = uv_now(c->s->loop);
     if (c->role == CLU_PROMOTING && c->promote_wanted)
         slot__clu_job_start(c, CLU_JOB_PROMOTE);
+    /* Taking over, the tenure record waits for every member: dial them every
+     * tick (a member that refused us may have read the configuration since). */
+    uint64_t redial_ms = c->role == CLU_PROMOTING ? c->hb_ms : CLU_REDIAL_MS;
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
         bool member = slot__clu_is_member(&c->cfg, n->id);
-        if (n->ready || n->dialing || !n->live || !n->repl[0] || now - n->last_dial_ms < CLU_REDIAL_MS)
+        if (n->ready || n->dialing || !n->live || !n->repl[0] || now - n->last_dial_ms < redial_ms)
             continue;
-        if (!member && strcmp(n->role, "primary") == 0)
+        if (!member && (strcmp(n->role, "primary") == 0 || slot__clu_is_removed(&c->cfg, n->id)))
             continue;
         char host[64];
         int port = 0;
@@ -406,7 +425,7 @@ void slot__clu_primary_tick(clu *c)
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
         if (!n->ready || slot__clu_is_member(&c->cfg, n->id) || n->acked < c->commit_seq ||
-            next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
+            slot__clu_is_removed(&c->cfg, n->id) || next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
             continue;
         n->counted = true;
         memcpy(next.members[next.nmembers++], n->id, CLU_NAME_CAP);

@@ -29,6 +29,8 @@ void slot__clu_stream_reset(clu *c)
     uint64_t t = p ? slot__clu_epoch_of(c, p) : 0;
     c->verified = p;
     c->unsynced_seq = 0;
+    if (c->need_snap)
+        t = p = 0; /* "empty": the primary sends a snapshot */
     slot_repl_set_log_last(c->repl, t, p);
 }
 
@@ -47,6 +49,16 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
         if (slot_rlog_epoch_of(c->rlog, k, &e) == 0 && e == dec->hdr.epoch) {
             append = false; /* the same record (log matching) */
         } else {
+            if (k - 1 < c->applied && slot_rlog_first(c->rlog) > 1) {
+                /* LMDB holds what the log would lose, and the log no longer
+                 * starts at seq 1 to rebuild it from: take a snapshot. */
+                pthread_mutex_unlock(&c->rlog_mu);
+                slot__clu_log(c, SLOT__LOG_INFO, "record %" PRIu64 " of %s differs below what LMDB applied (%" PRIu64
+                                 ") and the log is trimmed: asking for a snapshot",
+                              k, from, c->applied);
+                c->need_snap = true;
+                return -1;
+            }
             rc = slot_rlog_truncate_after(c->rlog, k - 1);
             if (rc == 0 && k - 1 < c->applied)
                 c->rebuild = true; /* LMDB holds what the log no longer has */
@@ -81,6 +93,8 @@ void slot__clu_on_commit(void *ctx, uint64_t commit_seq)
 void slot__clu_on_sync_check(uv_check_t *h)
 {
     clu *c = h->data;
+    if (c->snap_fd >= 0)
+        slot__clu_snap_tick(c); /* a snapshot being sent goes on as its queue drains */
     if (!c->unsynced_seq || c->stopping)
         return;
     uint64_t seq = c->unsynced_seq;
@@ -99,7 +113,8 @@ void slot__clu_on_sync_check(uv_check_t *h)
 
 void slot__clu_apply_kick(clu *c)
 {
-    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING || c->job != CLU_JOB_NONE || c->stopping)
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING || c->job != CLU_JOB_NONE || c->stopping ||
+        c->snap_recv || c->need_snap)
         return;
     uint64_t target = trusted(c);
     if (!c->rebuild && target <= c->applied)

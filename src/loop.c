@@ -59,6 +59,8 @@ void slot__dispatch(server *s)
 {
     if (s->batch_busy || s->q_len == 0)
         return;
+    if (s->clu && s->clu_up.write_pause(s))
+        return; /* a switchover drains what is in flight; the queue waits (bounded by --queue-max) */
     if (s->clu && s->clu_up.write_gate(s, NULL)) {
         slot__queue_refuse(s);
         return;
@@ -410,6 +412,17 @@ void slot__run_read(server *s, entry *e)
         res->extra = s->clu_up.cluster_json(s);
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_CLUSTER_CHANGE) {
+        if (!s->clu)
+            slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "this server is not a member of a replica set (--cluster)");
+        else if (s->clu_up.change(s, e) == 1) {
+            e->state = ENTRY_READ_WAIT;
+            s->reads_waiting = true;
+            return;
+        }
+        slot__count_result(s, e);
         return;
     }
     int rc = slot__read_begin(s);

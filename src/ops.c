@@ -42,6 +42,21 @@ bool slot_op_admin(slot_op op)
     return (unsigned)op < SLOT_OP__COUNT && op_table[op].admin;
 }
 
+const char *slot_cluster_change_name(slot_cluster_change c)
+{
+    switch (c) {
+    case SLOT_CHANGE_ADD:
+        return "add";
+    case SLOT_CHANGE_REMOVE:
+        return "remove";
+    case SLOT_CHANGE_PROMOTE:
+        return "promote";
+    case SLOT_CHANGE_NONE:
+        break;
+    }
+    return "?";
+}
+
 const char *slot_role_name(slot_role role)
 {
     switch (role) {

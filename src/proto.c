@@ -506,6 +506,23 @@ static slot_err parse_items(const parse_ctx *c, slot_req *r)
     return SLOT_E_OK;
 }
 
+/* cluster_change: "change" (add, remove, promote) and "node" (docs/protocol.md, "cluster_change"). */
+static slot_err parse_cluster_change(const parse_ctx *c, slot_req *r)
+{
+    json_t *v = json_object_get(c->root, "change");
+    const char *ch = json_is_string(v) ? json_string_value(v) : "";
+    r->change = SLOT_CHANGE_NONE;
+    for (int k = SLOT_CHANGE_ADD; k <= SLOT_CHANGE_PROMOTE; k++)
+        if (strcmp(ch, slot_cluster_change_name((slot_cluster_change)k)) == 0)
+            r->change = (slot_cluster_change)k;
+    if (r->change == SLOT_CHANGE_NONE)
+        return field_fail(c, "change", v, "\"add\", \"remove\" or \"promote\"");
+    size_t n = 0;
+    TRY(get_string(c, "node", REQUIRED, SLOT_CLUSTER_NAME_BYTES_MAX, name_char, NAME_SPEC, r->node, &n, NULL));
+    r->node_len = (uint8_t)n;
+    return SLOT_E_OK;
+}
+
 /* The fields of each op (docs/protocol.md); fields an op does not use are never looked at. */
 static slot_err parse_fields(const parse_ctx *c, slot_req *r)
 {
@@ -577,6 +594,8 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         return SLOT_E_OK;
     case SLOT_OP_BACKUP:
         return get_path(c, r);
+    case SLOT_OP_CLUSTER_CHANGE:
+        return parse_cluster_change(c, r);
     default:
         return slot__proto_feed_parse(c->root, r, c->msg, c->msglen);
     }

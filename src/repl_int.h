@@ -89,6 +89,9 @@ struct slot__repl_conn {
     uint64_t delivered_seq;     /* the last record the owner took on this stream */
     uint64_t ack_floor;         /* the log's last when the stream began */
     uint64_t acked_seq;         /* the last ACK sent on this stream (0: none) */
+    /* inbound: a snapshot being received (repl_snap.c) */
+    uint64_t snap_seq, snap_tenure, snap_total, snap_next; /* snap_next: the next offset expected */
+    bool snap_whole;            /* every byte of snap_total came */
 };
 
 struct slot_repl {
@@ -157,5 +160,11 @@ size_t slot__repl_body_max(const slot__repl_conn *c);
 void slot__repl_heartbeat(slot_repl *r);
 /* Re-checks the accepted stream against the configuration (fencing). */
 void slot__repl_recheck(slot_repl *r);
+/* Replica side: the replica's sender check (the configuration's primary, its tenure). */
+bool slot__repl_sender_ok(slot__repl_conn *c);
+
+/* ---- repl_snap.c */
+/* A SNAP frame on the replica's stream. */
+void slot__repl_on_snap(slot__repl_conn *c, const uint8_t *p, size_t len);
 
 #endif

@@ -87,7 +87,7 @@ static int expected_mac(slot__repl_conn *c, const char *label, uint8_t mac[SLOT_
 
 /* Replica side: is c's sender the primary of the configuration, with a
  * tenure not below its? Ends c and returns false when not. */
-static bool sender_ok(slot__repl_conn *c)
+bool slot__repl_sender_ok(slot__repl_conn *c)
 {
     slot_repl *r = c->r;
     if (r->primary[0] == 0 || strcmp(c->peer.node, r->primary) != 0) {
@@ -173,7 +173,7 @@ static bool auth_ok(slot__repl_conn *c, const char *label, const uint8_t *p, siz
 static void on_primary_auth(slot__repl_conn *c, const uint8_t *p, size_t len)
 {
     slot_repl *r = c->r;
-    if (!auth_ok(c, LABEL_PRIMARY, p, len) || !sender_ok(c))
+    if (!auth_ok(c, LABEL_PRIMARY, p, len) || !slot__repl_sender_ok(c))
         return;
     uint8_t mac[SLOT_REPL_MAC_BYTES];
     int rc = expected_mac(c, LABEL_REPLICA, mac);
@@ -209,7 +209,7 @@ static void on_replica_auth(slot__repl_conn *c, const uint8_t *p, size_t len)
 static void on_record(slot__repl_conn *c, const uint8_t *p, size_t len)
 {
     slot_repl *r = c->r;
-    if (!sender_ok(c))
+    if (!slot__repl_sender_ok(c))
         return;
     slot_wset_rec d;
     int rc = slot_wset_decode(p, len, &d);
@@ -269,7 +269,7 @@ static void on_heartbeat(slot__repl_conn *c, const uint8_t *p, size_t len)
                        (unsigned long long)tenure, (unsigned long long)c->peer.tenure);
         return;
     }
-    if (!sender_ok(c))
+    if (!slot__repl_sender_ok(c))
         return;
     report_commit(r, slot__repl_get_u64(p + 16));
     if (c->state == SLOT__REPL_READY && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
@@ -422,7 +422,7 @@ void slot__repl_heartbeat(slot_repl *r)
 void slot__repl_recheck(slot_repl *r)
 {
     if (r->stream)
-        sender_ok(r->stream);
+        slot__repl_sender_ok(r->stream);
 }
 
 /* ---- dispatch */
@@ -461,6 +461,8 @@ void slot__repl_frame(slot__repl_conn *c, uint8_t type, const uint8_t *p, size_t
         on_replica_auth(c, p, len);
     else if (s == SLOT__REPL_READY && c->inbound && type == SLOT_REPL_F_RECORD)
         on_record(c, p, len);
+    else if (s == SLOT__REPL_READY && c->inbound && type == SLOT_REPL_F_SNAP && c->r->opts.cbs.on_snap)
+        slot__repl_on_snap(c, p, len);
     else if (s == SLOT__REPL_READY && c->inbound && type == SLOT_REPL_F_HEARTBEAT)
         on_heartbeat(c, p, len);
     else if (s == SLOT__REPL_READY && !c->inbound && type == SLOT_REPL_F_ACK)

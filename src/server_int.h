@@ -65,6 +65,7 @@ typedef struct entry {
     bool parsed;         /* false: an error for a line that is not a request (no id unless parsed) */
     bool sweep;
     uint64_t t0_ns;      /* uv_hrtime() at arrival */
+    uint64_t change_tag; /* cluster_change: the change it started (0: none yet); the replica-set layer's */
     slot_req req;
     slot_res res;
 } entry;
@@ -181,6 +182,13 @@ typedef struct slot__cluster_hooks {
     char *(*cluster_json)(server *s);
     /* loop: the node's role, epoch, positions and members' lag, for the metrics. */
     void (*metrics)(server *s, slot__clu_metrics *out);
+    /* loop: a cluster_change entry (docs/protocol.md, "cluster_change"): 0
+     * answered (res filled), 1 still running (it stays READ_WAIT and is asked
+     * again when s->reads_waiting is resumed). */
+    int (*change)(server *s, entry *e);
+    /* loop: true while a planned switchover holds new batches back (the queue
+     * keeps them; slot__dispatch hands nothing to the commit thread). */
+    bool (*write_pause)(server *s);
 } slot__cluster_hooks;
 
 struct slot__cluster;

@@ -43,6 +43,8 @@ typedef struct slot__server_opts {
     uint32_t failover_timeout_ms;  /* --failover-timeout-ms */
     uint32_t repl_timeout_ms;      /* --repl-timeout-ms */
     uint32_t min_replicas;         /* --min-replicas */
+    uint64_t log_keep_records;     /* --log-keep-records */
+    uint64_t log_segment_bytes;    /* --log-segment-bytes */
 } slot__server_opts;
 
 #endif

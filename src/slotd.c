@@ -85,6 +85,11 @@ static void usage(FILE *out)
             "  --repl-timeout-ms MS    a batch's acks must come within this, else silent replicas\n"
             "                          are dropped, %u..%u (default %u)\n"
             "  --min-replicas N        writes are unavailable with fewer replicas, %u..%u (default %u)\n"
+            "  --log-keep-records N    the batch log keeps this many records at least (older ones\n"
+            "                          go; a member that needs them joins by snapshot), %llu..%llu\n"
+            "                          (default %llu)\n"
+            "  --log-segment-bytes B   the batch log's segment size, trimmed a segment at a time,\n"
+            "                          %llu..%llu (default %llu)\n"
             "  -h, --help              this text\n"
             "  -V, --version           print the version\n"
             "\n"
@@ -111,7 +116,10 @@ static void usage(FILE *out)
             SLOT_REPL_HEARTBEAT_MS_MIN, SLOT_REPL_HEARTBEAT_MS_MAX, SLOT_REPL_HEARTBEAT_MS_DEFAULT,
             SLOT_FAILOVER_TIMEOUT_MS_MIN, SLOT_FAILOVER_TIMEOUT_MS_MAX, SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
             SLOT_REPL_TIMEOUT_MS_MIN, SLOT_REPL_TIMEOUT_MS_MAX, SLOT_REPL_TIMEOUT_MS_DEFAULT,
-            SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, SLOT_MIN_REPLICAS_DEFAULT);
+            SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, SLOT_MIN_REPLICAS_DEFAULT,
+            (unsigned long long)SLOT_LOG_KEEP_RECORDS_MIN, (unsigned long long)SLOT_LOG_KEEP_RECORDS_MAX,
+            (unsigned long long)SLOT_LOG_KEEP_RECORDS_DEFAULT, (unsigned long long)SLOT_LOG_SEGMENT_BYTES_MIN,
+            (unsigned long long)SLOT_LOG_SEGMENT_BYTES_MAX, (unsigned long long)SLOT_LOG_SEGMENT_BYTES_DEFAULT);
 }
 
 /* Parses a whole decimal number with an optional K/M/G (x1024) suffix, within [lo, hi]. */
@@ -201,7 +209,7 @@ static int check_cluster(const slot__server_opts *o)
 
 enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION,
        O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS,
-       O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT };
+       O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT, O_LOG_KEEP, O_LOG_SEG };
 
 /* --log-format and --log-level, set up (log.h) once the flags are read. */
 static slot__log_format log_format = SLOT__LOG_TEXT;
@@ -232,6 +240,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"repl-listen", required_argument, NULL, O_REPL_LISTEN}, {"heartbeat-ms", required_argument, NULL, O_HEARTBEAT},
         {"failover-timeout-ms", required_argument, NULL, O_FAILOVER}, {"repl-timeout-ms", required_argument, NULL, O_REPL_TO},
         {"min-replicas", required_argument, NULL, O_MIN_REPLICAS}, {"config", required_argument, NULL, O_CONFIG},
+        {"log-keep-records", required_argument, NULL, O_LOG_KEEP}, {"log-segment-bytes", required_argument, NULL, O_LOG_SEG},
         {"log-format", required_argument, NULL, O_LOG_FORMAT}, {"log-level", required_argument, NULL, O_LOG_LEVEL},
         {"slow-commit-ms", required_argument, NULL, O_SLOW_COMMIT},
         {"restore", required_argument, NULL, O_RESTORE}, {NULL, 0, NULL, 0}};
@@ -290,6 +299,8 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_FAILOVER: rc = parse_num("--failover-timeout-ms", optarg, SLOT_FAILOVER_TIMEOUT_MS_MIN, SLOT_FAILOVER_TIMEOUT_MS_MAX, &v); o->failover_timeout_ms = (uint32_t)v; cluster_flags = true; break;
         case O_REPL_TO: rc = parse_num("--repl-timeout-ms", optarg, SLOT_REPL_TIMEOUT_MS_MIN, SLOT_REPL_TIMEOUT_MS_MAX, &v); o->repl_timeout_ms = (uint32_t)v; cluster_flags = true; break;
         case O_MIN_REPLICAS: rc = parse_num("--min-replicas", optarg, SLOT_MIN_REPLICAS_MIN, SLOT_MIN_REPLICAS_MAX, &v); o->min_replicas = (uint32_t)v; cluster_flags = true; break;
+        case O_LOG_KEEP: rc = parse_num("--log-keep-records", optarg, SLOT_LOG_KEEP_RECORDS_MIN, SLOT_LOG_KEEP_RECORDS_MAX, &v); o->log_keep_records = v; cluster_flags = true; break;
+        case O_LOG_SEG: rc = parse_num("--log-segment-bytes", optarg, SLOT_LOG_SEGMENT_BYTES_MIN, SLOT_LOG_SEGMENT_BYTES_MAX, &v); o->log_segment_bytes = v; cluster_flags = true; break;
         case O_CONFIG: config_path = optarg; break;
         case O_LOG_FORMAT:
             if ((rc = slot__log_format_parse(optarg, &log_format)) != 0)
@@ -350,6 +361,8 @@ int main(int argc, char **argv)
         .failover_timeout_ms = SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
         .repl_timeout_ms = SLOT_REPL_TIMEOUT_MS_DEFAULT,
         .min_replicas = SLOT_MIN_REPLICAS_DEFAULT,
+        .log_keep_records = SLOT_LOG_KEEP_RECORDS_DEFAULT,
+        .log_segment_bytes = SLOT_LOG_SEGMENT_BYTES_DEFAULT,
     };
     snprintf(o.host, sizeof(o.host), "%s", SLOT_HOST_DEFAULT);
     if (parse_args(argc, argv, &o) != 0)

@@ -17,7 +17,7 @@
 
 #include "store_int.h"
 
-static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users",
+const char *const slot__store_db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users",
                                                         "feed", "consumers", "waitlist"}; /* feed, consumers: slot/feed.h */
 
 /* ---- open, close, grow */
@@ -62,9 +62,9 @@ static int open_dbs(slot_store *st, bool read_only, char *errbuf, size_t errlen)
     MDB_stat ms;
     bool fresh = rc == 0 && mdb_stat(txn, main_dbi, &ms) == 0 && ms.ms_entries == 0;
     for (int i = 0; rc == 0 && i < SLOT_STORE_DBS; i++) {
-        rc = mdb_dbi_open(txn, db_names[i], read_only ? 0 : MDB_CREATE, &st->dbi[i]);
+        rc = mdb_dbi_open(txn, slot__store_db_names[i], read_only ? 0 : MDB_CREATE, &st->dbi[i]);
         if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
-            snprintf(errbuf, errlen, "not a slotd store (database \"%s\" %s)", db_names[i],
+            snprintf(errbuf, errlen, "not a slotd store (database \"%s\" %s)", slot__store_db_names[i],
                      rc == MDB_NOTFOUND ? "missing" : "of another kind");
             rc = EINVAL;
         }

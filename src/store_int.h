@@ -29,6 +29,11 @@ _Static_assert(DB_FEED == 6 && DB_CONSUMERS == 7 && DB_WAITLIST == 8 && SLOT_STO
                "database ids never change");
 _Static_assert(SLOT_STORE_DBS <= SLOT_WSET_DBS_MAX, "every database has a write-set id");
 
+/* The databases' names, by number (store.c). */
+extern const char *const slot__store_db_names[SLOT_STORE_DBS];
+/* meta's seq record := (seq, epoch) in txn (store_repl.c). 0 or an LMDB error. */
+int slot__store_seq_set(slot_store *st, MDB_txn *txn, uint64_t seq, uint64_t epoch);
+
 struct slot_store {
     MDB_env *env;
     MDB_dbi dbi[SLOT_STORE_DBS];

@@ -68,7 +68,7 @@ int slot_store_seq_get(slot_store *st, MDB_txn *txn, uint64_t *seq, uint64_t *ep
     return 0;
 }
 
-static int seq_set(slot_store *st, MDB_txn *txn, uint64_t seq, uint64_t epoch)
+int slot__store_seq_set(slot_store *st, MDB_txn *txn, uint64_t seq, uint64_t epoch)
 {
     uint8_t raw[SEQ_REC_BYTES];
     buf b = {.p = raw, .cap = sizeof(raw)};
@@ -83,7 +83,7 @@ int slot_store_seq_bump(slot_store *st, MDB_txn *txn, uint64_t epoch, uint64_t *
     uint64_t seq;
     int rc = slot_store_seq_get(st, txn, &seq, NULL);
     if (rc == 0)
-        rc = seq_set(st, txn, seq + 1, epoch);
+        rc = slot__store_seq_set(st, txn, seq + 1, epoch);
     if (rc == 0 && seq_out)
         *seq_out = seq + 1;
     return rc;
@@ -96,7 +96,7 @@ int slot_store_clear_data(slot_store *st, MDB_txn *txn)
         if (rc != 0)
             return rc;
     }
-    return seq_set(st, txn, 0, 0);
+    return slot__store_seq_set(st, txn, 0, 0);
 }
 
 /* ---- apply */
@@ -127,7 +127,7 @@ int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec)
         }
     }
     if (rc == 0)
-        rc = seq_set(st, txn, rec->hdr.seq, rec->hdr.epoch);
+        rc = slot__store_seq_set(st, txn, rec->hdr.seq, rec->hdr.epoch);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -330,6 +331,7 @@ atomic_int nacks;
 atomic_int primary_node;
 atomic_bool load_stop;
 atomic_int load_retries;
+atomic_bool load_follow;
 pthread_mutex_t acks_mu = PTHREAD_MUTEX_INITIALIZER;
 
 
@@ -337,6 +339,7 @@ void *load_main(void *arg)
 {
     loader *l = arg;
     line_conn c = {.fd = -1};
+    int told = -1; /* load_follow: the node a not_primary named */
     for (int k = 0; k < l->holds_max && !atomic_load(&load_stop); k++) {
         if (l->pause_ms)
             sleep_ms(l->pause_ms);
@@ -345,10 +348,11 @@ void *load_main(void *arg)
         snprintf(line, sizeof(line), "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"%s\",\"request\":\"r%d\",\"qty\":1}",
                  user, k);
         for (int attempt = 0; attempt < 2000 && !atomic_load(&load_stop); attempt++) {
-            int pn = atomic_load(&primary_node);
+            int pn = told >= 0 ? told : atomic_load(&primary_node);
             if (c.fd < 0 || c.node != pn) {
                 lc_close(&c);
                 if (lc_open(&c, pn) != 0) {
+                    told = -1;
                     sleep_ms(20);
                     continue;
                 }
@@ -360,6 +364,7 @@ void *load_main(void *arg)
                 if (n < HOLDS_MAX) {
                     snprintf(acks[n].hold, sizeof(acks[n].hold), "%s", jstr(j, "hold"));
                     snprintf(acks[n].user, sizeof(acks[n].user), "%s", user);
+                    acks[n].at_ms = slot_test_now_ms();
                     atomic_store(&nacks, n + 1);
                 }
                 pthread_mutex_unlock(&acks_mu);
@@ -367,6 +372,8 @@ void *load_main(void *arg)
                 break;
             }
             bool sold_out = j && jok(j);
+            if (atomic_load(&load_follow) && j && strcmp(jstr(j, "error"), "not_primary") == 0)
+                told = node_by_addr(jstr(j, "primary"));
             json_decref(j);
             if (sold_out)
                 break;
@@ -377,6 +384,41 @@ void *load_main(void *arg)
     }
     lc_close(&c);
     return NULL;
+}
+
+int node_by_addr(const char *addr)
+{
+    for (int i = 0; i < NODES; i++) {
+        char a[64];
+        snprintf(a, sizeof(a), "%s:%u", nodes[i].host, nodes[i].srv.port);
+        if (strcmp(a, addr) == 0)
+            return i;
+    }
+    return -1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint64_t ack_gap_ms(uint64_t from_ms, uint64_t to_ms)
+{
+    static uint64_t at[HOLDS_MAX];
+    size_t n = 0;
+    pthread_mutex_lock(&acks_mu);
+    int total = atomic_load(&nacks);
+    for (int k = 0; k < total; k++)
+        if (acks[k].at_ms >= from_ms && acks[k].at_ms <= to_ms)
+            at[n++] = acks[k].at_ms;
+    pthread_mutex_unlock(&acks_mu);
+    qsort(at, n, sizeof(at[0]), cmp_u64);
+    uint64_t gap = 0;
+    for (size_t k = 1; k < n; k++)
+        if (at[k] - at[k - 1] > gap)
+            gap = at[k] - at[k - 1];
+    return gap;
 }
 
 void load_start(loader *ls, int n, int holds_each, int pause_ms)

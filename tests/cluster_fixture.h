@@ -91,6 +91,7 @@ void assert_invariants(int i, uint64_t capacity);
 typedef struct acked {
     char hold[40];
     char user[24];
+    uint64_t at_ms;           /* slot_test_now_ms() when the answer came */
 } acked;
 
 extern acked acks[HOLDS_MAX];
@@ -99,6 +100,14 @@ extern atomic_int primary_node; /* the node the loaders send to */
 extern atomic_bool load_stop;
 extern atomic_int load_retries;
 extern pthread_mutex_t acks_mu;
+/* true: a loader that is told not_primary with an address moves to that node
+ * on its own (a planned switchover); otherwise loaders go to primary_node. */
+extern atomic_bool load_follow;
+/* node_by_addr — the index of the node whose client address is "H:P" (-1: none). */
+int node_by_addr(const char *addr);
+/* ack_gap_ms — the longest time between two consecutive acknowledged holds
+ * whose answers came in [from_ms, to_ms] (slot_test_now_ms()); 0 with fewer than two. */
+uint64_t ack_gap_ms(uint64_t from_ms, uint64_t to_ms);
 
 typedef struct loader {
     pthread_t t;

@@ -17,12 +17,16 @@ TEST_DECLARE(cluster_hot_release)
 TEST_DECLARE(cluster_kill9_primary)
 TEST_DECLARE(cluster_sigstop_primary)
 TEST_DECLARE(cluster_tenure_record_reaches_members_joining_during_promote)
+TEST_DECLARE(cluster_promote_under_load)
+TEST_DECLARE(cluster_remove_and_add_replica)
 
 TEST_LIST_START
     TEST_ENTRY(cluster_hot_release)
     TEST_ENTRY(cluster_kill9_primary)
     TEST_ENTRY(cluster_sigstop_primary)
     TEST_ENTRY(cluster_tenure_record_reaches_members_joining_during_promote)
+    TEST_ENTRY(cluster_promote_under_load)
+    TEST_ENTRY(cluster_remove_and_add_replica)
 TEST_LIST_END
 
 /* ---- cases */
@@ -237,4 +241,150 @@ TEST_IMPL(cluster_tenure_record_reaches_members_joining_during_promote)
     assert_invariants(2, 1000);
     set_end();
     failover_ms[2] = "600";
+}
+
+/* ---- planned changes (cluster_change; docs/design.md, "Planned changes") */
+
+/* A cluster_change of node `id` sent to node i (30 s for its answer). */
+static json_t *change(int i, const char *what, const char *id)
+{
+    char line[160];
+    snprintf(line, sizeof(line), "{\"op\":\"cluster_change\",\"change\":\"%s\",\"node\":\"%s\"}", what, id);
+    line_conn c;
+    if (lc_open(&c, i) != 0)
+        return NULL;
+    json_t *j = lc_call(&c, line, 30000);
+    lc_close(&c);
+    return j;
+}
+
+/* Node i's cluster answer lists `want` members and names node p primary (its address). */
+static bool shows(int i, int want, int p)
+{
+    json_t *j = call1(i, "{\"op\":\"cluster\"}");
+    char addr[64];
+    snprintf(addr, sizeof(addr), "%s:%u", nodes[p].host, nodes[p].srv.port);
+    bool ok = j && (int)json_array_size(json_object_get(j, "members")) == want && strcmp(jstr(j, "primary"), addr) == 0;
+    json_decref(j);
+    return ok;
+}
+
+/* Switch the primary to `to` under the loaders' load; the longest time without an
+ * acknowledged hold around it is printed (measured, not asserted). */
+static void switch_to(int from, int to)
+{
+    uint64_t t0 = slot_test_now_ms();
+    json_t *j = change(from, "promote", nodes[to].id);
+    uint64_t t1 = slot_test_now_ms();
+    if (!j || !jok(j))
+        T_FAIL_("promote %s on %s: %s", nodes[to].id, nodes[from].id, j ? json_dumps(j, JSON_COMPACT) : "(no answer)");
+    json_decref(j);
+    atomic_store(&primary_node, to);
+    ASSERT_EQ(find_primary(WAIT_LONG_MS), to);
+    sleep_ms(500); /* load goes on on the new primary */
+    fprintf(stderr, "switchover %s -> %s: answered in %llu ms; longest gap between acknowledged holds %llu ms\n",
+            nodes[from].id, nodes[to].id, (unsigned long long)(t1 - t0),
+            (unsigned long long)ack_gap_ms(t0 - 100, t1 + 500));
+}
+
+TEST_IMPL(cluster_promote_under_load)
+{
+    set_start();
+    int p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    const uint64_t capacity = 1000000;
+    create_event(p, capacity);
+    atomic_store(&primary_node, p);
+    atomic_store(&load_follow, true);
+    loader ls[4];
+    load_start(ls, 4, HOLDS_MAX / 4, 1);
+    sleep_ms(1000);
+    int q = (p + 1) % NODES;
+    switch_to(p, q);
+    for (int i = 0; i < NODES; i++)
+        ASSERT(shows(i, NODES, q) || i == p); /* the old primary may still be reconnecting */
+    json_t *j = change(q, "promote", nodes[q].id); /* already primary: nothing to do */
+    ASSERT(j && jok(j));
+    json_decref(j);
+    j = change(p, "promote", nodes[q].id); /* to a replica: not_primary, naming the primary */
+    ASSERT(j && !jok(j));
+    ASSERT_STR_EQ(jstr(j, "error"), "not_primary");
+    json_decref(j);
+    switch_to(q, p); /* and back */
+    atomic_store(&load_stop, true);
+    load_join(ls, 4);
+    atomic_store(&load_follow, false);
+    int n = atomic_load(&nacks);
+    ASSERT(n > 0);
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    assert_holds_on(p);
+    for (int i = 0; i < NODES; i++)
+        assert_invariants(i, capacity);
+    /* No hold twice: each loader makes one hold per request key and waits for it, so at
+     * most one hold per loader (its last, when the stop came) has no recorded answer. */
+    j = call1(p, "{\"op\":\"event\",\"event\":\"" EVENT "\"}");
+    ASSERT(j && jok(j));
+    uint64_t held = ju64(j, "held");
+    json_decref(j);
+    if (held < (uint64_t)n || held > (uint64_t)n + 4)
+        T_FAIL_("%llu units held for %d acknowledged holds", (unsigned long long)held, n);
+    fprintf(stderr, "%d holds acknowledged, %d retries\n", n, atomic_load(&load_retries));
+    set_end();
+}
+
+/* A replica removed on purpose leaves the configuration and is not added back by
+ * itself; the primary and the last replica (min-replicas 1) cannot be removed;
+ * `slotctl cluster add` brings the removed one back to an equal digest. */
+TEST_IMPL(cluster_remove_and_add_replica)
+{
+    set_start();
+    int p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    const uint64_t capacity = 100000;
+    create_event(p, capacity);
+    atomic_store(&primary_node, p);
+    loader ls[2];
+    load_start(ls, 2, 200, 0);
+    load_join(ls, 2);
+    int r = (p + 1) % NODES, other = (p + 2) % NODES;
+    json_t *j = change(p, "remove", nodes[r].id);
+    if (!j || !jok(j))
+        T_FAIL_("remove %s: %s", nodes[r].id, j ? json_dumps(j, JSON_COMPACT) : "(no answer)");
+    ASSERT_EQ(json_array_size(json_object_get(j, "members")), 2u);
+    json_decref(j);
+    j = change(p, "remove", nodes[p].id);
+    ASSERT(j && !jok(j));
+    ASSERT_STR_EQ(jstr(j, "error"), "invalid_argument");
+    json_decref(j);
+    j = change(p, "remove", nodes[other].id); /* one replica would be left: --min-replicas is 1 */
+    ASSERT(j && !jok(j));
+    ASSERT_STR_EQ(jstr(j, "error"), "invalid_argument");
+    json_decref(j);
+    /* Sales go on without it, and it stays out. */
+    load_start(ls, 2, 400, 0);
+    load_join(ls, 2);
+    ASSERT_EQ(atomic_load(&nacks), 1200);
+    sleep_ms(1000); /* several primary ticks: a removed node is not dialled nor added back */
+    ASSERT(shows(p, 2, p));
+    ASSERT(shows(other, 2, p));
+    j = call1(r, "{\"op\":\"cluster\"}");
+    ASSERT(j);
+    ASSERT_STR_EQ(jstr(j, "role"), "joining");
+    json_decref(j);
+    /* slotctl, given the removed node first: it follows not_primary to the primary. */
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "%s --host 127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u cluster add %s >/dev/null",
+             getenv("SLOTCTL"), nodes[r].srv.port, nodes[other].srv.port, nodes[p].srv.port, nodes[r].id);
+    int st = system(cmd);
+    ASSERT(WIFEXITED(st));
+    ASSERT_EQ(WEXITSTATUS(st), 0);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    for (int i = 0; i < NODES; i++) {
+        assert_invariants(i, capacity);
+        assert_holds_on(i);
+    }
+    set_end();
 }

@@ -10,11 +10,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <lmdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +26,8 @@
 #include "slot/wset.h"
 
 TEST_DECLARE(cluster_replica_killed_rejoins_by_records)
+TEST_DECLARE(cluster_replica_wiped_rejoins_by_snapshot)
+TEST_DECLARE(cluster_replica_behind_trimmed_log_rejoins_by_snapshot)
 TEST_DECLARE(cluster_etcd_stopped_mid_sale)
 TEST_DECLARE(cluster_bad_peers_are_refused)
 TEST_DECLARE(cluster_deposed_primary_ends_feed_subscriptions)
@@ -30,6 +35,8 @@ TEST_DECLARE(cluster_netns_partition)
 
 TEST_LIST_START
     TEST_ENTRY(cluster_replica_killed_rejoins_by_records)
+    TEST_ENTRY(cluster_replica_wiped_rejoins_by_snapshot)
+    TEST_ENTRY(cluster_replica_behind_trimmed_log_rejoins_by_snapshot)
     TEST_ENTRY(cluster_etcd_stopped_mid_sale)
     TEST_ENTRY(cluster_bad_peers_are_refused)
     TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
@@ -74,6 +81,15 @@ static void final_checks(loader *ls, int nl)
     fprintf(stderr, "%d holds acknowledged, %d retries\n", atomic_load(&nacks), atomic_load(&load_retries));
 }
 
+/* A number of node i's cluster answer (0 when absent). */
+static uint64_t cluster_u64(int i, const char *field)
+{
+    json_t *j = call1(i, "{\"op\":\"cluster\"}");
+    uint64_t v = j ? ju64(j, field) : 0;
+    json_decref(j);
+    return v;
+}
+
 static int set_up_sale(void)
 {
     set_start();
@@ -115,7 +131,135 @@ TEST_IMPL(cluster_replica_killed_rejoins_by_records)
     if (!wait_members(NODES, WAIT_LONG_MS))
         T_FAIL_("%s did not rejoin", nodes[r].id);
     ASSERT(wait_acks(atomic_load(&nacks), 100, WAIT_LONG_MS)); /* sales with it back in */
+    ASSERT_EQ(cluster_u64(r, "snapshots_installed"), 0); /* by records, not by snapshot */
     final_checks(ls, 4);
+    set_end();
+}
+
+/* Kills replica r mid-sale and waits until the primary p dropped it and sold on. */
+static void kill_replica(int p, int r)
+{
+    slot_test_server_kill9(&nodes[r].srv);
+    nodes[r].up = false;
+    uint64_t end = slot_test_now_ms() + 600 + 5000;
+    while (members_of(p) != NODES - 1 && slot_test_now_ms() < end)
+        sleep_ms(20);
+    if (members_of(p) != NODES - 1)
+        T_FAIL_("%s was not dropped from the configuration after its kill", nodes[r].id);
+    if (!wait_acks(atomic_load(&nacks), 300, 10000))
+        T_FAIL_("sales did not continue after %s was dropped (%d acknowledged)", nodes[r].id, atomic_load(&nacks));
+}
+
+/* Lines of node i's log (every run of it) that contain needle. */
+static int log_count(int i, const char *needle)
+{
+    FILE *f = fopen(nodes[i].log, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* r rejoined by a snapshot (its restarted process counts one, its log has one more
+ * than before the restart: `before`) while sales went on. */
+static void assert_rejoined_by_snapshot(int r, int before)
+{
+    if (!wait_members(NODES, WAIT_LONG_MS))
+        T_FAIL_("%s did not rejoin", nodes[r].id);
+    ASSERT(wait_acks(atomic_load(&nacks), 100, WAIT_LONG_MS)); /* sales with it back in */
+    ASSERT(cluster_u64(r, "snapshots_installed") >= 1);
+    ASSERT(log_count(r, "joined by snapshot") > before);
+}
+
+/*
+ * (d) A replica killed mid-sale whose data folder is wiped rejoins by a
+ * snapshot streamed from the primary while the sale goes on (a new member
+ * would do the same), plus the records after it; then every member holds
+ * every acknowledged hold and the digests are equal. A half-received
+ * snapshot left in the folder (DATA/snap.tmp, as a crash mid-transfer
+ * leaves it) is removed at start and the transfer is made again.
+ */
+TEST_IMPL(cluster_replica_wiped_rejoins_by_snapshot)
+{
+    node_logs = true;
+    int p = set_up_sale();
+    loader ls[4];
+    load_start(ls, 4, HOLDS_MAX / 4, 2);
+    ASSERT(wait_acks(0, 300, WAIT_LONG_MS));
+    int r = (p + 1) % NODES;
+    kill_replica(p, r);
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s/snap.tmp' && head -c 5000 /dev/urandom > '%s/snap.tmp/data.mdb'",
+             nodes[r].dir, nodes[r].dir, nodes[r].dir);
+    ASSERT_EQ(system(cmd), 0);
+    int before = log_count(r, "joined by snapshot"); /* its first join, at the set's start */
+    node_start(&nodes[r]);
+    assert_rejoined_by_snapshot(r, before);
+    ASSERT(cluster_u64(p, "snapshots_sent") >= 1);
+    /* A crash after the snapshot was whole on disk (DATA/snap) but before it was
+     * installed: the next start installs it, and r goes on by records from there. */
+    slot_test_server_kill9(&nodes[r].srv);
+    nodes[r].up = false;
+    char snapdir[400];
+    snprintf(snapdir, sizeof(snapdir), "%s/snap", nodes[r].dir);
+    ASSERT_EQ(mkdir(snapdir, 0700), 0);
+    MDB_env *env = NULL;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_set_maxdbs(env, 16), 0);
+    ASSERT_EQ(mdb_env_open(env, nodes[r].dir, MDB_NOTLS | MDB_NORDAHEAD, 0600), 0);
+    ASSERT_EQ(mdb_env_copy2(env, snapdir, MDB_CP_COMPACT), 0);
+    mdb_env_close(env);
+    node_start(&nodes[r]);
+    if (!wait_members(NODES, WAIT_LONG_MS))
+        T_FAIL_("%s did not rejoin after installing the snapshot its last run left", nodes[r].id);
+    ASSERT(node_log_has(r, "that an earlier run received", NULL));
+    ASSERT_EQ(cluster_u64(r, "snapshots_installed"), 0); /* by records after it */
+    struct stat sb;
+    ASSERT(stat(snapdir, &sb) != 0);
+    final_checks(ls, 4);
+    set_end();
+}
+
+/*
+ * (d') The primary keeps only the last records of its batch log
+ * (--log-keep-records 16, small segments, so it trims while selling): a
+ * replica killed mid-sale and restarted on its data folder after the
+ * records it needs were trimmed rejoins by snapshot, not by records.
+ */
+TEST_IMPL(cluster_replica_behind_trimmed_log_rejoins_by_snapshot)
+{
+    node_logs = true;
+    for (int i = 0; i < NODES; i++) {
+        nodes[i].extra[0] = "--log-keep-records";
+        nodes[i].extra[1] = "16";
+        nodes[i].extra[2] = "--log-segment-bytes";
+        nodes[i].extra[3] = "4096";
+        nodes[i].extra[4] = NULL;
+    }
+    int p = set_up_sale();
+    loader ls[4];
+    load_start(ls, 4, HOLDS_MAX / 4, 2);
+    ASSERT(wait_acks(0, 300, WAIT_LONG_MS));
+    int r = (p + 1) % NODES;
+    kill_replica(p, r);
+    /* Far more records than kept, and a trim (at most every second) after them. */
+    ASSERT(wait_acks(atomic_load(&nacks), 500, WAIT_LONG_MS));
+    uint64_t end = slot_test_now_ms() + 10000;
+    while (!node_log_has(p, "batch log trimmed", NULL) && slot_test_now_ms() < end)
+        sleep_ms(50);
+    ASSERT(node_log_has(p, "batch log trimmed", NULL));
+    sleep_ms(1200); /* one more trim past what r had */
+    int before = log_count(r, "joined by snapshot");
+    node_start(&nodes[r]);
+    assert_rejoined_by_snapshot(r, before);
+    ASSERT(node_log_has(p, nodes[r].id, "the records it needs are trimmed"));
+    final_checks(ls, 4);
+    for (int i = 0; i < NODES; i++)
+        nodes[i].extra[0] = NULL;
     set_end();
 }
 

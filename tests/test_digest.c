@@ -29,6 +29,8 @@ TEST_DECLARE(digest_corrupted_record_never_applied)
 TEST_DECLARE(digest_capture_overflow_fails_the_write)
 TEST_DECLARE(digest_capture_off_counts_writes)
 
+TEST_DECLARE(digest_snapshot_copy_and_install)
+
 TEST_LIST_START
     TEST_ENTRY(digest_new_store_seq_zero)
     TEST_ENTRY(digest_same_content_same_digest)
@@ -40,6 +42,7 @@ TEST_LIST_START
     TEST_ENTRY(digest_corrupted_record_never_applied)
     TEST_ENTRY(digest_capture_overflow_fails_the_write)
     TEST_ENTRY(digest_capture_off_counts_writes)
+    TEST_ENTRY(digest_snapshot_copy_and_install)
 TEST_LIST_END
 
 
@@ -660,4 +663,58 @@ TEST_IMPL(digest_capture_off_counts_writes)
     ASSERT_U64_EQ(slot_store_writes(a.st), w2);
     slot_res_clear(&r);
     fx_close(&a);
+}
+
+/* A compacted hot copy of A installed into B (which held other data) makes B
+ * the same as A in every database, seq and digest included; a file that is
+ * not a store's copy is refused and changes nothing (slot_store_snap_*). */
+TEST_IMPL(digest_snapshot_copy_and_install)
+{
+    pair p;
+    pair_open(&p);
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "snap%d", k);
+        slot_req q = req_create(name, 100 + (uint64_t)k);
+        ASSERT(captured_batch(&p.a, &p.ws, &q, 1) > 0);
+    }
+    char *dir = slot_test_tmpdir();
+    char path[600];
+    snprintf(path, sizeof(path), "%s/copy.mdb", dir);
+    uint64_t seq = 0, epoch = 0, bytes = 0;
+    ASSERT_EQ(slot_store_snap_copy(p.a.st, path, &seq, &epoch, &bytes), 0);
+    ASSERT_U64_EQ(seq, 4);
+    ASSERT_U64_EQ(epoch, EPOCH);
+    ASSERT(bytes > 0);
+    uint64_t s2 = 0, e2 = 0;
+    ASSERT_EQ(slot_store_snap_info(path, &s2, &e2), 0);
+    ASSERT_U64_EQ(s2, seq);
+
+    char bad[600];
+    snprintf(bad, sizeof(bad), "%s/bad.mdb", dir);
+    FILE *f = fopen(bad, "w");
+    ASSERT(f != NULL);
+    fputs("not a store", f);
+    fclose(f);
+    char hb0[SLOT_DIGEST_HEX_BYTES + 1], hb1[SLOT_DIGEST_HEX_BYTES + 1];
+    uint64_t before = digest_of(p.b, hb0);
+    MDB_txn *t;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(p.b), NULL, 0, &t), 0);
+    ASSERT(slot_store_snap_install(p.b, t, bad, &s2, &e2) != 0);
+    mdb_txn_abort(t);
+    ASSERT_U64_EQ(digest_of(p.b, hb1), before);
+    ASSERT_STR_EQ(hb0, hb1);
+
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(p.b), NULL, 0, &t), 0);
+    ASSERT_EQ(slot_store_snap_install(p.b, t, path, &s2, &e2), 0);
+    ASSERT_EQ(mdb_txn_commit(t), 0);
+    ASSERT_U64_EQ(s2, seq);
+    ASSERT_U64_EQ(e2, EPOCH);
+    expect_same_dbs(p.a.st, p.b);
+    char ha[SLOT_DIGEST_HEX_BYTES + 1], hb[SLOT_DIGEST_HEX_BYTES + 1];
+    ASSERT_U64_EQ(digest_of(p.a.st, ha), digest_of(p.b, hb));
+    ASSERT_STR_EQ(ha, hb);
+    slot_test_rmdir(dir);
+    free(dir);
+    pair_close(&p);
 }

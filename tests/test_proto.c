@@ -3,9 +3,11 @@
  * of bad input, the id rules, each op's fields, names and numbers, and every
  * reply shape parsed back with jansson.
  */
+#include <errno.h>
 #include <jansson.h>
 
 #include "harness.h"
+#include "slot/client.h"
 #include "slot/proto.h"
 
 TEST_DECLARE(proto_bad_json_syntax)
@@ -32,6 +34,7 @@ TEST_DECLARE(proto_every_required_field)
 TEST_DECLARE(proto_hold_fields_filled)
 TEST_DECLARE(proto_create_event_defaults_and_has_bits)
 TEST_DECLARE(proto_set_status_values)
+TEST_DECLARE(proto_cluster_change_fields)
 TEST_DECLARE(proto_hello_token)
 TEST_DECLARE(proto_hold_argument)
 TEST_DECLARE(proto_check_optional_event)
@@ -88,6 +91,7 @@ TEST_LIST_START
     TEST_ENTRY(proto_hold_fields_filled)
     TEST_ENTRY(proto_create_event_defaults_and_has_bits)
     TEST_ENTRY(proto_set_status_values)
+    TEST_ENTRY(proto_cluster_change_fields)
     TEST_ENTRY(proto_hello_token)
     TEST_ENTRY(proto_hold_argument)
     TEST_ENTRY(proto_check_optional_event)
@@ -612,6 +616,7 @@ static const op_case op_cases[] = {
     {"cluster", SLOT_OP_CLUSTER, 0, {NULL}},
     {"metrics", SLOT_OP_METRICS, 0, {NULL}},
     {"backup", SLOT_OP_BACKUP, 1, {"\"path\":\"/tmp/b.bak\""}},
+    {"cluster_change", SLOT_OP_CLUSTER_CHANGE, 2, {"\"change\":\"promote\"", "\"node\":\"n2\""}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */
@@ -731,6 +736,49 @@ TEST_IMPL(proto_set_status_values)
         ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
         ASSERT_MSG_HAS("status");
     }
+}
+
+/* cluster_change: the three changes and a node name; the client encodes the same line back. */
+TEST_IMPL(proto_cluster_change_fields)
+{
+    slot_req r;
+    const char *names[] = {"add", "remove", "promote"};
+    for (int k = 0; k < 3; k++) {
+        char line[128];
+        snprintf(line, sizeof(line), "{\"op\":\"cluster_change\",\"change\":\"%s\",\"node\":\"n-2.b\"}", names[k]);
+        ASSERT_EQ(parse(line, &r), SLOT_E_OK);
+        ASSERT_EQ(r.change, (slot_cluster_change)(SLOT_CHANGE_ADD + k));
+        ASSERT_STR_EQ(r.node, "n-2.b");
+        ASSERT_EQ(r.node_len, 5);
+        slot_req e;
+        ASSERT_EQ(slot_req_cluster_change(&e, r.change, "n-2.b"), 0);
+        char out[256];
+        long n = slot_req_encode(&e, out, sizeof(out));
+        ASSERT(n > 0);
+        slot_req back;
+        ASSERT_EQ(parse(out, &back), SLOT_E_OK);
+        ASSERT_EQ(back.change, r.change);
+        ASSERT_STR_EQ(back.node, "n-2.b");
+    }
+    const char *bad_change[] = {"\"Promote\"", "\"\"", "1", "null"};
+    for (size_t i = 0; i < sizeof(bad_change) / sizeof(bad_change[0]); i++) {
+        char line[128];
+        snprintf(line, sizeof(line), "{\"op\":\"cluster_change\",\"change\":%s,\"node\":\"n2\"}", bad_change[i]);
+        ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+        ASSERT_MSG_HAS("change");
+    }
+    const char *bad_node[] = {"\"\"", "\"a b\"", "\"n/2\"", "2"};
+    for (size_t i = 0; i < sizeof(bad_node) / sizeof(bad_node[0]); i++) {
+        char line[128];
+        snprintf(line, sizeof(line), "{\"op\":\"cluster_change\",\"change\":\"add\",\"node\":%s}", bad_node[i]);
+        ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
+        ASSERT_MSG_HAS("node");
+    }
+    ASSERT_EQ(slot_req_cluster_change(&r, SLOT_CHANGE_NONE, "n2"), -EINVAL);
+    char longname[80];
+    memset(longname, 'a', 65);
+    longname[65] = 0;
+    ASSERT_EQ(slot_req_cluster_change(&r, SLOT_CHANGE_ADD, longname), -EINVAL);
 }
 
 TEST_IMPL(proto_hello_token)

@@ -29,6 +29,7 @@
 #include "slot/proto.h"
 #include "slot_config.h"
 #include "slotctl_backup.h"
+#include "slotctl_cluster.h"
 #include "slotctl_feed.h"
 #include "slotctl_metrics.h"
 #include "slotctl_watch.h"
@@ -688,33 +689,19 @@ static int cmd_watch(ctl *x, int argc, char **argv)
     return rc ? rc : slotctl_watch(x->follow, argc, argv);
 }
 
-/* The cluster op's answer as a table: the node, then one line per member. */
-static void print_cluster(const slot_reply *r)
-{
-    if (strcmp(r->role, "standalone") == 0 || (!r->cluster[0] && !r->nmembers)) {
-        printf("standalone server (not a replica set member); seq %" PRIu64 "\n", r->seq);
-        return;
-    }
-    printf("cluster %s: node %s is %s, epoch %" PRIu64 ", seq %" PRIu64 ", primary %s\n\n", r->cluster,
-           r->node[0] ? r->node : "?", r->role[0] ? r->role : "?", r->epoch, r->seq, r->primary[0] ? r->primary : "unknown");
-    printf("%-16s %-24s %-8s %12s %10s\n", "node", "addr", "role", "seq", "lag_ms");
-    for (uint32_t i = 0; i < r->nmembers; i++) {
-        const slot_member *m = &r->members[i];
-        printf("%-16s %-24s %-8s %12" PRIu64 " %10" PRIu64 "\n", m->node, m->addr, m->role, m->seq, m->lag_ms);
-    }
-    if (r->nmembers_total > r->nmembers)
-        printf("(%" PRIu32 " more members not shown)\n", r->nmembers_total - r->nmembers);
-}
-
 static int cmd_cluster(ctl *x, int argc, char **argv)
 {
     int o, rc = 0;
     while ((o = next_opt(x, argc, argv, NULL, &rc)) >= 0) {
     }
-    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 0)))
+    if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 2)))
         return rc;
+    if (argc - optind == 1)
+        return usage_error(x, "%s", "a change needs a node: cluster add|remove|promote NODE");
     if ((rc = ctl_connect(x)))
         return rc;
+    if (argc - optind == 2)
+        return slotctl_cluster_change(x->follow, x->json, argv[optind], argv[optind + 1]);
     slot_req req;
     slot_req_init(&req, SLOT_OP_CLUSTER);
     slot_reply r;
@@ -728,7 +715,7 @@ static int cmd_cluster(ctl *x, int argc, char **argv)
     }
     rc = ctl_answer(x, crc, &r);
     if (rc == 0 && !x->json)
-        print_cluster(&r);
+        slotctl_cluster_print(&r);
     slot_reply_clear(&r);
     return rc;
 }
@@ -816,9 +803,20 @@ static const ctl_cmd commands[] = {
      cmd_digest},
     {"feed", "[--from N] [--consumer NAME] [--follow] | --consumers",
      "print the feed's entries, or the consumers' positions and lag", NULL, cmd_feed},
-    {"cluster", "", "show the replica set: members, roles, epoch, seq and lag (cluster)",
-     "Asks any node (the first of --host that answers) for the replica set's configuration and\n"
-     "prints a table of its members. A standalone server says so. With --json, the raw reply.\n",
+    {"cluster", "[add|remove|promote NODE]",
+     "show the replica set, or change its members (cluster, cluster_change)",
+     "Without arguments: asks any node (the first of --host that answers) for the replica set's\n"
+     "configuration and prints a table of its members. A standalone server says so.\n"
+     "With a change, the primary (followed through --host) changes the configuration by a\n"
+     "compare-and-swap in etcd that raises the epoch, then prints the set:\n"
+     "  add NODE       NODE (running with the set's flags) may join again; done once it caught\n"
+     "                 up and is a member\n"
+     "  remove NODE    a replica leaves and is not added back until `add`; the primary\n"
+     "                 cannot be removed (promote another member first)\n"
+     "  promote NODE   planned switchover: the primary holds new writes, drains what is in\n"
+     "                 flight until NODE has every record, then NODE is primary in a new\n"
+     "                 epoch; nothing is lost, writes pause briefly\n"
+     "With --json, the raw reply.\n",
      cmd_cluster},
     {"watch", "[EVENT] [--once] [--interval MS]", "a live view: units left, holds/s, sold-out/s, latency, commits",
      NULL, cmd_watch},

@@ -80,6 +80,10 @@ int slot_req_waitlist(slot_req *req, slot_op op, const char *event, const char *
 int slot_req_backup(slot_req *req, const char *path);
 /* slot_req_set_waitlist_max — on a create_event: a waitlist of at most n entries (0..10,000,000). */
 void slot_req_set_waitlist_max(slot_req *req, uint32_t n);
+/* slot_req_cluster_change — a cluster_change (docs/protocol.md, "cluster_change") of node
+ * (a member id, 1..SLOT_CLUSTER_NAME_BYTES_MAX bytes; its alphabet is the server's check).
+ * 0, or -EINVAL for a change out of range or a name too long. */
+int slot_req_cluster_change(slot_req *req, slot_cluster_change change, const char *node);
 
 /*
  * slot_req_encode — one request line (JSON object + "\n") for req. Optional

@@ -193,6 +193,12 @@ _Static_assert(SLOT_CONSUMER_BYTES_MAX == SLOT_EVENT_BYTES_MAX, "consumer names 
 #define SLOT_REPL_TIMEOUT_MS_DEFAULT 300       /* --repl-timeout-ms: a batch's acks must come within this (well above a replica's fdatasync) */
 #define SLOT_REPL_TIMEOUT_MS_MIN 10
 #define SLOT_REPL_TIMEOUT_MS_MAX 600000
+#define SLOT_LOG_KEEP_RECORDS_DEFAULT 1000000ull /* --log-keep-records: the batch log keeps at least this many records */
+#define SLOT_LOG_KEEP_RECORDS_MIN 16ull
+#define SLOT_LOG_KEEP_RECORDS_MAX (1ull << 40)
+#define SLOT_LOG_SEGMENT_BYTES_DEFAULT (64ull << 20) /* --log-segment-bytes: the batch log is trimmed a segment at a time */
+#define SLOT_LOG_SEGMENT_BYTES_MIN 4096ull
+#define SLOT_LOG_SEGMENT_BYTES_MAX (1ull << 30)
 #define SLOT_MIN_REPLICAS_DEFAULT 1            /* --min-replicas: fewer replicas than this: writes unavailable */
 #define SLOT_MIN_REPLICAS_MIN 0
 #define SLOT_CLUSTER_MEMBERS_MAX 16            /* members of one configuration, and nodes a primary tracks */

@@ -73,7 +73,8 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(FEED_FORGET, "feed_forget", true, true) \
     X(CLUSTER, "cluster", false, false)          \
     X(METRICS, "metrics", false, true)         \
-    X(BACKUP, "backup", false, true)
+    X(BACKUP, "backup", false, true)           \
+    X(CLUSTER_CHANGE, "cluster_change", false, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -133,6 +134,17 @@ typedef struct slot_item {
 /* subscribe's "from" (docs/protocol.md, "Feed"). */
 typedef enum slot_feed_from { SLOT_FEED_FROM_ACKED = 0, SLOT_FEED_FROM_START, SLOT_FEED_FROM_SEQ } slot_feed_from;
 
+/* cluster_change's "change" (docs/protocol.md, "cluster_change"). */
+typedef enum slot_cluster_change {
+    SLOT_CHANGE_NONE = 0,
+    SLOT_CHANGE_ADD,                   /* "add": the node may join (again) and becomes a member */
+    SLOT_CHANGE_REMOVE,                /* "remove": a replica leaves the configuration */
+    SLOT_CHANGE_PROMOTE,               /* "promote": a planned switchover to that member */
+} slot_cluster_change;
+
+/* slot_cluster_change_name — "add", "remove", "promote" or "?"; static. */
+const char *slot_cluster_change_name(slot_cluster_change c);
+
 typedef struct slot_req {
     slot_op op;
     uint32_t has;                      /* SLOT_HAS_* bits */
@@ -170,6 +182,10 @@ typedef struct slot_req {
     slot_feed_from from;               /* subscribe */
     uint64_t feed_seq;                 /* subscribe from SEQ (1..), ack seq (0..) */
     uint32_t window;                   /* subscribe: 1..SLOT_FEED_WINDOW_MAX */
+    /* cluster_change (docs/protocol.md, "cluster_change") */
+    slot_cluster_change change;
+    uint8_t node_len;
+    char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1]; /* the member it names */
 } slot_req;
 
 /* Connection roles (docs/protocol.md, "hello"). */

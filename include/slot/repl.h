@@ -69,6 +69,15 @@
  *     replica answers each with an ACK of its durable point (liveness).
  *   REFUSE (7): u8 reason (SLOT_REPL_R_*), then 0..SLOT_REPL_TEXT_BYTES_MAX
  *     bytes of text; the sender then closes.
+ *   SNAP (8), primary to replica, instead of records the replica's log
+ *     cannot take (it is empty, or what it needs is trimmed from the
+ *     primary's): u64 seq, u64 tenure (the state's position: every record up
+ *     to seq is in it, record seq has that tenure), u64 offset, u64 total
+ *     bytes, then 0..SLOT_REPL_SNAP_CHUNK_BYTES bytes of the snapshot file
+ *     (slot/store.h, slot_store_snap_copy) at offset. Chunks come in order
+ *     from offset 0; one with offset 0 starts the transfer over. After the
+ *     last chunk the replica installs the state and ACKs seq
+ *     (slot_repl_snap_done); the primary then sends records from seq + 1.
  *
  * Memory: per connection one read chunk (SLOT_REPL_READ_CHUNK_BYTES) and one
  * frame body (at most record_bytes_max + 1, freed after a frame above
@@ -115,6 +124,9 @@
 #define SLOT_REPL_KEEP_BYTES (1u << 20) /* a frame body buffer up to this size is reused */
 #define SLOT_REPL_HANDSHAKES_MAX 16     /* inbound connections in their handshake at once */
 #define SLOT_REPL_LINGER_MS 1000        /* after a REFUSE: wait this long for the peer's close */
+#define SLOT_REPL_SNAP_CHUNK_BYTES (1u << 20)  /* data bytes of one SNAP frame, at most */
+#define SLOT_REPL_SNAP_QUEUE_BYTES (4u << 20)  /* a SNAP is sent only while less than this waits to be written */
+#define SLOT_REPL_SNAP_BYTES_MAX (1ull << 40)  /* a snapshot's total size, at most (LMDB's map is far smaller) */
 
 /* Options, each with its range (inclusive) and default (given as 0). */
 #define SLOT_REPL_INFLIGHT_RECORDS_DEFAULT 64 /* per replica: records sent, not yet acked */
@@ -143,6 +155,7 @@ enum {
     SLOT_REPL_F_ACK = 5,
     SLOT_REPL_F_HEARTBEAT = 6,
     SLOT_REPL_F_REFUSE = 7,
+    SLOT_REPL_F_SNAP = 8,
 };
 
 /*
@@ -243,6 +256,14 @@ typedef struct slot_repl_cbs {
     /* A connection ended (refused either way, lost, timed out); called once
      * per connection, also for slot_repl_disconnect, never by slot_repl_free. */
     void (*on_close)(void *ctx, const slot_repl_close_info *info);
+    /* Replica side: a SNAP chunk that passed the checks (the sender as for
+     * records; offsets in order; total within SLOT_REPL_SNAP_BYTES_MAX):
+     * n bytes at offset of a total-byte snapshot of state (tenure, seq); the
+     * last when offset + n == total. Return 0 when taken; anything else
+     * refuses it (reason STORAGE) and closes the stream. NULL: SNAP frames
+     * are refused (PROTOCOL). */
+    int (*on_snap)(void *ctx, const char *from_node, uint64_t seq, uint64_t tenure, uint64_t offset,
+                   uint64_t total, const uint8_t *data, size_t n);
     /* A log line (refusals and losses, with the peer; the secret never). */
     void (*log)(void *ctx, const char *msg);
 } slot_repl_cbs;
@@ -366,6 +387,31 @@ int slot_repl_ack(slot_repl *r, uint64_t seq);
  * has not been heard since. Loop time (uv_now).
  */
 uint64_t slot_repl_silence_ms(const slot_repl *r);
+
+/*
+ * slot_repl_send_snap — (primary side) send one SNAP chunk to the ready
+ * replica node_id: n bytes (at most SLOT_REPL_SNAP_CHUNK_BYTES; copied) at
+ * offset of a total-byte snapshot of state (tenure, seq). After the last
+ * chunk (offset + n == total) the replica's ACK of seq is expected, and
+ * records must start at seq + 1.
+ * Returns 0; -EAGAIN while SLOT_REPL_SNAP_QUEUE_BYTES or more wait to be
+ * written to it (back-pressure: try again later); -ENOTCONN; -EINVAL (n too
+ * big, offset + n past total, total above SLOT_REPL_SNAP_BYTES_MAX, seq 0,
+ * or seq below a record already sent on the connection); -ENOMEM.
+ */
+int slot_repl_send_snap(slot_repl *r, const char *node_id, uint64_t seq, uint64_t tenure, uint64_t offset,
+                        uint64_t total, const uint8_t *data, size_t n);
+
+/*
+ * slot_repl_snap_done — (replica side) the snapshot of (tenure, seq) that
+ * the current stream delivered is installed and durable (its store and its
+ * log's base): the next record must be seq + 1 with prev_epoch tenure; ACK
+ * seq to the primary now.
+ * Returns 0; -ENOTCONN when the stream closed since (the next one starts
+ * from the log's last, which the owner set); -EINVAL when the stream did not
+ * deliver a whole snapshot of that seq.
+ */
+int slot_repl_snap_done(slot_repl *r, uint64_t tenure, uint64_t seq);
 
 /* One outbound replica's state, for slotctl cluster and the owner's timeouts. */
 typedef struct slot_repl_peer_info {

@@ -1,0 +1,470 @@
+/*
+ * cluster_snap.c — joining by snapshot, and trimming the batch log
+ * (docs/design.md, "Joining by snapshot"). cluster_int.h has the map.
+ *
+ * Primary: a peer whose log we cannot continue (it is empty, or what it
+ * needs is trimmed from ours) gets a snapshot: a compacted hot copy of our
+ * LMDB (slot_store_snap_copy, on the thread pool, under map_lock shared) in
+ * DATA/snap-send.mdb, sent in SNAP chunks under the channel's back-pressure
+ * once the copy's seq is committed, then records from seq + 1 once the peer
+ * ACKs seq. One snapshot at a time; others wait their turn.
+ *
+ * Replica: the chunks go to DATA/snap.tmp/data.mdb; after the last one the
+ * file and the folder are synced and the folder renamed DATA/snap (atomic),
+ * then the commit thread installs it into LMDB in one transaction
+ * (slot_store_snap_install), resets the batch log to begin after its seq,
+ * and removes DATA/snap; the loop then ACKs seq. A crash before the rename
+ * leaves DATA/snap.tmp, which the next start removes (the primary sends a
+ * new snapshot); after it, DATA/snap, which the next start installs again
+ * (installing is idempotent: the same state, the same log base).
+ *
+ * Both: the batch log keeps the last --log-keep-records records at least;
+ * older segments go once applied (and, on the primary, once committed and
+ * sent to every connected member).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster_int.h"
+#include "loop.h"
+
+#define SNAP_TMP "snap.tmp"        /* a snapshot being received */
+#define SNAP_DIR "snap"            /* a snapshot received whole, until installed */
+#define SNAP_FILE "data.mdb"
+#define SNAP_SEND "snap-send.mdb"  /* the primary's copy being sent */
+#define CLU_TRIM_MS 1000           /* the batch log is trimmed at most this often */
+
+static bool is_primary(const clu *c)
+{
+    return c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+}
+
+static void data_path(const clu *c, char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", c->s->opts.data_dir, name);
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+/* Removes dir and the plain files in it (a snapshot folder has no others). */
+static int rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    struct dirent *e;
+    char p[4300];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    return rmdir(dir) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
+/* ---- the primary */
+
+bool slot__clu_snap_wanted(clu *c, clu_node *n, const slot_repl_peer *peer)
+{
+    pthread_mutex_lock(&c->rlog_mu);
+    uint64_t first = slot_rlog_first(c->rlog);
+    pthread_mutex_unlock(&c->rlog_mu);
+    bool want = peer->last_seq == 0 ? c->commit_seq > 0 : peer->last_seq + 1 < first;
+    if (!want)
+        return false;
+    n->snap = CLU_SNAP_WANT;
+    n->snap_seq = 0;
+    slot__clu_log(c, SLOT__LOG_INFO, "%s starts at seq %" PRIu64 " and our log at %" PRIu64 " (%s): it joins by snapshot", n->id,
+                  peer->last_seq, first,
+                  peer->last_seq ? "the records it needs are trimmed" : "its log is empty");
+    return true;
+}
+
+static void send_close(clu *c)
+{
+    if (c->snap_fd >= 0)
+        close(c->snap_fd);
+    c->snap_fd = -1;
+    free(c->snap_buf);
+    c->snap_buf = NULL;
+    unlink(c->snap_path);
+}
+
+void slot__clu_snap_drop(clu *c, clu_node *n)
+{
+    if (n->snap == CLU_SNAP_SENDING && c->snap_fd >= 0 && strcmp(c->snap_node, n->id) == 0)
+        send_close(c);
+    n->snap = CLU_SNAP_NONE;
+}
+
+bool slot__clu_snap_acked(clu *c, clu_node *n, uint64_t seq)
+{
+    if (n->snap != CLU_SNAP_ACK || seq < n->snap_seq)
+        return false;
+    slot__clu_log(c, SLOT__LOG_INFO, "%s installed the snapshot of seq %" PRIu64 ": records follow", n->id, n->snap_seq);
+    n->snap = CLU_SNAP_NONE;
+    n->next_send = seq + 1;
+    return true;
+}
+
+static void work_copy(uv_work_t *w)
+{
+    clu *c = w->data;
+    server *s = c->s;
+    pthread_rwlock_rdlock(&s->map_lock); /* no map growth while the copy's read transaction is open */
+    c->snap_rc = slot_store_snap_copy(s->store, c->snap_path, &c->snap_seq, &c->snap_tenure, &c->snap_bytes);
+    pthread_rwlock_unlock(&s->map_lock);
+}
+
+static void send_more(clu *c);
+
+static void after_copy(uv_work_t *w, int status)
+{
+    clu *c = w->data;
+    c->snap_making = false;
+    clu_node *n = slot__clu_node(c, c->snap_node, false);
+    if (c->stopping || status != 0 || c->snap_rc != 0 || !n || n->snap != CLU_SNAP_WANT || !n->ready ||
+        !is_primary(c)) {
+        if (!c->stopping && (status != 0 || c->snap_rc != 0)) {
+            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s failed: %s", c->snap_node,
+                          status ? uv_strerror(status) : mdb_strerror(c->snap_rc));
+            if (n)
+                slot_repl_disconnect(c->repl, n->id); /* it is dialled again and asks again */
+        }
+        unlink(c->snap_path);
+        return;
+    }
+    c->snap_fd = open(c->snap_path, O_RDONLY | O_CLOEXEC);
+    c->snap_buf = malloc(SLOT_REPL_SNAP_CHUNK_BYTES);
+    if (c->snap_fd < 0 || !c->snap_buf) {
+        slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: cannot read it back: %s", n->id, c->snap_buf ? strerror(errno) : "out of memory");
+        send_close(c);
+        slot_repl_disconnect(c->repl, n->id);
+        return;
+    }
+    c->snap_off = 0;
+    n->snap = CLU_SNAP_SENDING;
+    n->snap_seq = c->snap_seq;
+    slot__clu_log(c, SLOT__LOG_INFO, "snapshot of seq %" PRIu64 " for %s: %" PRIu64 " bytes, made in %" PRIu64 " ms", c->snap_seq,
+                  n->id, c->snap_bytes, uv_now(c->s->loop) - c->snap_since_ms);
+    send_more(c);
+}
+
+static void send_more(clu *c)
+{
+    clu_node *n = slot__clu_node(c, c->snap_node, false);
+    if (!n || n->snap != CLU_SNAP_SENDING || !n->ready) {
+        send_close(c);
+        return;
+    }
+    if (c->snap_seq > c->commit_seq)
+        return; /* only a committed state goes out: the batch in flight is acked within ms */
+    while (c->snap_off < c->snap_bytes) {
+        uint64_t left = c->snap_bytes - c->snap_off;
+        size_t len = left < SLOT_REPL_SNAP_CHUNK_BYTES ? (size_t)left : SLOT_REPL_SNAP_CHUNK_BYTES;
+        ssize_t got = pread(c->snap_fd, c->snap_buf, len, (off_t)c->snap_off);
+        if (got != (ssize_t)len) {
+            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: read: %s", n->id, got < 0 ? strerror(errno) : "short read");
+            send_close(c);
+            n->snap = CLU_SNAP_NONE;
+            slot_repl_disconnect(c->repl, n->id);
+            return;
+        }
+        int rc = slot_repl_send_snap(c->repl, n->id, c->snap_seq, c->snap_tenure, c->snap_off, c->snap_bytes,
+                                     c->snap_buf, len);
+        if (rc == -EAGAIN)
+            return; /* its queue is full: the next loop turn or tick goes on */
+        if (rc < 0) {
+            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: send: %s", n->id, uv_strerror(rc));
+            send_close(c);
+            n->snap = CLU_SNAP_NONE;
+            slot_repl_disconnect(c->repl, n->id);
+            return;
+        }
+        c->snap_off += len;
+    }
+    send_close(c);
+    n->snap = CLU_SNAP_ACK;
+    c->snaps_sent++;
+    slot__clu_log(c, SLOT__LOG_INFO, "snapshot of seq %" PRIu64 " sent to %s: %" PRIu64 " bytes in %" PRIu64 " ms", c->snap_seq,
+                  n->id, c->snap_bytes, uv_now(c->s->loop) - c->snap_since_ms);
+}
+
+static void primary_snap(clu *c)
+{
+    if (c->snap_making)
+        return;
+    if (c->snap_fd >= 0) {
+        send_more(c);
+        return;
+    }
+    for (size_t i = 0; i < c->nnodes; i++) {
+        clu_node *n = &c->nodes[i];
+        if (n->snap != CLU_SNAP_WANT || !n->ready)
+            continue;
+        snprintf(c->snap_node, sizeof(c->snap_node), "%s", n->id);
+        data_path(c, c->snap_path, sizeof(c->snap_path), SNAP_SEND);
+        c->snap_since_ms = uv_now(c->s->loop);
+        c->snap_work.data = c;
+        if (uv_queue_work(c->s->loop, &c->snap_work, work_copy, after_copy) == 0)
+            c->snap_making = true;
+        return;
+    }
+}
+
+/* ---- the replica */
+
+static void recv_abort(clu *c)
+{
+    char tmp[4200];
+    if (c->snap_in_fd >= 0)
+        close(c->snap_in_fd);
+    c->snap_in_fd = -1;
+    data_path(c, tmp, sizeof(tmp), SNAP_TMP);
+    rm_dir(tmp);
+    c->snap_recv = c->snap_ready;
+}
+
+void slot__clu_snap_stream_end(clu *c)
+{
+    if (c->snap_in_fd >= 0)
+        recv_abort(c); /* a half-received snapshot is useless: the next stream sends a new one */
+}
+
+int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure, uint64_t offset, uint64_t total,
+                      const uint8_t *data, size_t n)
+{
+    clu *c = ctx;
+    if (is_primary(c) || c->stopping || c->snap_ready || c->job == CLU_JOB_SNAP)
+        return -1;
+    char tmp[4200], file[4300];
+    data_path(c, tmp, sizeof(tmp), SNAP_TMP);
+    snprintf(file, sizeof(file), "%s/%s", tmp, SNAP_FILE);
+    if (offset == 0) {
+        recv_abort(c);
+        if (mkdir(tmp, 0700) != 0 ||
+            (c->snap_in_fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+            slot__clu_log(c, SLOT__LOG_WARN, "cannot take a snapshot in %s: %s", tmp, strerror(errno));
+            recv_abort(c);
+            return -1;
+        }
+        c->snap_recv = true;
+        c->snap_in_seq = seq;
+        c->snap_in_tenure = tenure;
+        c->snap_in_since_ms = uv_now(c->s->loop);
+        slot__clu_log(c, SLOT__LOG_INFO, "receiving a snapshot of seq %" PRIu64 " (%" PRIu64 " bytes) from %s", seq, total, from);
+    }
+    if (c->snap_in_fd < 0 || seq != c->snap_in_seq)
+        return -1;
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(c->snap_in_fd, data + done, n - done, (off_t)(offset + done));
+        if (w <= 0) {
+            slot__clu_log(c, SLOT__LOG_WARN, "snapshot write: %s", w < 0 ? strerror(errno) : "no progress");
+            recv_abort(c);
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    if (offset + n < total)
+        return 0;
+    /* Whole: durable, then in place under its final name in one rename. */
+    char dir[4200], datadir[4200];
+    data_path(c, dir, sizeof(dir), SNAP_DIR);
+    snprintf(datadir, sizeof(datadir), "%s", c->s->opts.data_dir);
+    int rc = fsync(c->snap_in_fd) == 0 ? 0 : -errno;
+    close(c->snap_in_fd);
+    c->snap_in_fd = -1;
+    if (rc == 0)
+        rc = fsync_dir(tmp);
+    if (rc == 0)
+        rc = rm_dir(dir); /* one left by a run that stopped before installing it: ours is newer */
+    if (rc == 0 && rename(tmp, dir) != 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = fsync_dir(datadir);
+    if (rc != 0) {
+        slot__clu_log(c, SLOT__LOG_WARN, "cannot put the snapshot in place: %s", strerror(-rc));
+        recv_abort(c);
+        return -1;
+    }
+    c->snap_ready = true;
+    slot__clu_job_start(c, CLU_JOB_SNAP); /* when the commit thread is busy, the tick tries again */
+    return 0;
+}
+
+/* Installs DATA/snap into LMDB and gives the log its base; commit thread or start. */
+static int install(clu *c, uint64_t *seq, uint64_t *tenure)
+{
+    server *s = c->s;
+    char dir[4200], file[4300];
+    data_path(c, dir, sizeof(dir), SNAP_DIR);
+    snprintf(file, sizeof(file), "%s/%s", dir, SNAP_FILE);
+    int rc = MDB_MAP_FULL;
+    for (int attempt = 0; attempt < SLOT_MAP_GROW_ATTEMPTS_MAX && rc == MDB_MAP_FULL; attempt++) {
+        MDB_txn *txn = NULL;
+        rc = mdb_txn_begin(slot_store_env(s->store), NULL, 0, &txn);
+        if (rc == 0)
+            rc = slot_store_snap_install(s->store, txn, file, seq, tenure);
+        if (rc == 0)
+            rc = mdb_txn_commit(txn);
+        else if (txn)
+            mdb_txn_abort(txn);
+        if (rc == MDB_MAP_FULL) {
+            pthread_rwlock_wrlock(&s->map_lock);
+            int g = slot_store_grow(s->store);
+            pthread_rwlock_unlock(&s->map_lock);
+            if (g != 0)
+                break;
+        }
+    }
+    if (rc != 0) {
+        slot__clu_log(c, SLOT__LOG_WARN, "cannot install the snapshot %s: %s", file, mdb_strerror(rc));
+        return rc;
+    }
+    pthread_mutex_lock(&c->rlog_mu);
+    rc = slot_rlog_reset(c->rlog, *seq + 1, *tenure);
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (rc != 0) {
+        slot__clu_log(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot: %s", slot_rlog_strerror(rc));
+        return rc;
+    }
+    rm_dir(dir);
+    fsync_dir(s->opts.data_dir);
+    return 0;
+}
+
+int slot__clu_job_snap(clu *c)
+{
+    uint64_t seq = 0, tenure = 0;
+    int rc = install(c, &seq, &tenure);
+    if (rc == 0) {
+        c->job_applied = seq;
+        c->snap_in_seq = seq;
+        c->snap_in_tenure = tenure;
+    }
+    return rc;
+}
+
+void slot__clu_snap_done(clu *c)
+{
+    c->snap_ready = false;
+    c->snap_recv = false;
+    if (c->job_rc != 0) {
+        char dir[4200];
+        data_path(c, dir, sizeof(dir), SNAP_DIR);
+        rm_dir(dir);
+        if (c->stream_open)
+            slot_repl_disconnect(c->repl, c->stream_from); /* the next stream sends a new one */
+        return;
+    }
+    uint64_t seq = c->snap_in_seq, tenure = c->snap_in_tenure;
+    c->applied = seq;
+    if (c->commit_seq < seq)
+        c->commit_seq = seq;
+    c->verified = seq;
+    c->rebuild = false;
+    c->need_snap = false;
+    c->snaps_installed++;
+    slot__clu_log(c, SLOT__LOG_INFO, "joined by snapshot: seq %" PRIu64 " (tenure %" PRIu64 ") installed %" PRIu64 " ms after its first byte",
+                  seq, tenure, uv_now(c->s->loop) - c->snap_in_since_ms);
+    if (slot_repl_snap_done(c->repl, tenure, seq) != 0)
+        slot__clu_stream_reset(c); /* the stream went: the next one starts from the snapshot's seq */
+    slot__clu_node_put(c);
+    slot__reads_resume(c->s);
+}
+
+int slot__clu_snap_recover(clu *c)
+{
+    char tmp[4200], dir[4200], file[4300], send[4200];
+    data_path(c, tmp, sizeof(tmp), SNAP_TMP);
+    data_path(c, dir, sizeof(dir), SNAP_DIR);
+    data_path(c, send, sizeof(send), SNAP_SEND);
+    snprintf(file, sizeof(file), "%s/%s", dir, SNAP_FILE);
+    if (rm_dir(tmp) != 0 || (unlink(send) != 0 && errno != ENOENT)) {
+        slot__clu_log(c, SLOT__LOG_WARN, "cannot remove what an earlier run left of a snapshot (%s, %s)", tmp, send);
+        return -1;
+    }
+    struct stat sb;
+    if (stat(file, &sb) != 0)
+        return 0;
+    uint64_t seq = 0, tenure = 0;
+    if (install(c, &seq, &tenure) != 0)
+        return -1;
+    slot__clu_log(c, SLOT__LOG_INFO, "installed the snapshot of seq %" PRIu64 " (tenure %" PRIu64 ") that an earlier run received", seq,
+                  tenure);
+    return 0;
+}
+
+void slot__clu_snap_stop(clu *c)
+{
+    if (c->snap_fd >= 0)
+        send_close(c);
+    if (c->snap_in_fd >= 0)
+        recv_abort(c);
+}
+
+/* ---- trimming */
+
+static void trim(clu *c)
+{
+    uint64_t now = uv_now(c->s->loop);
+    if (now - c->trim_ms < CLU_TRIM_MS)
+        return;
+    c->trim_ms = now;
+    pthread_mutex_lock(&c->rlog_mu);
+    uint64_t last = 0, first = slot_rlog_first(c->rlog);
+    slot_rlog_last(c->rlog, NULL, &last);
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (last <= c->keep_records)
+        return;
+    uint64_t lo = last - c->keep_records + 1; /* records from lo on stay */
+    uint64_t done = is_primary(c) ? (c->commit_seq < c->applied ? c->commit_seq : c->applied) : c->applied;
+    if (lo > done + 1)
+        lo = done + 1;
+    for (size_t i = 0; is_primary(c) && i < c->nnodes; i++) { /* what a connected member is still to be sent stays */
+        const clu_node *n = &c->nodes[i];
+        uint64_t need = n->snap == CLU_SNAP_NONE                                     ? n->next_send
+                        : n->snap == CLU_SNAP_SENDING || n->snap == CLU_SNAP_ACK ? n->snap_seq + 1
+                                                                                     : lo;
+        if (n->ready && need < lo)
+            lo = need;
+    }
+    if (lo <= first)
+        return;
+    pthread_mutex_lock(&c->rlog_mu);
+    int rc = slot_rlog_trim_before(c->rlog, lo);
+    uint64_t first2 = slot_rlog_first(c->rlog);
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (rc != 0)
+        slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_rlog_strerror(rc));
+    else if (first2 != first)
+        slot__clu_log(c, SLOT__LOG_INFO, "batch log trimmed: it starts at seq %" PRIu64 " (last %" PRIu64 ")", first2, last);
+}
+
+void slot__clu_snap_tick(clu *c)
+{
+    if (c->stopping)
+        return;
+    if (is_primary(c))
+        primary_snap(c);
+    else if (c->snap_ready && c->job == CLU_JOB_NONE)
+        slot__clu_job_start(c, CLU_JOB_SNAP);
+    trim(c);
+}
