@@ -57,6 +57,7 @@ typedef struct clu_node {
     char id[CLU_NAME_CAP];
     char addr[CLU_ADDR_CAP];  /* client address (--advertise) */
     char repl[CLU_ADDR_CAP];  /* replication address */
+    char http[CLU_ADDR_CAP];  /* HTTP address (--http), "" when it has none */
     uint64_t tenure, seq;     /* its log's last record, as it published it */
     uint64_t applied;         /* its applied seq, as published */
     char role[16];
@@ -79,6 +80,7 @@ typedef struct slot__cluster {
     char self[CLU_NAME_CAP];
     char adv[CLU_ADDR_CAP];        /* our client address */
     char repl_addr[CLU_ADDR_CAP];  /* our bound replication address */
+    char http_addr[CLU_ADDR_CAP];  /* our HTTP address, "" without --http */
     uint32_t hb_ms, failover_ms, repl_to_ms, min_replicas;
 
     slot_etcd *etcd;
@@ -168,6 +170,12 @@ int slot__clu_node_parse(const uint8_t *v, size_t len, clu_node *n);
 size_t slot__clu_node_json(clu *c, char *buf, size_t cap);
 /* the cluster op (s->clu_up.cluster_json). */
 char *slot__clu_cluster_json(server *s);
+/* slot__clu_is_primary — this node is the primary now (GET /primary's 200). */
+bool slot__clu_is_primary(server *s);
+/* slot__clu_primary_http — the primary's HTTP address as its node key
+ * published it ("" unknown, or without --http); borrowed until the next
+ * listing of the node keys. */
+const char *slot__clu_primary_http(server *s);
 /* split "H:P" into host and port; 0 or -1. */
 int slot__clu_split_addr(const char *addr, char *host, size_t cap, int *port);
 const char *slot__clu_role_name(clu_role r);

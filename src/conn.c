@@ -64,19 +64,8 @@ static void conn_push(conn *c, entry *e)
     c->pending++;
 }
 
-/* Decides where a line goes: an answer now (errors), the write queue, or a
- * read that runs once the connection's earlier entries are answered. */
-static void handle_line(server *s, conn *c, const char *line, size_t len)
+bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len)
 {
-    entry *e = slot__entry_get(s);
-    if (!e) {
-        slot__log("out of memory for a request; closing the connection");
-        slot__conn_close(c);
-        return;
-    }
-    e->t0_ns = uv_hrtime();
-    conn_push(c, e);
-    e->state = ENTRY_DONE;
     char msg[sizeof(e->res.message)];
     slot_err err = slot_proto_parse(line, len, &e->req, msg, sizeof(msg));
     if (err != SLOT_E_OK) {
@@ -85,18 +74,32 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
         if (s->ntokens && c->role == SLOT_ROLE_NONE) {
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
             c->close_after_flush = true;
-            return;
+            return false;
         }
         slot_res_error(&e->res, err, "%s", msg);
-        return;
+        return false;
     }
     e->parsed = true;
+    return true;
+}
+
+void slot__conn_admit(server *s, conn *c, entry *e)
+{
+    SLOT_ASSERT(e->parsed);
+    SLOT_ASSERT(e->state == ENTRY_DONE);
     s->requests[e->req.op]++;
     if (!slot__authorize(s, c, e)) {
         s->errors++;
         return;
     }
-    if (!slot__feed_admit(s, c, e)) {
+    bool feed_op = e->req.op == SLOT_OP_SUBSCRIBE || e->req.op == SLOT_OP_ACK || e->req.op == SLOT_OP_UNSUBSCRIBE;
+    if (c->http && feed_op) { /* a feed consumer needs a connection that lasts (docs/protocol.md, "HTTP") */
+        slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "op %s is not available over HTTP; use the TCP protocol",
+                       slot_op_name(e->req.op));
+        s->errors++;
+        return;
+    }
+    if (!c->http && !slot__feed_admit(s, c, e)) {
         s->errors += e->res.err != SLOT_E_OK;
         return;
     }
@@ -115,6 +118,23 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
         return;
     }
     slot__queue_push(s, e);
+}
+
+/* Decides where a line goes: an answer now (errors), the write queue, or a
+ * read that runs once the connection's earlier entries are answered. */
+static void handle_line(server *s, conn *c, const char *line, size_t len)
+{
+    entry *e = slot__entry_get(s);
+    if (!e) {
+        slot__log("out of memory for a request; closing the connection");
+        slot__conn_close(c);
+        return;
+    }
+    e->t0_ns = uv_hrtime();
+    conn_push(c, e);
+    e->state = ENTRY_DONE;
+    if (slot__conn_parse(s, c, e, line, len))
+        slot__conn_admit(s, c, e);
 }
 
 /* line_too_long: answered, then the connection closes (docs/protocol.md, "Framing"). */
@@ -222,8 +242,7 @@ bool slot__conn_out_reserve(conn *c, size_t need)
     return true;
 }
 
-/* Encodes one answer at the end of the output buffer. */
-static bool out_encode(conn *c, const entry *e)
+bool slot__conn_encode(conn *c, const entry *e)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         char *dst = c->out ? c->out + c->out_len : NULL; /* no arithmetic on a NULL buffer */
@@ -321,7 +340,7 @@ void slot__conn_flush(conn *c)
         if (e->state != ENTRY_DONE)
             break;
         slot__feed_answered(c, e);
-        if (!out_encode(c, e)) {
+        if (!slot__conn_encode(c, e)) {
             slot__log("out of memory for a reply; closing the connection");
             slot__conn_close(c);
             return;

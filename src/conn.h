@@ -45,6 +45,27 @@ void slot__conn_pace(conn *c);
  * (grown by doubling); false when out of memory. */
 bool slot__conn_out_reserve(conn *c, size_t need);
 
+/*
+ * slot__conn_parse — parse one request line (len >= 1 bytes, no newline)
+ * into e, which is c's and ENTRY_DONE. Returns true when it parsed (e->parsed);
+ * false when e now holds the answer: the parser's error, or unauthenticated
+ * (c then closes after it) when tokens are configured and c has no role yet.
+ * Counts bad lines and errors. Shared by the TCP framing here and http.c.
+ */
+bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len);
+
+/*
+ * slot__conn_admit — where parsed request e of c goes: answered now (its
+ * role may not run it, a feed op over HTTP, shutting_down, overloaded at
+ * --max-queue), ENTRY_READ_WAIT (a read op: run when it reaches c's head),
+ * or the write queue (ENTRY_QUEUED). Counts requests and errors.
+ */
+void slot__conn_admit(server *s, conn *c, entry *e);
+
+/* slot__conn_encode — append e's reply line (with its "\n") to c->out; false
+ * when out of memory (nothing appended). */
+bool slot__conn_encode(conn *c, const entry *e);
+
 /* slot__conns_reap — close every connection past one of its time bounds.
  * O(connections); from the sweeper's timer and while stopping. */
 void slot__conns_reap(server *s);

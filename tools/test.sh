@@ -8,6 +8,6 @@ set -euo pipefail
 # etcd-server: the configuration store tests/test_etcd.c starts.
 # scdoc renders the man pages, mandoc lints them (tests/test_man.py);
 # systemd: systemd-analyze checks slotd.service (tests/test_systemd.py).
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd haproxy
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"
