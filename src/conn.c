@@ -423,20 +423,25 @@ static void on_conn_closed(uv_handle_t *h)
     free(c);
 }
 
+void slot__conn_undirty(conn *c)
+{
+    if (!c->dirty)
+        return;
+    conn **p = &c->srv->dirty;
+    while (*p && *p != c)
+        p = &(*p)->dirty_next;
+    if (*p)
+        *p = c->dirty_next;
+    c->dirty = false;
+}
+
 void slot__conn_close(conn *c)
 {
     if (c->state == CONN_CLOSING)
         return;
     conn_set_state(c, CONN_CLOSING);
     slot__feed_conn_gone(c);
-    if (c->dirty) { /* drop it from the dirty list: it must not be flushed after close */
-        conn **p = &c->srv->dirty;
-        while (*p && *p != c)
-            p = &(*p)->dirty_next;
-        if (*p)
-            *p = c->dirty_next;
-        c->dirty = false;
-    }
+    slot__conn_undirty(c); /* it must not be flushed after close */
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 

@@ -30,6 +30,10 @@ void slot__on_connection(uv_stream_t *listener, int status);
  */
 void slot__conn_flush(conn *c);
 
+/* slot__conn_undirty — take c off the server's list of connections with new
+ * answers (before it closes or is freed). O(that list). */
+void slot__conn_undirty(conn *c);
+
 /* slot__conn_close — close now (idempotent); queued entries outlive it. */
 void slot__conn_close(conn *c);
 

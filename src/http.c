@@ -59,6 +59,7 @@ typedef struct slot__http {
     bool handles;    /* poll and timer are initialized (closed by the loop's walk) */
     bool quiesced;
     uint32_t live;   /* hreqs not yet freed */
+    uint32_t nconns; /* open HTTP connections (MHD_OPTION_NOTIFY_CONNECTION) */
 } slot__http;
 
 /* What a path asks for. */
@@ -71,6 +72,7 @@ typedef struct slot__hreq {
     hreq_kind kind;            /* HR_EVENT: the line is built at once; HR_HEALTH..: no entry */
     bool suspended;            /* waiting for its batch (or its read's turn) */
     bool too_long;             /* the body passed --max-line: 413 */
+    size_t dropped_bytes;      /* of a body past --max-line, read and dropped */
     bool answered;             /* c.out holds the reply; err is its code */
     bool queued;               /* the reply was handed to libmicrohttpd */
     slot_err err;
@@ -83,45 +85,30 @@ static void on_timer(uv_timer_t *t);
 
 /* ---- statuses (docs/protocol.md, "HTTP") */
 
+/* Every code not named here (internal) is 500. */
+static const unsigned short status_of[SLOT_E__COUNT] = {
+    [SLOT_E_OK] = MHD_HTTP_OK,
+    [SLOT_E_BAD_JSON] = MHD_HTTP_BAD_REQUEST, [SLOT_E_INVALID_ARGUMENT] = MHD_HTTP_BAD_REQUEST,
+    [SLOT_E_UNKNOWN_OP] = MHD_HTTP_BAD_REQUEST,
+    [SLOT_E_UNAUTHENTICATED] = MHD_HTTP_UNAUTHORIZED,
+    [SLOT_E_FORBIDDEN] = MHD_HTTP_FORBIDDEN,
+    [SLOT_E_UNKNOWN_EVENT] = MHD_HTTP_NOT_FOUND, [SLOT_E_UNKNOWN_HOLD] = MHD_HTTP_NOT_FOUND,
+    [SLOT_E_EVENT_EXISTS] = MHD_HTTP_CONFLICT, [SLOT_E_NOT_ON_SALE] = MHD_HTTP_CONFLICT,
+    [SLOT_E_HOLD_NOT_ACTIVE] = MHD_HTTP_CONFLICT, [SLOT_E_IDEMPOTENCY_CONFLICT] = MHD_HTTP_CONFLICT,
+    [SLOT_E_USER_LIMIT] = MHD_HTTP_CONFLICT, [SLOT_E_EXTEND_LIMIT] = MHD_HTTP_CONFLICT,
+    [SLOT_E_CAPACITY_BELOW_ALLOCATED] = MHD_HTTP_CONFLICT, [SLOT_E_FEED_TRUNCATED] = MHD_HTTP_CONFLICT,
+    [SLOT_E_NOT_SUBSCRIBED] = MHD_HTTP_CONFLICT,
+    [SLOT_E_LINE_TOO_LONG] = MHD_HTTP_CONTENT_TOO_LARGE,
+    [SLOT_E_OVERLOADED] = MHD_HTTP_SERVICE_UNAVAILABLE, [SLOT_E_SHUTTING_DOWN] = MHD_HTTP_SERVICE_UNAVAILABLE,
+    [SLOT_E_UNAVAILABLE] = MHD_HTTP_SERVICE_UNAVAILABLE,
+    [SLOT_E_NOT_PRIMARY] = MHD_HTTP_TEMPORARY_REDIRECT,
+    [SLOT_E_STORAGE_FULL] = MHD_HTTP_INSUFFICIENT_STORAGE,
+};
+
 static unsigned http_status(slot_err err)
 {
-    switch (err) {
-    case SLOT_E_OK:
-        return MHD_HTTP_OK;
-    case SLOT_E_BAD_JSON:
-    case SLOT_E_INVALID_ARGUMENT:
-    case SLOT_E_UNKNOWN_OP:
-        return MHD_HTTP_BAD_REQUEST;
-    case SLOT_E_UNAUTHENTICATED:
-        return MHD_HTTP_UNAUTHORIZED;
-    case SLOT_E_FORBIDDEN:
-        return MHD_HTTP_FORBIDDEN;
-    case SLOT_E_UNKNOWN_EVENT:
-    case SLOT_E_UNKNOWN_HOLD:
-        return MHD_HTTP_NOT_FOUND;
-    case SLOT_E_EVENT_EXISTS:
-    case SLOT_E_NOT_ON_SALE:
-    case SLOT_E_HOLD_NOT_ACTIVE:
-    case SLOT_E_IDEMPOTENCY_CONFLICT:
-    case SLOT_E_USER_LIMIT:
-    case SLOT_E_EXTEND_LIMIT:
-    case SLOT_E_CAPACITY_BELOW_ALLOCATED:
-    case SLOT_E_FEED_TRUNCATED:
-    case SLOT_E_NOT_SUBSCRIBED:
-        return MHD_HTTP_CONFLICT;
-    case SLOT_E_LINE_TOO_LONG:
-        return MHD_HTTP_CONTENT_TOO_LARGE;
-    case SLOT_E_OVERLOADED:
-    case SLOT_E_SHUTTING_DOWN:
-    case SLOT_E_UNAVAILABLE:
-        return MHD_HTTP_SERVICE_UNAVAILABLE;
-    case SLOT_E_NOT_PRIMARY:
-        return MHD_HTTP_TEMPORARY_REDIRECT;
-    case SLOT_E_STORAGE_FULL:
-        return MHD_HTTP_INSUFFICIENT_STORAGE;
-    default:
-        return MHD_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    unsigned st = (unsigned)err < SLOT_E__COUNT ? status_of[err] : 0;
+    return st ? st : MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
 /* ---- answers */
@@ -189,13 +176,7 @@ static void hreq_free(hreq *r)
         else
             slot__entry_put(s, e);
     }
-    if (c->dirty) {
-        conn **p = &s->dirty;
-        while (*p && *p != c)
-            p = &(*p)->dirty_next;
-        if (*p)
-            *p = c->dirty_next;
-    }
+    slot__conn_undirty(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -244,16 +225,10 @@ static bool hreq_progress(hreq *r)
     if (e->state != ENTRY_DONE)
         return false;
     r->err = e->res.err;
-    if (!slot__conn_encode(c, e)) {
+    if (!slot__conn_encode(c, e)) { /* out of memory: a 500 without a body */
         slot__log("out of memory for an HTTP reply");
         c->out_len = 0;
         r->err = SLOT_E_INTERNAL;
-        char msg[160];
-        size_t n = slot_proto_encode_error(&e->req.id, SLOT_E_INTERNAL, "out of memory", msg, sizeof(msg));
-        if (n < sizeof(msg) && slot__conn_out_reserve(c, n)) {
-            memcpy(c->out, msg, n);
-            c->out_len = n;
-        }
     }
     slot_hist_record(s->latency_us, (uv_hrtime() - e->t0_ns) / 1000u);
     c->head = c->tail = NULL;
@@ -322,7 +297,7 @@ static size_t build_line(const hreq *r, const char *key, char **out)
     *out = line;
     if (!line)
         return 0;
-    if (n > 0 && b[i] != '{') {
+    if (n > 0 && (i == n || b[i] != '{')) { /* only spaces, or not an object */
         memcpy(line, b, n);
         return n;
     }
@@ -436,25 +411,17 @@ static bool hreq_submit(hreq *r)
 
 /* ---- the endpoints without a protocol request */
 
-static enum MHD_Result answer_health(server *s, struct MHD_Connection *mc, hreq *r)
+/* /health, /primary, /metrics: no entry, no token (no user data). */
+static enum MHD_Result answer_plain(server *s, struct MHD_Connection *mc, hreq_kind kind)
 {
-    r->queued = true;
-    return s->stopping ? answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "stopping\n")
-                       : answer_text(mc, MHD_HTTP_OK, NULL, "ok\n");
-}
-
-static enum MHD_Result answer_primary(server *s, struct MHD_Connection *mc, hreq *r)
-{
-    bool primary = !s->stopping && (!s->clu || (s->clu_up.is_primary && s->clu_up.is_primary(s)));
-    r->queued = true;
-    return primary ? answer_text(mc, MHD_HTTP_OK, NULL, s->clu ? "primary\n" : "standalone\n")
-                   : answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "not the primary\n");
-}
-
-static enum MHD_Result answer_metrics(server *s, struct MHD_Connection *mc, hreq *r)
-{
-    (void)s;
-    r->queued = true;
+    if (kind == HR_HEALTH)
+        return s->stopping ? answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "stopping\n")
+                           : answer_text(mc, MHD_HTTP_OK, NULL, "ok\n");
+    if (kind == HR_PRIMARY) {
+        bool primary = !s->stopping && (!s->clu || (s->clu_up.is_primary && s->clu_up.is_primary(s)));
+        return primary ? answer_text(mc, MHD_HTTP_OK, NULL, s->clu ? "primary\n" : "standalone\n")
+                       : answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "not the primary\n");
+    }
     return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL, "metrics are not built into this server\n");
 }
 
@@ -537,19 +504,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (r->queued)
         return MHD_YES; /* answered before its body ended (413): the rest is dropped */
     if (*upload_size > 0) {
+        /* Past --max-line the body is read and dropped, and answered 413 at
+         * its end (libmicrohttpd queues no answer in the middle of a body);
+         * one that goes on past twice the limit (and a read buffer) is
+         * dropped with its connection. */
         if (r->kind == HR_OP) /* a GET's body is dropped */
             body_append(r, upload, *upload_size);
+        if (r->too_long)
+            r->dropped_bytes += *upload_size;
         *upload_size = 0;
-        if (!r->too_long)
-            return MHD_YES;
-        /* over --max-line: answered now, as a TCP line is, not after the whole body */
+        return r->dropped_bytes > 2 * (size_t)h->s->opts.line_bytes_max + SLOT_HTTP_CONN_MEMORY_BYTES ? MHD_NO : MHD_YES;
     }
-    if (r->kind == HR_HEALTH)
-        return answer_health(h->s, mc, r);
-    if (r->kind == HR_PRIMARY)
-        return answer_primary(h->s, mc, r);
-    if (r->kind == HR_METRICS)
-        return answer_metrics(h->s, mc, r);
+    if (r->kind != HR_OP && r->kind != HR_EVENT) {
+        r->queued = true;
+        return answer_plain(h->s, mc, r->kind);
+    }
     if (!r->answered && !r->c.head && !hreq_submit(r))
         return MHD_NO;
     if (hreq_progress(r))
@@ -570,6 +539,34 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls, e
         hreq_free(r);
 }
 
+/* --max-connections is kept here rather than by MHD_OPTION_CONNECTION_LIMIT:
+ * libmicrohttpd 0.9.75 with an external epoll loop stops serving the
+ * connections it has once one more arrives at its own limit, while one
+ * refused here is closed at once and the rest go on. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    slot__http *h = cls;
+    (void)addr;
+    (void)len;
+    if (h->nconns < h->s->opts.conns_max)
+        return MHD_YES;
+    h->s->accepts_paused++;
+    return MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx, enum MHD_ConnectionNotificationCode what)
+{
+    slot__http *h = cls;
+    (void)mc;
+    (void)socket_ctx;
+    if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+        h->nconns++;
+        h->s->conns_total++;
+    } else if (h->nconns > 0) {
+        h->nconns--;
+    }
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -585,6 +582,9 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 static void http_run(slot__http *h)
 {
     MHD_run(h->d);
+    /* From the timer (the loop's timer phase) the loop would block in its
+     * poll before its check handle dispatches what was queued: go now. */
+    slot__dispatch(h->s);
     MHD_UNSIGNED_LONG_LONG to_ms = 0;
     if (MHD_get_timeout(h->d, &to_ms) == MHD_YES)
         uv_timer_start(&h->timer, on_timer, to_ms, 0);
@@ -620,12 +620,12 @@ int slot__http_start(server *s, const struct sockaddr *sa)
     if (o->idle_timeout_ms && o->idle_timeout_ms < to_ms)
         to_ms = o->idle_timeout_ms;
     unsigned to_s = (to_ms + 999) / 1000;
-    h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->conns_max,
+    h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->conns_max + 64u,
                             MHD_OPTION_CONNECTION_TIMEOUT, to_s ? to_s : 1u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                             (size_t)SLOT_HTTP_CONN_MEMORY_BYTES, MHD_OPTION_LISTEN_BACKLOG_SIZE,
                             (unsigned)SLOT_LISTEN_BACKLOG, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
     if (!h->d) {
         slot__log("--http %s:%u: libmicrohttpd could not listen there (the address may be taken)", o->http_host,
                   o->http_port);

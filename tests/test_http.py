@@ -274,12 +274,133 @@ def statuses(binary, fp_binary, tmp):
         srv.stop()
 
 
+def raw(port, data, timeout=30):
+    """Sends data on a new connection; reads until the server closes it (or
+    timeout s pass): the bytes, and whether the server closed it."""
+    s = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+    s.sendall(data)
+    got, closed = b'', False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            closed = True
+            break
+        if not chunk:
+            closed = True
+            break
+        got += chunk
+    s.close()
+    return got, closed
+
+
+def status_of(resp):
+    """The status of the first response in resp bytes, or 0."""
+    try:
+        return int(resp.split(b' ', 2)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def tcp_hold_works(srv, key):
+    t = Tcp(srv.tcp_port)
+    r = json.loads(t.ask({'op': 'hold', 'event': 'b1', 'user': 'tcp', 'qty': 1, 'request': key}))
+    t.close()
+    return r.get('ok') is True
+
+
+def bad_http(binary, tmp):
+    config = os.path.join(tmp, 'bad.conf')
+    with open(config, 'w') as f:
+        f.write('# --http from the config file\nhttp = 127.0.0.1:0\n')
+    srv = Server(binary, tmp, 'bad', ['--config', config, '--max-connections', '64'])
+    p = srv.http_port
+    post(p, 'create_event', {'event': 'b1', 'capacity': 1000, 'max_per_user': 1000, 'max_per_request': 100})
+    host = b'Host: 127.0.0.1\r\n'
+    # no Content-Length: an empty body ({}), so the fields are missing
+    got, _ = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Connection: close\r\n\r\n')
+    check(status_of(got) == 400 and b'invalid_argument' in got, 'POST without Content-Length: %r' % got[:200])
+    # chunked: the body in pieces
+    body = b'{"event":"b1","user":"c","qty":1,"request":"ch1"}'
+    chunked = b'%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n' % (10, body[:10], len(body) - 10, body[10:])
+    got, _ = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n' +
+                 chunked)
+    check(status_of(got) == 200 and b'"held"' in got, 'a chunked body: %r' % got[:300])
+    # a chunked body over --max-line: 413, the connection closed
+    big = b'x' * (MAX_LINE + 100)
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Transfer-Encoding: chunked\r\n\r\n' +
+                      b'%x\r\n%s\r\n0\r\n\r\n' % (len(big), big))
+    check(status_of(got) == 413 and b'line_too_long' in got and closed, 'a chunked body over the limit: %r' % got[:300])
+    # Content-Length over --max-line, body never sent: answered at once
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Length: 100000000\r\n\r\n{"event"')
+    check(status_of(got) == 413 and closed, 'Content-Length over the limit: %r' % got[:300])
+    # a huge head: refused (431) or dropped, never served
+    got, closed = raw(p, b'GET /health HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 100000 + b'\r\n\r\n')
+    check(status_of(got) in (0, 400, 413, 431) and closed, 'a huge header: %r' % got[:200])
+    # slow headers: a head that stops coming is dropped after the timeout (1 s here)
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Le', timeout=60)
+    check(closed, 'an unfinished head is dropped after the timeout (got %r)' % got[:200])
+    # a body that stops coming: the same
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Length: 50\r\n\r\n{"ev', timeout=60)
+    check(closed, 'an unfinished body is dropped after the timeout (got %r)' % got[:200])
+    # pipelined: three requests in one send, three answers in order
+    reqs = b''
+    for i in range(3):
+        b = json.dumps({'event': 'b1', 'user': 'pipe', 'qty': 1, 'request': 'p%d' % i}).encode()
+        reqs += b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Length: %d\r\n\r\n' % len(b) + b
+    reqs += b'GET /v1/events/b1 HTTP/1.1\r\n' + host + b'Connection: close\r\n\r\n'
+    got, _ = raw(p, reqs)
+    check(got.count(b'HTTP/1.1 200') == 4 and got.count(b'"status":"held"') == 3 and got.rfind(b'"status":"held"') < got.find(b'"available"'),
+          'pipelined requests answered in order: %r' % got)
+    # HTTP/1.0: answered, then closed
+    got, closed = raw(p, b'GET /v1/events/b1 HTTP/1.0\r\n\r\n')
+    check(status_of(got) == 200 and b'"available"' in got and closed, 'HTTP/1.0: %r' % got[:300])
+    # wrong methods: 405 with Allow
+    for method, path, allow in ((b'PUT', b'/v1/hold', b'POST'), (b'GET', b'/v1/hold', b'POST'),
+                                (b'DELETE', b'/health', b'GET, HEAD'), (b'POST', b'/v1/events/b1', b'GET, HEAD')):
+        got, _ = raw(p, method + b' ' + path + b' HTTP/1.1\r\n' + host + b'Content-Length: 0\r\nConnection: close\r\n\r\n')
+        check(status_of(got) == 405 and b'Allow: ' + allow in got, '%s %s: %r' % (method, path, got[:300]))
+    # garbage and a bad request line
+    got, closed = raw(p, b'\x00\x01garbage\r\n\r\n')
+    check(closed, 'garbage is dropped: %r' % got[:200])
+    got, closed = raw(p, b'POST /v1/hold HTTP/9.9\r\n' + host + b'\r\n')
+    check(closed, 'an unknown HTTP version is refused: %r' % got[:200])
+    # many connections at once, past --max-connections 64: served or closed, never a crash
+    socks = []
+    for _ in range(100):
+        try:
+            socks.append(socket.create_connection(('127.0.0.1', p), timeout=5))
+        except OSError:
+            break
+    check(tcp_hold_works(srv, 'during-flood'), 'a TCP hold while HTTP connections pile up')
+    for s in socks:
+        s.close()
+    # the server is alive and serves both protocols afterwards
+    check(srv.alive(), 'slotd is alive after the bad HTTP')
+    # (connections the flood closed still count until slotd has read their end: refused till then)
+    for _ in range(100):
+        try:
+            st, _, body = post(p, 'hold', {'event': 'b1', 'user': 'after', 'qty': 1, 'request': 'after'})
+            break
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+            st, body = 0, b''
+            time.sleep(0.1)
+    check(st == 200 and b'"held"' in body, 'an HTTP hold after the bad HTTP: %d %r' % (st, body))
+    check(tcp_hold_works(srv, 'after'), 'a TCP hold after the bad HTTP')
+    rc, err = srv.stop()
+    check(rc == 0, 'exit status %d after the bad HTTP: %s' % (rc, err[-2000:]))
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit('usage: test_http.py SLOTD SLOTD_FAILPOINTS')
     binary, fp_binary = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     with tempfile.TemporaryDirectory() as tmp:
         statuses(binary, fp_binary, tmp)
+        bad_http(binary, tmp)
     if FAILURES:
         print('%d failure(s)' % len(FAILURES))
         sys.exit(1)
