@@ -180,6 +180,7 @@ static void on_nodes(slot_etcd *e, int status, const slot_etcd_range_result *r, 
         memcpy(n->addr, tmp.addr, sizeof(n->addr));
         memcpy(n->repl, tmp.repl, sizeof(n->repl));
         memcpy(n->role, tmp.role, sizeof(n->role));
+        memcpy(n->http, tmp.http, sizeof(n->http));
         n->tenure = tmp.tenure;
         n->seq = tmp.seq;
         n->applied = tmp.applied;
