@@ -677,6 +677,13 @@ void slot__http_free(server *s)
     slot__http *h = s->http;
     if (!h)
         return;
+    /* libmicrohttpd refuses to stop with a connection still suspended (a
+     * read that waited past the stop's deadline): resume them to be closed */
+    for (conn *c = s->http_conns; c; c = c->next)
+        if (c->http->suspended) {
+            c->http->suspended = false;
+            MHD_resume_connection(c->http->mc);
+        }
     if (h->d)
         MHD_stop_daemon(h->d); /* its completion callbacks free the requests left */
     free(h);
