@@ -20,9 +20,9 @@
  */
 #include "http.h"
 
-#include <jansson.h>
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +31,7 @@
 
 #include "auth.h"
 #include "conn.h"
-#include "jsonw.h"
+#include "http_line.h"
 #include "loop.h"
 #include "slot/assert.h"
 #include "slot/proto.h"
@@ -40,14 +40,12 @@
  * fit in it with its read buffer, so it is the bound on a request's head; a
  * bigger head is answered 431 and the connection closed. */
 #define SLOT_HTTP_CONN_MEMORY_BYTES (32u * 1024u)
-/* Longest op name in a path (the longest op, "set_sale_window", has 15). */
-#define SLOT_HTTP_OP_BYTES_MAX 32
 /* Retry-After of a 503, in seconds: about the time a failover or a full
  * queue takes to clear (docs/protocol.md, "HTTP"). */
 #define SLOT_HTTP_RETRY_AFTER_S "1"
-/* The request line's own bytes beyond the body and the key: {"op":"...",
- * "request":"..."} (the key's bytes count 6 each: \u00XX at worst). */
-#define SLOT_HTTP_LINE_EXTRA_BYTES (64 + SLOT_HTTP_OP_BYTES_MAX)
+/* Request states kept for reuse (with their buffers), so that a request
+ * costs no allocation of slotd's own once the pool is warm; more are freed. */
+#define SLOT_HTTP_POOL_MAX 1024
 
 _Static_assert(SLOT_HTTP_CONN_MEMORY_BYTES >= 4096, "room for an ordinary request head");
 
@@ -60,16 +58,25 @@ typedef struct slot__http {
     bool quiesced;
     uint32_t live;   /* hreqs not yet freed */
     uint32_t nconns; /* open HTTP connections (MHD_OPTION_NOTIFY_CONNECTION) */
+    struct slot__hreq *pool; /* free request states, linked by c.next */
+    uint32_t npool;
 } slot__http;
 
 /* What a path asks for. */
 typedef enum hreq_kind { HR_OP, HR_EVENT, HR_HEALTH, HR_PRIMARY, HR_METRICS } hreq_kind;
 
+/* The fields below `kind` are zeroed for each request; the buffers are kept. */
+
 typedef struct slot__hreq {
     conn c;                    /* the stand-in: c.http == this; c.head is the request's entry */
     slot__http *h;
     struct MHD_Connection *mc;
-    hreq_kind kind;            /* HR_EVENT: the line is built at once; HR_HEALTH..: no entry */
+    char *body;                /* the body so far (GET /v1/events/E: {"event":E}) */
+    size_t body_cap;
+    char *line;                /* the request line made of it */
+    size_t line_cap;
+    hreq_kind kind;            /* HR_OP, HR_EVENT: an entry; HR_HEALTH..: none */
+    size_t body_len;
     bool suspended;            /* waiting for its batch (or its read's turn) */
     bool too_long;             /* the body passed --max-line: 413 */
     size_t dropped_bytes;      /* of a body past --max-line, read and dropped */
@@ -77,39 +84,9 @@ typedef struct slot__hreq {
     bool queued;               /* the reply was handed to libmicrohttpd */
     slot_err err;
     char op[SLOT_HTTP_OP_BYTES_MAX + 1];
-    char *body;                /* the body so far, or the line of a GET */
-    size_t body_len, body_cap;
 } hreq;
 
 static void on_timer(uv_timer_t *t);
-
-/* ---- statuses (docs/protocol.md, "HTTP") */
-
-/* Every code not named here (internal) is 500. */
-static const unsigned short status_of[SLOT_E__COUNT] = {
-    [SLOT_E_OK] = MHD_HTTP_OK,
-    [SLOT_E_BAD_JSON] = MHD_HTTP_BAD_REQUEST, [SLOT_E_INVALID_ARGUMENT] = MHD_HTTP_BAD_REQUEST,
-    [SLOT_E_UNKNOWN_OP] = MHD_HTTP_BAD_REQUEST,
-    [SLOT_E_UNAUTHENTICATED] = MHD_HTTP_UNAUTHORIZED,
-    [SLOT_E_FORBIDDEN] = MHD_HTTP_FORBIDDEN,
-    [SLOT_E_UNKNOWN_EVENT] = MHD_HTTP_NOT_FOUND, [SLOT_E_UNKNOWN_HOLD] = MHD_HTTP_NOT_FOUND,
-    [SLOT_E_EVENT_EXISTS] = MHD_HTTP_CONFLICT, [SLOT_E_NOT_ON_SALE] = MHD_HTTP_CONFLICT,
-    [SLOT_E_HOLD_NOT_ACTIVE] = MHD_HTTP_CONFLICT, [SLOT_E_IDEMPOTENCY_CONFLICT] = MHD_HTTP_CONFLICT,
-    [SLOT_E_USER_LIMIT] = MHD_HTTP_CONFLICT, [SLOT_E_EXTEND_LIMIT] = MHD_HTTP_CONFLICT,
-    [SLOT_E_CAPACITY_BELOW_ALLOCATED] = MHD_HTTP_CONFLICT, [SLOT_E_FEED_TRUNCATED] = MHD_HTTP_CONFLICT,
-    [SLOT_E_NOT_SUBSCRIBED] = MHD_HTTP_CONFLICT,
-    [SLOT_E_LINE_TOO_LONG] = MHD_HTTP_CONTENT_TOO_LARGE,
-    [SLOT_E_OVERLOADED] = MHD_HTTP_SERVICE_UNAVAILABLE, [SLOT_E_SHUTTING_DOWN] = MHD_HTTP_SERVICE_UNAVAILABLE,
-    [SLOT_E_UNAVAILABLE] = MHD_HTTP_SERVICE_UNAVAILABLE,
-    [SLOT_E_NOT_PRIMARY] = MHD_HTTP_TEMPORARY_REDIRECT,
-    [SLOT_E_STORAGE_FULL] = MHD_HTTP_INSUFFICIENT_STORAGE,
-};
-
-static unsigned http_status(slot_err err)
-{
-    unsigned st = (unsigned)err < SLOT_E__COUNT ? status_of[err] : 0;
-    return st ? st : MHD_HTTP_INTERNAL_SERVER_ERROR;
-}
 
 /* ---- answers */
 
@@ -145,7 +122,7 @@ static enum MHD_Result answer_reply(hreq *r, const char *url)
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    unsigned status = http_status(r->err);
+    unsigned status = slot__http_status(r->err);
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, SLOT_HTTP_RETRY_AFTER_S);
     const char *primary = status == MHD_HTTP_TEMPORARY_REDIRECT ? primary_http(s) : NULL;
@@ -167,7 +144,8 @@ static enum MHD_Result answer_reply(hreq *r, const char *url)
 
 static void hreq_free(hreq *r)
 {
-    server *s = r->h->s;
+    slot__http *h = r->h;
+    server *s = h->s;
     conn *c = &r->c;
     entry *e = c->head;
     if (e) { /* still queued: its batch drops the answer (commit.c); else back to the pool */
@@ -183,18 +161,35 @@ static void hreq_free(hreq *r)
         s->http_conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    SLOT_ASSERT(r->h->live > 0);
-    r->h->live--;
+    SLOT_ASSERT(h->live > 0);
+    h->live--;
+    if (h->npool < SLOT_HTTP_POOL_MAX) {
+        c->next = (conn *)h->pool;
+        h->pool = r;
+        h->npool++;
+        return;
+    }
     free(c->out);
     free(r->body);
+    free(r->line);
     free(r);
 }
 
 static hreq *hreq_new(slot__http *h, struct MHD_Connection *mc)
 {
-    hreq *r = calloc(1, sizeof(*r));
-    if (!r)
+    hreq *r = h->pool;
+    if (r) {
+        h->pool = (hreq *)r->c.next;
+        h->npool--;
+        char *out = r->c.out;
+        size_t out_cap = r->c.out_cap;
+        memset(&r->c, 0, sizeof(r->c));
+        r->c.out = out;
+        r->c.out_cap = out_cap;
+        memset(&r->kind, 0, sizeof(*r) - offsetof(hreq, kind));
+    } else if (!(r = calloc(1, sizeof(*r)))) {
         return NULL;
+    }
     server *s = h->s;
     r->h = h;
     r->mc = mc;
@@ -274,63 +269,6 @@ static void body_append(hreq *r, const char *data, size_t len)
     r->body_len += len;
 }
 
-static bool json_ws(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
-}
-
-/*
- * The request line for POST /v1/OP: {"op":"OP", then the body's members
- * (and "request":KEY from Idempotency-Key when asked). An empty body is {}.
- * A body that is not an object is passed as it is, so the parser answers it
- * as it would the same line over TCP (bad_json). A body with its own "op"
- * is a duplicate key: bad_json. Heap text into *out (NULL: out of memory).
- */
-static size_t build_line(const hreq *r, const char *key, char **out)
-{
-    const char *b = r->body ? r->body : "";
-    size_t n = r->body_len, i = 0;
-    while (i < n && json_ws(b[i]))
-        i++;
-    size_t cap = n + SLOT_HTTP_LINE_EXTRA_BYTES + (key ? 6 * strlen(key) : 0);
-    char *line = malloc(cap);
-    *out = line;
-    if (!line)
-        return 0;
-    if (n > 0 && (i == n || b[i] != '{')) { /* only spaces, or not an object */
-        memcpy(line, b, n);
-        return n;
-    }
-    slot__jw w;
-    slot__jw_init(&w, line, cap);
-    SLOT__JW_LIT(&w, "{\"op\":");
-    slot__jw_str(&w, r->op, strlen(r->op), SLOT__JW_STR_STRICT);
-    if (key) {
-        SLOT__JW_LIT(&w, ",\"request\":");
-        slot__jw_str(&w, key, strlen(key), SLOT__JW_STR_STRICT);
-    }
-    if (n == 0) {
-        SLOT__JW_LIT(&w, "}");
-    } else {
-        size_t j = i + 1;
-        while (j < n && json_ws(b[j]))
-            j++;
-        if (j < n && b[j] != '}')
-            SLOT__JW_LIT(&w, ",");
-        slot__jw_mem(&w, b + j, n - j);
-    }
-    size_t len = slot__jw_finish(&w);
-    SLOT_ASSERT(len < cap); /* the op is checked short; the key's room is counted */
-    return len;
-}
-
-/* Whether name is an op-like path segment: [a-z_], 1..SLOT_HTTP_OP_BYTES_MAX bytes. */
-static bool op_name_ok(const char *name)
-{
-    size_t n = strlen(name);
-    return n >= 1 && n <= SLOT_HTTP_OP_BYTES_MAX && strspn(name, "abcdefghijklmnopqrstuvwxyz_") == n;
-}
-
 /* The role of the request's "Authorization: Bearer TOKEN" (admin without
  * tokens, as every TCP connection is then; none when missing or unknown). */
 static slot_role bearer_role(server *s, struct MHD_Connection *mc)
@@ -350,19 +288,6 @@ static slot_role bearer_role(server *s, struct MHD_Connection *mc)
     if (role == SLOT_ROLE_NONE)
         slot__log("failed HTTP bearer token (token not shown)");
     return role;
-}
-
-/* Whether r's body is an object with a "request" member; a body that is
- * not one JSON object says no (the parser then answers it, key or not). */
-static bool body_has_request(const hreq *r)
-{
-    if (r->body_len == 0)
-        return false;
-    json_error_t err;
-    json_t *o = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &err);
-    bool has = json_is_object(o) && json_object_get(o, "request") != NULL;
-    json_decref(o);
-    return has;
 }
 
 /* Body complete: r's line enters the same path as a TCP line. Returns false
@@ -387,25 +312,14 @@ static bool hreq_submit(hreq *r)
         slot_res_error(&e->res, SLOT_E_LINE_TOO_LONG, "line longer than %u bytes", s->opts.line_bytes_max);
         return true;
     }
-    char *line = NULL;
-    size_t len = 0;
-    if (r->kind == HR_EVENT) {
-        line = r->body;
-        len = r->body_len;
-        r->body = NULL;
-    } else {
-        len = build_line(r, NULL, &line);
-        const char *key = MHD_lookup_connection_value(r->mc, MHD_HEADER_KIND, "Idempotency-Key");
-        if (line && key && !body_has_request(r)) { /* the header fills "request" when the body has none */
-            free(line);
-            len = build_line(r, key, &line);
-        }
-    }
-    if (!line)
+    const char *key = r->kind == HR_OP ? MHD_lookup_connection_value(r->mc, MHD_HEADER_KIND, "Idempotency-Key") : NULL;
+    if (key && slot__http_body_has_request(r->body, r->body_len))
+        key = NULL; /* the header fills "request" only when the body has none */
+    size_t len = slot__http_line(&r->line, &r->line_cap, r->op, r->body ? r->body : "", r->body_len, key);
+    if (len == 0)
         return false;
-    if (slot__conn_parse(s, c, e, line, len))
+    if (slot__conn_parse(s, c, e, r->line, len))
         slot__conn_admit(s, c, e);
-    free(line);
     return true;
 }
 
@@ -455,7 +369,7 @@ static enum MHD_Result route(slot__http *h, struct MHD_Connection *mc, const cha
         return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL, "not found: try POST /v1/OP or GET /v1/events/EVENT\n");
     if (event ? !get : strcmp(method, MHD_HTTP_METHOD_POST) != 0)
         return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, event ? "GET, HEAD" : "POST", "method not allowed\n");
-    if (!event && !op_name_ok(url + 4))
+    if (!event && !slot__http_op_ok(url + 4))
         return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL, "not found: the op in /v1/OP is [a-z_]\n");
     hreq *r = hreq_new(h, mc);
     if (!r)
@@ -469,20 +383,10 @@ static enum MHD_Result route(slot__http *h, struct MHD_Connection *mc, const cha
         return MHD_YES;
     }
     /* GET /v1/events/E is the event op's request; the name is checked by the parser */
-    const char *name = url + 11;
-    size_t need = 32 + 6 * strlen(name);
     r->kind = HR_EVENT;
-    r->body = malloc(need);
-    if (!r->body)
-        return MHD_NO;
-    slot__jw w;
-    slot__jw_init(&w, r->body, need);
-    SLOT__JW_LIT(&w, "{\"op\":\"event\",\"event\":");
-    slot__jw_str(&w, name, strlen(name), SLOT__JW_STR_STRICT);
-    SLOT__JW_LIT(&w, "}");
-    r->body_len = slot__jw_finish(&w);
-    SLOT_ASSERT(r->body_len < need);
-    return MHD_YES;
+    snprintf(r->op, sizeof(r->op), "event");
+    r->body_len = slot__http_event_body(&r->body, &r->body_cap, url + 11);
+    return r->body_len ? MHD_YES : MHD_NO;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
@@ -686,6 +590,14 @@ void slot__http_free(server *s)
         }
     if (h->d)
         MHD_stop_daemon(h->d); /* its completion callbacks free the requests left */
+    while (h->pool) {
+        hreq *r = h->pool;
+        h->pool = (hreq *)r->c.next;
+        free(r->c.out);
+        free(r->body);
+        free(r->line);
+        free(r);
+    }
     free(h);
     s->http = NULL;
 }
