@@ -58,6 +58,7 @@ typedef struct slot__http {
     bool quiesced;
     uint32_t live;   /* hreqs not yet freed */
     uint32_t nconns; /* open HTTP connections (MHD_OPTION_NOTIFY_CONNECTION) */
+    bool at_limit;   /* refusing connections at --max-connections (logged once) */
     struct slot__hreq *pool; /* free request states, linked by c.next */
     uint32_t npool;
 } slot__http;
@@ -133,7 +134,7 @@ static enum MHD_Result answer_reply(hreq *r, const char *url)
             MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc);
     }
     if (r->err == SLOT_E_LINE_TOO_LONG)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"); /* the rest of the body is not read */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"); /* what is left of the body is not read */
     enum MHD_Result rc = MHD_queue_response(r->mc, status, resp);
     MHD_destroy_response(resp);
     r->queued = rc == MHD_YES;
@@ -285,8 +286,13 @@ static slot_role bearer_role(server *s, struct MHD_Connection *mc)
     while (len > 0 && v[len - 1] == ' ')
         len--;
     slot_role role = len > 0 && len <= SLOT_TOKEN_BYTES_MAX ? slot__token_role(s, v, len) : SLOT_ROLE_NONE;
-    if (role == SLOT_ROLE_NONE)
-        slot__log("failed HTTP bearer token (token not shown)");
+    if (role == SLOT_ROLE_NONE) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        char peer[64] = "?";
+        if (ci && ci->client_addr)
+            uv_ip_name(ci->client_addr, peer, sizeof(peer));
+        slot__log("failed HTTP bearer token from %s (token not shown)", peer);
+    }
     return role;
 }
 
@@ -452,9 +458,13 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
     slot__http *h = cls;
     (void)addr;
     (void)len;
-    if (h->nconns < h->s->opts.conns_max)
+    if (h->nconns < h->s->opts.conns_max) {
+        h->at_limit = false;
         return MHD_YES;
-    h->s->accepts_paused++;
+    }
+    if (!h->at_limit)
+        slot__log("HTTP connection limit %u reached: new HTTP connections are closed", h->s->opts.conns_max);
+    h->at_limit = true;
     return MHD_NO;
 }
 
