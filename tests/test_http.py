@@ -358,6 +358,9 @@ def bad_http(binary, tmp):
     # HTTP/1.0: answered, then closed
     got, closed = raw(p, b'GET /v1/events/b1 HTTP/1.0\r\n\r\n')
     check(status_of(got) == 200 and b'"available"' in got and closed, 'HTTP/1.0: %r' % got[:300])
+    # HEAD: the GET's status and headers, no body
+    got, _ = raw(p, b'HEAD /v1/events/b1 HTTP/1.1\r\n' + host + b'Connection: close\r\n\r\n')
+    check(status_of(got) == 200 and got.endswith(b'\r\n\r\n') and b'Content-Length: ' in got, 'HEAD: %r' % got[:300])
     # wrong methods: 405 with Allow
     for method, path, allow in ((b'PUT', b'/v1/hold', b'POST'), (b'GET', b'/v1/hold', b'POST'),
                                 (b'DELETE', b'/health', b'GET, HEAD'), (b'POST', b'/v1/events/b1', b'GET, HEAD')):
