@@ -24,6 +24,7 @@ import time
 
 FAILURES = []
 MAX_LINE = 1024
+STARTED = []  # every slotd this test started, killed by PID if the test ends early
 
 
 def check(cond, what):
@@ -45,6 +46,7 @@ class Server:
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err, env=full_env, text=True)
+        STARTED.append(self.proc)
         first = self.proc.stdout.readline()
         second = self.proc.stdout.readline()
         if not first.startswith('listening on ') or not second.startswith('http listening on '):
@@ -402,8 +404,14 @@ def main():
         sys.exit('usage: test_http.py SLOTD SLOTD_FAILPOINTS')
     binary, fp_binary = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     with tempfile.TemporaryDirectory() as tmp:
-        statuses(binary, fp_binary, tmp)
-        bad_http(binary, tmp)
+        try:
+            statuses(binary, fp_binary, tmp)
+            bad_http(binary, tmp)
+        finally:
+            for proc in STARTED:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
     if FAILURES:
         print('%d failure(s)' % len(FAILURES))
         sys.exit(1)
