@@ -20,11 +20,11 @@ static bool token_equal(const char *a, size_t alen, const char *b, size_t blen)
     return diff == 0;
 }
 
-static slot_role token_role(server *s, const slot_req *req)
+slot_role slot__token_role(server *s, const char *value, size_t len)
 {
     slot_role role = SLOT_ROLE_NONE;
-    for (size_t i = 0; i < s->ntokens; i++)
-        if (token_equal(s->tokens[i].value, s->tokens[i].len, req->token, req->token_len))
+    for (size_t i = 0; i < s->ntokens; i++) /* every token compared: the time does not tell which matched */
+        if (token_equal(s->tokens[i].value, s->tokens[i].len, value, len))
             role = s->tokens[i].role;
     return role;
 }
@@ -55,7 +55,7 @@ bool slot__authorize(server *s, conn *c, entry *e)
     if (s->ntokens == 0)
         return true; /* development mode: loopback only, every connection admin */
     if (e->req.op == SLOT_OP_HELLO) {
-        slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? token_role(s, &e->req) : SLOT_ROLE_NONE;
+        slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? slot__token_role(s, e->req.token, e->req.token_len) : SLOT_ROLE_NONE;
         if (role == SLOT_ROLE_NONE) {
             char peer[64];
             slot__conn_peer(c, peer, sizeof peer);

@@ -15,6 +15,11 @@
  * readable or writable by group or others. Returns 0, or -1 after logging why. */
 int slot__tokens_load(server *s, const char *path);
 
+/* slot__token_role — the role of the token value[0..len) (not NUL-terminated),
+ * compared in constant time with every configured token; SLOT_ROLE_NONE when
+ * it matches none. hello's token and HTTP's "Authorization: Bearer" both. */
+slot_role slot__token_role(server *s, const char *value, size_t len);
+
 /* slot__authorize — decide what parsed request e may do on c (hello sets
  * c's role). Returns false when e was answered with an error here
  * (unauthenticated, which also closes c after the answer; forbidden, an op

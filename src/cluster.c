@@ -187,6 +187,7 @@ static void on_nodes(slot_etcd *e, int status, const slot_etcd_range_result *r, 
         memcpy(n->addr, tmp.addr, sizeof(n->addr));
         memcpy(n->repl, tmp.repl, sizeof(n->repl));
         memcpy(n->role, tmp.role, sizeof(n->role));
+        memcpy(n->http, tmp.http, sizeof(n->http));
         n->tenure = tmp.tenure;
         n->seq = tmp.seq;
         n->applied = tmp.applied;
@@ -600,6 +601,12 @@ static int names_and_addrs(clu *c)
                                                        : ((struct sockaddr_in *)&ss)->sin_port);
         snprintf(c->adv, sizeof(c->adv), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", name, port);
     }
+    /* the HTTP address others' 307s name: --advertise's host with the bound port, or the bound address */
+    const char *hport = strrchr(s->http_addr, ':');
+    if (s->http_addr[0] && o->adv_port && hport)
+        snprintf(c->http_addr, sizeof(c->http_addr), strchr(o->adv_host, ':') ? "[%s]%s" : "%s%s", o->adv_host, hport);
+    else
+        snprintf(c->http_addr, sizeof(c->http_addr), "%s", s->http_addr);
     snprintf(c->key_config, sizeof(c->key_config), "/slotd/%s/config", o->cluster);
     snprintf(c->key_node_prefix, sizeof(c->key_node_prefix), "/slotd/%s/node/", o->cluster);
     snprintf(c->key_node, sizeof(c->key_node), "%s%s", c->key_node_prefix, c->self);
@@ -679,7 +686,8 @@ int slot__cluster_start(server *s)
         .write_gate = slot__clu_write_gate, .read_gate = slot__clu_read_gate, .job_run = job_run,
         .job_done = job_done, .cluster_json = slot__clu_cluster_json, .change = slot__clu_change,
         .metrics = slot__clu_metrics_get,
-        .write_pause = slot__clu_write_pause,
+        .write_pause = slot__clu_write_pause, .is_primary = slot__clu_is_primary,
+        .primary_http = slot__clu_primary_http,
     };
     slot__clu_primary_install(c);
     uv_timer_init(s->loop, &c->tick);

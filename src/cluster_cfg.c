@@ -103,6 +103,8 @@ int slot__clu_node_parse(const uint8_t *v, size_t len, clu_node *n)
               get_u64(o, "seq", &n->seq) && get_str(o, "role", n->role, sizeof(n->role));
     if (ok && !get_u64(o, "applied", &n->applied))
         n->applied = 0;
+    if (ok && !get_str(o, "http", n->http, sizeof(n->http)))
+        n->http[0] = 0; /* a node without --http (or of an older version) */
     json_decref(o);
     return ok ? 0 : -1;
 }
@@ -113,8 +115,8 @@ size_t slot__clu_node_json(clu *c, char *buf, size_t cap)
     slot__clu_log_last(c, &t, &s);
     int n = snprintf(buf, cap,
                      "{\"addr\":\"%s\",\"repl\":\"%s\",\"tenure\":%" PRIu64 ",\"seq\":%" PRIu64
-                     ",\"applied\":%" PRIu64 ",\"role\":\"%s\"}",
-                     c->adv, c->repl_addr, t, s, c->applied, slot__clu_role_name(c->role));
+                     ",\"applied\":%" PRIu64 ",\"role\":\"%s\",\"http\":\"%s\"}",
+                     c->adv, c->repl_addr, t, s, c->applied, slot__clu_role_name(c->role), c->http_addr);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
@@ -146,6 +148,22 @@ static const char *addr_of(clu *c, const char *id)
         return c->adv;
     clu_node *n = slot__clu_node(c, id, false);
     return n && n->live ? n->addr : "";
+}
+
+bool slot__clu_is_primary(server *s)
+{
+    return s->clu->role == CLU_PRIMARY;
+}
+
+const char *slot__clu_primary_http(server *s)
+{
+    clu *c = s->clu;
+    if (!c->cfg.found)
+        return "";
+    if (strcmp(c->cfg.primary, c->self) == 0)
+        return c->http_addr;
+    clu_node *n = slot__clu_node(c, c->cfg.primary, false);
+    return n && n->live ? n->http : "";
 }
 
 char *slot__clu_cluster_json(server *s)

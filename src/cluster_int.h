@@ -62,6 +62,7 @@ typedef struct clu_node {
     char id[CLU_NAME_CAP];
     char addr[CLU_ADDR_CAP];  /* client address (--advertise) */
     char repl[CLU_ADDR_CAP];  /* replication address */
+    char http[CLU_ADDR_CAP];  /* HTTP address (--http), "" when it has none */
     uint64_t tenure, seq;     /* its log's last record, as it published it */
     uint64_t applied;         /* its applied seq, as published */
     char role[16];
@@ -89,6 +90,7 @@ typedef struct slot__cluster {
     char self[CLU_NAME_CAP];
     char adv[CLU_ADDR_CAP];        /* our client address */
     char repl_addr[CLU_ADDR_CAP];  /* our bound replication address */
+    char http_addr[CLU_ADDR_CAP];  /* our HTTP address, "" without --http */
     uint32_t hb_ms, failover_ms, repl_to_ms, min_replicas;
 
     slot_etcd *etcd;
@@ -251,6 +253,12 @@ size_t slot__clu_node_json(clu *c, char *buf, size_t cap);
 char *slot__clu_cluster_json(server *s);
 /* the metrics' numbers (s->clu_up.metrics): role, epoch, positions, members' lag. */
 void slot__clu_metrics_get(server *s, slot__clu_metrics *out);
+/* slot__clu_is_primary — this node is the primary now (GET /primary's 200). */
+bool slot__clu_is_primary(server *s);
+/* slot__clu_primary_http — the primary's HTTP address as its node key
+ * published it ("" unknown, or without --http); borrowed until the next
+ * listing of the node keys. */
+const char *slot__clu_primary_http(server *s);
 /* split "H:P" into host and port; 0 or -1. */
 int slot__clu_split_addr(const char *addr, char *host, size_t cap, int *port);
 const char *slot__clu_role_name(clu_role r);

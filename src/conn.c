@@ -64,19 +64,8 @@ static void conn_push(conn *c, entry *e)
     c->pending++;
 }
 
-/* Decides where a line goes: an answer now (errors), the write queue, or a
- * read that runs once the connection's earlier entries are answered. */
-static void handle_line(server *s, conn *c, const char *line, size_t len)
+bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len)
 {
-    entry *e = slot__entry_get(s);
-    if (!e) {
-        slot__conn_dropped(c, "out_of_memory", "no memory for a request");
-        slot__conn_close(c);
-        return;
-    }
-    e->t0_ns = uv_hrtime();
-    conn_push(c, e);
-    e->state = ENTRY_DONE;
     char msg[sizeof(e->res.message)];
     slot_err err = slot_proto_parse(line, len, &e->req, msg, sizeof(msg));
     if (err != SLOT_E_OK) {
@@ -86,19 +75,33 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
             slot__conn_dropped(c, "unauthenticated", "its first line was not a hello");
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
             c->close_after_flush = true;
-            return;
+            return false;
         }
         slot__count_error(s, err);
         slot_res_error(&e->res, err, "%s", msg);
-        return;
+        return false;
     }
     e->parsed = true;
+    return true;
+}
+
+void slot__conn_admit(server *s, conn *c, entry *e)
+{
+    SLOT_ASSERT(e->parsed);
+    SLOT_ASSERT(e->state == ENTRY_DONE);
     s->requests[e->req.op]++;
     if (!slot__authorize(s, c, e)) {
         slot__count_error(s, e->res.err);
         return;
     }
-    if (!slot__feed_admit(s, c, e)) {
+    bool feed_op = e->req.op == SLOT_OP_SUBSCRIBE || e->req.op == SLOT_OP_ACK || e->req.op == SLOT_OP_UNSUBSCRIBE;
+    if (c->http && feed_op) { /* a feed consumer needs a connection that lasts (docs/protocol.md, "HTTP") */
+        slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "op %s is not available over HTTP; use the TCP protocol",
+                       slot_op_name(e->req.op));
+        slot__count_error(s, SLOT_E_INVALID_ARGUMENT);
+        return;
+    }
+    if (!c->http && !slot__feed_admit(s, c, e)) {
         if (e->res.err != SLOT_E_OK)
             slot__count_error(s, e->res.err);
         return;
@@ -118,6 +121,23 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
         return;
     }
     slot__queue_push(s, e);
+}
+
+/* Decides where a line goes: an answer now (errors), the write queue, or a
+ * read that runs once the connection's earlier entries are answered. */
+static void handle_line(server *s, conn *c, const char *line, size_t len)
+{
+    entry *e = slot__entry_get(s);
+    if (!e) {
+        slot__conn_dropped(c, "out_of_memory", "no memory for a request");
+        slot__conn_close(c);
+        return;
+    }
+    e->t0_ns = uv_hrtime();
+    conn_push(c, e);
+    e->state = ENTRY_DONE;
+    if (slot__conn_parse(s, c, e, line, len))
+        slot__conn_admit(s, c, e);
 }
 
 /* line_too_long: answered, then the connection closes (docs/protocol.md, "Framing"). */
@@ -226,8 +246,7 @@ bool slot__conn_out_reserve(conn *c, size_t need)
     return true;
 }
 
-/* Encodes one answer at the end of the output buffer. */
-static bool out_encode(conn *c, const entry *e)
+bool slot__conn_encode(conn *c, const entry *e)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         char *dst = c->out ? c->out + c->out_len : NULL; /* no arithmetic on a NULL buffer */
@@ -325,7 +344,7 @@ void slot__conn_flush(conn *c)
         if (e->state != ENTRY_DONE)
             break;
         slot__feed_answered(c, e);
-        if (!out_encode(c, e)) {
+        if (!slot__conn_encode(c, e)) {
             slot__conn_dropped(c, "out_of_memory", "no memory for a reply");
             slot__conn_close(c);
             return;
@@ -409,20 +428,25 @@ static void on_conn_closed(uv_handle_t *h)
     free(c);
 }
 
+void slot__conn_undirty(conn *c)
+{
+    if (!c->dirty)
+        return;
+    conn **p = &c->srv->dirty;
+    while (*p && *p != c)
+        p = &(*p)->dirty_next;
+    if (*p)
+        *p = c->dirty_next;
+    c->dirty = false;
+}
+
 void slot__conn_close(conn *c)
 {
     if (c->state == CONN_CLOSING)
         return;
     conn_set_state(c, CONN_CLOSING);
     slot__feed_conn_gone(c);
-    if (c->dirty) { /* drop it from the dirty list: it must not be flushed after close */
-        conn **p = &c->srv->dirty;
-        while (*p && *p != c)
-            p = &(*p)->dirty_next;
-        if (*p)
-            *p = c->dirty_next;
-        c->dirty = false;
-    }
+    slot__conn_undirty(c); /* it must not be flushed after close */
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
@@ -461,6 +485,8 @@ void slot__conn_peer(conn *c, char *buf, size_t cap)
     int len = sizeof(ss);
     char name[48];
     snprintf(buf, cap, "?");
+    if (c->http) /* an HTTP request's stand-in has no socket of its own (http.c logs its peer) */
+        return;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0 ||
         uv_ip_name((struct sockaddr *)&ss, name, sizeof(name)) != 0)
         return;

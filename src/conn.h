@@ -30,6 +30,10 @@ void slot__on_connection(uv_stream_t *listener, int status);
  */
 void slot__conn_flush(conn *c);
 
+/* slot__conn_undirty — take c off the server's list of connections with new
+ * answers (before it closes or is freed). O(that list). */
+void slot__conn_undirty(conn *c);
+
 /* slot__conn_close — close now (idempotent); queued entries outlive it. */
 void slot__conn_close(conn *c);
 
@@ -54,6 +58,26 @@ void slot__conn_peer(conn *c, char *buf, size_t cap);
  * write_timeout, drain_timeout, line_too_long, unauthenticated, out_of_memory)
  * and detail (a sentence naming the flag when one decides it). */
 void slot__conn_dropped(conn *c, const char *reason, const char *detail);
+/*
+ * slot__conn_parse — parse one request line (len >= 1 bytes, no newline)
+ * into e, which is c's and ENTRY_DONE. Returns true when it parsed (e->parsed);
+ * false when e now holds the answer: the parser's error, or unauthenticated
+ * (c then closes after it) when tokens are configured and c has no role yet.
+ * Counts bad lines and errors. Shared by the TCP framing here and http.c.
+ */
+bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len);
+
+/*
+ * slot__conn_admit — where parsed request e of c goes: answered now (its
+ * role may not run it, a feed op over HTTP, shutting_down, overloaded at
+ * --max-queue), ENTRY_READ_WAIT (a read op: run when it reaches c's head),
+ * or the write queue (ENTRY_QUEUED). Counts requests and errors.
+ */
+void slot__conn_admit(server *s, conn *c, entry *e);
+
+/* slot__conn_encode — append e's reply line (with its "\n") to c->out; false
+ * when out of memory (nothing appended). */
+bool slot__conn_encode(conn *c, const entry *e);
 
 /* slot__conns_reap — close every connection past one of its time bounds.
  * O(connections); from the sweeper's timer and while stopping. */

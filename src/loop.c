@@ -130,6 +130,11 @@ void slot__reads_resume(server *s)
         if (c->head && c->head->state == ENTRY_READ_WAIT)
             s->conn_up.flush(c);
     }
+    for (conn *c = s->http_conns, *next; c; c = next) {
+        next = c->next;
+        if (c->head && c->head->state == ENTRY_READ_WAIT)
+            s->conn_up.flush(c);
+    }
 }
 
 void slot__count_error(server *s, slot_err err)
@@ -387,6 +392,7 @@ void slot__run_read(server *s, entry *e)
         if (res->role == SLOT_ROLE_NONE)
             res->role = e->conn->role;
         res->cluster = s->clu != NULL; /* "features" adds "cluster" (docs/protocol.md, "hello") */
+        res->http = s->http != NULL;   /* and "http" with --http */
         res->extra = hello_json();
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");

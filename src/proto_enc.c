@@ -323,10 +323,14 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         kv_cstr(w, "server", "slotd");
         slot__jw_key_u64(w, "protocol", SLOT_PROTOCOL_VERSION);
         kv_cstr(w, "role", slot_role_name(res->role));
+        /* SLOT_PROTO_FEATURES without its "]", then what this server adds */
+        SLOT__JW_LIT(w, ",\"features\":");
+        slot__jw_mem(w, SLOT_PROTO_FEATURES, sizeof(SLOT_PROTO_FEATURES) - 2);
         if (res->cluster)
-            SLOT__JW_LIT(w, ",\"features\":" SLOT_PROTO_FEATURES_CLUSTER);
-        else
-            SLOT__JW_LIT(w, ",\"features\":" SLOT_PROTO_FEATURES);
+            SLOT__JW_LIT(w, ",\"cluster\"");
+        if (res->http)
+            SLOT__JW_LIT(w, ",\"http\"");
+        SLOT__JW_LIT(w, "]");
         break;
     case SLOT_OP_HOLD:
         put_hold_reply(w, res);

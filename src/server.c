@@ -1,8 +1,8 @@
 /*
  * server.c — slotd's start and stop (server.h): the listening socket,
  * signals, the data folder's lock, the store, running the loop, and the
- * orderly stop. The work itself is in conn.c, auth.c, loop.c and commit.c
- * (server_int.h has the map).
+ * orderly stop. The work itself is in conn.c, auth.c, loop.c, commit.c and
+ * http.c (server_int.h has the map).
  */
 #include "server.h"
 
@@ -24,6 +24,7 @@
 #include "commit.h"
 #include "conn.h"
 #include "feed_sub.h"
+#include "http.h"
 #include "loop.h"
 #include "notify.h"
 #include "server_int.h"
@@ -62,7 +63,7 @@ static void on_stop_timer(uv_timer_t *t)
             slot__conn_drain(c);
     }
     slot__conns_reap(s);
-    if (s->conns && slot__wall_ms() < s->stop_deadline_ms)
+    if ((s->conns || slot__http_busy(s)) && slot__wall_ms() < s->stop_deadline_ms)
         return;
     uv_walk(s->loop, close_handle, s);
 }
@@ -81,6 +82,7 @@ static void begin_stop(server *s)
         uv_close((uv_handle_t *)&s->listener, NULL);
         s->listener_open = false;
     }
+    slot__http_quiesce(s);
     uv_timer_stop(&s->sweep_timer);
     for (entry *e = s->q_head, *next; e; e = next) {
         next = e->qnext;
@@ -102,6 +104,10 @@ static void begin_stop(server *s)
             c->reading = false;
         }
         slot__conn_flush(c);
+    }
+    for (conn *c = s->http_conns, *next; c; c = next) {
+        next = c->next;
+        slot__http_flush(c);
     }
     s->stop_deadline_ms = slot__wall_ms() + SLOT_SHUTDOWN_FLUSH_MS;
     uv_timer_start(&s->stop_timer, on_stop_timer, 0, SLOT_STOP_POLL_MS);
@@ -125,22 +131,51 @@ static bool is_loopback(const struct sockaddr *sa)
     return false;
 }
 
+/* host:port of flag into ss; a non-loopback address needs tokens or --insecure. */
+static int addr_parse(server *s, const char *flag, const char *host, uint16_t port, struct sockaddr_storage *ss)
+{
+    int rc = uv_ip4_addr(host, port, (struct sockaddr_in *)ss);
+    if (rc != 0)
+        rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss);
+    if (rc != 0) {
+        slot__log(SLOT__LOG_ERROR, "not a numeric IPv4 or IPv6 address", SLOT__LF_S("flag", flag), SLOT__LF_S("host", host),
+                  SLOT__LF_U("port", port));
+        return -1;
+    }
+    if (!is_loopback((struct sockaddr *)ss) && s->ntokens == 0 && !s->opts.insecure) {
+        slot__log(SLOT__LOG_ERROR, "refusing to listen on a non-loopback address without --token-file (or pass --insecure)",
+                  SLOT__LF_S("flag", flag), SLOT__LF_S("host", host));
+        return -1;
+    }
+    return 0;
+}
+
+/* --http: libmicrohttpd on the loop (http.c). */
+static int http_start(server *s)
+{
+    struct sockaddr_storage ss;
+    if (!s->opts.http)
+        return 0;
+    if (addr_parse(s, "--http", s->opts.http_host, s->opts.http_port, &ss) != 0)
+        return -1;
+    return slot__http_start(s, (struct sockaddr *)&ss);
+}
+
+/* Every stand-in of an HTTP request goes to http.c; a TCP connection to conn.c. */
+static void conn_flush_any(conn *c)
+{
+    if (c->http)
+        slot__http_flush(c);
+    else
+        slot__conn_flush(c);
+}
+
 static int listen_start(server *s)
 {
     struct sockaddr_storage ss;
-    int rc = uv_ip4_addr(s->opts.host, s->opts.port, (struct sockaddr_in *)&ss);
-    if (rc != 0)
-        rc = uv_ip6_addr(s->opts.host, s->opts.port, (struct sockaddr_in6 *)&ss);
-    if (rc != 0) {
-        slot__log(SLOT__LOG_ERROR, "--listen: not a numeric IPv4 or IPv6 address", SLOT__LF_S("host", s->opts.host),
-                  SLOT__LF_U("port", s->opts.port));
+    int rc = 0;
+    if (addr_parse(s, "--listen", s->opts.host, s->opts.port, &ss) != 0)
         return -1;
-    }
-    if (!is_loopback((struct sockaddr *)&ss) && s->ntokens == 0 && !s->opts.insecure) {
-        slot__log(SLOT__LOG_ERROR, "refusing to listen on a non-loopback address without --token-file (or pass --insecure)",
-                  SLOT__LF_S("host", s->opts.host));
-        return -1;
-    }
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
     s->listener_open = true;
@@ -169,6 +204,8 @@ static void listen_announce(server *s)
     char line[96];
     snprintf(line, sizeof(line), ss.ss_family == AF_INET6 ? "listening on [%s]:%u" : "listening on %s:%u", name, port);
     printf("%s\n", line);
+    if (s->http)
+        printf("http listening on %s\n", s->http_addr); /* the second line, so the first stays the same */
     fflush(stdout);
     slot__log(SLOT__LOG_INFO, "listening", SLOT__LF_S("addr", line + strlen("listening on ")),
               SLOT__LF_S("tokens", s->ntokens ? "required" : "none"));
@@ -284,10 +321,10 @@ static int server_start(server *s)
     if (s->opts.token_file && slot__tokens_load(s, s->opts.token_file) != 0)
         return -1;
     s->conn_up = (slot__conn_upcalls){
-        .flush = slot__conn_flush, .pace = slot__conn_pace, .reap = slot__conns_reap, .feed = slot__feed_pump};
+        .flush = conn_flush_any, .pace = slot__conn_pace, .reap = slot__conns_reap, .feed = slot__feed_pump};
     s->loop = uv_default_loop();
     s->loop->data = s;
-    if (listen_start(s) != 0 || store_start(s) != 0 || slot__cluster_start(s) != 0)
+    if (listen_start(s) != 0 || http_start(s) != 0 || store_start(s) != 0 || slot__cluster_start(s) != 0)
         return -1;
     uv_async_init(s->loop, &s->async, slot__batch_complete);
     s->async.data = s;
@@ -332,6 +369,7 @@ static void server_free(server *s)
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
     slot__feed_free(s);
+    slot__http_free(s); /* its requests' entries go back to the pool first */
     slot_alloc_close(&s->read_alloc);
     slot_alloc_close(&s->write_alloc);
     while (s->free_entries) {

@@ -9,6 +9,8 @@
  *   loop.c    the loop core: entry pool, write queue, dispatch, read ops, stats
  *   commit.c  the commit thread: batches, map growth, the hand-back (uv_async)
  *   feed_sub.c feed consumers: subscriptions, pushes, the window (conn's level)
+ *   http.c    the HTTP listener (--http): each request is an entry of a stand-in
+ *             conn (conn.http set), answered through the same batches
  *
  * Each module's header includes this one and nothing of another module, so
  * the include graph has no cycle. Every field is the loop thread's unless
@@ -114,6 +116,11 @@ struct conn {
     size_t wbuf_cap;
     uv_write_t wreq;
     struct slot__feed_sub *sub; /* subscribed as a feed consumer (feed_sub.c), or NULL */
+    /* Not NULL: this conn stands for one HTTP request (http.c) and has no
+     * socket of its own: tcp, the reading and writing fields and the time
+     * bounds are unused; it is never in s->conns but in s->http_conns, and
+     * s->conn_up.flush sends it to http.c. */
+    struct slot__hreq *http;
 };
 
 typedef struct token {
@@ -189,6 +196,11 @@ typedef struct slot__cluster_hooks {
     /* loop: true while a planned switchover holds new batches back (the queue
      * keeps them; slot__dispatch hands nothing to the commit thread). */
     bool (*write_pause)(server *s);
+    /* loop: whether this node is the primary now (GET /primary). */
+    bool (*is_primary)(server *s);
+    /* loop: the primary's HTTP address "HOST:PORT" as it published it, or ""
+     * when not known (a 307's Location). Valid until the loop's next turn. */
+    const char *(*primary_http)(server *s);
 } slot__cluster_hooks;
 
 struct slot__cluster;
@@ -217,6 +229,9 @@ struct server {
     uint32_t q_len;
     entry *free_entries;
     conn *conns;
+    conn *http_conns;              /* the stand-ins of HTTP requests in progress (http.c) */
+    struct slot__http *http;       /* the --http listener; NULL without --http */
+    char http_addr[80];            /* its bound "HOST:PORT"; "" without --http */
     conn *dirty;
     uint32_t nconns;
     bool stopping, listener_open, sweep_pending, loop_done;

@@ -26,6 +26,9 @@ typedef struct slot__server_opts {
     uint32_t idle_timeout_ms;      /* --idle-timeout-ms: close a connection silent this long (0: never) */
     uint32_t line_timeout_ms;      /* --line-timeout-ms: close when a started line stays unfinished this long */
     uint32_t write_timeout_ms;     /* --write-timeout-ms: drop a client whose replies make no progress this long */
+    bool http;                     /* --http HOST:PORT given */
+    char http_host[64];            /* --http's host */
+    uint16_t http_port;            /* 0: any free port */
     const char *token_file;        /* --token-file, or NULL */
     bool insecure;                 /* --insecure: allow a non-loopback listen address without tokens */
     uint64_t feed_retention_ms;    /* --feed-retention-ms: feed entries acked by all are kept this long */

@@ -31,6 +31,9 @@ static void usage(FILE *out)
             "  --data DIR              data folder, created when missing (default %s)\n"
             "  --listen HOST:PORT      address to listen on (default %s); port 0 picks a free\n"
             "                          port. The first line on stdout is \"listening on HOST:PORT\"\n"
+            "  --http HOST:PORT        also serve HTTP/1.1 there (POST /v1/OP, GET /v1/events/E,\n"
+            "                          /health, /primary, /metrics); port 0 picks a free port, printed\n"
+            "                          as the second line \"http listening on HOST:PORT\"; off by default\n"
             "  --durability MODE       sync: fsync every group commit (default); nosync: leave\n"
             "                          flushing to the OS (a machine crash may lose commits)\n"
             "  --max-line BYTES        longest request line, without its newline, %u..%u\n"
@@ -207,7 +210,7 @@ static int check_cluster(const slot__server_opts *o)
     return 0;
 }
 
-enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION,
+enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION, O_HTTP,
        O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS,
        O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT, O_LOG_KEEP, O_LOG_SEG };
 
@@ -243,7 +246,8 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"log-keep-records", required_argument, NULL, O_LOG_KEEP}, {"log-segment-bytes", required_argument, NULL, O_LOG_SEG},
         {"log-format", required_argument, NULL, O_LOG_FORMAT}, {"log-level", required_argument, NULL, O_LOG_LEVEL},
         {"slow-commit-ms", required_argument, NULL, O_SLOW_COMMIT},
-        {"restore", required_argument, NULL, O_RESTORE}, {NULL, 0, NULL, 0}};
+        {"restore", required_argument, NULL, O_RESTORE}, {"http", required_argument, NULL, O_HTTP},
+        {NULL, 0, NULL, 0}};
     known_opts = longopts;
     int ch;
     uint64_t v;
@@ -259,6 +263,10 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
             }
             break;
         case O_LISTEN: rc = parse_listen(optarg, o); break;
+        case O_HTTP:
+            rc = parse_hostport("--http", optarg, o->http_host, sizeof(o->http_host), &o->http_port);
+            o->http = rc == 0;
+            break;
         case O_DUR:
             if (strcmp(optarg, "sync") != 0 && strcmp(optarg, "nosync") != 0) {
                 fprintf(stderr, "slotd: --durability: want sync or nosync, got \"%s\"\n", optarg);

@@ -8,7 +8,7 @@ SLOT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SLOT_BUILD=${SLOT_BUILD:-$SLOT_ROOT/build}
 
 slot_need_packages() {
-    local pkgs=(meson ninja-build pkg-config gcc liblmdb-dev libuv1-dev libjansson-dev libcurl4-openssl-dev uthash-dev zlib1g-dev libssl-dev libsystemd-dev python3 "$@")
+    local pkgs=(meson ninja-build pkg-config gcc liblmdb-dev libuv1-dev libjansson-dev libcurl4-openssl-dev uthash-dev zlib1g-dev libssl-dev libsystemd-dev libmicrohttpd-dev python3 "$@")
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

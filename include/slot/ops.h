@@ -282,6 +282,7 @@ typedef struct slot_res {
     uint64_t feed_acked;               /* subscribe: the window's base; ack: the stored position */
     uint64_t feed_trimmed;             /* the sweeper's: feed entries trimmed */
     bool cluster;                      /* hello: a replica-set member; "features" then lists "cluster" too */
+    bool http;                         /* hello: the server has --http; "features" then lists "http" too */
     char *extra;                       /* heap JSON object text whose members are appended
                                           to the reply (stats, hello's server facts); or NULL */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */

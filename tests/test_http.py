@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""test_http.py — slotd's HTTP listener (docs/protocol.md, "HTTP").
+
+    test_http.py SLOTD SLOTD_FAILPOINTS
+
+Starts its own slotd processes on ephemeral loopback ports (--listen and
+--http 127.0.0.1:0, the ports read from their first two lines) with
+temporary data folders, stops them by PID. Every status of the table is
+reached by a real HTTP client (http.client), and each answer's body is
+compared with the NDJSON reply the TCP protocol gives for the same request.
+Then bad HTTP (no length, huge headers, a body over the limit, slow headers,
+pipelining, HTTP/1.0, wrong methods) is answered or dropped, never a crash,
+and a TCP hold still works. 307 not_primary is reached in test_haproxy.py.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+FAILURES = []
+MAX_LINE = 1024
+STARTED = []  # every slotd this test started, killed by PID if the test ends early
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print('FAIL: ' + what, flush=True)
+    return cond
+
+
+class Server:
+    """One slotd with --http; tcp_port and http_port from its stdout."""
+
+    def __init__(self, binary, tmp, name, extra=(), env=None):
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir)
+        self.err = open(os.path.join(self.dir, 'stderr'), 'w+')
+        argv = [binary, '--data', os.path.join(self.dir, 'data'), '--listen', '127.0.0.1:0',
+                '--http', '127.0.0.1:0', '--max-line', str(MAX_LINE), '--line-timeout-ms', '1000'] + list(extra)
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err, env=full_env, text=True)
+        STARTED.append(self.proc)
+        first = self.proc.stdout.readline()
+        second = self.proc.stdout.readline()
+        if not first.startswith('listening on ') or not second.startswith('http listening on '):
+            self.proc.kill()
+            sys.exit('%s did not announce both listeners: %r %r' % (name, first, second))
+        self.tcp_port = int(first.rsplit(':', 1)[1])
+        self.http_port = int(second.rsplit(':', 1)[1])
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.err.seek(0)
+        return rc, self.err.read()
+
+
+class Tcp:
+    """One NDJSON connection."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(('127.0.0.1', port), timeout=30)
+        self.buf = b''
+
+    def line(self):
+        while b'\n' not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError('TCP connection closed')
+            self.buf += chunk
+        line, self.buf = self.buf.split(b'\n', 1)
+        return line + b'\n'
+
+    def ask(self, obj):
+        self.sock.sendall(json.dumps(obj, separators=(',', ':')).encode() + b'\n')
+        return self.line()
+
+    def close(self):
+        self.sock.close()
+
+
+def post(port, op, body, headers=None, conn=None):
+    """POST /v1/op with body (a dict, or bytes as they are): (status, headers, body bytes)."""
+    c = conn or http.client.HTTPConnection('127.0.0.1', port, timeout=30)
+    data = body if isinstance(body, bytes) else json.dumps(body, separators=(',', ':')).encode()
+    h = {'Content-Type': 'application/json'}
+    h.update(headers or {})
+    c.request('POST', '/v1/' + op, body=data, headers=h)
+    r = c.getresponse()
+    out = (r.status, dict(r.getheaders()), r.read())
+    if not conn:
+        c.close()
+    return out
+
+
+def get(port, path, headers=None):
+    c = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
+    c.request('GET', path, headers=headers or {})
+    r = c.getresponse()
+    out = (r.status, dict(r.getheaders()), r.read())
+    c.close()
+    return out
+
+
+def same(srv, op, body, want_status, tcp=None, what=None, headers=None, tcp_extra=None):
+    """The HTTP answer has want_status and the body TCP gives for {"op":op, ...body}."""
+    what = what or '%s %s' % (op, body)
+    st, hd, got = post(srv.http_port, op, body, headers)
+    t = tcp or Tcp(srv.tcp_port)
+    req = dict(body)
+    req['op'] = op
+    req.update(tcp_extra or {})
+    want = t.ask(req)
+    if not tcp:
+        t.close()
+    check(st == want_status, '%s: HTTP status %d, want %d (body %r)' % (what, st, want_status, got))
+    check(got == want, '%s: HTTP body %r != TCP reply %r' % (what, got, want))
+    return st, hd, got
+
+
+def statuses(binary, fp_binary, tmp):
+    srv = Server(binary, tmp, 'plain')
+    t = Tcp(srv.tcp_port)
+    p = srv.http_port
+    # 200: create_event, hold (and its replay through Idempotency-Key), sold_out, the event view
+    ev = {'event': 'e1', 'capacity': 3, 'max_per_user': 2, 'max_extensions': 0}
+    st, _, body = post(p, 'create_event', ev)
+    check(st == 200 and json.loads(body)['ok'], 'create_event: %d %r' % (st, body))
+    check(body.endswith(b'\n') and body.count(b'\n') == 1, 'the body is one NDJSON line: %r' % body)
+    same(srv, 'create_event', ev, 200, t, 'create_event again (same settings: a replay)')
+    st, _, held = post(p, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 1}, {'Idempotency-Key': 'k1'})
+    check(st == 200 and json.loads(held)['status'] == 'held', 'hold with Idempotency-Key: %d %r' % (st, held))
+    st, _, replay = post(p, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 1}, {'Idempotency-Key': 'k1'})
+    hold_id = json.loads(held)['hold']
+    check(st == 200 and json.loads(replay).get('replay') is True and json.loads(replay)['hold'] == hold_id,
+          'Idempotency-Key replays: %d %r' % (st, replay))
+    tcp_replay = t.ask({'op': 'hold', 'event': 'e1', 'user': 'u1', 'qty': 1, 'request': 'k1'})
+    check(tcp_replay == replay, 'HTTP replay %r == TCP replay %r' % (replay, tcp_replay))
+    # the body's own request wins over the header
+    st, _, own = post(p, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 1, 'request': 'k1'}, {'Idempotency-Key': 'k9'})
+    check(st == 200 and json.loads(own)['hold'] == hold_id, 'a body request wins over Idempotency-Key: %r' % own)
+    # 409 idempotency_conflict, through the header
+    same(srv, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 2}, 409, t, 'idempotency_conflict',
+         {'Idempotency-Key': 'k1'}, {'request': 'k1'})
+    # 409 user_limit (max_per_user 2: u1 holds 1)
+    same(srv, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 2, 'request': 'k2'}, 409, t, 'user_limit')
+    # sold_out is 200
+    post(p, 'hold', {'event': 'e1', 'user': 'u2', 'qty': 2, 'request': 'k3'})
+    st, _, so = same(srv, 'hold', {'event': 'e1', 'user': 'u3', 'qty': 1, 'request': 'k4'}, 200, t, 'sold_out')
+    check(json.loads(so).get('status') == 'sold_out', 'sold_out answer: %r' % so)
+    # GET /v1/events/E is exactly the event op's reply
+    st, hd, view = get(p, '/v1/events/e1')
+    want = t.ask({'op': 'event', 'event': 'e1'})
+    check(st == 200 and view == want, 'GET /v1/events/e1: %d %r != %r' % (st, view, want))
+    check(hd.get('Content-Type') == 'application/json', 'Content-Type: %r' % hd.get('Content-Type'))
+    st, _, view = get(p, '/v1/events/nope')
+    want = t.ask({'op': 'event', 'event': 'nope'})
+    check(st == 404 and view == want, 'GET /v1/events/nope: %d %r != %r' % (st, view, want))
+    st, _, view = get(p, '/v1/events/bad%20name')
+    check(st == 400 and json.loads(view)['error'] == 'invalid_argument', 'a bad event name: %d %r' % (st, view))
+    # 400: bad_json, invalid_argument, unknown_op
+    st, _, bj = post(p, 'hold', b'{"event":')
+    t.sock.sendall(b'{"op":"hold","event":\n')
+    want = t.line()
+    check(st == 400 and bj == want, 'bad_json: %d %r != %r' % (st, bj, want))
+    same(srv, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 0, 'request': 'k5'}, 400, t, 'invalid_argument')
+    same(srv, 'nosuchop', {'x': 1}, 400, t, 'unknown_op')
+    st, _, body = post(p, 'hold', b'[1,2]')
+    check(st == 400 and json.loads(body)['error'] == 'bad_json', 'a body that is not an object: %d %r' % (st, body))
+    st, _, body = post(p, 'hold', {'op': 'release'})
+    check(st == 400 and json.loads(body)['error'] == 'bad_json', 'a body with its own op: %d %r' % (st, body))
+    st, _, body = post(p, 'stats', b'')
+    check(st == 200 and json.loads(body)['ok'], 'an empty body is {}: %d %r' % (st, body))
+    # 404: unknown_event, unknown_hold
+    same(srv, 'hold', {'event': 'nope', 'user': 'u1', 'qty': 1, 'request': 'k6'}, 404, t, 'unknown_event')
+    same(srv, 'get_hold', {'event': 'e1', 'user': 'u1', 'hold': '00' * 16}, 404, t, 'unknown_hold')
+    # 409: event_exists, hold_not_active, capacity_below_allocated, extend_limit, not_on_sale
+    same(srv, 'create_event', {'event': 'e1', 'capacity': 5}, 409, t, 'event_exists')
+    same(srv, 'set_capacity', {'event': 'e1', 'capacity': 1}, 409, t, 'capacity_below_allocated')
+    same(srv, 'extend', {'event': 'e1', 'user': 'u1', 'hold': hold_id, 'by_ms': 1000}, 409, t, 'extend_limit')
+    post(p, 'release', {'event': 'e1', 'user': 'u1', 'hold': hold_id})
+    same(srv, 'confirm', {'event': 'e1', 'user': 'u1', 'hold': hold_id}, 409, t, 'hold_not_active')
+    post(p, 'set_status', {'event': 'e1', 'status': 'closed'})
+    same(srv, 'hold', {'event': 'e1', 'user': 'u5', 'qty': 1, 'request': 'k7'}, 409, t, 'not_on_sale')
+    # feed ops are not for HTTP
+    st, _, body = post(p, 'subscribe', {'consumer': 'c1'})
+    check(st == 400 and json.loads(body)['error'] == 'invalid_argument', 'subscribe over HTTP: %d %r' % (st, body))
+    # 413: a body over --max-line, the same answer as a line over it
+    st, hd, big = post(p, 'hold', b'{"event":"' + b'x' * (MAX_LINE + 10) + b'"}')
+    t2 = Tcp(srv.tcp_port)
+    t2.sock.sendall(b'{"event":"' + b'x' * (MAX_LINE + 10) + b'"}\n')
+    want = t2.line()
+    t2.close()
+    check(st == 413 and big == want, 'body over --max-line: %d %r != %r' % (st, big, want))
+    # hello lists "http" in features
+    st, _, hello = post(p, 'hello', {})
+    check('http' in json.loads(hello).get('features', []), 'hello features with --http: %r' % hello)
+    # /health, /primary, /metrics
+    st, _, body = get(p, '/health')
+    check(st == 200, '/health: %d %r' % (st, body))
+    st, _, body = get(p, '/primary')
+    check(st == 200, '/primary on a standalone server: %d %r' % (st, body))
+    st, hd, body = get(p, '/metrics')
+    check(st == 200 and hd.get('Content-Type', '').startswith('text/plain; version=0.0.4'),
+          '/metrics: %d %r' % (st, hd))
+    text = body.decode()
+    check('# TYPE slotd_build_info gauge' in text and 'slotd_requests_total{op="hold"' in text,
+          '/metrics is the Prometheus text with the requests by op: %r' % text[:300])
+    st, _, body2 = get(p, '/metrics')
+    tcp_text = Tcp(srv.tcp_port)
+    m = json.loads(tcp_text.ask({'op': 'metrics'}))
+    tcp_text.close()
+    check(st == 200 and 'slotd_requests_total{op="metrics"' in m['text'],
+          'the metrics op and GET /metrics render the same families: %r' % m.get('text', '')[:200])
+    st, _, body = get(p, '/nowhere')
+    check(st == 404, 'an unknown path: %d' % st)
+
+    # 503 shutting_down (with Retry-After): a draining TCP client keeps the server stopping
+    keep = http.client.HTTPConnection('127.0.0.1', p, timeout=30)
+    st, _, _ = post(p, 'stats', {}, conn=keep)
+    drain = Tcp(srv.tcp_port)
+    drain.ask({'op': 'stats'})
+    srv.proc.send_signal(signal.SIGTERM)
+    drain.sock.settimeout(10)
+    check(drain.sock.recv(1) == b'', 'the server drains its TCP clients when it stops')
+    st, hd, body = post(p, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 1, 'request': 'k8'}, conn=keep)
+    want = b'{"ok":false,"error":"shutting_down","message":"the server is stopping; nothing was changed"}\n'
+    check(st == 503 and body == want, 'shutting_down: %d %r' % (st, body))
+    check(hd.get('Retry-After') == '1', '503 has Retry-After: %r' % hd)
+    keep.close()
+    drain.close()
+    t.close()
+    rc, err = srv.stop()
+    check(rc == 0, 'plain server exit status %d: %s' % (rc, err))
+
+    # 401 and 403 with tokens; Bearer plays hello's part
+    tokens = os.path.join(tmp, 'token-file')
+    with open(tokens, 'w') as f:
+        f.write('frontend ftok\nadmin atok\n')
+    os.chmod(tokens, 0o600)
+    srv = Server(binary, tmp, 'tokens', ['--token-file', tokens])
+    p = srv.http_port
+    st, _, body = post(p, 'create_event', {'event': 'e2', 'capacity': 5}, {'Authorization': 'Bearer atok'})
+    check(st == 200, 'admin bearer create_event: %d %r' % (st, body))
+    same(srv, 'hold', {'event': 'e2', 'user': 'u', 'qty': 1, 'request': 'a'}, 401, None, 'no bearer: unauthenticated')
+    st, _, body = post(p, 'hold', {'event': 'e2', 'user': 'u', 'qty': 1, 'request': 'a'},
+                       {'Authorization': 'Bearer wrong'})
+    check(st == 401, 'a wrong bearer: %d %r' % (st, body))
+    ft = Tcp(srv.tcp_port)
+    ft.ask({'op': 'hello', 'token': 'ftok'})
+    same(srv, 'create_event', {'event': 'e3', 'capacity': 5}, 403, ft, 'frontend: forbidden',
+         {'Authorization': 'Bearer ftok'})
+    st, _, body = post(p, 'hold', {'event': 'e2', 'user': 'u', 'qty': 1, 'request': 'a'},
+                       {'Authorization': 'Bearer ftok'})
+    check(st == 200 and json.loads(body)['status'] == 'held', 'frontend bearer hold: %d %r' % (st, body))
+    for path in ('/health', '/primary', '/metrics'):
+        st, _, body = get(p, path)
+        check(st == 200, '%s needs no token: %d' % (path, st))
+    ft.close()
+    rc, err = srv.stop()
+    check(rc == 0, 'token server exit status %d' % rc)
+    check('ftok' not in err and 'atok' not in err, 'no token in the log')
+
+    # 500 internal and 507 storage_full, from the failpoint build
+    for fp, extra, want_status, name in (('commit_fail@1*2', [], 500, 'internal'),
+                                         ('map_full*1000', ['--map-size-max', '64M'], 507, 'storage_full')):
+        srv = Server(fp_binary, tmp, 'fp-' + name, extra, {'SLOT_FAILPOINTS': fp})
+        st, _, body = post(srv.http_port, 'create_event', {'event': 'e4', 'capacity': 5})
+        check(st == 200, '%s: create_event first: %d %r' % (name, st, body))
+        st, _, body = same(srv, 'hold', {'event': 'e4', 'user': 'u', 'qty': 1, 'request': 'z'}, want_status,
+                           None, name)
+        check(json.loads(body).get('error') == name, '%s: %r' % (name, body))
+        srv.stop()
+
+
+def raw(port, data, timeout=30):
+    """Sends data on a new connection; reads until the server closes it (or
+    timeout s pass): the bytes, and whether the server closed it."""
+    s = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+    s.sendall(data)
+    got, closed = b'', False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            closed = True
+            break
+        if not chunk:
+            closed = True
+            break
+        got += chunk
+    s.close()
+    return got, closed
+
+
+def status_of(resp):
+    """The status of the first response in resp bytes, or 0."""
+    try:
+        return int(resp.split(b' ', 2)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def tcp_hold_works(srv, key):
+    t = Tcp(srv.tcp_port)
+    r = json.loads(t.ask({'op': 'hold', 'event': 'b1', 'user': 'tcp', 'qty': 1, 'request': key}))
+    t.close()
+    return r.get('ok') is True
+
+
+def bad_http(binary, tmp):
+    config = os.path.join(tmp, 'bad.conf')
+    with open(config, 'w') as f:
+        f.write('# --http from the config file\nhttp = 127.0.0.1:0\n')
+    srv = Server(binary, tmp, 'bad', ['--config', config, '--max-connections', '64'])
+    p = srv.http_port
+    post(p, 'create_event', {'event': 'b1', 'capacity': 1000, 'max_per_user': 1000, 'max_per_request': 100})
+    host = b'Host: 127.0.0.1\r\n'
+    # no Content-Length: an empty body ({}), so the fields are missing
+    got, _ = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Connection: close\r\n\r\n')
+    check(status_of(got) == 400 and b'invalid_argument' in got, 'POST without Content-Length: %r' % got[:200])
+    # chunked: the body in pieces
+    body = b'{"event":"b1","user":"c","qty":1,"request":"ch1"}'
+    chunked = b'%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n' % (10, body[:10], len(body) - 10, body[10:])
+    got, _ = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n' +
+                 chunked)
+    check(status_of(got) == 200 and b'"held"' in got, 'a chunked body: %r' % got[:300])
+    # a chunked body over --max-line: 413, the connection closed
+    big = b'x' * (MAX_LINE + 100)
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Transfer-Encoding: chunked\r\n\r\n' +
+                      b'%x\r\n%s\r\n0\r\n\r\n' % (len(big), big))
+    check(status_of(got) == 413 and b'line_too_long' in got and closed, 'a chunked body over the limit: %r' % got[:300])
+    # Content-Length over --max-line, body never sent: answered at once
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Length: 100000000\r\n\r\n{"event"')
+    check(status_of(got) == 413 and closed, 'Content-Length over the limit: %r' % got[:300])
+    # a huge head: refused (431) or dropped, never served
+    got, closed = raw(p, b'GET /health HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 100000 + b'\r\n\r\n')
+    check(status_of(got) == 431 and closed, 'a huge header: %r' % got[:200])
+    # slow headers: a head that stops coming is dropped after the timeout (1 s here)
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Le', timeout=60)
+    check(closed, 'an unfinished head is dropped after the timeout (got %r)' % got[:200])
+    # a body that stops coming: the same
+    got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Length: 50\r\n\r\n{"ev', timeout=60)
+    check(closed, 'an unfinished body is dropped after the timeout (got %r)' % got[:200])
+    # pipelined: three requests in one send, three answers in order
+    reqs = b''
+    for i in range(3):
+        b = json.dumps({'event': 'b1', 'user': 'pipe', 'qty': 1, 'request': 'p%d' % i}).encode()
+        reqs += b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Length: %d\r\n\r\n' % len(b) + b
+    reqs += b'GET /v1/events/b1 HTTP/1.1\r\n' + host + b'Connection: close\r\n\r\n'
+    got, _ = raw(p, reqs)
+    check(got.count(b'HTTP/1.1 200') == 4 and got.count(b'"status":"held"') == 3 and got.rfind(b'"status":"held"') < got.find(b'"available"'),
+          'pipelined requests answered in order: %r' % got)
+    # HTTP/1.0: answered, then closed
+    got, closed = raw(p, b'GET /v1/events/b1 HTTP/1.0\r\n\r\n')
+    check(status_of(got) == 200 and b'"available"' in got and closed, 'HTTP/1.0: %r' % got[:300])
+    # HEAD: the GET's status and headers, no body
+    got, _ = raw(p, b'HEAD /v1/events/b1 HTTP/1.1\r\n' + host + b'Connection: close\r\n\r\n')
+    check(status_of(got) == 200 and got.endswith(b'\r\n\r\n') and b'Content-Length: ' in got, 'HEAD: %r' % got[:300])
+    # wrong methods: 405 with Allow
+    for method, path, allow in ((b'PUT', b'/v1/hold', b'POST'), (b'GET', b'/v1/hold', b'POST'),
+                                (b'DELETE', b'/health', b'GET, HEAD'), (b'POST', b'/v1/events/b1', b'GET, HEAD')):
+        got, _ = raw(p, method + b' ' + path + b' HTTP/1.1\r\n' + host + b'Content-Length: 0\r\nConnection: close\r\n\r\n')
+        check(status_of(got) == 405 and b'Allow: ' + allow in got, '%s %s: %r' % (method, path, got[:300]))
+    # garbage and a bad request line
+    got, closed = raw(p, b'\x00\x01garbage\r\n\r\n')
+    check(closed, 'garbage is dropped: %r' % got[:200])
+    got, closed = raw(p, b'POST /v1/hold HTTP/9.9\r\n' + host + b'\r\n')
+    check(closed, 'an unknown HTTP version is refused: %r' % got[:200])
+    # many connections at once, past --max-connections 64: served or closed, never a crash
+    socks = []
+    for _ in range(100):
+        try:
+            socks.append(socket.create_connection(('127.0.0.1', p), timeout=5))
+        except OSError:
+            break
+    check(tcp_hold_works(srv, 'during-flood'), 'a TCP hold while HTTP connections pile up')
+    for s in socks:
+        s.close()
+    # the server is alive and serves both protocols afterwards
+    check(srv.alive(), 'slotd is alive after the bad HTTP')
+    # (connections the flood closed still count until slotd has read their end: refused till then)
+    for _ in range(100):
+        try:
+            st, _, body = post(p, 'hold', {'event': 'b1', 'user': 'after', 'qty': 1, 'request': 'after'})
+            break
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+            st, body = 0, b''
+            time.sleep(0.1)
+    check(st == 200 and b'"held"' in body, 'an HTTP hold after the bad HTTP: %d %r' % (st, body))
+    check(tcp_hold_works(srv, 'after'), 'a TCP hold after the bad HTTP')
+    rc, err = srv.stop()
+    check(rc == 0, 'exit status %d after the bad HTTP: %s' % (rc, err[-2000:]))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit('usage: test_http.py SLOTD SLOTD_FAILPOINTS')
+    binary, fp_binary = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            statuses(binary, fp_binary, tmp)
+            bad_http(binary, tmp)
+        finally:
+            for proc in STARTED:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    if FAILURES:
+        print('%d failure(s)' % len(FAILURES))
+        sys.exit(1)
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,105 @@
+/* test_http_line.c — the HTTP listener's text side (src/http_line.h): the
+ * status table of docs/protocol.md, "HTTP", and how a body becomes the
+ * request line the TCP protocol would carry. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "../src/http_line.h"
+
+TEST_DECLARE(http_line_status_table)
+TEST_DECLARE(http_line_bodies)
+TEST_DECLARE(http_line_idempotency_key)
+TEST_DECLARE(http_line_op_names)
+TEST_DECLARE(http_line_event_body_escapes)
+
+TEST_LIST_START
+    TEST_ENTRY(http_line_status_table)
+    TEST_ENTRY(http_line_bodies)
+    TEST_ENTRY(http_line_idempotency_key)
+    TEST_ENTRY(http_line_op_names)
+    TEST_ENTRY(http_line_event_body_escapes)
+TEST_LIST_END
+
+TEST_IMPL(http_line_status_table)
+{
+    static const struct { slot_err err; unsigned status; } want[] = {
+        {SLOT_E_OK, 200}, {SLOT_E_BAD_JSON, 400}, {SLOT_E_INVALID_ARGUMENT, 400}, {SLOT_E_UNKNOWN_OP, 400},
+        {SLOT_E_UNAUTHENTICATED, 401}, {SLOT_E_FORBIDDEN, 403}, {SLOT_E_UNKNOWN_EVENT, 404},
+        {SLOT_E_UNKNOWN_HOLD, 404}, {SLOT_E_EVENT_EXISTS, 409}, {SLOT_E_NOT_ON_SALE, 409},
+        {SLOT_E_HOLD_NOT_ACTIVE, 409}, {SLOT_E_IDEMPOTENCY_CONFLICT, 409}, {SLOT_E_USER_LIMIT, 409},
+        {SLOT_E_EXTEND_LIMIT, 409}, {SLOT_E_CAPACITY_BELOW_ALLOCATED, 409}, {SLOT_E_FEED_TRUNCATED, 409},
+        {SLOT_E_NOT_SUBSCRIBED, 409}, {SLOT_E_LINE_TOO_LONG, 413}, {SLOT_E_OVERLOADED, 503},
+        {SLOT_E_SHUTTING_DOWN, 503}, {SLOT_E_UNAVAILABLE, 503}, {SLOT_E_NOT_PRIMARY, 307},
+        {SLOT_E_STORAGE_FULL, 507}, {SLOT_E_INTERNAL, 500}, {SLOT_E_BUSY, 409}, {SLOT_E_BACKUP_FAILED, 500},
+    };
+    ASSERT_EQ(sizeof(want) / sizeof(want[0]), (size_t)SLOT_E__COUNT); /* every code has its row */
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        ASSERT_EQ(slot__http_status(want[i].err), want[i].status);
+    ASSERT_EQ(slot__http_status(SLOT_E__COUNT), 500u);
+}
+
+static void line_is(const char *body, const char *key, const char *want)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    size_t n = slot__http_line(&buf, &cap, "hold", body, strlen(body), key);
+    ASSERT_EQ(n, strlen(want));
+    ASSERT(memcmp(buf, want, n) == 0);
+    free(buf);
+}
+
+TEST_IMPL(http_line_bodies)
+{
+    line_is("", NULL, "{\"op\":\"hold\"}");
+    line_is("{}", NULL, "{\"op\":\"hold\"}");
+    line_is(" { \n } ", NULL, "{\"op\":\"hold\"} ");
+    line_is("{\"event\":\"e\"}", NULL, "{\"op\":\"hold\",\"event\":\"e\"}");
+    line_is("\n{\n  \"qty\": 1\n}\n", NULL, "{\"op\":\"hold\",\"qty\": 1\n}\n");
+    /* not an object: passed as it is, for the parser's bad_json */
+    line_is("[1]", NULL, "[1]");
+    line_is("   ", NULL, "   ");
+    line_is("{\"op\":\"x\"}", NULL, "{\"op\":\"hold\",\"op\":\"x\"}"); /* a duplicate key: bad_json */
+}
+
+TEST_IMPL(http_line_idempotency_key)
+{
+    line_is("{\"qty\":1}", "k1", "{\"op\":\"hold\",\"request\":\"k1\",\"qty\":1}");
+    line_is("", "k1", "{\"op\":\"hold\",\"request\":\"k1\"}");
+    line_is("{}", "a\"b", "{\"op\":\"hold\",\"request\":\"a\\\"b\"}"); /* escaped; the parser refuses the name */
+    ASSERT(slot__http_body_has_request("{\"request\":\"x\"}", 15));
+    ASSERT(!slot__http_body_has_request("{\"qty\":1}", 9));
+    ASSERT(!slot__http_body_has_request("{\"request\":", 11));
+    ASSERT(!slot__http_body_has_request("", 0));
+    /* a long key grows the buffer */
+    char key[300];
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = 0;
+    char *buf = NULL;
+    size_t cap = 0;
+    size_t n = slot__http_line(&buf, &cap, "hold", "{}", 2, key);
+    ASSERT_EQ(n, strlen("{\"op\":\"hold\",\"request\":\"\"}") + strlen(key));
+    free(buf);
+}
+
+TEST_IMPL(http_line_op_names)
+{
+    ASSERT(slot__http_op_ok("hold"));
+    ASSERT(slot__http_op_ok("set_sale_window"));
+    ASSERT(slot__http_op_ok("nosuchop"));
+    ASSERT(!slot__http_op_ok(""));
+    ASSERT(!slot__http_op_ok("Hold"));
+    ASSERT(!slot__http_op_ok("hold\""));
+    ASSERT(!slot__http_op_ok("events/e1"));
+    ASSERT(!slot__http_op_ok("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")); /* 33 bytes */
+}
+
+TEST_IMPL(http_line_event_body_escapes)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    size_t n = slot__http_event_body(&buf, &cap, "e\"1");
+    ASSERT_EQ(n, strlen("{\"event\":\"e\\\"1\"}"));
+    ASSERT(memcmp(buf, "{\"event\":\"e\\\"1\"}", n) == 0);
+    free(buf);
+}
