@@ -1,20 +1,30 @@
 /*
  * test_idem.c — the allocator's in-memory idempotency index (src/idem.h) on
- * its own: put, get, delete and replace under enough keys that every part of
- * it grows several times.
+ * its own: put, get, delete and replace under enough keys that it doubles
+ * several times, checked against a plain array in the middle of every
+ * doubling; its cold-event set; and, through the allocator, a restart that
+ * leaves a closed, settled event's keys on disk and still answers its
+ * replays exactly.
  */
+#include "alloc_fixture.h"
 #include "harness.h"
 #include "src/idem.h" /* internal to libslot, tested directly */
 
 TEST_DECLARE(idem_index_many_keys)
+TEST_DECLARE(idem_incremental_rehash_matches_reference)
+TEST_DECLARE(idem_cold_events)
+TEST_DECLARE(idem_restart_leaves_closed_event_cold)
 
 TEST_LIST_START
     TEST_ENTRY(idem_index_many_keys)
+    TEST_ENTRY(idem_incremental_rehash_matches_reference)
+    TEST_ENTRY(idem_cold_events)
+    TEST_ENTRY(idem_restart_leaves_closed_event_cold)
 TEST_LIST_END
 
 
-/* The idempotency index on its own, with enough keys that every part of it
- * doubles its buckets several times: what was put is found with its latest
+/* The idempotency index on its own, with enough keys that it doubles its
+ * buckets several times: what was put is found with its latest
  * seq, deleted keys are gone, a key differing in any one name is another key. */
 TEST_IMPL(idem_index_many_keys)
 {
@@ -63,3 +73,252 @@ TEST_IMPL(idem_index_many_keys)
     slot__idem_free(ix);
 }
 
+
+/* ---- against a reference: key i is (ev-<i%3>, u<i>, r<i%5>); ref[i] its seq, NONE when absent */
+
+#define NONE UINT64_MAX
+
+static void ref_key(uint32_t i, char ev[16], char user[16], char req[16])
+{
+    snprintf(ev, 16, "ev-%u", i % 3);
+    snprintf(user, 16, "u%u", i);
+    snprintf(req, 16, "r%u", i % 5);
+}
+
+/* Keys first, first + stride, ... below n are in ix with their seq, absent
+ * ones are not; with stride 1 the counts agree too. */
+static void ref_verify_some(slot__idem *ix, const uint64_t *ref, uint32_t n, uint32_t first, uint32_t stride)
+{
+    size_t present = 0;
+    char ev[16], user[16], req[16];
+    for (uint32_t i = first; i < n; i += stride) {
+        ref_key(i, ev, user, req);
+        uint64_t seq = NONE;
+        int rc = slot__idem_get(ix, ev, strlen(ev), user, strlen(user), req, strlen(req), &seq);
+        if (ref[i] == NONE) {
+            ASSERT_EQ(rc, -1);
+        } else {
+            ASSERT_EQ(rc, 0);
+            ASSERT_EQ(seq, ref[i]);
+            present++;
+        }
+    }
+    if (stride == 1)
+        ASSERT_EQ(slot__idem_count(ix), present);
+}
+
+static void ref_verify(slot__idem *ix, const uint64_t *ref, uint32_t n)
+{
+    ref_verify_some(ix, ref, n, 0, 1);
+}
+
+/* Random puts (new and replacing), adds, gets and dels while the table
+ * doubles several times, each checked against the reference as it goes
+ * (most of them land while a doubling runs: old and new tables both in
+ * use); in the middle of every doubling a sample of 500 keys, and at the
+ * end every key, is checked too. */
+TEST_IMPL(idem_incremental_rehash_matches_reference)
+{
+    enum { N = 120000, OPS = 600000 };
+    uint64_t *ref = malloc(N * sizeof(*ref));
+    ASSERT(ref != NULL);
+    for (uint32_t i = 0; i < N; i++)
+        ref[i] = NONE;
+    slot__idem *ix = slot__idem_new();
+    ASSERT(ix != NULL);
+    uint64_t x = 88172645463325252ull; /* xorshift64: the same run every time */
+    char ev[16], user[16], req[16];
+    unsigned mid_checks = 0;
+    size_t last_doublings = 0;
+    for (uint32_t op = 0; op < OPS; op++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        /* Keys grow over the run so the index keeps growing: key < op/5 + 1. */
+        uint32_t bound = op / 5 + 1 < N ? op / 5 + 1 : N;
+        uint32_t i = (uint32_t)((x >> 8) % bound);
+        ref_key(i, ev, user, req);
+        size_t el = strlen(ev), ul = strlen(user), rl = strlen(req);
+        unsigned kind = (unsigned)(x & 15);
+        uint64_t seq = NONE;
+        if (kind < 7) { /* put: new or replacing */
+            ASSERT_EQ(slot__idem_put(ix, ev, el, user, ul, req, rl, op), 0);
+            ref[i] = op;
+        } else if (kind < 10) { /* add, as the allocator does after a miss */
+            if (slot__idem_get(ix, ev, el, user, ul, req, rl, &seq) != 0) {
+                ASSERT(ref[i] == NONE);
+                ASSERT_EQ(slot__idem_add(ix, ev, el, user, ul, req, rl, op), 0);
+                ref[i] = op;
+            } else {
+                ASSERT_EQ(seq, ref[i]);
+            }
+        } else if (kind < 12) {
+            slot__idem_del(ix, ev, el, user, ul, req, rl);
+            ref[i] = NONE;
+        } else {
+            int rc = slot__idem_get(ix, ev, el, user, ul, req, rl, &seq);
+            ASSERT_EQ(rc, ref[i] == NONE ? -1 : 0);
+            if (rc == 0)
+                ASSERT_EQ(seq, ref[i]);
+        }
+        /* Once per doubling, as it begins: a sample checked mid-move (each
+         * lookup moves a few buckets, so the sample is kept small). */
+        if (slot__idem_rehashing(ix) && slot__idem_doublings(ix) != last_doublings) {
+            last_doublings = slot__idem_doublings(ix);
+            if (slot__idem_count(ix) > 20000) {
+                ref_verify_some(ix, ref, N, op % 97, N / 500);
+                ASSERT(slot__idem_rehashing(ix)); /* the check itself did not finish the move */
+                mid_checks++;
+            }
+        }
+    }
+    ASSERT(slot__idem_doublings(ix) >= 4);
+    ASSERT(mid_checks >= 1);
+    ref_verify(ix, ref, N);
+    /* Delete everything, then the index is empty and every key is gone. */
+    for (uint32_t i = 0; i < N; i++) {
+        ref_key(i, ev, user, req);
+        slot__idem_del(ix, ev, strlen(ev), user, strlen(user), req, strlen(req));
+        ref[i] = NONE;
+    }
+    ref_verify(ix, ref, N);
+    ASSERT_EQ(slot__idem_count(ix), 0);
+    slot__idem_free(ix);
+    free(ref);
+}
+
+/* The cold set: marks are per event, idempotent, independent of the keys. */
+TEST_IMPL(idem_cold_events)
+{
+    slot__idem *ix = slot__idem_new();
+    ASSERT(ix != NULL);
+    ASSERT(!slot__idem_cold(ix, "a", 1));
+    ASSERT_EQ(slot__idem_cold_add(ix, "a", 1), 0);
+    ASSERT_EQ(slot__idem_cold_add(ix, "a", 1), 0);
+    ASSERT_EQ(slot__idem_cold_add(ix, "ab", 2), 0);
+    ASSERT_EQ(slot__idem_cold_count(ix), 2);
+    ASSERT(slot__idem_cold(ix, "a", 1));
+    ASSERT(slot__idem_cold(ix, "ab", 2));
+    ASSERT(!slot__idem_cold(ix, "b", 1));
+    ASSERT_EQ(slot__idem_count(ix), 0); /* not keys */
+    slot__idem_cold_del(ix, "a", 1);
+    slot__idem_cold_del(ix, "zz", 2); /* not marked: nothing */
+    ASSERT(!slot__idem_cold(ix, "a", 1));
+    ASSERT(slot__idem_cold(ix, "ab", 2));
+    ASSERT_EQ(slot__idem_cold_count(ix), 1);
+    slot__idem_free(ix);
+}
+
+/* The allocator's restart: drop it and load a new one from the store, as
+ * slotd does at start. */
+static void restart(fx *f)
+{
+    if (f->txn)
+        fx_commit(f);
+    slot_alloc_close(&f->a);
+    ASSERT_EQ(slot_alloc_init(&f->a, f->st), 0);
+    MDB_txn *rt = NULL;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(f->st), NULL, MDB_RDONLY, &rt), 0);
+    ASSERT_EQ(slot_alloc_load(&f->a, rt), 0);
+    mdb_txn_abort(rt);
+}
+
+/* A closed event with nothing held is left out of the index at load (its
+ * keys stay on disk); a replay of one of its holds is still answered with
+ * the original hold and its current status, a fresh key on it is a new
+ * request (not_on_sale), and a key of it never seen is not a replay. The
+ * event on sale, and a closed one that still has a hold held, are loaded. */
+TEST_IMPL(idem_restart_leaves_closed_event_cold)
+{
+    fx f;
+    fx_open(&f);
+    create(&f, "open", 100, 2);
+    create(&f, "done", 100, 2);
+    create(&f, "closing", 100, 2);
+    char id_done[4][SLOT_HOLD_ID_BYTES + 1], id_open[SLOT_HOLD_ID_BYTES + 1], id_closing[SLOT_HOLD_ID_BYTES + 1];
+    char req[16];
+    for (int i = 0; i < 4; i++) {
+        snprintf(req, sizeof req, "k%d", i);
+        hold_ok(&f, "done", "ann", req, 1, id_done[i]);
+    }
+    hold_ok(&f, "open", "ann", "k0", 2, id_open);
+    hold_ok(&f, "closing", "bob", "k0", 1, id_closing);
+    slot_res r = {0};
+    on(&f, SLOT_OP_CONFIRM, "done", id_done[0], "ann", &r);
+    expect_err(&r, SLOT_E_OK);
+    slot_res_clear(&r);
+    for (int i = 1; i < 4; i++) { /* settled: released, nothing held */
+        on(&f, SLOT_OP_RELEASE, "done", id_done[i], "ann", &r);
+        expect_err(&r, SLOT_E_OK);
+        slot_res_clear(&r);
+    }
+    set_status(&f, "done", SLOT_EVENT_CLOSED);
+    set_status(&f, "closing", SLOT_EVENT_CLOSED); /* closed, one hold still held */
+    restart(&f);
+    ASSERT_EQ(slot__idem_cold_count(f.a.idem), 1);
+    ASSERT(slot__idem_cold(f.a.idem, "done", 4));
+    ASSERT_EQ(slot__idem_count(f.a.idem), 2); /* open's and closing's key; none of done's 4 */
+
+    /* A replay on the cold event: the original hold, its current status. */
+    slot_req q = req_hold("done", "ann", "k0", 1);
+    run(&f, &q, &r);
+    expect_err(&r, SLOT_E_OK);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id_done[0]);
+    ASSERT_EQ(r.hold_status, SLOT_HOLD_CONFIRMED);
+    slot_res_clear(&r);
+    ASSERT_EQ(slot__idem_cold_count(f.a.idem), 0); /* loaded by that request */
+    ASSERT_EQ(slot__idem_count(f.a.idem), 6);
+    q = req_hold("done", "ann", "k2", 1);
+    run(&f, &q, &r);
+    expect_err(&r, SLOT_E_OK);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id_done[2]);
+    ASSERT_EQ(r.hold_status, SLOT_HOLD_RELEASED);
+    slot_res_clear(&r);
+    /* The same key with another qty is still a conflict, not a new hold. */
+    hold_err(&f, "done", "ann", "k1", 3, SLOT_E_IDEMPOTENCY_CONFLICT);
+    /* Fresh keys (and a known key of another user) are new requests: not_on_sale. */
+    hold_err(&f, "done", "ann", "never-seen", 1, SLOT_E_NOT_ON_SALE);
+    hold_err(&f, "done", "bob", "k0", 1, SLOT_E_NOT_ON_SALE);
+
+    /* Again after another restart, the first request on the cold event a fresh key. */
+    restart(&f);
+    ASSERT_EQ(slot__idem_cold_count(f.a.idem), 1);
+    hold_err(&f, "done", "ann", "never-seen", 1, SLOT_E_NOT_ON_SALE);
+    ASSERT_EQ(slot__idem_cold_count(f.a.idem), 0);
+    q = req_hold("done", "ann", "k3", 1);
+    run(&f, &q, &r);
+    expect_err(&r, SLOT_E_OK);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id_done[3]);
+    slot_res_clear(&r);
+
+    /* Reopened after a restart: new holds take new keys, old keys replay. */
+    restart(&f);
+    set_status(&f, "done", SLOT_EVENT_ON_SALE);
+    q = req_hold("done", "ann", "k1", 1);
+    run(&f, &q, &r);
+    expect_err(&r, SLOT_E_OK);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id_done[1]);
+    slot_res_clear(&r);
+    hold_ok(&f, "done", "ann", "k9", 1, NULL);
+    q = req_hold("done", "ann", "k9", 1);
+    run(&f, &q, &r);
+    ASSERT(r.replay);
+    slot_res_clear(&r);
+
+    /* The loaded events still replay. */
+    q = req_hold("open", "ann", "k0", 2);
+    run(&f, &q, &r);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id_open);
+    slot_res_clear(&r);
+    q = req_hold("closing", "bob", "k0", 1);
+    run(&f, &q, &r);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id_closing);
+    slot_res_clear(&r);
+    fx_close(&f);
+}
