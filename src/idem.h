@@ -9,7 +9,8 @@
  * connections; README, "Performance"). The holds database already records
  * each hold's user and request key and is written in sequence order, so it
  * is the durable truth: the index is rebuilt from it — by slotd at start
- * (slot_alloc_load, so restart time includes it), or on the first hold for
+ * (slot_alloc_load, so restart time includes it; closed, settled events on
+ * first use, see "cold" below), or on the first hold for
  * other users of the library — and every hit is verified against the hold record (an entry left
  * by an aborted transaction is dropped), so the index can only ever be
  * a faster way to find what the holds database says.
