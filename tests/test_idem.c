@@ -8,18 +8,21 @@
  */
 #include "alloc_fixture.h"
 #include "harness.h"
+#include "slot/client.h"
 #include "src/idem.h" /* internal to libslot, tested directly */
 
 TEST_DECLARE(idem_index_many_keys)
 TEST_DECLARE(idem_incremental_rehash_matches_reference)
 TEST_DECLARE(idem_cold_events)
 TEST_DECLARE(idem_restart_leaves_closed_event_cold)
+TEST_DECLARE(idem_server_restart_replays_closed_event)
 
 TEST_LIST_START
     TEST_ENTRY(idem_index_many_keys)
     TEST_ENTRY(idem_incremental_rehash_matches_reference)
     TEST_ENTRY(idem_cold_events)
     TEST_ENTRY(idem_restart_leaves_closed_event_cold)
+    TEST_ENTRY(idem_server_restart_replays_closed_event)
 TEST_LIST_END
 
 
@@ -321,4 +324,112 @@ TEST_IMPL(idem_restart_leaves_closed_event_cold)
     ASSERT_STR_EQ(r.hold, id_closing);
     slot_res_clear(&r);
     fx_close(&f);
+}
+
+/* ---- the same through slotd: stop, start on the same folder, ask again */
+
+static void srv_hold(slot_client *c, const char *ev, const char *user, const char *key, uint32_t qty, slot_reply *r)
+{
+    slot_req q;
+    ASSERT_EQ(slot_req_hold(&q, ev, user, key, qty), 0);
+    slot_test_call(c, &q, r);
+}
+
+static void srv_admin(slot_client *c, slot_op op, const char *ev, slot_event_status st, const char *hold,
+                      const char *user)
+{
+    slot_req q;
+    slot_reply r;
+    if (hold)
+        ASSERT_EQ(slot_req_hold_op(&q, op, ev, hold, user), 0);
+    else
+        ASSERT_EQ(slot_req_event(&q, op, ev), 0);
+    if (op == SLOT_OP_CREATE_EVENT)
+        q.capacity = 10;
+    if (op == SLOT_OP_SET_STATUS)
+        q.status = st;
+    slot_test_call(c, &q, &r);
+    if (!r.ok)
+        T_FAIL_("op %d on %s: %s %s", (int)op, ev, r.error, r.message);
+    slot_reply_clear(&r);
+}
+
+/* A closed event whose holds were all confirmed or released, across two
+ * restarts of slotd: its replays carry the original hold id and current
+ * status, a fresh key (first request after the restart, or later) is
+ * not_on_sale, and the event on sale still replays and sells. */
+TEST_IMPL(idem_server_restart_replays_closed_event)
+{
+    char *dir = slot_test_tmpdir();
+    slot_test_server srv;
+    memset(&srv, 0, sizeof srv);
+    slot_test_server_start(&srv, dir, NULL);
+    slot_client *c = slot_test_dial(&srv);
+    srv_admin(c, SLOT_OP_CREATE_EVENT, "gone", 0, NULL, NULL);
+    srv_admin(c, SLOT_OP_CREATE_EVENT, "live", 0, NULL, NULL);
+    slot_reply r;
+    char kept[SLOT_HOLD_ARG_BYTES_MAX + 1], freed[SLOT_HOLD_ARG_BYTES_MAX + 1], live[SLOT_HOLD_ARG_BYTES_MAX + 1];
+    srv_hold(c, "gone", "ann", "k1", 2, &r);
+    ASSERT(r.ok);
+    ASSERT_STR_EQ(r.status, "held");
+    snprintf(kept, sizeof kept, "%s", r.hold);
+    slot_reply_clear(&r);
+    srv_hold(c, "gone", "ann", "k2", 1, &r);
+    ASSERT(r.ok);
+    snprintf(freed, sizeof freed, "%s", r.hold);
+    slot_reply_clear(&r);
+    srv_hold(c, "live", "bob", "k1", 1, &r);
+    ASSERT(r.ok);
+    snprintf(live, sizeof live, "%s", r.hold);
+    slot_reply_clear(&r);
+    srv_admin(c, SLOT_OP_CONFIRM, "gone", 0, kept, "ann");
+    srv_admin(c, SLOT_OP_RELEASE, "gone", 0, freed, "ann");
+    srv_admin(c, SLOT_OP_SET_STATUS, "gone", SLOT_EVENT_CLOSED, NULL, NULL);
+    slot_client_close(c);
+    for (int round = 0; round < 2; round++) {
+        ASSERT_EQ(slot_test_server_stop(&srv), 0);
+        slot_test_server_start(&srv, dir, NULL);
+        c = slot_test_dial(&srv);
+        if (round == 1) { /* the first request on the closed event after this start: a fresh key */
+            srv_hold(c, "gone", "ann", "fresh", 1, &r);
+            ASSERT(!r.ok);
+            ASSERT_STR_EQ(r.error, "not_on_sale");
+            slot_reply_clear(&r);
+        }
+        srv_hold(c, "gone", "ann", "k1", 2, &r);
+        ASSERT(r.ok);
+        ASSERT(r.replay);
+        ASSERT_STR_EQ(r.hold, kept);
+        ASSERT_STR_EQ(r.status, "confirmed");
+        slot_reply_clear(&r);
+        srv_hold(c, "gone", "ann", "k2", 1, &r);
+        ASSERT(r.ok);
+        ASSERT(r.replay);
+        ASSERT_STR_EQ(r.hold, freed);
+        ASSERT_STR_EQ(r.status, "released");
+        slot_reply_clear(&r);
+        srv_hold(c, "gone", "ann", "k1", 1, &r); /* the key with another qty */
+        ASSERT(!r.ok);
+        ASSERT_STR_EQ(r.error, "idempotency_conflict");
+        slot_reply_clear(&r);
+        srv_hold(c, "gone", "bob", "k1", 1, &r); /* another user's k1 was never used here */
+        ASSERT(!r.ok);
+        ASSERT_STR_EQ(r.error, "not_on_sale");
+        slot_reply_clear(&r);
+        srv_hold(c, "live", "bob", "k1", 1, &r);
+        ASSERT(r.ok);
+        ASSERT(r.replay);
+        ASSERT_STR_EQ(r.hold, live);
+        slot_reply_clear(&r);
+        srv_hold(c, "live", "bob", round == 0 ? "k2" : "k3", 1, &r);
+        ASSERT(r.ok);
+        ASSERT(!r.replay);
+        ASSERT_STR_EQ(r.status, "held");
+        slot_reply_clear(&r);
+        slot_client_close(c);
+    }
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);
+    slot_test_server_free(&srv);
+    slot_test_rmdir(dir);
+    free(dir);
 }
