@@ -276,6 +276,23 @@ static bool event_settled(const slot_event_rec *e, uint64_t now_ms)
     return closed && e->held == 0 && e->waiting == 0;
 }
 
+/* An upper bound of the keys the build will put: the holds made on the
+ * events it loads (seqs from 1, so next_seq - 1 of each; reacquires and
+ * offers counted too). */
+typedef struct idem_count {
+    uint64_t now_ms, holds;
+} idem_count;
+
+static int idem_count_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
+{
+    idem_count *n = p;
+    (void)ev;
+    (void)ev_len;
+    if (!event_settled(e, n->now_ms) && e->next_seq > 0)
+        n->holds += e->next_seq - 1;
+    return 0;
+}
+
 static int idem_add_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
 {
     ctx *c = p;
@@ -297,7 +314,15 @@ static int idem_build(ctx *c, uint64_t now_ms)
     ctx walk = {.a = c->a, .st = c->st, .txn = c->txn, .now_ms = now_ms};
     if (!(c->a->idem = slot__idem_new()))
         return ENOMEM;
-    int rc = slot_store_events_scan(c->st, c->txn, idem_add_event, &walk);
+    /* Sized first (one pass over the events, not the holds), so the load
+     * never doubles the table: no key is moved, no lookup reads two tables.
+     * Without the room the table just grows as it goes. */
+    idem_count n = {.now_ms = now_ms};
+    int rc = slot_store_events_scan(c->st, c->txn, idem_count_event, &n);
+    if (rc == 0)
+        (void)slot__idem_reserve(c->a->idem, n.holds);
+    if (rc == 0)
+        rc = slot_store_events_scan(c->st, c->txn, idem_add_event, &walk);
     if (rc != 0) {
         slot__idem_free(c->a->idem);
         c->a->idem = NULL;

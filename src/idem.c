@@ -383,6 +383,17 @@ bool slot__idem_rehashing(const slot__idem *ix)
     return rehashing(&ix->keys);
 }
 
+int slot__idem_reserve(slot__idem *ix, size_t keys)
+{
+    map *m = &ix->keys;
+    if (m->t[0].b || keys > ((size_t)1 << 32))
+        return 0; /* in use already (growing stays incremental), or beyond any sane store */
+    size_t buckets = (size_t)1 << SLOT_IDEM_BUCKETS_LOG2;
+    while (buckets < keys)
+        buckets *= 2;
+    return table_new(ix, &m->t[0], buckets) ? 0 : -ENOMEM;
+}
+
 /* ---- cold events */
 
 int slot__idem_cold_add(slot__idem *ix, const char *ev, size_t ev_len)

@@ -70,6 +70,13 @@ void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *u
  * blocks and bucket tables), bytes. */
 size_t slot__idem_count(const slot__idem *ix);
 size_t slot__idem_bytes(const slot__idem *ix);
+/*
+ * slot__idem_reserve — size a new, empty index for `keys` keys (one table
+ * of at least that many buckets, mapped, zero pages until touched), so that
+ * a load of that many keys never doubles. Does nothing on an index that has
+ * a table already. Returns 0, or -ENOMEM (the index stays as it was).
+ */
+int slot__idem_reserve(slot__idem *ix, size_t keys);
 /* slot__idem_doublings — table doublings begun since new; slot__idem_rehashing
  * — true while one is under way (for tests and the micro benchmark). */
 size_t slot__idem_doublings(const slot__idem *ix);

@@ -14,6 +14,7 @@
 TEST_DECLARE(idem_index_many_keys)
 TEST_DECLARE(idem_incremental_rehash_matches_reference)
 TEST_DECLARE(idem_cold_events)
+TEST_DECLARE(idem_reserve_avoids_doublings)
 TEST_DECLARE(idem_restart_leaves_closed_event_cold)
 TEST_DECLARE(idem_server_restart_replays_closed_event)
 
@@ -21,6 +22,7 @@ TEST_LIST_START
     TEST_ENTRY(idem_index_many_keys)
     TEST_ENTRY(idem_incremental_rehash_matches_reference)
     TEST_ENTRY(idem_cold_events)
+    TEST_ENTRY(idem_reserve_avoids_doublings)
     TEST_ENTRY(idem_restart_leaves_closed_event_cold)
     TEST_ENTRY(idem_server_restart_replays_closed_event)
 TEST_LIST_END
@@ -209,6 +211,36 @@ TEST_IMPL(idem_cold_events)
     ASSERT(!slot__idem_cold(ix, "a", 1));
     ASSERT(slot__idem_cold(ix, "ab", 2));
     ASSERT_EQ(slot__idem_cold_count(ix), 1);
+    slot__idem_free(ix);
+}
+
+/* An index sized for N keys takes N without a doubling; a second reserve
+ * (the table exists) changes nothing; the index grows again past N. */
+TEST_IMPL(idem_reserve_avoids_doublings)
+{
+    enum { N = 50000 };
+    slot__idem *ix = slot__idem_new();
+    ASSERT(ix != NULL);
+    ASSERT_EQ(slot__idem_reserve(ix, N), 0);
+    char ev[16], user[16], req[16];
+    for (uint32_t i = 0; i < N; i++) {
+        ref_key(i, ev, user, req);
+        ASSERT_EQ(slot__idem_add(ix, ev, strlen(ev), user, strlen(user), req, strlen(req), i), 0);
+    }
+    ASSERT_EQ(slot__idem_doublings(ix), 0);
+    ASSERT_EQ(slot__idem_reserve(ix, 4 * N), 0);
+    for (uint32_t i = N; i < 4 * N; i++) {
+        snprintf(user, sizeof user, "x%u", i);
+        ASSERT_EQ(slot__idem_add(ix, "e", 1, user, strlen(user), "r", 1, i), 0);
+    }
+    ASSERT(slot__idem_doublings(ix) >= 1);
+    for (uint32_t i = 0; i < N; i++) {
+        ref_key(i, ev, user, req);
+        uint64_t seq = NONE;
+        ASSERT_EQ(slot__idem_get(ix, ev, strlen(ev), user, strlen(user), req, strlen(req), &seq), 0);
+        ASSERT_EQ(seq, i);
+    }
+    ASSERT_EQ(slot__idem_count(ix), 4 * N);
     slot__idem_free(ix);
 }
 
