@@ -17,6 +17,7 @@ TEST_DECLARE(idem_cold_events)
 TEST_DECLARE(idem_reserve_avoids_doublings)
 TEST_DECLARE(idem_restart_leaves_closed_event_cold)
 TEST_DECLARE(idem_server_restart_replays_closed_event)
+TEST_DECLARE(idem_restart_window_past_is_cold_yet_exact)
 
 TEST_LIST_START
     TEST_ENTRY(idem_index_many_keys)
@@ -25,6 +26,7 @@ TEST_LIST_START
     TEST_ENTRY(idem_reserve_avoids_doublings)
     TEST_ENTRY(idem_restart_leaves_closed_event_cold)
     TEST_ENTRY(idem_server_restart_replays_closed_event)
+    TEST_ENTRY(idem_restart_window_past_is_cold_yet_exact)
 TEST_LIST_END
 
 
@@ -354,6 +356,46 @@ TEST_IMPL(idem_restart_leaves_closed_event_cold)
     run(&f, &q, &r);
     ASSERT(r.replay);
     ASSERT_STR_EQ(r.hold, id_closing);
+    slot_res_clear(&r);
+    fx_close(&f);
+}
+
+/* An event on sale whose closes_at is past on the wall clock at load (the
+ * fixture's clock, T0, is a year behind it) and nothing held is left cold;
+ * the ops' own clock still sees the window open: a replay replays, and a
+ * fresh key makes a new hold that is then found as a replay — the event's
+ * keys were loaded before the fresh key was looked up. */
+TEST_IMPL(idem_restart_window_past_is_cold_yet_exact)
+{
+    fx f;
+    fx_open(&f);
+    ASSERT(slot_test_now_ms() > T0 + 60000); /* the wall clock is past the window */
+    slot_req c = req_create("w", 10);
+    c.closes_at_ms = T0 + 60000;
+    slot_res r = {0};
+    run(&f, &c, &r);
+    expect_err(&r, SLOT_E_OK);
+    slot_res_clear(&r);
+    char id[SLOT_HOLD_ID_BYTES + 1];
+    hold_ok(&f, "w", "ann", "k1", 1, id);
+    on(&f, SLOT_OP_CONFIRM, "w", id, "ann", &r);
+    expect_err(&r, SLOT_E_OK);
+    slot_res_clear(&r);
+    restart(&f);
+    ASSERT(slot__idem_cold(f.a.idem, "w", 1));
+    ASSERT_EQ(slot__idem_count(f.a.idem), 0);
+    char id2[SLOT_HOLD_ID_BYTES + 1];
+    hold_ok(&f, "w", "ann", "k2", 1, id2); /* fresh key, window open at T0 */
+    ASSERT(!slot__idem_cold(f.a.idem, "w", 1));
+    slot_req q = req_hold("w", "ann", "k1", 1);
+    run(&f, &q, &r);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id);
+    slot_res_clear(&r);
+    q = req_hold("w", "ann", "k2", 1);
+    run(&f, &q, &r);
+    ASSERT(r.replay);
+    ASSERT_STR_EQ(r.hold, id2);
     slot_res_clear(&r);
     fx_close(&f);
 }
