@@ -261,7 +261,8 @@ static int idem_add(void *p, const slot_hold_rec *h)
     ctx *c = p;
     if (h->replaces_seq != 0)
         return 0; /* a reacquire's hold: its request key stays the replaced hold's */
-    int rc = slot__idem_put(c->a->idem, c->ev, c->ev_len, h->user, h->user_len, h->request, h->request_len, h->seq);
+    int rc = slot__idem_put_deferred(c->a->idem, c->ev, c->ev_len, h->user, h->user_len, h->request, h->request_len,
+                                     h->seq); /* applied by the walk's slot__idem_flush */
     return rc == 0 ? 0 : ENOMEM;
 }
 
@@ -323,6 +324,8 @@ static int idem_build(ctx *c, uint64_t now_ms)
         (void)slot__idem_reserve(c->a->idem, n.holds);
     if (rc == 0)
         rc = slot_store_events_scan(c->st, c->txn, idem_add_event, &walk);
+    if (slot__idem_flush(c->a->idem) != 0 && rc == 0)
+        rc = ENOMEM;
     if (rc != 0) {
         slot__idem_free(c->a->idem);
         c->a->idem = NULL;
@@ -346,6 +349,8 @@ int slot__idem_event_ready(ctx *c)
         return rc;
     ctx walk = *c;
     rc = slot_store_holds_scan(c->st, c->txn, c->ev, c->ev_len, idem_add, &walk);
+    if (slot__idem_flush(c->a->idem) != 0 && rc == 0)
+        rc = ENOMEM;
     if (rc == 0)
         slot__idem_cold_del(c->a->idem, c->ev, c->ev_len);
     return rc;

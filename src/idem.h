@@ -52,6 +52,20 @@ void slot__idem_free(slot__idem *ix);
 int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t seq);
 /*
+ * slot__idem_put_deferred — slot__idem_put for a bulk load (building the
+ * index from the holds database): the put waits in a short queue (8) with
+ * its bucket prefetched and is applied in order by a later call, so the
+ * result is that of plain puts. Every other call here applies the queue
+ * first; slot__idem_count does not count what waits.
+ * Returns 0, or -ENOMEM when an earlier deferred put failed (sticky until
+ * slot__idem_flush).
+ */
+int slot__idem_put_deferred(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                            const char *req, size_t req_len, uint64_t seq);
+/* slot__idem_flush — apply the deferred puts. 0, or -ENOMEM when one failed
+ * since the last flush (the others were applied). */
+int slot__idem_flush(slot__idem *ix);
+/*
  * slot__idem_add — slot__idem_put for a key the caller has just looked up
  * and not found (slot__idem_get returned -1, or the entry was deleted as
  * stale) with nothing added since: skips put's lookup. Adding a key that is

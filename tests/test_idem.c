@@ -13,6 +13,7 @@
 
 TEST_DECLARE(idem_index_many_keys)
 TEST_DECLARE(idem_incremental_rehash_matches_reference)
+TEST_DECLARE(idem_deferred_puts_apply_in_order)
 TEST_DECLARE(idem_cold_events)
 TEST_DECLARE(idem_reserve_avoids_doublings)
 TEST_DECLARE(idem_restart_leaves_closed_event_cold)
@@ -22,6 +23,7 @@ TEST_DECLARE(idem_restart_window_past_is_cold_yet_exact)
 TEST_LIST_START
     TEST_ENTRY(idem_index_many_keys)
     TEST_ENTRY(idem_incremental_rehash_matches_reference)
+    TEST_ENTRY(idem_deferred_puts_apply_in_order)
     TEST_ENTRY(idem_cold_events)
     TEST_ENTRY(idem_reserve_avoids_doublings)
     TEST_ENTRY(idem_restart_leaves_closed_event_cold)
@@ -119,7 +121,7 @@ static void ref_verify(slot__idem *ix, const uint64_t *ref, uint32_t n)
     ref_verify_some(ix, ref, n, 0, 1);
 }
 
-/* Random puts (new and replacing), adds, gets and dels while the table
+/* Random puts (new and replacing, plain and deferred), adds, gets and dels while the table
  * doubles several times, each checked against the reference as it goes
  * (most of them land while a doubling runs: old and new tables both in
  * use); in the middle of every doubling a sample of 500 keys, and at the
@@ -148,8 +150,11 @@ TEST_IMPL(idem_incremental_rehash_matches_reference)
         size_t el = strlen(ev), ul = strlen(user), rl = strlen(req);
         unsigned kind = (unsigned)(x & 15);
         uint64_t seq = NONE;
-        if (kind < 7) { /* put: new or replacing */
+        if (kind < 4) { /* put: new or replacing */
             ASSERT_EQ(slot__idem_put(ix, ev, el, user, ul, req, rl, op), 0);
+            ref[i] = op;
+        } else if (kind < 7) { /* the bulk load's put: queued, applied before any other call */
+            ASSERT_EQ(slot__idem_put_deferred(ix, ev, el, user, ul, req, rl, op), 0);
             ref[i] = op;
         } else if (kind < 10) { /* add, as the allocator does after a miss */
             if (slot__idem_get(ix, ev, el, user, ul, req, rl, &seq) != 0) {
@@ -181,6 +186,7 @@ TEST_IMPL(idem_incremental_rehash_matches_reference)
     }
     ASSERT(slot__idem_doublings(ix) >= 4);
     ASSERT(mid_checks >= 1);
+    ASSERT_EQ(slot__idem_flush(ix), 0);
     ref_verify(ix, ref, N);
     /* Delete everything, then the index is empty and every key is gone. */
     for (uint32_t i = 0; i < N; i++) {
@@ -192,6 +198,31 @@ TEST_IMPL(idem_incremental_rehash_matches_reference)
     ASSERT_EQ(slot__idem_count(ix), 0);
     slot__idem_free(ix);
     free(ref);
+}
+
+/* Deferred puts: the same key queued several times (more than the queue
+ * holds) ends with the last seq; other calls see every queued put; the
+ * count is right after a flush. */
+TEST_IMPL(idem_deferred_puts_apply_in_order)
+{
+    slot__idem *ix = slot__idem_new();
+    ASSERT(ix != NULL);
+    for (uint64_t s = 1; s <= 20; s++)
+        ASSERT_EQ(slot__idem_put_deferred(ix, "e", 1, "u", 1, s % 2 ? "a" : "b", 1, s), 0);
+    uint64_t seq = 0;
+    ASSERT_EQ(slot__idem_get(ix, "e", 1, "u", 1, "a", 1, &seq), 0); /* applies the queue first */
+    ASSERT_EQ(seq, 19);
+    ASSERT_EQ(slot__idem_put_deferred(ix, "e", 1, "u", 1, "c", 1, 30), 0);
+    slot__idem_del(ix, "e", 1, "u", 1, "c", 1); /* the queued put lands before the delete */
+    ASSERT_EQ(slot__idem_get(ix, "e", 1, "u", 1, "c", 1, &seq), -1);
+    ASSERT_EQ(slot__idem_put_deferred(ix, "e", 1, "u", 1, "d", 1, 40), 0);
+    ASSERT_EQ(slot__idem_flush(ix), 0);
+    ASSERT_EQ(slot__idem_count(ix), 3);
+    ASSERT_EQ(slot__idem_get(ix, "e", 1, "u", 1, "b", 1, &seq), 0);
+    ASSERT_EQ(seq, 20);
+    ASSERT_EQ(slot__idem_get(ix, "e", 1, "u", 1, "d", 1, &seq), 0);
+    ASSERT_EQ(seq, 40);
+    slot__idem_free(ix);
 }
 
 /* The cold set: marks are per event, idempotent, independent of the keys. */
