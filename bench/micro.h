@@ -1,5 +1,5 @@
 /*
- * bench/micro.h — what the micro-benchmarks (micro_alloc.c, micro_proto.c)
+ * bench/micro.h — what the micro-benchmarks (micro_alloc.c, micro_proto.c, micro_idem.c)
  * share: the clock and their command line (--seconds S, a count bound, and
  * for some --json FILE). Single-threaded.
  */

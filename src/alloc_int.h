@@ -84,8 +84,14 @@ int slot__hold_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e,
 int slot__units_take(slot__alloc_ctx *c, const slot_event_rec *e, slot_hold_rec *h);
 
 /* slot__idem_ensure — the idempotency index, built now when it is not yet
- * (O(holds), once per allocator). 0, ENOMEM or an LMDB error. */
+ * (O(holds), once per allocator; events settled at c->now_ms are left cold,
+ * idem.h). 0, ENOMEM or an LMDB error. */
 int slot__idem_ensure(slot__alloc_ctx *c);
+
+/* slot__idem_event_ready — slot__idem_ensure, and c's event's keys loaded
+ * when it was cold (O(holds of that event), once). Call before any index
+ * lookup, add or delete of c's event. 0, ENOMEM or an LMDB error. */
+int slot__idem_event_ready(slot__alloc_ctx *c);
 
 /*
  * slot__request_find — the hold made earlier for (c's event, user, request)
@@ -109,7 +115,7 @@ void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const c
 /*
  * slot__hold_make — write the new held hold h (from slot__hold_new, kind and
  * origin set) on c's event: seq, tag, times, units from the shards, the
- * hold, its idempotency entry (slot__idem_ensure must have run), its expiry
+ * hold, its idempotency entry (slot__idem_event_ready must have run), its expiry
  * entry, the user's row := user_total (with max_per_user; UINT64_MAX leaves
  * it) and e's counters. The caller checked the units are free and writes e.
  * Returns 0 or an LMDB error.

@@ -10,6 +10,7 @@
 
 #include "alloc_int.h"
 #include "idem.h"
+#include "slot/assert.h"
 #include "slot/failpoint.h"
 #include "slot/feed.h"
 
@@ -84,6 +85,7 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
     /* The caller's slot__request_find found no entry for this key (or dropped
      * a stale one), and nothing since added one: add without looking again. */
     bool offer = h->kind == SLOT_HOLD_KIND_WAITLIST && h->origin != 0; /* its key was never looked up here */
+    SLOT_ASSERT(!slot__idem_cold(c->a->idem, c->ev, c->ev_len)); /* slot__idem_event_ready ran */
     if (rc == 0 && (offer ? slot__idem_put : slot__idem_add)(c->a->idem, c->ev, c->ev_len, h->user, h->user_len,
                                                             h->request, h->request_len, h->seq) != 0)
         rc = ENOMEM; /* the batch aborts; the entry, if any, is dropped as stale later */

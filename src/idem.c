@@ -1,53 +1,48 @@
-/* idem.c — the in-memory idempotency index (see idem.h), on uthash. */
+/*
+ * idem.c — the in-memory idempotency index (see idem.h): a chained hash
+ * table that grows by incremental rehash, entries from an arena.
+ *
+ * Growth without a stall. A table that doubles in one step rehashes every
+ * key at once: uthash did that, and one add took 135-228 ms at 1.14M keys
+ * with one table (12 ms with the 64 tables this file had next), a stall of
+ * the commit thread in the middle of a sale. Here, as in Redis's dict, a
+ * growing index has two tables: the old one (t[0]) and one twice as large
+ * (t[1]). New keys go to t[1]; every put, add, get and del first moves up to
+ * SLOT_IDEM_MOVE_BUCKETS buckets of t[0] into t[1] (visiting at most ten
+ * times as many empty buckets), and a lookup reads t[0] for a bucket not
+ * yet moved, then t[1]. When t[0] is empty it is freed and t[1] becomes
+ * t[0]. A doubling starts when the keys outnumber t[0]'s buckets (n keys,
+ * n buckets) and has moved t[0]'s n buckets after n / SLOT_IDEM_MOVE_BUCKETS
+ * ops, long before t[1] (2n buckets) is full. So no single op costs more
+ * than a bounded number of bucket moves. The kernel's part is bounded too:
+ * a new table is an anonymous mapping (zero pages, faulted in as touched)
+ * and the old one is unmapped RELEASE_BYTES at a time behind the move
+ * (bench/micro_idem.c measures the worst call).
+ *
+ * Besides the keys, the index keeps a set of "cold" events: events whose
+ * keys the caller chose not to load (slot_alloc_load leaves out events that
+ * are closed and settled), so that it loads them before it asks about them.
+ */
 #include "idem.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "slot/limits.h"
 
-/* uthash would exit() when it cannot grow its buckets; make that an error
- * the caller sees (the add is undone and put returns -ENOMEM). */
-static int idem_oom;
-#define HASH_NONFATAL_OOM 1
-#define uthash_nonfatal_oom(obj) (idem_oom = 1)
-#define HASH_FUNCTION HASH_SFH /* Paul Hsieh's SuperFastHash: quick on short keys */
-/* A Bloom filter in front of each part's buckets, 2^18 bits (32 KiB; 2 MiB
- * over the parts): most lookups in a sale are for new request keys, and a
- * miss then costs one cache line instead of a walk along a bucket's chain
- * (micro_alloc: find 16% -> 7% of the allocator's time). */
-#define HASH_BLOOM SLOT_IDEM_BLOOM_LOG2
-#include <uthash.h>
-
-/*
- * The index is IDEM_PARTS uthash tables, a key's part chosen by the top bits
- * of its hash (uthash picks buckets and Bloom bits from the low bits). uthash
- * doubles a table's buckets in one step, rehashing every entry of it: with
- * one table one add took 135-228 ms at 1.14M keys (measured, 2M adds of
- * hold-shaped keys), a stall of the commit thread in the middle of a sale.
- * More parts make each doubling smaller but every add dearer (cold part
- * headers): worst add / time of the 2M adds was 208 ms / 2.4 s with one
- * table, 12 ms / 2.6 s with 64 parts, 4 ms / 3.0 s with 256.
- */
-#define IDEM_PARTS_LOG2 SLOT_IDEM_PARTS_LOG2
-#define IDEM_PARTS (1u << IDEM_PARTS_LOG2)
-
-/* Each part starts with 4096 buckets (64 KiB; 4 MiB over the parts, taken
- * when a part gets its first key) instead of uthash's 32: a doubling walks
- * every key of the part, one cache miss each, and from 32 buckets that was
- * 42% of an add's time. Now the first doubling comes at ~12k keys a part
- * (~800k in all). uthash reads these two macros where it makes a table. */
-#undef HASH_INITIAL_NUM_BUCKETS
-#undef HASH_INITIAL_NUM_BUCKETS_LOG2
-#define HASH_INITIAL_NUM_BUCKETS (1u << SLOT_IDEM_BUCKETS_LOG2)
-#define HASH_INITIAL_NUM_BUCKETS_LOG2 SLOT_IDEM_BUCKETS_LOG2
-
 #define KEY_BYTES_MAX (3 * 256)
+#define EMPTY_VISITS_PER_MOVE 10 /* empty buckets a step may pass per bucket it may move */
+/* The old table's moved part goes back to the kernel in pieces of this size
+ * while a doubling runs: unmapping a 64 MiB table in one call took 65 ms. */
+#define RELEASE_BYTES ((size_t)64 << 10)
 
 typedef struct entry {
-    UT_hash_handle hh;
+    struct entry *next;
     uint64_t seq;
+    uint32_t hash;
     uint16_t key_len;
     char key[]; /* ev_len, ev, user_len, user, req_len, req */
 } entry;
@@ -58,11 +53,45 @@ typedef struct block {
     char data[];
 } block;
 
+typedef struct table {
+    entry **b;       /* NULL: no table; else an anonymous mapping (page-aligned) */
+    size_t mask;     /* buckets - 1 */
+    size_t released; /* bytes at the start of b already unmapped (a multiple of RELEASE_BYTES) */
+} table;
+
+/* One chained hash map of built keys; rehashing while t[1].b is set. */
+typedef struct map {
+    table t[2];
+    size_t moved; /* while rehashing: t[0]'s buckets below this are empty (moved) */
+    size_t count;
+} map;
+
+/* The bulk load's queue (slot__idem_put_deferred): puts wait here, their
+ * buckets prefetched, so that a load has several cache misses in flight
+ * instead of one (the load's time was mostly map_find's miss on a random
+ * bucket). Applied in order, so the result is that of plain puts. */
+#define PENDING_N 8
+
+typedef struct lookup {
+    char key[KEY_BYTES_MAX];
+    unsigned len;
+    uint32_t hash;
+} lookup;
+
 struct slot__idem {
-    entry *parts[IDEM_PARTS];
+    map keys;
+    map cold; /* event names only: (ev, "", "") */
+    lookup pending[PENDING_N];
+    uint64_t pending_seq[PENDING_N];
+    unsigned pending_head, pending_n;
+    int pending_err; /* the first failed deferred put's -ENOMEM, until flush */
     block *blocks;
-    size_t count, bytes;
+    size_t bytes;       /* arena blocks */
+    size_t table_bytes; /* bucket arrays */
+    size_t doublings;
 };
+
+/* ---- keys and their hash */
 
 static size_t key_build(char *out, const char *ev, size_t ev_len, const char *user, size_t user_len,
                         const char *req, size_t req_len)
@@ -79,8 +108,39 @@ static size_t key_build(char *out, const char *ev, size_t ev_len, const char *us
     return n;
 }
 
-/* Entries are carved from blocks and never freed one by one: a stale entry
- * (rare: an aborted batch) is unlinked and its bytes wait for idem_free. */
+/* 8 bytes at a time, multiply and rotate, then murmur3's 64-bit finalizer. */
+static uint32_t key_hash(const char *k, size_t len)
+{
+    uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ ((uint64_t)len * UINT64_C(0xff51afd7ed558ccd));
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, k + i, 8);
+        h = (h ^ w) * UINT64_C(0x87c37b91114253d5);
+        h = (h << 31) | (h >> 33);
+    }
+    uint64_t w = 0;
+    for (size_t j = 0; i + j < len; j++)
+        w |= (uint64_t)(unsigned char)k[i + j] << (8 * j);
+    h = (h ^ w) * UINT64_C(0x87c37b91114253d5);
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+static void lookup_init(lookup *l, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                        size_t req_len)
+{
+    l->len = (unsigned)key_build(l->key, ev, ev_len, user, user_len, req, req_len);
+    l->hash = key_hash(l->key, l->len);
+}
+
+/* ---- the arena: entries are carved from blocks and never freed one by one
+ *      (a deleted entry — rare: an aborted batch — waits for idem_free). */
+
 static entry *arena_alloc(slot__idem *ix, size_t bytes)
 {
     bytes = (bytes + 7) & ~(size_t)7;
@@ -98,6 +158,152 @@ static entry *arena_alloc(slot__idem *ix, size_t bytes)
     return e;
 }
 
+/* ---- the map */
+
+/* Tables are anonymous mappings: zero pages until touched, and a moved
+ * part can be unmapped while the rest is in use. */
+static bool table_new(slot__idem *ix, table *t, size_t buckets)
+{
+    size_t bytes = buckets * sizeof(entry *);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    t->b = p;
+    t->mask = buckets - 1;
+    t->released = 0;
+    ix->table_bytes += bytes;
+    return true;
+}
+
+static void table_free(slot__idem *ix, table *t)
+{
+    if (t->b) {
+        size_t bytes = (t->mask + 1) * sizeof(entry *);
+        munmap((char *)t->b + t->released, bytes - t->released);
+        ix->table_bytes -= bytes - t->released;
+    }
+    *t = (table){0};
+}
+
+/* Unmaps whole RELEASE_BYTES pieces of t below bucket `below` (all empty). */
+static void table_release(slot__idem *ix, table *t, size_t below)
+{
+    size_t upto = below * sizeof(entry *) / RELEASE_BYTES * RELEASE_BYTES;
+    if (upto <= t->released)
+        return;
+    munmap((char *)t->b + t->released, upto - t->released);
+    ix->table_bytes -= upto - t->released;
+    t->released = upto;
+}
+
+static bool rehashing(const map *m)
+{
+    return m->t[1].b != NULL;
+}
+
+/* Moves up to SLOT_IDEM_MOVE_BUCKETS buckets of t[0] into t[1] (passing at
+ * most EMPTY_VISITS_PER_MOVE times as many empty ones); ends the rehash
+ * when t[0] is empty. Each moved entry keeps its hash: no key is rehashed. */
+static void map_step(slot__idem *ix, map *m)
+{
+    if (!rehashing(m))
+        return;
+    size_t size0 = m->t[0].mask + 1;
+    unsigned buckets = SLOT_IDEM_MOVE_BUCKETS, empty = SLOT_IDEM_MOVE_BUCKETS * EMPTY_VISITS_PER_MOVE;
+    while (buckets > 0 && m->moved < size0) {
+        entry *e = m->t[0].b[m->moved];
+        if (!e) {
+            m->moved++;
+            if (--empty == 0)
+                break;
+            continue;
+        }
+        while (e) {
+            entry *next = e->next;
+            entry **head = &m->t[1].b[e->hash & m->t[1].mask];
+            e->next = *head;
+            *head = e;
+            e = next;
+        }
+        m->t[0].b[m->moved++] = NULL;
+        buckets--;
+    }
+    if (m->moved < size0) {
+        table_release(ix, &m->t[0], m->moved);
+    } else {
+        table_free(ix, &m->t[0]);
+        m->t[0] = m->t[1];
+        m->t[1] = (table){0};
+        m->moved = 0;
+    }
+}
+
+/* Starts a doubling when the keys outnumber the buckets. When the larger
+ * table cannot be had, chains just grow longer (the next add tries again). */
+static void map_maybe_grow(slot__idem *ix, map *m)
+{
+    if (rehashing(m))
+        return;
+    if (!m->t[0].b) {
+        table_new(ix, &m->t[0], (size_t)1 << SLOT_IDEM_BUCKETS_LOG2);
+        return;
+    }
+    size_t size0 = m->t[0].mask + 1;
+    if (m->count < size0 || size0 > SIZE_MAX / 2 / sizeof(entry *))
+        return;
+    if (table_new(ix, &m->t[1], size0 * 2)) {
+        m->moved = 0;
+        ix->doublings++;
+    }
+}
+
+/* The link that points at l's entry, or NULL when it is not there. */
+static entry **map_find(map *m, const lookup *l)
+{
+    for (int i = 0; i < 2; i++) {
+        table *t = &m->t[i];
+        if (!t->b)
+            continue;
+        size_t idx = l->hash & t->mask;
+        if (i == 0 && rehashing(m) && idx < m->moved)
+            continue; /* this bucket was moved to t[1] */
+        for (entry **p = &t->b[idx]; *p; p = &(*p)->next) {
+            entry *e = *p;
+            if (e->hash == l->hash && e->key_len == l->len && memcmp(e->key, l->key, l->len) == 0)
+                return p;
+        }
+    }
+    return NULL;
+}
+
+static int map_add(slot__idem *ix, map *m, const lookup *l, uint64_t seq)
+{
+    map_maybe_grow(ix, m);
+    table *t = rehashing(m) ? &m->t[1] : &m->t[0];
+    if (!t->b)
+        return -ENOMEM; /* not even the first table */
+    entry *e = arena_alloc(ix, sizeof(entry) + l->len);
+    if (!e)
+        return -ENOMEM;
+    e->seq = seq;
+    e->hash = l->hash;
+    e->key_len = (uint16_t)l->len;
+    memcpy(e->key, l->key, l->len);
+    entry **head = &t->b[l->hash & t->mask];
+    e->next = *head;
+    *head = e;
+    m->count++;
+    return 0;
+}
+
+static void map_free(slot__idem *ix, map *m)
+{
+    table_free(ix, &m->t[0]);
+    table_free(ix, &m->t[1]);
+}
+
+/* ---- the index */
+
 slot__idem *slot__idem_new(void)
 {
     return calloc(1, sizeof(slot__idem));
@@ -107,8 +313,8 @@ void slot__idem_free(slot__idem *ix)
 {
     if (!ix)
         return;
-    for (unsigned i = 0; i < IDEM_PARTS; i++)
-        HASH_CLEAR(hh, ix->parts[i]);
+    map_free(ix, &ix->keys);
+    map_free(ix, &ix->cold);
     while (ix->blocks) {
         block *b = ix->blocks;
         ix->blocks = b->next;
@@ -117,96 +323,173 @@ void slot__idem_free(slot__idem *ix)
     free(ix);
 }
 
-/* A built key with its hash and the part it lives in. */
-typedef struct lookup {
-    char key[KEY_BYTES_MAX];
-    unsigned len, hashv;
-    entry **part;
-} lookup;
-
-static void lookup_init(slot__idem *ix, lookup *l, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                        const char *req, size_t req_len)
+static int put_one(slot__idem *ix, const lookup *l, uint64_t seq)
 {
-    l->len = (unsigned)key_build(l->key, ev, ev_len, user, user_len, req, req_len);
-    HASH_VALUE(l->key, l->len, l->hashv);
-    l->part = &ix->parts[l->hashv >> (32 - IDEM_PARTS_LOG2)];
+    map_step(ix, &ix->keys);
+    entry **p = map_find(&ix->keys, l);
+    if (p) {
+        (*p)->seq = seq;
+        return 0;
+    }
+    return map_add(ix, &ix->keys, l, seq);
 }
 
-static entry *find(const lookup *l)
+/* Applies the oldest deferred put. */
+static void pending_apply_one(slot__idem *ix)
 {
-    entry *e = NULL;
-    HASH_FIND_BYHASHVALUE(hh, *l->part, l->key, l->len, l->hashv, e);
-    return e;
+    int rc = put_one(ix, &ix->pending[ix->pending_head], ix->pending_seq[ix->pending_head]);
+    if (rc != 0 && ix->pending_err == 0)
+        ix->pending_err = rc;
+    ix->pending_head = (ix->pending_head + 1) % PENDING_N;
+    ix->pending_n--;
 }
 
-static int add(slot__idem *ix, const lookup *l, uint64_t seq)
+/* Every other call applies what waits first, so it sees every put made. */
+static void pending_apply(slot__idem *ix)
 {
-    entry *e = arena_alloc(ix, sizeof(entry) + l->len);
-    if (!e)
-        return -ENOMEM;
-    memset(&e->hh, 0, sizeof(e->hh));
-    e->seq = seq;
-    e->key_len = (uint16_t)l->len;
-    memcpy(e->key, l->key, l->len);
-    idem_oom = 0;
-    HASH_ADD_BYHASHVALUE(hh, *l->part, key, l->len, l->hashv, e);
-    if (idem_oom)
-        return -ENOMEM; /* not linked; its arena bytes wait for idem_free */
-    ix->count++;
-    return 0;
+    while (ix->pending_n > 0)
+        pending_apply_one(ix);
+}
+
+int slot__idem_put_deferred(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                            const char *req, size_t req_len, uint64_t seq)
+{
+    if (ix->pending_n == PENDING_N)
+        pending_apply_one(ix);
+    unsigned at = (ix->pending_head + ix->pending_n) % PENDING_N;
+    lookup *l = &ix->pending[at];
+    lookup_init(l, ev, ev_len, user, user_len, req, req_len);
+    ix->pending_seq[at] = seq;
+    ix->pending_n++;
+    for (int i = 0; i < 2; i++) {
+        const table *t = &ix->keys.t[i];
+        if (t->b)
+            __builtin_prefetch(&t->b[l->hash & t->mask]);
+    }
+    return ix->pending_err;
+}
+
+int slot__idem_flush(slot__idem *ix)
+{
+    pending_apply(ix);
+    int rc = ix->pending_err;
+    ix->pending_err = 0;
+    return rc;
 }
 
 int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t seq)
 {
+    pending_apply(ix);
     lookup l;
-    lookup_init(ix, &l, ev, ev_len, user, user_len, req, req_len);
-    entry *e = find(&l);
-    if (e) {
-        e->seq = seq;
-        return 0;
-    }
-    return add(ix, &l, seq);
+    lookup_init(&l, ev, ev_len, user, user_len, req, req_len);
+    return put_one(ix, &l, seq);
 }
 
 int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t seq)
 {
+    pending_apply(ix);
     lookup l;
-    lookup_init(ix, &l, ev, ev_len, user, user_len, req, req_len);
-    return add(ix, &l, seq);
+    lookup_init(&l, ev, ev_len, user, user_len, req, req_len);
+    map_step(ix, &ix->keys);
+    return map_add(ix, &ix->keys, &l, seq);
 }
 
 int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t *seq)
 {
+    pending_apply(ix);
     lookup l;
-    lookup_init(ix, &l, ev, ev_len, user, user_len, req, req_len);
-    entry *e = find(&l);
-    if (!e)
+    lookup_init(&l, ev, ev_len, user, user_len, req, req_len);
+    map_step(ix, &ix->keys);
+    entry **p = map_find(&ix->keys, &l);
+    if (!p)
         return -1;
-    *seq = e->seq;
+    *seq = (*p)->seq;
     return 0;
 }
 
 void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                     const char *req, size_t req_len)
 {
+    pending_apply(ix);
     lookup l;
-    lookup_init(ix, &l, ev, ev_len, user, user_len, req, req_len);
-    entry *e = find(&l);
-    if (e) {
-        HASH_DEL(*l.part, e);
-        ix->count--;
+    lookup_init(&l, ev, ev_len, user, user_len, req, req_len);
+    map_step(ix, &ix->keys);
+    entry **p = map_find(&ix->keys, &l);
+    if (p) {
+        *p = (*p)->next; /* its arena bytes wait for idem_free */
+        ix->keys.count--;
     }
 }
 
 size_t slot__idem_count(const slot__idem *ix)
 {
-    return ix->count;
+    return ix->keys.count;
 }
 
 size_t slot__idem_bytes(const slot__idem *ix)
 {
-    return ix->bytes;
+    return ix->bytes + ix->table_bytes;
+}
+
+size_t slot__idem_doublings(const slot__idem *ix)
+{
+    return ix->doublings;
+}
+
+bool slot__idem_rehashing(const slot__idem *ix)
+{
+    return rehashing(&ix->keys);
+}
+
+int slot__idem_reserve(slot__idem *ix, size_t keys)
+{
+    map *m = &ix->keys;
+    if (m->t[0].b || keys > ((size_t)1 << 32))
+        return 0; /* in use already (growing stays incremental), or beyond any sane store */
+    size_t buckets = (size_t)1 << SLOT_IDEM_BUCKETS_LOG2;
+    while (buckets < keys)
+        buckets *= 2;
+    return table_new(ix, &m->t[0], buckets) ? 0 : -ENOMEM;
+}
+
+/* ---- cold events */
+
+int slot__idem_cold_add(slot__idem *ix, const char *ev, size_t ev_len)
+{
+    lookup l;
+    lookup_init(&l, ev, ev_len, "", 0, "", 0);
+    map_step(ix, &ix->cold);
+    if (map_find(&ix->cold, &l))
+        return 0;
+    return map_add(ix, &ix->cold, &l, 0);
+}
+
+bool slot__idem_cold(slot__idem *ix, const char *ev, size_t ev_len)
+{
+    if (ix->cold.count == 0)
+        return false; /* the usual case: one compare per request */
+    lookup l;
+    lookup_init(&l, ev, ev_len, "", 0, "", 0);
+    map_step(ix, &ix->cold);
+    return map_find(&ix->cold, &l) != NULL;
+}
+
+void slot__idem_cold_del(slot__idem *ix, const char *ev, size_t ev_len)
+{
+    lookup l;
+    lookup_init(&l, ev, ev_len, "", 0, "", 0);
+    map_step(ix, &ix->cold);
+    entry **p = map_find(&ix->cold, &l);
+    if (p) {
+        *p = (*p)->next;
+        ix->cold.count--;
+    }
+}
+
+size_t slot__idem_cold_count(const slot__idem *ix)
+{
+    return ix->cold.count;
 }

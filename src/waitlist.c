@@ -72,7 +72,7 @@ int slot__waitlist_serve(ctx *c, slot_event_rec *e)
 {
     if (e->waiting == 0)
         return 0;
-    int rc = slot__idem_ensure(c);
+    int rc = slot__idem_event_ready(c); /* the offers' keys go into the index */
     /* Bounded by e->waiting: every turn serves one entry or stops. */
     while (rc == 0 && e->waiting > 0) {
         slot_wait_rec w;

@@ -42,7 +42,8 @@ typedef struct slot_alloc {
  * generator from the kernel (getrandom). Returns 0, or -errno.
  * The allocator that runs holds keeps an in-memory idempotency index, built
  * from the holds database by slot_alloc_load (slotd calls it at start) or,
- * when nobody did, on its first hold (O(holds) once), and kept up to date by
+ * when nobody did, on its first hold (O(holds) once; a closed, settled
+ * event's keys on the first request naming it), and kept up to date by
  * its own holds: so there must be ONE writing allocator per store
  * (the server's commit thread). Free with slot_alloc_close.
  */
@@ -51,8 +52,12 @@ int slot_alloc_init(slot_alloc *a, slot_store *store);
 /*
  * slot_alloc_load — build the idempotency index now (slotd does, at start,
  * so restart time includes it; without this call the first hold does), from
- * every hold in the store as txn sees it (a read txn is fine).
- * O(holds). Returns 0 or an LMDB error / ENOMEM.
+ * the holds in the store as txn sees it (a read txn is fine), less those of
+ * events that are closed (status, or closes_at past on the wall clock) with
+ * nothing held or waiting: those are loaded by the first request that names
+ * the event (O(holds of it), once), so replays stay exact (docs/design.md,
+ * "The idempotency index").
+ * O(holds of the other events). Returns 0 or an LMDB error / ENOMEM.
  */
 int slot_alloc_load(slot_alloc *a, MDB_txn *txn);
 
