@@ -1,7 +1,8 @@
 /*
  * slot/backup.h — backups of a store: a consistent, compacted hot copy of a
- * running store in one file, restoring it into a data folder offline, and
- * verifying a backup file (src/store_backup.c; docs/operations.md,
+ * running store in one file, restoring it into a data folder offline,
+ * verifying a backup file, and installing one into a live store (a replica
+ * set's snapshot join) (src/store_backup.c; docs/operations.md,
  * "Backups", defines the file; docs/design.md, "Backups", says why it is
  * made as it is).
  *
@@ -147,6 +148,37 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
  */
 int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out, slot_res *check, char *err,
                        size_t errlen);
+
+/*
+ * slot_backup_install — replace the data of a live store by a backup's, in
+ * the write transaction txn (not captured; the caller commits or aborts
+ * it): the checks of slot_backup_verify first (header, the data's SHA-256,
+ * then the data copied to a scratch file under scratch_dir, removed before
+ * the return, opened read-only, and its seq, epoch and digest compared with
+ * the header's; not slot_check), and only then every data database emptied
+ * and filled with the copy's entries, and seq set to the header's (seq,
+ * epoch); meta's other records stay. So a damaged file changes nothing, and
+ * the state installed is the one the header names. Used by a replica set's
+ * snapshot join (docs/design.md, "Joining by snapshot"). Atomic with txn's
+ * commit: until then the store is as before.
+ *   st: open read-write; borrowed. file: a backup file (slot_store_backup*).
+ *   scratch_dir: an existing folder with room for one more copy of the data.
+ *   out: the header's fields, the state installed (may be NULL).
+ * Returns 0, an error as above (a refusal: slot_backup_refused; txn is
+ * untouched then), or an LMDB error while filling txn (MDB_MAP_FULL: grow
+ * the map and install again); the caller aborts txn on any error.
+ * Thread: the write transaction's. Cost: O(data) (a copy, a digest, the puts).
+ */
+int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir,
+                        slot_backup_info *out, char *err, size_t errlen);
+
+/*
+ * slot_backup_refused — true when rc (a return value above) says the file is
+ * at fault, not the machine: not a backup, a newer format, a damaged header,
+ * the wrong length, a SHA-256 or a seq/epoch/digest that does not match
+ * (SLOT_BACKUP_E_MAGIC..SLOT_BACKUP_E_DIGEST). Pure; any thread.
+ */
+bool slot_backup_refused(int rc);
 
 /* slot_backup_strerror — a message for any return value above. Static, never NULL. */
 const char *slot_backup_strerror(int rc);
