@@ -459,11 +459,12 @@ int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lo
 
 /*
  * The data of the backup open on fd (at its first data byte) into out_fd,
- * checked against the header's SHA-256, then synced; then the written
- * copy (named copy) inspected: its seq and digest must be the header's.
+ * checked against the header's SHA-256, then synced (unless !durable: an
+ * unlinked scratch copy read back at once needs no fsync); then the written
+ * copy (named copy) inspected: its seq, epoch and digest must be the header's.
  */
-static int extract(int fd, const header *h, const char *file, int out_fd, const char *copy, slot_res *check,
-                   char *err, size_t errlen)
+static int extract(int fd, const header *h, const char *file, int out_fd, const char *copy, bool durable,
+                   slot_res *check, char *err, size_t errlen)
 {
     uint8_t sha[SHA_BYTES];
     int rc = stream(fd, out_fd, h->info.data_bytes, sha);
@@ -475,7 +476,7 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
         snprintf(err, errlen, "%s: %s (the file is damaged)", file, slot_backup_strerror(SLOT_BACKUP_E_CHECKSUM));
         return SLOT_BACKUP_E_CHECKSUM;
     }
-    if (fsync(out_fd) != 0) {
+    if (durable && fsync(out_fd) != 0) {
         rc = -errno;
         snprintf(err, errlen, "fsync %s: %s", copy, strerror(-rc));
         return rc;
@@ -509,7 +510,7 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
     bool linked;
     rc = scratch_open(scratch_dir, ".slot-verify-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
-        rc = extract(fd, &h, file, sfd, scratch, check, err, errlen);
+        rc = extract(fd, &h, file, sfd, scratch, true, check, err, errlen);
         scratch_close(sfd, scratch, linked);
     }
     close(fd);
@@ -579,7 +580,7 @@ int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const ch
     bool linked;
     rc = scratch_open(scratch_dir, ".slot-install-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
-        rc = extract(fd, &h, file, sfd, scratch, NULL, err, errlen); /* txn is untouched until this passed */
+        rc = extract(fd, &h, file, sfd, scratch, false, NULL, err, errlen); /* txn is untouched until this passed */
         if (rc == 0)
             rc = copy_install(st, txn, scratch, file, &h.info, err, errlen);
         scratch_close(sfd, scratch, linked);
@@ -680,7 +681,7 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(-rc));
     }
     if (rc == 0)
-        rc = extract(fd, &h, file, out_fd, tmp, NULL, err, errlen);
+        rc = extract(fd, &h, file, out_fd, tmp, true, NULL, err, errlen);
     if (out_fd >= 0)
         close(out_fd);
     /* lock.mdb describes the readers of the old data.mdb: LMDB rebuilds it. */
@@ -716,7 +717,7 @@ const char *slot_backup_strerror(int rc)
     case SLOT_BACKUP_E_CHECKSUM:
         return "the backup's data does not match its SHA-256";
     case SLOT_BACKUP_E_DIGEST:
-        return "the backup's data is not the seq and digest its header names";
+        return "the backup's data is not the seq, epoch and digest its header names";
     case SLOT_BACKUP_E_NOT_EMPTY:
         return "the data folder is not empty";
     case SLOT_BACKUP_E_IN_USE:

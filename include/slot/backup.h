@@ -52,7 +52,7 @@
 #define SLOT_BACKUP_E_HEADER (-21003)   /* the header's CRC-32 or its fields are wrong */
 #define SLOT_BACKUP_E_LENGTH (-21004)   /* the file is shorter or longer than the header says */
 #define SLOT_BACKUP_E_CHECKSUM (-21005) /* the data's SHA-256 is not the header's */
-#define SLOT_BACKUP_E_DIGEST (-21006)   /* the data's seq or digest is not the header's */
+#define SLOT_BACKUP_E_DIGEST (-21006)   /* the data's seq, epoch or digest is not the header's */
 #define SLOT_BACKUP_E_NOT_EMPTY (-21007) /* restore: the data folder holds a store (and no force) */
 #define SLOT_BACKUP_E_IN_USE (-21008)   /* restore: a slotd has the data folder (its slotd.lock) */
 
@@ -120,7 +120,7 @@ int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, 
 /*
  * slot_backup_restore — offline restore: put file's data in data_dir as its
  * data.mdb. Refused (nothing changed) when the header or the data's SHA-256
- * or its seq/digest do not match, when a slotd has data_dir (its
+ * or its seq, epoch or digest do not match, when a slotd has data_dir (its
  * slotd.lock is locked: SLOT_BACKUP_E_IN_USE, always), or when data_dir
  * holds anything but slotd.lock and flags lacks SLOT_BACKUP_RESTORE_FORCE
  * (SLOT_BACKUP_E_NOT_EMPTY). Holds data_dir's slotd.lock while it runs, so
@@ -138,8 +138,8 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
 /*
  * slot_backup_verify — check a backup without restoring it: the header, the
  * data's SHA-256, then a copy of the data (a scratch file under
- * scratch_dir, removed before the return) opened read-only, its seq and
- * digest compared with the header's, and slot_check (every event, the
+ * scratch_dir, removed before the return) opened read-only, its seq, epoch
+ * and digest compared with the header's, and slot_check (every event, the
  * feed) run on it.
  *   check: receives slot_check's result (nviolations, violations; the
  *     caller frees it with slot_res_clear); may be NULL (no check run).
