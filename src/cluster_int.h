@@ -161,8 +161,9 @@ typedef struct slot__cluster {
     bool snap_making;             /* the copy runs on the thread pool */
     uv_work_t snap_work;
     char snap_node[CLU_NAME_CAP]; /* for whom */
-    char snap_path[4200];         /* DATA/snap-send.mdb */
-    int snap_rc;                  /* the copy's result (pool thread, then loop) */
+    char snap_path[4200];         /* DATA/snap-send.bak */
+    int snap_rc;                  /* the backup's result (pool thread, then loop) */
+    char snap_err[1024];          /* its message when snap_rc != 0 */
     uint64_t snap_seq, snap_tenure, snap_bytes, snap_off;
     int snap_fd;                  /* -1: none being sent */
     uint64_t snap_since_ms;

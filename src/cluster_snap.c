@@ -3,20 +3,26 @@
  * (docs/design.md, "Joining by snapshot"). cluster_int.h has the map.
  *
  * Primary: a peer whose log we cannot continue (it is empty, or what it
- * needs is trimmed from ours) gets a snapshot: a compacted hot copy of our
- * LMDB (slot_store_snap_copy, on the thread pool, under map_lock shared) in
- * DATA/snap-send.mdb, sent in SNAP chunks under the channel's back-pressure
- * once the copy's seq is committed, then records from seq + 1 once the peer
- * ACKs seq. One snapshot at a time; others wait their turn.
+ * needs is trimmed from ours) gets a snapshot: a backup file of our store
+ * (slot/backup.h, slot_store_backup_fd, on the thread pool; it read-locks
+ * map_lock for the LMDB copy) in DATA/snap-send.bak, sent in SNAP chunks
+ * under the channel's back-pressure once the copy's seq is committed, then
+ * records from seq + 1 once the peer ACKs seq. One snapshot at a time;
+ * others wait their turn.
  *
- * Replica: the chunks go to DATA/snap.tmp/data.mdb; after the last one the
- * file and the folder are synced and the folder renamed DATA/snap (atomic),
- * then the commit thread installs it into LMDB in one transaction
- * (slot_store_snap_install), resets the batch log to begin after its seq,
- * and removes DATA/snap; the loop then ACKs seq. A crash before the rename
- * leaves DATA/snap.tmp, which the next start removes (the primary sends a
- * new snapshot); after it, DATA/snap, which the next start installs again
- * (installing is idempotent: the same state, the same log base).
+ * Replica: the chunks go to DATA/snap.tmp/snap.bak; after the last one the
+ * file is synced, its header read (slot_backup_read_header: CRC-32, length,
+ * and the seq and epoch the frames named; a bad one is refused, the stream
+ * ends and the next one sends a new snapshot), the folder synced and renamed
+ * DATA/snap (atomic); then the commit thread installs it into LMDB in one
+ * transaction (slot_backup_install: the data's SHA-256, seq, epoch and
+ * digest checked before anything changes), resets the batch log to begin
+ * after its seq, and removes DATA/snap; the loop then ACKs seq (a refused
+ * file is removed and the stream ended: a new snapshot comes). A crash
+ * before the rename leaves DATA/snap.tmp, which the next start removes (the
+ * primary sends a new snapshot); after it, DATA/snap, which the next start
+ * installs again (installing is idempotent: the same state, the same log
+ * base), or removes when the file is refused.
  *
  * Both: the batch log keeps the last --log-keep-records records at least;
  * older segments go once applied (and, on the primary, once committed and
@@ -34,11 +40,12 @@
 
 #include "cluster_int.h"
 #include "loop.h"
+#include "slot/backup.h"
 
 #define SNAP_TMP "snap.tmp"        /* a snapshot being received */
 #define SNAP_DIR "snap"            /* a snapshot received whole, until installed */
-#define SNAP_FILE "data.mdb"
-#define SNAP_SEND "snap-send.mdb"  /* the primary's copy being sent */
+#define SNAP_FILE "snap.bak"       /* in either: the backup file (slot/backup.h) */
+#define SNAP_SEND "snap-send.bak"  /* the primary's backup file being sent */
 #define CLU_TRIM_MS 1000           /* the batch log is trimmed at most this often */
 
 static bool is_primary(const clu *c)
@@ -128,9 +135,27 @@ static void work_copy(uv_work_t *w)
 {
     clu *c = w->data;
     server *s = c->s;
-    pthread_rwlock_rdlock(&s->map_lock); /* no map growth while the copy's read transaction is open */
-    c->snap_rc = slot_store_snap_copy(s->store, c->snap_path, &c->snap_seq, &c->snap_tenure, &c->snap_bytes);
-    pthread_rwlock_unlock(&s->map_lock);
+    c->snap_err[0] = 0;
+    int fd = open(c->snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        c->snap_rc = -errno;
+        snprintf(c->snap_err, sizeof(c->snap_err), "cannot create " SNAP_SEND ": %s", strerror(-c->snap_rc));
+        return;
+    }
+    /* The file is only read back by this process, so it is not synced; the
+     * backup read-locks map_lock for its LMDB copy (no map growth under it). */
+    slot_backup_info info;
+    c->snap_rc = slot_store_backup_fd(s->store, s->opts.data_dir, fd, &s->map_lock, &info, c->snap_err,
+                                      sizeof(c->snap_err));
+    if (close(fd) != 0 && c->snap_rc == 0) {
+        c->snap_rc = -errno;
+        snprintf(c->snap_err, sizeof(c->snap_err), "close " SNAP_SEND ": %s", strerror(-c->snap_rc));
+    }
+    if (c->snap_rc == 0) {
+        c->snap_seq = info.seq;
+        c->snap_tenure = info.epoch;
+        c->snap_bytes = info.file_bytes;
+    }
 }
 
 static void send_more(clu *c);
@@ -144,7 +169,7 @@ static void after_copy(uv_work_t *w, int status)
         !is_primary(c)) {
         if (!c->stopping && (status != 0 || c->snap_rc != 0)) {
             slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s failed: %s", c->snap_node,
-                          status ? uv_strerror(status) : mdb_strerror(c->snap_rc));
+                          status ? uv_strerror(status) : c->snap_err);
             if (n)
                 slot_repl_disconnect(c->repl, n->id); /* it is dialled again and asks again */
         }
@@ -291,6 +316,22 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
     int rc = fsync(c->snap_in_fd) == 0 ? 0 : -errno;
     close(c->snap_in_fd);
     c->snap_in_fd = -1;
+    if (rc == 0) { /* the header now (128 bytes); the data's checks come with the install */
+        slot_backup_info hi;
+        char why[600];
+        int h = slot_backup_read_header(file, &hi, why, sizeof(why));
+        if (h == 0 && (hi.seq != seq || hi.epoch != tenure)) {
+            h = SLOT_BACKUP_E_HEADER;
+            snprintf(why, sizeof(why), "its header names seq %" PRIu64 " epoch %" PRIu64 ", the frames seq %" PRIu64
+                     " tenure %" PRIu64, hi.seq, hi.epoch, seq, tenure);
+        }
+        if (h != 0) {
+            slot__clu_log(c, SLOT__LOG_WARN, "refused the snapshot of seq %" PRIu64 " from %s: %s; a new one is asked for",
+                          seq, from, why);
+            recv_abort(c);
+            return -1;
+        }
+    }
     if (rc == 0)
         rc = fsync_dir(tmp);
     if (rc == 0)
@@ -316,15 +357,19 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
     char dir[4200], file[4300];
     data_path(c, dir, sizeof(dir), SNAP_DIR);
     snprintf(file, sizeof(file), "%s/%s", dir, SNAP_FILE);
+    char err[1024] = "";
+    slot_backup_info info = {0};
     int rc = MDB_MAP_FULL;
     for (int attempt = 0; attempt < SLOT_MAP_GROW_ATTEMPTS_MAX && rc == MDB_MAP_FULL; attempt++) {
         MDB_txn *txn = NULL;
         rc = mdb_txn_begin(slot_store_env(s->store), NULL, 0, &txn);
         if (rc == 0)
-            rc = slot_store_snap_install(s->store, txn, file, seq, tenure);
-        if (rc == 0)
-            rc = mdb_txn_commit(txn);
-        else if (txn)
+            rc = slot_backup_install(s->store, txn, file, s->opts.data_dir, &info, err, sizeof(err));
+        else
+            snprintf(err, sizeof(err), "%s", mdb_strerror(rc));
+        if (rc == 0 && (rc = mdb_txn_commit(txn)) != 0)
+            snprintf(err, sizeof(err), "commit: %s", mdb_strerror(rc));
+        else if (rc != 0 && txn)
             mdb_txn_abort(txn);
         if (rc == MDB_MAP_FULL) {
             pthread_rwlock_wrlock(&s->map_lock);
@@ -335,9 +380,12 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
         }
     }
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN, "cannot install the snapshot %s: %s", file, mdb_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_WARN, slot_backup_refused(rc) ? "refused the snapshot %s: %s" : "cannot install the snapshot %s: %s",
+                      file, err);
         return rc;
     }
+    *seq = info.seq;
+    *tenure = info.epoch;
     pthread_mutex_lock(&c->rlog_mu);
     rc = slot_rlog_reset(c->rlog, *seq + 1, *tenure);
     pthread_mutex_unlock(&c->rlog_mu);
@@ -403,9 +451,15 @@ int slot__clu_snap_recover(clu *c)
     }
     struct stat sb;
     if (stat(file, &sb) != 0)
-        return 0;
+        return rm_dir(dir) == 0 ? 0 : -1; /* no file in it (or no folder): nothing to install */
     uint64_t seq = 0, tenure = 0;
-    if (install(c, &seq, &tenure) != 0)
+    int rc = install(c, &seq, &tenure);
+    if (rc != 0 && slot_backup_refused(rc) && rm_dir(dir) == 0) {
+        /* As a crash before the rename: the store is as it was, the primary sends a new one. */
+        slot__clu_log(c, SLOT__LOG_WARN, "removed the snapshot %s that an earlier run received: it is damaged", file);
+        return 0;
+    }
+    if (rc != 0)
         return -1;
     slot__clu_log(c, SLOT__LOG_INFO, "installed the snapshot of seq %" PRIu64 " (tenure %" PRIu64 ") that an earlier run received", seq,
                   tenure);

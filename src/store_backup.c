@@ -1,6 +1,8 @@
 /*
  * store_backup.c — backups of a store (slot/backup.h): the hot copy with
- * its header, restore into a data folder, and verify.
+ * its header, restore into a data folder, verify, and install into a live
+ * store (a replica set's snapshot join sends a backup file: docs/design.md,
+ * "Joining by snapshot").
  *
  * LMDB 0.9 has no copy from a caller's read transaction (mdb_env_copyfd2
  * begins its own), so seq and digest are not read from the live store
@@ -457,11 +459,12 @@ int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lo
 
 /*
  * The data of the backup open on fd (at its first data byte) into out_fd,
- * checked against the header's SHA-256, then synced; then the written
- * copy (named copy) inspected: its seq and digest must be the header's.
+ * checked against the header's SHA-256, then synced (unless !durable: an
+ * unlinked scratch copy read back at once needs no fsync); then the written
+ * copy (named copy) inspected: its seq, epoch and digest must be the header's.
  */
-static int extract(int fd, const header *h, const char *file, int out_fd, const char *copy, slot_res *check,
-                   char *err, size_t errlen)
+static int extract(int fd, const header *h, const char *file, int out_fd, const char *copy, bool durable,
+                   slot_res *check, char *err, size_t errlen)
 {
     uint8_t sha[SHA_BYTES];
     int rc = stream(fd, out_fd, h->info.data_bytes, sha);
@@ -473,17 +476,21 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
         snprintf(err, errlen, "%s: %s (the file is damaged)", file, slot_backup_strerror(SLOT_BACKUP_E_CHECKSUM));
         return SLOT_BACKUP_E_CHECKSUM;
     }
-    if (fsync(out_fd) != 0) {
+    if (durable && fsync(out_fd) != 0) {
         rc = -errno;
         snprintf(err, errlen, "fsync %s: %s", copy, strerror(-rc));
         return rc;
     }
     slot_backup_info seen = h->info;
     rc = copy_inspect(copy, file, &seen, check, err, errlen);
-    if (rc == 0 && (seen.seq != h->info.seq || strcmp(seen.digest, h->info.digest) != 0)) {
+    if (rc == 0 &&
+        (seen.seq != h->info.seq || seen.epoch != h->info.epoch || strcmp(seen.digest, h->info.digest) != 0)) {
         rc = SLOT_BACKUP_E_DIGEST;
-        snprintf(err, errlen, "%s: %s (data: seq %" PRIu64 " digest %s; header: seq %" PRIu64 " digest %s)", file,
-                 slot_backup_strerror(rc), seen.seq, seen.digest, h->info.seq, h->info.digest);
+        snprintf(err, errlen,
+                 "%s: %s (data: seq %" PRIu64 " epoch %" PRIu64 " digest %s; header: seq %" PRIu64 " epoch %" PRIu64
+                 " digest %s)",
+                 file, slot_backup_strerror(rc), seen.seq, seen.epoch, seen.digest, h->info.seq, h->info.epoch,
+                 h->info.digest);
     }
     return rc;
 }
@@ -503,11 +510,88 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
     bool linked;
     rc = scratch_open(scratch_dir, ".slot-verify-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
-        rc = extract(fd, &h, file, sfd, scratch, check, err, errlen);
+        rc = extract(fd, &h, file, sfd, scratch, true, check, err, errlen);
         scratch_close(sfd, scratch, linked);
     }
     close(fd);
     return rc;
+}
+
+/*
+ * Replaces st's data databases by those of the checked LMDB copy `copy`
+ * (every entry, in key order: MDB_APPEND) and its seq by info's, in txn.
+ * `name` is the file the messages name.
+ */
+static int copy_install(slot_store *st, MDB_txn *txn, const char *copy, const char *name,
+                        const slot_backup_info *info, char *err, size_t errlen)
+{
+    slot_store *cst;
+    char why[256];
+    int rc = slot__store_open_copy(copy, &cst, why, sizeof why);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: the data is not a slotd store: %s", name, why);
+        return rc;
+    }
+    MDB_txn *from = NULL;
+    rc = mdb_txn_begin(cst->env, NULL, MDB_RDONLY, &from);
+    if (rc == 0)
+        rc = slot_store_clear_data(st, txn);
+    uint64_t n = 0;
+    for (int db = DB_META + 1; rc == 0 && db < SLOT_STORE_DBS; db++) {
+        MDB_cursor *cur = NULL;
+        rc = mdb_cursor_open(from, cst->dbi[db], &cur);
+        MDB_val k, v;
+        int g = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_FIRST) : rc;
+        while (rc == 0 && g == 0) {
+            rc = mdb_put(txn, st->dbi[db], &k, &v, MDB_APPEND);
+            n++;
+            if (rc == 0)
+                g = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        }
+        if (rc == 0 && g != MDB_NOTFOUND)
+            rc = g;
+        if (cur)
+            mdb_cursor_close(cur);
+    }
+    if (rc == 0)
+        rc = slot__store_seq_set(st, txn, info->seq, info->epoch);
+    if (from)
+        mdb_txn_abort(from);
+    slot_store_close(cst);
+    if (rc == 0)
+        st->writes += n;
+    else
+        snprintf(err, errlen, "installing %s: %s", name, slot_store_strerror(rc));
+    return rc;
+}
+
+int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir,
+                        slot_backup_info *out, char *err, size_t errlen)
+{
+    header h;
+    int fd;
+    int rc = header_open(file, &fd, &h, err, errlen);
+    if (out)
+        *out = h.info;
+    if (rc != 0)
+        return rc;
+    char scratch[PATH_BYTES];
+    int sfd;
+    bool linked;
+    rc = scratch_open(scratch_dir, ".slot-install-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
+    if (rc == 0) {
+        rc = extract(fd, &h, file, sfd, scratch, false, NULL, err, errlen); /* txn is untouched until this passed */
+        if (rc == 0)
+            rc = copy_install(st, txn, scratch, file, &h.info, err, errlen);
+        scratch_close(sfd, scratch, linked);
+    }
+    close(fd);
+    return rc;
+}
+
+bool slot_backup_refused(int rc)
+{
+    return rc <= SLOT_BACKUP_E_MAGIC && rc >= SLOT_BACKUP_E_DIGEST;
 }
 
 /*
@@ -597,7 +681,7 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(-rc));
     }
     if (rc == 0)
-        rc = extract(fd, &h, file, out_fd, tmp, NULL, err, errlen);
+        rc = extract(fd, &h, file, out_fd, tmp, true, NULL, err, errlen);
     if (out_fd >= 0)
         close(out_fd);
     /* lock.mdb describes the readers of the old data.mdb: LMDB rebuilds it. */
@@ -633,7 +717,7 @@ const char *slot_backup_strerror(int rc)
     case SLOT_BACKUP_E_CHECKSUM:
         return "the backup's data does not match its SHA-256";
     case SLOT_BACKUP_E_DIGEST:
-        return "the backup's data is not the seq and digest its header names";
+        return "the backup's data is not the seq, epoch and digest its header names";
     case SLOT_BACKUP_E_NOT_EMPTY:
         return "the data folder is not empty";
     case SLOT_BACKUP_E_IN_USE:

@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <lmdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <sched.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "cluster_fixture.h"
+#include "slot/backup.h"
 #include "slot/repl.h"
 #include "slot/wset.h"
 
@@ -164,6 +164,32 @@ static int log_count(int i, const char *needle)
     return n;
 }
 
+/* A backup file (what a snapshot join sends) of the stopped node's data folder
+ * dir at path; with flip_at > 0, the byte at flip_at is flipped afterwards
+ * (a damaged snapshot). */
+static void backup_of(const char *dir, const char *path, long flip_at)
+{
+    slot_store_opts o = {.dir = dir};
+    slot_store *st = NULL;
+    char err[1024] = "";
+    ASSERT_EQ(slot_store_open(&o, &st, err, sizeof(err)), 0);
+    slot_backup_info info;
+    int rc = slot_store_backup(st, path, NULL, &info, err, sizeof(err));
+    slot_store_close(st);
+    if (rc != 0)
+        T_FAIL_("backup of %s: %s", dir, err);
+    if (flip_at <= 0)
+        return;
+    ASSERT((uint64_t)flip_at < info.file_bytes);
+    int fd = open(path, O_RDWR);
+    ASSERT(fd >= 0);
+    uint8_t b = 0;
+    ASSERT_EQ(pread(fd, &b, 1, flip_at), 1);
+    b ^= 0x01;
+    ASSERT_EQ(pwrite(fd, &b, 1, flip_at), 1);
+    ASSERT_EQ(close(fd), 0);
+}
+
 /* r rejoined by a snapshot (its restarted process counts one, its log has one more
  * than before the restart: `before`) while sales went on. */
 static void assert_rejoined_by_snapshot(int r, int before)
@@ -181,7 +207,9 @@ static void assert_rejoined_by_snapshot(int r, int before)
  * would do the same), plus the records after it; then every member holds
  * every acknowledged hold and the digests are equal. A half-received
  * snapshot left in the folder (DATA/snap.tmp, as a crash mid-transfer
- * leaves it) is removed at start and the transfer is made again.
+ * leaves it) is removed at start and the transfer is made again; so is a
+ * whole one (DATA/snap) whose data has a flipped byte: it is refused, not
+ * installed.
  */
 TEST_IMPL(cluster_replica_wiped_rejoins_by_snapshot)
 {
@@ -192,27 +220,30 @@ TEST_IMPL(cluster_replica_wiped_rejoins_by_snapshot)
     ASSERT(wait_acks(0, 300, WAIT_LONG_MS));
     int r = (p + 1) % NODES;
     kill_replica(p, r);
-    char cmd[700];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s/snap.tmp' && head -c 5000 /dev/urandom > '%s/snap.tmp/data.mdb'",
-             nodes[r].dir, nodes[r].dir, nodes[r].dir);
+    char damaged[400];
+    snprintf(damaged, sizeof(damaged), "%s.damaged.bak", nodes[r].dir);
+    backup_of(nodes[r].dir, damaged, (long)SLOT_BACKUP_HEADER_BYTES + 4096 + 17);
+    char cmd[1600];
+    snprintf(cmd, sizeof(cmd),
+             "rm -rf '%s' && mkdir -p '%s/snap.tmp' '%s/snap' && head -c 5000 /dev/urandom > '%s/snap.tmp/snap.bak' && "
+             "mv '%s' '%s/snap/snap.bak'",
+             nodes[r].dir, nodes[r].dir, nodes[r].dir, nodes[r].dir, damaged, nodes[r].dir);
     ASSERT_EQ(system(cmd), 0);
     int before = log_count(r, "joined by snapshot"); /* its first join, at the set's start */
     node_start(&nodes[r]);
     assert_rejoined_by_snapshot(r, before);
+    ASSERT(node_log_has(r, "that an earlier run received: it is damaged", NULL));
+    ASSERT(node_log_has(r, "does not match its SHA-256", NULL));
     ASSERT(cluster_u64(p, "snapshots_sent") >= 1);
     /* A crash after the snapshot was whole on disk (DATA/snap) but before it was
      * installed: the next start installs it, and r goes on by records from there. */
     slot_test_server_kill9(&nodes[r].srv);
     nodes[r].up = false;
-    char snapdir[400];
+    char snapdir[400], snapfile[420];
     snprintf(snapdir, sizeof(snapdir), "%s/snap", nodes[r].dir);
+    snprintf(snapfile, sizeof(snapfile), "%s/snap.bak", snapdir);
     ASSERT_EQ(mkdir(snapdir, 0700), 0);
-    MDB_env *env = NULL;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    ASSERT_EQ(mdb_env_set_maxdbs(env, 16), 0);
-    ASSERT_EQ(mdb_env_open(env, nodes[r].dir, MDB_NOTLS | MDB_NORDAHEAD, 0600), 0);
-    ASSERT_EQ(mdb_env_copy2(env, snapdir, MDB_CP_COMPACT), 0);
-    mdb_env_close(env);
+    backup_of(nodes[r].dir, snapfile, 0);
     node_start(&nodes[r]);
     if (!wait_members(NODES, WAIT_LONG_MS))
         T_FAIL_("%s did not rejoin after installing the snapshot its last run left", nodes[r].id);
@@ -389,6 +420,34 @@ static bool wait_ready(int max_ms)
     return plog.ready;
 }
 
+/* A backup file (a snapshot, as a primary sends it) of a new store in dir
+ * whose seq is seq with the given epoch, read into *buf (heap; caller frees). */
+static size_t make_snapshot(const char *dir, uint64_t seq, uint64_t epoch, uint8_t **buf)
+{
+    char sdir[600], path[600], err[1024] = "";
+    snprintf(sdir, sizeof(sdir), "%s/store", dir);
+    snprintf(path, sizeof(path), "%s/snap.bak", dir);
+    slot_store_opts o = {.dir = sdir, .nosync = true};
+    slot_store *st = NULL;
+    ASSERT_EQ(slot_store_open(&o, &st, err, sizeof(err)), 0);
+    MDB_txn *txn = NULL;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(st), NULL, 0, &txn), 0);
+    for (uint64_t k = 0; k < seq; k++)
+        ASSERT_EQ(slot_store_seq_bump(st, txn, epoch, NULL), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    slot_backup_info info;
+    ASSERT_EQ(slot_store_backup(st, path, NULL, &info, err, sizeof(err)), 0);
+    slot_store_close(st);
+    ASSERT_EQ(info.seq, seq);
+    *buf = malloc(info.file_bytes);
+    ASSERT(*buf != NULL);
+    int fd = open(path, O_RDONLY);
+    ASSERT(fd >= 0);
+    ASSERT_EQ(read(fd, *buf, info.file_bytes), (ssize_t)info.file_bytes);
+    close(fd);
+    return (size_t)info.file_bytes;
+}
+
 /* A record of one put (db 0), header as given; into buf (cap bytes); its length. */
 static size_t make_record(uint64_t tenure, uint64_t seq, uint64_t prev, uint8_t *buf, size_t cap)
 {
@@ -410,7 +469,9 @@ static size_t make_record(uint64_t tenure, uint64_t seq, uint64_t prev, uint8_t 
  * its node key in etcd) speaking the replication protocol is refused and
  * the replica logs why, for: a wrong secret; a stale tenure; a node that is
  * not the primary; a record with a gap in seq; a record with a flipped byte
- * (its CRC). Nothing is applied: the replica's digest and seq are as they
+ * (its CRC); a snapshot with a flipped data byte (its SHA-256), one with a
+ * flipped header byte (its CRC-32), one whose header names another seq than
+ * its frames. Nothing is applied: the replica's digest and seq are as they
  * were, and it keeps following the real primary.
  */
 TEST_IMPL(cluster_bad_peers_are_refused)
@@ -537,6 +598,64 @@ TEST_IMPL(cluster_bad_peers_are_refused)
         if (!seen)
             T_FAIL_("record case %s: %s's log does not say so (%s)", logged, nodes[r].id, nodes[r].log);
     }
+    /* Snapshots: the right secret and tenure as the primary, then a snapshot
+     * file that is damaged (a flipped data byte: refused by the install, its
+     * SHA-256 does not match), whose header's CRC-32 fails, or whose header
+     * names another seq than its frames (both refused on arrival). Nothing
+     * is installed; the stream ends (the real primary's comes back). */
+    char *sdir = slot_test_tmpdir();
+    uint8_t *snap = NULL;
+    const uint64_t snap_seq = 5000; /* above any seq the sale reached */
+    size_t snap_n = make_snapshot(sdir, snap_seq, tenure, &snap);
+    ASSERT(snap_n > SLOT_BACKUP_HEADER_BYTES + 4096 && snap_n <= SLOT_REPL_SNAP_CHUNK_BYTES);
+    struct {
+        const char *what, *logged;
+        size_t flip_at;   /* the byte flipped */
+        uint64_t frame_seq;
+    } sc[] = {
+        {"a flipped data byte", "does not match its SHA-256", SLOT_BACKUP_HEADER_BYTES + snap_n / 2, snap_seq},
+        {"a flipped header byte", "its CRC-32 does not match", 20, snap_seq},
+        {"another seq in its header", "its header names seq 5000", 0, snap_seq + 1},
+    };
+    for (size_t k = 0; k < sizeof(sc) / sizeof(sc[0]); k++) {
+        if (sc[k].flip_at)
+            snap[sc[k].flip_at] ^= 0x01;
+        slot_repl *b = NULL;
+        bool refused = false;
+        for (int attempt = 0; attempt < 8 && !refused; attempt++) {
+            if (b)
+                bad_peer_free(b);
+            b = bad_peer(primary, secret);
+            ASSERT_EQ(slot_repl_set_config(b, epoch, tenure, primary), 0);
+            ASSERT_EQ(slot_repl_connect(b, nodes[r].id, host, port), 0);
+            if (!wait_ready(10000))
+                T_FAIL_("snapshot case %s: the handshake did not complete (%s: %s)", sc[k].what,
+                        slot_repl_reason_name((int)plog.reason), plog.text);
+            if (slot_repl_send_snap(b, nodes[r].id, sc[k].frame_seq, tenure, 0, snap_n, snap, snap_n) != 0)
+                continue; /* superseded before it went out */
+            if (!wait_closed(10000))
+                T_FAIL_("snapshot case %s: the stream did not end", sc[k].what);
+            if (plog.reason == SLOT_REPL_R_SUPERSEDED)
+                continue;
+            refused = true;
+        }
+        if (!refused)
+            T_FAIL_("snapshot case %s: every try was superseded by the real primary", sc[k].what);
+        bad_peer_free(b);
+        bool seen = false;
+        for (int t = 0; t < 100 && !seen; t++) {
+            seen = node_log_has(r, "refused the snapshot", sc[k].logged);
+            if (!seen)
+                sleep_ms(20);
+        }
+        if (!seen)
+            T_FAIL_("snapshot case %s: %s's log does not say so (%s)", sc[k].what, nodes[r].id, nodes[r].log);
+        if (sc[k].flip_at)
+            snap[sc[k].flip_at] ^= 0x01;
+    }
+    free(snap);
+    slot_test_rmdir(sdir);
+    free(sdir);
     client_close(ec);
 
     digest_of(r, d1, sizeof(d1), &s1);

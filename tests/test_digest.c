@@ -16,6 +16,7 @@
 #include <lmdb.h>
 
 #include "alloc_fixture.h"
+#include "slot/backup.h"
 #include "slot/wset.h"
 
 TEST_DECLARE(digest_new_store_seq_zero)
@@ -665,9 +666,53 @@ TEST_IMPL(digest_capture_off_counts_writes)
     fx_close(&a);
 }
 
-/* A compacted hot copy of A installed into B (which held other data) makes B
- * the same as A in every database, seq and digest included; a file that is
- * not a store's copy is refused and changes nothing (slot_store_snap_*). */
+/* B's digest through txn (its view, writes of txn included). */
+static void digest_in(slot_store *st, MDB_txn *txn, char hex[SLOT_DIGEST_HEX_BYTES + 1])
+{
+    uint64_t seq = 0;
+    ASSERT_EQ(slot_store_digest(st, txn, &seq, hex), 0);
+}
+
+/* A copy of the file src at dst with the byte at `at` flipped. */
+static void copy_flipped(const char *src, const char *dst, long at)
+{
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    ASSERT(in != NULL && out != NULL);
+    int ch;
+    for (long i = 0; (ch = fgetc(in)) != EOF; i++)
+        fputc(i == at ? ch ^ 0x01 : ch, out);
+    fclose(in);
+    ASSERT_EQ(fclose(out), 0);
+}
+
+/* slot_backup_install of `file` into B is refused with `want` and changes
+ * nothing: not within its transaction, not after. */
+static void install_refused(slot_store *b, const char *file, const char *scratch, int want)
+{
+    char hb0[SLOT_DIGEST_HEX_BYTES + 1], hb1[SLOT_DIGEST_HEX_BYTES + 1];
+    uint64_t before = digest_of(b, hb0);
+    uint64_t w0 = slot_store_writes(b);
+    MDB_txn *t;
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(b), NULL, 0, &t), 0);
+    char err[1024] = "";
+    int rc = slot_backup_install(b, t, file, scratch, NULL, err, sizeof(err));
+    ASSERT_EQ(rc, want);
+    ASSERT(slot_backup_refused(rc));
+    ASSERT(strstr(err, file) != NULL); /* the message names the file */
+    digest_in(b, t, hb1);
+    ASSERT_STR_EQ(hb0, hb1);
+    mdb_txn_abort(t);
+    ASSERT_U64_EQ(slot_store_writes(b), w0);
+    ASSERT_U64_EQ(digest_of(b, hb1), before);
+    ASSERT_STR_EQ(hb0, hb1);
+}
+
+/* A backup file of A (slot_store_backup, as a replica set's snapshot join
+ * sends it) installed into B (which held other data) makes B the same as A
+ * in every database, seq and digest included; a file that is not a backup,
+ * one with a flipped data byte and one with a flipped header byte are
+ * refused by slot_backup_install and change nothing (docs/design.md,
+ * "Joining by snapshot"). */
 TEST_IMPL(digest_snapshot_copy_and_install)
 {
     pair p;
@@ -679,40 +724,54 @@ TEST_IMPL(digest_snapshot_copy_and_install)
         ASSERT(captured_batch(&p.a, &p.ws, &q, 1) > 0);
     }
     char *dir = slot_test_tmpdir();
-    char path[600];
-    snprintf(path, sizeof(path), "%s/copy.mdb", dir);
-    uint64_t seq = 0, epoch = 0, bytes = 0;
-    ASSERT_EQ(slot_store_snap_copy(p.a.st, path, &seq, &epoch, &bytes), 0);
-    ASSERT_U64_EQ(seq, 4);
-    ASSERT_U64_EQ(epoch, EPOCH);
-    ASSERT(bytes > 0);
-    uint64_t s2 = 0, e2 = 0;
-    ASSERT_EQ(slot_store_snap_info(path, &s2, &e2), 0);
-    ASSERT_U64_EQ(s2, seq);
+    char path[600], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/snap.bak", dir);
+    slot_backup_info info;
+    ASSERT_EQ(slot_store_backup(p.a.st, path, NULL, &info, err, sizeof(err)), 0);
+    ASSERT_U64_EQ(info.seq, 4);
+    ASSERT_U64_EQ(info.epoch, EPOCH);
+    ASSERT(info.data_bytes > 0);
+    ASSERT_U64_EQ(info.file_bytes, info.data_bytes + SLOT_BACKUP_HEADER_BYTES);
+    slot_backup_info hi;
+    ASSERT_EQ(slot_backup_read_header(path, &hi, err, sizeof(err)), 0);
+    ASSERT_U64_EQ(hi.seq, info.seq);
+    ASSERT_U64_EQ(hi.epoch, EPOCH);
+    ASSERT_STR_EQ(hi.digest, info.digest);
 
     char bad[600];
-    snprintf(bad, sizeof(bad), "%s/bad.mdb", dir);
+    snprintf(bad, sizeof(bad), "%s/bad.bak", dir);
     FILE *f = fopen(bad, "w");
     ASSERT(f != NULL);
     fputs("not a store", f);
     fclose(f);
-    char hb0[SLOT_DIGEST_HEX_BYTES + 1], hb1[SLOT_DIGEST_HEX_BYTES + 1];
-    uint64_t before = digest_of(p.b, hb0);
+    install_refused(p.b, bad, dir, SLOT_BACKUP_E_MAGIC);
+    /* One flipped byte in the middle of the data: its SHA-256 is not the header's. */
+    copy_flipped(path, bad, (long)(SLOT_BACKUP_HEADER_BYTES + info.data_bytes / 2));
+    install_refused(p.b, bad, dir, SLOT_BACKUP_E_CHECKSUM);
+    /* One flipped byte of the header's seq: its CRC-32 does not match. */
+    copy_flipped(path, bad, 23);
+    install_refused(p.b, bad, dir, SLOT_BACKUP_E_HEADER);
+
+    uint64_t w0 = slot_store_writes(p.b);
     MDB_txn *t;
     ASSERT_EQ(mdb_txn_begin(slot_store_env(p.b), NULL, 0, &t), 0);
-    ASSERT(slot_store_snap_install(p.b, t, bad, &s2, &e2) != 0);
-    mdb_txn_abort(t);
-    ASSERT_U64_EQ(digest_of(p.b, hb1), before);
-    ASSERT_STR_EQ(hb0, hb1);
-
-    ASSERT_EQ(mdb_txn_begin(slot_store_env(p.b), NULL, 0, &t), 0);
-    ASSERT_EQ(slot_store_snap_install(p.b, t, path, &s2, &e2), 0);
+    slot_backup_info got;
+    ASSERT_EQ(slot_backup_install(p.b, t, path, dir, &got, err, sizeof(err)), 0);
     ASSERT_EQ(mdb_txn_commit(t), 0);
-    ASSERT_U64_EQ(s2, seq);
-    ASSERT_U64_EQ(e2, EPOCH);
+    ASSERT_U64_EQ(got.seq, info.seq);
+    ASSERT_U64_EQ(got.epoch, EPOCH);
+    ASSERT(slot_store_writes(p.b) > w0); /* the entries put count as writes */
     expect_same_dbs(p.a.st, p.b);
     char ha[SLOT_DIGEST_HEX_BYTES + 1], hb[SLOT_DIGEST_HEX_BYTES + 1];
     ASSERT_U64_EQ(digest_of(p.a.st, ha), digest_of(p.b, hb));
+    ASSERT_STR_EQ(ha, hb);
+    ASSERT_STR_EQ(hb, info.digest);
+    /* Installing it again (a restart after a crash before the DATA/snap was
+     * removed) gives the same state. */
+    ASSERT_EQ(mdb_txn_begin(slot_store_env(p.b), NULL, 0, &t), 0);
+    ASSERT_EQ(slot_backup_install(p.b, t, path, dir, NULL, err, sizeof(err)), 0);
+    ASSERT_EQ(mdb_txn_commit(t), 0);
+    ASSERT_U64_EQ(digest_of(p.b, hb), info.seq);
     ASSERT_STR_EQ(ha, hb);
     slot_test_rmdir(dir);
     free(dir);

@@ -1,7 +1,8 @@
 /*
  * slot/backup.h — backups of a store: a consistent, compacted hot copy of a
- * running store in one file, restoring it into a data folder offline, and
- * verifying a backup file (src/store_backup.c; docs/operations.md,
+ * running store in one file, restoring it into a data folder offline,
+ * verifying a backup file, and installing one into a live store (a replica
+ * set's snapshot join) (src/store_backup.c; docs/operations.md,
  * "Backups", defines the file; docs/design.md, "Backups", says why it is
  * made as it is).
  *
@@ -51,7 +52,7 @@
 #define SLOT_BACKUP_E_HEADER (-21003)   /* the header's CRC-32 or its fields are wrong */
 #define SLOT_BACKUP_E_LENGTH (-21004)   /* the file is shorter or longer than the header says */
 #define SLOT_BACKUP_E_CHECKSUM (-21005) /* the data's SHA-256 is not the header's */
-#define SLOT_BACKUP_E_DIGEST (-21006)   /* the data's seq or digest is not the header's */
+#define SLOT_BACKUP_E_DIGEST (-21006)   /* the data's seq, epoch or digest is not the header's */
 #define SLOT_BACKUP_E_NOT_EMPTY (-21007) /* restore: the data folder holds a store (and no force) */
 #define SLOT_BACKUP_E_IN_USE (-21008)   /* restore: a slotd has the data folder (its slotd.lock) */
 
@@ -119,7 +120,7 @@ int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, 
 /*
  * slot_backup_restore — offline restore: put file's data in data_dir as its
  * data.mdb. Refused (nothing changed) when the header or the data's SHA-256
- * or its seq/digest do not match, when a slotd has data_dir (its
+ * or its seq, epoch or digest do not match, when a slotd has data_dir (its
  * slotd.lock is locked: SLOT_BACKUP_E_IN_USE, always), or when data_dir
  * holds anything but slotd.lock and flags lacks SLOT_BACKUP_RESTORE_FORCE
  * (SLOT_BACKUP_E_NOT_EMPTY). Holds data_dir's slotd.lock while it runs, so
@@ -137,8 +138,8 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
 /*
  * slot_backup_verify — check a backup without restoring it: the header, the
  * data's SHA-256, then a copy of the data (a scratch file under
- * scratch_dir, removed before the return) opened read-only, its seq and
- * digest compared with the header's, and slot_check (every event, the
+ * scratch_dir, removed before the return) opened read-only, its seq, epoch
+ * and digest compared with the header's, and slot_check (every event, the
  * feed) run on it.
  *   check: receives slot_check's result (nviolations, violations; the
  *     caller frees it with slot_res_clear); may be NULL (no check run).
@@ -147,6 +148,37 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
  */
 int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out, slot_res *check, char *err,
                        size_t errlen);
+
+/*
+ * slot_backup_install — replace the data of a live store by a backup's, in
+ * the write transaction txn (not captured; the caller commits or aborts
+ * it): the checks of slot_backup_verify first (header, the data's SHA-256,
+ * then the data copied to a scratch file under scratch_dir, removed before
+ * the return, opened read-only, and its seq, epoch and digest compared with
+ * the header's; not slot_check), and only then every data database emptied
+ * and filled with the copy's entries, and seq set to the header's (seq,
+ * epoch); meta's other records stay. So a damaged file changes nothing, and
+ * the state installed is the one the header names. Used by a replica set's
+ * snapshot join (docs/design.md, "Joining by snapshot"). Atomic with txn's
+ * commit: until then the store is as before.
+ *   st: open read-write; borrowed. file: a backup file (slot_store_backup*).
+ *   scratch_dir: an existing folder with room for one more copy of the data.
+ *   out: the header's fields, the state installed (may be NULL).
+ * Returns 0, an error as above (a refusal: slot_backup_refused; txn is
+ * untouched then), or an LMDB error while filling txn (MDB_MAP_FULL: grow
+ * the map and install again); the caller aborts txn on any error.
+ * Thread: the write transaction's. Cost: O(data) (a copy, a digest, the puts).
+ */
+int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir,
+                        slot_backup_info *out, char *err, size_t errlen);
+
+/*
+ * slot_backup_refused — true when rc (a return value above) says the file is
+ * at fault, not the machine: not a backup, a newer format, a damaged header,
+ * the wrong length, a SHA-256 or a seq/epoch/digest that does not match
+ * (SLOT_BACKUP_E_MAGIC..SLOT_BACKUP_E_DIGEST). Pure; any thread.
+ */
+bool slot_backup_refused(int rc);
 
 /* slot_backup_strerror — a message for any return value above. Static, never NULL. */
 const char *slot_backup_strerror(int rc);

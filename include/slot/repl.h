@@ -74,7 +74,9 @@
  *     primary's): u64 seq, u64 tenure (the state's position: every record up
  *     to seq is in it, record seq has that tenure), u64 offset, u64 total
  *     bytes, then 0..SLOT_REPL_SNAP_CHUNK_BYTES bytes of the snapshot file
- *     (slot/store.h, slot_store_snap_copy) at offset. Chunks come in order
+ *     (a backup file, slot/backup.h, slot_store_backup_fd) at offset. Its
+ *     header names the same seq and epoch (= tenure); the replica checks
+ *     them and the data's SHA-256 before it installs. Chunks come in order
  *     from offset 0; one with offset 0 starts the transfer over. After the
  *     last chunk the replica installs the state and ACKs seq
  *     (slot_repl_snap_done); the primary then sends records from seq + 1.

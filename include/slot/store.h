@@ -320,40 +320,6 @@ int slot_store_clear_data(slot_store *st, MDB_txn *txn);
  */
 int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec);
 
-/* ---- Snapshots (store_snap.c; docs/design.md, "Joining by snapshot") */
-
-/*
- * slot_store_snap_copy — write a compacted hot copy of the whole store
- * (mdb_env_copyfd2 with MDB_CP_COMPACT: one read transaction, so the copy is
- * one committed state) to the file at path (created or truncated, mode 0600),
- * fsync it, and read back the (seq, epoch) it holds.
- *   seq, epoch: the copy's seq record (slot_store_seq_get); bytes: the file's
- *   size (may be NULL).
- * Returns 0, or an LMDB error / errno value (the file is removed then).
- * Any thread without a transaction of its own open; it holds a read
- * transaction for the copy's length, so the caller keeps map growth out
- * meanwhile (the server's map_lock, shared).
- */
-int slot_store_snap_copy(slot_store *st, const char *path, uint64_t *seq, uint64_t *epoch, uint64_t *bytes);
-
-/*
- * slot_store_snap_info — the (seq, epoch) of the copy at path, opened
- * read-only without a lock file. Returns 0, MDB_CORRUPTED (no seq record:
- * not a store's copy), or an LMDB error / errno value.
- */
-int slot_store_snap_info(const char *path, uint64_t *seq, uint64_t *epoch);
-
-/*
- * slot_store_snap_install — replace every data database's entries by the
- * copy's at path, and seq by its (seq, epoch), in the write transaction txn
- * (not captured); meta's other records stay. Atomic with txn's commit: until
- * then the store is as before. *seq, *epoch: the state installed.
- * Returns 0, MDB_CORRUPTED (the file lacks a database or a seq), or an LMDB
- * error (MDB_MAP_FULL: grow the map and install again); the caller aborts
- * txn on any error. Thread: the write transaction's.
- */
-int slot_store_snap_install(slot_store *st, MDB_txn *txn, const char *path, uint64_t *seq, uint64_t *epoch);
-
 /*
  * slot_store_digest — SHA-256 of the logical state as txn (any transaction)
  * sees it: a version tag, seq, then every entry of events, shards, holds,
