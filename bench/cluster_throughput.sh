@@ -8,8 +8,9 @@
 #   bench/cluster_throughput.sh [ROUNDS]      (default 2, 1..20)
 #
 # Prints every run and, per pipeline depth, the mean holds/s of each and the ratio
-# set / standalone. Node flags: SLOT_BENCH_NODE_FLAGS (default none). Work folder
-# ./slotd-cluster-throughput (wiped first).
+# set / standalone; each run also gives the CPU seconds every server process used
+# in it (the nodes and etcd share the CPUs with the bench). Node flags:
+# SLOT_BENCH_NODE_FLAGS (default none). Work folder ./slotd-cluster-throughput (wiped first).
 set -euo pipefail
 rounds=${1:-2}
 case "$rounds" in '' | *[!0-9]*) echo "usage: bench/cluster_throughput.sh [ROUNDS]" >&2; exit 64 ;; esac
@@ -49,17 +50,31 @@ done
 
 echo "cluster_throughput: $(nproc) CPUs; set $CL_MEMBERS (node flags: ${CL_NODE_FLAGS[*]:-defaults}); standalone 127.0.0.1:$solo_port"
 fail=0
+# CPU seconds (user + system) each process of the run used, from /proc/PID/stat:
+# where the two CPUs went (the set's three nodes and etcd share them with the bench).
+cpu_s() { # PID...
+    local p
+    for p in "$@"; do
+        awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f ", ($14 + $15) / hz }' "/proc/$p/stat" 2>/dev/null || printf "0 "
+    done
+}
 run() { # KIND PIPELINE ROUND HOSTS
-    local f="$dir/$1-p$2-r$3.json" rc=0
+    local f="$dir/$1-p$2-r$3.json" rc=0 pids before after
+    if [ "$1" = standalone ]; then pids="$solo_pid"; else pids="${CL_PID[*]} $CL_ETCD_PID"; fi
+    before=$(cpu_s $pids)
     "$SLOT_BUILD/bench/slot-bench" hot-release --host "$4" --connections 256 --pipeline "$2" --capacity 200000 \
         --json "$f" >"${f%.json}.out" 2>&1 || rc=$?
+    after=$(cpu_s $pids)
     [ "$rc" -eq 0 ] || fail=1
-    python3 - "$f" "$1" "$2" "$3" <<'EOF'
+    python3 - "$f" "$1" "$2" "$3" "$before" "$after" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
 r, lat, st = j["results"], j["results"]["latency_ms"], j["verification"]["status"]
+cpu = [b - a for a, b in zip(map(float, sys.argv[5].split()), map(float, sys.argv[6].split()))]
+names = ["slotd"] if sys.argv[2] == "standalone" else [f"n{i + 1}" for i in range(len(cpu) - 1)] + ["etcd"]
+per = ", ".join(f"{n} {c:.2f}" for n, c in zip(names, cpu))
 print(f"  {sys.argv[2]:10} pipeline {sys.argv[3]:>2} round {sys.argv[4]}: {r['holds_per_s']:9.0f} holds/s, "
-      f"sell-out {r['sellout_s']:.3f} s, p99 {lat['p99']:.2f} ms, verification {st}")
+      f"sell-out {r['sellout_s']:.3f} s, p99 {lat['p99']:.2f} ms, verification {st}; CPU s: {per}")
 EOF
 }
 for p in 1 16; do
