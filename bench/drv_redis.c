@@ -123,6 +123,17 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     bench_result r;
+    if (c->inflight > 0 && c->ring[c->head].op == BENCH_OP_PING) {
+        const redisReply *rep = reply;
+        bench_result_clear(&r);
+        r.ok = rep->type == REDIS_REPLY_STATUS && rep->len == 4 && memcmp(rep->str, "PONG", 4) == 0;
+        if (rep->type == REDIS_REPLY_ERROR)
+            error_result(rep, &r);
+        else if (!r.ok)
+            snprintf(r.text, sizeof(r.text), "a reply to PING of type %d, not PONG", rep->type);
+        bench_deliver(c, &r, uv_hrtime());
+        return;
+    }
     if (c->inflight == 0 || result_of(reply, c->ring[c->head].op, &r) < 0) {
         bench_fail(run, BENCH_EXIT_FAILED, "connection %u: a reply the Lua peer does not give (type %d)", c->index,
                    ((redisReply *)reply)->type);
@@ -174,6 +185,11 @@ static int redis_send(bench_conn *c, const bench_ticket *t)
 {
     static const char *const ops[] = {"hold", "confirm", "release", "get_hold"};
     bench_run *run = c->run;
+    if (t->op == BENCH_OP_PING) {
+        static const char ping[] = "*1\r\n$4\r\nPING\r\n"; /* formatted once: RESP of PING */
+        redisAsyncContext *pac = c->drv;
+        return pac && redisAsyncFormattedCommand(pac, reply_cb, NULL, ping, sizeof(ping) - 1) == REDIS_OK ? 0 : -1;
+    }
     char prefix[REDIS_PREFIX_BYTES], a1[SLOT_HOLD_ARG_BYTES_MAX + 1], a2[32], a3[16], a4[24];
     const char *argv[REDIS_ARGS_MAX] = {"EVALSHA", run->admin->sha, "1", prefix, ops[t->op], a1, a2, a3, a4};
     size_t lens[REDIS_ARGS_MAX];
@@ -277,7 +293,7 @@ static int redis_open(bench_run *run)
         if (run->cfg->token)
             redisAsyncCommand(ac, auth_cb, NULL, "AUTH %s", run->cfg->token);
     }
-    return sweeper_open(run, rs);
+    return run->loop_index ? 0 : sweeper_open(run, rs); /* --threads: one sweeper, on loop 0 */
 }
 
 static void redis_close(bench_run *run)

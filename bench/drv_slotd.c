@@ -145,6 +145,17 @@ static long encode_hold_op(const bench_run *run, const bench_ticket *t, char *bu
     return slot_req_encode(&req, buf, cap);
 }
 
+/* The ping scenario's request: a hello (with the run's token, which keeps the connection's role);
+ * read-only, answered on slotd's loop thread without the store. */
+static long encode_ping(const bench_run *run, char *buf, size_t cap)
+{
+    slot_req req;
+    slot_req_init(&req, SLOT_OP_HELLO);
+    if (run->cfg->token && slot_req_set_token(&req, run->cfg->token) < 0)
+        return -1;
+    return slot_req_encode(&req, buf, cap);
+}
+
 static int slotd_send(bench_conn *c, const bench_ticket *t)
 {
     slotd_conn *sc = c->drv;
@@ -152,7 +163,8 @@ static int slotd_send(bench_conn *c, const bench_ticket *t)
     if (room < (t->cart > 1 ? BENCH_CART_REQ_BYTES : BENCH_REQ_BYTES))
         return -1;
     char *dst = sc->out + sc->out_len;
-    long n = t->op != BENCH_OP_HOLD ? encode_hold_op(c->run, t, dst, room)
+    long n = t->op == BENCH_OP_PING ? encode_ping(c->run, dst, room)
+             : t->op != BENCH_OP_HOLD ? encode_hold_op(c->run, t, dst, room)
              : t->cart > 1          ? (long)encode_cart(c->run, t, dst)
                                     : (long)encode_hold(c->run, t, dst);
     if (n < 0 || (size_t)n >= room)
@@ -370,7 +382,7 @@ static bool one_line(slotd_conn *sc, const char *line, size_t len, uint64_t now_
     sc->backoff_ms = BENCH_FOLLOW_BACKOFF_MS;
     sc->wait_ns = now_ns;
     bench_conn *c = sc->c;
-    if (r.ok && c->inflight > 0 && c->ring[c->head].op != BENCH_OP_GET_HOLD)
+    if (r.ok && c->inflight > 0 && c->ring[c->head].op != BENCH_OP_GET_HOLD && c->ring[c->head].op != BENCH_OP_PING)
         acked(sc);
     bench_deliver(c, &r, now_ns);
     return true;

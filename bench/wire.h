@@ -16,7 +16,8 @@
 #include "slot/store.h"
 
 /* BENCH_OP_EXTEND is slotd's alone (v1.1); the redis target never sends it (options.c refuses --extend there). */
-typedef enum bench_op { BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD, BENCH_OP_EXTEND } bench_op;
+/* BENCH_OP_PING (the ping scenario): Redis PING, or slotd's cheapest round trip, a hello (slotd has no ping op). */
+typedef enum bench_op { BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD, BENCH_OP_EXTEND, BENCH_OP_PING } bench_op;
 
 /* bench_ticket.flags of a confirm (v1.1, docs/protocol.md "Partial confirm", "Reacquire"). */
 enum {
