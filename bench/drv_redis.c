@@ -8,6 +8,10 @@
  * Redis has no sweeper of its own for these holds, so the driver runs one: a
  * separate connection calls the script's "expire" op for every event once a
  * second, as slotd's sweeper does (--sweep-interval-ms 1000).
+ *
+ * --peer min: holds go to bench/peers/slot_hold_min.lua, the minimal script a
+ * user would write, which keeps the full script's keys; everything else
+ * (create, event, get_hold, expire, check) goes to the full script.
  */
 #include <errno.h>
 #include <hiredis/async.h>
@@ -39,10 +43,13 @@
 
 extern const char bench_peer_lua[];
 extern const size_t bench_peer_lua_len;
+extern const char bench_peer_lua_min[];
+extern const size_t bench_peer_lua_min_len;
 
 struct bench_admin {
     redisContext *c;
-    char sha[41];                       /* of the loaded peer script */
+    char sha[41];                       /* of the loaded peer script (the full one) */
+    char hold_sha[41];                  /* of the script that answers holds: --peer full (the same) or min */
     json_t *info;
 };
 
@@ -191,7 +198,8 @@ static int redis_send(bench_conn *c, const bench_ticket *t)
         return pac && redisAsyncFormattedCommand(pac, reply_cb, NULL, ping, sizeof(ping) - 1) == REDIS_OK ? 0 : -1;
     }
     char prefix[REDIS_PREFIX_BYTES], a1[SLOT_HOLD_ARG_BYTES_MAX + 1], a2[32], a3[16], a4[24];
-    const char *argv[REDIS_ARGS_MAX] = {"EVALSHA", run->admin->sha, "1", prefix, ops[t->op], a1, a2, a3, a4};
+    const char *argv[REDIS_ARGS_MAX] = {"EVALSHA", t->op == BENCH_OP_HOLD ? run->admin->hold_sha : run->admin->sha, "1",
+                                        prefix, ops[t->op], a1, a2, a3, a4};
     size_t lens[REDIS_ARGS_MAX];
     int argc;
     prefix_of(run->events[t->event].name, prefix);
@@ -367,11 +375,11 @@ static int command_str(bench_admin *a, char *out, size_t outlen, char *err, size
     return rc;
 }
 
-/* SCRIPT LOAD the peer; its sha into a->sha. 0 or an exit status. */
-static int load_script(bench_admin *a, char *err, size_t errlen)
+/* SCRIPT LOAD a peer script (len bytes); its sha into sha (41 bytes). 0 or an exit status. */
+static int load_script(bench_admin *a, const char *script, size_t len, char *sha, char *err, size_t errlen)
 {
-    const char *argv[] = {"SCRIPT", "LOAD", bench_peer_lua};
-    size_t lens[] = {6, 4, bench_peer_lua_len};
+    const char *argv[] = {"SCRIPT", "LOAD", script};
+    size_t lens[] = {6, 4, len};
     redisReply *rep = redisCommandArgv(a->c, 3, argv, lens);
     int rc = 0;
     if (!rep) {
@@ -381,7 +389,7 @@ static int load_script(bench_admin *a, char *err, size_t errlen)
         snprintf(err, errlen, "SCRIPT LOAD: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "no sha1 in the reply");
         rc = BENCH_EXIT_FAILED;
     } else {
-        memcpy(a->sha, rep->str, 41);
+        memcpy(sha, rep->str, 41);
     }
     freeReplyObject(rep);
     return rc;
@@ -401,7 +409,7 @@ static bool info_field(const char *info, const char *key, char *out, size_t n)
 }
 
 /* Version and durability settings: what the comparison needs to name the run. */
-static int server_facts(bench_admin *a, char *err, size_t errlen)
+static int server_facts(bench_admin *a, const char *script, char *err, size_t errlen)
 {
     char info[8192] = "", version[64] = "?", aof[16] = "?";
     int rc = command_str(a, info, sizeof(info), err, errlen, "INFO server");
@@ -416,7 +424,7 @@ static int server_facts(bench_admin *a, char *err, size_t errlen)
         snprintf(appendonly, sizeof(appendonly), "%s", rep->element[1]->str);
     freeReplyObject(rep);
     a->info = json_pack("{s:s, s:s, s:s, s:s, s:s}", "server", "redis", "version", version, "appendonly", appendonly,
-                        "appendfsync", aof, "script", "bench/peers/slot_hold.lua");
+                        "appendfsync", aof, "script", script);
     return rc;
 }
 
@@ -443,9 +451,14 @@ static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *er
     redisSetTimeout(a->c, call);
     int rc = cfg->token ? command_str(a, NULL, 0, err, errlen, "AUTH %s", cfg->token) : 0;
     if (rc == 0)
-        rc = load_script(a, err, errlen);
+        rc = load_script(a, bench_peer_lua, bench_peer_lua_len, a->sha, err, errlen);
+    if (rc == 0 && cfg->peer == BENCH_PEER_MIN)
+        rc = load_script(a, bench_peer_lua_min, bench_peer_lua_min_len, a->hold_sha, err, errlen);
+    else if (rc == 0)
+        memcpy(a->hold_sha, a->sha, sizeof(a->sha));
     if (rc == 0)
-        rc = server_facts(a, err, errlen);
+        rc = server_facts(a, cfg->peer == BENCH_PEER_MIN ? "bench/peers/slot_hold_min.lua" : "bench/peers/slot_hold.lua",
+                          err, errlen);
     if (rc) {
         redis_admin_close(a);
         return rc;
