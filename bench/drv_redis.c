@@ -5,6 +5,12 @@
  * so both targets are driven by the same event-loop design; administration
  * uses its blocking API. Built only when hiredis is found (BENCH_HAVE_REDIS).
  *
+ * The loop adapter is this file's own (hiredis's adapters/libuv.h polls for
+ * writable after every command, and writes on the next loop turn): a load
+ * connection's commands are written at the end of the engine's turn (the
+ * engine's flush, after each read), in one write; only a write that did not
+ * finish, or a connect, waits for writable.
+ *
  * Redis has no sweeper of its own for these holds, so the driver runs one: a
  * separate connection calls the script's "expire" op for every event once a
  * second, as slotd's sweeper does (--sweep-interval-ms 1000).
@@ -21,11 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include <hiredis/adapters/libuv.h>
-#pragma GCC diagnostic pop
+#include <uv.h>
 
 #include "driver.h"
 #include "drv_redis.h"
@@ -59,6 +61,112 @@ typedef struct redis_state {
     bool closing, sweeper_up;
     uint32_t sweeps_failed;
 } redis_state;
+
+/* ---------------------------------------------------------------- the loop adapter */
+
+typedef struct redis_poll {
+    uv_poll_t handle;
+    redisAsyncContext *ac;          /* NULL once hiredis let go of it (cleanup) */
+    bench_run *run;                 /* a load connection's run: writes wait for the engine's flush; NULL: the sweeper */
+    int events;                     /* UV_READABLE | UV_WRITABLE being polled */
+    bool want_write;                /* commands queued, to be written by redis_flush */
+    bool writing;                   /* inside redisAsyncHandleWrite: a write that does not finish polls */
+} redis_poll;
+
+static void poll_cb(uv_poll_t *h, int status, int events);
+
+static void poll_set(redis_poll *p, int events)
+{
+    if (events == p->events)
+        return;
+    p->events = events;
+    if (events)
+        uv_poll_start(&p->handle, events, poll_cb);
+    else
+        uv_poll_stop(&p->handle);
+}
+
+static void poll_write(redis_poll *p)
+{
+    p->want_write = false;
+    p->writing = true;
+    redisAsyncHandleWrite(p->ac);
+    p->writing = false;
+}
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+    redis_poll *p = h->data;
+    if (status < 0 || !p->ac)
+        return;
+    if (events & UV_READABLE) {
+        redisAsyncHandleRead(p->ac);
+        if (p->run)
+            bench_turn_end(p->run); /* the requests the answers made room for go out now */
+    }
+    if (p->ac && (events & UV_WRITABLE))
+        poll_write(p);
+}
+
+static void ev_add_read(void *d)
+{
+    redis_poll *p = d;
+    poll_set(p, p->events | UV_READABLE);
+}
+
+static void ev_del_read(void *d)
+{
+    redis_poll *p = d;
+    poll_set(p, p->events & ~UV_READABLE);
+}
+
+static void ev_add_write(void *d)
+{
+    redis_poll *p = d;
+    if (p->run && !p->writing && (p->ac->c.flags & REDIS_CONNECTED))
+        p->want_write = true; /* redis_flush writes it at the end of the turn */
+    else
+        poll_set(p, p->events | UV_WRITABLE);
+}
+
+static void ev_del_write(void *d)
+{
+    redis_poll *p = d;
+    p->want_write = false;
+    poll_set(p, p->events & ~UV_WRITABLE);
+}
+
+static void poll_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void ev_cleanup(void *d)
+{
+    redis_poll *p = d;
+    p->ac = NULL;
+    uv_close((uv_handle_t *)&p->handle, poll_closed);
+}
+
+/* Attach ac to loop; run: a load connection's (writes at the engine's flush), NULL for the sweeper. 0 or -1. */
+static int poll_attach(redisAsyncContext *ac, uv_loop_t *loop, bench_run *run)
+{
+    redis_poll *p = calloc(1, sizeof(*p));
+    if (!p || uv_poll_init(loop, &p->handle, ac->c.fd) != 0) {
+        free(p);
+        return -1;
+    }
+    p->handle.data = p;
+    p->ac = ac;
+    p->run = run;
+    ac->ev.data = p;
+    ac->ev.addRead = ev_add_read;
+    ac->ev.delRead = ev_del_read;
+    ac->ev.addWrite = ev_add_write;
+    ac->ev.delWrite = ev_del_write;
+    ac->ev.cleanup = ev_cleanup;
+    return 0;
+}
 
 /* ---------------------------------------------------------------- replies to results */
 
@@ -224,7 +332,10 @@ static int redis_send(bench_conn *c, const bench_ticket *t)
 
 static void redis_flush(bench_conn *c)
 {
-    (void)c; /* hiredis writes what was queued when the socket is writable, in the same loop */
+    redisAsyncContext *ac = c->drv;
+    redis_poll *p = ac ? ac->ev.data : NULL;
+    if (p && p->want_write)
+        poll_write(p); /* one write of everything queued this turn */
 }
 
 /* ---------------------------------------------------------------- the sweeper */
@@ -267,7 +378,10 @@ static int sweeper_open(bench_run *run, redis_state *rs)
         return -1;
     }
     rs->sweeper->data = run;
-    redisLibuvAttach(rs->sweeper, &run->loop);
+    if (poll_attach(rs->sweeper, &run->loop, NULL) < 0) {
+        bench_fail(run, BENCH_EXIT_FAILED, "sweeper: out of memory");
+        return -1;
+    }
     redisAsyncSetDisconnectCallback(rs->sweeper, sweeper_disconnect_cb);
     if (run->cfg->token)
         redisAsyncCommand(rs->sweeper, sweep_cb, NULL, "AUTH %s", run->cfg->token);
@@ -295,7 +409,10 @@ static int redis_open(bench_run *run)
         }
         ac->data = c;
         c->drv = ac;
-        redisLibuvAttach(ac, &run->loop);
+        if (poll_attach(ac, &run->loop, run) < 0) {
+            bench_fail(run, BENCH_EXIT_FAILED, "connection %u: out of memory", i);
+            return -1;
+        }
         redisAsyncSetConnectCallback(ac, connect_cb);
         redisAsyncSetDisconnectCallback(ac, disconnect_cb);
         if (run->cfg->token)
