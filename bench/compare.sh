@@ -224,6 +224,8 @@ rb_row() {
 inflight() { python3 -c 'import sys; print(f"{float(sys.argv[1]) * float(sys.argv[2]) / 1000:.0f}")' "$1" "$2"; }
 
 ratio() { python3 -c 'import sys; a, b = float(sys.argv[1] or 0), float(sys.argv[2] or 0); print(f"{a / b:.2f}" if a and b else "-")' "$1" "$2"; }
+# ratio3 A B — the same with three decimals: the targets table compares what it shows
+ratio3() { python3 -c 'import sys; a, b = float(sys.argv[1] or 0), float(sys.argv[2] or 0); print(f"{a / b:.3f}" if a and b else "-")' "$1" "$2"; }
 
 # bench_run NAME ROUND SCENARIO ARGS... — one slot-bench run (the common options
 # first, ARGS after them, so ARGS may override --pipeline), its JSON report in
@@ -371,13 +373,13 @@ report() {
     local sync=${RATE[$N_SYNC]:-0}
     echo "| target (issue 13, section 2) | this run | goal | met |"
     echo "|---|---:|---:|---|"
-    target_row "slotd sync holds/s ÷ PING, pipeline $PIPELINE" "$(ratio "$sync" "$PING_RPS")" 0.7 ge
-    target_row "slotd sync holds/s ÷ Redis+Lua minimal peer (always)" "$(ratio "$sync" "${RATE[$N_MIN]:-0}")" 3 ge
-    target_row "slotd sync holds/s ÷ Redis+Lua full peer (always)" "$(ratio "$sync" "${RATE[$N_FULL]:-0}")" 3 ge
-    target_row "slotd sync p99 ÷ PING p99" "$(ratio "${P99[$N_SYNC]:-0}" "$PING_P99")" 1.5 le
+    target_row "slotd sync holds/s ÷ PING, pipeline $PIPELINE" "$(ratio3 "$sync" "$PING_RPS")" 0.7 ge
+    target_row "slotd sync holds/s ÷ Redis+Lua minimal peer (always)" "$(ratio3 "$sync" "${RATE[$N_MIN]:-0}")" 3 ge
+    target_row "slotd sync holds/s ÷ Redis+Lua full peer (always)" "$(ratio3 "$sync" "${RATE[$N_FULL]:-0}")" 3 ge
+    target_row "slotd sync p99 ÷ PING p99" "$(ratio3 "${P99[$N_SYNC]:-0}" "$PING_P99")" 1.5 le
     target_row "slotd sync holds/s, pipeline $DEEP" "$(printf '%.0f' "${RATE[$N_SYNC16]:-0}")" 300000 ge
-    target_row "sold-out answers/s ÷ PING" "$(ratio "${RATE[$N_SOLD]:-0}" "$PING_RPS")" 0.9 ge
-    target_row "slot-bench PING ÷ redis-benchmark PING (the stick reaches the reference)" "$(ratio "$PING_RPS" "${RATE["redis-benchmark PING"]:-0}")" 1 ge
+    target_row "sold-out answers/s ÷ PING" "$(ratio3 "${RATE[$N_SOLD]:-0}" "$PING_RPS")" 0.9 ge
+    target_row "slot-bench PING ÷ redis-benchmark PING (the stick reaches the reference)" "$(ratio3 "$PING_RPS" "${RATE["redis-benchmark PING"]:-0}")" 1 ge
     echo
     echo "Reproduce: \`bench/compare.sh --connections $CONNS --pipeline $PIPELINE --deep $DEEP --capacity $CAPACITY --duration $DURATION --threads $THREADS${PING_GIVEN:+ --ping-requests $PING_N}$([ "$REPEAT" -eq 1 ] || echo " --repeat $REPEAT")\`"
 }
