@@ -20,9 +20,13 @@ typedef enum bench_scenario {
     BENCH_SOLD_OUT,
     BENCH_MULTI_EVENT,
     BENCH_WAITLIST,
+    BENCH_PING,                 /* the round-trip ceiling: PING (redis), hello (slotd); no events */
 } bench_scenario;
 
 typedef enum bench_target_kind { BENCH_TARGET_SLOTD, BENCH_TARGET_REDIS } bench_target_kind;
+
+/* --peer: which Lua script answers holds on the redis target (bench/peers/). */
+typedef enum bench_peer { BENCH_PEER_FULL, BENCH_PEER_MIN } bench_peer;
 
 /* --qty: a fixed quantity or a small distribution "1:70,2:20,4:10" (qty:weight). */
 typedef struct bench_qty {
@@ -47,6 +51,8 @@ typedef struct bench_config {
     bool allow_remote;
     char event[SLOT_EVENT_BYTES_MAX + 1];      /* base name; multi-event appends "-<i>" */
     uint32_t connections, pipeline;
+    uint32_t threads;                          /* event loops, each with its share of the connections; 1..BENCH_THREADS_MAX */
+    bench_peer peer;                           /* redis: the script that answers holds */
     bench_qty qty;
     uint64_t capacity;                         /* per event */
     uint32_t shards;

@@ -5,9 +5,19 @@
  * so both targets are driven by the same event-loop design; administration
  * uses its blocking API. Built only when hiredis is found (BENCH_HAVE_REDIS).
  *
+ * The loop adapter is this file's own (hiredis's adapters/libuv.h polls for
+ * writable after every command, and writes on the next loop turn): a load
+ * connection's commands are written at the end of the engine's turn (the
+ * engine's flush, after each read), in one write; only a write that did not
+ * finish, or a connect, waits for writable.
+ *
  * Redis has no sweeper of its own for these holds, so the driver runs one: a
  * separate connection calls the script's "expire" op for every event once a
  * second, as slotd's sweeper does (--sweep-interval-ms 1000).
+ *
+ * --peer min: holds go to bench/peers/slot_hold_min.lua, the minimal script a
+ * user would write, which keeps the full script's keys; everything else
+ * (create, event, get_hold, expire, check) goes to the full script.
  */
 #include <errno.h>
 #include <hiredis/async.h>
@@ -17,11 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include <hiredis/adapters/libuv.h>
-#pragma GCC diagnostic pop
+#include <uv.h>
 
 #include "driver.h"
 #include "drv_redis.h"
@@ -39,10 +45,13 @@
 
 extern const char bench_peer_lua[];
 extern const size_t bench_peer_lua_len;
+extern const char bench_peer_lua_min[];
+extern const size_t bench_peer_lua_min_len;
 
 struct bench_admin {
     redisContext *c;
-    char sha[41];                       /* of the loaded peer script */
+    char sha[41];                       /* of the loaded peer script (the full one) */
+    char hold_sha[41];                  /* of the script that answers holds: --peer full (the same) or min */
     json_t *info;
 };
 
@@ -52,6 +61,114 @@ typedef struct redis_state {
     bool closing, sweeper_up;
     uint32_t sweeps_failed;
 } redis_state;
+
+/* ---------------------------------------------------------------- the loop adapter */
+
+typedef struct redis_poll {
+    uv_poll_t handle;
+    redisAsyncContext *ac;          /* NULL once hiredis let go of it (cleanup) */
+    bench_run *run;                 /* a load connection's run: writes wait for the engine's flush; NULL: the sweeper */
+    int events;                     /* UV_READABLE | UV_WRITABLE being polled */
+    bool want_write;                /* commands queued, to be written by redis_flush */
+    bool writing;                   /* inside redisAsyncHandleWrite: a write that does not finish polls */
+    uint64_t read_ns;               /* when the bytes being parsed were read (uv_hrtime): the answers' time */
+} redis_poll;
+
+static void poll_cb(uv_poll_t *h, int status, int events);
+
+static void poll_set(redis_poll *p, int events)
+{
+    if (events == p->events)
+        return;
+    p->events = events;
+    if (events)
+        uv_poll_start(&p->handle, events, poll_cb);
+    else
+        uv_poll_stop(&p->handle);
+}
+
+static void poll_write(redis_poll *p)
+{
+    p->want_write = false;
+    p->writing = true;
+    redisAsyncHandleWrite(p->ac);
+    p->writing = false;
+}
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+    redis_poll *p = h->data;
+    if (status < 0 || !p->ac)
+        return;
+    if (events & UV_READABLE) {
+        p->read_ns = uv_hrtime(); /* one clock read per read, as drv_slotd.c's */
+        redisAsyncHandleRead(p->ac);
+        if (p->run)
+            bench_turn_end(p->run); /* the requests the answers made room for go out now */
+    }
+    if (p->ac && (events & UV_WRITABLE))
+        poll_write(p);
+}
+
+static void ev_add_read(void *d)
+{
+    redis_poll *p = d;
+    poll_set(p, p->events | UV_READABLE);
+}
+
+static void ev_del_read(void *d)
+{
+    redis_poll *p = d;
+    poll_set(p, p->events & ~UV_READABLE);
+}
+
+static void ev_add_write(void *d)
+{
+    redis_poll *p = d;
+    if (p->run && !p->writing && (p->ac->c.flags & REDIS_CONNECTED))
+        p->want_write = true; /* redis_flush writes it at the end of the turn */
+    else
+        poll_set(p, p->events | UV_WRITABLE);
+}
+
+static void ev_del_write(void *d)
+{
+    redis_poll *p = d;
+    p->want_write = false;
+    poll_set(p, p->events & ~UV_WRITABLE);
+}
+
+static void poll_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void ev_cleanup(void *d)
+{
+    redis_poll *p = d;
+    p->ac = NULL;
+    uv_close((uv_handle_t *)&p->handle, poll_closed);
+}
+
+/* Attach ac to loop; run: a load connection's (writes at the engine's flush), NULL for the sweeper. 0 or -1. */
+static int poll_attach(redisAsyncContext *ac, uv_loop_t *loop, bench_run *run)
+{
+    redis_poll *p = calloc(1, sizeof(*p));
+    if (!p || uv_poll_init(loop, &p->handle, ac->c.fd) != 0) {
+        free(p);
+        return -1;
+    }
+    p->handle.data = p;
+    p->ac = ac;
+    p->run = run;
+    ac->ev.data = p;
+    ac->ev.addRead = ev_add_read;
+    ac->ev.delRead = ev_del_read;
+    ac->ev.addWrite = ev_add_write;
+    ac->ev.delWrite = ev_del_write;
+    ac->ev.cleanup = ev_cleanup;
+    return 0;
+}
 
 /* ---------------------------------------------------------------- replies to results */
 
@@ -123,12 +240,23 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     bench_result r;
+    if (c->inflight > 0 && c->ring[c->head].op == BENCH_OP_PING) {
+        const redisReply *rep = reply;
+        bench_result_clear(&r);
+        r.ok = rep->type == REDIS_REPLY_STATUS && rep->len == 4 && memcmp(rep->str, "PONG", 4) == 0;
+        if (rep->type == REDIS_REPLY_ERROR)
+            error_result(rep, &r);
+        else if (!r.ok)
+            snprintf(r.text, sizeof(r.text), "a reply to PING of type %d, not PONG", rep->type);
+        bench_deliver(c, &r, ((redis_poll *)ac->ev.data)->read_ns);
+        return;
+    }
     if (c->inflight == 0 || result_of(reply, c->ring[c->head].op, &r) < 0) {
         bench_fail(run, BENCH_EXIT_FAILED, "connection %u: a reply the Lua peer does not give (type %d)", c->index,
                    ((redisReply *)reply)->type);
         return;
     }
-    bench_deliver(c, &r, uv_hrtime());
+    bench_deliver(c, &r, ((redis_poll *)ac->ev.data)->read_ns);
 }
 
 static void auth_cb(redisAsyncContext *ac, void *reply, void *privdata)
@@ -174,8 +302,14 @@ static int redis_send(bench_conn *c, const bench_ticket *t)
 {
     static const char *const ops[] = {"hold", "confirm", "release", "get_hold"};
     bench_run *run = c->run;
+    if (t->op == BENCH_OP_PING) {
+        static const char ping[] = "*1\r\n$4\r\nPING\r\n"; /* formatted once: RESP of PING */
+        redisAsyncContext *pac = c->drv;
+        return pac && redisAsyncFormattedCommand(pac, reply_cb, NULL, ping, sizeof(ping) - 1) == REDIS_OK ? 0 : -1;
+    }
     char prefix[REDIS_PREFIX_BYTES], a1[SLOT_HOLD_ARG_BYTES_MAX + 1], a2[32], a3[16], a4[24];
-    const char *argv[REDIS_ARGS_MAX] = {"EVALSHA", run->admin->sha, "1", prefix, ops[t->op], a1, a2, a3, a4};
+    const char *argv[REDIS_ARGS_MAX] = {"EVALSHA", t->op == BENCH_OP_HOLD ? run->admin->hold_sha : run->admin->sha, "1",
+                                        prefix, ops[t->op], a1, a2, a3, a4};
     size_t lens[REDIS_ARGS_MAX];
     int argc;
     prefix_of(run->events[t->event].name, prefix);
@@ -200,7 +334,10 @@ static int redis_send(bench_conn *c, const bench_ticket *t)
 
 static void redis_flush(bench_conn *c)
 {
-    (void)c; /* hiredis writes what was queued when the socket is writable, in the same loop */
+    redisAsyncContext *ac = c->drv;
+    redis_poll *p = ac ? ac->ev.data : NULL;
+    if (p && p->want_write)
+        poll_write(p); /* one write of everything queued this turn */
 }
 
 /* ---------------------------------------------------------------- the sweeper */
@@ -243,7 +380,10 @@ static int sweeper_open(bench_run *run, redis_state *rs)
         return -1;
     }
     rs->sweeper->data = run;
-    redisLibuvAttach(rs->sweeper, &run->loop);
+    if (poll_attach(rs->sweeper, &run->loop, NULL) < 0) {
+        bench_fail(run, BENCH_EXIT_FAILED, "sweeper: out of memory");
+        return -1;
+    }
     redisAsyncSetDisconnectCallback(rs->sweeper, sweeper_disconnect_cb);
     if (run->cfg->token)
         redisAsyncCommand(rs->sweeper, sweep_cb, NULL, "AUTH %s", run->cfg->token);
@@ -271,13 +411,16 @@ static int redis_open(bench_run *run)
         }
         ac->data = c;
         c->drv = ac;
-        redisLibuvAttach(ac, &run->loop);
+        if (poll_attach(ac, &run->loop, run) < 0) {
+            bench_fail(run, BENCH_EXIT_FAILED, "connection %u: out of memory", i);
+            return -1;
+        }
         redisAsyncSetConnectCallback(ac, connect_cb);
         redisAsyncSetDisconnectCallback(ac, disconnect_cb);
         if (run->cfg->token)
             redisAsyncCommand(ac, auth_cb, NULL, "AUTH %s", run->cfg->token);
     }
-    return sweeper_open(run, rs);
+    return run->loop_index ? 0 : sweeper_open(run, rs); /* --threads: one sweeper, on loop 0 */
 }
 
 static void redis_close(bench_run *run)
@@ -351,11 +494,11 @@ static int command_str(bench_admin *a, char *out, size_t outlen, char *err, size
     return rc;
 }
 
-/* SCRIPT LOAD the peer; its sha into a->sha. 0 or an exit status. */
-static int load_script(bench_admin *a, char *err, size_t errlen)
+/* SCRIPT LOAD a peer script (len bytes); its sha into sha (41 bytes). 0 or an exit status. */
+static int load_script(bench_admin *a, const char *script, size_t len, char *sha, char *err, size_t errlen)
 {
-    const char *argv[] = {"SCRIPT", "LOAD", bench_peer_lua};
-    size_t lens[] = {6, 4, bench_peer_lua_len};
+    const char *argv[] = {"SCRIPT", "LOAD", script};
+    size_t lens[] = {6, 4, len};
     redisReply *rep = redisCommandArgv(a->c, 3, argv, lens);
     int rc = 0;
     if (!rep) {
@@ -365,7 +508,7 @@ static int load_script(bench_admin *a, char *err, size_t errlen)
         snprintf(err, errlen, "SCRIPT LOAD: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "no sha1 in the reply");
         rc = BENCH_EXIT_FAILED;
     } else {
-        memcpy(a->sha, rep->str, 41);
+        memcpy(sha, rep->str, 41);
     }
     freeReplyObject(rep);
     return rc;
@@ -385,7 +528,7 @@ static bool info_field(const char *info, const char *key, char *out, size_t n)
 }
 
 /* Version and durability settings: what the comparison needs to name the run. */
-static int server_facts(bench_admin *a, char *err, size_t errlen)
+static int server_facts(bench_admin *a, const char *script, char *err, size_t errlen)
 {
     char info[8192] = "", version[64] = "?", aof[16] = "?";
     int rc = command_str(a, info, sizeof(info), err, errlen, "INFO server");
@@ -400,7 +543,7 @@ static int server_facts(bench_admin *a, char *err, size_t errlen)
         snprintf(appendonly, sizeof(appendonly), "%s", rep->element[1]->str);
     freeReplyObject(rep);
     a->info = json_pack("{s:s, s:s, s:s, s:s, s:s}", "server", "redis", "version", version, "appendonly", appendonly,
-                        "appendfsync", aof, "script", "bench/peers/slot_hold.lua");
+                        "appendfsync", aof, "script", script);
     return rc;
 }
 
@@ -427,9 +570,14 @@ static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *er
     redisSetTimeout(a->c, call);
     int rc = cfg->token ? command_str(a, NULL, 0, err, errlen, "AUTH %s", cfg->token) : 0;
     if (rc == 0)
-        rc = load_script(a, err, errlen);
+        rc = load_script(a, bench_peer_lua, bench_peer_lua_len, a->sha, err, errlen);
+    if (rc == 0 && cfg->peer == BENCH_PEER_MIN)
+        rc = load_script(a, bench_peer_lua_min, bench_peer_lua_min_len, a->hold_sha, err, errlen);
+    else if (rc == 0)
+        memcpy(a->hold_sha, a->sha, sizeof(a->sha));
     if (rc == 0)
-        rc = server_facts(a, err, errlen);
+        rc = server_facts(a, cfg->peer == BENCH_PEER_MIN ? "bench/peers/slot_hold_min.lua" : "bench/peers/slot_hold.lua",
+                          err, errlen);
     if (rc) {
         redis_admin_close(a);
         return rc;

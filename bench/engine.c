@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -443,6 +444,17 @@ static void start_timers(bench_run *run, const bench_phase *ph)
 
 int bench_engine_phase(bench_run *run, const bench_phase *ph)
 {
+    struct rusage before, after;
+    bool cpu = ph->measure && run->loop_index == 0 && getrusage(RUSAGE_SELF, &before) == 0;
+    int rc = run->nloops > 0 && !ph->one_loop ? bench__loops_phase(run, ph) : bench__phase_one(run, ph);
+    if (cpu && getrusage(RUSAGE_SELF, &after) == 0)
+        run->cpu_s = (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+                     (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec + after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
+    return rc;
+}
+
+int bench__phase_one(bench_run *run, const bench_phase *ph)
+{
     SLOT_ASSERT(ph->conns >= 1 && ph->conns <= run->nconns);
     SLOT_ASSERT(ph->pipeline >= 1 && ph->pipeline <= run->conns[0].ring_cap);
     if (run->fatal[0])
@@ -506,7 +518,7 @@ static uint32_t ring_cap_of(const bench_config *cfg)
 static int alloc_conns(bench_run *run)
 {
     const bench_config *cfg = run->cfg;
-    run->nconns = cfg->connections;
+    run->nconns = run->conns_own ? run->conns_own : cfg->connections;
     run->conns = calloc(run->nconns, sizeof(bench_conn));
     run->dirty = calloc(run->nconns, sizeof(uint32_t));
     run->lat_ns = malloc(sizeof(slot_hist));
@@ -542,7 +554,9 @@ int bench_engine_open(bench_run *run)
 {
     uv_loop_init(&run->loop);
     init_timers(run);
-    run->progress_tty = isatty(STDERR_FILENO) == 1;
+    run->progress_tty = run->loop_index == 0 && isatty(STDERR_FILENO) == 1;
+    if (run->cfg->threads > 1 && run->loop_index == 0)
+        run->conns_own = run->cfg->connections / run->cfg->threads + (run->cfg->connections % run->cfg->threads > 0);
     if (alloc_conns(run) < 0) {
         bench_fail(run, BENCH_EXIT_FAILED, "out of memory for %u connections", run->cfg->connections);
         return run->fatal_exit;
@@ -553,11 +567,14 @@ int bench_engine_open(bench_run *run)
     uv_timer_stop(&run->bound_timer);
     if (!run->fatal[0] && run->nup < run->nconns)
         bench_fail(run, BENCH_EXIT_CONNECTION, "the connections did not come up");
+    if (!run->fatal[0] && run->cfg->threads > 1 && run->loop_index == 0)
+        return bench__loops_open(run);
     return run->fatal[0] ? run->fatal_exit : 0;
 }
 
 void bench_engine_close(bench_run *run)
 {
+    bench__loops_close(run);
     if (run->conns)
         run->drv->close(run);
     uv_timer_t *timers[RUN_TIMERS_N];

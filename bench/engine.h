@@ -91,6 +91,7 @@ typedef struct bench_phase {
     uint64_t requests_max;
     uint32_t duration_ms;
     bool measure;                   /* latency, time series, progress line */
+    bool one_loop;                  /* --threads: on the run's own loop only (verification), not spread */
     uint16_t event_first, event_count;
     bool zipf;                      /* pick events by popularity (else event_first) */
     bool ledger;                    /* remember held answers for the ledger check */
@@ -225,6 +226,19 @@ struct bench_run {
 
     bench_sample *series;
     size_t nseries, series_cap;
+
+    /* --threads N > 1 (engine_threads.c): this run is loop 0; loops[0..nloops-1] are loops 1..N-1,
+     * runs of their own on their own threads, each with its share of the connections, merged into
+     * this one after every phase. A loop borrows the run's driver, admin and zipf_cum, and has its
+     * own copy of the configuration (loop_cfg) and of the events. */
+    bench_run **loops;
+    uint32_t nloops;
+    uint32_t loop_index;            /* 0: the run; i: loop i */
+    bench_config *loop_cfg;         /* a loop's own configuration (NULL: the run's cfg is its own) */
+    uint32_t conns_own;             /* connections of this loop (0: cfg->connections) */
+    /* The bench's own cost in the last measured phase: user + system CPU of the whole process
+     * (getrusage RUSAGE_SELF, every loop's thread) in seconds. */
+    double cpu_s;
     uint64_t open_t0_ns, open_next;  /* open loop: schedule start, next request number */
     bool progress_tty;
     uint64_t last_progress_answered, last_progress_ns;
@@ -261,5 +275,18 @@ void bench_think(bench_run *run, uint32_t s, uint32_t delay_ms);
 void bench_turn_end(bench_run *run);
 /* bench_units_left — units not held or confirmed, summed over the measured events, from the answers. */
 uint64_t bench_units_left(const bench_run *run);
+
+/* engine_threads.c (--threads N > 1), called by the engine on the run's thread:
+ * bench__loops_open — make loops 1..N-1 with their share of the connections and bring them up
+ *   (the run itself, loop 0, is open). 0, or an exit status with run->fatal set.
+ * bench__loops_phase — run ph on every loop at once (loop 0 on this thread), each with its share
+ *   of ph's connections, requests and tail, wait for all, and merge their counters, latencies,
+ *   events' tallies, ledgers and time series into run. 0, or the exit status of a loop that broke off.
+ * bench__loops_close — close and free loops 1..N-1.
+ * bench__phase_one — one phase on run's own loop (what bench_engine_phase does without threads). */
+int bench__loops_open(bench_run *run);
+int bench__loops_phase(bench_run *run, const bench_phase *ph);
+void bench__loops_close(bench_run *run);
+int bench__phase_one(bench_run *run, const bench_phase *ph);
 
 #endif

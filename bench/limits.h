@@ -19,6 +19,7 @@
 #define BENCH_EVENT_SUFFIX_BYTES 7                  /* "-warmup" and multi-event's "-<i>" (i < 2^16) */
 #define BENCH_EVENT_BYTES_MAX (SLOT_EVENT_BYTES_MAX - BENCH_EVENT_SUFFIX_BYTES) /* --event */
 #define BENCH_CONNS_MAX 10000                       /* each is a file descriptor */
+#define BENCH_THREADS_MAX 64                        /* --threads: event loops (threads) of the load */
 #define BENCH_PIPELINE_MAX SLOT_CONN_INFLIGHT_DEFAULT /* slotd stops reading above this many per connection */
 #define BENCH_QTY_CHOICES_MAX 16                    /* entries of a --qty distribution */
 #define BENCH_QTY_WEIGHT_MAX 1000000u               /* the weight of one --qty entry */

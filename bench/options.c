@@ -32,6 +32,7 @@ static const struct {
     [BENCH_SOLD_OUT] = {"sold-out", "so", "an event already sold out: how fast refusals are answered"},
     [BENCH_MULTI_EVENT] = {"multi-event", "me", "E events at once with Zipf popularity, until all are sold out"},
     [BENCH_WAITLIST] = {"waitlist", "wl", "K buyers wait for a sold-out event while units come back: offers in join order?"},
+    [BENCH_PING] = {"ping", "pi", "the round-trip ceiling: Redis PING, or slotd's hello, through the same engine"},
 };
 
 const char *bench_scenario_name(bench_scenario s)
@@ -55,12 +56,16 @@ enum {
     O_HOST = 256, O_PORT, O_TOKEN, O_TARGET, O_REMOTE, O_EVENT, O_CONNS, O_PIPELINE, O_QTY, O_CAPACITY,
     O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_OPENS_IN, O_RATE, O_CONFIRM,
     O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP, O_MEMBERS,
-    O_EXTEND, O_PARTIAL, O_LATE, O_CART, O_WAITERS, O_POLL,
+    O_EXTEND, O_PARTIAL, O_LATE, O_CART, O_WAITERS, O_POLL, O_THREADS, O_PEER,
 };
 
-#define ALL 0x3fu
 #define ONLY(s) (1u << (s))
+#define ALL 0x3fu                    /* the scenarios that hold (waitlist included) */
+#define ANY (ALL | ONLY(BENCH_PING)) /* every scenario */
 #define CHURN_WL (ONLY(BENCH_CHURN) | ONLY(BENCH_WAITLIST)) /* the options of holds that come back */
+/* --threads: the closed-loop scenarios whose connections are independent (not churn's sessions,
+ * nor open-loop's one schedule, nor the waitlist's ordered joins). */
+#define THREADED (ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_SOLD_OUT) | ONLY(BENCH_MULTI_EVENT) | ONLY(BENCH_PING))
 
 /* How an option's value is read: into the bench_config field at `off` for
  * the numeric kinds, by its own code (one_option / set_value) for the rest. */
@@ -88,17 +93,17 @@ static const struct opt_def {
 #define OPT_SECONDS(name, id, sc, f, lo_ms, hi_ms, help) {name, "S", id, sc, K_SECONDS, FIELD(f), lo_ms, hi_ms, 0, 0, help}
 #define OPT_REAL(name, arg, id, sc, f, lo, hi, help) {name, arg, id, sc, K_REAL, FIELD(f), 0, 0, lo, hi, help}
 #define OPT(name, arg, id, sc, kind, help) {name, arg, id, sc, kind, 0, 0, 0, 0, 0, 0, help}
-    OPT("host", "H", O_HOST, ALL, K_TEXT,
+    OPT("host", "H", O_HOST, ANY, K_TEXT,
         "server address: HOST or HOST:PORT; several (repeated or comma-separated) are a replica set's "
         "members, and the load follows the primary"),
-    OPT("cluster-members", "H:P,...", O_MEMBERS, ALL, K_TEXT, "a replica set's members (the same as --host)"),
-    OPT_UINT("port", "P", O_PORT, ALL, port, 1, BENCH_PORT_MAX, "server port"),
-    OPT("token", "T", O_TOKEN, ALL, K_TEXT, "send hello with this token on every connection (redis: AUTH)"),
-    OPT("target", "URL", O_TARGET, ALL, K_OTHER, "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
-    OPT("allow-remote", NULL, O_REMOTE, ALL, K_FLAG, "allow a host that is not loopback (refused otherwise)"),
+    OPT("cluster-members", "H:P,...", O_MEMBERS, ANY, K_TEXT, "a replica set's members (the same as --host)"),
+    OPT_UINT("port", "P", O_PORT, ANY, port, 1, BENCH_PORT_MAX, "server port"),
+    OPT("token", "T", O_TOKEN, ANY, K_TEXT, "send hello with this token on every connection (redis: AUTH)"),
+    OPT("target", "URL", O_TARGET, ANY, K_OTHER, "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
+    OPT("allow-remote", NULL, O_REMOTE, ANY, K_FLAG, "allow a host that is not loopback (refused otherwise)"),
     OPT("event", "NAME", O_EVENT, ALL, K_TEXT, "event to create (multi-event: NAME-<i>); must be new"),
-    OPT_UINT("connections", "K", O_CONNS, ALL, connections, 1, BENCH_CONNS_MAX, "concurrent connections"),
-    OPT_UINT("pipeline", "D", O_PIPELINE, ALL, pipeline, 1, BENCH_PIPELINE_MAX,
+    OPT_UINT("connections", "K", O_CONNS, ANY, connections, 1, BENCH_CONNS_MAX, "concurrent connections"),
+    OPT_UINT("pipeline", "D", O_PIPELINE, ANY, pipeline, 1, BENCH_PIPELINE_MAX,
              "requests in flight per connection (open-loop: at most)"),
     OPT("qty", "Q", O_QTY, ALL, K_OTHER, "units per hold: N, or a distribution like 1:70,2:20,4:10 (qty:weight)"),
     OPT_UINT("capacity", "N", O_CAPACITY, ALL, capacity, 0, SLOT_CAPACITY_MAX, "units of each event"),
@@ -107,11 +112,11 @@ static const struct opt_def {
              "the events' max_per_user (0 = no limit)"),
     OPT_UINT("users", "N", O_USERS, ALL & ~ONLY(BENCH_WAITLIST), users, 0, BENCH_USERS_MAX,
              "user pool: each hold picks one of N users (0 = a new user each)"),
-    OPT_SECONDS("duration", O_DURATION, ALL, duration_ms, BENCH_DURATION_MS_MIN, BENCH_DURATION_MS_MAX,
+    OPT_SECONDS("duration", O_DURATION, ANY, duration_ms, BENCH_DURATION_MS_MIN, BENCH_DURATION_MS_MAX,
                 "bound on the measured phase in seconds, fractions allowed"),
-    OPT_UINT("requests", "N", O_REQUESTS, ALL, requests, 1, BENCH_REQUESTS_MAX,
+    OPT_UINT("requests", "N", O_REQUESTS, ANY, requests, 1, BENCH_REQUESTS_MAX,
              "bound on the requests sent in the measured phase"),
-    OPT_UINT("seed", "N", O_SEED, ALL, seed, 0, BENCH_SEED_MAX, "random seed: event name, users, quantities, shards"),
+    OPT_UINT("seed", "N", O_SEED, ANY, seed, 0, BENCH_SEED_MAX, "random seed: event name, users, quantities, shards"),
     OPT_SECONDS("warmup", O_WARMUP, ALL, warmup_ms, 0, BENCH_DURATION_MS_MAX,
                 "seconds of the same load on a separate event first, not measured"),
     OPT_UINT("tail", "N", O_TAIL, ONLY(BENCH_HOT_RELEASE) | ONLY(BENCH_MULTI_EVENT), tail, 0, BENCH_TAIL_MAX,
@@ -149,10 +154,15 @@ static const struct opt_def {
     OPT_UINT("events", "E", O_EVENTS, ONLY(BENCH_MULTI_EVENT), events, 1, BENCH_EVENTS_MAX, "events at once"),
     OPT_REAL("zipf", "S", O_ZIPF, ONLY(BENCH_MULTI_EVENT), zipf_exponent, 0, BENCH_ZIPF_EXPONENT_MAX,
              "Zipf exponent of event popularity (0 = uniform)"),
-    OPT("json", "FILE", O_JSON, ALL, K_TEXT, "write every number, the configuration and machine facts as JSON"),
-    OPT("csv", "FILE", O_CSV, ALL, K_TEXT, "write the time series (every 100 ms) as CSV"),
-    OPT("svg", "FILE", O_SVG, ALL, K_TEXT, "write the sell-out curve and latency curves as SVG"),
-    OPT("help", NULL, O_HELP, ALL, K_FLAG, "this help"),
+    OPT_UINT("threads", "N", O_THREADS, THREADED, threads, 1, BENCH_THREADS_MAX,
+             "event loops (threads) of the load; the connections are spread over them, the report merges them"),
+    OPT("peer", "full|min", O_PEER, ALL, K_OTHER,
+        "redis: the Lua script that answers holds: full (bench/peers/slot_hold.lua, slotd's rules) or min "
+        "(slot_hold_min.lua, the hold a user would write; the full one does the rest)"),
+    OPT("json", "FILE", O_JSON, ANY, K_TEXT, "write every number, the configuration and machine facts as JSON"),
+    OPT("csv", "FILE", O_CSV, ANY, K_TEXT, "write the time series (every 100 ms) as CSV"),
+    OPT("svg", "FILE", O_SVG, ANY, K_TEXT, "write the sell-out curve and latency curves as SVG"),
+    OPT("help", NULL, O_HELP, ANY, K_FLAG, "this help"),
 #undef OPT
 #undef OPT_REAL
 #undef OPT_SECONDS
@@ -173,6 +183,7 @@ static void defaults(bench_config *c, bench_scenario s)
     strcpy(c->host, BENCH_HOST_DEFAULT);
     c->port = SLOT_PORT_DEFAULT;
     c->connections = BENCH_CONNS_DEFAULT;
+    c->threads = 1;
     c->pipeline = s == BENCH_OPEN_LOOP ? BENCH_PIPELINE_OPEN_LOOP_DEFAULT : BENCH_PIPELINE_DEFAULT;
     c->capacity = s == BENCH_SOLD_OUT      ? BENCH_CAPACITY_SOLD_OUT_DEFAULT
                   : s == BENCH_WAITLIST    ? BENCH_CAPACITY_WAITLIST_DEFAULT
@@ -304,6 +315,8 @@ static bool range_text(const bench_config *d, const struct opt_def *o, char *buf
         if (o->id == O_QTY)
             snprintf(buf, n, "qty 1..%d, weight 1..%u, at most %d entries; default %s", SLOT_MAX_PER_REQUEST_MAX,
                      BENCH_QTY_WEIGHT_MAX, BENCH_QTY_CHOICES_MAX, d->qty.text);
+        else if (o->id == O_PEER)
+            snprintf(buf, n, "default full");
         else if (o->id == O_THINK)
             snprintf(buf, n, "0 <= A <= B <= %u; default %u:%u", BENCH_THINK_MS_MAX, d->think_min_ms, d->think_max_ms);
         else
@@ -360,6 +373,11 @@ static const char *const scenario_text[] = {
         "join order (the waiters offered a hold are a prefix of the join order, their holds made in that\n"
         "order), check clean, the event's counters and list, every hold by get_hold. Reported: how long\n"
         "the first, median and last waiter waited (from the join's answer to the offer's commit), offers/s.\n",
+    [BENCH_PING] =
+        "K connections each keep D requests in flight, each the cheapest round trip of the target:\n"
+        "PING (redis://), or a hello (slotd has no ping op; a hello is answered on its loop thread\n"
+        "without the store), for --duration or --requests. The ceiling a hold rate is set against,\n"
+        "from the same client. Verified: every request answered, no error.\n",
 };
 
 void bench_usage(FILE *f, bench_scenario s)
@@ -540,6 +558,17 @@ static bool parse_target(const char *s, bench_config *c, bool *port_given)
     return true;
 }
 
+static bool parse_peer(const char *s, bench_peer *p)
+{
+    if (strcmp(s, "full") == 0)
+        *p = BENCH_PEER_FULL;
+    else if (strcmp(s, "min") == 0)
+        *p = BENCH_PEER_MIN;
+    else
+        return false;
+    return true;
+}
+
 /* ---------------------------------------------------------------- parsing */
 
 static const struct opt_def *opt_by_id(int id)
@@ -577,6 +606,7 @@ static int set_value(bench_config *c, int id, const char *a, bool *port_given)
         ok = id == O_QTY      ? parse_qty(a, &c->qty)
              : id == O_THINK  ? parse_think(a, &c->think_min_ms, &c->think_max_ms)
              : id == O_TARGET ? parse_target(a, c, port_given)
+             : id == O_PEER   ? parse_peer(a, &c->peer)
                               : false;
     }
     if (ok)
@@ -706,7 +736,7 @@ static bool report_path_writable(const char *path)
 }
 
 /* Relations between options, once all are read. 0 or BENCH_EXIT_USAGE. */
-static int cross_checks(bench_config *c, uint32_t v11_given)
+static int cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
 {
     if (c->scenario == BENCH_HOT_RELEASE)
         c->events = c->cart; /* one event per cart item */
@@ -722,6 +752,17 @@ static int cross_checks(bench_config *c, uint32_t v11_given)
     if (waitlist && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
                            c->release_pct, c->abandon_pct);
+    if (c->scenario == BENCH_PING)
+        c->events = 0; /* no event is made */
+    if (c->peer == BENCH_PEER_MIN && c->max_per_user > 0)
+        return usage_error(c, "--peer min has no max_per_user (the minimal script keeps no per-user counts)");
+    if (peer_given && c->target != BENCH_TARGET_REDIS)
+        return usage_error(c, "--peer chooses the redis target's Lua script: give --target redis://H:P");
+    if (c->threads > 1 && c->cart > 1)
+        return usage_error(c, "--threads with --cart: a cart's sell-out is seen only from every loop's tallies together");
+    if (c->threads > c->connections)
+        return usage_error(c, "--threads %u is above --connections %u: every loop needs a connection", c->threads,
+                           c->connections);
     if (c->scenario == BENCH_CHURN && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
                            c->release_pct, c->abandon_pct);
@@ -791,7 +832,7 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
     memset(longopts, 0, sizeof(longopts));
     for (size_t i = 0; i < OPT_DEFS_N; i++)
         longopts[i] = (struct option){opt_defs[i].name, opt_defs[i].arg ? required_argument : no_argument, NULL, opt_defs[i].id};
-    bool seeded = false, port_given = false;
+    bool seeded = false, port_given = false, peer_given = false;
     uint32_t v11_given = 0; /* bits 0, 1, 2: --extend, --partial, --late were given */
     int id;
     optind = 0; /* GNU getopt: start over on this argv */
@@ -807,6 +848,7 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
         if (rc >= 0)
             return rc;
         seeded |= id == O_SEED;
+        peer_given |= id == O_PEER;
         v11_given |= id == O_EXTEND ? 1u : id == O_PARTIAL ? 2u : id == O_LATE ? 4u : 0u;
     }
     if (optind < argc)
@@ -816,7 +858,7 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
     if (hosts_normalize(c))
         return BENCH_EXIT_USAGE;
     fill_seed_and_event(c, seeded);
-    return cross_checks(c, v11_given) ? BENCH_EXIT_USAGE : -1;
+    return cross_checks(c, v11_given, peer_given) ? BENCH_EXIT_USAGE : -1;
 }
 
 json_t *bench_config_json(const bench_config *c)
@@ -834,6 +876,9 @@ json_t *bench_config_json(const bench_config *c)
     for (uint32_t i = 0; i < c->nhosts; i++)
         json_array_append_new(hosts, json_string(c->hosts[i]));
     json_object_set_new(o, "hosts", hosts);
+    json_object_set_new(o, "threads", json_integer(c->threads));
+    if (c->target == BENCH_TARGET_REDIS && c->scenario != BENCH_PING)
+        json_object_set_new(o, "peer", json_string(c->peer == BENCH_PEER_MIN ? "min" : "full"));
     if (bench_scenario_sells_out(c->scenario))
         json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
     if (c->scenario == BENCH_HOT_RELEASE)

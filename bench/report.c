@@ -59,11 +59,16 @@ static void print_head(const bench_report *r, FILE *f)
     const bench_config *c = r->run->cfg;
     fprintf(f, "slot-bench %s %s -> %s %s at %s:%u\n", c->name, SLOT_VERSION, r->run->drv->name,
             jstr(r->server, "version"), c->host, (unsigned)c->port);
-    fprintf(f, "  setup             %s%s, capacity %" PRIu64 "%s, %u shards, qty %s, %u connections x pipeline %u, seed %" PRIu64
-               "\n",
-            c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? "events " : "event ", c->event,
-            c->capacity, c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? " each" : "", c->shards, c->qty.text, c->connections,
-            c->pipeline, c->seed);
+    if (c->scenario == BENCH_PING)
+        fprintf(f, "  setup             %s, %u connections x pipeline %u, %u thread%s\n",
+                c->target == BENCH_TARGET_REDIS ? "PING" : "hello (slotd has no ping op)", c->connections, c->pipeline,
+                c->threads, c->threads == 1 ? "" : "s");
+    else
+        fprintf(f, "  setup             %s%s, capacity %" PRIu64 "%s, %u shards, qty %s, %u connections x pipeline %u, seed %" PRIu64
+                   "\n",
+                c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? "events " : "event ", c->event,
+                c->capacity, c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? " each" : "", c->shards, c->qty.text, c->connections,
+                c->pipeline, c->seed);
     if (c->scenario == BENCH_MULTI_EVENT)
         fprintf(f, "                    %u events, Zipf s=%.2f\n", c->events, c->zipf_exponent);
     if (c->max_per_user || c->users)
@@ -137,12 +142,17 @@ static void print_counts(const bench_report *r, FILE *f)
                 n->scheduled > n->sent ? ": the target fell behind the schedule" : "");
     fprintf(f, "  requests          %" PRIu64 " answered of %" PRIu64 " sent in %.3f s: %.0f requests/s\n", n->answered,
             n->sent, r->run_s, r->requests_per_s);
-    fprintf(f, "  holds             %" PRIu64 " (%" PRIu64 " units): %.0f holds/s%s\n", n->holds, n->held_units,
-            r->holds_per_s, r->sellout_s > 0 ? " until the sell-out" : "");
+    fprintf(f, "  bench cpu         %.2f us per answer (%.3f s user+system, %u thread%s)\n",
+            n->answered ? r->run->cpu_s * 1e6 / (double)n->answered : 0.0, r->run->cpu_s, c->threads,
+            c->threads == 1 ? "" : "s");
+    if (c->scenario != BENCH_PING)
+        fprintf(f, "  holds             %" PRIu64 " (%" PRIu64 " units): %.0f holds/s%s\n", n->holds, n->held_units,
+                r->holds_per_s, r->sellout_s > 0 ? " until the sell-out" : "");
     if (c->scenario == BENCH_HOT_RELEASE && c->cart > 1)
         fprintf(f, "  carts             %" PRIu64 " of %u events each (%" PRIu64 " holds): %.0f carts/s\n", n->carts,
                 c->cart, n->carts * c->cart, r->holds_per_s / c->cart);
-    fprintf(f, "  sold_out          %" PRIu64 ": %.0f answers/s\n", n->sold_out, r->sold_out_per_s);
+    if (c->scenario != BENCH_PING)
+        fprintf(f, "  sold_out          %" PRIu64 ": %.0f answers/s\n", n->sold_out, r->sold_out_per_s);
     if (r->sellout_s > 0)
         fprintf(f, "  time to sell out  %.3f s\n", r->sellout_s);
     if (r->run->opens_at_ms > 0) {
@@ -302,6 +312,10 @@ static json_t *counters_json_base(const bench_report *r)
         json_object_set_new(o, "first_second_ms",
                             json_pack("{s:f, s:f, s:f, s:I}", "p50", r->first_p50_ms, "p99", r->first_p99_ms, "max",
                                       r->first_max_ms, "count", (json_int_t)r->run->first_ns->count));
+    if (o)
+        json_object_set_new(o, "bench_cpu", json_pack("{s:f, s:f, s:i}", "seconds", r->run->cpu_s, "us_per_answer",
+                                                      n->answered ? r->run->cpu_s * 1e6 / (double)n->answered : 0.0,
+                                                      "threads", (int)r->run->cfg->threads));
     if (o && r->run->cfg->scenario == BENCH_HOT_RELEASE && r->run->cfg->cart > 1)
         json_object_set_new(o, "carts", json_pack("{s:I, s:i}", "held", (json_int_t)n->carts, "items", (int)r->run->cfg->cart));
     if (o && r->run->cfg->scenario == BENCH_CHURN)

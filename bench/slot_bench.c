@@ -22,7 +22,7 @@
 #include "slot_config.h"
 
 static const bench_scenario scenarios[] = {
-    BENCH_HOT_RELEASE, BENCH_OPEN_LOOP, BENCH_CHURN, BENCH_SOLD_OUT, BENCH_MULTI_EVENT, BENCH_WAITLIST,
+    BENCH_HOT_RELEASE, BENCH_OPEN_LOOP, BENCH_CHURN, BENCH_SOLD_OUT, BENCH_MULTI_EVENT, BENCH_WAITLIST, BENCH_PING,
 };
 
 #define SCENARIOS_N (sizeof(scenarios) / sizeof(scenarios[0]))

@@ -17,16 +17,18 @@
 
 /* BENCH_OP_EXTEND and the waitlist ops are slotd's alone (v1.1); the redis target never sends them
  * (options.c refuses --extend and the waitlist scenario there). WAIT_JOIN, WAIT_STATUS and WAIT_LEAVE are
- * waitlist_join, waitlist and waitlist_leave of (user, request key) = ("u<user>", "r<hex key>"). */
+ * waitlist_join, waitlist and waitlist_leave of (user, request key) = ("u<user>", "r<hex key>").
+ * BENCH_OP_PING (the ping scenario): Redis PING, or slotd's cheapest round trip, a hello (slotd has no
+ * ping op). */
 typedef enum bench_op {
     BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD, BENCH_OP_EXTEND,
-    BENCH_OP_WAIT_JOIN, BENCH_OP_WAIT_STATUS, BENCH_OP_WAIT_LEAVE,
+    BENCH_OP_WAIT_JOIN, BENCH_OP_WAIT_STATUS, BENCH_OP_WAIT_LEAVE, BENCH_OP_PING,
 } bench_op;
 
-/* bench_op_is_read — get_hold and the waitlist op change nothing (no acknowledged write). */
+/* bench_op_is_read — get_hold, the waitlist op and ping change nothing (no acknowledged write). */
 static inline bool bench_op_is_read(uint8_t op)
 {
-    return op == BENCH_OP_GET_HOLD || op == BENCH_OP_WAIT_STATUS;
+    return op == BENCH_OP_GET_HOLD || op == BENCH_OP_WAIT_STATUS || op == BENCH_OP_PING;
 }
 
 /* bench_ticket.flags of a confirm (v1.1, docs/protocol.md "Partial confirm", "Reacquire"). */

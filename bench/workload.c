@@ -87,16 +87,22 @@ static bool hold_next(bench_run *run, bench_conn *c, bench_ticket *t)
 
 /* After a held answer: has the event (and with it every measured event) sold out?
  * Not asked in churn, where units come back and "sold out" is only a moment. */
-static void sellout_check(bench_run *run, bench_event *e, uint64_t now_ns)
+static void event_sold(bench_run *run, bench_event *e, uint64_t now_ns)
 {
-    uint64_t used = e->out_units + e->confirmed_units;
-    uint32_t qty_min = run->phase->unit_holds ? 1 : run->cfg->qty.min;
-    if (e->sellout_ns || !e->measured || run->cfg->scenario == BENCH_CHURN ||
-        (used < e->capacity && e->capacity - used >= qty_min))
+    if (e->sellout_ns || !e->measured)
         return;
     e->sellout_ns = now_ns;
     if (++run->events_sold == measured_events(run))
         run->n.sellout_ns = now_ns;
+}
+
+static void sellout_check(bench_run *run, bench_event *e, uint64_t now_ns)
+{
+    uint64_t used = e->out_units + e->confirmed_units;
+    uint32_t qty_min = run->phase->unit_holds ? 1 : run->cfg->qty.min;
+    if (run->cfg->scenario == BENCH_CHURN || (used < e->capacity && e->capacity - used >= qty_min))
+        return;
+    event_sold(run, e, now_ns);
 }
 
 static void sold_out_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
@@ -107,6 +113,10 @@ static void sold_out_answer(bench_run *run, const bench_ticket *t, const bench_r
     n->last_sold_out_ns = now_ns;
     if (r->available >= t->qty)
         n->bad_sold_out++; /* invariant 5, as the client sees it */
+    /* --threads: a loop's tallies hold only its own answers, so the target's word that fewer units
+     * than the smallest qty are left is what says the event sold out (no units come back here). */
+    if (run->cfg->threads > 1 && t->cart <= 1 && r->available < run->cfg->qty.min)
+        event_sold(run, &run->events[t->event], now_ns);
     if (run->events_sold == measured_events(run) && ++n->tail_seen >= run->phase->tail)
         bench_stop(run, "sold out, and the tail of sold_out answers came back");
 }
@@ -196,6 +206,28 @@ static void hold_on_result(bench_run *run, bench_conn *c, const bench_ticket *t,
     (void)c;
     long idx;
     hold_answer(run, t, r, now_ns, &idx);
+}
+
+/* ---------------------------------------------------------------- ping */
+
+static bool ping_next(bench_run *run, bench_conn *c, bench_ticket *t)
+{
+    (void)run;
+    (void)c;
+    memset(t, 0, sizeof(*t));
+    t->op = BENCH_OP_PING;
+    t->session = UINT32_MAX;
+    return true;
+}
+
+/* A ping's answer: ok (PONG, or hello's ok), or an error counted like any other. */
+static void ping_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+{
+    (void)c;
+    (void)t;
+    (void)now_ns;
+    if (!r->ok)
+        bench_count_error(run, r);
 }
 
 /* ---------------------------------------------------------------- churn */
@@ -571,7 +603,7 @@ bench_phase bench_workload_phase(const bench_run *run)
     const bench_config *cfg = run->cfg;
     if (cfg->scenario == BENCH_WAITLIST)
         return bench_wl_phase(run);
-    bool churn = cfg->scenario == BENCH_CHURN;
+    bool churn = cfg->scenario == BENCH_CHURN, ping = cfg->scenario == BENCH_PING;
     bool sells = bench_scenario_sells_out(cfg->scenario);
     return (bench_phase){
         .name = cfg->name, .conns = cfg->connections, .pipeline = cfg->pipeline,
@@ -579,7 +611,8 @@ bench_phase bench_workload_phase(const bench_run *run)
         .duration_ms = cfg->duration_ms, .measure = true, .event_first = 0, .event_count = (uint16_t)cfg->events,
         .zipf = cfg->scenario == BENCH_MULTI_EVENT, .ledger = true,
         .cart = cfg->scenario == BENCH_HOT_RELEASE && cfg->cart > 1 ? (uint8_t)cfg->cart : 0, .tail = sells ? cfg->tail : UINT64_MAX,
-        .next = churn ? churn_next : hold_next, .on_result = churn ? churn_on_result : hold_on_result,
+        .next = ping ? ping_next : churn ? churn_next : hold_next,
+        .on_result = ping ? ping_on_result : churn ? churn_on_result : hold_on_result,
     };
 }
 
@@ -611,7 +644,7 @@ bench_phase bench_verify_phase(const bench_run *run)
 {
     uint32_t conns = run->nconns < BENCH_VERIFY_CONNS ? run->nconns : BENCH_VERIFY_CONNS;
     return (bench_phase){
-        .name = "ledger check", .conns = conns, .pipeline = BENCH_VERIFY_PIPELINE,
+        .name = "ledger check", .conns = conns, .pipeline = BENCH_VERIFY_PIPELINE, .one_loop = true,
         .requests_max = run->ledger.n > 0 ? run->ledger.n : 1, /* one get_hold per hold */
         .duration_ms = BENCH_DURATION_MS_MAX, .tail = UINT64_MAX, .next = verify_next, .on_result = verify_on_result,
     };

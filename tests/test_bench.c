@@ -37,6 +37,9 @@ TEST_DECLARE(bench_warmup_and_bounds)
 TEST_DECLARE(bench_verification_catches_a_lying_server)
 TEST_DECLARE(bench_redis_target)
 TEST_DECLARE(bench_bounded_run_verifies_what_happened)
+TEST_DECLARE(bench_ping)
+TEST_DECLARE(bench_threads)
+TEST_DECLARE(bench_redis_min_peer)
 
 TEST_LIST_START
     TEST_ENTRY(bench_usage_and_help)
@@ -52,6 +55,9 @@ TEST_LIST_START
     TEST_ENTRY(bench_verification_catches_a_lying_server)
     TEST_ENTRY(bench_redis_target)
     TEST_ENTRY(bench_bounded_run_verifies_what_happened)
+    TEST_ENTRY(bench_ping)
+    TEST_ENTRY(bench_threads)
+    TEST_ENTRY(bench_redis_min_peer)
 TEST_LIST_END
 
 
@@ -864,3 +870,116 @@ TEST_IMPL(bench_bounded_run_verifies_what_happened)
     stop();
 }
 
+
+/* ping against slotd: a hello per request through the same engine; every request
+ * answered, the report gives requests/s, latency and the bench's CPU per answer. */
+TEST_IMPL(bench_ping)
+{
+    start();
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    const char *ping[] = {"ping", "--port", port_arg(srv.port), "--requests", "2000", "--connections", "8",
+                          "--pipeline", "4", NULL};
+    int rc = run_bench(ping, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "2000 answered of 2000 sent") ||
+        !strstr(out, "requests/s") || !strstr(out, "latency ms        p50") || !strstr(out, "bench cpu") ||
+        !strstr(out, "hello"))
+        T_FAIL_("ping against slotd: exit %d:\n%s", rc, out);
+    const char *threaded[] = {"ping", "--port", port_arg(srv.port), "--requests", "3001", "--connections", "6",
+                              "--threads", "3", NULL};
+    rc = run_bench(threaded, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "3001 answered of 3001 sent") ||
+        !strstr(out, "3 threads"))
+        T_FAIL_("ping --threads 3: exit %d:\n%s", rc, out);
+    const char *timed[] = {"ping", "--port", port_arg(srv.port), "--duration", "0.5", "--connections", "4", NULL};
+    rc = run_bench(timed, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--duration"))
+        T_FAIL_("ping --duration: exit %d:\n%s", rc, out);
+    /* ping makes no event: the options of events are not its own */
+    const char *cap[] = {"ping", "--port", port_arg(srv.port), "--capacity", "10", NULL};
+    ASSERT_EQ(run_bench(cap, out), 64);
+    free(out);
+    stop();
+}
+
+/* --threads: the connections spread over loops, the report merged, and the
+ * verification (every hold by get_hold, the counters, check) of one run. */
+TEST_IMPL(bench_threads)
+{
+    start();
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    const char *hr[] = {"hot-release", "--port", port_arg(srv.port), "--threads", "2", "--capacity", "3000",
+                        "--connections", "8", "--pipeline", "4", "--qty", "1:50,2:50", "--tail", "200", NULL};
+    int rc = run_bench(hr, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "(3000 units)") ||
+        !strstr(out, "0 differ") || !strstr(out, "2 threads"))
+        T_FAIL_("hot-release --threads 2: exit %d:\n%s", rc, out);
+    const char *so[] = {"sold-out", "--port", port_arg(srv.port), "--threads", "2", "--capacity", "500",
+                        "--connections", "5", "--requests", "1000", NULL};
+    rc = run_bench(so, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "sold_out          1000"))
+        T_FAIL_("sold-out --threads 2: exit %d:\n%s", rc, out);
+    const char *me[] = {"multi-event", "--port", port_arg(srv.port), "--threads", "2", "--events", "3",
+                        "--capacity", "400", "--connections", "6", "--tail", "100", NULL};
+    expect_pass(me);
+    const char *too_many[] = {"ping", "--port", port_arg(srv.port), "--threads", "3", "--connections", "2", NULL};
+    ASSERT_EQ(run_bench(too_many, out), 64);
+    const char *churn[] = {"churn", "--port", port_arg(srv.port), "--threads", "2", NULL};
+    ASSERT_EQ(run_bench(churn, out), 64);
+    const char *peer[] = {"hot-release", "--port", port_arg(srv.port), "--peer", "min", NULL};
+    ASSERT_EQ(run_bench(peer, out), 64);
+    free(out);
+    stop();
+}
+
+/* The redis target with the minimal Lua peer (bench/peers/slot_hold_min.lua) and
+ * PING; only where redis-server and a slot-bench with hiredis are installed. */
+TEST_IMPL(bench_redis_min_peer)
+{
+    if (system("command -v redis-server >/dev/null 2>&1") != 0) {
+        printf("  skipped: redis-server is not installed (apt-get install redis-server)\n");
+        return;
+    }
+    tmp = slot_test_tmpdir();
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    const char *version[] = {"--version", NULL};
+    ASSERT_EQ(run_bench(version, out), 0);
+    if (!strstr(out, "redis")) {
+        printf("  skipped: this slot-bench was built without hiredis (apt-get install libhiredis-dev)\n");
+        free(out);
+        slot_test_rmdir(tmp);
+        free(tmp);
+        return;
+    }
+    uint16_t port = free_port();
+    pid_t pid = redis_start(port);
+    char target[64];
+    snprintf(target, sizeof(target), "redis://127.0.0.1:%u", (unsigned)port);
+    const char *hr[] = {"hot-release", "--target", target, "--peer", "min", "--capacity", "1500", "--connections",
+                        "8", "--pipeline", "4", "--qty", "1:50,3:50", "--tail", "300", NULL};
+    int rc = run_bench(hr, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "(1500 units)") || !strstr(out, "0 differ"))
+        T_FAIL_("hot-release --peer min: exit %d:\n%s", rc, out);
+    const char *hr2[] = {"hot-release", "--target", target, "--peer", "min", "--threads", "2", "--capacity", "1000",
+                         "--connections", "8", "--tail", "100", NULL};
+    expect_pass(hr2);
+    const char *so[] = {"sold-out", "--target", target, "--peer", "min", "--capacity", "200", "--connections", "4",
+                        "--requests", "400", NULL};
+    expect_pass(so);
+    const char *ping[] = {"ping", "--target", target, "--requests", "2000", "--connections", "8", "--pipeline", "8",
+                          "--threads", "2", NULL};
+    rc = run_bench(ping, out);
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "2000 answered of 2000 sent") ||
+        !strstr(out, "PING"))
+        T_FAIL_("ping --target redis: exit %d:\n%s", rc, out);
+    const char *per_user[] = {"hot-release", "--target", target, "--peer", "min", "--max-per-user", "2", NULL};
+    ASSERT_EQ(run_bench(per_user, out), 64);
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    free(out);
+    slot_test_rmdir(tmp);
+    free(tmp);
+}
