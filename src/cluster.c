@@ -17,6 +17,9 @@
 #include "slot/assert.h"
 
 #define CLU_NODE_PUT_MS 500 /* the node key is rewritten this often (and on every change of role) */
+/* The lease is kept alive this often: four times in its TTL, not on every tick (at the default
+ * --heartbeat-ms 50 that was 20 keepalives a second per node, each a write etcd logs). */
+#define CLU_LEASE_KEEPALIVE_MS (SLOT_CLUSTER_LEASE_TTL_S * 1000u / 4u)
 
 void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...)
 {
@@ -154,8 +157,9 @@ static void on_lease(slot_etcd *e, int status, const slot_etcd_lease_result *r, 
 
 static void lease_tick(clu *c)
 {
-    if (c->lease_busy)
+    if (c->lease_busy || (c->lease && uv_now(c->s->loop) - c->lease_ms < CLU_LEASE_KEEPALIVE_MS))
         return;
+    c->lease_ms = uv_now(c->s->loop);
     int rc = c->lease ? slot_etcd_lease_keepalive(c->etcd, c->lease, on_lease, c)
                       : slot_etcd_lease_grant(c->etcd, SLOT_CLUSTER_LEASE_TTL_S, on_lease, c);
     c->lease_busy = rc == 0;

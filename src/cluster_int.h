@@ -104,6 +104,7 @@ typedef struct slot__cluster {
     int64_t lease;                /* 0: none yet */
     bool lease_busy, node_put_busy, poll_cfg_busy, poll_nodes_busy, cas_busy;
     uint64_t node_put_ms;         /* loop time of the last node key put */
+    uint64_t lease_ms;            /* loop time of the last lease grant or keepalive sent */
     slot_etcd_watch *watch;       /* the configuration key's watch (NULL: none now) */
     int64_t watch_rev;            /* re-arm from here (0: from now on) */
     uint64_t poll_cfg_ms;         /* loop time of the last configuration poll */
