@@ -115,6 +115,8 @@ void slot__conn_admit(server *s, conn *c, entry *e)
         slot__count_error(s, SLOT_E_SHUTTING_DOWN);
         return;
     }
+    if (slot__hold_read(s, e))
+        return; /* sold out for certain: answered from the read snapshot */
     if (s->q_len >= s->opts.queue_max) {
         slot_res_error(&e->res, SLOT_E_OVERLOADED, "server queue holds %u requests; retry later", s->q_len);
         slot__count_error(s, SLOT_E_OVERLOADED);

@@ -410,6 +410,38 @@ int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *us
     return 0;
 }
 
+/* map_find without the link: for slot__idem_peek, which must not change m. */
+static bool map_has(const map *m, const lookup *l)
+{
+    for (int i = 0; i < 2; i++) {
+        const table *t = &m->t[i];
+        if (!t->b)
+            continue;
+        size_t idx = l->hash & t->mask;
+        if (i == 0 && rehashing(m) && idx < m->moved)
+            continue; /* this bucket was moved to t[1] */
+        for (const entry *e = t->b[idx]; e; e = e->next)
+            if (e->hash == l->hash && e->key_len == l->len && memcmp(e->key, l->key, l->len) == 0)
+                return true;
+    }
+    return false;
+}
+
+int slot__idem_peek(const slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                    const char *req, size_t req_len)
+{
+    if (ix->pending_n > 0)
+        return 1;
+    lookup l;
+    if (ix->cold.count > 0) {
+        lookup_init(&l, ev, ev_len, "", 0, "", 0);
+        if (map_has(&ix->cold, &l))
+            return 1;
+    }
+    lookup_init(&l, ev, ev_len, user, user_len, req, req_len);
+    return map_has(&ix->keys, &l) ? 0 : -1;
+}
+
 void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                     const char *req, size_t req_len)
 {

@@ -77,6 +77,18 @@ int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *us
 /* slot__idem_get — 0 and *seq when the key is known, -1 when not (*seq untouched). */
 int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                    const char *req, size_t req_len, uint64_t *seq);
+/*
+ * slot__idem_peek — a lookup that changes nothing (no deferred put applied,
+ * no rehash step), for a thread that reads the index while its owner is
+ * known to be idle (the server's loop between batches, docs/design.md,
+ * "The sold-out read path"): the caller must have a happens-before edge
+ * from the owner's last change (slotd: the batch hand-back's mutex).
+ * Returns 0 when the key is in the index, -1 when it is not and the index
+ * may say so (the event is not cold, no deferred put waits), 1 when it
+ * cannot say (cold event or deferred puts waiting).
+ */
+int slot__idem_peek(const slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                    const char *req, size_t req_len);
 /* slot__idem_del — forget key (a stale entry). */
 void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                     const char *req, size_t req_len);

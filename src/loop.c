@@ -192,6 +192,31 @@ void slot__read_end(server *s)
     pthread_rwlock_unlock(&s->map_lock);
 }
 
+bool slot__hold_read(server *s, entry *e)
+{
+    if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch_busy || s->q_len > 0 || s->stopping)
+        return false;
+    if (s->clu && (s->clu_up.write_pause(s) || s->clu_up.write_gate(s, NULL)))
+        return false; /* the write path answers (unavailable, not_primary) or waits */
+    bool fast = false;
+    if (slot__read_begin(s) == 0) {
+        slot_res gate_res;
+        memset(&gate_res, 0, sizeof(gate_res));
+        int gate = s->clu ? s->clu_up.read_gate(s, s->rtxn, &gate_res) : 0;
+        slot_res_clear(&gate_res);
+        /* batch_busy is false: the commit thread is idle, and the hand-back's
+         * mutex ordered its last change of the index before this read. */
+        fast = gate == 0 && slot_alloc_sold_out_peek(&s->write_alloc, s->rtxn, &e->req, slot__wall_ms(), &e->res);
+    }
+    slot__read_end(s);
+    if (!fast)
+        return false;
+    e->state = ENTRY_DONE;
+    s->sold_out_fast++;
+    slot__count_result(s, e);
+    return true;
+}
+
 void slot__sweep_enqueue(server *s)
 {
     if (s->sweep_pending)
@@ -263,6 +288,7 @@ static void stats_write(server *s, slot__jw *w)
     slot__jw_key_u64(w, "bad_lines", s->bad_lines);
     slot__jw_key_u64(w, "holds", s->holds);
     slot__jw_key_u64(w, "sold_out", s->sold_out);
+    slot__jw_key_u64(w, "sold_out_fast", s->sold_out_fast);
     slot__jw_key_u64(w, "errors", s->errors);
     slot__jw_key_u64(w, "commits", s->commits);
     slot__jw_key_u64(w, "commit_failures", s->commit_failures);

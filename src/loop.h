@@ -52,6 +52,17 @@ void slot__read_end(server *s);
  * read on the loop's read transaction); e becomes DONE. */
 void slot__run_read(server *s, entry *e);
 
+/* slot__hold_read — the sold-out read path (docs/design.md, "The sold-out
+ * read path"): answers the parsed, admitted hold e now, from the loop's
+ * read transaction, when the write path would certainly answer it sold_out
+ * with nothing written; e becomes DONE, counted as the write path counts it.
+ * Only while nothing is queued or with the commit thread (so no write in
+ * flight can free units or record e's key, and the idempotency index may
+ * be read), and, in a replica set, only on a primary that takes writes and
+ * whose read gate says the snapshot is acknowledged. Returns false (e
+ * untouched) otherwise, or with --no-read-path: queue it. Loop thread. */
+bool slot__hold_read(server *s, entry *e);
+
 /* slot__sweep_enqueue — queue the sweeper's "expire due holds" work once. */
 void slot__sweep_enqueue(server *s);
 

@@ -277,6 +277,8 @@ static void write_requests(mbuf *b, const server *s)
     one_u64(b, "slotd_bad_lines_total", "counter", "Lines that failed to parse (stats: bad_lines).", s->bad_lines);
     one_u64(b, "slotd_holds_total", "counter", "New holds granted, replays not counted (stats: holds).", s->holds);
     one_u64(b, "slotd_sold_out_total", "counter", "sold_out answers (stats: sold_out).", s->sold_out);
+    one_u64(b, "slotd_sold_out_fast_total", "counter",
+            "Of those, answered by the read path without a batch (stats: sold_out_fast).", s->sold_out_fast);
     family(b, "slotd_errors_total", "counter", "Error replies, by code; they sum to stats' errors.");
     for (int e = 1; e < SLOT_E__COUNT; e++)
         labelled_u64(b, "slotd_errors_total", "code", slot_err_name((slot_err)e), s->errors_by_code[e]);

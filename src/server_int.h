@@ -273,6 +273,7 @@ struct server {
 
     /* counters (loop thread) */
     uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
+    uint64_t sold_out_fast;        /* of sold_out, those answered by the read path (slot__hold_read) */
     uint64_t errors_by_code[SLOT_E__COUNT];  /* errors split by code (slot__count_error); sums to errors */
     uint64_t replies[SLOT_OP__COUNT + 1][SLOT__OUTCOME_COUNT]; /* replies written, by op (the last
                                                              row: lines that did not parse) and outcome */

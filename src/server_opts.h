@@ -32,6 +32,7 @@ typedef struct slot__server_opts {
     const char *token_file;        /* --token-file, or NULL */
     bool insecure;                 /* --insecure: allow a non-loopback listen address without tokens */
     uint64_t feed_retention_ms;    /* --feed-retention-ms: feed entries acked by all are kept this long */
+    bool no_read_path;             /* --no-read-path: every hold takes the write path (tests) */
     uint32_t slow_commit_ms;       /* --slow-commit-ms: a batch this slow is logged (0: never) */
     /* replica sets (docs/design.md, "Replica sets"); cluster NULL: standalone */
     const char *cluster;           /* --cluster NAME */

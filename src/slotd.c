@@ -66,6 +66,8 @@ static void usage(FILE *out)
             "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
+            "  --no-read-path          answer every hold through a batch, also a certain sold_out\n"
+            "                          (for tests comparing the two paths)\n"
             "  --restore FILE          first put the backup FILE into --data (which must be empty\n"
             "                          or missing; slotctl restore can replace a store), then serve it\n"
             "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
@@ -212,7 +214,7 @@ static int check_cluster(const slot__server_opts *o)
 
 enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION, O_HTTP,
        O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS,
-       O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT, O_LOG_KEEP, O_LOG_SEG };
+       O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT, O_LOG_KEEP, O_LOG_SEG, O_NO_READ_PATH };
 
 /* --log-format and --log-level, set up (log.h) once the flags are read. */
 static slot__log_format log_format = SLOT__LOG_TEXT;
@@ -236,7 +238,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"max-output", required_argument, NULL, O_OUT}, {"idle-timeout-ms", required_argument, NULL, O_IDLE},
         {"line-timeout-ms", required_argument, NULL, O_LINE_TO}, {"write-timeout-ms", required_argument, NULL, O_WRITE_TO},
         {"feed-retention-ms", required_argument, NULL, O_FEED_RET},
-        {"insecure", no_argument, NULL, O_INSECURE}, {"help", no_argument, NULL, O_HELP},
+        {"insecure", no_argument, NULL, O_INSECURE}, {"no-read-path", no_argument, NULL, O_NO_READ_PATH}, {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION}, {"cluster", required_argument, NULL, O_CLUSTER},
         {"node", required_argument, NULL, O_NODE}, {"etcd", required_argument, NULL, O_ETCD},
         {"cluster-secret-file", required_argument, NULL, O_SECRET}, {"advertise", required_argument, NULL, O_ADVERTISE},
@@ -287,6 +289,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_FEED_RET: rc = parse_num("--feed-retention-ms", optarg, SLOT_FEED_RETENTION_MS_MIN, SLOT_FEED_RETENTION_MS_MAX, &v); o->feed_retention_ms = v; break;
         case O_TOKENS: o->token_file = optarg; break;
         case O_INSECURE: o->insecure = true; break;
+        case O_NO_READ_PATH: o->no_read_path = true; break;
         case O_CLUSTER: o->cluster = optarg; rc = parse_name("--cluster", optarg); break;
         case O_NODE: o->node_id = optarg; rc = parse_name("--node", optarg); cluster_flags = true; break;
         case O_ETCD: o->etcd = optarg; cluster_flags = true; break;

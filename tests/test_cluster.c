@@ -66,6 +66,44 @@ TEST_IMPL(cluster_hot_release)
         ASSERT_STR_EQ(jstr(j, "primary"), want);
         json_decref(j);
     }
+    /* The sold-out read path on a primary (docs/design.md, "The sold-out read path"): a new key
+     * on a sold-out event is sold_out, from the read snapshot once its state is acknowledged;
+     * the held key still replays held; a replica answers not_primary, never sold_out. */
+    json_t *so = call1(p, "{\"op\":\"create_event\",\"event\":\"so\",\"capacity\":1,\"shards\":1}");
+    ASSERT(so && jok(so));
+    json_decref(so);
+    so = call1(p, "{\"op\":\"hold\",\"event\":\"so\",\"user\":\"a\",\"request\":\"k\",\"qty\":1}");
+    ASSERT(so && jok(so));
+    ASSERT_STR_EQ(jstr(so, "status"), "held");
+    json_decref(so);
+    for (int k = 0; k < 20; k++) {
+        so = call1(p, "{\"op\":\"hold\",\"event\":\"so\",\"user\":\"b\",\"request\":\"n\",\"qty\":1}");
+        ASSERT(so && jok(so));
+        ASSERT_STR_EQ(jstr(so, "status"), "sold_out");
+        json_decref(so);
+        so = call1(p, "{\"op\":\"hold\",\"event\":\"so\",\"user\":\"a\",\"request\":\"k\",\"qty\":1}");
+        ASSERT(so && jok(so));
+        ASSERT_STR_EQ(jstr(so, "status"), "held");
+        ASSERT(json_is_true(json_object_get(so, "replay")));
+        json_decref(so);
+    }
+    so = call1(p, "{\"op\":\"stats\"}");
+    ASSERT(so && jok(so));
+    ASSERT(ju64(so, "sold_out_fast") > 0);
+    ASSERT(ju64(so, "sold_out_fast") <= ju64(so, "sold_out"));
+    json_decref(so);
+    for (int i = 0; i < NODES; i++) {
+        if (i == p)
+            continue;
+        so = call1(i, "{\"op\":\"hold\",\"event\":\"so\",\"user\":\"b\",\"request\":\"n\",\"qty\":1}");
+        ASSERT(so && !jok(so));
+        ASSERT_STR_EQ(jstr(so, "error"), "not_primary");
+        json_decref(so);
+        so = call1(i, "{\"op\":\"stats\"}");
+        ASSERT(so && jok(so));
+        ASSERT_EQ(ju64(so, "sold_out_fast"), 0);
+        json_decref(so);
+    }
     for (int i = 0; i < NODES; i++) { /* the metrics say each node's role; the primary, its members' lag */
         json_t *j = call1(i, "{\"op\":\"metrics\"}");
         ASSERT(j && jok(j));

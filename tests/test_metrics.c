@@ -188,6 +188,8 @@ TEST_IMPL(metrics_counters_equal_stats_after_hot_release)
     ASSERT_METRIC(text, "slotd_bad_lines_total", stat_u64(st, "bad_lines"));
     ASSERT_METRIC(text, "slotd_holds_total", stat_u64(st, "holds"));
     ASSERT_METRIC(text, "slotd_sold_out_total", stat_u64(st, "sold_out"));
+    ASSERT_METRIC(text, "slotd_sold_out_fast_total", stat_u64(st, "sold_out_fast"));
+    ASSERT(stat_u64(st, "sold_out_fast") <= stat_u64(st, "sold_out"));
     ASSERT_GE(stat_u64(st, "holds"), 3000);
     ASSERT_GT(stat_u64(st, "sold_out"), 0);
     ASSERT_GE(stat_u64(st, "errors"), 3);

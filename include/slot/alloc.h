@@ -99,4 +99,29 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
  */
 int slot_alloc_expire_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t limit, uint64_t *expired);
 
+/*
+ * slot_alloc_sold_out_peek — the sold-out read path (docs/design.md, "The
+ * sold-out read path"): whether the write path would answer this hold
+ * `sold_out` with nothing written, decided from a read transaction, and if
+ * so that answer into res (res->sold_out, res->available), exactly as
+ * slot_alloc_run would write it.
+ *   a: the WRITING allocator (its idempotency index is read, never changed);
+ *      its owner thread must be idle now with a happens-before edge from its
+ *      last change, and stay idle until this returns.
+ *   rtxn: a read transaction that sees every commit made so far.
+ *   req: a parsed SLOT_OP_HOLD (other ops: false).
+ *   now_ms: the server clock, ms since the Unix epoch.
+ *   res: zeroed by the caller; untouched when false is returned.
+ * True only when every rule before sold_out in docs/protocol.md ("hold",
+ * "Order of decisions") passes with certainty: the event exists, the key is
+ * certainly unknown (not in the index, the event not cold, no waitlist entry
+ * with it), qty within max_per_request, on sale inside its window, within
+ * max_per_user, no held hold of any event due at now_ms (so the write path
+ * would expire nothing), and then fewer than qty units free or people
+ * waiting. False on any doubt or storage error: the caller takes the write
+ * path, which answers exactly. Thread: rtxn's.
+ */
+bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req *req, uint64_t now_ms,
+                              slot_res *res);
+
 #endif

@@ -1,0 +1,55 @@
+/*
+ * hold_peek.c — the sold-out read path's decision (slot/alloc.h,
+ * slot_alloc_sold_out_peek; docs/design.md, "The sold-out read path"):
+ * op_hold's order of decisions (alloc.c) replayed on a read transaction,
+ * giving up at the first step whose outcome is not certainly "go on".
+ */
+#include <string.h>
+
+#include "alloc_int.h"
+#include "idem.h"
+
+bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req *req, uint64_t now_ms, slot_res *res)
+{
+    if (req->op != SLOT_OP_HOLD || !a->idem)
+        return false; /* no index yet: the first hold builds it on the write path */
+    slot_store *st = a->store;
+    slot_event_rec e;
+    if (slot_store_event_get(st, rtxn, req->event, req->event_len, &e) != 0)
+        return false; /* unknown_event (or a storage error) comes from the write path */
+    /* 3. replay / idempotency_conflict: the key must be certainly unknown. */
+    if (slot__idem_peek(a->idem, req->event, req->event_len, req->user, req->user_len, req->request,
+                        req->request_len) != -1)
+        return false;
+    if (e.waitlist_max > 0) {
+        slot_wait_rec w;
+        if (slot_store_wait_key_get(st, rtxn, req->event, req->event_len, req->user, req->user_len, req->request,
+                                    req->request_len, &w) != MDB_NOTFOUND)
+            return false;
+    }
+    /* 4., 5.: max_per_request and the sale window (alloc.c's slot__on_sale). */
+    if (req->qty > e.max_per_request || e.status != SLOT_EVENT_ON_SALE)
+        return false;
+    if ((e.opens_at_ms && now_ms < e.opens_at_ms) || (e.closes_at_ms && now_ms >= e.closes_at_ms))
+        return false;
+    /* 6. user_limit: with no due hold the write path's second look equals the first. */
+    if (e.max_per_user > 0) {
+        uint64_t user_qty = 0;
+        if (slot_store_user_get(st, rtxn, req->event, req->event_len, req->user, req->user_len, &user_qty) != 0 ||
+            user_qty + req->qty > e.max_per_user)
+            return false;
+    }
+    /* The write path expires the event's due holds before it answers sold_out;
+     * when no held hold of any event is due there is nothing to expire. */
+    uint64_t first_ms = 0;
+    int rc = slot_store_expiry_first(st, rtxn, &first_ms);
+    if (rc != MDB_NOTFOUND && (rc != 0 || first_ms <= now_ms))
+        return false;
+    /* 7. sold_out, as slot__hold_admit decides it (waiting people come first). */
+    uint64_t avail = e.capacity - e.held - e.confirmed;
+    if (avail >= req->qty && e.waiting == 0)
+        return false;
+    res->sold_out = true;
+    res->available = avail;
+    return true;
+}
