@@ -387,7 +387,10 @@ static enum MHD_Result route(slot__http *h, struct MHD_Connection *mc, const cha
         (*out)->kind = plain;
         return MHD_YES;
     }
-    bool event = strncmp(url, "/v1/events/", 11) == 0;
+    /* an event name has no '/' (docs/protocol.md, "Names"): /v1/events/E/x is no path of ours */
+    bool event = strncmp(url, "/v1/events/", 11) == 0 && !strchr(url + 11, '/');
+    if (strncmp(url, "/v1/events/", 11) == 0 && !event)
+        return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL, "not found: try POST /v1/OP or GET /v1/events/EVENT\n");
     if (!event && strncmp(url, "/v1/", 4) != 0)
         return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL, "not found: try POST /v1/OP or GET /v1/events/EVENT\n");
     if (event ? !get : strcmp(method, MHD_HTTP_METHOD_POST) != 0)

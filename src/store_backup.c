@@ -643,7 +643,7 @@ static int dir_claim(const char *data_dir, bool force, bool lock_held, int *lock
             continue;
         rc = SLOT_BACKUP_E_NOT_EMPTY;
         snprintf(err, errlen, "the data folder %s is not empty (it has %s); restore into an empty folder, or "
-                 "force it to replace the store", data_dir, n);
+                 "force it to replace the store (slotctl restore --force)", data_dir, n);
     }
     closedir(d);
     if (rc != 0) {

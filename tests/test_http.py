@@ -229,6 +229,8 @@ def statuses(binary, fp_binary, tmp):
           'the metrics op and GET /metrics render the same families: %r' % m.get('text', '')[:200])
     st, _, body = get(p, '/nowhere')
     check(st == 404, 'an unknown path: %d' % st)
+    st, _, body = get(p, '/v1/events/e1/x')
+    check(st == 404 and body.startswith(b'not found'), 'a path below an event is no path of ours: %d %r' % (st, body))
 
     # 503 shutting_down (with Retry-After): a draining TCP client keeps the server stopping
     keep = http.client.HTTPConnection('127.0.0.1', p, timeout=30)

@@ -697,7 +697,10 @@ static int cmd_cluster(ctl *x, int argc, char **argv)
     if (o == -2 || (rc = want_args(x, argc - optind, argv + optind, 0, 2)))
         return rc;
     if (argc - optind == 1)
-        return usage_error(x, "%s", "a change needs a node: cluster add|remove|promote NODE");
+        return strcmp(argv[optind], "add") == 0 || strcmp(argv[optind], "remove") == 0 ||
+                       strcmp(argv[optind], "promote") == 0
+                   ? usage_error(x, "%s", "a change needs a node: cluster add|remove|promote NODE")
+                   : usage_error(x, "unknown change '%s': want add, remove or promote (then a node)", argv[optind]);
     if ((rc = ctl_connect(x)))
         return rc;
     if (argc - optind == 2)
