@@ -49,19 +49,27 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
         if (slot_rlog_epoch_of(c->rlog, k, &e) == 0 && e == dec->hdr.epoch) {
             append = false; /* the same record (log matching) */
         } else {
-            if (k - 1 < c->applied && slot_rlog_first(c->rlog) > 1) {
+            /* What LMDB may hold: c->applied moves on the loop only when the commit
+             * thread hands a batch (or an apply job) back, so while one is out
+             * (s->batch_busy) LMDB may already hold up to the log's last record --
+             * a deposed primary's own batch, committed but not yet handed back when
+             * the new primary's records arrive (regression: cluster_sigstop_primary
+             * under load, invariant 7 on the old primary). The log is never behind
+             * LMDB, so `last` bounds it. */
+            uint64_t may_hold = c->s->batch_busy ? last : c->applied;
+            if (k - 1 < may_hold && slot_rlog_first(c->rlog) > 1) {
                 /* LMDB holds what the log would lose, and the log no longer
                  * starts at seq 1 to rebuild it from: take a snapshot. */
                 pthread_mutex_unlock(&c->rlog_mu);
                 slot__clu_log(c, SLOT__LOG_INFO, "record %" PRIu64 " of %s differs below what LMDB applied (%" PRIu64
                                  ") and the log is trimmed: asking for a snapshot",
-                              k, from, c->applied);
+                              k, from, may_hold);
                 c->need_snap = true;
                 return -1;
             }
             rc = slot_rlog_truncate_after(c->rlog, k - 1);
-            if (rc == 0 && k - 1 < c->applied)
-                c->rebuild = true; /* LMDB holds what the log no longer has */
+            if (rc == 0 && k - 1 < may_hold)
+                c->rebuild = true; /* LMDB holds (or may hold) what the log no longer has */
             if (rc == 0)
                 slot__clu_log(c, SLOT__LOG_WARN, "cut the batch log after seq %" PRIu64 " (it held %" PRIu64 "): %s's log differs there",
                               k - 1, last, from);
