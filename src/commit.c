@@ -113,6 +113,8 @@ static void batch_run(server *s)
             s->batch_failures++;
         if (rc != 0 && s->clu)
             s->clu_up.batch_unrecord(s);
+        if (rc == 0 && SLOT_FAIL(SLOW_HANDBACK))
+            uv_sleep(SLOT_FP_SLOW_HANDBACK_MS); /* committed; the loop hears of it late */
         if (rc == 0)
             return;
         if (rc == MDB_MAP_FULL) {

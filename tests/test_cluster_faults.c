@@ -22,6 +22,7 @@
 
 #include "cluster_fixture.h"
 #include "slot/backup.h"
+#include "slot/failpoint.h"
 #include "slot/repl.h"
 #include "slot/wset.h"
 
@@ -31,6 +32,7 @@ TEST_DECLARE(cluster_replica_behind_trimmed_log_rejoins_by_snapshot)
 TEST_DECLARE(cluster_etcd_stopped_mid_sale)
 TEST_DECLARE(cluster_bad_peers_are_refused)
 TEST_DECLARE(cluster_deposed_primary_ends_feed_subscriptions)
+TEST_DECLARE(cluster_deposed_primary_drops_its_unacknowledged_batch)
 TEST_DECLARE(cluster_netns_partition)
 
 TEST_LIST_START
@@ -40,6 +42,7 @@ TEST_LIST_START
     TEST_ENTRY(cluster_etcd_stopped_mid_sale)
     TEST_ENTRY(cluster_bad_peers_are_refused)
     TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
+    TEST_ENTRY(cluster_deposed_primary_drops_its_unacknowledged_batch)
     TEST_ENTRY(cluster_netns_partition)
 TEST_LIST_END
 
@@ -726,6 +729,105 @@ TEST_IMPL(cluster_deposed_primary_ends_feed_subscriptions)
     ASSERT(j && jok(j));
     json_decref(j);
     lc_close(&sc);
+    set_end();
+}
+
+/*
+ * A deposed primary's own batch, committed to its LMDB but not yet handed back
+ * to its loop when the new primary's records reach it (regression: found by
+ * cluster_sigstop_primary under load; docs/design.md, "What a deposed primary
+ * cuts"). Node r runs slotd-failpoints with slow_handback: its first batch
+ * commits, then the commit thread sleeps SLOT_FP_SLOW_HANDBACK_MS before the
+ * loop hears of it. r is made primary, sent hold A, and paused meanwhile; a
+ * new primary acknowledges hold B at the same seq. On SIGCONT r must throw
+ * away A (rebuild or snapshot), never keep it beside B: afterwards every
+ * member has the same digest and a clean check and holds two units (a probe's
+ * and B's), and A was never acknowledged.
+ */
+TEST_IMPL(cluster_deposed_primary_drops_its_unacknowledged_batch)
+{
+    const char *fp = getenv("SLOTD_FP"), *plain = getenv("SLOTD");
+    if (!fp || !*fp || !plain)
+        SLOT_TEST_SKIP("SLOTD_FP (slotd-failpoints) is not set");
+    node_logs = true;
+    int p = set_up_sale();
+    int r = (p + 1) % NODES;
+    /* r again, as slotd-failpoints armed to be slow once; it rejoins by records. */
+    slot_test_server_kill9(&nodes[r].srv);
+    nodes[r].up = false;
+    char saved[512];
+    snprintf(saved, sizeof(saved), "%s", plain);
+    setenv("SLOTD", fp, 1);
+    setenv("SLOT_FAILPOINTS", "slow_handback@1*1", 1);
+    node_start(&nodes[r]);
+    setenv("SLOTD", saved, 1);
+    unsetenv("SLOT_FAILPOINTS");
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    char line[160];
+    snprintf(line, sizeof(line), "{\"op\":\"cluster_change\",\"change\":\"promote\",\"node\":\"%s\"}", nodes[r].id);
+    json_t *j = NULL;
+    uint64_t end = slot_test_now_ms() + WAIT_LONG_MS;
+    do { /* "unavailable" while r is still reconnecting and catching up: asked again */
+        json_decref(j);
+        sleep_ms(100);
+        line_conn cc;
+        ASSERT_EQ(lc_open(&cc, p), 0);
+        j = lc_call(&cc, line, 30000);
+        lc_close(&cc);
+    } while (j && !jok(j) && strcmp(jstr(j, "error"), "unavailable") == 0 && slot_test_now_ms() < end);
+    if (!j || !jok(j))
+        T_FAIL_("promote %s: %s", nodes[r].id, j ? json_dumps(j, JSON_COMPACT) : "(no reply)");
+    json_decref(j);
+    /* r takes writes once it has taken over: one probe hold commits there (the pass the
+     * failpoint skips; a write refused while r takes over commits nothing), then A's batch. */
+    end = slot_test_now_ms() + WAIT_LONG_MS;
+    for (int k = 0;; k++) {
+        char probe[160];
+        snprintf(probe, sizeof(probe), "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"up\",\"request\":\"p%d\",\"qty\":1}", k);
+        j = call1(r, probe);
+        bool ok = j && jok(j);
+        json_decref(j);
+        if (ok)
+            break;
+        if (slot_test_now_ms() >= end)
+            T_FAIL_("%s took no write after its promote", nodes[r].id);
+        sleep_ms(20);
+    }
+    /* Hold A on r: committed there, then the commit thread sleeps before handing it back. */
+    line_conn ac;
+    ASSERT_EQ(lc_open(&ac, r), 0);
+    const char *hold_a = "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"ua\",\"request\":\"ka\",\"qty\":1}\n";
+    ASSERT_EQ(write(ac.fd, hold_a, strlen(hold_a)), (ssize_t)strlen(hold_a));
+    sleep_ms(300);
+    ASSERT_EQ(kill(nodes[r].srv.pid, SIGSTOP), 0);
+    nodes[r].stopped = true;
+    int q = find_primary(WAIT_LONG_MS);
+    ASSERT(q >= 0 && q != r);
+    j = call1(q, "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"ub\",\"request\":\"kb\",\"qty\":1}");
+    ASSERT(j && jok(j));
+    ASSERT_STR_EQ(jstr(j, "status"), "held");
+    json_decref(j);
+    ASSERT_EQ(kill(nodes[r].srv.pid, SIGCONT), 0);
+    nodes[r].stopped = false;
+    /* A's answer: never held (unavailable, or the connection closed). */
+    struct pollfd pf = {.fd = ac.fd, .events = POLLIN};
+    char buf[1024] = "";
+    ssize_t n = poll(&pf, 1, 2 * SLOT_FP_SLOW_HANDBACK_MS + 5000) > 0 ? read(ac.fd, buf, sizeof(buf) - 1) : 0;
+    buf[n > 0 ? n : 0] = 0;
+    if (strstr(buf, "\"held\""))
+        T_FAIL_("hold A on the deposed primary was acknowledged: %s", buf);
+    lc_close(&ac);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    if (!wait_converged(WAIT_LONG_MS, NULL))
+        T_FAIL_("the members did not reach one digest: %s kept its own batch beside the new primary's",
+                nodes[r].id);
+    for (int i = 0; i < NODES; i++) {
+        assert_invariants(i, CAPACITY);
+        j = call1(i, "{\"op\":\"event\",\"event\":\"" EVENT "\"}");
+        ASSERT(j && jok(j));
+        ASSERT_EQ(ju64(j, "held"), 2); /* the probe and B, and not A, on every member */
+        json_decref(j);
+    }
     set_end();
 }
 

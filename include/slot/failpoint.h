@@ -16,7 +16,10 @@
  * failpoint does not fail its step: it kills slotd there with SIGKILL, as
  * kill -9 would (kill_before_handout: units came back in the transaction and
  * the waitlist's hand-out is next, so the crash tests see that the two
- * commit together or not at all).
+ * commit together or not at all). slow_handback does not fail either: the
+ * commit thread sleeps SLOT_FP_SLOW_HANDBACK_MS after a batch committed and
+ * before handing it back to the loop (a replica-set test pauses and deposes a
+ * primary in that window: docs/design.md, "What a deposed primary cuts").
  */
 #ifndef SLOT_FAILPOINT_H
 #define SLOT_FAILPOINT_H
@@ -31,7 +34,10 @@
     X(BEFORE_COMMIT, "before_commit")                    \
     X(COMMIT_FAIL, "commit_fail")                        \
     X(MAP_FULL, "map_full")                              \
-    X(KILL_BEFORE_HANDOUT, "kill_before_handout")
+    X(KILL_BEFORE_HANDOUT, "kill_before_handout")        \
+    X(SLOW_HANDBACK, "slow_handback")
+
+#define SLOT_FP_SLOW_HANDBACK_MS 10000 /* slow_handback's sleep */
 
 typedef enum slot_failpoint {
 #define SLOT__FP_ENUM(name, spelling) SLOT_FP_##name,
