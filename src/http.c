@@ -388,8 +388,10 @@ static enum MHD_Result route(slot__http *h, struct MHD_Connection *mc, const cha
         return MHD_YES;
     }
     /* an event name has no '/' (docs/protocol.md, "Names"): /v1/events/E/x is no path of ours */
-    bool event = strncmp(url, "/v1/events/", 11) == 0 && !strchr(url + 11, '/');
-    if (strncmp(url, "/v1/events/", 11) == 0 && !event)
+    size_t url_len = strlen(url);
+    bool under_events = url_len >= 11 && memcmp(url, "/v1/events/", 11) == 0;
+    bool event = under_events && !memchr(url + 11, '/', url_len - 11);
+    if (under_events && !event)
         return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL, "not found: try POST /v1/OP or GET /v1/events/EVENT\n");
     if (!event && strncmp(url, "/v1/", 4) != 0)
         return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL, "not found: try POST /v1/OP or GET /v1/events/EVENT\n");
