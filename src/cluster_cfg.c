@@ -188,6 +188,11 @@ char *slot__clu_cluster_json(server *s)
         clu_node *n = slot__clu_node(c, id, false);
         const char *role = me ? slot__clu_role_name(c->role)
                               : strcmp(id, c->cfg.primary) == 0 ? "primary" : "replica";
+        /* As the primary sees a member: joining while it is not connected, waits for a
+         * snapshot or has not acked up to the commit point (it catches up). */
+        if (!me && primary && strcmp(id, c->cfg.primary) != 0 &&
+            (!n || !n->ready || n->snap != CLU_SNAP_NONE || n->acked < c->commit_seq))
+            role = "joining";
         uint64_t seq = me ? c->applied : n && n->live ? n->applied : 0;
         uint64_t lag = 0;
         if (!me && primary && n) {

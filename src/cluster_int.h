@@ -77,6 +77,10 @@ typedef struct clu_node {
     /* primary side: joining by snapshot (cluster_snap.c) */
     uint8_t snap;             /* CLU_SNAP_*: NONE, WANT (made next), SENDING, ACK (waiting for its ACK) */
     uint64_t snap_seq;        /* the snapshot's seq, once SENDING */
+    /* a replica's pre-vote (cluster.c, failover): the loop time at which a
+     * dial of ours last reached it (it answered the handshake: a refusal
+     * counts), 0 never */
+    uint64_t reach_ms;
 } clu_node;
 
 enum { CLU_SNAP_NONE, CLU_SNAP_WANT, CLU_SNAP_SENDING, CLU_SNAP_ACK };
@@ -142,6 +146,10 @@ typedef struct slot__cluster {
     bool promote_wanted;          /* the promote job has not run yet */
     bool cas_drop;                /* the CAS in flight drops silent members */
     uint64_t defer_until_ms;      /* waiting for a more complete member until then */
+    uint64_t probe_since_ms;      /* the pre-vote's dials went out then (0: none out) */
+    uint64_t probe_next_ms;       /* after a pre-vote that reached too few: none before then */
+    uint32_t probe_misses;        /* pre-votes in a row that reached too few members */
+    uint64_t probes_failed;       /* pre-votes that reached too few members, since start */
 
     /* a planned change (cluster_change.c): one at a time */
     slot_cluster_change chg;      /* the change running (SLOT_CHANGE_NONE: none) */

@@ -18,6 +18,7 @@
 #include "commit.h"
 #include "feed_sub.h"
 #include "loop.h"
+#include "slot/assert.h"
 
 #define CLU_REDIAL_MS 200 /* a member that is not connected is dialled again this often */
 
@@ -223,9 +224,17 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
     }
     if (peer->last_seq > c->applied ||
         (peer->last_seq && slot__clu_epoch_of(c, peer->last_seq) != peer->last_tenure)) {
-        slot__clu_log(c, SLOT__LOG_WARN, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold", n->id,
-                      peer->last_tenure, peer->last_seq);
-        slot_repl_disconnect(c->repl, peer->node_id);
+        /* A member names its log's base when that is above the commit point
+         * it knows (a snapshot it was sent beyond it): a position we do not
+         * hold means its state is not a prefix of ours: it gets ours. */
+        slot__clu_log(c, SLOT__LOG_WARN, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold: "
+                      "it gets a snapshot", n->id, peer->last_tenure, peer->last_seq);
+        n->snap = CLU_SNAP_WANT;
+        n->snap_seq = 0;
+        n->ready = true;
+        n->acked = 0;
+        n->next_send = 0;
+        n->last_ack_ms = uv_now(c->s->loop);
         return;
     }
     n->ready = true;
@@ -363,7 +372,14 @@ static void ack_timeout(clu *c)
     slot__clu_commit_check(c);
     if (!c->pending_seq || silent == 0)
         return;
-    if (next.nmembers - 1 >= c->min_replicas && !c->cas_busy) {
+    /* A primary that hears from no replica at all is more likely the one
+     * cut off than they are: it drops nobody (unless --min-replicas 0 lets it
+     * sell alone), so the members that still reach each other can take over
+     * with every member of the configuration (docs/design.md, "Partitions").
+     * Dropping one of two silent replicas here once left a caught-up member
+     * outside the configuration and the other two wedged. */
+    bool heard = next.nmembers > 1 || c->min_replicas == 0;
+    if (heard && next.nmembers - 1 >= c->min_replicas && !c->cas_busy) {
         next.epoch = c->cfg.epoch + 1;
         c->pending_since_ms = uv_now(c->s->loop); /* the CAS gets one more timeout */
         c->cas_drop = true;
@@ -417,14 +433,22 @@ void slot__clu_primary_tick(clu *c)
     }
     if (c->pending_seq && c->job == CLU_JOB_NONE && now - c->pending_since_ms >= c->repl_to_ms)
         ack_timeout(c);
-    /* Joiners caught up to the commit point: wait for their acks from now on, then add them. */
-    if (c->role != CLU_PRIMARY || c->cas_busy)
+    /* Joiners caught up to the commit point: wait for their acks from now on,
+     * then add them -- also while the set is unavailable (a pending record
+     * the members do not ack) and while taking over, so that a member dropped
+     * earlier helps the set back as soon as it can (docs/design.md,
+     * "Partitions"). Taking over, what the old primary acknowledged may be
+     * anywhere in our log below the tenure record, so a joiner must hold the
+     * tenure record itself (c->applied once the promote job ran). */
+    if (c->cas_busy || (c->role == CLU_PROMOTING && (c->promote_wanted || c->job == CLU_JOB_PROMOTE)))
         return;
+    uint64_t caught_up = c->role == CLU_PROMOTING ? c->applied : c->commit_seq;
+    SLOT_ASSERT(c->commit_seq <= c->applied);
     clu_config next = c->cfg;
     bool add = false;
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
-        if (!n->ready || slot__clu_is_member(&c->cfg, n->id) || n->acked < c->commit_seq ||
+        if (!n->ready || n->snap != CLU_SNAP_NONE || slot__clu_is_member(&c->cfg, n->id) || n->acked < caught_up ||
             slot__clu_is_removed(&c->cfg, n->id) || next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
             continue;
         n->counted = true;

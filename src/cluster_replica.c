@@ -26,6 +26,14 @@ static uint64_t trusted(const clu *c)
 void slot__clu_stream_reset(clu *c)
 {
     uint64_t p = trusted(c);
+    /* Below our log's base (a snapshot installed beyond the commit point we
+     * know): the base is the earliest position we can name; a primary that
+     * does not hold it sends a snapshot. */
+    pthread_mutex_lock(&c->rlog_mu);
+    uint64_t base = slot_rlog_first(c->rlog) - 1;
+    pthread_mutex_unlock(&c->rlog_mu);
+    if (p < base)
+        p = base;
     uint64_t t = p ? slot__clu_epoch_of(c, p) : 0;
     c->verified = p;
     c->unsynced_seq = 0;

@@ -176,6 +176,16 @@ static void after_copy(uv_work_t *w, int status)
         unlink(c->snap_path);
         return;
     }
+    /* The copy must be a state of our log: record snap_seq there with the copy's tenure
+     * (a store that held records our log cut would name another). Sent beyond the
+     * commit point to a member, nothing else would catch it. */
+    uint64_t logged = slot__clu_epoch_of(c, c->snap_seq); /* 0: trimmed from our log since */
+    if (c->snap_seq > c->applied || (logged != 0 && logged != c->snap_tenure)) {
+        slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: the copy (tenure %" PRIu64 ", seq %" PRIu64
+                      ") is not a state of our log; made again", n->id, c->snap_tenure, c->snap_seq);
+        unlink(c->snap_path);
+        return; /* still CLU_SNAP_WANT: the next tick makes a new one */
+    }
     c->snap_fd = open(c->snap_path, O_RDONLY | O_CLOEXEC);
     c->snap_buf = malloc(SLOT_REPL_SNAP_CHUNK_BYTES);
     if (c->snap_fd < 0 || !c->snap_buf) {
@@ -199,8 +209,19 @@ static void send_more(clu *c)
         send_close(c);
         return;
     }
-    if (c->snap_seq > c->commit_seq)
-        return; /* only a committed state goes out: the batch in flight is acked within ms */
+    /* A joiner gets a committed state: the batch in flight is acked within ms
+     * without it. A member of the configuration (or a joiner already waited
+     * for) is one of those acks: waiting for the commit point to reach the
+     * copy would wait for itself (a wedge once seen after a partition: the
+     * tenure record waited for the member's ack, the member for the snapshot,
+     * the snapshot for the tenure record). It gets the state as it is; every
+     * record up to snap_seq is in our log, so installing it is what receiving
+     * those records and applying them early would be, and it answers reads
+     * only once the commit point it hears covers it (docs/design.md,
+     * "Snapshots to a member that must ack"). */
+    bool waited_for = n->counted || slot__clu_is_member(&c->cfg, n->id);
+    if (c->snap_seq > c->commit_seq && !waited_for)
+        return;
     while (c->snap_off < c->snap_bytes) {
         uint64_t left = c->snap_bytes - c->snap_off;
         size_t len = left < SLOT_REPL_SNAP_CHUNK_BYTES ? (size_t)left : SLOT_REPL_SNAP_CHUNK_BYTES;
@@ -236,6 +257,8 @@ static void primary_snap(clu *c)
 {
     if (c->snap_making)
         return;
+    if (c->role == CLU_PROMOTING && (c->promote_wanted || c->job == CLU_JOB_PROMOTE))
+        return; /* until the promote job ran, the store may still hold what our log cut */
     if (c->snap_fd >= 0) {
         send_more(c);
         return;
@@ -423,9 +446,10 @@ void slot__clu_snap_done(clu *c)
         return;
     }
     uint64_t seq = c->snap_in_seq, tenure = c->snap_in_tenure;
+    /* The commit point stays what the primary told us: a member may be sent
+     * a state beyond it (send_more), which it must not serve reads from or
+     * trust at a restart until the commit point covers it. */
     c->applied = seq;
-    if (c->commit_seq < seq)
-        c->commit_seq = seq;
     c->verified = seq;
     c->rebuild = false;
     c->need_snap = false;

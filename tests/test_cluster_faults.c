@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cluster_fixture.h"
+#include "netns_fixture.h"
 #include "slot/backup.h"
 #include "slot/failpoint.h"
 #include "slot/repl.h"
@@ -831,107 +832,7 @@ TEST_IMPL(cluster_deposed_primary_drops_its_unacknowledged_batch)
     set_end();
 }
 
-/* ---- (g) network partitions in network namespaces the test makes */
-
-static char ns_names[NODES + 1][32]; /* [NODES]: the hub, with the bridge and etcd */
-static bool ns_made[NODES + 1];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-    char cmd[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) {
-            dup2(devnull, STDOUT_FILENO);
-            dup2(devnull, STDERR_FILENO);
-        }
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    if (waitpid(pid, &st, 0) != pid)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void ns_cleanup(void)
-{
-    for (int i = 0; i <= NODES; i++)
-        if (ns_made[i]) {
-            sh("ip netns delete %s", ns_names[i]); /* its veth ends go with it */
-            ns_made[i] = false;
-        }
-}
-
-/* On every path out of the case's process: the namespaces go. */
-static void ns_cleanup_on_abort(int sig)
-{
-    (void)sig;
-    for (int i = 0; i < NODES; i++)
-        if (nodes[i].up && nodes[i].srv.pid > 0)
-            kill(nodes[i].srv.pid, SIGKILL);
-    ns_cleanup();
-    signal(SIGABRT, SIG_DFL);
-    abort();
-}
-
-static int ns_fd(int i)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/var/run/netns/%s", ns_names[i]);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ASSERT(fd > 0);
-    return fd;
-}
-
-/*
- * The hub namespace holds a bridge (10.200.0.1/24, and etcd on it); node i
- * lives in its own namespace with 10.200.0.(11+i)/24 on a veth whose other
- * end is on the bridge. Every address is inside these namespaces only.
- */
-static void ns_setup(void)
-{
-    if (geteuid() != 0)
-        SLOT_TEST_SKIP("network partitions need root (network namespaces)");
-    if (sh("ip netns list") != 0)
-        SLOT_TEST_SKIP("`ip netns` is not available");
-    for (int i = 0; i <= NODES; i++)
-        if (i == NODES)
-            snprintf(ns_names[i], sizeof(ns_names[i]), "slt%d-hub", (int)getpid() % 1000000);
-        else
-            snprintf(ns_names[i], sizeof(ns_names[i]), "slt%d-n%d", (int)getpid() % 1000000, i + 1);
-    for (int i = 0; i <= NODES; i++) {
-        if (sh("ip netns add %s", ns_names[i]) != 0) {
-            ns_cleanup();
-            SLOT_TEST_SKIP("`ip netns add` failed");
-        }
-        ns_made[i] = true;
-        ASSERT_EQ(sh("ip -n %s link set lo up", ns_names[i]), 0);
-    }
-    signal(SIGABRT, ns_cleanup_on_abort);
-    const char *hub = ns_names[NODES];
-    ASSERT_EQ(sh("ip -n %s link add br0 type bridge && ip -n %s addr add 10.200.0.1/24 dev br0 && "
-                 "ip -n %s link set br0 up", hub, hub, hub), 0);
-    for (int i = 0; i < NODES; i++) {
-        ASSERT_EQ(sh("ip -n %s link add v%d type veth peer name eth0 netns %s", hub, i, ns_names[i]), 0);
-        ASSERT_EQ(sh("ip -n %s link set v%d master br0 && ip -n %s link set v%d up", hub, i, hub, i), 0);
-        ASSERT_EQ(sh("ip -n %s addr add 10.200.0.%d/24 dev eth0 && ip -n %s link set eth0 up", ns_names[i], 11 + i,
-                     ns_names[i]), 0);
-        snprintf(nodes[i].host, sizeof(nodes[i].host), "10.200.0.%d", 11 + i);
-        nodes[i].netns_fd = ns_fd(i);
-    }
-}
-
-static char listen_arg[NODES][sizeof(((node *)0)->host) + 8]; /* host + ":7400" */
+/* ---- (g) network partitions in network namespaces the test makes (tests/netns_fixture.c) */
 
 /*
  * (g) The primary's link cut (ip link set down on its veth) and restored,
@@ -943,29 +844,14 @@ static char listen_arg[NODES][sizeof(((node *)0)->host) + 8]; /* host + ":7400" 
 TEST_IMPL(cluster_netns_partition)
 {
     ns_setup();
-    int hub = ns_fd(NODES);
-    ASSERT_EQ(setns(hub, CLONE_NEWNET), 0); /* this thread, the load threads and etcd: in the hub */
-    close(hub);
-    etcd_fixture_host = "10.200.0.1";
-    snprintf(etcd_host, sizeof(etcd_host), "10.200.0.1");
-    etcd_start(&etcd);
-    struct sigaction sa = {.sa_handler = ns_cleanup_on_abort};
-    sigemptyset(&sa.sa_mask);
-    ASSERT_EQ(sigaction(SIGABRT, &sa, NULL), 0); /* etcd_start set its own: ours cleans up first */
-    for (int i = 0; i < NODES; i++) {
-        snprintf(listen_arg[i], sizeof(listen_arg[i]), "%s:7400", nodes[i].host);
-        nodes[i].extra[0] = "--listen";
-        nodes[i].extra[1] = listen_arg[i];
-        nodes[i].extra[2] = "--insecure"; /* no token: the address is inside the test's own namespaces */
-        nodes[i].extra[3] = NULL;
-    }
+    ns_enter_hub_and_start_etcd();
     int p = set_up_sale();
     loader ls[4];
     load_start(ls, 4, HOLDS_MAX / 4, 2);
     for (int round = 0; round < 3; round++) {
         ASSERT(wait_acks(atomic_load(&nacks), 100, WAIT_LONG_MS));
         int old = p;
-        ASSERT_EQ(sh("ip -n %s link set v%d down", ns_names[NODES], old), 0);
+        ASSERT_EQ(sh("ip -n %s link set v%d down", ns_names[NS_HUB], old), 0);
         nodes[old].stopped = true; /* out of reach: the waits skip it */
         p = find_primary(WAIT_LONG_MS);
         if (p < 0)
@@ -974,7 +860,7 @@ TEST_IMPL(cluster_netns_partition)
         atomic_store(&primary_node, p);
         assert_holds_on(p);
         assert_invariants(p, CAPACITY);
-        ASSERT_EQ(sh("ip -n %s link set v%d up", ns_names[NODES], old), 0);
+        ASSERT_EQ(sh("ip -n %s link set v%d up", ns_names[NS_HUB], old), 0);
         nodes[old].stopped = false;
         /* The old primary acknowledges nothing in the old epoch: a write is refused. */
         json_t *j = call1(old, "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"old\",\"request\":\"old\",\"qty\":1}");

@@ -205,5 +205,10 @@ _Static_assert(SLOT_CONSUMER_BYTES_MAX == SLOT_EVENT_BYTES_MAX, "consumer names 
 #define SLOT_CLUSTER_LEASE_TTL_S 2             /* a node key's lease: gone 2 s after its node stopped */
 #define SLOT_CLUSTER_APPLY_RECORDS_MAX 1024    /* records one apply transaction of a replica takes */
 #define SLOT_CLUSTER_NAME_BYTES_MAX 64         /* --cluster and --node: as the replication channel's names */
+/* A replica about to take over first dials the other members (the pre-vote,
+ * docs/design.md "Partitions"); one that reached too few of them within a
+ * failover timeout waits before it tries again: one timeout after the first
+ * miss, doubling up to this many, each with up to as much again of jitter. */
+#define SLOT_CLUSTER_PROBE_BACKOFF_MAX 4
 
 #endif
