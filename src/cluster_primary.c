@@ -417,6 +417,21 @@ void slot__clu_primary_tick(clu *c)
     /* Taking over, the tenure record waits for every member: dial them every
      * tick (a member that refused us may have read the configuration since). */
     uint64_t redial_ms = c->role == CLU_PROMOTING ? c->hb_ms : CLU_REDIAL_MS;
+    /* A connection that has carried nothing back for twice --repl-timeout-ms
+     * (heartbeats are answered every --heartbeat-ms) is closed and dialled
+     * anew: after a partition heals, a fresh connection gets through at once,
+     * where the old one would wait out TCP's retransmission backoff (seconds
+     * after a long cut). Not while a snapshot streams (its chunks may hold up
+     * the answers of a slow link). */
+    slot_repl_peer_info pi[SLOT_CLUSTER_MEMBERS_MAX];
+    size_t np = slot_repl_peers(c->repl, pi, SLOT_CLUSTER_MEMBERS_MAX);
+    for (size_t k = 0; k < np && k < SLOT_CLUSTER_MEMBERS_MAX; k++) {
+        clu_node *n = slot__clu_node(c, pi[k].node_id, false);
+        if (!n || !pi[k].ready || !n->ready || n->snap != CLU_SNAP_NONE || pi[k].silence_ms <= 2 * (uint64_t)c->repl_to_ms)
+            continue;
+        slot__clu_log(c, SLOT__LOG_WARN, "%s answered nothing for %" PRIu64 " ms: dialling it anew", n->id, pi[k].silence_ms);
+        slot_repl_disconnect(c->repl, n->id); /* on_close: not ready; dialled again below or at the next tick */
+    }
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
         bool member = slot__clu_is_member(&c->cfg, n->id);

@@ -166,6 +166,17 @@ void ns_cut(int a, int b, bool cut)
     apply(b);
 }
 
+void ns_cut_from(int a, const int *to, int nto)
+{
+    for (int k = 0; k < nto; k++) {
+        ASSERT(a >= 0 && a <= NODES && to[k] >= 0 && to[k] <= NODES && a != to[k]);
+        cuts[a][to[k]] = cuts[to[k]][a] = true;
+    }
+    apply(a); /* a's side first, in one step: it hears from none of them from now on */
+    for (int k = 0; k < nto; k++)
+        apply(to[k]);
+}
+
 void ns_heal_all(void)
 {
     memset(cuts, 0, sizeof(cuts));

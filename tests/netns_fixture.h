@@ -47,6 +47,8 @@ bool ns_cut_available(void);
 /* ns_cut — cut (true) or heal (false) the link between a and b, both
  * directions: node indexes, or NS_ETCD for etcd's client port. Applied at once. */
 void ns_cut(int a, int b, bool cut);
+/* ns_cut_from — cut a from each of to[0..nto) (as ns_cut), a's own side in one step. */
+void ns_cut_from(int a, const int *to, int nto);
 /* ns_heal_all — every cut healed. */
 void ns_heal_all(void);
 /* ns_cut_desc — the cuts now, as "n1-n2 n3-etcd" ("none"); static buffer. */

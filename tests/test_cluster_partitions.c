@@ -265,8 +265,7 @@ static void partition_end(void)
 static void cut_and_heal(const char *what, int p, const int *to, int nto, int cut_ms)
 {
     uint64_t e0 = epoch_max();
-    for (int k = 0; k < nto; k++)
-        ns_cut(p, to[k], true);
+    ns_cut_from(p, to, nto);
     fprintf(stderr, "%s: cut %s\n", what, ns_cut_desc());
     sleep_ms(cut_ms);
     ns_heal_all();
