@@ -178,7 +178,7 @@ static int nheals;
  * After a heal at t_heal: the checks of the file's comment. epoch_before: the
  * highest epoch before the cut (0: not bounded). The load runs again after.
  */
-static void after_heal(const char *what, uint64_t t_heal, uint64_t epoch_before)
+static void after_heal(const char *what, uint64_t t_cut, uint64_t t_heal, uint64_t epoch_before)
 {
     int at = atomic_load(&nacks);
     if (!wait_more_acks(at, HEAL_WRITE_MS))
@@ -196,7 +196,8 @@ static void after_heal(const char *what, uint64_t t_heal, uint64_t epoch_before)
     uint64_t back = slot_test_now_ms() - t_heal;
     uint64_t e = epoch_max();
     fprintf(stderr, "%s: first write %" PRIu64 " ms after the heal, all back after %" PRIu64 " ms, epoch %" PRIu64
-            " (was %" PRIu64 ")\n", what, first, back, e, epoch_before);
+            " (was %" PRIu64 "); longest time without an acknowledged write from the cut on: %" PRIu64 " ms\n", what, first,
+            back, e, epoch_before, ack_gap_ms(t_cut, slot_test_now_ms()));
     if (epoch_before && e > epoch_before + EPOCHS_PER_CUT_MAX)
         T_FAIL_("%s: %" PRIu64 " new epochs (at most %d)", what, e - epoch_before, EPOCHS_PER_CUT_MAX);
     load_halt();
@@ -265,11 +266,12 @@ static void partition_end(void)
 static void cut_and_heal(const char *what, int p, const int *to, int nto, int cut_ms)
 {
     uint64_t e0 = epoch_max();
+    uint64_t t_cut = slot_test_now_ms();
     ns_cut_from(p, to, nto);
     fprintf(stderr, "%s: cut %s\n", what, ns_cut_desc());
     sleep_ms(cut_ms);
     ns_heal_all();
-    after_heal(what, slot_test_now_ms(), e0);
+    after_heal(what, t_cut, slot_test_now_ms(), e0);
 }
 
 TEST_IMPL(cluster_partition_sequence)
@@ -312,7 +314,8 @@ TEST_IMPL(cluster_partition_flapping)
     srand(seed);
     partition_start();
     for (int r = 0; r < rounds; r++) {
-        uint64_t end = slot_test_now_ms() + (uint64_t)flap_ms;
+        uint64_t t_cut = slot_test_now_ms();
+        uint64_t end = t_cut + (uint64_t)flap_ms;
         for (int k = 0; k < 10000 && slot_test_now_ms() < end; k++) {
             ns_heal_all();
             int ncut = 1 + rand() % 2;
@@ -327,7 +330,7 @@ TEST_IMPL(cluster_partition_flapping)
         ns_heal_all();
         char what[64];
         snprintf(what, sizeof(what), "round %d: after %d ms of flapping", r, flap_ms);
-        after_heal(what, slot_test_now_ms(), 0);
+        after_heal(what, t_cut, slot_test_now_ms(), 0);
     }
     partition_end();
 }
