@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "alloc_int.h"
 #include "idem.h"
@@ -64,12 +63,14 @@ void slot_alloc_close(slot_alloc *a)
 {
     slot__idem_free(a->idem);
     a->idem = NULL;
+    slot__cold_free(a);
 }
 
 int slot_alloc_init(slot_alloc *a, slot_store *store)
 {
     a->store = store;
     a->idem = NULL;
+    a->cold = NULL;
     uint64_t seed[4];
     ssize_t n = getrandom(seed, sizeof(seed), 0);
     if (n != (ssize_t)sizeof(seed))
@@ -252,117 +253,6 @@ static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold
     slot__res_hold(res, h, h->status);
     res->replay = true;
     return rc;
-}
-
-/* Index building walks every event, then every hold of it; c->ev names the
- * event being walked and c->a->idem the index being filled. */
-static int idem_add(void *p, const slot_hold_rec *h)
-{
-    ctx *c = p;
-    if (h->replaces_seq != 0)
-        return 0; /* a reacquire's hold: its request key stays the replaced hold's */
-    int rc = slot__idem_put_deferred(c->a->idem, c->ev, c->ev_len, h->user, h->user_len, h->request, h->request_len,
-                                     h->seq); /* applied by the walk's slot__idem_flush */
-    return rc == 0 ? 0 : ENOMEM;
-}
-
-/* An event that takes no new hold now and has nothing held or waiting:
- * closed by set_status or past its closes_at (docs/protocol.md, "Sale
- * windows"). Nothing of its own changes its keys until a request names it
- * again, so its keys may stay on disk until then (a replay still finds them:
- * slot__idem_event_ready loads them first). */
-static bool event_settled(const slot_event_rec *e, uint64_t now_ms)
-{
-    bool closed = e->status == SLOT_EVENT_CLOSED || (e->closes_at_ms != 0 && now_ms >= e->closes_at_ms);
-    return closed && e->held == 0 && e->waiting == 0;
-}
-
-/* An upper bound of the keys the build will put: the holds made on the
- * events it loads (seqs from 1, so next_seq - 1 of each; reacquires and
- * offers counted too). */
-typedef struct idem_count {
-    uint64_t now_ms, holds;
-} idem_count;
-
-static int idem_count_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
-{
-    idem_count *n = p;
-    (void)ev;
-    (void)ev_len;
-    if (!event_settled(e, n->now_ms) && e->next_seq > 0)
-        n->holds += e->next_seq - 1;
-    return 0;
-}
-
-static int idem_add_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
-{
-    ctx *c = p;
-    if (event_settled(e, c->now_ms))
-        return slot__idem_cold_add(c->a->idem, ev, ev_len) == 0 ? 0 : ENOMEM;
-    c->ev = ev;
-    c->ev_len = ev_len;
-    return slot_store_holds_scan(c->st, c->txn, ev, ev_len, idem_add, c);
-}
-
-/* Builds the idempotency index from the holds database (idem.h says why it
- * is in memory): every event's keys, less those of events settled at now_ms
- * (marked cold, loaded on first use). O(holds of the other events), once
- * per allocator. */
-static int idem_build(ctx *c, uint64_t now_ms)
-{
-    if (c->a->idem)
-        return 0;
-    ctx walk = {.a = c->a, .st = c->st, .txn = c->txn, .now_ms = now_ms};
-    if (!(c->a->idem = slot__idem_new()))
-        return ENOMEM;
-    /* Sized first (one pass over the events, not the holds), so the load
-     * never doubles the table: no key is moved, no lookup reads two tables.
-     * Without the room the table just grows as it goes. */
-    idem_count n = {.now_ms = now_ms};
-    int rc = slot_store_events_scan(c->st, c->txn, idem_count_event, &n);
-    if (rc == 0)
-        (void)slot__idem_reserve(c->a->idem, n.holds);
-    if (rc == 0)
-        rc = slot_store_events_scan(c->st, c->txn, idem_add_event, &walk);
-    if (slot__idem_flush(c->a->idem) != 0 && rc == 0)
-        rc = ENOMEM;
-    if (rc != 0) {
-        slot__idem_free(c->a->idem);
-        c->a->idem = NULL;
-    }
-    return rc;
-}
-
-int slot__idem_ensure(ctx *c)
-{
-    return idem_build(c, c->now_ms);
-}
-
-/* Makes c's event's keys present: a cold event's holds are walked now and
- * their keys put (O(holds of that event), once; the event then stays loaded).
- * A walk cut short leaves the event cold, and the next call walks it again
- * (put replaces, so nothing is doubled). */
-int slot__idem_event_ready(ctx *c)
-{
-    int rc = slot__idem_ensure(c);
-    if (rc != 0 || !slot__idem_cold(c->a->idem, c->ev, c->ev_len))
-        return rc;
-    ctx walk = *c;
-    rc = slot_store_holds_scan(c->st, c->txn, c->ev, c->ev_len, idem_add, &walk);
-    if (slot__idem_flush(c->a->idem) != 0 && rc == 0)
-        rc = ENOMEM;
-    if (rc == 0)
-        slot__idem_cold_del(c->a->idem, c->ev, c->ev_len);
-    return rc;
-}
-
-int slot_alloc_load(slot_alloc *a, MDB_txn *txn)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-    ctx c = {.a = a, .st = a->store, .txn = txn};
-    return idem_build(&c, now_ms);
 }
 
 /* Finds the hold made earlier for (event, user, request), into h. The index

@@ -93,6 +93,10 @@ int slot__idem_ensure(slot__alloc_ctx *c);
  * lookup, add or delete of c's event. 0, ENOMEM or an LMDB error. */
 int slot__idem_event_ready(slot__alloc_ctx *c);
 
+/* slot__cold_free — free the allocator's load queue of cold events (cold.c;
+ * slot_alloc_close calls it). a->cold may be NULL. */
+void slot__cold_free(slot_alloc *a);
+
 /*
  * slot__request_find — the hold made earlier for (c's event, user, request)
  * into h, through the idempotency index, checked against the hold record.

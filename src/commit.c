@@ -20,9 +20,75 @@
 static void batch_fail(server *s, slot_err err, const char *why)
 {
     for (size_t i = 0; i < s->batch_n; i++) {
+        s->batch[i]->cold_park = false; /* it did not run either: it gets the batch's answer */
         slot_res_clear(&s->batch[i]->res);
         slot_res_error(&s->batch[i]->res, err, "%s", why);
     }
+}
+
+/* ---- parking (docs/design.md, "Cold events load in slices"): the set of
+ *      the batch's owners with a parked entry, so that their later entries
+ *      in the batch park too and a connection's writes keep their order. */
+
+static size_t owner_slot(uintptr_t owner)
+{
+    return (size_t)(((uint64_t)owner * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (SLOT_COLD_CONN_SET_SLOTS - 1);
+}
+
+static bool owner_parked(const server *s, uintptr_t owner)
+{
+    for (size_t i = owner_slot(owner);; i = (i + 1) & (SLOT_COLD_CONN_SET_SLOTS - 1)) {
+        if (s->cold_conns[i] == owner)
+            return true;
+        if (s->cold_conns[i] == 0)
+            return false; /* the set is never full (limits.h), so an empty slot ends the probe */
+    }
+}
+
+static void owner_park(server *s, uintptr_t owner)
+{
+    SLOT_ASSERT(owner != 0);
+    SLOT_ASSERT(s->cold_conns_n < SLOT_BATCH_REQUESTS_MAX); /* one per entry at most */
+    size_t i = owner_slot(owner);
+    while (s->cold_conns[i] != 0 && s->cold_conns[i] != owner)
+        i = (i + 1) & (SLOT_COLD_CONN_SET_SLOTS - 1);
+    if (s->cold_conns[i] == 0) {
+        s->cold_conns[i] = owner;
+        s->cold_conns_n++;
+    }
+}
+
+/*
+ * Whether e runs now (*run) or waits: parked (e->cold_park) when it needs
+ * the keys of a cold event (slot_alloc_cold_need queues the event's load) or
+ * when an earlier entry of its connection in this batch parked; answered
+ * overloaded when the load queue is full. With --no-cold-park it always runs
+ * (the event's keys then load at once, in the op). 0 or an LMDB error.
+ */
+static int cold_gate(server *s, MDB_txn *txn, entry *e, uint64_t now_ms, bool *run)
+{
+    *run = true;
+    e->cold_park = false;
+    if (s->opts.no_cold_park)
+        return 0;
+    bool wait = s->cold_conns_n > 0 && owner_parked(s, e->owner);
+    if (!wait) {
+        int rc = slot_alloc_cold_need(&s->write_alloc, txn, &e->req, now_ms, &wait);
+        if (rc == EBUSY) {
+            slot_res_error(&e->res, SLOT_E_OVERLOADED, "%u closed events are loading their keys; retry later",
+                           SLOT_COLD_LOADS_MAX);
+            *run = false;
+            return 0;
+        }
+        if (rc != 0)
+            return rc;
+    }
+    if (wait) {
+        e->cold_park = true;
+        owner_park(s, e->owner);
+        *run = false;
+    }
+    return 0;
 }
 
 /*
@@ -40,15 +106,25 @@ static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
         slot_store_capture_begin(s->store, s->wset);
     }
     int rc = 0;
+    if (s->cold_conns_n > 0) { /* the last attempt's set (a retry decides again) */
+        memset(s->cold_conns, 0, sizeof(s->cold_conns));
+        s->cold_conns_n = 0;
+    }
+    s->batch_cold_walked = 0;
     for (size_t i = 0; rc == 0 && i < s->batch_n; i++) {
         entry *e = s->batch[i];
         slot_res_clear(&e->res);
-        if (e->sweep) {
+        bool run = true;
+        if (e->cold_step) {
+            uint32_t walked = 0;
+            rc = slot_alloc_cold_step(&s->write_alloc, txn, s->opts.cold_load_keys, &walked);
+            s->batch_cold_walked += walked;
+        } else if (e->sweep) {
             rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
             if (rc == 0) /* retention: a bounded trim in the sweeper's commit (slot/feed.h) */
                 rc = slot_feed_trim(s->store, txn, now_ms, s->opts.feed_retention_ms, SLOT_FEED_TRIM_BATCH_MAX,
                                     &e->res.feed_trimmed);
-        } else
+        } else if ((rc = cold_gate(s, txn, e, now_ms, &run)) == 0 && run)
             rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
     }
     slot_store_capture_end(s->store);
@@ -174,8 +250,12 @@ static void *commit_thread(void *arg)
             s->clu_up.job_run(s);
         else
             batch_run(s);
+        uint32_t loading = slot_alloc_cold_loading(&s->write_alloc);
+        uint64_t loaded = slot_alloc_cold_loaded(&s->write_alloc);
         pthread_mutex_lock(&s->mu);
         s->batch_run_ns = uv_hrtime() - t0_ns;
+        s->batch_cold_loading = loading;
+        s->batch_cold_loaded = loaded;
         s->batch_done = true;
         uv_async_send(&s->async);
     }
@@ -213,6 +293,9 @@ void slot__batch_complete(uv_async_t *h)
     bool job = s->job_cluster;
     uint64_t failures = s->batch_failures;
     uint64_t run_ns = s->batch_run_ns, sync_ns = s->batch_sync_ns;
+    uint64_t walked = s->batch_cold_walked;
+    s->cold_loading = s->batch_cold_loading; /* the loop's copies: batch_finish reads them */
+    uint64_t loaded = s->batch_cold_loaded;
     if (done && job) {
         s->job_cluster = false;
     } else if (done) { /* a wake-up without a finished batch must not count the last one again */
@@ -222,6 +305,16 @@ void slot__batch_complete(uv_async_t *h)
     pthread_mutex_unlock(&s->mu);
     if (!done)
         return;
+    if (!job && walked > 0) {
+        s->cold_walked += walked;
+        s->cold_slices++;
+    }
+    if (loaded != s->cold_loaded_seen) {
+        if (loaded > s->cold_loaded_seen)
+            s->cold_loaded += loaded - s->cold_loaded_seen;
+        s->cold_loaded_seen = loaded;
+        s->cold_unpark = true; /* events came in: what waits is tried again */
+    }
     if (!job) { /* the metrics' histograms: read under mu above, kept by this thread */
         slot_hist_record(s->commit_ns, run_ns);
         slot_hist_record(s->sync_ns, sync_ns);
@@ -231,6 +324,7 @@ void slot__batch_complete(uv_async_t *h)
     if (job) {
         s->batch_busy = false;
         s->clu_up.job_done(s);
+        slot__park_after_batch(s, false);
         slot__dispatch(s);
         return;
     }
@@ -246,10 +340,21 @@ void slot__batch_finish(server *s, slot_err err, const char *why)
     SLOT_ASSERT(s->batch_busy);
     SLOT_ASSERT(s->batch_n >= 1);
     SLOT_ASSERT(s->batch_n <= SLOT_BATCH_REQUESTS_MAX);
-    bool sweep_again = false;
+    bool sweep_again = false, parked = false;
     for (size_t i = 0; i < s->batch_n; i++) {
         entry *e = s->batch[i];
         SLOT_ASSERT(e->state == ENTRY_QUEUED); /* nothing answers a batched entry but this */
+        if (e->cold_step) {
+            s->cold_step_pending = false;
+            slot__entry_put(s, e);
+            continue;
+        }
+        if (e->cold_park && err == SLOT_E_OK) { /* not run: it waits for its event's keys */
+            SLOT_ASSERT(!e->sweep);
+            slot__park_push(s, e);
+            parked = true;
+            continue;
+        }
         if (e->sweep) {
             s->sweep_pending = false;
             sweep_again = e->res.err == SLOT_E_OK && (e->res.expired >= SLOT_SWEEP_BATCH_MAX ||
@@ -279,6 +384,7 @@ void slot__batch_finish(server *s, slot_err err, const char *why)
     s->batch_busy = false;
     if (sweep_again && !s->stopping)
         slot__sweep_enqueue(s);
+    slot__park_after_batch(s, parked);
     /* The next batch goes before the answers are written, so the commit
      * thread works while this thread does the write syscalls. */
     slot__dispatch(s);

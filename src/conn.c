@@ -115,6 +115,9 @@ void slot__conn_admit(server *s, conn *c, entry *e)
         slot__count_error(s, SLOT_E_SHUTTING_DOWN);
         return;
     }
+    e->owner = (uintptr_t)c;
+    if (slot__park_admit(s, c, e))
+        return; /* behind this connection's writes that wait for a cold event's keys */
     if (slot__hold_read(s, e))
         return; /* sold out for certain: answered from the read snapshot */
     if (s->q_len >= s->opts.queue_max) {
@@ -404,11 +407,11 @@ static void on_conn_closed(uv_handle_t *h)
 {
     conn *c = h->data;
     server *s = c->srv;
-    /* Entries still queued for a batch outlive the connection: they commit,
-     * and slot__batch_complete() drops their answers. */
+    /* Entries still queued for a batch (or parked) outlive the connection:
+     * they commit, and slot__batch_complete() drops their answers. */
     for (entry *e = c->head, *next; e; e = next) {
         next = e->next;
-        if (e->state == ENTRY_QUEUED || e->state == ENTRY_WORKING)
+        if (e->state == ENTRY_QUEUED || e->state == ENTRY_PARKED || e->state == ENTRY_WORKING)
             e->conn = NULL;
         else
             slot__entry_put(s, e);

@@ -151,7 +151,7 @@ static void hreq_free(hreq *r)
     conn *c = &r->c;
     entry *e = c->head;
     if (e) { /* still queued: its batch drops the answer (commit.c); else back to the pool */
-        if (e->state == ENTRY_QUEUED)
+        if (e->state == ENTRY_QUEUED || e->state == ENTRY_PARKED)
             e->conn = NULL;
         else
             slot__entry_put(s, e);

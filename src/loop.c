@@ -90,12 +90,15 @@ void slot__dispatch(server *s)
 
 void slot__queue_refuse(server *s)
 {
+    slot__park_requeue(s); /* what waits for a cold event's keys is refused alike */
     for (entry *e = s->q_head, *next; e; e = next) {
         next = e->qnext;
         e->qnext = NULL;
-        if (e->sweep || !e->conn) {
+        if (e->sweep || e->cold_step || !e->conn) {
             if (e->sweep)
                 s->sweep_pending = false;
+            if (e->cold_step)
+                s->cold_step_pending = false;
             slot__entry_put(s, e);
             continue;
         }
@@ -194,8 +197,9 @@ void slot__read_end(server *s)
 
 bool slot__hold_read(server *s, entry *e)
 {
-    if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch_busy || s->q_len > 0 || s->stopping)
-        return false;
+    if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch_busy || s->q_len > 0 || s->park_n > 0 ||
+        s->stopping)
+        return false; /* a parked write is a pending write too (condition 1) */
     if (s->clu && (s->clu_up.write_pause(s) || s->clu_up.write_gate(s, NULL)))
         return false; /* the write path answers (unavailable, not_primary) or waits */
     bool fast = false;
@@ -289,6 +293,12 @@ static void stats_write(server *s, slot__jw *w)
     slot__jw_key_u64(w, "holds", s->holds);
     slot__jw_key_u64(w, "sold_out", s->sold_out);
     slot__jw_key_u64(w, "sold_out_fast", s->sold_out_fast);
+    slot__jw_key_u64(w, "cold_parked", s->cold_parked);
+    slot__jw_key_u64(w, "cold_waiting", s->park_n);
+    slot__jw_key_u64(w, "cold_loading", s->cold_loading);
+    slot__jw_key_u64(w, "cold_loaded", s->cold_loaded);
+    slot__jw_key_u64(w, "cold_walked", s->cold_walked);
+    slot__jw_key_u64(w, "cold_slices", s->cold_slices);
     slot__jw_key_u64(w, "errors", s->errors);
     slot__jw_key_u64(w, "commits", s->commits);
     slot__jw_key_u64(w, "commit_failures", s->commit_failures);

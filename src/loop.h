@@ -63,6 +63,33 @@ void slot__run_read(server *s, entry *e);
  * untouched) otherwise, or with --no-read-path: queue it. Loop thread. */
 bool slot__hold_read(server *s, entry *e);
 
+/*
+ * Parking (src/park.c; docs/design.md, "Cold events load in slices"): a
+ * write that needs a cold event's keys does not run in its batch; it waits
+ * in s->park (at most SLOT_COLD_PARKED_MAX) while the loader's entry walks
+ * a slice of keys in every batch, and goes back to the front of the queue
+ * when an event's keys are in. A connection with a parked write parks its
+ * later writes behind it, so its writes run in the order sent; every other
+ * connection's requests go on. Entries: QUEUED -> PARKED -> QUEUED.
+ *
+ * slot__park_push — e, a write of a batch the commit thread did not run
+ * (e->cold_park), waits in the park list.
+ * slot__park_admit — at admission, a write of a connection that has parked
+ * writes parks behind them: true when e was parked or answered (overloaded,
+ * the list is full), false when it may be queued as usual.
+ * slot__park_after_batch — after a hand-back (parked: the batch parked some):
+ * the queued writes of connections that now have parked ones follow them;
+ * the parked writes go back to the queue when an event came in (or nothing
+ * loads any more); the loader's entry is queued while events load.
+ * slot__park_requeue — every parked write back to the front of the queue,
+ * in order (stop and the replica-set layer's refusal answer the queue).
+ * Loop thread.
+ */
+void slot__park_push(server *s, entry *e);
+bool slot__park_admit(server *s, conn *c, entry *e);
+void slot__park_after_batch(server *s, bool parked);
+void slot__park_requeue(server *s);
+
 /* slot__sweep_enqueue — queue the sweeper's "expire due holds" work once. */
 void slot__sweep_enqueue(server *s);
 

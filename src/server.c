@@ -84,10 +84,11 @@ static void begin_stop(server *s)
     }
     slot__http_quiesce(s);
     uv_timer_stop(&s->sweep_timer);
+    slot__park_requeue(s); /* writes waiting for a cold event's keys are answered alike */
     for (entry *e = s->q_head, *next; e; e = next) {
         next = e->qnext;
         e->qnext = NULL;
-        if (e->sweep || !e->conn) {
+        if (e->sweep || e->cold_step || !e->conn) {
             slot__entry_put(s, e);
             continue;
         }
@@ -97,6 +98,7 @@ static void begin_stop(server *s)
     s->q_head = s->q_tail = NULL;
     s->q_len = 0;
     s->sweep_pending = false;
+    s->cold_step_pending = false;
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         if (c->reading) {

@@ -39,6 +39,7 @@
 
 typedef enum entry_state {
     ENTRY_QUEUED,    /* a write op waiting for, or in, a batch */
+    ENTRY_PARKED,    /* a write op waiting in s->park for a cold event's keys (loop.c, "parking") */
     ENTRY_READ_WAIT, /* a read op waiting for the earlier entries of its connection */
     ENTRY_WORKING,   /* a backup, on a worker thread (server_backup.c); answered when it ends */
     ENTRY_DONE,      /* res is the answer; encode when it reaches the head */
@@ -66,6 +67,10 @@ typedef struct entry {
     entry_state state;
     bool parsed;         /* false: an error for a line that is not a request (no id unless parsed) */
     bool sweep;
+    bool cold_step;      /* the cold-event loader's entry: a slice of keys (slot_alloc_cold_step) */
+    bool cold_park;      /* commit thread: not run, it waits for a cold event's keys (parked on hand-back) */
+    uintptr_t owner;     /* its connection's address when admitted: an identity the commit thread
+                            compares (never dereferences), so a connection's writes keep their order */
     uint64_t t0_ns;      /* uv_hrtime() at arrival */
     uint64_t change_tag; /* cluster_change: the change it started (0: none yet); the replica-set layer's */
     slot_req req;
@@ -108,6 +113,7 @@ struct conn {
     slot_role role;
     entry *head, *tail;
     uint32_t pending;         /* entries in the FIFO */
+    uint32_t parked;          /* of them, ENTRY_PARKED: its later writes park behind them */
     char *partial;            /* bytes of a line not ended yet */
     size_t partial_len, partial_cap;
     char *out;                /* replies being collected */
@@ -227,6 +233,12 @@ struct server {
     bool mem_paused;               /* some connection stopped reading at SLOT_ENTRIES_MAX */
     entry *q_head, *q_tail;        /* write queue (loop thread) */
     uint32_t q_len;
+    entry *park_head, *park_tail;  /* writes waiting for cold events' keys, in order (via qnext) */
+    uint32_t park_n;               /* at most SLOT_COLD_PARKED_MAX */
+    bool cold_step_pending;        /* the loader's entry is queued or in the batch */
+    uint32_t cold_loading;         /* the commit thread's slot_alloc_cold_loading at the last hand-back */
+    uint64_t cold_loaded_seen;     /* its slot_alloc_cold_loaded then */
+    bool cold_unpark;              /* that number moved: the parked writes go back to the queue */
     entry *free_entries;
     conn *conns;
     conn *http_conns;              /* the stand-ins of HTTP requests in progress (http.c) */
@@ -252,6 +264,12 @@ struct server {
     uint64_t batch_run_ns;         /* commit thread: time of the last run (alloc + commit) */
     uint64_t batch_sync_ns;        /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
     uint64_t batch_failures;       /* commit thread: failed attempts of the last run */
+    uint32_t batch_cold_loading;   /* commit thread: slot_alloc_cold_loading after the last run */
+    uint64_t batch_cold_loaded;    /* commit thread: slot_alloc_cold_loaded after the last run */
+    uint64_t batch_cold_walked;    /* commit thread: holds the last run's slice walked */
+    uintptr_t cold_conns[SLOT_COLD_CONN_SET_SLOTS]; /* commit thread: owners with a parked entry in
+                                      the batch being run (open addressing, 0 = empty) */
+    uint32_t cold_conns_n;
     slot_wset *wset;               /* commit thread: where each batch's write set is captured,
                                       for the replication layer to ship; NULL (standalone): no
                                       capture, seq still counts the batches that wrote */
@@ -274,6 +292,10 @@ struct server {
     /* counters (loop thread) */
     uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
     uint64_t sold_out_fast;        /* of sold_out, those answered by the read path (slot__hold_read) */
+    uint64_t cold_parked;          /* writes parked for a cold event's keys (each parking counted) */
+    uint64_t cold_loaded;          /* cold events whose keys were loaded in slices */
+    uint64_t cold_walked;          /* holds those slices walked */
+    uint64_t cold_slices;          /* batches that walked a slice */
     uint64_t errors_by_code[SLOT_E__COUNT];  /* errors split by code (slot__count_error); sums to errors */
     uint64_t replies[SLOT_OP__COUNT + 1][SLOT__OUTCOME_COUNT]; /* replies written, by op (the last
                                                              row: lines that did not parse) and outcome */

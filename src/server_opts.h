@@ -33,6 +33,8 @@ typedef struct slot__server_opts {
     bool insecure;                 /* --insecure: allow a non-loopback listen address without tokens */
     uint64_t feed_retention_ms;    /* --feed-retention-ms: feed entries acked by all are kept this long */
     bool no_read_path;             /* --no-read-path: every hold takes the write path (tests) */
+    bool no_cold_park;             /* --no-cold-park: a cold event's keys load at once, in the batch (tests) */
+    uint32_t cold_load_keys;       /* --cold-load-keys: holds a batch's slice of a cold event walks */
     uint32_t slow_commit_ms;       /* --slow-commit-ms: a batch this slow is logged (0: never) */
     /* replica sets (docs/design.md, "Replica sets"); cluster NULL: standalone */
     const char *cluster;           /* --cluster NAME */

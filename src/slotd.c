@@ -62,11 +62,16 @@ static void usage(FILE *out)
             "  --log-level LEVEL       error, warn, info (default) or debug: the least severe lines written\n"
             "  --slow-commit-ms MS     log a group commit that takes this long (warn, at most one line a\n"
             "                          second), %u..%u; 0 never (default %u)\n"
+            "  --cold-load-keys N      holds of a closed event one batch walks while its keys load\n"
+            "                          (the requests that need them wait, the others go on), %u..%u\n"
+            "                          (default %u)\n"
             "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
             "  --insecure              allow a non-loopback --listen without --token-file\n"
             "  --no-read-path          answer every hold through a batch, also a certain sold_out\n"
             "                          (for tests comparing the two paths)\n"
+            "  --no-cold-park          load a closed event's keys at once, in the batch of the first\n"
+            "                          request that needs them (for tests comparing the two paths)\n"
             "  --restore FILE          first put the backup FILE into --data (which must be empty\n"
             "                          or missing; slotctl restore can replace a store), then serve it\n"
             "  --config FILE           read flags from FILE: \"name = value\" lines, name the long\n"
@@ -117,6 +122,7 @@ static void usage(FILE *out)
             (unsigned long long)SLOT_FEED_RETENTION_MS_MIN, (unsigned long long)SLOT_FEED_RETENTION_MS_MAX,
             (unsigned long long)SLOT_FEED_RETENTION_MS_DEFAULT,
             SLOT_SLOW_COMMIT_MS_MIN, SLOT_SLOW_COMMIT_MS_MAX, SLOT_SLOW_COMMIT_MS_DEFAULT,
+            SLOT_COLD_LOAD_KEYS_MIN, SLOT_COLD_LOAD_KEYS_MAX, SLOT_COLD_LOAD_KEYS_DEFAULT,
             SLOT_CLUSTER_NAME_BYTES_MAX, SLOT_REPL_SECRET_BYTES_MIN, SLOT_REPL_SECRET_BYTES_MAX,
             SLOT_REPL_HEARTBEAT_MS_MIN, SLOT_REPL_HEARTBEAT_MS_MAX, SLOT_REPL_HEARTBEAT_MS_DEFAULT,
             SLOT_FAILOVER_TIMEOUT_MS_MIN, SLOT_FAILOVER_TIMEOUT_MS_MAX, SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
@@ -214,7 +220,8 @@ static int check_cluster(const slot__server_opts *o)
 
 enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION, O_HTTP,
        O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS,
-       O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT, O_LOG_KEEP, O_LOG_SEG, O_NO_READ_PATH };
+       O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT, O_LOG_KEEP, O_LOG_SEG, O_NO_READ_PATH,
+       O_NO_COLD_PARK, O_COLD_LOAD_KEYS };
 
 /* --log-format and --log-level, set up (log.h) once the flags are read. */
 static slot__log_format log_format = SLOT__LOG_TEXT;
@@ -248,6 +255,7 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         {"log-keep-records", required_argument, NULL, O_LOG_KEEP}, {"log-segment-bytes", required_argument, NULL, O_LOG_SEG},
         {"log-format", required_argument, NULL, O_LOG_FORMAT}, {"log-level", required_argument, NULL, O_LOG_LEVEL},
         {"slow-commit-ms", required_argument, NULL, O_SLOW_COMMIT},
+        {"no-cold-park", no_argument, NULL, O_NO_COLD_PARK}, {"cold-load-keys", required_argument, NULL, O_COLD_LOAD_KEYS},
         {"restore", required_argument, NULL, O_RESTORE}, {"http", required_argument, NULL, O_HTTP},
         {NULL, 0, NULL, 0}};
     known_opts = longopts;
@@ -290,6 +298,8 @@ static int parse_args(int argc, char **argv, slot__server_opts *o)
         case O_TOKENS: o->token_file = optarg; break;
         case O_INSECURE: o->insecure = true; break;
         case O_NO_READ_PATH: o->no_read_path = true; break;
+        case O_NO_COLD_PARK: o->no_cold_park = true; break;
+        case O_COLD_LOAD_KEYS: rc = parse_num("--cold-load-keys", optarg, SLOT_COLD_LOAD_KEYS_MIN, SLOT_COLD_LOAD_KEYS_MAX, &v); o->cold_load_keys = (uint32_t)v; break;
         case O_CLUSTER: o->cluster = optarg; rc = parse_name("--cluster", optarg); break;
         case O_NODE: o->node_id = optarg; rc = parse_name("--node", optarg); cluster_flags = true; break;
         case O_ETCD: o->etcd = optarg; cluster_flags = true; break;
@@ -368,6 +378,7 @@ int main(int argc, char **argv)
         .write_timeout_ms = SLOT_WRITE_TIMEOUT_MS_DEFAULT,
         .feed_retention_ms = SLOT_FEED_RETENTION_MS_DEFAULT,
         .slow_commit_ms = SLOT_SLOW_COMMIT_MS_DEFAULT,
+        .cold_load_keys = SLOT_COLD_LOAD_KEYS_DEFAULT,
         .heartbeat_ms = SLOT_REPL_HEARTBEAT_MS_DEFAULT,
         .failover_timeout_ms = SLOT_FAILOVER_TIMEOUT_MS_DEFAULT,
         .repl_timeout_ms = SLOT_REPL_TIMEOUT_MS_DEFAULT,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store_int.h"
 
@@ -87,6 +88,46 @@ int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t e
     key_event(&k, ev, ev_len);
     struct scan_ctx sc = {(void *)fn, ctx, k.b.len};
     return scan_prefix(txn, st->dbi[DB_HOLDS], k.raw, k.b.len, hold_row, &sc);
+}
+
+int slot_store_holds_scan_from(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t from_seq,
+                               uint32_t holds_max, slot_store_hold_fn fn, void *ctx, uint64_t *next_seq)
+{
+    SLOT_ASSERT(holds_max >= 1);
+    key k;
+    key_event(&k, ev, ev_len);
+    size_t plen = k.b.len;
+    put_be(&k.b, from_seq, 8);
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_HOLDS], &cur);
+    if (rc != 0)
+        return rc;
+    struct scan_ctx sc = {(void *)fn, ctx, plen};
+    MDB_val kv = key_val(&k), v;
+    uint64_t next = 0;
+    uint32_t seen = 0;
+    rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE);
+    while (rc == 0) {
+        if (kv.mv_size < plen || memcmp(kv.mv_data, k.raw, plen) != 0) {
+            next = 0; /* past the event's holds: the walk is complete */
+            break;
+        }
+        if (seen == holds_max) { /* one more exists: the next call starts there */
+            next = kv.mv_size == plen + 8 ? load_be64((uint8_t *)kv.mv_data + plen) : 0;
+            rc = next ? 0 : MDB_CORRUPTED;
+            break;
+        }
+        rc = hold_row(&sc, &kv, &v);
+        seen++;
+        if (rc == 0)
+            rc = mdb_cursor_get(cur, &kv, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc == MDB_NOTFOUND)
+        rc = 0, next = 0;
+    if (rc == 0)
+        *next_seq = next;
+    return rc;
 }
 
 static int user_row(void *c, const MDB_val *k, const MDB_val *v)

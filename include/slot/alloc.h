@@ -30,11 +30,13 @@
  * One per thread that runs ops; not shared.
  */
 struct slot__idem;
+struct slot__cold;
 
 typedef struct slot_alloc {
     slot_store *store;
     uint64_t rng[4];                   /* xoshiro256** state, seeded from getrandom() */
     struct slot__idem *idem;           /* idempotency index (src/idem.h); see slot_alloc_load */
+    struct slot__cold *cold;           /* cold events queued for loading (src/cold.c); NULL: none yet */
 } slot_alloc;
 
 /*
@@ -60,6 +62,46 @@ int slot_alloc_init(slot_alloc *a, slot_store *store);
  * O(holds of the other events). Returns 0 or an LMDB error / ENOMEM.
  */
 int slot_alloc_load(slot_alloc *a, MDB_txn *txn);
+
+/*
+ * slot_alloc_cold_need — whether req must wait for the keys of a cold event
+ * (a closed, settled event whose keys slot_alloc_load left on disk) before
+ * it runs, so that no request loads a whole event's keys in the middle of a
+ * batch (docs/design.md, "Cold events load in slices").
+ *   req: a parsed request; only hold, hold_many (every item's event) and
+ *        waitlist_join look keys up, every other op is *wait = false.
+ *   now_ms: the server clock, ms since the Unix epoch (used only when the
+ *        index is not built yet: it is built now, as the first hold would).
+ *   *wait: true when an event req names is cold; that event is then queued
+ *        for loading (once; slot_alloc_cold_step loads it), and the caller
+ *        must not run req before slot_alloc_cold_need says false for it.
+ * Returns 0; EBUSY when an event had to be queued but SLOT_COLD_LOADS_MAX
+ * events are queued already (*wait is true: the caller answers overloaded);
+ * ENOMEM or an LMDB error (building the index). Writes nothing to txn.
+ * The writing allocator's thread (slotd: the commit thread, before each
+ * request of a batch).
+ */
+int slot_alloc_cold_need(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t now_ms, bool *wait);
+
+/*
+ * slot_alloc_cold_step — load a slice of the queued cold events' keys: walk
+ * at most holds_max holds (1..SLOT_COLD_LOAD_KEYS_MAX), the queue's first
+ * event first, from where its last slice stopped, putting their keys into
+ * the index; an event whose walk completes stops being cold and leaves the
+ * queue (slot_alloc_cold_loaded counts it). *walked receives the holds
+ * walked. O(holds_max) index puts; writes nothing to txn (it may be the
+ * batch's write transaction). Returns 0, ENOMEM or an LMDB error; after an
+ * error the slice is walked again by the next call (puts replace).
+ * The writing allocator's thread, once per batch while slot_alloc_cold_loading
+ * is not 0.
+ */
+int slot_alloc_cold_step(slot_alloc *a, MDB_txn *txn, uint32_t holds_max, uint32_t *walked);
+
+/* slot_alloc_cold_loading — cold events queued for loading now (0..SLOT_COLD_LOADS_MAX).
+ * slot_alloc_cold_loaded — events whose keys the queue loaded since slot_alloc_init
+ * (only grows until slot_alloc_close). The writing allocator's thread. */
+uint32_t slot_alloc_cold_loading(const slot_alloc *a);
+uint64_t slot_alloc_cold_loaded(const slot_alloc *a);
 
 /*
  * slot_alloc_close — free what the allocator holds (its idempotency index).

@@ -163,6 +163,18 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_IDEM_MOVE_BUCKETS 8               /* buckets a call moves while the table doubles */
 #define SLOT_IDEM_BLOCK_BYTES (1u << 20)       /* arena block: ~10,000 entries */
 
+/* Cold events (docs/design.md, "Cold events load in slices"): a closed,
+ * settled event's keys are loaded into the index a slice per batch while the
+ * requests that need them wait, parked, and everyone else's go on. */
+#define SLOT_COLD_LOAD_KEYS_DEFAULT 1024u      /* --cold-load-keys: holds walked per batch, ~1 ms of the commit
+                                                  thread (1.0-1.6 us a key on the reference machine) */
+#define SLOT_COLD_LOAD_KEYS_MIN 1u
+#define SLOT_COLD_LOAD_KEYS_MAX 1000000u       /* a slice this large is the one-off stall this exists to avoid */
+#define SLOT_COLD_LOADS_MAX 64u                /* cold events queued for loading at once; the next is overloaded */
+#define SLOT_COLD_PARKED_MAX 4096u             /* requests parked until their event's keys are in; then overloaded */
+#define SLOT_COLD_CONN_SET_SLOTS 8192u         /* the commit thread's set of a batch's parked connections: a
+                                                  power of two, at least twice the batch, so probing ends */
+
 _Static_assert(SLOT_LINE_BYTES_DEFAULT >= SLOT_LINE_BYTES_MIN, "default line limit below minimum");
 _Static_assert(SLOT_LINE_BYTES_DEFAULT <= SLOT_LINE_BYTES_MAX, "default line limit above maximum");
 _Static_assert(SLOT_PARTS_MAX <= 65535, "parts are counted in 16 bits");
@@ -210,5 +222,10 @@ _Static_assert(SLOT_CONSUMER_BYTES_MAX == SLOT_EVENT_BYTES_MAX, "consumer names 
  * failover timeout waits before it tries again: one timeout after the first
  * miss, doubling up to this many, each with up to as much again of jitter. */
 #define SLOT_CLUSTER_PROBE_BACKOFF_MAX 4
+
+_Static_assert(SLOT_COLD_LOAD_KEYS_DEFAULT >= SLOT_COLD_LOAD_KEYS_MIN, "default slice in range");
+_Static_assert(SLOT_COLD_LOAD_KEYS_DEFAULT <= SLOT_COLD_LOAD_KEYS_MAX, "default slice in range");
+_Static_assert(SLOT_COLD_CONN_SET_SLOTS >= 2 * SLOT_BATCH_REQUESTS_MAX, "the set never fills");
+_Static_assert((SLOT_COLD_CONN_SET_SLOTS & (SLOT_COLD_CONN_SET_SLOTS - 1)) == 0, "a power of two");
 
 #endif

@@ -188,6 +188,19 @@ typedef int (*slot_store_expiry_fn)(void *ctx, uint64_t expires_at_ms, const cha
 
 int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx);
 int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_hold_fn fn, void *ctx);
+/*
+ * slot_store_holds_scan_from — a bounded piece of slot_store_holds_scan:
+ * the holds of ev with seq >= from_seq (seqs start at 1), in seq order, at
+ * most holds_max of them (1..UINT32_MAX), fn called on each as above.
+ * *next_seq receives the seq of the first hold not visited, or 0 when the
+ * event has no hold past the last one visited (the walk is complete); it is
+ * set only when 0 is returned. Returns 0, fn's non-zero value, or an LMDB
+ * error. Costs one cursor seek and holds_max steps; the idempotency index's
+ * loading of a cold event walks its holds this way, a slice per batch
+ * (docs/design.md, "Cold events load in slices"). Any thread, on its own txn.
+ */
+int slot_store_holds_scan_from(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t from_seq,
+                               uint32_t holds_max, slot_store_hold_fn fn, void *ctx, uint64_t *next_seq);
 int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_user_fn fn, void *ctx);
 /* Expiry entries with expires_at_ms <= until_ms, oldest first (all events). */
 int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot_store_expiry_fn fn, void *ctx);
