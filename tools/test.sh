@@ -9,7 +9,8 @@ set -euo pipefail
 # scdoc renders the man pages, mandoc lints them (tests/test_man.py);
 # systemd: systemd-analyze checks slotd.service (tests/test_systemd.py);
 # prometheus: promtool checks the metrics and examples/prometheus (tests/test_metrics.c);
-# haproxy: sends HTTP to the primary of a replica set (tests/test_haproxy.sh).
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy
+# haproxy: sends HTTP to the primary of a replica set (tests/test_haproxy.sh);
+# strace: traces slotd's folder fsyncs (tests/test_fsync.c).
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"
