@@ -119,16 +119,36 @@ typedef struct trace {
     size_t n;
 } trace;
 
+/* A trace line's pid, and in *rest what follows it (strace pads the pid to
+ * five columns: "123   write(...", "12345 write(..."); -1 when it has none. */
+static long line_pid(const char *line, const char **rest)
+{
+    char *end;
+    long pid = strtol(line, &end, 10);
+    if (end == line || *end != ' ')
+        return -1;
+    while (*end == ' ')
+        end++;
+    *rest = end;
+    return pid;
+}
+
+/* Whether line is pid's and, after the pid, starts with what. */
+static bool line_is(const char *line, long pid, const char *what)
+{
+    const char *rest = line;
+    return line_pid(line, &rest) == pid && strncmp(rest, what, strlen(what)) == 0;
+}
+
 static bool has_exit_line(const char *file, pid_t pid)
 {
     FILE *f = fopen(file, "r");
     if (!f)
         return false;
-    char want[64], buf[8192];
-    snprintf(want, sizeof want, "%ld +++ exited with", (long)pid);
+    char buf[8192];
     bool found = false;
     while (!found && fgets(buf, sizeof buf, f))
-        found = strncmp(buf, want, strlen(want)) == 0;
+        found = line_is(buf, pid, "+++ exited with");
     fclose(f);
     return found;
 }
@@ -166,12 +186,9 @@ static void trace_free(trace *t)
  * line is no syscall's start (a resumed tail, a signal, an exit). */
 static const char *call_of(const char *line, const char *name, long *pid)
 {
-    char *end;
-    *pid = strtol(line, &end, 10);
-    if (end == line || *end != ' ')
+    const char *end;
+    if ((*pid = line_pid(line, &end)) < 0)
         return NULL;
-    while (*end == ' ')
-        end++;
     size_t n = strlen(name);
     if (strncmp(end, name, n) != 0 || end[n] != '(')
         return NULL;
@@ -185,10 +202,10 @@ static bool call_failed(const trace *t, size_t i, const char *name, long pid)
     const char *l = t->line[i];
     if (strstr(l, "<unfinished ...>")) {
         char want[128];
-        snprintf(want, sizeof want, "%ld <... %s resumed>", pid, name);
+        snprintf(want, sizeof want, "<... %s resumed>", name);
         l = NULL;
         for (size_t j = i + 1; j < t->n && !l; j++)
-            if (strncmp(t->line[j], want, strlen(want)) == 0)
+            if (line_is(t->line[j], pid, want))
                 l = t->line[j];
         if (!l)
             return true; /* never returned: it did not happen before anything */
