@@ -58,16 +58,6 @@ static void data_path(const clu *c, char *buf, size_t cap, const char *name)
     snprintf(buf, cap, "%s/%s", c->s->opts.data_dir, name);
 }
 
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) == 0 ? 0 : -errno;
-    close(fd);
-    return rc;
-}
-
 /* Removes dir and the plain files in it (a snapshot folder has no others). */
 static int rm_dir(const char *dir)
 {
@@ -356,13 +346,13 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
         }
     }
     if (rc == 0)
-        rc = fsync_dir(tmp);
+        rc = slot_store_fsync_dir(tmp);
     if (rc == 0)
         rc = rm_dir(dir); /* one left by a run that stopped before installing it: ours is newer */
     if (rc == 0 && rename(tmp, dir) != 0)
         rc = -errno;
     if (rc == 0)
-        rc = fsync_dir(datadir);
+        rc = slot_store_fsync_dir(datadir);
     if (rc != 0) {
         slot__clu_log(c, SLOT__LOG_WARN, "cannot put the snapshot in place: %s", strerror(-rc));
         recv_abort(c);
@@ -417,7 +407,7 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
         return rc;
     }
     rm_dir(dir);
-    fsync_dir(s->opts.data_dir);
+    slot_store_fsync_dir(s->opts.data_dir);
     return 0;
 }
 

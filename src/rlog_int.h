@@ -104,11 +104,11 @@ int slot__rlog_fsync_dir(slot_rlog *log);
 /*
  * slot__rlog_recover — open's work on disk, for a log whose fields
  * slot_rlog_open has set (dir, seg_bytes, logfn, the fds at -1) and whose
- * index is empty: create log->dir when missing (and fsync its parent), read
- * every segment, validate it record by record into the index, then — only
- * once everything validated — remove leftover "*.seg.tmp" files and a last
- * segment with a torn header, cut a torn tail off the last segment, and open
- * that segment as log->wfd. Counts what it removed and cut in
+ * index is empty: create log->dir when missing (slot_store_mkdir: its parent
+ * is fsynced either way), read every segment, validate it record by record
+ * into the index, then — only once everything validated — remove leftover
+ * "*.seg.tmp" files and a last segment with a torn header, cut a torn tail
+ * off the last segment, open that segment as log->wfd, and fsync log->dir. Counts what it removed and cut in
  * info->removed_files and info->truncated_bytes.
  * Returns 0, -errno, -ENOMEM, or SLOT_RLOG_E_CORRUPT (then nothing on disk was changed);
  * on error the caller closes the log (slot_rlog_close frees what was built).

@@ -4,6 +4,7 @@
 #include "rlog_int.h"
 
 #include "slot/assert.h"
+#include "slot/store.h" /* slot_store_mkdir */
 #include "slot/wset.h"
 
 #include <dirent.h>
@@ -297,11 +298,11 @@ out:
     return rc;
 }
 
-/* Everything is validated: now cut the torn tail, drop leftovers. */
+/* Everything is validated: now cut the torn tail, drop leftovers, and fsync
+ * the directory. */
 static int repair(slot_rlog *log, const scan_file *files, size_t n, const scan_result *lastres,
                   slot_rlog_open_info *info)
 {
-    bool dir_changed = false;
     for (size_t i = 0; i < n; i++) {
         if (!files[i].tmp)
             continue;
@@ -309,7 +310,6 @@ static int repair(slot_rlog *log, const scan_file *files, size_t n, const scan_r
         if (unlinkat(log->dirfd, files[i].name, 0) < 0 && errno != ENOENT)
             return -errno;
         info->removed_files++;
-        dir_changed = true;
     }
     if (lastres->drop_file) {
         SLOT_ASSERT(n > 0);
@@ -323,7 +323,6 @@ static int repair(slot_rlog *log, const scan_file *files, size_t n, const scan_r
         if (unlinkat(log->dirfd, f->name, 0) < 0)
             return -errno;
         info->removed_files++;
-        dir_changed = true;
     }
     if (log->nsegs) {
         slot__rlog_seg *s = &log->segs[log->nsegs - 1];
@@ -341,41 +340,22 @@ static int repair(slot_rlog *log, const scan_file *files, size_t n, const scan_r
                 return -errno;
         }
     }
-    if (dir_changed)
-        return slot__rlog_fsync_dir(log);
-    return 0;
+    /* Always, not only after a removal: the names of segments that a run
+     * which crashed before its directory fsync created may be in the page
+     * cache only, and the records in them are acknowledged from now on. */
+    return slot__rlog_fsync_dir(log);
 }
 
+/* The log's folder, made when missing; its parent is fsynced either way
+ * (slot_store_mkdir), so the folder's own name is durable before any record
+ * in it is acknowledged. */
 static int open_dir(slot_rlog *log, const char *dir)
 {
-    bool created = false;
-    if (mkdir(dir, 0700) == 0)
-        created = true;
-    else if (errno != EEXIST)
-        return -errno;
+    int rc = slot_store_mkdir(dir);
+    if (rc)
+        return rc;
     log->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (log->dirfd < 0)
-        return -errno;
-    if (!created)
-        return 0;
-    /* A new directory's own entry must be durable too. */
-    char *parent = strdup(dir);
-    if (!parent)
-        return -ENOMEM;
-    char *slash = strrchr(parent, '/');
-    if (!slash)
-        snprintf(parent, strlen(dir) + 1, ".");
-    else if (slash == parent)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(parent);
-    if (pfd < 0)
-        return -errno;
-    int rc = fsync(pfd) < 0 ? -errno : 0;
-    close(pfd);
-    return rc;
+    return log->dirfd < 0 ? -errno : 0;
 }
 
 int slot__rlog_recover(slot_rlog *log, slot_rlog_open_info *info)

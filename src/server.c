@@ -222,23 +222,29 @@ static void listen_announce(server *s)
  * included) keeps the second one out.
  */
 /* mkdir -p with mode 0700: --data is "created when missing", parents too.
- * Returns 0, or -1 with errno set (the first folder that could not be made). */
-static int mkdir_parents(const char *dir)
+ * With sync (not --durability nosync), each folder it makes has its parent
+ * fsynced (slot_store_mkdir), so the whole new chain of names is durable
+ * before the store in it (docs/design.md, "Durability and stopping").
+ * Returns 0, or -errno of the first folder that could not be made or synced. */
+static int mkdir_parents(const char *dir, bool sync)
 {
     char path[4096];
     size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof(path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
+    if (n == 0 || n >= sizeof(path))
+        return -ENAMETOOLONG;
     memcpy(path, dir, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (path[i] != '/' && path[i] != '\0')
             continue;
         char c = path[i];
         path[i] = '\0';
-        if (mkdir(path, 0700) != 0 && errno != EEXIST)
-            return -1;
+        if (mkdir(path, 0700) == 0) {
+            int rc = sync ? slot_store_mkdir(path) : 0; /* made now: it finds it there and syncs the parent */
+            if (rc != 0)
+                return rc;
+        } else if (errno != EEXIST) {
+            return -errno;
+        }
         path[i] = c;
     }
     return 0;
@@ -247,8 +253,9 @@ static int mkdir_parents(const char *dir)
 static int data_lock(server *s)
 {
     const char *dir = s->opts.data_dir;
-    if (mkdir_parents(dir) != 0) {
-        slot__log(SLOT__LOG_ERROR, "--data: mkdir failed", SLOT__LF_S("data", dir), SLOT__LF_S("error", strerror(errno)));
+    int rc = mkdir_parents(dir, !s->opts.nosync);
+    if (rc != 0) {
+        slot__log(SLOT__LOG_ERROR, "--data: mkdir failed", SLOT__LF_S("data", dir), SLOT__LF_S("error", strerror(-rc)));
         return -1;
     }
     char path[4096];

@@ -9,16 +9,51 @@
 #include "slot/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "store_int.h"
 
 const char *const slot__store_db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users",
                                                         "feed", "consumers", "waitlist"}; /* feed, consumers: slot/feed.h */
+
+/* ---- the folders' own entries (docs/design.md, "Durability and stopping") */
+
+int slot_store_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int slot_store_mkdir(const char *dir)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    char parent[PATH_MAX];
+    size_t n = strlen(dir);
+    if (n >= sizeof parent)
+        return -ENAMETOOLONG;
+    memcpy(parent, dir, n + 1);
+    while (n > 1 && parent[n - 1] == '/') /* "a/b/" is "a/b" */
+        parent[--n] = '\0';
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else if (slash == parent)
+        slash[1] = '\0'; /* "/data": the root */
+    else
+        *slash = '\0';
+    return slot_store_fsync_dir(parent);
+}
 
 /* ---- open, close, grow */
 
@@ -86,10 +121,17 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
 {
     *out = NULL;
     snprintf(errbuf, errlen, "%s", "");
-    if (!opts->read_only && mkdir(opts->dir, 0700) != 0 && errno != EEXIST) {
-        int e = errno;
-        snprintf(errbuf, errlen, "mkdir %s: %s", opts->dir, strerror(e));
-        return -e;
+    if (!opts->read_only) {
+        /* nosync flushes nothing, so neither the folder's own entry. */
+        int mk = 0;
+        if (!opts->nosync)
+            mk = slot_store_mkdir(opts->dir);
+        else if (mkdir(opts->dir, 0700) != 0 && errno != EEXIST)
+            mk = -errno;
+        if (mk != 0) {
+            snprintf(errbuf, errlen, "mkdir %s (or the fsync of its parent): %s", opts->dir, strerror(-mk));
+            return mk;
+        }
     }
     slot_store *st = calloc(1, sizeof(*st));
     if (!st)
@@ -128,6 +170,13 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
     if (rc != 0) {
         if (!errbuf[0])
             snprintf(errbuf, errlen, "open %s: %s", opts->dir, mdb_strerror(rc));
+        goto fail;
+    }
+    /* mdb_env_open may have just created data.mdb and lock.mdb: their
+     * entries are durable before the first commit that lives in them is
+     * acknowledged (LMDB's own fdatasync flushes the file, not its name). */
+    if (!opts->read_only && !opts->nosync && (rc = slot_store_fsync_dir(opts->dir)) != 0) {
+        snprintf(errbuf, errlen, "fsync of the data folder %s: %s", opts->dir, strerror(-rc));
         goto fail;
     }
     *out = st;

@@ -398,16 +398,6 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
     return rc;
 }
 
-static int sync_dir(const char *dir)
-{
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -errno;
-    int rc = fsync(dfd) != 0 ? -errno : 0;
-    close(dfd);
-    return rc;
-}
-
 /* The folder part of path ("." when there is none) into dir. */
 static void dir_of(const char *path, char *dir, size_t cap)
 {
@@ -448,7 +438,7 @@ int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lo
         rc = -errno;
         snprintf(err, errlen, "rename %s to %s: %s", tmp, path, strerror(-rc));
     }
-    if (rc == 0 && (rc = sync_dir(dir)) != 0)
+    if (rc == 0 && (rc = slot_store_fsync_dir(dir)) != 0)
         snprintf(err, errlen, "fsync %s: %s", dir, strerror(-rc));
     if (rc != 0)
         unlink(tmp);
@@ -602,10 +592,10 @@ bool slot_backup_refused(int rc)
 static int dir_claim(const char *data_dir, bool force, bool lock_held, int *lock_fd, char *err, size_t errlen)
 {
     *lock_fd = -1;
-    if (mkdir(data_dir, 0700) != 0 && errno != EEXIST) {
-        int e = errno;
-        snprintf(err, errlen, "cannot create the data folder %s: %s", data_dir, strerror(e));
-        return -e;
+    int mk = slot_store_mkdir(data_dir); /* its name durable before the store renamed into it */
+    if (mk != 0) {
+        snprintf(err, errlen, "cannot create the data folder %s (or fsync its parent): %s", data_dir, strerror(-mk));
+        return mk;
     }
     char path[PATH_BYTES];
     if ((size_t)snprintf(path, sizeof path, "%s/slotd.lock", data_dir) >= sizeof path) {
@@ -693,7 +683,7 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
         rc = -errno;
         snprintf(err, errlen, "rename %s to %s: %s", tmp, dst, strerror(-rc));
     }
-    if (rc == 0 && (rc = sync_dir(data_dir)) != 0)
+    if (rc == 0 && (rc = slot_store_fsync_dir(data_dir)) != 0)
         snprintf(err, errlen, "fsync %s: %s", data_dir, strerror(-rc));
     if (rc != 0 && out_fd >= 0)
         unlink(tmp);

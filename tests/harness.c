@@ -12,6 +12,21 @@
 #include <unistd.h>
 
 const char *slot_test_current;
+const char *const *slot_test_wrapper;
+
+#define WRAPPER_ARGS_MAX 31
+
+/* argv := slot_test_wrapper's entries, then bin; returns how many went in. */
+static int wrapper_argv(const char **argv, const char *bin)
+{
+    int argc = 0;
+    for (int i = 0; slot_test_wrapper && slot_test_wrapper[i]; i++) {
+        ASSERT_LT(i, WRAPPER_ARGS_MAX);
+        argv[argc++] = slot_test_wrapper[i];
+    }
+    argv[argc++] = bin;
+    return argc;
+}
 
 /* In a sanitizer build a UBSan report fails the case (the runtime's default
  * is to print and go on, which a passing test would hide). Unused otherwise. */
@@ -176,14 +191,13 @@ void slot_test_server_start(slot_test_server *s, const char *dir, const char *co
     }
     int out[2];
     ASSERT_EQ(pipe(out), 0);
-    const char *argv[64];
-    int argc = 0;
-    argv[argc++] = bin;
+    const char *argv[64 + WRAPPER_ARGS_MAX];
+    int argc = wrapper_argv(argv, bin);
     argv[argc++] = "--listen";
     argv[argc++] = "127.0.0.1:0";
     argv[argc++] = "--data";
     argv[argc++] = s->dir;
-    for (int i = 0; extra && extra[i] && argc < 62; i++)
+    for (int i = 0; extra && extra[i] && argc < 62 + WRAPPER_ARGS_MAX; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;
     fflush(NULL);
@@ -193,8 +207,8 @@ void slot_test_server_start(slot_test_server *s, const char *dir, const char *co
         dup2(out[1], STDOUT_FILENO);
         close(out[0]);
         close(out[1]);
-        execv(bin, (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     close(out[1]);
@@ -345,9 +359,9 @@ uint64_t slot_test_stat(const slot_test_server *s, const char *name)
 int slot_test_run_refused(const char *const *args, char *err, size_t errlen)
 {
     const char *bin = getenv("SLOTD");
-    const char *argv[16] = {bin ? bin : "./slotd"};
-    int argc = 1;
-    for (int i = 0; args[i] && argc < 15; i++)
+    const char *argv[16 + WRAPPER_ARGS_MAX];
+    int argc = wrapper_argv(argv, bin ? bin : "./slotd");
+    for (int i = 0; args[i] && argc < 15 + WRAPPER_ARGS_MAX; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
     int out[2], errp[2];

@@ -148,6 +148,17 @@ typedef struct slot_test_server {
 } slot_test_server;
 
 /*
+ * slot_test_wrapper — NULL, or a NULL-terminated argv (a program's path and
+ * its flags, at most 31 entries) that slot_test_server_start and
+ * slot_test_run_refused run the daemon under: the wrapper's argv, then
+ * $SLOTD and its arguments. The wrapper must run $SLOTD in the process it
+ * was started as (`strace -D` does), so the PID the harness knows, stops
+ * and waits for is slotd's. A case sets it before it starts a server (each
+ * case runs in its own forked child, so it ends with the case).
+ */
+extern const char *const *slot_test_wrapper;
+
+/*
  * slot_test_server_start — start $SLOTD (the built daemon) with
  * --listen 127.0.0.1:0 --data DIR plus `extra` (NULL-terminated argv, may be
  * NULL), and wait (up to 10 s) for its "listening on HOST:PORT" line.

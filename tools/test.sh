@@ -10,7 +10,8 @@ set -euo pipefail
 # systemd: systemd-analyze checks slotd.service (tests/test_systemd.py);
 # prometheus: promtool checks the metrics and examples/prometheus (tests/test_metrics.c);
 # haproxy: sends HTTP to the primary of a replica set (tests/test_haproxy.sh);
+# strace: traces slotd's folder fsyncs (tests/test_fsync.c);
 # nftables: the partition tests cut links between network namespaces (tests/netns_fixture.c).
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy nftables
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"

@@ -128,8 +128,10 @@ int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, 
  * the caller already holds it: a slotd replacing its own, closed store). Writes data.mdb.restore, checks
  * it, then removes lock.mdb and renames it to data.mdb and syncs the folder;
  * with force, other files (an rlog/ folder) are left as they are.
- *   data_dir: created (0700) when missing; its parent must exist.
- *   out: the header's fields (may be NULL). Returns 0 or an error.
+ *   data_dir: created (0700) when missing, its parent then fsynced
+ *   (slot_store_mkdir); its parent must exist.
+ *   out: the header's fields (may be NULL). Returns 0 or an error (a failed
+ *   fsync of data_dir or its parent included: the restore is then not durable).
  * Thread: any. Cost: O(data) (a copy and a digest).
  */
 int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, slot_backup_info *out, char *err,

@@ -118,7 +118,10 @@ const char *slot_rlog_strerror(int rc);
 /*
  * slot_rlog_open — open (creating it, mode 0700, if missing) the log in dir,
  * validate every record of every segment, build the index and repair a torn
- * tail (see the header comment).
+ * tail (see the header comment). dir's parent and dir itself are fsynced
+ * (also when nothing changed: names a crashed run made may not be on disk
+ * yet), so every segment the log holds keeps its name through a power cut;
+ * a failed fsync fails the open.
  *   dir: a directory path, NUL-terminated; copied.
  *   opts: NULL for the defaults. info: NULL, or filled on success.
  *   *out: the log on success (close it with slot_rlog_close); NULL on error.

@@ -114,13 +114,51 @@ typedef struct slot_store_opts {
 /*
  * slot_store_open — open (creating when missing) the environment in opts->dir,
  * check the schema magic and version, and clear stale reader slots left by
- * killed processes (mdb_reader_check).
+ * killed processes (mdb_reader_check). Unless opts->nosync or read_only, the
+ * folder is made with slot_store_mkdir and fsynced once the environment is
+ * open (data.mdb and lock.mdb may have just been created in it), so a store
+ * that opened can acknowledge writes: an error there fails the open.
  *   out: receives the store; owned by the caller, freed by slot_store_close().
  *   errbuf/errlen: a human message on failure ("... was written by a newer
  *   slotd (schema 3); this one reads 1").
  * Returns 0, or a negative errno / positive LMDB error. Thread: any, once.
  */
 int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf, size_t errlen);
+
+/*
+ * slot_store_fsync_dir — fsync(2) the folder dir itself, so that the files
+ * created, renamed or removed in it since its last fsync keep (or lose)
+ * their names through a power cut. A file's own fsync or fdatasync flushes
+ * its data, not necessarily the entry that names it: ext4 and XFS happen to
+ * keep the entry with the file's flush, POSIX and other file systems or
+ * mount options do not (SQLite and PostgreSQL fsync the folder for this
+ * reason; docs/design.md, "Durability and stopping"). Every folder an
+ * acknowledged write depends on is synced this way after such a change and
+ * before the write is acknowledged: the data folder, DATA/rlog, the
+ * snapshots' folders, a backup's folder.
+ *   dir: the folder's path (absolute, or relative to the working folder).
+ * Returns 0, or -errno of open(2) (ENOENT, EACCES, ENOTDIR) or fsync(2)
+ * (EIO: the entries may be lost). A caller whose write depends on the
+ * folder fails that write (or refuses to start) on an error.
+ * Thread: any. It blocks for the flush (a journal commit: milliseconds on a
+ * disk), so it runs at start, on the commit thread or on a worker, never
+ * per request on the event loop.
+ */
+int slot_store_fsync_dir(const char *dir);
+
+/*
+ * slot_store_mkdir — create the folder dir (mode 0700) when it is missing,
+ * then fsync its parent (slot_store_fsync_dir), so that the folder's own
+ * entry is durable before anything in it is. The parent is synced also when
+ * dir existed: a run that crashed between its mkdir and that fsync left an
+ * entry that only the page cache may hold.
+ *   dir: the folder's path; its parent must exist ("a/b/" is "a/b"; no
+ *   slash: the parent is ".").
+ * Returns 0, or -errno of mkdir(2) (not EEXIST), -ENAMETOOLONG (longer than
+ * PATH_MAX), or an error of slot_store_fsync_dir on the parent.
+ * Thread: any; it blocks as slot_store_fsync_dir does.
+ */
+int slot_store_mkdir(const char *dir);
 
 /* slot_store_close — close the environment (no transaction may be open). NULL is fine. */
 void slot_store_close(slot_store *st);
