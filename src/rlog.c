@@ -158,6 +158,21 @@ int slot_rlog_open(const char *dir, const slot_rlog_opts *opts, slot_rlog **out,
         slot_rlog_close(log);
         return rc;
     }
+    /* What a killed run appended may still be only in the page cache: the
+     * last segment is made durable by the first slot_rlog_sync, before any of
+     * it is acknowledged again (earlier segments were synced at their rollover). */
+    if (log->nsegs > 0) {
+        int fd = slot__rlog_open_seg(log, log->segs[log->nsegs - 1].first_seq, O_RDONLY);
+        if (fd < 0 || fdatasync(fd) < 0) {
+            rc = fd < 0 ? fd : -errno;
+            if (fd >= 0)
+                close(fd);
+            slot__rlog_logf(log, "rlog: open: cannot sync the last segment: %s", strerror(-rc));
+            slot_rlog_close(log);
+            return rc;
+        }
+        close(fd);
+    }
     inf.records = log->noffs;
     inf.segments = log->nsegs;
     if (info)

@@ -120,7 +120,9 @@ const char *slot_rlog_strerror(int rc);
  * validate every record of every segment, build the index and repair a torn
  * tail (see the header comment). dir's parent and dir itself are fsynced
  * (also when nothing changed: names a crashed run made may not be on disk
- * yet), so every segment the log holds keeps its name through a power cut;
+ * yet), so every segment the log holds keeps its name through a power cut,
+ * and the last segment is fdatasynced (a killed run's appends may be only in
+ * the page cache: synced here, before they can be acknowledged again);
  * a failed fsync fails the open.
  *   dir: a directory path, NUL-terminated; copied.
  *   opts: NULL for the defaults. info: NULL, or filled on success.
