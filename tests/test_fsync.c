@@ -28,11 +28,13 @@
 TEST_DECLARE(data_folder_fsynced_after_data_mdb_and_before_the_first_held)
 TEST_DECLARE(data_folder_fsync_failure_refuses_to_start)
 TEST_DECLARE(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
+TEST_DECLARE(rlog_last_segment_synced_at_open_before_its_first_write)
 
 TEST_LIST_START
     TEST_ENTRY(data_folder_fsynced_after_data_mdb_and_before_the_first_held)
     TEST_ENTRY(data_folder_fsync_failure_refuses_to_start)
     TEST_ENTRY(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
+    TEST_ENTRY(rlog_last_segment_synced_at_open_before_its_first_write)
 TEST_LIST_END
 
 /* Every call that creates, renames or removes a name, the folder fsyncs,
@@ -41,7 +43,7 @@ TEST_LIST_END
  * not refuse them. -yy prints each fd's path (and a socket's addresses). */
 #define TRACE_SET                                                                                \
     "trace=openat,?mkdir,?mkdirat,?rename,?renameat,?renameat2,?unlink,?unlinkat,?rmdir,fsync," \
-    "fdatasync,write,writev,?sendmsg,?sendto"
+    "fdatasync,write,writev,pwrite64,?sendmsg,?sendto"
 #define TRACE_LINES_MAX 200000
 #define TRACE_WAIT_MS 10000   /* for the tracer to write its last line after slotd exited */
 #define PATH_BYTES 4096
@@ -500,6 +502,80 @@ TEST_IMPL(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
     const char *const folders[] = {n->dir, rlog, NULL};
     int c = assert_fsynced_before(&t, reply, folders);
     printf("  %d creates in %s and %s before the held reply, each fsynced before it\n", c, n->dir, rlog);
+    trace_free(&t);
+    set_end();
+}
+
+/*
+ * A node killed with kill -9 may leave its last appends only in the page
+ * cache. At the next start the batch log's open fdatasyncs the last segment
+ * before anything else is written to it, so what it holds is on disk before
+ * a record of it can be acknowledged again (a replica acks records its log
+ * already holds without appending them): in the trace of the restart the
+ * first fdatasync of that segment comes before the first pwrite to it.
+ */
+TEST_IMPL(rlog_last_segment_synced_at_open_before_its_first_write)
+{
+    need_strace();
+    etcd_start(&etcd); /* skips without /usr/bin/etcd */
+    char *base = real_tmpdir();
+    snprintf(base_dir, sizeof base_dir, "%s", base);
+    free(base);
+    snprintf(secret_path, sizeof secret_path, "%s/secret", base_dir);
+    FILE *f = fopen(secret_path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("a-cluster-secret-of-some-length\n", f);
+    fclose(f);
+    ASSERT_EQ(chmod(secret_path, 0600), 0);
+    node *n = &nodes[0];
+    snprintf(n->id, sizeof n->id, "n1");
+    snprintf(n->dir, sizeof n->dir, "%s/n1", base_dir);
+    snprintf(n->host, sizeof n->host, "127.0.0.1");
+    n->extra[0] = "--min-replicas";
+    n->extra[1] = "0";
+    n->extra[2] = "--durability";
+    n->extra[3] = "sync";
+    n->extra[4] = NULL;
+    node_start(n);
+    ASSERT_EQ(find_primary(WAIT_LONG_MS), 0);
+    create_event(0, 10);
+    json_t *j = call1(0, "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"ann\",\"request\":\"k1\",\"qty\":1}");
+    ASSERT(j && jok(j));
+    json_decref(j);
+    slot_test_server_kill9(&n->srv);
+    n->up = false;
+    char file[PATH_BYTES], seg[PATH_BYTES];
+    snprintf(file, sizeof file, "%s/trace", base_dir);
+    snprintf(seg, sizeof seg, "%s/rlog/0000000000000001.seg", n->dir);
+    trace_into(file);
+    node_start(n);
+    pid_t pid = n->srv.pid;
+    ASSERT_EQ(find_primary(WAIT_LONG_MS), 0);
+    j = call1(0, "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"bob\",\"request\":\"k2\",\"qty\":1}");
+    ASSERT(j && jok(j));
+    ASSERT_STR_EQ(jstr(j, "status"), "held");
+    json_decref(j);
+    ASSERT_EQ(slot_test_server_stop(&n->srv), 0);
+    n->up = false;
+    trace t = trace_read(file, pid);
+    size_t first_sync = t.n, first_write = t.n;
+    for (size_t i = 0; i < t.n; i++) {
+        long lp;
+        char path[ARG_BYTES];
+        const char *p = call_of(t.line[i], "fdatasync", &lp);
+        if (p && first_sync == t.n && arg_fd(p, path, sizeof path) && strcmp(path, seg) == 0 &&
+            !call_failed(&t, i, "fdatasync", lp))
+            first_sync = i;
+        p = call_of(t.line[i], "pwrite64", &lp);
+        if (p && first_write == t.n && arg_fd(p, path, sizeof path) && strcmp(path, seg) == 0)
+            first_write = i;
+    }
+    ASSERT(first_write < t.n); /* the second hold's record went there */
+    if (first_sync > first_write)
+        T_FAIL_("the restart wrote to %s (trace line %zu) before it fdatasynced what the killed run left there", seg,
+                first_write + 1);
+    printf("  the restart fdatasynced %s at trace line %zu, before its first write at line %zu\n", seg, first_sync + 1,
+           first_write + 1);
     trace_free(&t);
     set_end();
 }
