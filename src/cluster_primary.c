@@ -378,7 +378,18 @@ static void ack_timeout(clu *c)
      * with every member of the configuration (docs/design.md, "Partitions").
      * Dropping one of two silent replicas here once left a caught-up member
      * outside the configuration and the other two wedged. */
-    bool heard = next.nmembers > 1 || c->min_replicas == 0;
+    bool heard = c->min_replicas == 0;
+    slot_repl_peer_info pi[SLOT_CLUSTER_MEMBERS_MAX];
+    size_t np = slot_repl_peers(c->repl, pi, SLOT_CLUSTER_MEMBERS_MAX);
+    for (size_t k = 0; k < np && k < SLOT_CLUSTER_MEMBERS_MAX && !heard; k++) {
+        /* heard: it acked the pending record and has answered since (an ack
+         * that came just before a cut proves nothing about now: dropping the
+         * other replica on it once left the two that still reached each
+         * other without a configuration they could use) */
+        clu_node *n = slot__clu_node(c, pi[k].node_id, false);
+        heard = n && pi[k].ready && slot__clu_is_member(&c->cfg, n->id) && n->acked >= c->pending_seq &&
+                pi[k].silence_ms < c->repl_to_ms;
+    }
     if (heard && next.nmembers - 1 >= c->min_replicas && !c->cas_busy) {
         next.epoch = c->cfg.epoch + 1;
         c->pending_since_ms = uv_now(c->s->loop); /* the CAS gets one more timeout */

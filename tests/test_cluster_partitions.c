@@ -10,7 +10,9 @@
  *     primary sees none of them joining) within 15 s,
  *   - the digests are equal, every acknowledged hold is held on every node,
  *     check is clean and the units add up,
- *   - (sequence) the partition made at most 3 new epochs.
+ *   - (sequence) the partition made at most 3 new epochs, and the set sold
+ *     again in the second half of each cut (two members always reach each
+ *     other and etcd).
  *
  * Cases: the primary cut from one replica, then from etcd, then from both
  * replicas (each cut SLOT_PARTITION_CUT_MS, default 8000, healed in between;
@@ -262,7 +264,23 @@ static void partition_end(void)
     ns_cleanup();
 }
 
-/* Cuts the links from node p to each node of to[] (NS_ETCD for etcd) for cut_ms, heals, checks. */
+/* Acknowledged holds whose answers came in [from_ms, to_ms). */
+static int acks_between(uint64_t from_ms, uint64_t to_ms)
+{
+    int n = 0;
+    pthread_mutex_lock(&acks_mu);
+    for (int k = 0; k < atomic_load(&nacks); k++)
+        n += acks[k].at_ms >= from_ms && acks[k].at_ms < to_ms;
+    pthread_mutex_unlock(&acks_mu);
+    return n;
+}
+
+/*
+ * Cuts the links from node p to each node of to[] (NS_ETCD for etcd) for
+ * cut_ms, heals, checks. In every such cut two members still reach each
+ * other and etcd, so the set must sell again before the heal (in the cut's
+ * second half).
+ */
 static void cut_and_heal(const char *what, int p, const int *to, int nto, int cut_ms)
 {
     uint64_t e0 = epoch_max();
@@ -270,8 +288,13 @@ static void cut_and_heal(const char *what, int p, const int *to, int nto, int cu
     ns_cut_from(p, to, nto);
     fprintf(stderr, "%s: cut %s\n", what, ns_cut_desc());
     sleep_ms(cut_ms);
+    uint64_t t_heal = slot_test_now_ms();
+    int during = acks_between(t_cut + (uint64_t)cut_ms / 2, t_heal);
     ns_heal_all();
-    after_heal(what, t_cut, slot_test_now_ms(), e0);
+    if (during == 0)
+        T_FAIL_("%s: nothing was acknowledged in the second half of the cut (the other two members reach each other)",
+                what);
+    after_heal(what, t_cut, t_heal, e0);
 }
 
 TEST_IMPL(cluster_partition_sequence)
