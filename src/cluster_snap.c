@@ -6,8 +6,8 @@
  * needs is trimmed from ours) gets a snapshot: a backup file of our store
  * (slot/backup.h, slot_store_backup_fd, on the thread pool; it read-locks
  * map_lock for the LMDB copy) in DATA/snap-send.bak, sent in SNAP chunks
- * under the channel's back-pressure once the copy's seq is committed, then
- * records from seq + 1 once the peer ACKs seq. One snapshot at a time;
+ * under the channel's back-pressure as soon as it is made (also beyond the
+ * commit point), then records from seq + 1 once the peer ACKs seq. One snapshot at a time;
  * others wait their turn.
  *
  * Replica: the chunks go to DATA/snap.tmp/snap.bak; after the last one the
@@ -199,19 +199,18 @@ static void send_more(clu *c)
         send_close(c);
         return;
     }
-    /* A joiner gets a committed state: the batch in flight is acked within ms
-     * without it. A member of the configuration (or a joiner already waited
-     * for) is one of those acks: waiting for the commit point to reach the
-     * copy would wait for itself (a wedge once seen after a partition: the
-     * tenure record waited for the member's ack, the member for the snapshot,
-     * the snapshot for the tenure record). It gets the state as it is; every
-     * record up to snap_seq is in our log, so installing it is what receiving
-     * those records and applying them early would be, and it answers reads
-     * only once the commit point it hears covers it (docs/design.md,
-     * "Snapshots to a member that must ack"). */
-    bool waited_for = n->counted || slot__clu_is_member(&c->cfg, n->id);
-    if (c->snap_seq > c->commit_seq && !waited_for)
-        return;
+    /* The copy goes out as soon as it is made, also when it holds records
+     * beyond the commit point (the batch in flight; taking over, the records
+     * below the tenure record). Waiting for the commit point to reach it
+     * waits for the member's own ack when the member is one the pending
+     * record needs (a wedge once seen after a partition: the tenure record
+     * waited for the member, the member for its snapshot, the snapshot for
+     * the tenure record), and a joiner's snapshot waiting so held the one
+     * snapshot slot against a member's (another wedge, found by the flapping
+     * test). Every record up to snap_seq is in our log, so installing the copy
+     * is what receiving those records and applying them early would be; the
+     * receiver answers reads only once the commit point it hears covers it
+     * (docs/design.md, "Snapshots beyond the commit point"). */
     while (c->snap_off < c->snap_bytes) {
         uint64_t left = c->snap_bytes - c->snap_off;
         size_t len = left < SLOT_REPL_SNAP_CHUNK_BYTES ? (size_t)left : SLOT_REPL_SNAP_CHUNK_BYTES;
@@ -253,18 +252,24 @@ static void primary_snap(clu *c)
         send_more(c);
         return;
     }
+    /* Members (and joiners waited for) first: the pending record may need their acks. */
+    clu_node *pick = NULL;
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
         if (n->snap != CLU_SNAP_WANT || !n->ready)
             continue;
-        snprintf(c->snap_node, sizeof(c->snap_node), "%s", n->id);
-        data_path(c, c->snap_path, sizeof(c->snap_path), SNAP_SEND);
-        c->snap_since_ms = uv_now(c->s->loop);
-        c->snap_work.data = c;
-        if (uv_queue_work(c->s->loop, &c->snap_work, work_copy, after_copy) == 0)
-            c->snap_making = true;
-        return;
+        if (!pick || (!(pick->counted || slot__clu_is_member(&c->cfg, pick->id)) &&
+                      (n->counted || slot__clu_is_member(&c->cfg, n->id))))
+            pick = n;
     }
+    if (!pick)
+        return;
+    snprintf(c->snap_node, sizeof(c->snap_node), "%s", pick->id);
+    data_path(c, c->snap_path, sizeof(c->snap_path), SNAP_SEND);
+    c->snap_since_ms = uv_now(c->s->loop);
+    c->snap_work.data = c;
+    if (uv_queue_work(c->s->loop, &c->snap_work, work_copy, after_copy) == 0)
+        c->snap_making = true;
 }
 
 /* ---- the replica */

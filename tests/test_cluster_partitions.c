@@ -288,13 +288,12 @@ static void cut_and_heal(const char *what, int p, const int *to, int nto, int cu
     ns_cut_from(p, to, nto);
     fprintf(stderr, "%s: cut %s\n", what, ns_cut_desc());
     sleep_ms(cut_ms);
-    uint64_t t_heal = slot_test_now_ms();
-    int during = acks_between(t_cut + (uint64_t)cut_ms / 2, t_heal);
+    int during = acks_between(t_cut + (uint64_t)cut_ms / 2, slot_test_now_ms());
     ns_heal_all();
     if (during == 0)
         T_FAIL_("%s: nothing was acknowledged in the second half of the cut (the other two members reach each other)",
                 what);
-    after_heal(what, t_cut, t_heal, e0);
+    after_heal(what, t_cut, slot_test_now_ms(), e0);
 }
 
 TEST_IMPL(cluster_partition_sequence)
