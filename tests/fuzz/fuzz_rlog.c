@@ -236,6 +236,13 @@ static void check_append_reopen(slot_rlog *log, const slot_rlog_opts *o)
     slot_rlog_close(again);
 }
 
+/* At exit: the folder removed. */
+static void remove_dir(void)
+{
+    empty_dir();
+    rmdir(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -244,6 +251,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/slot-fuzz-rlog-XXXXXX", base && *base ? base : "/tmp");
     CHECK(mkdtemp(dir) != NULL);
+    atexit(remove_dir);
     return 0;
 }
 
