@@ -178,7 +178,8 @@ static void check_records(slot_rlog *log, const slot_rlog_open_info *info)
         int rc = slot_rlog_epoch_of(log, first - 1, &before);
         CHECK(rc == 0 || (rc == -ENOENT && first == 1));
     }
-    for (uint64_t seq = first; count > 0 && seq <= last; seq++) {
+    for (uint64_t i = 0; i < count; i++) { /* by index: seq may end at UINT64_MAX */
+        uint64_t seq = first + i;
         const uint8_t *rec;
         size_t n;
         CHECK(slot_rlog_read(log, seq, &rec, &n) == 0);
