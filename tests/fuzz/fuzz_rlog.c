@@ -197,14 +197,16 @@ static void check_records(slot_rlog *log, const slot_rlog_open_info *info)
     CHECK(slot_rlog_read(log, last + 1, &rec, &n) == -ENOENT);
 }
 
-/* The next record, taken; then a clean reopen with it. */
+/* The next record, taken; then a clean reopen with it. Closes log. */
 static void check_append_reopen(slot_rlog *log, const slot_rlog_opts *o)
 {
     uint64_t last = 0, epoch = 0;
     slot_rlog_last(log, &epoch, &last);
     uint64_t count = slot_rlog_count(log);
-    if (last == UINT64_MAX || epoch == UINT64_MAX)
+    if (last == UINT64_MAX || epoch == UINT64_MAX) { /* no next record to take */
+        slot_rlog_close(log);
         return;
+    }
     slot_wset ws;
     CHECK(slot_wset_init(&ws, 0) == 0);
     CHECK(slot_wset_put(&ws, 1, "k", 1, "v", 1) == 0);
