@@ -233,16 +233,36 @@ static void socket_opts(int fd)
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
 }
 
+/* Dials 127.0.0.1:port from 127.0.0.N, N taking 250 values in turn: the
+ * connections this side closes first wait out TIME_WAIT, and hundreds of
+ * inputs a second would use up one address's ephemeral ports within a
+ * minute. Retries while no port is free (EADDRNOTAVAIL), up to WAIT_MS. */
 static int dial(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK(fd >= 0);
-    socket_opts(fd);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0); /* loopback: the kernel completes it */
-    set_nonblock(fd);
-    return fd;
+    static unsigned next;
+    uint64_t until = now_ms() + WAIT_MS;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(fd >= 0);
+        socket_opts(fd);
+        struct sockaddr_in from = {.sin_family = AF_INET};
+        from.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + next++ % 250);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&from, sizeof from) == 0 &&
+            connect(fd, (struct sockaddr *)&a, sizeof a) == 0) { /* loopback: the kernel completes it */
+            set_nonblock(fd);
+            return fd;
+        }
+        int e = errno;
+        close(fd);
+        if ((e != EADDRNOTAVAIL && e != EADDRINUSE && e != EINTR) || now_ms() > until) {
+            fprintf(stderr, "fuzz_repl: connect to 127.0.0.1:%d: %s\n", port, strerror(e));
+            abort();
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Writes all of it while the loop runs (the endpoint reads as it goes);
