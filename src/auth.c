@@ -89,8 +89,32 @@ bool slot__authorize(server *s, conn *c, entry *e)
     return true;
 }
 
+/* One line of f into buf (cap bytes), without its newline: its length, or
+ * -1 at the end of the file, or -2 for a line longer than cap - 1 bytes or
+ * one that holds a NUL byte (read to its end either way, so the next call
+ * starts at the next line). fgets alone would hand the rest of a long line
+ * over as a line of its own, and hide what follows a NUL. */
+static long read_line(FILE *f, char *buf, size_t cap)
+{
+    size_t n = 0;
+    bool bad = false;
+    int ch;
+    while ((ch = getc(f)) != EOF && ch != '\n') {
+        if (ch == 0 || n + 1 >= cap)
+            bad = true;
+        else
+            buf[n++] = (char)ch;
+    }
+    if (ch == EOF && n == 0 && !bad)
+        return -1;
+    buf[n] = 0;
+    return bad ? -2 : (long)n;
+}
+
 /* Reads --token-file: lines "ROLE TOKEN" (frontend, worker or admin), # comments.
- * The file must not be readable or writable by group or others. */
+ * The file must not be readable or writable by group or others. A line with
+ * more than those two words is refused: "admin my pass phrase" must not
+ * quietly become the token "my". */
 int slot__tokens_load(server *s, const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -107,22 +131,25 @@ int slot__tokens_load(server *s, const char *path)
         fclose(f);
         return -1;
     }
-    char line[SLOT_TOKEN_BYTES_MAX + 64];
+    char line[SLOT_TOKEN_LINE_BYTES_MAX + 1];
     int lineno = 0, rc = 0;
-    while (rc == 0 && fgets(line, sizeof(line), f)) {
+    long len;
+    while (rc == 0 && (len = read_line(f, line, sizeof(line))) != -1) {
         lineno++;
         char role[32], value[SLOT_TOKEN_BYTES_MAX + 2];
         char *p = line + strspn(line, " \t");
-        if (*p == '#' || *p == '\n' || *p == 0)
+        if (len >= 0 && (*p == '#' || *p == 0))
             continue;
-        if (sscanf(p, "%31s %257s", role, value) != 2 || strlen(value) > SLOT_TOKEN_BYTES_MAX ||
+        int end = -1;
+        if (len < 0 || sscanf(p, "%31s %257s %n", role, value, &end) != 2 || end < 0 || p[end] != 0 ||
+            strlen(value) > SLOT_TOKEN_BYTES_MAX ||
             (strcmp(role, "frontend") != 0 && strcmp(role, "admin") != 0 && strcmp(role, "worker") != 0) ||
             s->ntokens == SLOT_TOKENS_MAX) {
             /* the line itself is not shown: it may hold a token */
             slot__log(SLOT__LOG_ERROR,
                       "--token-file: want \"frontend TOKEN\", \"worker TOKEN\" or \"admin TOKEN\" lines",
                       SLOT__LF_S("path", path), SLOT__LF_I("line", lineno), SLOT__LF_U("token_bytes_max", SLOT_TOKEN_BYTES_MAX),
-                      SLOT__LF_U("lines_max", SLOT_TOKENS_MAX));
+                      SLOT__LF_U("line_bytes_max", SLOT_TOKEN_LINE_BYTES_MAX), SLOT__LF_U("lines_max", SLOT_TOKENS_MAX));
             rc = -1;
             break;
         }

@@ -79,9 +79,18 @@ static int watch_message(slot__etcd_req *r, const char *msg, size_t len) {
         if (rc != 0)
             break;
     }
+    bool created = rc == 0 && json_is_true(json_object_get(res, "created"));
+    /* Events in revision order, none below what the watch has passed
+     * (slot/etcd.h): a store that sends one out of order ends the watch
+     * rather than move the caller's revision back. */
+    int64_t at = created && r->from_now && hdr_rev > r->last_rev ? hdr_rev : r->last_rev;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (ev[i].kv.mod_revision < at)
+            rc = SLOT_ETCD_EPROTO;
+        at = ev[i].kv.mod_revision;
+    }
     if (rc == 0) {
-        bool created = json_is_true(json_object_get(res, "created"));
-        if (created && r->from_now)
+        if (created && r->from_now && hdr_rev > r->last_rev)
             r->last_rev = hdr_rev; /* events come after the revision it started at */
         else if (!created && n == 0 && hdr_rev > r->last_rev)
             r->last_rev = hdr_rev; /* a progress notice: everything up to it was sent */

@@ -23,6 +23,7 @@ TEST_DECLARE(auth_later_hello)
 TEST_DECLARE(auth_pipelined_hellos_report_their_own_role)
 TEST_DECLARE(auth_failed_hello_logged_without_token)
 TEST_DECLARE(auth_token_file_readable_by_others_refused)
+TEST_DECLARE(auth_token_file_malformed_lines_refused)
 TEST_DECLARE(auth_non_loopback_without_tokens_refused)
 TEST_DECLARE(auth_non_loopback_with_insecure_starts)
 TEST_DECLARE(auth_no_tokens_every_connection_admin)
@@ -37,6 +38,7 @@ TEST_LIST_START
     TEST_ENTRY(auth_pipelined_hellos_report_their_own_role)
     TEST_ENTRY(auth_failed_hello_logged_without_token)
     TEST_ENTRY(auth_token_file_readable_by_others_refused)
+    TEST_ENTRY(auth_token_file_malformed_lines_refused)
     TEST_ENTRY(auth_non_loopback_without_tokens_refused)
     TEST_ENTRY(auth_non_loopback_with_insecure_starts)
     TEST_ENTRY(auth_no_tokens_every_connection_admin)
@@ -444,6 +446,46 @@ TEST_IMPL(auth_token_file_readable_by_others_refused)
             T_FAIL_("mode %03o: no message naming --token-file: \"%s\"", (unsigned)modes[i], err);
         ASSERT(strstr(err, FRONTEND_TOKEN) == NULL);
         free(path);
+    }
+    slot_test_rmdir(dir);
+    free(dir);
+}
+
+/* Lines that are not exactly "ROLE TOKEN" are refused, not read in part
+ * (found by tests/fuzz/fuzz_config): a pass phrase used to become its first
+ * word, the tail of a long comment a token line of its own, and a token
+ * line cut at a NUL byte its prefix. */
+TEST_IMPL(auth_token_file_malformed_lines_refused)
+{
+    char *dir = slot_test_tmpdir();
+    char data[512], path[600], err[1024], comment[400];
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(path, sizeof path, "%s/tokens", dir);
+    memset(comment, 'x', sizeof comment);
+    comment[0] = '#';
+    /* 319 bytes of comment, then what fgets would have read as the next line */
+    memcpy(comment + SLOT_TOKEN_LINE_BYTES_MAX, " admin tail-token\n", 19);
+    static const char phrase[] = "admin correct horse battery\n";
+    static const char nul[] = "admin " ADMIN_TOKEN "\0x\n";
+    const struct {
+        const char *what, *text;
+        size_t len;
+    } files[] = {
+        {"a token of several words", phrase, sizeof phrase - 1},
+        {"a comment longer than a line", comment, SLOT_TOKEN_LINE_BYTES_MAX + 18},
+        {"a NUL byte in a token line", nul, sizeof nul - 1},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ASSERT(fd >= 0);
+        ASSERT_EQ(write(fd, files[i].text, files[i].len), (ssize_t)files[i].len);
+        close(fd);
+        const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, "--token-file", path, NULL};
+        if (slot_test_run_refused(args, err, sizeof err) == 0)
+            T_FAIL_("%s: slotd started", files[i].what);
+        if (!strstr(err, "token-file"))
+            T_FAIL_("%s: no message naming --token-file: \"%s\"", files[i].what, err);
+        ASSERT(strstr(err, "horse") == NULL && strstr(err, "tail-token") == NULL);
     }
     slot_test_rmdir(dir);
     free(dir);

@@ -18,6 +18,7 @@ TEST_DECLARE(etcd_errors_named_and_bad_arguments_refused)
 TEST_DECLARE(etcd_timeout_on_silent_endpoints)
 TEST_DECLARE(etcd_close_cancels_requests_on_the_wire)
 TEST_DECLARE(etcd_bad_responses_get_clear_errors)
+TEST_DECLARE(etcd_watch_events_out_of_revision_order_refused)
 TEST_DECLARE(etcd_get_missing_key)
 TEST_DECLARE(etcd_put_get_binary_prefix_del)
 TEST_DECLARE(etcd_cas_on_mod_revision)
@@ -34,6 +35,7 @@ TEST_LIST_START
     TEST_ENTRY(etcd_timeout_on_silent_endpoints)
     TEST_ENTRY(etcd_close_cancels_requests_on_the_wire)
     TEST_ENTRY(etcd_bad_responses_get_clear_errors)
+    TEST_ENTRY(etcd_watch_events_out_of_revision_order_refused)
     TEST_ENTRY(etcd_get_missing_key)
     TEST_ENTRY(etcd_put_get_binary_prefix_del)
     TEST_ENTRY(etcd_cas_on_mod_revision)
@@ -305,6 +307,46 @@ TEST_IMPL(etcd_bad_responses_get_clear_errors) {
     uv_close((uv_handle_t *)&f.server, NULL);
     loop_finish();
     free(big);
+}
+
+/* A watch's events come in revision order, none below what it has passed
+ * (slot/etcd.h): a stream that goes back ends the watch with EPROTO, and
+ * its last_revision does not go back (found by tests/fuzz/fuzz_etcd: the
+ * events were delivered as they came). A message out of order is refused
+ * whole: none of its events is delivered. */
+TEST_IMPL(etcd_watch_events_out_of_revision_order_refused) {
+#define EV(rev) "{\"kv\":{\"key\":\"Zm9v\",\"mod_revision\":\"" #rev "\"}}"
+    static const struct {
+        const char *reply;
+        int delivered;
+        int64_t last_rev;
+    } cases[] = {
+        {HTTP_OK "{\"result\":{\"events\":[" EV(5) "," EV(4) "]}}\n", 0, 0},
+        {HTTP_OK "{\"result\":{\"events\":[" EV(10) "]}}\n{\"result\":{\"events\":[" EV(9) "]}}\n", 1, 10},
+        {HTTP_OK "{\"result\":{\"header\":{\"revision\":\"20\"}}}\n{\"result\":{\"events\":[" EV(19) "]}}\n", 0, 20},
+    };
+#undef EV
+    loop_open();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fake f = {.reply = cases[i].reply, .reply_len = strlen(cases[i].reply)};
+        fake_start(&f);
+        char eps[64];
+        snprintf(eps, sizeof eps, "http://127.0.0.1:%d", f.port);
+        slot_etcd *c = client(eps, 2000, 0);
+        watch_log l = {0};
+        watch(c, &l, "/k", false, 1);
+        ASSERT(run_until(&l.ended, WAIT_MS));
+        ASSERT_EQ(l.end_calls, 1);
+        if (l.n != cases[i].delivered || l.last_rev != cases[i].last_rev)
+            fprintf(stderr, "case %zu: %d events, last_revision %lld\n", i, l.n, (long long)l.last_rev);
+        ASSERT_EQ(l.n, cases[i].delivered);
+        ASSERT_EQ(l.last_rev, cases[i].last_rev);
+        ASSERT_ETCD_ST(l.end_status, SLOT_ETCD_EPROTO);
+        slot_etcd_close(c);
+        uv_close((uv_handle_t *)&f.server, NULL);
+        run_for(20);
+    }
+    loop_finish();
 }
 
 /* ---- tests against etcd */

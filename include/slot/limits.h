@@ -113,6 +113,8 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_READ_BUF_BYTES (64u << 10)        /* one shared read buffer: the loop reads one socket at a time */
 #define SLOT_ENTRIES_MAX (256u << 10)          /* requests alive at once (~1.3 KiB each): reading pauses above */
 #define SLOT_TOKENS_MAX 64                     /* lines in --token-file */
+#define SLOT_TOKEN_LINE_BYTES_MAX (SLOT_TOKEN_BYTES_MAX + 63) /* a --token-file line without its newline:
+                                                  a role, blanks and a token; a longer line is refused */
 #define SLOT_LISTEN_BACKLOG 1024               /* listen(2) backlog */
 #define SLOT_DRAIN_MS 2000                     /* how long a closing connection's unread input is discarded */
 #define SLOT_SHUTDOWN_FLUSH_MS 5000            /* on stop, how long slow clients get to take their replies */

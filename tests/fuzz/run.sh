@@ -10,7 +10,10 @@
 #   SLOT_FUZZ_OUT       build and work folder (default build-fuzz)
 #   SLOTD               the slotd fuzz_conn talks to; default: the build
 #                       folder's own (built with the same sanitizers)
-#   tests/fuzz/run.sh [target...]   (default: every target)
+#   tests/fuzz/run.sh [target...]   (default: every target: fuzz_proto,
+#       fuzz_conn, fuzz_repl, fuzz_rlog, fuzz_backup, fuzz_http_line,
+#       fuzz_etcd, fuzz_config; each with tests/fuzz/NAME.dict, or slot.dict,
+#       and its corpus tests/fuzz/corpus_NAME, NAME without fuzz_)
 #
 # Its last line is "fuzz: N passed, M failed" (a target passes when it ran its
 # time without a finding); .ci/run counts from it.
@@ -22,7 +25,7 @@ out=${SLOT_FUZZ_OUT:-$root/build-fuzz}
 secs=${SLOT_FUZZ_SECONDS:-60}
 
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_proto fuzz_conn)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_proto fuzz_conn fuzz_repl fuzz_rlog fuzz_backup fuzz_http_line fuzz_etcd fuzz_config)
 for t in "${targets[@]}"; do
     [ -f "$here/$t.c" ] || { echo "fuzz: no target $t" >&2; exit 2; }
 done
@@ -42,22 +45,41 @@ if ! ninja -C "$out" fuzz >&2; then
 fi
 export SLOTD=${SLOTD:-$out/slotd}
 
+# The dictionary of a target: tests/fuzz/NAME.dict (NAME without fuzz_)
+# when there is one, else the wire protocol's slot.dict.
+dict_of() {
+    local d=$here/${1#fuzz_}.dict
+    [ -f "$d" ] || d=$here/slot.dict
+    echo "$d"
+}
+
+# The longest input of a target: a backup file holds an LMDB copy (a few
+# 4 KiB pages) after its header; every other input is a line, a file of
+# settings, a few frames or segments, well within 8 KiB.
+max_len_of() {
+    case $1 in
+    fuzz_backup) echo 65536 ;;
+    *) echo 8192 ;;
+    esac
+}
+
 # Runs one target for $secs seconds; prints its execution count.
 run_target() {
     local name=$1 corpus=$2
     local work=$out/work_$corpus log=$out/$name.log status=0
     mkdir -p "$work"
-    "$out/tests/fuzz/$name" -max_total_time="$secs" -print_final_stats=1 -max_len=8192 -timeout=20 \
-        -dict="$here/slot.dict" -artifact_prefix="$out/$name-" "$work" "$here/$corpus" >"$log" 2>&1 || status=$?
-    local execs rate
+    "$out/tests/fuzz/$name" -max_total_time="$secs" -print_final_stats=1 -max_len="$(max_len_of "$name")" -timeout=20 \
+        -dict="$(dict_of "$name")" -artifact_prefix="$out/$name-" "$work" "$here/$corpus" >"$log" 2>&1 || status=$?
+    local execs rate cov
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)
     if [ "$status" -ne 0 ]; then
         echo "fuzz: $name FAILED (exit $status); the end of its log ($log):"
         tail -n 60 "$log"
         return 1
     fi
-    echo "fuzz: $name: ${execs:-?} executions in $secs s (${rate:-?}/s), corpus $(ls "$work" | wc -l) inputs"
+    echo "fuzz: $name: ${execs:-?} executions in $secs s (${rate:-?}/s), ${cov:-cov: ?}, corpus $(ls "$work" | wc -l) inputs"
 }
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
