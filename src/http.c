@@ -325,10 +325,12 @@ static bool hreq_submit(hreq *r)
     const char *key = r->kind == HR_OP ? MHD_lookup_connection_value(r->mc, MHD_HEADER_KIND, "Idempotency-Key") : NULL;
     if (key && slot__http_body_has_request(r->body, r->body_len))
         key = NULL; /* the header fills "request" only when the body has none */
-    size_t len = slot__http_line(&r->line, &r->line_cap, r->op, r->body ? r->body : "", r->body_len, key);
+    ptrdiff_t byte_delta = 0;
+    size_t len = slot__http_line(&r->line, &r->line_cap, r->op, r->body ? r->body : "", r->body_len, key, &byte_delta);
     if (len == 0)
         return false;
-    if (slot__conn_parse(s, c, e, r->line, len))
+    /* a bad_json's "(byte N)" counts from the body the client sent, not from the line made of it */
+    if (slot__conn_parse(s, c, e, r->line, len, byte_delta))
         slot__conn_admit(s, c, e);
     return true;
 }

@@ -133,6 +133,27 @@ def same(srv, op, body, want_status, tcp=None, what=None, headers=None, tcp_extr
     return st, hd, got
 
 
+def bad_json_counts_from_the_body(srv, t):
+    """A bad_json's "(byte N)" (and an integer out of range's) is a byte of the
+    body the client sent, not of the request line slotd makes of it: the
+    message is the one TCP gives for the body alone as a line (its newlines
+    made spaces, which moves no byte)."""
+    bodies = (
+        (b'{"event":', None, b'(byte 9)'),
+        (b'{\n  "event": "e1",\n  "user": u1\n}', None, None),   # pretty-printed
+        (b'   \n\n   {"event":"e1","event":"e2"}', None, None),   # leading spaces; a duplicate key
+        (b'{"event":"e1","user":"u1",', {'Idempotency-Key': 'kb'}, None),  # the header's member is slotd's
+        (b'{"event":"e1","qty":99999999999999999999}', None, None),  # invalid_argument, same count
+    )
+    for body, headers, want_byte in bodies:
+        st, _, got = post(srv.http_port, 'hold', body, headers)
+        t.sock.sendall(body.replace(b'\n', b' ') + b'\n')
+        want = t.line()
+        check(st == 400 and got == want, 'byte offsets of body %r: HTTP %d %r != TCP %r' % (body, st, got, want))
+        if want_byte:
+            check(want_byte in got, 'body %r: %r names %r' % (body, got, want_byte))
+
+
 def statuses(binary, fp_binary, tmp):
     srv = Server(binary, tmp, 'plain')
     t = Tcp(srv.tcp_port)
@@ -175,9 +196,10 @@ def statuses(binary, fp_binary, tmp):
     check(st == 400 and json.loads(view)['error'] == 'invalid_argument', 'a bad event name: %d %r' % (st, view))
     # 400: bad_json, invalid_argument, unknown_op
     st, _, bj = post(p, 'hold', b'{"event":')
-    t.sock.sendall(b'{"op":"hold","event":\n')
+    t.sock.sendall(b'{"event":\n')  # the body alone: the same message, the same byte
     want = t.line()
     check(st == 400 and bj == want, 'bad_json: %d %r != %r' % (st, bj, want))
+    bad_json_counts_from_the_body(srv, t)
     same(srv, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 0, 'request': 'k5'}, 400, t, 'invalid_argument')
     same(srv, 'nosuchop', {'x': 1}, 400, t, 'unknown_op')
     st, _, body = post(p, 'hold', b'[1,2]')
