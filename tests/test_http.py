@@ -343,6 +343,30 @@ def status_of(resp):
         return 0
 
 
+def head_over_the_limit_is_json(p, host):
+    """A head over 32 KiB is answered 431 in JSON (line_too_long, the shape of
+    every other error), its connection closed, its body not run; one just
+    under it is served. (A head too big even for libmicrohttpd's 64 KiB of
+    connection memory, as the 100,000-byte one above, gets its own page.)"""
+    for method, path, body in ((b'GET', b'/health', b''), (b'GET', b'/v1/events/b1', b''),
+                               (b'POST', b'/v1/hold', b'{"event":"b1","user":"big","qty":1,"request":"big"}')):
+        got, closed = raw(p, method + b' ' + path + b' HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 40000 +
+                          b'\r\nContent-Length: %d\r\n\r\n' % len(body) + body)
+        head, _, reply = got.partition(b'\r\n\r\n')
+        ok = status_of(got) == 431 and closed and b'\r\nContent-Type: application/json\r\n' in head + b'\r\n'
+        try:
+            r = json.loads(reply)
+            ok = ok and r['ok'] is False and r['error'] == 'line_too_long' and 'head' in r['message']
+            ok = ok and reply.endswith(b'\n') and reply.count(b'\n') == 1
+        except (ValueError, KeyError):
+            ok = False
+        check(ok, 'a %s %s head over 32 KiB is a JSON 431: %r' % (method, path, got[:400]))
+    st, _, held = post(p, 'hold', {'event': 'b1', 'user': 'big', 'qty': 1, 'request': 'big'})
+    check(st == 200 and 'replay' not in json.loads(held), 'the refused head\'s hold never ran: %r' % held)
+    got, _ = raw(p, b'GET /health HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 30000 + b'\r\nConnection: close\r\n\r\n')
+    check(status_of(got) == 200, 'a head under 32 KiB is served: %r' % got[:200])
+
+
 def tcp_hold_works(srv, key):
     t = Tcp(srv.tcp_port)
     r = json.loads(t.ask({'op': 'hold', 'event': 'b1', 'user': 'tcp', 'qty': 1, 'request': key}))
@@ -378,6 +402,7 @@ def bad_http(binary, tmp):
     # a huge head: refused (431) or dropped, never served
     got, closed = raw(p, b'GET /health HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 100000 + b'\r\n\r\n')
     check(status_of(got) == 431 and closed, 'a huge header: %r' % got[:200])
+    head_over_the_limit_is_json(p, host)
     # slow headers: a head that stops coming is dropped after the timeout (1 s here)
     got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Le', timeout=60)
     check(closed, 'an unfinished head is dropped after the timeout (got %r)' % got[:200])
