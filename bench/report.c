@@ -209,20 +209,10 @@ static json_int_t jint(json_t *o, const char *a, const char *b)
     return json_is_integer(v) ? json_integer_value(v) : 0;
 }
 
-static void print_server(const bench_report *r, FILE *f)
+/* The server's batch sizes (since it started) and the commits of the run,
+ * from its stats after (a) and before (b) the run; bs is a's batch_size. */
+static void print_batches(json_t *a, json_t *b, json_t *bs, FILE *f)
 {
-    json_t *a = r->stats_after, *b = r->stats_before;
-    json_t *bs = json_object_get(a, "batch_size");
-    if (!a || !bs) {
-        fprintf(f, "  server batches    n/a (%s has no group commit stats)\n", r->run->drv->name);
-        return;
-    }
-    if (r->stats_nodes_differ) { /* a difference of two nodes' counters means nothing */
-        fprintf(f, "  server batches    n/a (the primary changed during the run)\n");
-        fprintf(f, "  server commits    n/a (the primary changed during the run)\n");
-        fprintf(f, "  server latency us n/a (the primary changed during the run)\n");
-        return;
-    }
     json_int_t commits = jint(a, "commits", NULL) - jint(b, "commits", NULL);
     json_int_t writes = 0;
     static const char *const write_ops[] = {"hold", "confirm", "release", "extend"};
@@ -234,6 +224,31 @@ static void print_server(const bench_report *r, FILE *f)
             jint(a, "batch_size", "p99"), jint(a, "batch_size", "max"));
     fprintf(f, "  server commits    %" JSON_INTEGER_FORMAT " during the run (%.1f hold/confirm/release/extend requests per commit)\n", commits,
             commits > 0 ? (double)writes / (double)commits : 0.0);
+}
+
+/* The server's own rows. ping's hellos and PINGs are no writes: they run in
+ * no batch and no commit, so its report has no batch and commit rows, only
+ * the server's latency where the target keeps one. */
+static void print_server(const bench_report *r, FILE *f)
+{
+    json_t *a = r->stats_after, *b = r->stats_before;
+    json_t *bs = json_object_get(a, "batch_size");
+    bool writes_rows = r->run->cfg->scenario != BENCH_PING;
+    if (!a || !bs) {
+        if (writes_rows)
+            fprintf(f, "  server batches    n/a (%s has no group commit stats)\n", r->run->drv->name);
+        return;
+    }
+    if (r->stats_nodes_differ) { /* a difference of two nodes' counters means nothing */
+        if (writes_rows) {
+            fprintf(f, "  server batches    n/a (the primary changed during the run)\n");
+            fprintf(f, "  server commits    n/a (the primary changed during the run)\n");
+        }
+        fprintf(f, "  server latency us n/a (the primary changed during the run)\n");
+        return;
+    }
+    if (writes_rows)
+        print_batches(a, b, bs, f);
     fprintf(f, "  server latency us p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT "  p99.9 %" JSON_INTEGER_FORMAT
                "  max %" JSON_INTEGER_FORMAT " (in the server, since it started)\n",
             jint(a, "latency_us", "p50"), jint(a, "latency_us", "p99"), jint(a, "latency_us", "p999"),

@@ -229,19 +229,30 @@ static void poll(clu *c)
 
 static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data);
 
+/* The CAS in flight: the configuration it asks for and why (its log lines
+ * name the reason, from the send to the outcome). */
+typedef struct clu_cas_want {
+    clu_config cfg;
+    char what[48]; /* the callers' reasons are short phrases ("add caught-up nodes") */
+} clu_cas_want;
+
 void slot__clu_cas(clu *c, const clu_config *next, const char *what)
 {
-    static clu_config want; /* one CAS at a time (cas_busy) */
+    static clu_cas_want want; /* one CAS at a time (cas_busy) */
     char v[4608]; /* 2 x 16 names of 64 bytes, quoted, and the numbers */
     size_t n = slot__clu_config_json(next, v, sizeof(v));
     if (!n || c->cas_busy)
         return;
-    want = *next;
-    if (slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want) != 0)
+    want.cfg = *next;
+    snprintf(want.what, sizeof(want.what), "%s", what);
+    int rc = slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want);
+    if (rc != 0) { /* not sent: an outcome too */
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: not sent (%s)", what, slot_etcd_strerror(rc));
         return;
+    }
     c->cas_busy = true;
-    slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s): epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members", what,
-                  next->epoch, next->tenure, next->primary, next->nmembers);
+    slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) sent: epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members",
+                  what, next->epoch, next->tenure, next->primary, next->nmembers);
 }
 
 static clu *the_clu; /* one node per process: the CAS callback's owner */
@@ -250,12 +261,22 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
 {
     (void)e;
     clu *c = the_clu;
-    const clu_config *want = data;
+    const clu_cas_want *w = data;
+    const clu_config *want = &w->cfg;
     c->cas_busy = false;
+    bool won = status == 0 && r->succeeded;
+    /* every CAS's outcome is logged, a stopping node's too */
+    if (won)
+        slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) won: epoch %" PRIu64, w->what, want->epoch);
+    else if (status != 0)
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: %s", w->what, slot_etcd_strerror(status));
+    else
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: the configuration changed (wanted epoch %" PRIu64 ")",
+                      w->what, want->epoch);
     if (c->stopping)
         return;
     clu_config got = {0};
-    if (status == 0 && r->succeeded) {
+    if (won) {
         got = *want;
         got.found = true;
         got.mod_rev = r->revision;
@@ -264,13 +285,10 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
         if (slot__clu_config_parse(r->current.value, r->current.value_len, &got) != 0)
             got.found = false;
     }
-    bool won = status == 0 && r->succeeded;
     bool was_campaign = c->campaigning, was_drop = c->cas_drop;
     c->cas_drop = false;
     c->campaigning = false;
     c->chg_cas = false;
-    if (!won)
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS failed (%s)", status ? slot_etcd_strerror(status) : "the configuration changed");
     if (got.found) {
         if (won && strcmp(got.primary, c->self) == 0 && got.tenure != c->tenure &&
             c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {

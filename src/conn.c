@@ -64,10 +64,10 @@ static void conn_push(conn *c, entry *e)
     c->pending++;
 }
 
-bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len)
+bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len, ptrdiff_t byte_delta)
 {
     char msg[sizeof(e->res.message)];
-    slot_err err = slot_proto_parse(line, len, &e->req, msg, sizeof(msg));
+    slot_err err = slot_proto_parse_at(line, len, byte_delta, &e->req, msg, sizeof(msg));
     if (err != SLOT_E_OK) {
         s->bad_lines++;
         if (s->ntokens && c->role == SLOT_ROLE_NONE) {
@@ -141,7 +141,7 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
     e->t0_ns = uv_hrtime();
     conn_push(c, e);
     e->state = ENTRY_DONE;
-    if (slot__conn_parse(s, c, e, line, len))
+    if (slot__conn_parse(s, c, e, line, len, 0))
         slot__conn_admit(s, c, e);
 }
 

@@ -7,6 +7,7 @@
 #define SLOT_CONN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "server_int.h"
@@ -64,8 +65,10 @@ void slot__conn_dropped(conn *c, const char *reason, const char *detail);
  * false when e now holds the answer: the parser's error, or unauthenticated
  * (c then closes after it) when tokens are configured and c has no role yet.
  * Counts bad lines and errors. Shared by the TCP framing here and http.c.
+ * byte_delta: as slot_proto_parse_at's (0 for a TCP line; http.c's made
+ * line counts the positions of its messages from the client's body).
  */
-bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len);
+bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len, ptrdiff_t byte_delta);
 
 /*
  * slot__conn_admit — where parsed request e of c goes: answered now (its

@@ -11,6 +11,7 @@
 
 #include "etcd_int.h"
 #include "slot/assert.h"
+#include "slot/failpoint.h"
 
 /* ---- keys and values: base64 in JSON strings ---- */
 
@@ -350,6 +351,8 @@ int slot_etcd_cas(slot_etcd *c, const char *key, int64_t expected_mod_revision, 
     if (!c || !cb || !slot__etcd_key_ok(key) || expected_mod_revision < 0 || !value_ok(value, value_len) ||
         lease_id < 0)
         return SLOT_ETCD_EINVAL;
+    if (SLOT_FAIL(CAS_LOST)) /* a revision the key never had: etcd refuses the CAS (slot/failpoint.h) */
+        expected_mod_revision = INT64_C(1) << 62;
     json_t *cmp = slot__etcd_key_body(key);
     if (cmp) {
         bool absent = expected_mod_revision == 0;

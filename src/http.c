@@ -37,10 +37,6 @@
 #include "slot/assert.h"
 #include "slot/proto.h"
 
-/* libmicrohttpd's memory per connection: the request line and headers must
- * fit in it with its read buffer, so it is the bound on a request's head; a
- * bigger head is answered 431 and the connection closed. */
-#define SLOT_HTTP_CONN_MEMORY_BYTES (32u * 1024u)
 /* Retry-After of a 503, in seconds: about the time a failover or a full
  * queue takes to clear (docs/protocol.md, "HTTP"). */
 #define SLOT_HTTP_RETRY_AFTER_S "1"
@@ -48,7 +44,15 @@
  * costs no allocation of slotd's own once the pool is warm; more are freed. */
 #define SLOT_HTTP_POOL_MAX 1024
 
-_Static_assert(SLOT_HTTP_CONN_MEMORY_BYTES >= 4096, "room for an ordinary request head");
+/*
+ * A head over SLOT_HTTP_HEAD_BYTES_MAX is answered here, in JSON like every
+ * other error (libmicrohttpd 0.9.75 has no way to replace its own 431 page,
+ * an HTML text without Content-Type). libmicrohttpd's memory per connection
+ * (MHD_OPTION_CONNECTION_MEMORY_LIMIT) is SLOT_HTTP_CONN_MEMORY_BYTES, twice
+ * that, so such a head reaches the access handler; only a head too big for
+ * that memory still gets libmicrohttpd's page.
+ */
+_Static_assert(SLOT_HTTP_HEAD_BYTES_MAX >= 4096, "room for an ordinary request head");
 
 typedef struct slot__http {
     server *s;
@@ -81,6 +85,7 @@ typedef struct slot__hreq {
     size_t body_len;
     bool suspended;            /* waiting for its batch (or its read's turn) */
     bool too_long;             /* the body passed --max-line: 413 */
+    bool head_too_long;        /* the head passed SLOT_HTTP_HEAD_BYTES_MAX: 431 */
     size_t dropped_bytes;      /* of a body past --max-line, read and dropped */
     bool answered;             /* c.out holds the reply; err is its code */
     bool queued;               /* the reply was handed to libmicrohttpd */
@@ -124,7 +129,7 @@ static enum MHD_Result answer_reply(hreq *r, const char *url)
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    unsigned status = slot__http_status(r->err);
+    unsigned status = r->head_too_long ? MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE : slot__http_status(r->err);
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, SLOT_HTTP_RETRY_AFTER_S);
     const char *primary = status == MHD_HTTP_TEMPORARY_REDIRECT ? primary_http(s) : NULL;
@@ -272,6 +277,15 @@ static void body_append(hreq *r, const char *data, size_t len)
     r->body_len += len;
 }
 
+/* mc's peer address (without its port) into buf[cap], or "?". */
+static void peer_name(struct MHD_Connection *mc, char *buf, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(buf, cap, "?");
+    if (ci && ci->client_addr)
+        uv_ip_name(ci->client_addr, buf, cap);
+}
+
 /* The role of the request's "Authorization: Bearer TOKEN" (admin without
  * tokens, as every TCP connection is then; none when missing or unknown). */
 static slot_role bearer_role(server *s, struct MHD_Connection *mc)
@@ -289,10 +303,8 @@ static slot_role bearer_role(server *s, struct MHD_Connection *mc)
         len--;
     slot_role role = len > 0 && len <= SLOT_TOKEN_BYTES_MAX ? slot__token_role(s, v, len) : SLOT_ROLE_NONE;
     if (role == SLOT_ROLE_NONE) {
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        char peer[64] = "?";
-        if (ci && ci->client_addr)
-            uv_ip_name(ci->client_addr, peer, sizeof(peer));
+        char peer[64];
+        peer_name(mc, peer, sizeof(peer));
         /* the token tried is never logged: it may be a real one mistyped */
         slot__log(SLOT__LOG_WARN, "failed HTTP bearer token (token not shown)", SLOT__LF_S("peer", peer),
                   SLOT__LF_S("reason", len ? "unknown_token" : "no_token"));
@@ -314,6 +326,13 @@ static bool hreq_submit(hreq *r)
     e->state = ENTRY_DONE;
     c->head = c->tail = e;
     c->pending = 1;
+    if (r->head_too_long) { /* before the token: a refused head is not authenticated */
+        s->bad_lines++;
+        slot__count_error(s, SLOT_E_LINE_TOO_LONG);
+        slot_res_error(&e->res, SLOT_E_LINE_TOO_LONG, "request head (request line and headers) longer than %u bytes",
+                       SLOT_HTTP_HEAD_BYTES_MAX);
+        return true;
+    }
     c->role = bearer_role(s, r->mc);
     if (r->too_long) {
         s->bad_lines++;
@@ -325,10 +344,12 @@ static bool hreq_submit(hreq *r)
     const char *key = r->kind == HR_OP ? MHD_lookup_connection_value(r->mc, MHD_HEADER_KIND, "Idempotency-Key") : NULL;
     if (key && slot__http_body_has_request(r->body, r->body_len))
         key = NULL; /* the header fills "request" only when the body has none */
-    size_t len = slot__http_line(&r->line, &r->line_cap, r->op, r->body ? r->body : "", r->body_len, key);
+    ptrdiff_t byte_delta = 0;
+    size_t len = slot__http_line(&r->line, &r->line_cap, r->op, r->body ? r->body : "", r->body_len, key, &byte_delta);
     if (len == 0)
         return false;
-    if (slot__conn_parse(s, c, e, r->line, len))
+    /* a bad_json's "(byte N)" counts from the body the client sent, not from the line made of it */
+    if (slot__conn_parse(s, c, e, r->line, len, byte_delta))
         slot__conn_admit(s, c, e);
     return true;
 }
@@ -417,13 +438,55 @@ static enum MHD_Result route(slot__http *h, struct MHD_Connection *mc, const cha
     return r->body_len ? MHD_YES : MHD_NO;
 }
 
+static enum MHD_Result add_value_bytes(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    size_t *n = cls;
+    /* "KEY: VALUE\r\n" for a header; "KEY=VALUE" and a '?' or '&' for a query argument */
+    *n += strlen(key) + (value ? strlen(value) : 0) + (kind == MHD_HEADER_KIND ? 4 : 2);
+    return MHD_YES;
+}
+
+/* The bytes of mc's head: its request line and header lines with their
+ * CRLFs and the empty line. The path and query are counted as libmicrohttpd
+ * decoded them (a %XX escape is one byte here), so a head is at most a few
+ * bytes longer on the wire than this says. */
+static size_t head_bytes(struct MHD_Connection *mc, const char *url, const char *method, const char *version)
+{
+    size_t n = strlen(method) + 1 + strlen(url) + 1 + strlen(version) + 2 + 2;
+    MHD_get_connection_values(mc, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, add_value_bytes, &n);
+    return n;
+}
+
+/* A head over SLOT_HTTP_HEAD_BYTES_MAX: 431 with a line_too_long reply (the
+ * shape of every other error), the connection closed after it, its body not
+ * read. */
+static enum MHD_Result answer_head_too_long(slot__http *h, struct MHD_Connection *mc, const char *url, size_t bytes,
+                                            void **req_cls)
+{
+    char peer[64];
+    peer_name(mc, peer, sizeof(peer));
+    slot__log(SLOT__LOG_WARN, "HTTP request head too long: answered 431, the connection closed",
+              SLOT__LF_S("peer", peer), SLOT__LF_U("head_bytes", bytes),
+              SLOT__LF_U("max_head_bytes", SLOT_HTTP_HEAD_BYTES_MAX));
+    hreq *r = hreq_new(h, mc);
+    *req_cls = r;
+    if (!r)
+        return MHD_NO;
+    r->head_too_long = true;
+    if (!hreq_submit(r) || !hreq_progress(r))
+        return MHD_NO;
+    return answer_reply(r, url);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **req_cls)
 {
-    (void)version;
     slot__http *h = cls;
     hreq *r = *req_cls;
     if (!r) {
+        size_t head = head_bytes(mc, url, method, version);
+        if (head > SLOT_HTTP_HEAD_BYTES_MAX)
+            return answer_head_too_long(h, mc, url, head, req_cls);
         enum MHD_Result rc = route(h, mc, url, method, &r);
         *req_cls = r;
         if (!r || !r->too_long)

@@ -68,9 +68,11 @@ static bool json_ws(char ch)
     return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
 }
 
-size_t slot__http_line(char **buf, size_t *cap, const char *op, const char *body, size_t n, const char *key)
+size_t slot__http_line(char **buf, size_t *cap, const char *op, const char *body, size_t n, const char *key,
+                       ptrdiff_t *byte_delta)
 {
     SLOT_ASSERT(slot__http_op_ok(op));
+    *byte_delta = 0; /* the body as it is, or none at all */
     size_t i = 0;
     while (i < n && json_ws(body[i]))
         i++;
@@ -97,6 +99,7 @@ size_t slot__http_line(char **buf, size_t *cap, const char *op, const char *body
             j++;
         if (j < n && body[j] != '}')
             SLOT__JW_LIT(&w, ",");
+        *byte_delta = (ptrdiff_t)j - (ptrdiff_t)w.len; /* body[j] is the line's byte w.len */
         slot__jw_mem(&w, body + j, n - j);
     }
     size_t len = slot__jw_finish(&w);

@@ -31,10 +31,16 @@ bool slot__http_op_ok(const char *name);
  * garbage) is copied as it is, so the parser answers it as it would the same
  * line over TCP (bad_json); a body with its own "op" is a duplicate key.
  *   buf/cap: in and out; the line is written to *buf, grown (realloc) when
- *   short; the caller frees it. Returns the line's length in bytes, or 0 when
- *   out of memory (*buf is then unchanged and still the caller's).
+ *   short; the caller frees it.
+ *   byte_delta: out; what to add to a byte position of the line to name the
+ *   same byte of the body (the line's tail is the body's, moved by the
+ *   bytes the line adds in front), for slot_proto_parse_at: a client is
+ *   told where in its own body the parser stopped.
+ * Returns the line's length in bytes, or 0 when out of memory (*buf is then
+ * unchanged and still the caller's).
  */
-size_t slot__http_line(char **buf, size_t *cap, const char *op, const char *body, size_t n, const char *key);
+size_t slot__http_line(char **buf, size_t *cap, const char *op, const char *body, size_t n, const char *key,
+                       ptrdiff_t *byte_delta);
 
 /* slot__http_body_has_request — the n bytes are one JSON object with a
  * "request" member. A body that does not parse says false. */

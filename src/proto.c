@@ -105,6 +105,14 @@ static slot_err check_shape(json_t *root, char *msg, size_t msglen)
     return SLOT_E_OK;
 }
 
+/* A byte position of the line as the caller counts it: jansson's plus
+ * byte_delta, never below 0 (a position inside bytes the caller added). */
+static long long shifted(int position, ptrdiff_t byte_delta)
+{
+    long long p = (long long)position + (long long)byte_delta;
+    return p < 0 ? 0 : p;
+}
+
 /*
  * jansson stops at a number too large for int64 (or a double), so the rest of
  * the line is unseen and a later syntax error, duplicate key or bad shape
@@ -112,31 +120,33 @@ static slot_err check_shape(json_t *root, char *msg, size_t msglen)
  * as doubles to see the rest: bad_json wins over invalid_argument (contract
  * order). Only this error path pays for the second parse.
  */
-static slot_err overflow_verdict(const char *line, size_t len, const json_error_t *first, char *msg, size_t msglen)
+static slot_err overflow_verdict(const char *line, size_t len, ptrdiff_t byte_delta, const json_error_t *first,
+                                 char *msg, size_t msglen)
 {
     json_error_t e;
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &e);
     if (!root && json_error_code(&e) != json_error_numeric_overflow)
-        return fail(msg, msglen, SLOT_E_BAD_JSON, "%s (byte %d)", e.text, e.position);
+        return fail(msg, msglen, SLOT_E_BAD_JSON, "%s (byte %lld)", e.text, shifted(e.position, byte_delta));
     if (root) {
         slot_err err = check_shape(root, msg, msglen);
         json_decref(root);
         if (err != SLOT_E_OK)
             return err;
     }
-    return fail(msg, msglen, SLOT_E_INVALID_ARGUMENT, "number out of range: %s (byte %d)", first->text,
-                first->position);
+    return fail(msg, msglen, SLOT_E_INVALID_ARGUMENT, "number out of range: %s (byte %lld)", first->text,
+                shifted(first->position, byte_delta));
 }
 
-/* jansson's parse plus the shape checks; *out is a new reference on success. */
-static slot_err load(const char *line, size_t len, json_t **out, char *msg, size_t msglen)
+/* jansson's parse plus the shape checks; *out is a new reference on success.
+ * Byte positions in messages are jansson's plus byte_delta (slot_proto_parse_at). */
+static slot_err load(const char *line, size_t len, ptrdiff_t byte_delta, json_t **out, char *msg, size_t msglen)
 {
     json_error_t e;
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &e);
     if (!root) {
         if (json_error_code(&e) == json_error_numeric_overflow)
-            return overflow_verdict(line, len, &e, msg, msglen);
-        return fail(msg, msglen, SLOT_E_BAD_JSON, "%s (byte %d)", e.text, e.position);
+            return overflow_verdict(line, len, byte_delta, &e, msg, msglen);
+        return fail(msg, msglen, SLOT_E_BAD_JSON, "%s (byte %lld)", e.text, shifted(e.position, byte_delta));
     }
     slot_err err = check_shape(root, msg, msglen);
     if (err != SLOT_E_OK) {
@@ -603,11 +613,16 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
 
 slot_err slot_proto_parse(const char *line, size_t len, slot_req *req, char *msg, size_t msglen)
 {
+    return slot_proto_parse_at(line, len, 0, req, msg, msglen);
+}
+
+slot_err slot_proto_parse_at(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg, size_t msglen)
+{
     memset(req, 0, sizeof(*req));
     if (msg && msglen > 0)
         msg[0] = 0;
     parse_ctx c = {.root = NULL, .msg = msg, .msglen = msglen};
-    TRY(load(line, len, &c.root, msg, msglen));
+    TRY(load(line, len, byte_delta, &c.root, msg, msglen));
     slot_err err = parse_id(&c, &req->id);
     if (err == SLOT_E_OK)
         err = parse_op(&c, &req->op);

@@ -121,20 +121,9 @@ static void on_signal(uv_signal_t *h, int signum)
     begin_stop(h->data);
 }
 
-static bool is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        static const unsigned char lo[16] = {[15] = 1};
-        return memcmp(a, lo, 16) == 0;
-    }
-    return false;
-}
-
-/* host:port of flag into ss; a non-loopback address needs tokens or --insecure. */
-static int addr_parse(server *s, const char *flag, const char *host, uint16_t port, struct sockaddr_storage *ss)
+/* host:port of flag into ss (slotd.c has refused a non-loopback address
+ * without tokens or --insecure: a usage error). */
+static int addr_parse(const char *flag, const char *host, uint16_t port, struct sockaddr_storage *ss)
 {
     int rc = uv_ip4_addr(host, port, (struct sockaddr_in *)ss);
     if (rc != 0)
@@ -142,11 +131,6 @@ static int addr_parse(server *s, const char *flag, const char *host, uint16_t po
     if (rc != 0) {
         slot__log(SLOT__LOG_ERROR, "not a numeric IPv4 or IPv6 address", SLOT__LF_S("flag", flag), SLOT__LF_S("host", host),
                   SLOT__LF_U("port", port));
-        return -1;
-    }
-    if (!is_loopback((struct sockaddr *)ss) && s->ntokens == 0 && !s->opts.insecure) {
-        slot__log(SLOT__LOG_ERROR, "refusing to listen on a non-loopback address without --token-file (or pass --insecure)",
-                  SLOT__LF_S("flag", flag), SLOT__LF_S("host", host));
         return -1;
     }
     return 0;
@@ -158,7 +142,7 @@ static int http_start(server *s)
     struct sockaddr_storage ss;
     if (!s->opts.http)
         return 0;
-    if (addr_parse(s, "--http", s->opts.http_host, s->opts.http_port, &ss) != 0)
+    if (addr_parse("--http", s->opts.http_host, s->opts.http_port, &ss) != 0)
         return -1;
     return slot__http_start(s, (struct sockaddr *)&ss);
 }
@@ -176,7 +160,7 @@ static int listen_start(server *s)
 {
     struct sockaddr_storage ss;
     int rc = 0;
-    if (addr_parse(s, "--listen", s->opts.host, s->opts.port, &ss) != 0)
+    if (addr_parse("--listen", s->opts.host, s->opts.port, &ss) != 0)
         return -1;
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;

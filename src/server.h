@@ -17,7 +17,9 @@
  * slot__server_run — open the store, listen, print "listening on HOST:PORT"
  * on stdout, and serve until SIGINT or SIGTERM; then stop accepting, finish
  * the batch in flight, answer what is queued with shutting_down, and close
- * the store. Returns the process exit status (0 after a clean stop).
+ * the store. The caller has refused a non-loopback address without tokens
+ * or --insecure (a usage error). Returns the process exit status (0 after a
+ * clean stop, 1 when it could not start or failed).
  */
 int slot__server_run(const slot__server_opts *opts);
 

@@ -2,6 +2,7 @@
  * slotd.c — the daemon's command line (docs/operations.md, "Flags").
  * Everything else starts in server.c.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -218,6 +219,35 @@ static int check_cluster(const slot__server_opts *o)
     return 0;
 }
 
+/* host is a numeric loopback address (127.0.0.0/8, ::1); a name, or not an
+ * address at all, is not (the server then says "not a numeric address"). */
+static bool host_is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+/* Without --token-file every connection is admin: a non-loopback --listen
+ * or --http then needs --insecure (docs/operations.md, "Tokens"). A usage
+ * error, found before anything starts. */
+static int check_exposure(const slot__server_opts *o)
+{
+    if (o->token_file || o->insecure)
+        return 0;
+    bool listen_bad = !host_is_loopback(o->host);
+    if (!listen_bad && !(o->http && !host_is_loopback(o->http_host)))
+        return 0;
+    const char *host = listen_bad ? o->host : o->http_host;
+    bool v6 = strchr(host, ':') != NULL;
+    fprintf(stderr, "slotd: %s %s%s%s:%u: refusing a non-loopback address without --token-file FILE (or pass --insecure)\n",
+            listen_bad ? "--listen" : "--http", v6 ? "[" : "", host, v6 ? "]" : "",
+            (unsigned)(listen_bad ? o->port : o->http_port));
+    return -1;
+}
+
 enum { O_DATA = 256, O_LISTEN, O_DUR, O_LINE, O_MAP, O_SWEEP, O_QUEUE, O_INFLIGHT, O_CONNS, O_OUT, O_IDLE, O_LINE_TO, O_WRITE_TO, O_FEED_RET, O_TOKENS, O_INSECURE, O_HELP, O_VERSION, O_HTTP,
        O_CLUSTER, O_NODE, O_ETCD, O_SECRET, O_ADVERTISE, O_REPL_LISTEN, O_HEARTBEAT, O_FAILOVER, O_REPL_TO, O_MIN_REPLICAS,
        O_LOG_FORMAT, O_LOG_LEVEL, O_SLOW_COMMIT, O_LOG_KEEP, O_LOG_SEG, O_NO_READ_PATH,
@@ -397,7 +427,7 @@ int main(int argc, char **argv)
         if (parse_args(argc, argv, &o) != 0) /* the command line wins */
             return 64;
     }
-    if (check_cluster(&o) != 0) /* after the file too: its lines come one at a time */
+    if (check_cluster(&o) != 0 || check_exposure(&o) != 0) /* after the file too: its lines come one at a time */
         return 64;
     slot__log_setup(log_format, log_level);
     if (restore_path) { /* docs/operations.md, "Backups": restore, then serve the folder */

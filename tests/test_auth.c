@@ -491,17 +491,20 @@ TEST_IMPL(auth_token_file_malformed_lines_refused)
     free(dir);
 }
 
-/* Without a token file, a non-loopback address needs --insecure. */
+/* Without a token file, a non-loopback address (--listen or --http) needs
+ * --insecure: a usage error, exit 64 (EX_USAGE), before anything starts. */
 TEST_IMPL(auth_non_loopback_without_tokens_refused)
 {
     char *dir = slot_test_tmpdir();
     char err[1024];
-    static const char *const addrs[] = {"0.0.0.0:0", "[::]:0"};
-    for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
-        const char *args[] = {"--listen", addrs[i], "--data", dir, NULL};
-        ASSERT_NE(slot_test_run_refused(args, err, sizeof err), 0);
-        if (!strstr(err, "insecure") || !strstr(err, "token-file"))
-            T_FAIL_("--listen %s: the message should name --token-file and --insecure: \"%s\"", addrs[i], err);
+    static const struct { const char *flag, *addr; } cases[] = {
+        {"--listen", "0.0.0.0:0"}, {"--listen", "[::]:0"}, {"--http", "0.0.0.0:0"}, {"--http", "[::]:0"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {"--listen", "127.0.0.1:0", cases[i].flag, cases[i].addr, "--data", dir, NULL};
+        ASSERT_EQ(slot_test_run_refused(args, err, sizeof err), 64);
+        if (!strstr(err, "--insecure") || !strstr(err, "--token-file") || !strstr(err, cases[i].flag))
+            T_FAIL_("%s %s: the message should name the flag, --token-file and --insecure: \"%s\"", cases[i].flag,
+                    cases[i].addr, err);
     }
     slot_test_rmdir(dir);
     free(dir);

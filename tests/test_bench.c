@@ -872,7 +872,8 @@ TEST_IMPL(bench_bounded_run_verifies_what_happened)
 
 
 /* ping against slotd: a hello per request through the same engine; every request
- * answered, the report gives requests/s, latency and the bench's CPU per answer. */
+ * answered, the report gives requests/s, latency and the bench's CPU per answer,
+ * and no server batch or commit rows (a hello is no write). */
 TEST_IMPL(bench_ping)
 {
     start();
@@ -883,8 +884,11 @@ TEST_IMPL(bench_ping)
     int rc = run_bench(ping, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "2000 answered of 2000 sent") ||
         !strstr(out, "requests/s") || !strstr(out, "latency ms        p50") || !strstr(out, "bench cpu") ||
-        !strstr(out, "hello"))
+        !strstr(out, "hello") || !strstr(out, "server latency us"))
         T_FAIL_("ping against slotd: exit %d:\n%s", rc, out);
+    /* hellos run in no batch and no commit: the report has no rows of them */
+    if (strstr(out, "server batches") || strstr(out, "server commits"))
+        T_FAIL_("ping's report has batch or commit rows:\n%s", out);
     const char *threaded[] = {"ping", "--port", port_arg(srv.port), "--requests", "3001", "--connections", "6",
                               "--threads", "3", NULL};
     rc = run_bench(threaded, out);

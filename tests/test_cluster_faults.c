@@ -34,6 +34,7 @@ TEST_DECLARE(cluster_etcd_stopped_mid_sale)
 TEST_DECLARE(cluster_bad_peers_are_refused)
 TEST_DECLARE(cluster_deposed_primary_ends_feed_subscriptions)
 TEST_DECLARE(cluster_deposed_primary_drops_its_unacknowledged_batch)
+TEST_DECLARE(cluster_cas_outcomes_are_logged)
 TEST_DECLARE(cluster_netns_partition)
 
 TEST_LIST_START
@@ -44,6 +45,7 @@ TEST_LIST_START
     TEST_ENTRY(cluster_bad_peers_are_refused)
     TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
     TEST_ENTRY(cluster_deposed_primary_drops_its_unacknowledged_batch)
+    TEST_ENTRY(cluster_cas_outcomes_are_logged)
     TEST_ENTRY(cluster_netns_partition)
 TEST_LIST_END
 
@@ -829,6 +831,37 @@ TEST_IMPL(cluster_deposed_primary_drops_its_unacknowledged_batch)
         ASSERT_EQ(ju64(j, "held"), 2); /* the probe and B, and not A, on every member */
         json_decref(j);
     }
+    set_end();
+}
+
+/*
+ * Every CAS of the configuration logs its outcome. The nodes run
+ * slotd-failpoints with cas_lost once after one pass: the second CAS each
+ * sends compares a revision the key never had and loses. n1 founds the set
+ * (its bootstrap: sent, won in epoch 1); its second CAS adds the replicas
+ * that caught up: sent and lost, then tried again and won. The set forms all
+ * the same.
+ */
+TEST_IMPL(cluster_cas_outcomes_are_logged)
+{
+    const char *fp = getenv("SLOTD_FP"), *plain = getenv("SLOTD");
+    if (!fp || !*fp || !plain)
+        SLOT_TEST_SKIP("SLOTD_FP (slotd-failpoints) is not set");
+    node_logs = true;
+    char saved[512];
+    snprintf(saved, sizeof(saved), "%s", plain);
+    setenv("SLOTD", fp, 1);
+    setenv("SLOT_FAILPOINTS", "cas_lost@1*1", 1);
+    set_start();
+    setenv("SLOTD", saved, 1);
+    unsetenv("SLOT_FAILPOINTS");
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    ASSERT_EQ(find_primary(WAIT_LONG_MS), 0);
+    ASSERT(node_log_has(0, "CAS configuration (bootstrap) sent: epoch 1", NULL));
+    ASSERT(node_log_has(0, "CAS configuration (bootstrap) won: epoch 1", NULL));
+    ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) sent: epoch 2", NULL));
+    ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) lost: the configuration changed", NULL));
+    ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) won: epoch", NULL));
     set_end();
 }
 

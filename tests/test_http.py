@@ -133,6 +133,27 @@ def same(srv, op, body, want_status, tcp=None, what=None, headers=None, tcp_extr
     return st, hd, got
 
 
+def bad_json_counts_from_the_body(srv, t):
+    """A bad_json's "(byte N)" (and an integer out of range's) is a byte of the
+    body the client sent, not of the request line slotd makes of it: the
+    message is the one TCP gives for the body alone as a line (its newlines
+    made spaces, which moves no byte)."""
+    bodies = (
+        (b'{"event":', None, b'(byte 9)'),
+        (b'{\n  "event": "e1",\n  "user": u1\n}', None, None),   # pretty-printed
+        (b'   \n\n   {"event":"e1","event":"e2"}', None, None),   # leading spaces; a duplicate key
+        (b'{"event":"e1","user":"u1",', {'Idempotency-Key': 'kb'}, None),  # the header's member is slotd's
+        (b'{"event":"e1","qty":99999999999999999999}', None, None),  # invalid_argument, same count
+    )
+    for body, headers, want_byte in bodies:
+        st, _, got = post(srv.http_port, 'hold', body, headers)
+        t.sock.sendall(body.replace(b'\n', b' ') + b'\n')
+        want = t.line()
+        check(st == 400 and got == want, 'byte offsets of body %r: HTTP %d %r != TCP %r' % (body, st, got, want))
+        if want_byte:
+            check(want_byte in got, 'body %r: %r names %r' % (body, got, want_byte))
+
+
 def statuses(binary, fp_binary, tmp):
     srv = Server(binary, tmp, 'plain')
     t = Tcp(srv.tcp_port)
@@ -175,9 +196,10 @@ def statuses(binary, fp_binary, tmp):
     check(st == 400 and json.loads(view)['error'] == 'invalid_argument', 'a bad event name: %d %r' % (st, view))
     # 400: bad_json, invalid_argument, unknown_op
     st, _, bj = post(p, 'hold', b'{"event":')
-    t.sock.sendall(b'{"op":"hold","event":\n')
+    t.sock.sendall(b'{"event":\n')  # the body alone: the same message, the same byte
     want = t.line()
     check(st == 400 and bj == want, 'bad_json: %d %r != %r' % (st, bj, want))
+    bad_json_counts_from_the_body(srv, t)
     same(srv, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 0, 'request': 'k5'}, 400, t, 'invalid_argument')
     same(srv, 'nosuchop', {'x': 1}, 400, t, 'unknown_op')
     st, _, body = post(p, 'hold', b'[1,2]')
@@ -321,6 +343,30 @@ def status_of(resp):
         return 0
 
 
+def head_over_the_limit_is_json(p, host):
+    """A head over 32 KiB is answered 431 in JSON (line_too_long, the shape of
+    every other error), its connection closed, its body not run; one just
+    under it is served. (A head too big even for libmicrohttpd's 64 KiB of
+    connection memory, as the 100,000-byte one above, gets its own page.)"""
+    for method, path, body in ((b'GET', b'/health', b''), (b'GET', b'/v1/events/b1', b''),
+                               (b'POST', b'/v1/hold', b'{"event":"b1","user":"big","qty":1,"request":"big"}')):
+        got, closed = raw(p, method + b' ' + path + b' HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 40000 +
+                          b'\r\nContent-Length: %d\r\n\r\n' % len(body) + body)
+        head, _, reply = got.partition(b'\r\n\r\n')
+        ok = status_of(got) == 431 and closed and b'\r\nContent-Type: application/json\r\n' in head + b'\r\n'
+        try:
+            r = json.loads(reply)
+            ok = ok and r['ok'] is False and r['error'] == 'line_too_long' and 'head' in r['message']
+            ok = ok and reply.endswith(b'\n') and reply.count(b'\n') == 1
+        except (ValueError, KeyError):
+            ok = False
+        check(ok, 'a %s %s head over 32 KiB is a JSON 431: %r' % (method, path, got[:400]))
+    st, _, held = post(p, 'hold', {'event': 'b1', 'user': 'big', 'qty': 1, 'request': 'big'})
+    check(st == 200 and 'replay' not in json.loads(held), 'the refused head\'s hold never ran: %r' % held)
+    got, _ = raw(p, b'GET /health HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 30000 + b'\r\nConnection: close\r\n\r\n')
+    check(status_of(got) == 200, 'a head under 32 KiB is served: %r' % got[:200])
+
+
 def tcp_hold_works(srv, key):
     t = Tcp(srv.tcp_port)
     r = json.loads(t.ask({'op': 'hold', 'event': 'b1', 'user': 'tcp', 'qty': 1, 'request': key}))
@@ -356,6 +402,7 @@ def bad_http(binary, tmp):
     # a huge head: refused (431) or dropped, never served
     got, closed = raw(p, b'GET /health HTTP/1.1\r\n' + host + b'X-Big: ' + b'a' * 100000 + b'\r\n\r\n')
     check(status_of(got) == 431 and closed, 'a huge header: %r' % got[:200])
+    head_over_the_limit_is_json(p, host)
     # slow headers: a head that stops coming is dropped after the timeout (1 s here)
     got, closed = raw(p, b'POST /v1/hold HTTP/1.1\r\n' + host + b'Content-Le', timeout=60)
     check(closed, 'an unfinished head is dropped after the timeout (got %r)' % got[:200])

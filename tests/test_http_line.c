@@ -10,6 +10,7 @@
 TEST_DECLARE(http_line_status_table)
 TEST_DECLARE(http_line_bodies)
 TEST_DECLARE(http_line_idempotency_key)
+TEST_DECLARE(http_line_byte_delta_counts_from_the_body)
 TEST_DECLARE(http_line_op_names)
 TEST_DECLARE(http_line_event_body_escapes)
 
@@ -17,6 +18,7 @@ TEST_LIST_START
     TEST_ENTRY(http_line_status_table)
     TEST_ENTRY(http_line_bodies)
     TEST_ENTRY(http_line_idempotency_key)
+    TEST_ENTRY(http_line_byte_delta_counts_from_the_body)
     TEST_ENTRY(http_line_op_names)
     TEST_ENTRY(http_line_event_body_escapes)
 TEST_LIST_END
@@ -39,11 +41,25 @@ TEST_IMPL(http_line_status_table)
     ASSERT_EQ(slot__http_status(SLOT_E__COUNT), 500u);
 }
 
+/* The line of body; want_delta: what moves a line position to the body's. */
+static void line_at(const char *body, const char *key, const char *want, ptrdiff_t want_delta)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    ptrdiff_t delta = 12345;
+    size_t n = slot__http_line(&buf, &cap, "hold", body, strlen(body), key, &delta);
+    ASSERT_EQ(n, strlen(want));
+    ASSERT(memcmp(buf, want, n) == 0);
+    ASSERT_EQ((long long)delta, (long long)want_delta);
+    free(buf);
+}
+
 static void line_is(const char *body, const char *key, const char *want)
 {
     char *buf = NULL;
     size_t cap = 0;
-    size_t n = slot__http_line(&buf, &cap, "hold", body, strlen(body), key);
+    ptrdiff_t delta;
+    size_t n = slot__http_line(&buf, &cap, "hold", body, strlen(body), key, &delta);
     ASSERT_EQ(n, strlen(want));
     ASSERT(memcmp(buf, want, n) == 0);
     free(buf);
@@ -77,9 +93,26 @@ TEST_IMPL(http_line_idempotency_key)
     key[sizeof(key) - 1] = 0;
     char *buf = NULL;
     size_t cap = 0;
-    size_t n = slot__http_line(&buf, &cap, "hold", "{}", 2, key);
+    ptrdiff_t delta;
+    size_t n = slot__http_line(&buf, &cap, "hold", "{}", 2, key, &delta);
     ASSERT_EQ(n, strlen("{\"op\":\"hold\",\"request\":\"\"}") + strlen(key));
     free(buf);
+}
+
+/* A parser position p in the line is byte p + delta of the body: the body's
+ * members after its '{' start at byte j of the body and byte j - delta of the line. */
+TEST_IMPL(http_line_byte_delta_counts_from_the_body)
+{
+    /* {"op":"hold", is 13 bytes; the body's "event" starts at its byte 1 */
+    line_at("{\"event\":", NULL, "{\"op\":\"hold\",\"event\":", 1 - 13);
+    /* leading spaces and newlines move the body's members on, not the line's */
+    line_at("  \n {\n  \"qty\":x}", NULL, "{\"op\":\"hold\",\"qty\":x}", 8 - 13);
+    /* the Idempotency-Key's member is the line's, not the body's */
+    line_at("{\"qty\":x}", "k1", "{\"op\":\"hold\",\"request\":\"k1\",\"qty\":x}", 1 - 28);
+    /* passed as it is, or no body: the positions are the same */
+    line_at("[1,", NULL, "[1,", 0);
+    line_at("", NULL, "{\"op\":\"hold\"}", 0);
+    line_at(" {} ", NULL, "{\"op\":\"hold\"} ", 2 - 12);
 }
 
 TEST_IMPL(http_line_op_names)

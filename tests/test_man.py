@@ -7,7 +7,8 @@ clean and say what the programs' --help says.
 For each program: `mandoc -Tlint -W warning PAGE` reports nothing; every
 --flag in the program's --help (and, for slotctl and slot-bench, in each
 command's or scenario's --help) appears in the page, and every --flag of the
-page appears in some --help; slotctl's commands and slot-bench's scenarios
+page appears in some --help; a "Global options:" list (slotctl's) is on the
+--help's usage line; slotctl's commands and slot-bench's scenarios
 are the items of the page's COMMANDS / SCENARIOS section, no more, no less.
 Exits 77 (skipped) without mandoc (Debian: mandoc).
 """
@@ -81,12 +82,25 @@ def page_items(text, section):
     return items
 
 
+def usage_names_global_options(program, top):
+    """A --help with a "Global options:" list (slotctl's) names each of them,
+    --help and --version aside, on its usage line."""
+    lines = top.splitlines()
+    if 'Global options:' not in lines:
+        return
+    usage = set(FLAG.findall(lines[0]))
+    block = '\n'.join(lines[lines.index('Global options:') + 1:]).split('\n\n', 1)[0]
+    for f in sorted(set(FLAG.findall(block)) - usage - {'--help', '--version'}):
+        fail('%s --help: its usage line leaves out the global option %s' % (program, f))
+
+
 def check(program, binary, page):
     rc, out, err = run(['mandoc', '-Tlint', '-W', 'warning', page])
     if rc != 0 or out.strip() or err.strip():
         fail('%s: mandoc -Tlint -W warning: exit %d\n%s%s' % (page, rc, out, err))
     text = render(page)
     top = help_text(binary)
+    usage_names_global_options(program, top)
     helps = [top]
     if program in SUBCOMMANDS:
         heading, section = SUBCOMMANDS[program]

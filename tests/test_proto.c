@@ -43,6 +43,7 @@ TEST_DECLARE(proto_event_and_request_names)
 TEST_DECLARE(proto_user_names)
 TEST_DECLARE(proto_non_terminated_input)
 TEST_DECLARE(proto_tiny_message_buffer)
+TEST_DECLARE(proto_parse_at_moves_byte_positions)
 TEST_DECLARE(proto_encode_id_first_and_echo)
 TEST_DECLARE(proto_encode_hello)
 TEST_DECLARE(proto_encode_hold_shapes)
@@ -100,6 +101,7 @@ TEST_LIST_START
     TEST_ENTRY(proto_user_names)
     TEST_ENTRY(proto_non_terminated_input)
     TEST_ENTRY(proto_tiny_message_buffer)
+    TEST_ENTRY(proto_parse_at_moves_byte_positions)
     TEST_ENTRY(proto_encode_id_first_and_echo)
     TEST_ENTRY(proto_encode_hello)
     TEST_ENTRY(proto_encode_hold_shapes)
@@ -938,6 +940,23 @@ TEST_IMPL(proto_tiny_message_buffer)
     ASSERT_EQ(slot_proto_parse("{\"op\":1}", 8, &r, m, sizeof(m)), SLOT_E_UNKNOWN_OP);
     ASSERT_EQ(strlen(m), 3);
     ASSERT_EQ(slot_proto_parse("{\"op\":1}", 8, &r, NULL, 0), SLOT_E_UNKNOWN_OP);
+}
+
+/* slot_proto_parse_at: "(byte N)" of bad_json and of an integer out of
+ * range moved by byte_delta, never below 0; the error is the same. */
+TEST_IMPL(proto_parse_at_moves_byte_positions)
+{
+    slot_req r;
+    char m[256];
+    ASSERT_EQ(slot_proto_parse("{\"op\":\"hold\",\"event\":", 21, &r, m, sizeof(m)), SLOT_E_BAD_JSON);
+    ASSERT(strstr(m, "(byte 21)") != NULL);
+    ASSERT_EQ(slot_proto_parse_at("{\"op\":\"hold\",\"event\":", 21, -12, &r, m, sizeof(m)), SLOT_E_BAD_JSON);
+    ASSERT(strstr(m, "(byte 9)") != NULL);
+    ASSERT_EQ(slot_proto_parse_at("{\"op\":\"hold\",\"event\":", 21, -100, &r, m, sizeof(m)), SLOT_E_BAD_JSON);
+    ASSERT(strstr(m, "(byte 0)") != NULL);
+    ASSERT_EQ(slot_proto_parse_at("{\"op\":\"hold\",\"qty\":99999999999999999999}", 40, 5, &r, m, sizeof(m)),
+              SLOT_E_INVALID_ARGUMENT);
+    ASSERT(strstr(m, "(byte 44)") != NULL);
 }
 
 /* ------------------------------------------------------------------------ */

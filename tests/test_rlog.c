@@ -231,16 +231,19 @@ static void seg_path(char *out, size_t n, const char *dir, uint64_t first)
     snprintf(out, n, "%s/%016" PRIx64 ".seg", dir, first);
 }
 
+/* The whole file at path, its length in *len (set on every path). A file a
+ * case reads is one it wrote: one that cannot be read aborts, as in write_file. */
 static uint8_t *read_file(const char *path, size_t *len)
 {
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
+        abort();
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0)
+        abort();
     uint8_t *b = malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n)
+    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n)
         abort();
     fclose(f);
     *len = (size_t)n;

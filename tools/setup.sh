@@ -21,9 +21,19 @@ slot_need_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 }
 
+# slot_build [MESON OPTIONS...] — configure $SLOT_BUILD (once) and build it.
+# SLOT_MESON_ARGS: more meson options, split on blanks, appended to the
+# setup's and applied to a build folder that exists already (meson
+# configure); .ci/run sets SLOT_MESON_ARGS=-Dwerror=true so that CI's builds
+# fail on a warning, while a plain build (any compiler, any buildtype) only
+# warns.
 slot_build() {
+    local extra=()
+    read -r -a extra <<<"${SLOT_MESON_ARGS:-}"
     if [ ! -f "$SLOT_BUILD/build.ninja" ]; then
-        meson setup "$SLOT_BUILD" "$SLOT_ROOT" "$@" >&2
+        meson setup "$SLOT_BUILD" "$SLOT_ROOT" "$@" ${extra[@]+"${extra[@]}"} >&2
+    elif [ ${#extra[@]} -gt 0 ]; then
+        meson configure "$SLOT_BUILD" "${extra[@]}" >&2
     fi
     ninja -C "$SLOT_BUILD" >&2
 }

@@ -866,7 +866,7 @@ static void print_cmd_help(FILE *f, const ctl_cmd *c)
 static void print_help(FILE *f)
 {
     fprintf(f,
-            "usage: slotctl [--host H[,H...]] [--port P] [--token T] [--json] COMMAND [ARGS...]\n\n"
+            "usage: slotctl [--host H[,H...]] [--port P] [--token T] [--json] [--timeout S] COMMAND [ARGS...]\n\n"
             "The admin tool of slotd: runs admin ops of the slotd protocol.\n\n"
             "Global options:\n"
             "  -H, --host H[,H...]   server address (default %s, or $SLOTD_ADDR); each H is\n"

@@ -20,6 +20,9 @@
  * commit thread sleeps SLOT_FP_SLOW_HANDBACK_MS after a batch committed and
  * before handing it back to the loop (a replica-set test pauses and deposes a
  * primary in that window: docs/design.md, "What a deposed primary cuts").
+ * cas_lost is not on the write path: slot_etcd_cas (slot/etcd.h) compares a
+ * revision the key never had, so etcd refuses that CAS as it refuses one that
+ * another node's write overtook (a replica-set test sees a lost CAS logged).
  */
 #ifndef SLOT_FAILPOINT_H
 #define SLOT_FAILPOINT_H
@@ -35,7 +38,8 @@
     X(COMMIT_FAIL, "commit_fail")                        \
     X(MAP_FULL, "map_full")                              \
     X(KILL_BEFORE_HANDOUT, "kill_before_handout")        \
-    X(SLOW_HANDBACK, "slow_handback")
+    X(SLOW_HANDBACK, "slow_handback")                    \
+    X(CAS_LOST, "cas_lost")
 
 #define SLOT_FP_SLOW_HANDBACK_MS 10000 /* slow_handback's sleep */
 
@@ -54,7 +58,9 @@ typedef enum slot_failpoint {
  */
 int slot_failpoints_parse(const char *spec, char *err, unsigned errlen);
 /* slot_failpoint_hit — true when fp fires now (counts its passes). Thread:
- * the commit thread (the only one that runs the write path). */
+ * the commit thread (the only one that runs the write path); cas_lost's only
+ * on the loop thread of its etcd client. Each failpoint's count is touched by
+ * one thread only. */
 bool slot_failpoint_hit(slot_failpoint fp);
 #define SLOT_FAIL(fp) slot_failpoint_hit(SLOT_FP_##fp)
 #else

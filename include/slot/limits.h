@@ -123,6 +123,11 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
                                                   reports a short page write (64 pages at most) as EIO */
 #define SLOT_PARTIAL_BYTES_INITIAL 1024        /* first buffer for an unfinished line (grows by doubling) */
 #define SLOT_OUT_BYTES_INITIAL 4096            /* first reply buffer of a connection (grows by doubling) */
+#define SLOT_HTTP_HEAD_BYTES_MAX (32u << 10)   /* --http: a request line and headers over this are answered 431
+                                                  (JSON, line_too_long) and the connection closed */
+#define SLOT_HTTP_CONN_MEMORY_BYTES (64u << 10) /* --http: libmicrohttpd's memory per connection, its read buffer
+                                                  included: a head must fit it whole before slotd sees it, and
+                                                  one too big for it gets libmicrohttpd's own 431 page */
 
 /*
  * The etcd client (slot/etcd.h). One request is tried once on each endpoint
@@ -183,6 +188,8 @@ _Static_assert(SLOT_PARTS_MAX <= 65535, "parts are counted in 16 bits");
 _Static_assert(SLOT_SHARDS_MAX <= 65535, "shard numbers are 16-bit in keys");
 _Static_assert(SLOT_QUEUE_REQUESTS_DEFAULT >= 100000, "docs/protocol.md: queue bound at least 100,000");
 _Static_assert(SLOT_SWEEP_BATCH_MAX <= SLOT_BATCH_REQUESTS_MAX, "a sweep fits one batch budget");
+_Static_assert(SLOT_HTTP_CONN_MEMORY_BYTES >= 2 * SLOT_HTTP_HEAD_BYTES_MAX,
+               "a head over the limit still fits libmicrohttpd's memory, so slotd answers it");
 _Static_assert(SLOT_EXPIRE_CHUNK <= SLOT_SWEEP_BATCH_MAX, "a chunk fits a sweep");
 _Static_assert(SLOT_SWEEP_INTERVAL_MS_DEFAULT >= SLOT_SWEEP_INTERVAL_MS_MIN, "default sweep interval in range");
 _Static_assert(SLOT_SWEEP_INTERVAL_MS_DEFAULT <= SLOT_SWEEP_INTERVAL_MS_MAX, "default sweep interval in range");

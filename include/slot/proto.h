@@ -37,6 +37,20 @@
 slot_err slot_proto_parse(const char *line, size_t len, slot_req *req, char *msg, size_t msglen);
 
 /*
+ * slot_proto_parse_at — slot_proto_parse of a line made from another text
+ * (an HTTP body: docs/protocol.md, "HTTP"), whose messages name byte
+ * positions ("(byte N)" of bad_json and of an integer out of range) as that
+ * text counts them.
+ *   byte_delta: added to each position counted in line; a position that
+ *               would fall below 0 (inside bytes the line added) is named 0.
+ *               0 is slot_proto_parse.
+ *   line/len, req, msg/msglen: as slot_proto_parse.
+ * Returns what slot_proto_parse returns. Thread-safe (no shared state).
+ */
+slot_err slot_proto_parse_at(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg,
+                             size_t msglen);
+
+/*
  * slot_proto_encode — encode the reply to `req` from its result `res`, as
  * one line ending in "\n".
  *   buf/cap: out. Returns the reply's length in bytes (with the "\n"); when
