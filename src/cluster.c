@@ -407,7 +407,9 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
     if (status != 0 || c->stopping)
         return;
     if (!r->found) {
-        if (c->role == CLU_INIT && !c->campaigning)
+        /* No configuration yet: found one. Also after a bootstrap CAS that was lost or got
+         * no answer (its node then follows nobody, JOINING with no configuration seen). */
+        if ((c->role == CLU_INIT || (c->role == CLU_JOINING && !c->cfg.found)) && !c->campaigning)
             bootstrap(c);
         return;
     }

@@ -35,6 +35,7 @@ TEST_DECLARE(cluster_bad_peers_are_refused)
 TEST_DECLARE(cluster_deposed_primary_ends_feed_subscriptions)
 TEST_DECLARE(cluster_deposed_primary_drops_its_unacknowledged_batch)
 TEST_DECLARE(cluster_cas_outcomes_are_logged)
+TEST_DECLARE(cluster_lost_bootstrap_is_tried_again)
 TEST_DECLARE(cluster_netns_partition)
 
 TEST_LIST_START
@@ -46,6 +47,7 @@ TEST_LIST_START
     TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
     TEST_ENTRY(cluster_deposed_primary_drops_its_unacknowledged_batch)
     TEST_ENTRY(cluster_cas_outcomes_are_logged)
+    TEST_ENTRY(cluster_lost_bootstrap_is_tried_again)
     TEST_ENTRY(cluster_netns_partition)
 TEST_LIST_END
 
@@ -862,6 +864,36 @@ TEST_IMPL(cluster_cas_outcomes_are_logged)
     ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) sent: epoch 2", NULL));
     ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) lost: the configuration changed", NULL));
     ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) won: epoch", NULL));
+    set_end();
+}
+
+/*
+ * A bootstrap CAS that is lost (failpoint cas_lost: the first CAS of every
+ * node compares a revision the key never had) while the key is still absent
+ * is tried again at the next poll: the founder used to follow nobody from then
+ * on, and the set never formed.
+ */
+TEST_IMPL(cluster_lost_bootstrap_is_tried_again)
+{
+    const char *fp = getenv("SLOTD_FP"), *plain = getenv("SLOTD");
+    if (!fp || !*fp || !plain)
+        SLOT_TEST_SKIP("SLOTD_FP (slotd-failpoints) is not set");
+    node_logs = true;
+    char saved[512];
+    snprintf(saved, sizeof(saved), "%s", plain);
+    setenv("SLOTD", fp, 1);
+    setenv("SLOT_FAILPOINTS", "cas_lost*1", 1);
+    set_start();
+    setenv("SLOTD", saved, 1);
+    unsetenv("SLOT_FAILPOINTS");
+    if (!wait_members(NODES, WAIT_LONG_MS))
+        T_FAIL_("%s", "the set did not form after its first bootstrap CAS was lost");
+    ASSERT(find_primary(WAIT_LONG_MS) >= 0);
+    ASSERT(node_log_has(0, "CAS configuration (bootstrap) lost", NULL));
+    bool won = false;
+    for (int i = 0; i < NODES; i++)
+        won = won || node_log_has(i, "CAS configuration (bootstrap) won: epoch 1", NULL);
+    ASSERT(won);
     set_end();
 }
 
