@@ -68,7 +68,7 @@ static void usage(FILE *out)
             "                          (default %u)\n"
             "  --token-file FILE       lines \"frontend TOKEN\" / \"worker TOKEN\" / \"admin TOKEN\";\n"
             "                          clients must send hello first. The file must be mode 600 or stricter\n"
-            "  --insecure              allow a non-loopback --listen without --token-file\n"
+            "  --insecure              allow a non-loopback --listen or --http without --token-file\n"
             "  --no-read-path          answer every hold through a batch, also a certain sold_out\n"
             "                          (for tests comparing the two paths)\n"
             "  --no-cold-park          load a closed event's keys at once, in the batch of the first\n"
