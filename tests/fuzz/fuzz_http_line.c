@@ -171,8 +171,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     char *line = NULL;
     size_t cap = 0;
-    size_t len = slot__http_line(&line, &cap, op, body, n, keyp);
+    ptrdiff_t delta = 0;
+    size_t len = slot__http_line(&line, &cap, op, body, n, keyp, &delta);
     CHECK(len > 0);
+    /* a byte of the line's tail names the body's byte q + delta: never outside the body */
+    CHECK(delta <= (ptrdiff_t)n && delta >= -(ptrdiff_t)len);
     CHECK(len < cap);
     CHECK(len <= n + 96 + 6 * key_len);
     size_t i = 0;
@@ -180,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         i++;
     if (n > 0 && (i == n || body[i] != '{')) {
         CHECK(len == n && memcmp(line, body, n) == 0); /* copied as it is */
+        CHECK(delta == 0);
     } else {
         char head[64];
         int hl = snprintf(head, sizeof head, "{\"op\":\"%s\"", op);
