@@ -465,7 +465,10 @@ TEST_IMPL(data_folder_fsync_failure_refuses_to_start)
     free(data);
 }
 
-TEST_IMPL(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
+/* A set of one (it founds it, no replica to wait for), durable like a default
+ * node, on a private etcd (the case skips without etcd or strace): node 0,
+ * configured, not started. */
+static node *one_node_set(void)
 {
     need_strace();
     etcd_start(&etcd); /* skips without /usr/bin/etcd */
@@ -478,19 +481,24 @@ TEST_IMPL(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
     fputs("a-cluster-secret-of-some-length\n", f);
     fclose(f);
     ASSERT_EQ(chmod(secret_path, 0600), 0);
-    char file[PATH_BYTES], rlog[PATH_BYTES];
-    snprintf(file, sizeof file, "%s/trace", base_dir);
     node *n = &nodes[0];
     snprintf(n->id, sizeof n->id, "n1");
     snprintf(n->dir, sizeof n->dir, "%s/n1", base_dir);
     snprintf(n->host, sizeof n->host, "127.0.0.1");
-    snprintf(rlog, sizeof rlog, "%s/rlog", n->dir);
-    /* A set of one (it founds it, no replica to wait for), durable like a default node. */
     n->extra[0] = "--min-replicas";
     n->extra[1] = "0";
     n->extra[2] = "--durability";
     n->extra[3] = "sync";
     n->extra[4] = NULL;
+    return n;
+}
+
+TEST_IMPL(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
+{
+    node *n = one_node_set();
+    char file[PATH_BYTES], rlog[PATH_BYTES];
+    snprintf(file, sizeof file, "%s/trace", base_dir);
+    snprintf(rlog, sizeof rlog, "%s/rlog", n->dir);
     trace_into(file);
     node_start(n);
     pid_t pid = n->srv.pid;
@@ -523,26 +531,7 @@ TEST_IMPL(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
  */
 TEST_IMPL(rlog_last_segment_synced_at_open_before_its_first_write)
 {
-    need_strace();
-    etcd_start(&etcd); /* skips without /usr/bin/etcd */
-    char *base = real_tmpdir();
-    snprintf(base_dir, sizeof base_dir, "%s", base);
-    free(base);
-    snprintf(secret_path, sizeof secret_path, "%s/secret", base_dir);
-    FILE *f = fopen(secret_path, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("a-cluster-secret-of-some-length\n", f);
-    fclose(f);
-    ASSERT_EQ(chmod(secret_path, 0600), 0);
-    node *n = &nodes[0];
-    snprintf(n->id, sizeof n->id, "n1");
-    snprintf(n->dir, sizeof n->dir, "%s/n1", base_dir);
-    snprintf(n->host, sizeof n->host, "127.0.0.1");
-    n->extra[0] = "--min-replicas";
-    n->extra[1] = "0";
-    n->extra[2] = "--durability";
-    n->extra[3] = "sync";
-    n->extra[4] = NULL;
+    node *n = one_node_set();
     node_start(n);
     ASSERT_EQ(find_primary(WAIT_LONG_MS), 0);
     create_event(0, 10);
