@@ -3,7 +3,8 @@
  * what the server sees): the node's role, the configuration it knows from
  * etcd, the members it tracks, the batch log and the replication channel.
  *
- *   cluster.c          start and stop, etcd (lease, node key, polls), roles, failover
+ *   cluster.c          start and stop, etcd (lease, node key, polls), roles
+ *   cluster_failover.c a replica's failover: the pre-vote and the takeover
  *   cluster_cfg.c      the JSON of etcd's values, the cluster op
  *   cluster_primary.c  the primary's data path: records, acks, commit point, drops and joins
  *   cluster_replica.c  the replica's data path: records in, acks, apply, read and write gates
@@ -217,6 +218,12 @@ uint64_t slot__clu_epoch_of(clu *c, uint64_t seq);
 void slot__clu_cas(clu *c, const clu_config *next, const char *what);
 /* a commit-thread job, when the thread is idle. */
 void slot__clu_job_start(clu *c, clu_job job);
+/* take over: CAS {epoch+1, tenure=epoch+1, primary self, same members}. */
+void slot__clu_take_over(clu *c);
+
+/* ---- cluster_failover.c */
+/* a replica's tick: fence the silent primary and take over, after the pre-vote. */
+void slot__clu_failover_tick(clu *c);
 
 /* ---- cluster_change.c */
 /* the cluster_change op (s->clu_up.change): 0 answered, 1 running. */
