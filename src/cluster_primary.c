@@ -474,7 +474,11 @@ void slot__clu_primary_tick(clu *c)
     bool add = false;
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
-        if (!n->ready || n->snap != CLU_SNAP_NONE || slot__clu_is_member(&c->cfg, n->id) || n->acked < caught_up ||
+        bool answering = false; /* a member just dropped may still look ready while it is cut off */
+        for (size_t k = 0; k < np && k < SLOT_CLUSTER_MEMBERS_MAX; k++)
+            if (strcmp(pi[k].node_id, n->id) == 0)
+                answering = pi[k].ready && pi[k].silence_ms < c->repl_to_ms;
+        if (!n->ready || !answering || n->snap != CLU_SNAP_NONE || slot__clu_is_member(&c->cfg, n->id) || n->acked < caught_up ||
             slot__clu_is_removed(&c->cfg, n->id) || next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
             continue;
         n->counted = true;
