@@ -1,5 +1,5 @@
 /*
- * micro_idem — the idempotency index (src/idem.h) alone: the time of every
+ * micro_idem — the idempotency index (src/alloc/idem.h) alone: the time of every
  * single call across N inserts of hold-shaped keys, as the commit thread
  * makes them (a lookup that misses, then an add), and the p50, p99, p99.9,
  * p99.99 and max of those times. The max is the number that matters: a
@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "micro.h"
-#include "src/idem.h" /* internal to libslot, measured directly */
+#include "alloc/idem.h" /* internal to libslot, measured directly */
 
 #define MICRO_IDEM_KEYS_DEFAULT 10000000u /* --max-keys */
 #define MICRO_IDEM_KEYS_MAX 100000000u
@@ -64,7 +64,7 @@ static void key_of(uint64_t i, char user[24], size_t *ul, char req[24], size_t *
 static void usage(FILE *f)
 {
     fprintf(f, "usage: micro_idem [--seconds S] [--max-keys N]\n\n"
-               "Per-call time of the in-memory idempotency index (src/idem.c): N inserts\n"
+               "Per-call time of the in-memory idempotency index (src/alloc/idem.c): N inserts\n"
                "(get that misses + add, as a new hold does), then N lookups that hit.\n\n"
                "  --seconds S      the insert phase stops after S seconds (more than 0, at most %.0f;\n"
                "                   default %.0f)\n"

@@ -24,6 +24,7 @@
 
 #include "harness.h"
 #include "slot/backup.h"
+#include "slot/check.h"
 #include "slot/client.h"
 #include "slot/store.h"
 
@@ -449,7 +450,7 @@ TEST_IMPL(backup_e2e_damaged_files_refused)
     /* The good one passes, in-process too. */
     slot_res check;
     memset(&check, 0, sizeof check);
-    ASSERT_EQ(slot_backup_verify(good, tmp, &bi, &check, err, sizeof err), 0);
+    ASSERT_EQ(slot_backup_verify(good, tmp, &bi, slot_check_backup_copy, &check, err, sizeof err), 0);
     ASSERT_EQ(check.nviolations, 0);
     ASSERT_U64_EQ(check.holds_checked, 1);
     slot_res_clear(&check);

@@ -1,11 +1,11 @@
-/* test_http_line.c — the HTTP listener's text side (src/http_line.h): the
+/* test_http_line.c — the HTTP listener's text side (src/server/http_line.h): the
  * status table of docs/protocol.md, "HTTP", and how a body becomes the
  * request line the TCP protocol would carry. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
-#include "../src/http_line.h"
+#include "server/http_line.h"
 
 TEST_DECLARE(http_line_status_table)
 TEST_DECLARE(http_line_bodies)

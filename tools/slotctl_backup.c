@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "slot/backup.h"
+#include "slot/check.h"
 #include "slot/limits.h"
 
 #define EXIT_FAIL 1
@@ -171,7 +172,7 @@ int slotctl_verify_backup(int argc, char **argv, bool json)
     slot_res check;
     memset(&check, 0, sizeof check);
     char err[1024];
-    rc = slot_backup_verify(file, tmp && *tmp ? tmp : "/tmp", &bi, &check, err, sizeof err);
+    rc = slot_backup_verify(file, tmp && *tmp ? tmp : "/tmp", &bi, slot_check_backup_copy, &check, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "slotctl: verify-backup: %s\n", err);
         slot_res_clear(&check);

@@ -35,8 +35,8 @@ struct slot__cold;
 typedef struct slot_alloc {
     slot_store *store;
     uint64_t rng[4];                   /* xoshiro256** state, seeded from getrandom() */
-    struct slot__idem *idem;           /* idempotency index (src/idem.h); see slot_alloc_load */
-    struct slot__cold *cold;           /* cold events queued for loading (src/cold.c); NULL: none yet */
+    struct slot__idem *idem;           /* idempotency index (src/alloc/idem.h); see slot_alloc_load */
+    struct slot__cold *cold;           /* cold events queued for loading (src/alloc/cold.c); NULL: none yet */
 } slot_alloc;
 
 /*

@@ -2,7 +2,7 @@
  * slot/backup.h — backups of a store: a consistent, compacted hot copy of a
  * running store in one file, restoring it into a data folder offline,
  * verifying a backup file, and installing one into a live store (a replica
- * set's snapshot join) (src/store_backup.c; docs/operations.md,
+ * set's snapshot join) (src/store/store_backup.c; docs/operations.md,
  * "Backups", defines the file; docs/design.md, "Backups", says why it is
  * made as it is).
  *
@@ -141,15 +141,19 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
  * slot_backup_verify — check a backup without restoring it: the header, the
  * data's SHA-256, then a copy of the data (a scratch file under
  * scratch_dir, removed before the return) opened read-only, its seq, epoch
- * and digest compared with the header's, and slot_check (every event, the
- * feed) run on it.
- *   check: receives slot_check's result (nviolations, violations; the
- *     caller frees it with slot_res_clear); may be NULL (no check run).
- * Returns 0 when the file is intact (violations, if any, are in check), or
- * an error. Thread: any. Cost: O(data).
+ * and digest compared with the header's, and inspect run on it.
+ *   inspect: called once with the opened copy and its read transaction
+ *     (both valid only during the call), and arg; its non-zero return is
+ *     this call's. slot_check_backup_copy (slot/check.h) runs slot_check
+ *     (every event, the feed) with arg a slot_res. May be NULL (none run).
+ *     The store wing does not check the allocator's invariants itself: the
+ *     caller, above it, brings the check.
+ * Returns 0 when the file is intact (what inspect found, if anything, is in
+ * its arg), or an error. Thread: any. Cost: O(data).
  */
-int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out, slot_res *check, char *err,
-                       size_t errlen);
+typedef int (*slot_backup_inspect_fn)(slot_store *copy, MDB_txn *txn, void *arg);
+int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out,
+                       slot_backup_inspect_fn inspect, void *arg, char *err, size_t errlen);
 
 /*
  * slot_backup_install — replace the data of a live store by a backup's, in

@@ -1,6 +1,6 @@
 /*
  * slot/check.h — the invariant scan behind the admin "check" op
- * (docs/protocol.md, "Invariants"), implemented by src/check.c. It only
+ * (docs/protocol.md, "Invariants"), implemented by src/alloc/check.c. It only
  * reads: any transaction will do, and it changes nothing.
  */
 #ifndef SLOT_CHECK_H
@@ -25,5 +25,14 @@
  * Returns 0, or an LMDB error. A missing event is res->err = unknown_event.
  */
 int slot_check(slot_store *st, MDB_txn *txn, const char *event, size_t event_len, slot_res *res);
+
+/*
+ * slot_check_backup_copy — slot_check of every event on a backup's copy,
+ * in the shape of slot_backup_inspect_fn (slot/backup.h), for
+ * slot_backup_verify: res is a slot_res (zeroed by the caller, which frees
+ * it with slot_res_clear). Returns slot_check's result. Thread: the
+ * caller's; copy and txn are borrowed for the call.
+ */
+int slot_check_backup_copy(slot_store *copy, MDB_txn *txn, void *res);
 
 #endif

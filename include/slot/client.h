@@ -207,7 +207,7 @@ int slot_client_call(slot_client *c, const slot_req *req, slot_reply *out, int t
  */
 int slot_addr_split(const char *s, size_t len, char *host, size_t host_cap, uint16_t *port);
 
-/* ---- following the primary of a replica set (src/client_follow.c)
+/* ---- following the primary of a replica set (src/client/client_follow.c)
  *
  * A slot_follow holds a list of node addresses and at most one connection,
  * and sends each request until a node gives a real answer:

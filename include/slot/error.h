@@ -16,7 +16,7 @@
  * values: they are put into a slot_res, and only the boundary — the commit
  * thread and the loop's read path — turns an internal error into one
  * (MDB_MAP_FULL, ENOSPC, EDQUOT -> storage_full; the rest -> internal).
- * The allocator's op helpers add one value, SLOT__ANSWERED (src/alloc_int.h):
+ * The allocator's op helpers add one value, SLOT__ANSWERED (src/alloc/alloc_int.h):
  * "res holds a wire error, stop here, nothing was written".
  */
 #ifndef SLOT_ERROR_H

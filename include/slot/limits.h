@@ -165,7 +165,7 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_FEED_PUSH_BYTES_HINT 512          /* most push lines fit; an event entry may need more */
 #define SLOT_FEED_CONSUMERS_MAX 1024           /* known consumers feed_consumers lists and a trim considers */
 
-/* The idempotency index (src/idem.c says why these sizes). */
+/* The idempotency index (src/alloc/idem.c says why these sizes). */
 #define SLOT_IDEM_BUCKETS_LOG2 12              /* 4096 buckets to start with; doubles incrementally */
 #define SLOT_IDEM_MOVE_BUCKETS 8               /* buckets a call moves while the table doubles */
 #define SLOT_IDEM_BLOCK_BYTES (1u << 20)       /* arena block: ~10,000 entries */

@@ -3,7 +3,7 @@
  * (slot_req) and result (slot_res), connection roles, and the hold and event
  * statuses with their wire names (docs/protocol.md). Used by the parser
  * (proto), the allocator (alloc), the client library and the server alike;
- * implemented by src/ops.c. No storage and no I/O here: including this
+ * implemented by src/base/ops.c. No storage and no I/O here: including this
  * header does not pull in LMDB.
  */
 #ifndef SLOT_OPS_H

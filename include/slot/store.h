@@ -1,7 +1,7 @@
 /*
  * slot/store.h — slotd's LMDB schema: one environment, six named databases
  * (docs/design.md, "Storage", less its "requests" database: the idempotency index
- * is rebuilt in memory from the holds, see src/idem.h), fixed-width
+ * is rebuilt in memory from the holds, see src/alloc/idem.h), fixed-width
  * big-endian integers in keys so LMDB's
  * byte order is number and time order, and packed versioned records as values.
  *
@@ -246,7 +246,7 @@ int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot
 int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint32_t *count);
 
 /*
- * ---- The waitlist database (src/store_wait.c; docs/design.md, "Waitlists").
+ * ---- The waitlist database (src/store/store_wait.c; docs/design.md, "Waitlists").
  * Waiting entries by (event, join seq); each key's entry by (event, user,
  * request); and a Fenwick tree over join seqs counting the entries that
  * left, so a position is O(log) reads, never a scan.
@@ -287,7 +287,7 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
                                uint64_t *count);
 
 /*
- * ---- Replication groundwork (src/store_repl.c; docs/design.md, "Storage",
+ * ---- Replication groundwork (src/store/store_repl.c; docs/design.md, "Storage",
  * "Write sets, seq and digest"). meta is node-local; the eight other
  * databases (events, shards, holds, expiry, users, feed, consumers,
  * waitlist: db ids 1..8, their index in the store's table) are the

@@ -42,6 +42,7 @@
 #include <zlib.h>
 
 #include "slot/backup.h"
+#include "slot/check.h"
 #include "slot/store.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -251,7 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     slot_backup_info vi;
     slot_res check;
     memset(&check, 0, sizeof check);
-    int v = slot_backup_verify(file, scratch, &vi, &check, err, sizeof err);
+    int v = slot_backup_verify(file, scratch, &vi, slot_check_backup_copy, &check, err, sizeof err);
     slot_res_clear(&check);
     if (v != 0) {
         if (!slot_backup_refused(v)) {

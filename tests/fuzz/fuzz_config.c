@@ -1,7 +1,7 @@
 /*
  * fuzz_config.c — libFuzzer target for slotd's two settings readers: the
- * --config FILE reader (src/config.h) and the --token-file reader
- * (src/auth.h). Byte 0 of the input picks the reader (bit 0) and, for the
+ * --config FILE reader (src/daemon/config.h) and the --token-file reader
+ * (src/server/auth.h). Byte 0 of the input picks the reader (bit 0) and, for the
  * token file, whether the file is open to group (bit 1); the rest is the
  * file's content.
  *
@@ -44,9 +44,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../src/config.c"
-#include "auth.h"
-#include "conn.h"
+#include "../../src/daemon/config.c"
+#include "server/auth.h"
+#include "server/conn.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

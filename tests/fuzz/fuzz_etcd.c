@@ -1,8 +1,8 @@
 /*
  * fuzz_etcd.c — libFuzzer target for what the etcd client reads from etcd
- * (src/etcd_int.h): the v3 JSON gateway's answers to each kind of request
- * (src/etcd_kv.c), the watch stream split into messages and events
- * (src/etcd_watch.c), and base64 (src/etcd_b64.c). etcd is the
+ * (src/etcd/etcd_int.h): the v3 JSON gateway's answers to each kind of request
+ * (src/etcd/etcd_kv.c), the watch stream split into messages and events
+ * (src/etcd/etcd_watch.c), and base64 (src/etcd_b64.c). etcd is the
  * configuration store every node trusts for who is primary: a misbehaving or
  * hostile one must get an error, never a crash or a made-up result.
  *
@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "etcd_int.h"
+#include "etcd/etcd_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_http_line.c — libFuzzer target for the HTTP listener's request
- * mapping (src/http_line.h): an op from the path, an Idempotency-Key header
+ * mapping (src/server/http_line.h): an op from the path, an Idempotency-Key header
  * and a body made into the request line the TCP protocol would carry.
  *
  * Input: byte 0 picks the op (one of slot/ops.h's, or a name that only looks
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_line.h"
+#include "server/http_line.h"
 #include "slot/ops.h"
 #include "slot/proto.h"
 

@@ -51,7 +51,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "repl_int.h"
+#include "repl/repl_int.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

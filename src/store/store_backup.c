@@ -28,7 +28,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "slot/check.h"
 #include "store_int.h"
 
 #define SHA_BYTES 32
@@ -308,10 +307,11 @@ static void scratch_close(int fd, const char *name, bool linked)
 
 /*
  * Opens the LMDB file `copy` read-only and reads its seq, epoch and digest
- * into info; with check, runs slot_check on it too (in the same read
- * transaction). `name` is the file the messages name.
+ * into info; with inspect, runs inspect(copy, txn, arg) on it too (in the
+ * same read transaction: slot_check_backup_copy for slotctl verify-backup). `name` is the file the messages name.
  */
-static int copy_inspect(const char *copy, const char *name, slot_backup_info *info, slot_res *check, char *err,
+static int copy_inspect(const char *copy, const char *name, slot_backup_info *info, slot_backup_inspect_fn inspect,
+                        void *arg, char *err,
                         size_t errlen)
 {
     slot_store *cst;
@@ -328,8 +328,8 @@ static int copy_inspect(const char *copy, const char *name, slot_backup_info *in
         rc = slot_store_seq_get(cst, txn, &info->seq, &info->epoch);
     if (rc == 0)
         rc = slot_store_digest(cst, txn, &seq, info->digest);
-    if (rc == 0 && check)
-        rc = slot_check(cst, txn, NULL, 0, check);
+    if (rc == 0 && inspect)
+        rc = inspect(cst, txn, arg);
     if (rc == 0)
         SLOT_ASSERT(seq == info->seq);
     else
@@ -363,7 +363,7 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
     if (rc != 0)
         snprintf(err, errlen, "copying the store to %s: %s", scratch_dir, mdb_strerror(rc));
     if (rc == 0)
-        rc = copy_inspect(scratch, scratch_dir, &h.info, NULL, err, errlen);
+        rc = copy_inspect(scratch, scratch_dir, &h.info, NULL, NULL, err, errlen);
     struct stat sb;
     if (rc == 0 && fstat(sfd, &sb) != 0) {
         rc = -errno;
@@ -454,7 +454,7 @@ int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lo
  * copy (named copy) inspected: its seq, epoch and digest must be the header's.
  */
 static int extract(int fd, const header *h, const char *file, int out_fd, const char *copy, bool durable,
-                   slot_res *check, char *err, size_t errlen)
+                   slot_backup_inspect_fn inspect, void *arg, char *err, size_t errlen)
 {
     uint8_t sha[SHA_BYTES];
     int rc = stream(fd, out_fd, h->info.data_bytes, sha);
@@ -472,7 +472,7 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
         return rc;
     }
     slot_backup_info seen = h->info;
-    rc = copy_inspect(copy, file, &seen, check, err, errlen);
+    rc = copy_inspect(copy, file, &seen, inspect, arg, err, errlen);
     if (rc == 0 &&
         (seen.seq != h->info.seq || seen.epoch != h->info.epoch || strcmp(seen.digest, h->info.digest) != 0)) {
         rc = SLOT_BACKUP_E_DIGEST;
@@ -485,8 +485,8 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
     return rc;
 }
 
-int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out, slot_res *check, char *err,
-                       size_t errlen)
+int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out,
+                       slot_backup_inspect_fn inspect, void *arg, char *err, size_t errlen)
 {
     header h;
     int fd;
@@ -500,7 +500,7 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
     bool linked;
     rc = scratch_open(scratch_dir, ".slot-verify-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
-        rc = extract(fd, &h, file, sfd, scratch, true, check, err, errlen);
+        rc = extract(fd, &h, file, sfd, scratch, true, inspect, arg, err, errlen);
         scratch_close(sfd, scratch, linked);
     }
     close(fd);
@@ -570,7 +570,7 @@ int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const ch
     bool linked;
     rc = scratch_open(scratch_dir, ".slot-install-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
-        rc = extract(fd, &h, file, sfd, scratch, false, NULL, err, errlen); /* txn is untouched until this passed */
+        rc = extract(fd, &h, file, sfd, scratch, false, NULL, NULL, err, errlen); /* txn is untouched until this passed */
         if (rc == 0)
             rc = copy_install(st, txn, scratch, file, &h.info, err, errlen);
         scratch_close(sfd, scratch, linked);
@@ -671,7 +671,7 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(-rc));
     }
     if (rc == 0)
-        rc = extract(fd, &h, file, out_fd, tmp, true, NULL, err, errlen);
+        rc = extract(fd, &h, file, out_fd, tmp, true, NULL, NULL, err, errlen);
     if (out_fd >= 0)
         close(out_fd);
     /* lock.mdb describes the readers of the old data.mdb: LMDB rebuilds it. */

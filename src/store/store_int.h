@@ -77,7 +77,7 @@ int slot__store_meta_put(slot_store *st, MDB_txn *txn, const char *name, const v
 
 /* slot__store_open_copy — open one LMDB file (not a folder: MDB_NOSUBDIR),
  * read-only and without a lock file (MDB_NOLOCK), as a store: a backup's
- * scratch copy, which nothing else opens (src/store_backup.c). Checks the
+ * scratch copy, which nothing else opens (src/store/store_backup.c). Checks the
  * schema like slot_store_open. Close with slot_store_close. Returns as
  * slot_store_open does. */
 int slot__store_open_copy(const char *file, slot_store **out, char *errbuf, size_t errlen);

@@ -20,13 +20,11 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "cluster.h"
 #include "commit.h"
 #include "conn.h"
 #include "feed_sub.h"
 #include "http.h"
 #include "loop.h"
-#include "notify.h"
 #include "server_int.h"
 #include "slot/failpoint.h"
 #include "slot_config.h"
@@ -75,9 +73,11 @@ static void begin_stop(server *s)
     if (s->stopping)
         return;
     s->stopping = true;
-    slot__notify_stopping();
+    if (s->hooks.stopping)
+        s->hooks.stopping();
     slot__log(SLOT__LOG_INFO, "stopping", SLOT__LF_U("connections", s->nconns), SLOT__LF_U("queued", s->q_len));
-    slot__cluster_stop(s);
+    if (s->hooks.cluster_stop)
+        s->hooks.cluster_stop(s);
     if (s->listener_open) {
         uv_close((uv_handle_t *)&s->listener, NULL);
         s->listener_open = false;
@@ -195,12 +195,13 @@ static void listen_announce(server *s)
     fflush(stdout);
     slot__log(SLOT__LOG_INFO, "listening", SLOT__LF_S("addr", line + strlen("listening on ")),
               SLOT__LF_S("tokens", s->ntokens ? "required" : "none"));
-    slot__notify_ready(s->loop, line);
+    if (s->hooks.ready)
+        s->hooks.ready(s->loop, line);
 }
 
 /*
  * One slotd per data folder: LMDB would let two processes share the files,
- * but the idempotency index lives in the writer's memory (src/idem.h), so a
+ * but the idempotency index lives in the writer's memory (src/alloc/idem.h), so a
  * second writer would grant a second hold for a replayed key. An flock on
  * DIR/slotd.lock (released by the kernel when the process dies, kill -9
  * included) keeps the second one out.
@@ -317,7 +318,8 @@ static int server_start(server *s)
         .flush = conn_flush_any, .pace = slot__conn_pace, .reap = slot__conns_reap, .feed = slot__feed_pump};
     s->loop = uv_default_loop();
     s->loop->data = s;
-    if (listen_start(s) != 0 || http_start(s) != 0 || store_start(s) != 0 || slot__cluster_start(s) != 0)
+    if (listen_start(s) != 0 || http_start(s) != 0 || store_start(s) != 0 ||
+        (s->hooks.cluster_start && s->hooks.cluster_start(s) != 0))
         return -1;
     uv_async_init(s->loop, &s->async, slot__batch_complete);
     s->async.data = s;
@@ -345,7 +347,8 @@ static int server_start(server *s)
 
 static void server_free(server *s)
 {
-    slot__cluster_stop(s); /* a start that failed half way; after a stop, nothing */
+    if (s->hooks.cluster_stop)
+        s->hooks.cluster_stop(s); /* a start that failed half way; after a stop, nothing */
     slot__commit_stop(s);
     if (s->loop) {
         sigset_t stop_signals;
@@ -358,7 +361,8 @@ static void server_free(server *s)
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
     }
-    slot__cluster_free(s);
+    if (s->hooks.cluster_free)
+        s->hooks.cluster_free(s);
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
     slot__feed_free(s);
@@ -383,7 +387,7 @@ static void server_free(server *s)
     free(s);
 }
 
-int slot__server_run(const slot__server_opts *opts)
+int slot__server_run(const slot__server_opts *opts, const slot__server_hooks *hooks)
 {
     signal(SIGPIPE, SIG_IGN); /* a peer that went away is an error return, not a signal */
     server *s = calloc(1, sizeof(*s));
@@ -392,6 +396,7 @@ int slot__server_run(const slot__server_opts *opts)
         return 1;
     }
     s->opts = *opts;
+    s->hooks = *hooks;
     s->lock_fd = -1;
     slot__log(SLOT__LOG_INFO, "starting", SLOT__LF_S("version", SLOT_VERSION), SLOT__LF_I("pid", getpid()),
               SLOT__LF_S("data", opts->data_dir), SLOT__LF_S("durability", opts->nosync ? "nosync" : "sync"),

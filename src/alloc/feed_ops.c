@@ -2,7 +2,7 @@
  * feed_ops.c — the feed ops on a transaction (slot_feed_run in slot/feed.h):
  * subscribe's position, ack, feed_forget and feed_consumers; and the feed
  * part of check (slot_feed_check_holds). The connection side — who is
- * subscribed where, pushes, the window — is slotd's (src/feed_sub.c).
+ * subscribed where, pushes, the window — is slotd's (src/server/feed_sub.c).
  */
 #include "slot/feed.h"
 
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "jsonw.h"
+#include "base/jsonw.h"
 #include "slot/assert.h"
 
 /*

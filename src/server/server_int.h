@@ -26,7 +26,8 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "log.h"
+#include "base/log.h"
+#include "server.h"
 #include "server_opts.h"
 #include "slot/alloc.h"
 #include "slot/backup.h"
@@ -217,6 +218,7 @@ struct server {
     slot__cluster_hooks clu_up;    /* set with clu */
     bool reads_waiting;            /* a read waits for the commit point (read_gate said 1) */
     slot__conn_upcalls conn_up;  /* set by server.c; never NULL while the loop runs */
+    slot__server_hooks hooks;    /* the daemon's (slot__server_run): the replica set, sd_notify */
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_signal_t sigint, sigterm;

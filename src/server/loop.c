@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonw.h"
+#include "base/jsonw.h"
 #include "metrics.h"
 #include "server_backup.h"
 #include "slot/feed.h"

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "config.h"
-#include "log.h"
-#include "server.h"
+#include "notify.h"
+#include "base/log.h"
+#include "server/server.h"
 #include "slot/backup.h"
 #include "slot/limits.h"
 #include "slot/repl.h"
@@ -440,5 +442,12 @@ int main(int argc, char **argv)
         slot__log(SLOT__LOG_INFO, "restored a backup", SLOT__LF_S("file", restore_path), SLOT__LF_S("data", o.data_dir),
                   SLOT__LF_U("seq", bi.seq), SLOT__LF_S("digest", bi.digest));
     }
-    return slot__server_run(&o);
+    static const slot__server_hooks hooks = {
+        .cluster_start = slot__cluster_start,
+        .cluster_stop = slot__cluster_stop,
+        .cluster_free = slot__cluster_free,
+        .ready = slot__notify_ready,
+        .stopping = slot__notify_stopping,
+    };
+    return slot__server_run(&o, &hooks);
 }

@@ -376,3 +376,8 @@ int slot_check(slot_store *st, MDB_txn *txn, const char *event, size_t event_len
     free(k.users);
     return rc;
 }
+
+int slot_check_backup_copy(slot_store *copy, MDB_txn *txn, void *res)
+{
+    return slot_check(copy, txn, NULL, 0, (slot_res *)res);
+}

@@ -8,7 +8,7 @@
 #ifndef SLOT_CLUSTER_H
 #define SLOT_CLUSTER_H
 
-#include "server_int.h"
+#include "server/server_int.h"
 
 /*
  * slot__cluster_start — when s->opts.cluster is set: load the secret file

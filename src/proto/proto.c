@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonw.h"
+#include "base/jsonw.h"
 #include "proto_feed.h"
 
 /* ------------------------------------------------------------------------ */

@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "cluster_int.h"
-#include "loop.h"
+#include "server/loop.h"
 #include "slot/backup.h"
 
 #define SNAP_TMP "snap.tmp"        /* a snapshot being received */

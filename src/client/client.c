@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "client_int.h"
-#include "jsonw.h"
+#include "base/jsonw.h"
 
 /* ---------------------------------------------------------------- building */
 

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "cluster_int.h"
-#include "commit.h"
-#include "feed_sub.h"
-#include "loop.h"
+#include "server/commit.h"
+#include "server/feed_sub.h"
+#include "server/loop.h"
 #include "slot/assert.h"
 
 #define CLU_REDIAL_MS 200 /* a member that is not connected is dialled again this often */

@@ -64,7 +64,7 @@ void slot__run_read(server *s, entry *e);
 bool slot__hold_read(server *s, entry *e);
 
 /*
- * Parking (src/park.c; docs/design.md, "Cold events load in slices"): a
+ * Parking (src/server/park.c; docs/design.md, "Cold events load in slices"): a
  * write that needs a cold event's keys does not run in its batch; it waits
  * in s->park (at most SLOT_COLD_PARKED_MAX) while the loader's entry walks
  * a slice of keys in every batch, and goes back to the front of the queue

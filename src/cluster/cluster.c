@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "cluster_int.h"
-#include "commit.h"
-#include "loop.h"
+#include "server/commit.h"
+#include "server/loop.h"
 #include "slot/assert.h"
 
 #define CLU_NODE_PUT_MS 500 /* the node key is rewritten this often (and on every change of role) */

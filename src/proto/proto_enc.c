@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "jsonw.h"
+#include "base/jsonw.h"
 #include "proto_feed.h"
 
 /* ------------------------------------------------------------------------ */

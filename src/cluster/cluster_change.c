@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "cluster_int.h"
-#include "loop.h"
+#include "server/loop.h"
 
 #define CLU_CHANGE_MS 10000     /* add and remove end (answered) within this */
 #define CLU_SWITCH_MIN_MS 1000  /* promote: the drain is given up after max(this, 2 x --repl-timeout-ms) */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonw.h"
+#include "base/jsonw.h"
 #include "slot/assert.h"
 
 /* The line's own bytes beyond the body and the key: {"op":"...","request":"..."} */

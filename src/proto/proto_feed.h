@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "jsonw.h"
+#include "base/jsonw.h"
 #include "slot/ops.h"
 
 /*

@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "jsonw.h"
-#include "store_int.h"
+#include "base/jsonw.h"
+#include "store/store_int.h"
 
 static const char *const type_names[SLOT_FEED__COUNT] = {
 #define SLOT__FT_NAME(name, wire) wire,
