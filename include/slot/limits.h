@@ -237,4 +237,69 @@ _Static_assert(SLOT_COLD_LOAD_KEYS_DEFAULT <= SLOT_COLD_LOAD_KEYS_MAX, "default 
 _Static_assert(SLOT_COLD_CONN_SET_SLOTS >= 2 * SLOT_BATCH_REQUESTS_MAX, "the set never fills");
 _Static_assert((SLOT_COLD_CONN_SET_SLOTS & (SLOT_COLD_CONN_SET_SLOTS - 1)) == 0, "a power of two");
 
+/*
+ * The replica set's own timers and buffers (src/cluster/), in ms of the
+ * loop's clock unless said otherwise.
+ */
+#define SLOT_CLUSTER_NAME_BYTES (SLOT_CLUSTER_NAME_BYTES_MAX + 1) /* a name's buffer, its NUL included */
+#define SLOT_CLUSTER_ADDR_BYTES 80             /* an address's buffer "[v6-host]:port" and its NUL: a node key's
+                                                  addresses are parsed into buffers of this size */
+#define SLOT_CLUSTER_NODE_PUT_MS 500           /* the node key is rewritten this often (and on every change of
+                                                  role): others see our log position within this */
+#define SLOT_CLUSTER_LEASE_KEEPALIVE_MS (SLOT_CLUSTER_LEASE_TTL_S * 1000u / 4u) /* four keepalives per TTL, not
+                                                  one per tick (at --heartbeat-ms 50 that was 20 a second per
+                                                  node, each a write etcd logs) */
+#define SLOT_CLUSTER_POLL_WATCHED_MS 500       /* the configuration is polled this often while it is watched (a
+                                                  watch can lag behind a silently dead etcd connection); every
+                                                  tick while it is not */
+#define SLOT_CLUSTER_ETCD_TIMEOUT_MS 1000u     /* one etcd attempt of the replica set: half a lease TTL, so a
+                                                  keepalive tried on two endpoints still lands within the TTL */
+#define SLOT_CLUSTER_REDIAL_MS 200             /* a primary dials a member that is not connected this often */
+#define SLOT_CLUSTER_CHANGE_MS 10000           /* cluster_change add and remove end (are answered) within this */
+#define SLOT_CLUSTER_SWITCH_MIN_MS 1000        /* cluster_change promote: the drain is given up after
+                                                  max(this, 2 x --repl-timeout-ms) */
+#define SLOT_CLUSTER_TRIM_MS 1000              /* the batch log is trimmed at most this often */
+#define SLOT_CLUSTER_CAS_WHY_BYTES 48          /* a CAS's reason in its log lines: callers pass short phrases */
+_Static_assert(SLOT_CLUSTER_LEASE_KEEPALIVE_MS * 2 <= SLOT_CLUSTER_LEASE_TTL_S * 1000u,
+               "a lost keepalive is retried before the lease runs out");
+_Static_assert(SLOT_CLUSTER_ETCD_TIMEOUT_MS * 2 <= SLOT_CLUSTER_LEASE_TTL_S * 1000u, "see SLOT_CLUSTER_ETCD_TIMEOUT_MS");
+
+/*
+ * The replication channel (slot/repl.h; its wire format stays there): slotd's
+ * own bounds on its buffers, connections and timers.
+ */
+#define SLOT_REPL_SECRET_BYTES_MIN 16          /* --cluster-secret-file: a shorter shared secret is too easy to guess */
+#define SLOT_REPL_SECRET_BYTES_MAX 4096        /* the file is read whole into a fixed buffer */
+#define SLOT_REPL_READ_CHUNK_BYTES 65536       /* one read of a connection */
+#define SLOT_REPL_KEEP_BYTES (1u << 20)        /* a frame body buffer up to this size is reused, a larger one freed */
+#define SLOT_REPL_HANDSHAKES_MAX 16            /* inbound connections in their handshake at once (the rest wait in
+                                                  the backlog): a flood of dials cannot take the memory */
+#define SLOT_REPL_LINGER_MS 1000               /* after a REFUSE: wait this long for the peer's close */
+#define SLOT_REPL_SNAP_QUEUE_BYTES (4u << 20)  /* a SNAP is sent only while less than this waits to be written */
+/* Options of slot_repl_new, each with its range (inclusive) and default (given as 0). */
+#define SLOT_REPL_INFLIGHT_RECORDS_DEFAULT 64  /* per replica: records sent, not yet acked (the window) */
+#define SLOT_REPL_INFLIGHT_RECORDS_MAX 65536
+#define SLOT_REPL_INFLIGHT_BYTES_DEFAULT (64ull << 20) /* per replica: bytes of those records */
+#define SLOT_REPL_INFLIGHT_BYTES_MIN 4096ull   /* one record always fits an empty window, whatever its size */
+#define SLOT_REPL_INFLIGHT_BYTES_MAX (4ull << 30)
+#define SLOT_REPL_HEARTBEAT_MS_DEFAULT 50      /* --heartbeat-ms: a tenth of the failover timeout, so a lost beat
+                                                  or two is no failover */
+#define SLOT_REPL_HEARTBEAT_MS_MIN 1
+#define SLOT_REPL_HEARTBEAT_MS_MAX 60000
+#define SLOT_REPL_HANDSHAKE_MS_DEFAULT 5000    /* a handshake not done within this is closed */
+#define SLOT_REPL_HANDSHAKE_MS_MIN 10
+#define SLOT_REPL_HANDSHAKE_MS_MAX 600000
+
+/* The idempotency index's internals (src/alloc/idem.c). */
+#define SLOT_IDEM_KEY_BYTES_MAX (3 * 256)      /* one lookup key: event, user and request id, each bounded by
+                                                  the protocol's name limits (all well under 256 bytes) */
+#define SLOT_IDEM_EMPTY_VISITS_PER_MOVE 10     /* empty buckets a doubling step may pass per bucket it may move,
+                                                  so a step's time stays bounded over a sparse table */
+#define SLOT_IDEM_RELEASE_BYTES ((size_t)64 << 10) /* the old table's moved part is unmapped in pieces of this
+                                                  while a doubling runs: a 64 MiB table in one munmap took 65 ms */
+#define SLOT_IDEM_PENDING 8                    /* a bulk load's queue of puts, their buckets prefetched: several
+                                                  cache misses in flight instead of one */
+_Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_MAX + 3 <= SLOT_IDEM_KEY_BYTES_MAX,
+               "a key of the longest names fits");
+
 #endif

@@ -108,8 +108,12 @@
 
 #include <uv.h>
 
+#include "slot/limits.h"
 #include "slot/wset.h"
 
+/* Wire format (docs/design.md, "The replication channel"): these fix the
+ * frames' layout and bounds that both ends must agree on; slotd's own
+ * limits and timeouts of the channel are in slot/limits.h. */
 #define SLOT_REPL_MAGIC 0x50524c53u     /* bytes "SLRP" */
 #define SLOT_REPL_VERSION 1
 #define SLOT_REPL_NONCE_BYTES 32
@@ -120,29 +124,10 @@
 #define SLOT_REPL_FRAME_HEADER_BYTES 5  /* u32 body_bytes, u8 type */
 #define SLOT_REPL_FRAME_BYTES_MAX (1u + SLOT_WSET_RECORD_BYTES_MAX) /* a RECORD frame's body */
 #define SLOT_REPL_TEXT_BYTES_MAX 200    /* a REFUSE's text; longer text is cut */
-#define SLOT_REPL_SECRET_BYTES_MIN 16   /* a shorter shared secret is too easy to guess */
-#define SLOT_REPL_SECRET_BYTES_MAX 4096
-#define SLOT_REPL_READ_CHUNK_BYTES 65536
-#define SLOT_REPL_KEEP_BYTES (1u << 20) /* a frame body buffer up to this size is reused */
-#define SLOT_REPL_HANDSHAKES_MAX 16     /* inbound connections in their handshake at once */
-#define SLOT_REPL_LINGER_MS 1000        /* after a REFUSE: wait this long for the peer's close */
 #define SLOT_REPL_SNAP_CHUNK_BYTES (1u << 20)  /* data bytes of one SNAP frame, at most */
-#define SLOT_REPL_SNAP_QUEUE_BYTES (4u << 20)  /* a SNAP is sent only while less than this waits to be written */
 #define SLOT_REPL_SNAP_BYTES_MAX (1ull << 40)  /* a snapshot's total size, at most (LMDB's map is far smaller) */
-
-/* Options, each with its range (inclusive) and default (given as 0). */
-#define SLOT_REPL_INFLIGHT_RECORDS_DEFAULT 64 /* per replica: records sent, not yet acked */
-#define SLOT_REPL_INFLIGHT_RECORDS_MAX 65536
-#define SLOT_REPL_INFLIGHT_BYTES_DEFAULT (64ull << 20) /* per replica: bytes of those records */
-#define SLOT_REPL_INFLIGHT_BYTES_MIN 4096ull /* one record always fits an empty window, whatever its size */
-#define SLOT_REPL_INFLIGHT_BYTES_MAX (4ull << 30)
-#define SLOT_REPL_RECORD_BYTES_MIN (SLOT_WSET_HEADER_BYTES + SLOT_WSET_PAYLOAD_MIN_BYTES)
-#define SLOT_REPL_HEARTBEAT_MS_DEFAULT 50    /* --heartbeat-ms: a tenth of the failover timeout, so a lost beat or two is no failover */
-#define SLOT_REPL_HEARTBEAT_MS_MIN 1
-#define SLOT_REPL_HEARTBEAT_MS_MAX 60000
-#define SLOT_REPL_HANDSHAKE_MS_DEFAULT 5000
-#define SLOT_REPL_HANDSHAKE_MS_MIN 10
-#define SLOT_REPL_HANDSHAKE_MS_MAX 600000
+#define SLOT_REPL_RECORD_BYTES_MIN (SLOT_WSET_HEADER_BYTES + SLOT_WSET_PAYLOAD_MIN_BYTES) /* a record's header and
+                                                                                         its smallest payload */
 
 _Static_assert(SLOT_REPL_HELLO_BYTES_MAX == 210, "hello layout above");
 _Static_assert(SLOT_REPL_FRAME_BYTES_MAX <= UINT32_MAX, "body_bytes is 32-bit");

@@ -16,7 +16,7 @@
  * ops, long before t[1] (2n buckets) is full. So no single op costs more
  * than a bounded number of bucket moves. The kernel's part is bounded too:
  * a new table is an anonymous mapping (zero pages, faulted in as touched)
- * and the old one is unmapped RELEASE_BYTES at a time behind the move
+ * and the old one is unmapped SLOT_IDEM_RELEASE_BYTES at a time behind the move
  * (bench/micro_idem.c measures the worst call).
  *
  * Besides the keys, the index keeps a set of "cold" events: events whose
@@ -33,11 +33,7 @@
 
 #include "slot/limits.h"
 
-#define KEY_BYTES_MAX (3 * 256)
-#define EMPTY_VISITS_PER_MOVE 10 /* empty buckets a step may pass per bucket it may move */
-/* The old table's moved part goes back to the kernel in pieces of this size
- * while a doubling runs: unmapping a 64 MiB table in one call took 65 ms. */
-#define RELEASE_BYTES ((size_t)64 << 10)
+/* Its sizes are in slot/limits.h, "The idempotency index's internals". */
 
 typedef struct entry {
     struct entry *next;
@@ -56,7 +52,7 @@ typedef struct block {
 typedef struct table {
     entry **b;       /* NULL: no table; else an anonymous mapping (page-aligned) */
     size_t mask;     /* buckets - 1 */
-    size_t released; /* bytes at the start of b already unmapped (a multiple of RELEASE_BYTES) */
+    size_t released; /* bytes at the start of b already unmapped (a multiple of SLOT_IDEM_RELEASE_BYTES) */
 } table;
 
 /* One chained hash map of built keys; rehashing while t[1].b is set. */
@@ -70,10 +66,9 @@ typedef struct map {
  * buckets prefetched, so that a load has several cache misses in flight
  * instead of one (the load's time was mostly map_find's miss on a random
  * bucket). Applied in order, so the result is that of plain puts. */
-#define PENDING_N 8
 
 typedef struct lookup {
-    char key[KEY_BYTES_MAX];
+    char key[SLOT_IDEM_KEY_BYTES_MAX];
     unsigned len;
     uint32_t hash;
 } lookup;
@@ -81,8 +76,8 @@ typedef struct lookup {
 struct slot__idem {
     map keys;
     map cold; /* event names only: (ev, "", "") */
-    lookup pending[PENDING_N];
-    uint64_t pending_seq[PENDING_N];
+    lookup pending[SLOT_IDEM_PENDING];
+    uint64_t pending_seq[SLOT_IDEM_PENDING];
     unsigned pending_head, pending_n;
     int pending_err; /* the first failed deferred put's -ENOMEM, until flush */
     block *blocks;
@@ -185,10 +180,10 @@ static void table_free(slot__idem *ix, table *t)
     *t = (table){0};
 }
 
-/* Unmaps whole RELEASE_BYTES pieces of t below bucket `below` (all empty). */
+/* Unmaps whole SLOT_IDEM_RELEASE_BYTES pieces of t below bucket `below` (all empty). */
 static void table_release(slot__idem *ix, table *t, size_t below)
 {
-    size_t upto = below * sizeof(entry *) / RELEASE_BYTES * RELEASE_BYTES;
+    size_t upto = below * sizeof(entry *) / SLOT_IDEM_RELEASE_BYTES * SLOT_IDEM_RELEASE_BYTES;
     if (upto <= t->released)
         return;
     munmap((char *)t->b + t->released, upto - t->released);
@@ -202,14 +197,14 @@ static bool rehashing(const map *m)
 }
 
 /* Moves up to SLOT_IDEM_MOVE_BUCKETS buckets of t[0] into t[1] (passing at
- * most EMPTY_VISITS_PER_MOVE times as many empty ones); ends the rehash
+ * most SLOT_IDEM_EMPTY_VISITS_PER_MOVE times as many empty ones); ends the rehash
  * when t[0] is empty. Each moved entry keeps its hash: no key is rehashed. */
 static void map_step(slot__idem *ix, map *m)
 {
     if (!rehashing(m))
         return;
     size_t size0 = m->t[0].mask + 1;
-    unsigned buckets = SLOT_IDEM_MOVE_BUCKETS, empty = SLOT_IDEM_MOVE_BUCKETS * EMPTY_VISITS_PER_MOVE;
+    unsigned buckets = SLOT_IDEM_MOVE_BUCKETS, empty = SLOT_IDEM_MOVE_BUCKETS * SLOT_IDEM_EMPTY_VISITS_PER_MOVE;
     while (buckets > 0 && m->moved < size0) {
         entry *e = m->t[0].b[m->moved];
         if (!e) {
@@ -340,7 +335,7 @@ static void pending_apply_one(slot__idem *ix)
     int rc = put_one(ix, &ix->pending[ix->pending_head], ix->pending_seq[ix->pending_head]);
     if (rc != 0 && ix->pending_err == 0)
         ix->pending_err = rc;
-    ix->pending_head = (ix->pending_head + 1) % PENDING_N;
+    ix->pending_head = (ix->pending_head + 1) % SLOT_IDEM_PENDING;
     ix->pending_n--;
 }
 
@@ -354,9 +349,9 @@ static void pending_apply(slot__idem *ix)
 int slot__idem_put_deferred(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                             const char *req, size_t req_len, uint64_t seq)
 {
-    if (ix->pending_n == PENDING_N)
+    if (ix->pending_n == SLOT_IDEM_PENDING)
         pending_apply_one(ix);
-    unsigned at = (ix->pending_head + ix->pending_n) % PENDING_N;
+    unsigned at = (ix->pending_head + ix->pending_n) % SLOT_IDEM_PENDING;
     lookup *l = &ix->pending[at];
     lookup_init(l, ev, ev_len, user, user_len, req, req_len);
     ix->pending_seq[at] = seq;

@@ -1,8 +1,10 @@
 /*
- * cluster.c — the replica-set layer's start and stop, its etcd side (the
- * node key under a lease, polls of the configuration and the node keys, the
- * configuration's CAS) and the role changes, failover included
- * (docs/design.md, "Replica sets", "Failover"). cluster_int.h has the map.
+ * cluster.c — the replica-set layer's start and stop, its hooks table for
+ * the server, the commit thread's jobs, its etcd side (the node key under a
+ * lease, polls and the watch of the configuration, the node keys) and the
+ * channel's callbacks that are not the data path's (docs/design.md,
+ * "Replica sets"). The roles and the CAS are in cluster_role.c;
+ * cluster_int.h has the map.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,10 +18,6 @@
 #include "server/loop.h"
 #include "slot/assert.h"
 
-#define CLU_NODE_PUT_MS 500 /* the node key is rewritten this often (and on every change of role) */
-/* The lease is kept alive this often: four times in its TTL, not on every tick (at the default
- * --heartbeat-ms 50 that was 20 keepalives a second per node, each a write etcd logs). */
-#define CLU_LEASE_KEEPALIVE_MS (SLOT_CLUSTER_LEASE_TTL_S * 1000u / 4u)
 
 void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...)
 {
@@ -117,6 +115,24 @@ void slot__clu_job_start(clu *c, clu_job job)
         c->job = CLU_JOB_NONE;
 }
 
+/* The calls the server makes into this layer (server_int.h): one table for
+ * the process's life, pointed to by s->clu_up while s->clu is set. */
+static const slot__cluster_hooks clu_hooks = {
+    .write_gate = slot__clu_write_gate,
+    .batch_record = slot__clu_batch_record,
+    .batch_unrecord = slot__clu_batch_unrecord,
+    .batch_hold = slot__clu_batch_hold,
+    .read_gate = slot__clu_read_gate,
+    .job_run = job_run,
+    .job_done = job_done,
+    .cluster_json = slot__clu_cluster_json,
+    .metrics = slot__clu_metrics_get,
+    .change = slot__clu_change,
+    .write_pause = slot__clu_write_pause,
+    .is_primary = slot__clu_is_primary,
+    .primary_http = slot__clu_primary_http,
+};
+
 /* ---- etcd: the lease and our node key */
 
 static void on_node_put(slot_etcd *e, int status, const slot_etcd_write_result *r, void *data)
@@ -157,7 +173,7 @@ static void on_lease(slot_etcd *e, int status, const slot_etcd_lease_result *r, 
 
 static void lease_tick(clu *c)
 {
-    if (c->lease_busy || (c->lease && uv_now(c->s->loop) - c->lease_ms < CLU_LEASE_KEEPALIVE_MS))
+    if (c->lease_busy || (c->lease && uv_now(c->s->loop) - c->lease_ms < SLOT_CLUSTER_LEASE_KEEPALIVE_MS))
         return;
     c->lease_ms = uv_now(c->s->loop);
     int rc = c->lease ? slot_etcd_lease_keepalive(c->etcd, c->lease, on_lease, c)
@@ -205,16 +221,15 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
 static void watch_arm(clu *c);
 
 /* The configuration is polled every tick while it is not watched, and every
- * CLU_POLL_WATCHED_MS while it is (the poll stays: a watch can lag behind a
- * silently dead etcd connection, and it re-arms only from the tick). */
-#define CLU_POLL_WATCHED_MS 500
+ * SLOT_CLUSTER_POLL_WATCHED_MS while it is (the poll stays: a watch can lag
+ * behind a silently dead etcd connection, and it re-arms only from the tick). */
 
 static void poll(clu *c)
 {
     uint64_t now = uv_now(c->s->loop);
     if (!c->watch)
         watch_arm(c);
-    if (!c->poll_cfg_busy && (!c->watch || now - c->poll_cfg_ms >= CLU_POLL_WATCHED_MS) &&
+    if (!c->poll_cfg_busy && (!c->watch || now - c->poll_cfg_ms >= SLOT_CLUSTER_POLL_WATCHED_MS) &&
         slot_etcd_get(c->etcd, c->key_config, on_config, c) == 0) {
         c->poll_cfg_busy = true;
         c->poll_cfg_ms = now;
@@ -222,180 +237,6 @@ static void poll(clu *c)
     if (!c->poll_nodes_busy &&
         slot_etcd_get_prefix(c->etcd, c->key_node_prefix, SLOT_CLUSTER_MEMBERS_MAX * 4, on_nodes, c) == 0)
         c->poll_nodes_busy = true;
-}
-
-/* ---- the configuration */
-
-static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data);
-
-/* The CAS in flight: the configuration it asks for and why (its log lines
- * name the reason, from the send to the outcome). */
-typedef struct clu_cas_want {
-    clu_config cfg;
-    char what[48]; /* the callers' reasons are short phrases ("add caught-up nodes") */
-} clu_cas_want;
-
-void slot__clu_cas(clu *c, const clu_config *next, const char *what)
-{
-    static clu_cas_want want; /* one CAS at a time (cas_busy) */
-    char v[4608]; /* 2 x 16 names of 64 bytes, quoted, and the numbers */
-    size_t n = slot__clu_config_json(next, v, sizeof(v));
-    if (!n || c->cas_busy)
-        return;
-    want.cfg = *next;
-    snprintf(want.what, sizeof(want.what), "%s", what);
-    int rc = slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want);
-    if (rc != 0) { /* not sent: an outcome too */
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: not sent (%s)", what, slot_etcd_strerror(rc));
-        return;
-    }
-    c->cas_busy = true;
-    slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) sent: epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members",
-                  what, next->epoch, next->tenure, next->primary, next->nmembers);
-}
-
-static clu *the_clu; /* one node per process: the CAS callback's owner */
-
-static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data)
-{
-    (void)e;
-    clu *c = the_clu;
-    const clu_cas_want *w = data;
-    const clu_config *want = &w->cfg;
-    c->cas_busy = false;
-    bool won = status == 0 && r->succeeded;
-    /* every CAS's outcome is logged, a stopping node's too */
-    if (won)
-        slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) won: epoch %" PRIu64, w->what, want->epoch);
-    else if (status != 0)
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: %s", w->what, slot_etcd_strerror(status));
-    else
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: the configuration changed (wanted epoch %" PRIu64 ")",
-                      w->what, want->epoch);
-    if (c->stopping)
-        return;
-    clu_config got = {0};
-    if (won) {
-        got = *want;
-        got.found = true;
-        got.mod_rev = r->revision;
-    } else if (status == 0 && r->found) {
-        got.mod_rev = r->current.mod_revision;
-        if (slot__clu_config_parse(r->current.value, r->current.value_len, &got) != 0)
-            got.found = false;
-    }
-    bool was_campaign = c->campaigning, was_drop = c->cas_drop;
-    c->cas_drop = false;
-    c->campaigning = false;
-    c->chg_cas = false;
-    if (got.found) {
-        if (won && strcmp(got.primary, c->self) == 0 && got.tenure != c->tenure &&
-            c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {
-            c->cfg = got;
-            slot__clu_promote(c);
-            slot__clu_change_step(c);
-            return;
-        }
-        slot__clu_config_seen(c, &got);
-    } else if (was_campaign) {
-        slot__clu_follow(c);
-    }
-    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING) {
-        slot__clu_commit_check(c); /* a drop that won commits the pending record */
-        if (was_drop && !won)
-            slot__clu_unavailable(c); /* one that lost: the outcome is unknown */
-    }
-    slot__clu_change_step(c);
-}
-
-/* Bootstrap: no configuration yet: found one with us alone. */
-static void bootstrap(clu *c)
-{
-    clu_config next = {.found = true, .epoch = 1, .tenure = 1, .nmembers = 1};
-    snprintf(next.primary, sizeof(next.primary), "%s", c->self);
-    snprintf(next.members[0], sizeof(next.members[0]), "%s", c->self);
-    c->cfg.found = false;
-    c->campaigning = true;
-    slot__clu_cas(c, &next, "bootstrap");
-}
-
-/* Take over: {epoch+1, tenure=epoch+1, primary self, same members}. */
-void slot__clu_take_over(clu *c)
-{
-    clu_config next = c->cfg;
-    next.epoch = c->cfg.epoch + 1;
-    next.tenure = next.epoch;
-    snprintf(next.primary, sizeof(next.primary), "%s", c->self);
-    c->campaigning = true;
-    slot__clu_cas(c, &next, "take over");
-}
-
-void slot__clu_follow(clu *c)
-{
-    bool was_primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
-    if (was_primary)
-        slot__clu_step_down(c);
-    clu_role next = slot__clu_is_member(&c->cfg, c->self) ? CLU_REPLICA : CLU_JOINING;
-    bool changed = next != c->role;
-    c->role = next;
-    slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, c->cfg.primary);
-    if (changed)
-        slot__clu_node_put(c);
-}
-
-void slot__clu_config_seen(clu *c, const clu_config *cfg)
-{
-    if (!cfg->found)
-        return;
-    if (c->cfg.found && cfg->epoch < c->cfg.epoch)
-        return; /* an older answer than what we know */
-    bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
-    c->cfg = *cfg;
-    if (primary) {
-        if (strcmp(cfg->primary, c->self) != 0 || cfg->tenure != c->tenure) {
-            slot__clu_log(c, SLOT__LOG_WARN, "the configuration (epoch %" PRIu64 ") names %s primary: stepping down", cfg->epoch,
-                          cfg->primary);
-            slot__clu_follow(c);
-            return;
-        }
-        for (size_t i = 0; i < c->nnodes; i++) /* members are waited for; others only once caught up */
-            c->nodes[i].counted = slot__clu_is_member(cfg, c->nodes[i].id) || c->nodes[i].counted;
-        for (size_t i = 0; i < c->nnodes; i++)
-            if (!slot__clu_is_member(cfg, c->nodes[i].id) && c->nodes[i].counted && !c->nodes[i].ready)
-                c->nodes[i].counted = false;
-        for (size_t i = 0; i < c->nnodes; i++) { /* removed on purpose: neither waited for nor fed */
-            clu_node *n = &c->nodes[i];
-            if (!slot__clu_is_removed(cfg, n->id))
-                continue;
-            n->counted = false;
-            if (n->ready || n->dialing)
-                slot_repl_disconnect(c->repl, n->id);
-        }
-        slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, c->self);
-        slot__clu_commit_check(c); /* a member removed may be the last one a record waited for */
-        return;
-    }
-    if (c->campaigning)
-        return; /* the CAS's answer decides */
-    if (strcmp(cfg->primary, c->self) == 0) {
-        uint64_t last_t = 0;
-        slot__clu_log_last(c, &last_t, NULL);
-        if (slot__clu_is_member(cfg, c->self) && cfg->tenure > last_t && cfg->tenure > c->tenure) {
-            /* A planned switchover named us in a tenure nobody made a record of
-             * (cluster_change.c): the old primary drained, we hold every
-             * acknowledged record; take office in that tenure. */
-            slot__clu_log(c, SLOT__LOG_INFO, "the configuration (epoch %" PRIu64 ") hands the primary over to us", cfg->epoch);
-            slot__clu_promote(c);
-            return;
-        }
-        /* We were primary before a restart (or a pause): take over in a new tenure. */
-        if (slot__clu_is_member(cfg, c->self)) {
-            slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, "");
-            slot__clu_take_over(c);
-            return;
-        }
-    }
-    slot__clu_follow(c);
 }
 
 static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, void *data)
@@ -409,7 +250,7 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
         /* No configuration yet: found one. Also after a bootstrap CAS that was lost or got
          * no answer (its node then follows nobody, JOINING with no configuration seen). */
         if ((c->role == CLU_INIT || (c->role == CLU_JOINING && !c->cfg.found)) && !c->campaigning)
-            bootstrap(c);
+            slot__clu_bootstrap(c);
         return;
     }
     clu_config cfg = {.mod_rev = r->kv.mod_revision};
@@ -462,7 +303,7 @@ static void on_tick(uv_timer_t *t)
         return;
     lease_tick(c);
     poll(c);
-    if (uv_now(c->s->loop) - c->node_put_ms >= CLU_NODE_PUT_MS)
+    if (uv_now(c->s->loop) - c->node_put_ms >= SLOT_CLUSTER_NODE_PUT_MS)
         slot__clu_node_put(c);
     if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING)
         slot__clu_primary_tick(c);
@@ -650,7 +491,6 @@ int slot__cluster_start(server *s)
     }
     c->s = s;
     s->clu = c;
-    the_clu = c;
     pthread_mutex_init(&c->rlog_mu, NULL);
     c->hb_ms = o->heartbeat_ms;
     c->failover_ms = o->failover_timeout_ms;
@@ -671,7 +511,7 @@ int slot__cluster_start(server *s)
         return -1;
     }
     slot_repl_secret_clear(&secret);
-    slot_etcd_opts eo = {.timeout_ms = 1000};
+    slot_etcd_opts eo = {.timeout_ms = SLOT_CLUSTER_ETCD_TIMEOUT_MS};
     rc = slot_etcd_new(s->loop, o->etcd, &eo, &c->etcd);
     if (rc != 0) {
         slot__log(SLOT__LOG_ERROR, "--etcd: cannot start the etcd client", SLOT__LF_S("etcd", o->etcd),
@@ -679,14 +519,7 @@ int slot__cluster_start(server *s)
         return -1;
     }
     s->wset = &c->wset;
-    s->clu_up = (slot__cluster_hooks){
-        .write_gate = slot__clu_write_gate, .read_gate = slot__clu_read_gate, .job_run = job_run,
-        .job_done = job_done, .cluster_json = slot__clu_cluster_json, .change = slot__clu_change,
-        .metrics = slot__clu_metrics_get,
-        .write_pause = slot__clu_write_pause, .is_primary = slot__clu_is_primary,
-        .primary_http = slot__clu_primary_http,
-    };
-    slot__clu_primary_install(c);
+    s->clu_up = &clu_hooks;
     uv_timer_init(s->loop, &c->tick);
     c->tick.data = c;
     c->tick_open = true;
@@ -736,6 +569,5 @@ void slot__cluster_free(server *s)
     pthread_mutex_destroy(&c->rlog_mu);
     s->wset = NULL;
     s->clu = NULL;
-    the_clu = NULL;
     free(c);
 }

@@ -64,7 +64,7 @@ int slot__clu_config_parse(const uint8_t *v, size_t n, clu_config *out)
         json_t *e = json_array_get(m, i);
         ok = json_is_string(e) && name_ok(json_string_value(e));
         if (ok)
-            snprintf(out->members[out->nmembers++], CLU_NAME_CAP, "%s", json_string_value(e));
+            snprintf(out->members[out->nmembers++], SLOT_CLUSTER_NAME_BYTES, "%s", json_string_value(e));
     }
     json_t *rm = ok ? json_object_get(o, "removed") : NULL; /* optional: nodes removed on purpose */
     ok = ok && (!rm || (json_is_array(rm) && json_array_size(rm) <= SLOT_CLUSTER_MEMBERS_MAX));
@@ -72,7 +72,7 @@ int slot__clu_config_parse(const uint8_t *v, size_t n, clu_config *out)
         json_t *e = json_array_get(rm, i);
         ok = json_is_string(e) && name_ok(json_string_value(e));
         if (ok)
-            snprintf(out->removed[out->nremoved++], CLU_NAME_CAP, "%s", json_string_value(e));
+            snprintf(out->removed[out->nremoved++], SLOT_CLUSTER_NAME_BYTES, "%s", json_string_value(e));
     }
     json_decref(o);
     out->found = ok;

@@ -33,8 +33,6 @@
 #include "cluster_int.h"
 #include "server/loop.h"
 
-#define CLU_CHANGE_MS 10000     /* add and remove end (answered) within this */
-#define CLU_SWITCH_MIN_MS 1000  /* promote: the drain is given up after max(this, 2 x --repl-timeout-ms) */
 
 bool slot__clu_is_removed(const clu_config *cfg, const char *id)
 {
@@ -75,12 +73,12 @@ static void finish(clu *c, slot_err err, const char *fmt, ...)
 }
 
 /* The configuration with `id` removed from list (n entries); whether it was there. */
-static bool list_drop(char (*list)[CLU_NAME_CAP], size_t *n, const char *id)
+static bool list_drop(char (*list)[SLOT_CLUSTER_NAME_BYTES], size_t *n, const char *id)
 {
     for (size_t i = 0; i < *n; i++) {
         if (strcmp(list[i], id) != 0)
             continue;
-        memmove(list[i], list[i + 1], (*n - i - 1) * CLU_NAME_CAP);
+        memmove(list[i], list[i + 1], (*n - i - 1) * SLOT_CLUSTER_NAME_BYTES);
         (*n)--;
         return true;
     }
@@ -124,7 +122,7 @@ static void step_remove(clu *c)
     if (!slot__clu_is_removed(&next, c->chg_node)) {
         if (next.nremoved == SLOT_CLUSTER_MEMBERS_MAX)
             list_drop(next.removed, &next.nremoved, next.removed[0]); /* the oldest removal is forgotten */
-        snprintf(next.removed[next.nremoved++], CLU_NAME_CAP, "%s", c->chg_node);
+        snprintf(next.removed[next.nremoved++], SLOT_CLUSTER_NAME_BYTES, "%s", c->chg_node);
     }
     next.epoch = c->cfg.epoch + 1;
     c->chg_cas = true;
@@ -282,13 +280,13 @@ int slot__clu_change(server *s, entry *e)
     c->chg_cas = false;
     e->change_tag = c->chg_tag;
     if (c->chg == SLOT_CHANGE_PROMOTE) {
-        uint64_t drain_ms = 2u * c->repl_to_ms > CLU_SWITCH_MIN_MS ? 2u * c->repl_to_ms : CLU_SWITCH_MIN_MS;
+        uint64_t drain_ms = 2u * c->repl_to_ms > SLOT_CLUSTER_SWITCH_MIN_MS ? 2u * c->repl_to_ms : SLOT_CLUSTER_SWITCH_MIN_MS;
         c->chg_deadline_ms = now + drain_ms;
         c->switching = true;
         c->switch_since_ms = now;
         slot__clu_log(c, SLOT__LOG_INFO, "switchover to %s: holding new writes, draining seq %" PRIu64, c->chg_node, c->applied);
     } else {
-        c->chg_deadline_ms = now + CLU_CHANGE_MS;
+        c->chg_deadline_ms = now + SLOT_CLUSTER_CHANGE_MS;
         slot__clu_log(c, SLOT__LOG_INFO, "cluster_change %s %s", slot_cluster_change_name(c->chg), c->chg_node);
     }
     slot__clu_change_step(c);

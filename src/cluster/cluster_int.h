@@ -3,7 +3,8 @@
  * what the server sees): the node's role, the configuration it knows from
  * etcd, the members it tracks, the batch log and the replication channel.
  *
- *   cluster.c          start and stop, etcd (lease, node key, polls), roles
+ *   cluster.c          start and stop, etcd (lease, node key, polls, the watch), the jobs
+ *   cluster_role.c     the roles' transition table, the configuration's CAS, following
  *   cluster_failover.c a replica's failover: the pre-vote and the takeover
  *   cluster_cfg.c      the JSON of etcd's values, the cluster op
  *   cluster_primary.c  the primary's data path: records, acks, commit point, drops and joins
@@ -27,11 +28,16 @@
 #include "slot/rlog.h"
 #include "slot/wset.h"
 
-#define CLU_NAME_CAP (SLOT_CLUSTER_NAME_BYTES_MAX + 1)
-#define CLU_ADDR_CAP 80
 
 /* The node's role. PROMOTING: won the configuration, bringing the members to
- * its log and waiting for the acks of its tenure's first record. */
+ * its log and waiting for the acks of its tenure's first record. It changes
+ * only in slot__clu_set_role, by the table of slot__clu_role_ok:
+ *
+ *   INIT, JOINING, REPLICA -> JOINING, REPLICA, PROMOTING
+ *   PROMOTING              -> PRIMARY, REPLICA
+ *   PRIMARY                -> REPLICA
+ *
+ * Nothing goes back to INIT; a primary steps down through REPLICA. */
 #define CLU_ROLE_MAP(X)          \
     X(INIT, "joining")           \
     X(JOINING, "joining")        \
@@ -49,21 +55,21 @@ typedef struct clu_config {
     bool found;
     int64_t mod_rev;
     uint64_t epoch, tenure;
-    char primary[CLU_NAME_CAP];
+    char primary[SLOT_CLUSTER_NAME_BYTES];
     size_t nmembers;
-    char members[SLOT_CLUSTER_MEMBERS_MAX][CLU_NAME_CAP];
+    char members[SLOT_CLUSTER_MEMBERS_MAX][SLOT_CLUSTER_NAME_BYTES];
     /* nodes removed on purpose (cluster_change remove): never dialled nor
      * added back until a cluster_change add names them */
     size_t nremoved;
-    char removed[SLOT_CLUSTER_MEMBERS_MAX][CLU_NAME_CAP];
+    char removed[SLOT_CLUSTER_MEMBERS_MAX][SLOT_CLUSTER_NAME_BYTES];
 } clu_config;
 
 /* A node as its key in etcd shows it, and what this node knows of it as primary. */
 typedef struct clu_node {
-    char id[CLU_NAME_CAP];
-    char addr[CLU_ADDR_CAP];  /* client address (--advertise) */
-    char repl[CLU_ADDR_CAP];  /* replication address */
-    char http[CLU_ADDR_CAP];  /* HTTP address (--http), "" when it has none */
+    char id[SLOT_CLUSTER_NAME_BYTES];
+    char addr[SLOT_CLUSTER_ADDR_BYTES];  /* client address (--advertise) */
+    char repl[SLOT_CLUSTER_ADDR_BYTES];  /* replication address */
+    char http[SLOT_CLUSTER_ADDR_BYTES];  /* HTTP address (--http), "" when it has none */
     uint64_t tenure, seq;     /* its log's last record, as it published it */
     uint64_t applied;         /* its applied seq, as published */
     char role[16];
@@ -92,10 +98,10 @@ typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE, CLU_JOB_SNA
 typedef struct slot__cluster {
     server *s;
     clu_role role;
-    char self[CLU_NAME_CAP];
-    char adv[CLU_ADDR_CAP];        /* our client address */
-    char repl_addr[CLU_ADDR_CAP];  /* our bound replication address */
-    char http_addr[CLU_ADDR_CAP];  /* our HTTP address, "" without --http */
+    char self[SLOT_CLUSTER_NAME_BYTES];
+    char adv[SLOT_CLUSTER_ADDR_BYTES];        /* our client address */
+    char repl_addr[SLOT_CLUSTER_ADDR_BYTES];  /* our bound replication address */
+    char http_addr[SLOT_CLUSTER_ADDR_BYTES];  /* our HTTP address, "" without --http */
     uint32_t hb_ms, failover_ms, repl_to_ms, min_replicas;
 
     slot_etcd *etcd;
@@ -140,7 +146,7 @@ typedef struct slot__cluster {
     /* replica: what the stream delivered and is not yet synced and acked */
     uint64_t unsynced_seq;
     bool stream_open;
-    char stream_from[CLU_NAME_CAP];
+    char stream_from[SLOT_CLUSTER_NAME_BYTES];
 
     /* failover */
     bool campaigning;
@@ -154,7 +160,7 @@ typedef struct slot__cluster {
 
     /* a planned change (cluster_change.c): one at a time */
     slot_cluster_change chg;      /* the change running (SLOT_CHANGE_NONE: none) */
-    char chg_node[CLU_NAME_CAP];
+    char chg_node[SLOT_CLUSTER_NAME_BYTES];
     uint64_t chg_tag, chg_tags;   /* the running or last change's tag; tags handed out */
     uint64_t chg_deadline_ms;     /* loop time: given up then */
     bool chg_done;                /* the change of chg_tag ended: chg_err, chg_msg */
@@ -170,7 +176,7 @@ typedef struct slot__cluster {
     /* primary: the one snapshot being made or sent */
     bool snap_making;             /* the copy runs on the thread pool */
     uv_work_t snap_work;
-    char snap_node[CLU_NAME_CAP]; /* for whom */
+    char snap_node[SLOT_CLUSTER_NAME_BYTES]; /* for whom */
     char snap_path[4200];         /* DATA/snap-send.bak */
     int snap_rc;                  /* the backup's result (pool thread, then loop) */
     char snap_err[1024];          /* its message when snap_rc != 0 */
@@ -206,18 +212,28 @@ clu_node *slot__clu_node(clu *c, const char *id, bool add);
 bool slot__clu_is_member(const clu_config *cfg, const char *id);
 /* publish our node key now (role, log position). */
 void slot__clu_node_put(clu *c);
-/* a configuration read from etcd (a poll, a CAS's answer). */
-void slot__clu_config_seen(clu *c, const clu_config *cfg);
-/* become a follower of cfg's primary (from any role). */
-void slot__clu_follow(clu *c);
 /* the log's last (tenure, seq), under rlog_mu. */
 void slot__clu_log_last(clu *c, uint64_t *tenure, uint64_t *seq);
 /* the tenure of record seq in our log (0 when unknown), under rlog_mu. */
 uint64_t slot__clu_epoch_of(clu *c, uint64_t seq);
-/* CAS the configuration (c->cfg's revision) to next; one at a time. */
-void slot__clu_cas(clu *c, const clu_config *next, const char *what);
 /* a commit-thread job, when the thread is idle. */
 void slot__clu_job_start(clu *c, clu_job job);
+
+/* ---- cluster_role.c */
+/* whether role from may move to role to (the table above); any thread. */
+bool slot__clu_role_ok(clu_role from, clu_role to);
+/* the one place c->role changes: asserts the edge is in the table (a
+ * programmer error aborts, SLOT_ASSERT). Loop thread. */
+void slot__clu_set_role(clu *c, clu_role to);
+/* a configuration read from etcd (a poll, the watch, a CAS's answer). */
+void slot__clu_config_seen(clu *c, const clu_config *cfg);
+/* become a follower of cfg's primary (from any role). */
+void slot__clu_follow(clu *c);
+/* CAS the configuration (c->cfg's revision) to next; one at a time (cas_busy);
+ * what: a short phrase for the log lines (copied). */
+void slot__clu_cas(clu *c, const clu_config *next, const char *what);
+/* bootstrap: no configuration yet: CAS one with us alone (epoch 1, tenure 1). */
+void slot__clu_bootstrap(clu *c);
 /* take over: CAS {epoch+1, tenure=epoch+1, primary self, same members}. */
 void slot__clu_take_over(clu *c);
 
@@ -226,9 +242,9 @@ void slot__clu_take_over(clu *c);
 void slot__clu_failover_tick(clu *c);
 
 /* ---- cluster_change.c */
-/* the cluster_change op (s->clu_up.change): 0 answered, 1 running. */
+/* the cluster_change op (s->clu_up->change): 0 answered, 1 running. */
 int slot__clu_change(server *s, entry *e);
-/* s->clu_up.write_pause. */
+/* s->clu_up->write_pause. */
 bool slot__clu_write_pause(server *s);
 /* move the running change on (tick, CAS answer, acks). */
 void slot__clu_change_step(clu *c);
@@ -266,9 +282,9 @@ size_t slot__clu_config_json(const clu_config *cfg, char *buf, size_t cap);
 int slot__clu_node_parse(const uint8_t *v, size_t len, clu_node *n);
 /* our node key's value into buf; its length (0: does not fit). */
 size_t slot__clu_node_json(clu *c, char *buf, size_t cap);
-/* the cluster op (s->clu_up.cluster_json). */
+/* the cluster op (s->clu_up->cluster_json). */
 char *slot__clu_cluster_json(server *s);
-/* the metrics' numbers (s->clu_up.metrics): role, epoch, positions, members' lag. */
+/* the metrics' numbers (s->clu_up->metrics): role, epoch, positions, members' lag. */
 void slot__clu_metrics_get(server *s, slot__clu_metrics *out);
 /* slot__clu_is_primary — this node is the primary now (GET /primary's 200). */
 bool slot__clu_is_primary(server *s);
@@ -281,7 +297,6 @@ int slot__clu_split_addr(const char *addr, char *host, size_t cap, int *port);
 const char *slot__clu_role_name(clu_role r);
 
 /* ---- cluster_primary.c */
-void slot__clu_primary_install(clu *c);        /* the hooks the primary path needs */
 int slot__clu_batch_record(server *s, MDB_txn *txn);
 void slot__clu_batch_unrecord(server *s);
 bool slot__clu_batch_hold(server *s);

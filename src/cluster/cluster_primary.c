@@ -20,14 +20,6 @@
 #include "server/loop.h"
 #include "slot/assert.h"
 
-#define CLU_REDIAL_MS 200 /* a member that is not connected is dialled again this often */
-
-void slot__clu_primary_install(clu *c)
-{
-    c->s->clu_up.batch_record = slot__clu_batch_record;
-    c->s->clu_up.batch_unrecord = slot__clu_batch_unrecord;
-    c->s->clu_up.batch_hold = slot__clu_batch_hold;
-}
 
 static bool is_primary(const clu *c)
 {
@@ -173,7 +165,7 @@ void slot__clu_commit_check(clu *c)
     c->unavailable = false;
     slot_repl_set_commit(c->repl, c->commit_seq);
     if (c->role == CLU_PROMOTING) {
-        c->role = CLU_PRIMARY;
+        slot__clu_set_role(c, CLU_PRIMARY);
         slot__clu_log(c, SLOT__LOG_INFO, "primary in tenure %" PRIu64 " from seq %" PRIu64, c->tenure, c->commit_seq);
         slot__clu_node_put(c);
     }
@@ -248,7 +240,7 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
 void slot__clu_step_down(clu *c)
 {
     server *s = c->s;
-    c->role = CLU_REPLICA;
+    slot__clu_set_role(c, CLU_REPLICA);
     c->pending_seq = 0;
     c->unavailable = false;
     if (c->batch_held) {
@@ -272,8 +264,8 @@ void slot__clu_step_down(clu *c)
 
 void slot__clu_promote(clu *c)
 {
-    c->role = CLU_PROMOTING;
     c->tenure = c->cfg.tenure;
+    slot__clu_set_role(c, CLU_PROMOTING);
     c->pending_seq = 0;
     c->unavailable = false;
     slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, c->self); /* no other stream is accepted */
@@ -367,7 +359,7 @@ static void ack_timeout(clu *c)
                 n->counted = false;
             continue;
         }
-        memcpy(next.members[next.nmembers++], id, CLU_NAME_CAP);
+        memcpy(next.members[next.nmembers++], id, SLOT_CLUSTER_NAME_BYTES);
     }
     slot__clu_commit_check(c);
     if (!c->pending_seq || silent == 0)
@@ -427,7 +419,7 @@ void slot__clu_primary_tick(clu *c)
         slot__clu_job_start(c, CLU_JOB_PROMOTE);
     /* Taking over, the tenure record waits for every member: dial them every
      * tick (a member that refused us may have read the configuration since). */
-    uint64_t redial_ms = c->role == CLU_PROMOTING ? c->hb_ms : CLU_REDIAL_MS;
+    uint64_t redial_ms = c->role == CLU_PROMOTING ? c->hb_ms : SLOT_CLUSTER_REDIAL_MS;
     /* A connection that has carried nothing back for twice --repl-timeout-ms
      * (heartbeats are answered every --heartbeat-ms) is closed and dialled
      * anew: after a partition heals, a fresh connection gets through at once,
@@ -482,7 +474,7 @@ void slot__clu_primary_tick(clu *c)
             slot__clu_is_removed(&c->cfg, n->id) || next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
             continue;
         n->counted = true;
-        memcpy(next.members[next.nmembers++], n->id, CLU_NAME_CAP);
+        memcpy(next.members[next.nmembers++], n->id, SLOT_CLUSTER_NAME_BYTES);
         add = true;
     }
     if (add) {

@@ -215,7 +215,7 @@ static void not_primary(clu *c, slot_res *res)
         addr = n->addr;
     slot_res_error(res, SLOT_E_NOT_PRIMARY, NULL);
     if (addr[0]) {
-        char buf[CLU_ADDR_CAP + 32];
+        char buf[SLOT_CLUSTER_ADDR_BYTES + 32];
         snprintf(buf, sizeof(buf), "{\"primary\":\"%s\"}", addr);
         res->extra = strdup(buf);
     }

@@ -46,7 +46,6 @@
 #define SNAP_DIR "snap"            /* a snapshot received whole, until installed */
 #define SNAP_FILE "snap.bak"       /* in either: the backup file (slot/backup.h) */
 #define SNAP_SEND "snap-send.bak"  /* the primary's backup file being sent */
-#define CLU_TRIM_MS 1000           /* the batch log is trimmed at most this often */
 
 static bool is_primary(const clu *c)
 {
@@ -498,7 +497,7 @@ void slot__clu_snap_stop(clu *c)
 static void trim(clu *c)
 {
     uint64_t now = uv_now(c->s->loop);
-    if (now - c->trim_ms < CLU_TRIM_MS)
+    if (now - c->trim_ms < SLOT_CLUSTER_TRIM_MS)
         return;
     c->trim_ms = now;
     pthread_mutex_lock(&c->rlog_mu);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SNAP_HEADER_BYTES 32 /* seq, tenure, offset, total */
+#define SNAP_HEADER_BYTES 32 /* wire format: a SNAP frame starts with seq, tenure, offset, total (u64 each) */
 
 int slot_repl_send_snap(slot_repl *r, const char *node_id, uint64_t seq, uint64_t tenure, uint64_t offset,
                         uint64_t total, const uint8_t *data, size_t n)

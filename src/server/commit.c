@@ -129,7 +129,7 @@ static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
     }
     slot_store_capture_end(s->store);
     if (rc == 0 && s->clu) /* every batch of a primary ships a record (docs/design.md, "The primary's rule") */
-        rc = s->clu_up.batch_record(s, txn);
+        rc = s->clu_up->batch_record(s, txn);
     else if (rc == 0 && slot_store_writes(s->store) != writes0)
         rc = slot_store_seq_bump(s->store, txn, 0, NULL);
     return rc;
@@ -188,7 +188,7 @@ static void batch_run(server *s)
         if (rc != 0)
             s->batch_failures++;
         if (rc != 0 && s->clu)
-            s->clu_up.batch_unrecord(s);
+            s->clu_up->batch_unrecord(s);
         if (rc == 0 && SLOT_FAIL(SLOW_HANDBACK))
             uv_sleep(SLOT_FP_SLOW_HANDBACK_MS); /* committed; the loop hears of it late */
         if (rc == 0)
@@ -247,7 +247,7 @@ static void *commit_thread(void *arg)
         s->batch_failures = 0;
         s->batch_sync_ns = 0;
         if (job)
-            s->clu_up.job_run(s);
+            s->clu_up->job_run(s);
         else
             batch_run(s);
         uint32_t loading = slot_alloc_cold_loading(&s->write_alloc);
@@ -323,13 +323,13 @@ void slot__batch_complete(uv_async_t *h)
     SLOT_ASSERT(s->batch_busy);
     if (job) {
         s->batch_busy = false;
-        s->clu_up.job_done(s);
+        s->clu_up->job_done(s);
         slot__park_after_batch(s, false);
         slot__dispatch(s);
         return;
     }
     s->commit_failures += failures;
-    if (s->clu && s->clu_up.batch_hold(s))
+    if (s->clu && s->clu_up->batch_hold(s))
         return; /* answered once its acks are in: slot__batch_finish */
     slot__batch_finish(s, SLOT_E_OK, NULL);
 }

@@ -29,7 +29,7 @@ void slot__batch_complete(uv_async_t *h);
 void slot__batch_finish(server *s, slot_err err, const char *why);
 
 /* slot__job_dispatch — hand the commit thread the replica-set layer's job
- * (s->clu_up.job_run; job_done when it is back) when it is idle. Returns
+ * (s->clu_up->job_run; job_done when it is back) when it is idle. Returns
  * false when a batch or job is in flight (try again after it). Loop thread. */
 bool slot__job_dispatch(server *s);
 

@@ -114,9 +114,9 @@ static enum MHD_Result answer_text(struct MHD_Connection *mc, unsigned status, c
 /* The primary's HTTP address for a 307's Location, or NULL when not known. */
 static const char *primary_http(server *s)
 {
-    if (!s->clu || !s->clu_up.primary_http)
+    if (!s->clu || !s->clu_up->primary_http)
         return NULL;
-    const char *a = s->clu_up.primary_http(s);
+    const char *a = s->clu_up->primary_http(s);
     return a && a[0] ? a : NULL;
 }
 
@@ -363,7 +363,7 @@ static enum MHD_Result answer_plain(server *s, struct MHD_Connection *mc, hreq_k
         return s->stopping ? answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "stopping\n")
                            : answer_text(mc, MHD_HTTP_OK, NULL, "ok\n");
     if (kind == HR_PRIMARY) {
-        bool primary = !s->stopping && (!s->clu || (s->clu_up.is_primary && s->clu_up.is_primary(s)));
+        bool primary = !s->stopping && (!s->clu || (s->clu_up->is_primary && s->clu_up->is_primary(s)));
         return primary ? answer_text(mc, MHD_HTTP_OK, NULL, s->clu ? "primary\n" : "standalone\n")
                        : answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "not the primary\n");
     }

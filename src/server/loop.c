@@ -59,9 +59,9 @@ void slot__dispatch(server *s)
 {
     if (s->batch_busy || s->q_len == 0)
         return;
-    if (s->clu && s->clu_up.write_pause(s))
+    if (s->clu && s->clu_up->write_pause(s))
         return; /* a switchover drains what is in flight; the queue waits (bounded by --queue-max) */
-    if (s->clu && s->clu_up.write_gate(s, NULL)) {
+    if (s->clu && s->clu_up->write_gate(s, NULL)) {
         slot__queue_refuse(s);
         return;
     }
@@ -103,7 +103,7 @@ void slot__queue_refuse(server *s)
             continue;
         }
         slot_res_clear(&e->res);
-        if (!s->clu || !s->clu_up.write_gate(s, &e->res))
+        if (!s->clu || !s->clu_up->write_gate(s, &e->res))
             slot_res_error(&e->res, SLOT_E_UNAVAILABLE, NULL);
         e->state = ENTRY_DONE;
         slot__count_result(s, e);
@@ -200,13 +200,13 @@ bool slot__hold_read(server *s, entry *e)
     if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch_busy || s->q_len > 0 || s->park_n > 0 ||
         s->stopping)
         return false; /* a parked write is a pending write too (condition 1) */
-    if (s->clu && (s->clu_up.write_pause(s) || s->clu_up.write_gate(s, NULL)))
+    if (s->clu && (s->clu_up->write_pause(s) || s->clu_up->write_gate(s, NULL)))
         return false; /* the write path answers (unavailable, not_primary) or waits */
     bool fast = false;
     if (slot__read_begin(s) == 0) {
         slot_res gate_res;
         memset(&gate_res, 0, sizeof(gate_res));
-        int gate = s->clu ? s->clu_up.read_gate(s, s->rtxn, &gate_res) : 0;
+        int gate = s->clu ? s->clu_up->read_gate(s, s->rtxn, &gate_res) : 0;
         slot_res_clear(&gate_res);
         /* batch_busy is false: the commit thread is idle, and the hand-back's
          * mutex ordered its last change of the index before this read. */
@@ -451,7 +451,7 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     if (e->req.op == SLOT_OP_CLUSTER && s->clu) {
-        res->extra = s->clu_up.cluster_json(s);
+        res->extra = s->clu_up->cluster_json(s);
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
@@ -459,7 +459,7 @@ void slot__run_read(server *s, entry *e)
     if (e->req.op == SLOT_OP_CLUSTER_CHANGE) {
         if (!s->clu)
             slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "this server is not a member of a replica set (--cluster)");
-        else if (s->clu_up.change(s, e) == 1) {
+        else if (s->clu_up->change(s, e) == 1) {
             e->state = ENTRY_READ_WAIT;
             s->reads_waiting = true;
             return;
@@ -468,7 +468,7 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     int rc = slot__read_begin(s);
-    int gate = rc == 0 && s->clu ? s->clu_up.read_gate(s, s->rtxn, res) : 0;
+    int gate = rc == 0 && s->clu ? s->clu_up->read_gate(s, s->rtxn, res) : 0;
     if (gate == 1) { /* the state it would read is not committed yet: run it later */
         slot__read_end(s);
         e->state = ENTRY_READ_WAIT;

@@ -368,8 +368,8 @@ static void write_store(mbuf *b, server *s, const store_view *v)
 static void write_cluster(mbuf *b, server *s, const store_view *v)
 {
     slot__clu_metrics m = {.role = "standalone", .applied = v->seq, .commit_seq = v->seq};
-    if (s->clu && s->clu_up.metrics)
-        s->clu_up.metrics(s, &m);
+    if (s->clu && s->clu_up->metrics)
+        s->clu_up->metrics(s, &m);
     static const char *const roles[] = {"standalone", "joining", "replica", "primary"};
     family(b, "slotd_cluster_role", "gauge", "1 for this node's role in its replica set (standalone without --cluster).");
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)

@@ -215,7 +215,7 @@ struct slot__cluster;
 struct server {
     slot__server_opts opts;
     struct slot__cluster *clu;     /* the replica-set layer; NULL standalone */
-    slot__cluster_hooks clu_up;    /* set with clu */
+    const slot__cluster_hooks *clu_up; /* set with clu: the replica-set layer's static table */
     bool reads_waiting;            /* a read waits for the commit point (read_gate said 1) */
     slot__conn_upcalls conn_up;  /* set by server.c; never NULL while the loop runs */
     slot__server_hooks hooks;    /* the daemon's (slot__server_run): the replica set, sd_notify */

@@ -1,0 +1,213 @@
+/*
+ * cluster_role.c — the node's role and the configuration: the roles'
+ * transition table (the one place c->role changes), the configuration's
+ * CAS and its outcome, bootstrap, take-over, following, and what a
+ * configuration read from etcd means for this node (docs/design.md,
+ * "Replica sets", "Failover"). cluster_int.h has the map.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster_int.h"
+#include "slot/assert.h"
+
+bool slot__clu_role_ok(clu_role from, clu_role to)
+{
+    switch (from) {
+    case CLU_INIT:    /* the first configuration read: follow it, or found one (bootstrap) */
+    case CLU_JOINING: /* added by the primary, or a bootstrap after a lost one */
+    case CLU_REPLICA: /* removed, took over, or was handed the primary (a switchover) */
+        return to == CLU_JOINING || to == CLU_REPLICA || to == CLU_PROMOTING;
+    case CLU_PROMOTING: /* the tenure record acked; or stepped down (a newer configuration, the job failed) */
+        return to == CLU_PRIMARY || to == CLU_REPLICA;
+    case CLU_PRIMARY: /* stepping down always goes through replica (slot__clu_step_down) */
+        return to == CLU_REPLICA;
+    }
+    return false;
+}
+
+void slot__clu_set_role(clu *c, clu_role to)
+{
+    if (!slot__clu_role_ok(c->role, to)) {
+        fprintf(stderr, "slotd: replica-set role %s -> %s\n", slot__clu_role_name(c->role), slot__clu_role_name(to));
+        SLOT_ASSERT(slot__clu_role_ok(c->role, to));
+    }
+    /* a primary's role is always backed by a configuration naming it */
+    SLOT_ASSERT(to != CLU_PROMOTING || (c->cfg.found && strcmp(c->cfg.primary, c->self) == 0));
+    SLOT_ASSERT(to != CLU_PRIMARY || (c->tenure != 0 && c->pending_seq == 0));
+    c->role = to;
+}
+
+
+static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data);
+
+/* The CAS in flight: the configuration it asks for and why (its log lines
+ * name the reason, from the send to the outcome). */
+typedef struct clu_cas_want {
+    clu *c;        /* the node that sent it: one per process */
+    clu_config cfg;
+    char what[SLOT_CLUSTER_CAS_WHY_BYTES]; /* "add caught-up nodes" */
+} clu_cas_want;
+
+void slot__clu_cas(clu *c, const clu_config *next, const char *what)
+{
+    static clu_cas_want want; /* one CAS at a time (cas_busy) */
+    char v[4608]; /* 2 x 16 names of 64 bytes, quoted, and the numbers */
+    size_t n = slot__clu_config_json(next, v, sizeof(v));
+    if (!n || c->cas_busy)
+        return;
+    want.c = c;
+    want.cfg = *next;
+    snprintf(want.what, sizeof(want.what), "%s", what);
+    int rc = slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want);
+    if (rc != 0) { /* not sent: an outcome too */
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: not sent (%s)", what, slot_etcd_strerror(rc));
+        return;
+    }
+    c->cas_busy = true;
+    slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) sent: epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members",
+                  what, next->epoch, next->tenure, next->primary, next->nmembers);
+}
+
+static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data)
+{
+    (void)e;
+    const clu_cas_want *w = data;
+    clu *c = w->c;
+    const clu_config *want = &w->cfg;
+    c->cas_busy = false;
+    bool won = status == 0 && r->succeeded;
+    /* every CAS's outcome is logged, a stopping node's too */
+    if (won)
+        slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) won: epoch %" PRIu64, w->what, want->epoch);
+    else if (status != 0)
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: %s", w->what, slot_etcd_strerror(status));
+    else
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: the configuration changed (wanted epoch %" PRIu64 ")",
+                      w->what, want->epoch);
+    if (c->stopping)
+        return;
+    clu_config got = {0};
+    if (won) {
+        got = *want;
+        got.found = true;
+        got.mod_rev = r->revision;
+    } else if (status == 0 && r->found) {
+        got.mod_rev = r->current.mod_revision;
+        if (slot__clu_config_parse(r->current.value, r->current.value_len, &got) != 0)
+            got.found = false;
+    }
+    bool was_campaign = c->campaigning, was_drop = c->cas_drop;
+    c->cas_drop = false;
+    c->campaigning = false;
+    c->chg_cas = false;
+    if (got.found) {
+        if (won && strcmp(got.primary, c->self) == 0 && got.tenure != c->tenure &&
+            c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {
+            c->cfg = got;
+            slot__clu_promote(c);
+            slot__clu_change_step(c);
+            return;
+        }
+        slot__clu_config_seen(c, &got);
+    } else if (was_campaign) {
+        slot__clu_follow(c);
+    }
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING) {
+        slot__clu_commit_check(c); /* a drop that won commits the pending record */
+        if (was_drop && !won)
+            slot__clu_unavailable(c); /* one that lost: the outcome is unknown */
+    }
+    slot__clu_change_step(c);
+}
+
+void slot__clu_bootstrap(clu *c)
+{
+    clu_config next = {.found = true, .epoch = 1, .tenure = 1, .nmembers = 1};
+    snprintf(next.primary, sizeof(next.primary), "%s", c->self);
+    snprintf(next.members[0], sizeof(next.members[0]), "%s", c->self);
+    c->cfg.found = false;
+    c->campaigning = true;
+    slot__clu_cas(c, &next, "bootstrap");
+}
+
+/* Take over: {epoch+1, tenure=epoch+1, primary self, same members}. */
+void slot__clu_take_over(clu *c)
+{
+    clu_config next = c->cfg;
+    next.epoch = c->cfg.epoch + 1;
+    next.tenure = next.epoch;
+    snprintf(next.primary, sizeof(next.primary), "%s", c->self);
+    c->campaigning = true;
+    slot__clu_cas(c, &next, "take over");
+}
+
+void slot__clu_follow(clu *c)
+{
+    bool was_primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+    if (was_primary)
+        slot__clu_step_down(c);
+    clu_role next = slot__clu_is_member(&c->cfg, c->self) ? CLU_REPLICA : CLU_JOINING;
+    bool changed = next != c->role;
+    slot__clu_set_role(c, next);
+    slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, c->cfg.primary);
+    if (changed)
+        slot__clu_node_put(c);
+}
+
+void slot__clu_config_seen(clu *c, const clu_config *cfg)
+{
+    if (!cfg->found)
+        return;
+    if (c->cfg.found && cfg->epoch < c->cfg.epoch)
+        return; /* an older answer than what we know */
+    bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+    c->cfg = *cfg;
+    if (primary) {
+        if (strcmp(cfg->primary, c->self) != 0 || cfg->tenure != c->tenure) {
+            slot__clu_log(c, SLOT__LOG_WARN, "the configuration (epoch %" PRIu64 ") names %s primary: stepping down", cfg->epoch,
+                          cfg->primary);
+            slot__clu_follow(c);
+            return;
+        }
+        for (size_t i = 0; i < c->nnodes; i++) /* members are waited for; others only once caught up */
+            c->nodes[i].counted = slot__clu_is_member(cfg, c->nodes[i].id) || c->nodes[i].counted;
+        for (size_t i = 0; i < c->nnodes; i++)
+            if (!slot__clu_is_member(cfg, c->nodes[i].id) && c->nodes[i].counted && !c->nodes[i].ready)
+                c->nodes[i].counted = false;
+        for (size_t i = 0; i < c->nnodes; i++) { /* removed on purpose: neither waited for nor fed */
+            clu_node *n = &c->nodes[i];
+            if (!slot__clu_is_removed(cfg, n->id))
+                continue;
+            n->counted = false;
+            if (n->ready || n->dialing)
+                slot_repl_disconnect(c->repl, n->id);
+        }
+        slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, c->self);
+        slot__clu_commit_check(c); /* a member removed may be the last one a record waited for */
+        return;
+    }
+    if (c->campaigning)
+        return; /* the CAS's answer decides */
+    if (strcmp(cfg->primary, c->self) == 0) {
+        uint64_t last_t = 0;
+        slot__clu_log_last(c, &last_t, NULL);
+        if (slot__clu_is_member(cfg, c->self) && cfg->tenure > last_t && cfg->tenure > c->tenure) {
+            /* A planned switchover named us in a tenure nobody made a record of
+             * (cluster_change.c): the old primary drained, we hold every
+             * acknowledged record; take office in that tenure. */
+            slot__clu_log(c, SLOT__LOG_INFO, "the configuration (epoch %" PRIu64 ") hands the primary over to us", cfg->epoch);
+            slot__clu_promote(c);
+            return;
+        }
+        /* We were primary before a restart (or a pause): take over in a new tenure. */
+        if (slot__clu_is_member(cfg, c->self)) {
+            slot_repl_set_config(c->repl, cfg->epoch, cfg->tenure, "");
+            slot__clu_take_over(c);
+            return;
+        }
+    }
+    slot__clu_follow(c);
+}
+
