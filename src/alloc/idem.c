@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "slot/assert.h"
 #include "slot/limits.h"
 
 /* Its sizes are in slot/limits.h, "The idempotency index's internals". */
@@ -60,6 +61,7 @@ typedef struct map {
     table t[2];
     size_t moved; /* while rehashing: t[0]'s buckets below this are empty (moved) */
     size_t count;
+    size_t count1; /* while rehashing: of count, the entries in t[1] (added there or moved); else 0 */
 } map;
 
 /* The bulk load's queue (slot__idem_put_deferred): puts wait here, their
@@ -100,6 +102,7 @@ static size_t key_build(char *out, const char *ev, size_t ev_len, const char *us
         memcpy(out + n, parts[i], l);
         n += l;
     }
+    SLOT_ASSERT(n <= SLOT_IDEM_KEY_BYTES_MAX);
     return n;
 }
 
@@ -139,6 +142,7 @@ static void lookup_init(lookup *l, const char *ev, size_t ev_len, const char *us
 static entry *arena_alloc(slot__idem *ix, size_t bytes)
 {
     bytes = (bytes + 7) & ~(size_t)7;
+    SLOT_ASSERT(bytes <= SLOT_IDEM_BLOCK_BYTES); /* an entry is at most a key of SLOT_IDEM_KEY_BYTES_MAX */
     if (!ix->blocks || ix->blocks->used + bytes > SLOT_IDEM_BLOCK_BYTES) {
         block *b = malloc(sizeof(block) + SLOT_IDEM_BLOCK_BYTES);
         if (!b)
@@ -159,6 +163,7 @@ static entry *arena_alloc(slot__idem *ix, size_t bytes)
  * part can be unmapped while the rest is in use. */
 static bool table_new(slot__idem *ix, table *t, size_t buckets)
 {
+    SLOT_ASSERT(buckets >= 1 && (buckets & (buckets - 1)) == 0); /* masks, not modulo */
     size_t bytes = buckets * sizeof(entry *);
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -186,6 +191,7 @@ static void table_release(slot__idem *ix, table *t, size_t below)
     size_t upto = below * sizeof(entry *) / SLOT_IDEM_RELEASE_BYTES * SLOT_IDEM_RELEASE_BYTES;
     if (upto <= t->released)
         return;
+    SLOT_ASSERT(upto <= (t->mask + 1) * sizeof(entry *) && t->released % SLOT_IDEM_RELEASE_BYTES == 0);
     munmap((char *)t->b + t->released, upto - t->released);
     ix->table_bytes -= upto - t->released;
     t->released = upto;
@@ -204,6 +210,7 @@ static void map_step(slot__idem *ix, map *m)
     if (!rehashing(m))
         return;
     size_t size0 = m->t[0].mask + 1;
+    SLOT_ASSERT(m->t[1].mask + 1 == 2 * size0 && m->moved <= size0); /* a doubling */
     unsigned buckets = SLOT_IDEM_MOVE_BUCKETS, empty = SLOT_IDEM_MOVE_BUCKETS * SLOT_IDEM_EMPTY_VISITS_PER_MOVE;
     while (buckets > 0 && m->moved < size0) {
         entry *e = m->t[0].b[m->moved];
@@ -219,13 +226,18 @@ static void map_step(slot__idem *ix, map *m)
             e->next = *head;
             *head = e;
             e = next;
+            m->count1++;
         }
         m->t[0].b[m->moved++] = NULL;
         buckets--;
     }
+    SLOT_ASSERT(m->count1 <= m->count);
     if (m->moved < size0) {
         table_release(ix, &m->t[0], m->moved);
     } else {
+        /* every bucket of t[0] moved: every entry is in t[1], none lost nor doubled */
+        SLOT_ASSERT(m->count1 == m->count);
+        m->count1 = 0;
         table_free(ix, &m->t[0]);
         m->t[0] = m->t[1];
         m->t[1] = (table){0};
@@ -246,14 +258,17 @@ static void map_maybe_grow(slot__idem *ix, map *m)
     size_t size0 = m->t[0].mask + 1;
     if (m->count < size0 || size0 > SIZE_MAX / 2 / sizeof(entry *))
         return;
+    /* load factor: a doubling starts at >= 1 key per bucket, so the new table starts at >= 1/2 */
+    SLOT_ASSERT(m->count1 == 0 && m->count >= size0);
     if (table_new(ix, &m->t[1], size0 * 2)) {
         m->moved = 0;
         ix->doublings++;
     }
 }
 
-/* The link that points at l's entry, or NULL when it is not there. */
-static entry **map_find(map *m, const lookup *l)
+/* The link that points at l's entry, or NULL when it is not there; *which
+ * (may be NULL) gets the table it is in. */
+static entry **map_find_in(map *m, const lookup *l, int *which)
 {
     for (int i = 0; i < 2; i++) {
         table *t = &m->t[i];
@@ -264,11 +279,36 @@ static entry **map_find(map *m, const lookup *l)
             continue; /* this bucket was moved to t[1] */
         for (entry **p = &t->b[idx]; *p; p = &(*p)->next) {
             entry *e = *p;
-            if (e->hash == l->hash && e->key_len == l->len && memcmp(e->key, l->key, l->len) == 0)
+            if (e->hash == l->hash && e->key_len == l->len && memcmp(e->key, l->key, l->len) == 0) {
+                if (which)
+                    *which = i;
                 return p;
+            }
         }
     }
     return NULL;
+}
+
+static entry **map_find(map *m, const lookup *l)
+{
+    return map_find_in(m, l, NULL);
+}
+
+/* Unlinks l's entry (its arena bytes wait for idem_free); true when it was there. */
+static bool map_del(map *m, const lookup *l)
+{
+    int which = 0;
+    entry **p = map_find_in(m, l, &which);
+    if (!p)
+        return false;
+    *p = (*p)->next;
+    SLOT_ASSERT(m->count > 0);
+    m->count--;
+    if (which == 1) {
+        SLOT_ASSERT(rehashing(m) && m->count1 > 0);
+        m->count1--;
+    }
+    return true;
 }
 
 static int map_add(slot__idem *ix, map *m, const lookup *l, uint64_t seq)
@@ -288,6 +328,9 @@ static int map_add(slot__idem *ix, map *m, const lookup *l, uint64_t seq)
     e->next = *head;
     *head = e;
     m->count++;
+    if (t == &m->t[1])
+        m->count1++;
+    SLOT_ASSERT(m->count1 <= m->count);
     return 0;
 }
 
@@ -444,11 +487,7 @@ void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *u
     lookup l;
     lookup_init(&l, ev, ev_len, user, user_len, req, req_len);
     map_step(ix, &ix->keys);
-    entry **p = map_find(&ix->keys, &l);
-    if (p) {
-        *p = (*p)->next; /* its arena bytes wait for idem_free */
-        ix->keys.count--;
-    }
+    map_del(&ix->keys, &l);
 }
 
 size_t slot__idem_count(const slot__idem *ix)
@@ -509,11 +548,7 @@ void slot__idem_cold_del(slot__idem *ix, const char *ev, size_t ev_len)
     lookup l;
     lookup_init(&l, ev, ev_len, "", 0, "", 0);
     map_step(ix, &ix->cold);
-    entry **p = map_find(&ix->cold, &l);
-    if (p) {
-        *p = (*p)->next;
-        ix->cold.count--;
-    }
+    map_del(&ix->cold, &l);
 }
 
 size_t slot__idem_cold_count(const slot__idem *ix)

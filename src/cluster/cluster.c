@@ -34,6 +34,7 @@ void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...)
 
 clu_node *slot__clu_node(clu *c, const char *id, bool add)
 {
+    SLOT_ASSERT(c->nnodes <= SLOT_CLUSTER_MEMBERS_MAX);
     for (size_t i = 0; i < c->nnodes; i++)
         if (strcmp(c->nodes[i].id, id) == 0)
             return &c->nodes[i];
@@ -75,6 +76,7 @@ uint64_t slot__clu_epoch_of(clu *c, uint64_t seq)
 static void job_run(server *s)
 {
     clu *c = s->clu;
+    SLOT_ASSERT(c->job != CLU_JOB_NONE); /* slot__clu_job_start set it before the hand-over */
     c->job_rc = c->job == CLU_JOB_PROMOTE ? slot__clu_job_promote(c)
                 : c->job == CLU_JOB_SNAP  ? slot__clu_job_snap(c)
                                           : slot__clu_job_apply(c);
@@ -84,6 +86,7 @@ static void job_done(server *s)
 {
     clu *c = s->clu;
     clu_job job = c->job;
+    SLOT_ASSERT(job != CLU_JOB_NONE);
     c->job = CLU_JOB_NONE;
     if (c->job_rc != 0)
         slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s",
@@ -107,6 +110,9 @@ static void job_done(server *s)
 
 void slot__clu_job_start(clu *c, clu_job job)
 {
+    SLOT_ASSERT(job == CLU_JOB_APPLY || job == CLU_JOB_PROMOTE || job == CLU_JOB_SNAP);
+    /* a primary's only job is its promote; a replica's never is */
+    SLOT_ASSERT((job == CLU_JOB_PROMOTE) == (c->role == CLU_PROMOTING));
     if (c->job != CLU_JOB_NONE || c->stopping)
         return;
     c->job = job;
@@ -524,6 +530,7 @@ int slot__cluster_start(server *s)
     c->tick.data = c;
     c->tick_open = true;
     uint32_t every = c->hb_ms < 100 ? c->hb_ms : 100;
+    SLOT_ASSERT(every >= 1); /* --heartbeat-ms is at least SLOT_REPL_HEARTBEAT_MS_MIN: a repeating timer */
     uv_timer_start(&c->tick, on_tick, 0, every);
     uv_check_init(s->loop, &c->sync_check);
     c->sync_check.data = c;

@@ -90,6 +90,9 @@ typedef struct clu_node {
     uint64_t reach_ms;
 } clu_node;
 
+/* A node's snapshot, primary side: NONE -> WANT -> SENDING -> ACK -> NONE;
+ * any state may go to NONE (dropped) or WANT (a new connection starts
+ * over); slot__clu_snap_set asserts the edges. */
 enum { CLU_SNAP_NONE, CLU_SNAP_WANT, CLU_SNAP_SENDING, CLU_SNAP_ACK };
 
 /* The commit thread's job (s->job_cluster). */
@@ -257,6 +260,10 @@ bool slot__clu_snap_wanted(clu *c, clu_node *n, const slot_repl_peer *peer);
 void slot__clu_snap_tick(clu *c);
 /* primary: node n acked seq; true when that ended its snapshot (records follow). */
 bool slot__clu_snap_acked(clu *c, clu_node *n, uint64_t seq);
+/* whether a node's snapshot state may move from to to (the table above). */
+bool slot__clu_snap_ok(uint8_t from, uint8_t to);
+/* the one place clu_node.snap changes: asserts the edge (SLOT_ASSERT). Loop thread. */
+void slot__clu_snap_set(clu_node *n, uint8_t to);
 /* primary: a node's connection ended, or we stepped down: drop its snapshot. */
 void slot__clu_snap_drop(clu *c, clu_node *n);
 /* replica: the channel's on_snap. */

@@ -49,6 +49,7 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
     size_t n = 0;
     slot_wset_hdr h = {.epoch = c->tenure, .seq = seq, .prev_epoch = prev_t,
                        .commit_seq = commit_seq < seq ? commit_seq : seq - 1, .timestamp_ms = slot__wall_ms()};
+    SLOT_ASSERT(h.epoch >= 1 && h.seq >= 1 && h.commit_seq < h.seq); /* a record never commits itself */
     if (rc == 0 && (rc = slot_wset_finish(&c->wset, &h, &rec, &n)) != 0)
         rc = rc == -ENOMEM ? ENOMEM : EIO;
     if (rc == 0 && (rc = slot_rlog_append(c->rlog, rec, n)) != 0) {
@@ -65,6 +66,7 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
         c->batch_seq = seq;
         c->batch_prev_tenure = prev_t;
     }
+    SLOT_ASSERT(rc != 0 || c->batch_seq == seq);
     return rc;
 }
 
@@ -100,6 +102,8 @@ bool slot__clu_batch_hold(server *s)
     c->batch_seq = 0;
     if (!seq)
         return false; /* nothing was written, nothing was logged: the errors go out now */
+    SLOT_ASSERT(seq > c->applied); /* the batch's record follows what LMDB held (no job ran meanwhile) */
+    SLOT_ASSERT(!c->batch_held); /* one batch in flight */
     c->applied = seq;
     if (c->role != CLU_PRIMARY) {
         slot__batch_finish(s, SLOT_E_UNAVAILABLE, "this node stopped being primary; the outcome is unknown");
@@ -118,6 +122,9 @@ void slot__clu_pump(clu *c, clu_node *n)
 {
     if (!n->ready || !is_primary(c) || n->snap != CLU_SNAP_NONE)
         return; /* a joiner by snapshot gets records once it acked the snapshot's seq */
+    /* the window: acked < next_send <= applied + 1 */
+    SLOT_ASSERT(n->next_send >= 1 && n->next_send <= c->applied + 1);
+    SLOT_ASSERT(n->acked < n->next_send);
     while (n->next_send <= c->applied) {
         const uint8_t *rec;
         size_t len;
@@ -136,6 +143,7 @@ void slot__clu_pump(clu *c, clu_node *n)
         }
         n->next_send++;
     }
+    SLOT_ASSERT(n->next_send == c->applied + 1);
 }
 
 /* Whether every node whose acks count has acked seq. */
@@ -160,6 +168,8 @@ void slot__clu_commit_check(clu *c)
         return;
     if (!all_acked(c, c->pending_seq))
         return;
+    /* applied >= pending_seq >= commit_seq: the commit point only rises, and never past LMDB */
+    SLOT_ASSERT(c->pending_seq <= c->applied && c->pending_seq >= c->commit_seq);
     c->commit_seq = c->pending_seq;
     c->pending_seq = 0;
     c->unavailable = false;
@@ -188,6 +198,8 @@ void slot__clu_on_ack(void *ctx, const char *node_id, uint64_t seq)
         return;
     if (seq > n->acked)
         n->acked = seq;
+    /* the channel refuses an ack beyond the last record it sent (repl_proto.c) */
+    SLOT_ASSERT(!n->ready || n->snap != CLU_SNAP_NONE || n->acked < n->next_send);
     n->last_ack_ms = uv_now(c->s->loop);
     slot__clu_pump(c, n);
     slot__clu_commit_check(c);
@@ -221,7 +233,7 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
          * hold means its state is not a prefix of ours: it gets ours. */
         slot__clu_log(c, SLOT__LOG_WARN, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold: "
                       "it gets a snapshot", n->id, peer->last_tenure, peer->last_seq);
-        n->snap = CLU_SNAP_WANT;
+        slot__clu_snap_set(n, CLU_SNAP_WANT);
         n->snap_seq = 0;
         n->ready = true;
         n->acked = 0;
@@ -233,6 +245,7 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
     n->next_send = peer->last_seq + 1;
     n->acked = peer->last_seq;
     n->last_ack_ms = uv_now(c->s->loop);
+    SLOT_ASSERT(n->acked <= c->applied && n->next_send == n->acked + 1);
     slot__clu_pump(c, n);
     slot__clu_commit_check(c);
 }
@@ -254,6 +267,7 @@ void slot__clu_step_down(clu *c)
             slot_repl_disconnect(c->repl, n->id);
         n->ready = n->dialing = n->counted = false;
     }
+    SLOT_ASSERT(c->role == CLU_REPLICA && !c->batch_held && c->pending_seq == 0);
     c->verified = c->commit_seq;
     slot__clu_stream_reset(c);
     /* A replica answers subscribe and ack with not_primary: the consumers
@@ -264,6 +278,8 @@ void slot__clu_step_down(clu *c)
 
 void slot__clu_promote(clu *c)
 {
+    /* a configuration as cluster_cfg.c parses them: 1 <= tenure <= epoch */
+    SLOT_ASSERT(c->cfg.found && c->cfg.tenure >= 1 && c->cfg.tenure <= c->cfg.epoch);
     c->tenure = c->cfg.tenure;
     slot__clu_set_role(c, CLU_PROMOTING);
     c->pending_seq = 0;
@@ -331,7 +347,8 @@ void slot__clu_promote_done(clu *c)
         slot__clu_follow(c);
         return;
     }
-    c->pending_seq = c->applied;
+    SLOT_ASSERT(c->job == CLU_JOB_NONE && c->pending_seq == 0 && !c->batch_held);
+    c->pending_seq = c->applied; /* the tenure record */
     c->pending_since_ms = uv_now(c->s->loop);
     for (size_t i = 0; i < c->nnodes; i++) /* members that connected while the job ran */
         slot__clu_pump(c, &c->nodes[i]);
@@ -343,6 +360,7 @@ void slot__clu_promote_done(clu *c)
  * --min-replicas allow, else answer it unavailable. */
 static void ack_timeout(clu *c)
 {
+    SLOT_ASSERT(c->pending_seq != 0 && c->job == CLU_JOB_NONE);
     clu_config next = c->cfg;
     next.nmembers = 0;
     size_t silent = 0;
@@ -382,6 +400,7 @@ static void ack_timeout(clu *c)
         heard = n && pi[k].ready && slot__clu_is_member(&c->cfg, n->id) && n->acked >= c->pending_seq &&
                 pi[k].silence_ms < c->repl_to_ms;
     }
+    SLOT_ASSERT(next.nmembers + silent == c->cfg.nmembers);
     if (heard && next.nmembers - 1 >= c->min_replicas && !c->cas_busy) {
         next.epoch = c->cfg.epoch + 1;
         c->pending_since_ms = uv_now(c->s->loop); /* the CAS gets one more timeout */
@@ -477,6 +496,7 @@ void slot__clu_primary_tick(clu *c)
         memcpy(next.members[next.nmembers++], n->id, SLOT_CLUSTER_NAME_BYTES);
         add = true;
     }
+    SLOT_ASSERT(next.nmembers <= SLOT_CLUSTER_MEMBERS_MAX);
     if (add) {
         next.epoch = c->cfg.epoch + 1;
         slot__clu_cas(c, &next, "add caught-up nodes");

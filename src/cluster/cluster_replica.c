@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cluster_int.h"
+#include "slot/assert.h"
 
 /* What we trust: committed (the commit point we know) and agreed with the
  * stream's primary (verified). A new stream starts from there. */
@@ -34,6 +35,7 @@ void slot__clu_stream_reset(clu *c)
     pthread_mutex_unlock(&c->rlog_mu);
     if (p < base)
         p = base;
+    SLOT_ASSERT(p >= base);
     uint64_t t = p ? slot__clu_epoch_of(c, p) : 0;
     c->verified = p;
     c->unsynced_seq = 0;
@@ -49,6 +51,8 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
     if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING || c->stopping)
         return -1;
     uint64_t k = dec->hdr.seq, last = 0, e = 0;
+    SLOT_ASSERT(k >= 1 && dec->hdr.commit_seq <= k && dec->hdr.prev_epoch <= dec->hdr.epoch); /* slot_wset_decode
+                                                                                          checked the header */
     int rc = 0;
     bool append = true;
     pthread_mutex_lock(&c->rlog_mu);
@@ -85,6 +89,11 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
     }
     if (rc == 0 && append)
         rc = slot_rlog_append(c->rlog, rec, rec_bytes);
+    if (rc == 0 && append) { /* the record just taken is the log's last (the channel checked k follows) */
+        uint64_t now_last = 0;
+        slot_rlog_last(c->rlog, NULL, &now_last);
+        SLOT_ASSERT(now_last == k);
+    }
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
         slot__clu_log(c, SLOT__LOG_ERROR, "cannot take record %" PRIu64 ": %s", k, slot_rlog_strerror(rc));
@@ -102,6 +111,7 @@ void slot__clu_on_commit(void *ctx, uint64_t commit_seq)
         return;
     if (commit_seq > c->commit_seq)
         c->commit_seq = commit_seq;
+    SLOT_ASSERT(c->commit_seq >= commit_seq); /* the commit point known never goes back */
     slot__clu_apply_kick(c);
 }
 
@@ -135,6 +145,7 @@ void slot__clu_apply_kick(clu *c)
     uint64_t target = trusted(c);
     if (!c->rebuild && target <= c->applied)
         return;
+    SLOT_ASSERT(target <= c->commit_seq && target <= c->verified); /* only what is committed and agreed */
     c->job_target = target;
     slot__clu_job_start(c, CLU_JOB_APPLY);
 }
@@ -225,6 +236,7 @@ bool slot__clu_write_gate(server *s, slot_res *res)
 {
     clu *c = s->clu;
     bool primary = c->role == CLU_PRIMARY;
+    SLOT_ASSERT(!primary || (c->tenure >= 1 && c->cfg.found));
     size_t replicas = c->cfg.nmembers ? c->cfg.nmembers - 1 : 0;
     if (primary && !c->unavailable && replicas >= c->min_replicas && !c->stopping)
         return false;

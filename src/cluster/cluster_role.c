@@ -57,6 +57,10 @@ void slot__clu_cas(clu *c, const clu_config *next, const char *what)
     size_t n = slot__clu_config_json(next, v, sizeof(v));
     if (!n || c->cas_busy)
         return;
+    /* what cluster_cfg.c would parse back: 1 <= tenure <= epoch, 1..16 members; and a newer epoch */
+    SLOT_ASSERT(next->tenure >= 1 && next->tenure <= next->epoch && next->primary[0]);
+    SLOT_ASSERT(next->nmembers <= SLOT_CLUSTER_MEMBERS_MAX && next->nremoved <= SLOT_CLUSTER_MEMBERS_MAX);
+    SLOT_ASSERT(!c->cfg.found || next->epoch > c->cfg.epoch);
     want.c = c;
     want.cfg = *next;
     snprintf(want.what, sizeof(want.what), "%s", what);
@@ -76,6 +80,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     const clu_cas_want *w = data;
     clu *c = w->c;
     const clu_config *want = &w->cfg;
+    SLOT_ASSERT(c == w->c && want->epoch >= 1);
     c->cas_busy = false;
     bool won = status == 0 && r->succeeded;
     /* every CAS's outcome is logged, a stopping node's too */
@@ -135,6 +140,7 @@ void slot__clu_bootstrap(clu *c)
 /* Take over: {epoch+1, tenure=epoch+1, primary self, same members}. */
 void slot__clu_take_over(clu *c)
 {
+    SLOT_ASSERT(c->role != CLU_PRIMARY && c->role != CLU_PROMOTING && c->cfg.found);
     clu_config next = c->cfg;
     next.epoch = c->cfg.epoch + 1;
     next.tenure = next.epoch;
@@ -148,6 +154,7 @@ void slot__clu_follow(clu *c)
     bool was_primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
     if (was_primary)
         slot__clu_step_down(c);
+    SLOT_ASSERT(!c->batch_held && c->pending_seq == 0); /* a follower holds no batch */
     clu_role next = slot__clu_is_member(&c->cfg, c->self) ? CLU_REPLICA : CLU_JOINING;
     bool changed = next != c->role;
     slot__clu_set_role(c, next);
@@ -162,8 +169,11 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
         return;
     if (c->cfg.found && cfg->epoch < c->cfg.epoch)
         return; /* an older answer than what we know */
+    SLOT_ASSERT(cfg->tenure >= 1 && cfg->tenure <= cfg->epoch && cfg->nmembers <= SLOT_CLUSTER_MEMBERS_MAX);
     bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+    uint64_t epoch0 = c->cfg.found ? c->cfg.epoch : 0;
     c->cfg = *cfg;
+    SLOT_ASSERT(c->cfg.epoch >= epoch0); /* the epoch this node knows never goes back here */
     if (primary) {
         if (strcmp(cfg->primary, c->self) != 0 || cfg->tenure != c->tenure) {
             slot__clu_log(c, SLOT__LOG_WARN, "the configuration (epoch %" PRIu64 ") names %s primary: stepping down", cfg->epoch,

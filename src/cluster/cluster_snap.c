@@ -40,6 +40,7 @@
 
 #include "cluster_int.h"
 #include "server/loop.h"
+#include "slot/assert.h"
 #include "slot/backup.h"
 
 #define SNAP_TMP "snap.tmp"        /* a snapshot being received */
@@ -85,7 +86,7 @@ bool slot__clu_snap_wanted(clu *c, clu_node *n, const slot_repl_peer *peer)
     bool want = peer->last_seq == 0 ? c->commit_seq > 0 : peer->last_seq + 1 < first;
     if (!want)
         return false;
-    n->snap = CLU_SNAP_WANT;
+    slot__clu_snap_set(n, CLU_SNAP_WANT);
     n->snap_seq = 0;
     slot__clu_log(c, SLOT__LOG_INFO, "%s starts at seq %" PRIu64 " and our log at %" PRIu64 " (%s): it joins by snapshot", n->id,
                   peer->last_seq, first,
@@ -103,11 +104,33 @@ static void send_close(clu *c)
     unlink(c->snap_path);
 }
 
+bool slot__clu_snap_ok(uint8_t from, uint8_t to)
+{
+    switch (to) {
+    case CLU_SNAP_NONE: /* dropped (the connection ended, a send failed), or acked */
+        return from <= CLU_SNAP_ACK;
+    case CLU_SNAP_WANT: /* a connection's on_ready wants one (a new connection starts over) */
+        return from <= CLU_SNAP_ACK;
+    case CLU_SNAP_SENDING: /* the copy is made and read back */
+        return from == CLU_SNAP_WANT;
+    case CLU_SNAP_ACK: /* every byte sent */
+        return from == CLU_SNAP_SENDING;
+    default:
+        return false;
+    }
+}
+
+void slot__clu_snap_set(clu_node *n, uint8_t to)
+{
+    SLOT_ASSERT(slot__clu_snap_ok(n->snap, to));
+    n->snap = to;
+}
+
 void slot__clu_snap_drop(clu *c, clu_node *n)
 {
     if (n->snap == CLU_SNAP_SENDING && c->snap_fd >= 0 && strcmp(c->snap_node, n->id) == 0)
         send_close(c);
-    n->snap = CLU_SNAP_NONE;
+    slot__clu_snap_set(n, CLU_SNAP_NONE);
 }
 
 bool slot__clu_snap_acked(clu *c, clu_node *n, uint64_t seq)
@@ -115,8 +138,9 @@ bool slot__clu_snap_acked(clu *c, clu_node *n, uint64_t seq)
     if (n->snap != CLU_SNAP_ACK || seq < n->snap_seq)
         return false;
     slot__clu_log(c, SLOT__LOG_INFO, "%s installed the snapshot of seq %" PRIu64 ": records follow", n->id, n->snap_seq);
-    n->snap = CLU_SNAP_NONE;
+    slot__clu_snap_set(n, CLU_SNAP_NONE);
     n->next_send = seq + 1;
+    SLOT_ASSERT(n->snap_seq <= c->applied); /* a copy of our own store (after_copy checked it) */
     return true;
 }
 
@@ -184,7 +208,8 @@ static void after_copy(uv_work_t *w, int status)
         return;
     }
     c->snap_off = 0;
-    n->snap = CLU_SNAP_SENDING;
+    SLOT_ASSERT(c->snap_seq <= c->applied && strcmp(c->snap_node, n->id) == 0);
+    slot__clu_snap_set(n, CLU_SNAP_SENDING);
     n->snap_seq = c->snap_seq;
     slot__clu_log(c, SLOT__LOG_INFO, "snapshot of seq %" PRIu64 " for %s: %" PRIu64 " bytes, made in %" PRIu64 " ms", c->snap_seq,
                   n->id, c->snap_bytes, uv_now(c->s->loop) - c->snap_since_ms);
@@ -217,7 +242,7 @@ static void send_more(clu *c)
         if (got != (ssize_t)len) {
             slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: read: %s", n->id, got < 0 ? strerror(errno) : "short read");
             send_close(c);
-            n->snap = CLU_SNAP_NONE;
+            slot__clu_snap_set(n, CLU_SNAP_NONE);
             slot_repl_disconnect(c->repl, n->id);
             return;
         }
@@ -228,14 +253,16 @@ static void send_more(clu *c)
         if (rc < 0) {
             slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: send: %s", n->id, uv_strerror(rc));
             send_close(c);
-            n->snap = CLU_SNAP_NONE;
+            slot__clu_snap_set(n, CLU_SNAP_NONE);
             slot_repl_disconnect(c->repl, n->id);
             return;
         }
         c->snap_off += len;
+        SLOT_ASSERT(c->snap_off <= c->snap_bytes);
     }
+    SLOT_ASSERT(c->snap_off == c->snap_bytes);
     send_close(c);
-    n->snap = CLU_SNAP_ACK;
+    slot__clu_snap_set(n, CLU_SNAP_ACK);
     c->snaps_sent++;
     slot__clu_log(c, SLOT__LOG_INFO, "snapshot of seq %" PRIu64 " sent to %s: %" PRIu64 " bytes in %" PRIu64 " ms", c->snap_seq,
                   n->id, c->snap_bytes, uv_now(c->s->loop) - c->snap_since_ms);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "slot/assert.h"
+
 static const char LABEL_PRIMARY[] = "slotd-repl-v1 primary"; /* the connecting side's MAC */
 static const char LABEL_REPLICA[] = "slotd-repl-v1 replica"; /* the accepting side's MAC */
 
@@ -43,6 +45,7 @@ int slot__repl_send_hello(slot__repl_conn *c, uint8_t type)
     snprintf(h.cluster, sizeof(h.cluster), "%s", r->cluster);
     snprintf(h.node, sizeof(h.node), "%s", r->node);
     c->my_hello_len = slot__repl_hello_encode(&h, c->my_hello);
+    SLOT_ASSERT(c->my_hello_len >= SLOT_REPL_HELLO_FIXED_BYTES && c->my_hello_len <= SLOT_REPL_HELLO_BYTES_MAX);
     return slot__repl_write(c, type, c->my_hello, c->my_hello_len);
 }
 
@@ -69,6 +72,7 @@ static bool take_hello(slot__repl_conn *c, const uint8_t *p, size_t len)
                        c->peer.cluster, c->r->cluster);
         return false;
     }
+    SLOT_ASSERT(len <= SLOT_REPL_HELLO_BYTES_MAX); /* slot__repl_body_max bounds a handshake frame */
     memcpy(c->peer_hello, p, len);
     c->peer_hello_len = len;
     return true;
@@ -188,6 +192,7 @@ static void on_primary_auth(slot__repl_conn *c, const uint8_t *p, size_t len)
         slot__repl_end(r->stream, SLOT_REPL_R_SUPERSEDED, true, false, "a newer connection from %s", c->addr);
     if (c->state != SLOT__REPL_READY)
         return; /* ended by a callback of the old stream's close */
+    SLOT_ASSERT(c->inbound && (r->stream == NULL || r->stream == c)); /* one stream: the old one ended above */
     r->stream = c;
     c->delivered_seq = r->last_seq;
     c->ack_floor = r->last_seq; /* durable before this stream: nothing to ack */
@@ -236,6 +241,8 @@ static void on_record(slot__repl_conn *c, const uint8_t *p, size_t len)
                        (unsigned long long)r->last_seq, (unsigned long long)r->last_tenure);
         return;
     }
+    SLOT_ASSERT(d.hdr.seq >= 1 && d.hdr.prev_epoch <= d.hdr.epoch && d.hdr.commit_seq <= d.hdr.seq);
+    SLOT_ASSERT(c->delivered_seq <= r->last_seq && c->acked_seq <= c->delivered_seq);
     /* Counted before the callback, so the owner may ack it from inside. */
     uint64_t old_tenure = r->last_tenure, old_seq = r->last_seq, old_delivered = c->delivered_seq;
     r->last_tenure = d.hdr.epoch;
@@ -289,6 +296,7 @@ int slot_repl_ack(slot_repl *r, uint64_t seq)
     if (seq > c->delivered_seq || seq <= c->acked_seq || seq <= c->ack_floor)
         return -EINVAL;
     c->acked_seq = seq;
+    SLOT_ASSERT(c->ack_floor < c->acked_seq && c->acked_seq <= c->delivered_seq);
     uint8_t a[8];
     slot__repl_put_u64(a, seq);
     int rc = slot__repl_write(c, SLOT_REPL_F_ACK, a, sizeof(a));
@@ -317,11 +325,16 @@ static void on_ack(slot__repl_conn *c, const uint8_t *p, size_t len)
         return;
     }
     uint32_t cap = r->opts.inflight_records_max;
+    /* the window: last_acked_seq < seq <= last_sent_seq, the ring holds what is sent and not acked */
+    SLOT_ASSERT(c->last_acked_seq < seq && seq <= c->last_sent_seq && c->ring_count <= cap);
     while (c->ring_count > 0 && c->ring[c->ring_head].seq <= seq) {
+        SLOT_ASSERT(c->inflight_bytes >= c->ring[c->ring_head].bytes);
         c->inflight_bytes -= c->ring[c->ring_head].bytes;
         c->ring_head = (c->ring_head + 1) % cap;
         c->ring_count--;
     }
+    SLOT_ASSERT(c->ring_count > 0 || c->inflight_bytes == 0);
+    SLOT_ASSERT(c->ring_count == 0 || c->ring[c->ring_head].seq > seq);
     c->last_acked_seq = seq;
     if (r->opts.cbs.on_ack)
         r->opts.cbs.on_ack(r->opts.cbs.ctx, c->node, seq);
@@ -360,6 +373,7 @@ static int send_record(slot_repl *r, const char *node_id, const uint8_t *rec, si
     }
     if (n == 0)
         return node_id ? -ENOTCONN : 0;
+    SLOT_ASSERT(rec_bytes >= SLOT_REPL_RECORD_BYTES_MIN && rec_bytes + 1 <= SLOT_REPL_FRAME_BYTES_MAX);
     slot__repl_buf *b = malloc(sizeof(*b) + SLOT_REPL_FRAME_HEADER_BYTES + rec_bytes);
     if (!b)
         return -ENOMEM;
@@ -378,6 +392,7 @@ static int send_record(slot_repl *r, const char *node_id, const uint8_t *rec, si
             slot__repl_end(c, SLOT_REPL_R_CLOSED, false, false, "write: %s", uv_strerror(rc));
             continue;
         }
+        SLOT_ASSERT(c->ring_count < cap && seq > c->last_sent_seq); /* window_has_room and the check above */
         c->ring[(c->ring_head + c->ring_count) % cap] = (slot__repl_sent){seq, rec_bytes};
         c->ring_count++;
         c->inflight_bytes += rec_bytes;
@@ -436,6 +451,7 @@ static void on_refuse(slot__repl_conn *c, const uint8_t *p, size_t len)
     if (n > SLOT_REPL_TEXT_BYTES_MAX)
         n = SLOT_REPL_TEXT_BYTES_MAX;
     char text[SLOT_REPL_TEXT_BYTES_MAX + 1];
+    SLOT_ASSERT(n <= SLOT_REPL_TEXT_BYTES_MAX);
     for (size_t i = 0; i < n; i++) /* the peer's text, made printable */
         text[i] = (p[1 + i] >= 0x20 && p[1 + i] < 0x7f) ? (char)p[1 + i] : '?';
     text[n] = 0;
@@ -451,6 +467,7 @@ void slot__repl_frame(slot__repl_conn *c, uint8_t type, const uint8_t *p, size_t
     if (c == c->r->stream)
         c->r->last_heard_ms = c->last_heard_ms; /* the silence detector: any frame of the stream */
     slot__repl_state s = c->state;
+    SLOT_ASSERT(len <= slot__repl_body_max(c)); /* the reader refuses a longer body before it is buffered */
     if (s == SLOT__REPL_ACCEPTED && type == SLOT_REPL_F_HELLO)
         on_hello(c, p, len);
     else if (s == SLOT__REPL_CHALLENGED && type == SLOT_REPL_F_AUTH)
