@@ -837,7 +837,8 @@ TEST_IMPL(cluster_deposed_primary_drops_its_unacknowledged_batch)
 }
 
 /*
- * Every CAS of the configuration logs its outcome. The nodes run
+ * Every CAS of the configuration logs its outcome (the reason and the epoch
+ * it asks for are the fields what and cas_epoch). The nodes run
  * slotd-failpoints with cas_lost once after one pass: the second CAS each
  * sends compares a revision the key never had and loses. n1 founds the set
  * (its bootstrap: sent, won in epoch 1); its second CAS adds the replicas
@@ -859,11 +860,11 @@ TEST_IMPL(cluster_cas_outcomes_are_logged)
     unsetenv("SLOT_FAILPOINTS");
     ASSERT(wait_members(NODES, WAIT_LONG_MS));
     ASSERT_EQ(find_primary(WAIT_LONG_MS), 0);
-    ASSERT(node_log_has(0, "CAS configuration (bootstrap) sent: epoch 1", NULL));
-    ASSERT(node_log_has(0, "CAS configuration (bootstrap) won: epoch 1", NULL));
-    ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) sent: epoch 2", NULL));
-    ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) lost: the configuration changed", NULL));
-    ASSERT(node_log_has(0, "CAS configuration (add caught-up nodes) won: epoch", NULL));
+    ASSERT(node_log_has(0, "CAS configuration sent", "what=bootstrap cas_epoch=1 "));
+    ASSERT(node_log_has(0, "CAS configuration won", "what=bootstrap cas_epoch=1"));
+    ASSERT(node_log_has(0, "CAS configuration sent", "what=\"add caught-up nodes\" cas_epoch=2 "));
+    ASSERT(node_log_has(0, "CAS configuration lost: the configuration changed", "what=\"add caught-up nodes\""));
+    ASSERT(node_log_has(0, "CAS configuration won", "what=\"add caught-up nodes\" cas_epoch="));
     set_end();
 }
 
@@ -889,10 +890,10 @@ TEST_IMPL(cluster_lost_bootstrap_is_tried_again)
     if (!wait_members(NODES, WAIT_LONG_MS))
         T_FAIL_("%s", "the set did not form after its first bootstrap CAS was lost");
     ASSERT(find_primary(WAIT_LONG_MS) >= 0);
-    ASSERT(node_log_has(0, "CAS configuration (bootstrap) lost", NULL));
+    ASSERT(node_log_has(0, "CAS configuration lost", "what=bootstrap"));
     bool won = false;
     for (int i = 0; i < NODES; i++)
-        won = won || node_log_has(i, "CAS configuration (bootstrap) won: epoch 1", NULL);
+        won = won || node_log_has(i, "CAS configuration won", "what=bootstrap cas_epoch=1");
     ASSERT(won);
     set_end();
 }

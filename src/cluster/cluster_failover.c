@@ -105,8 +105,9 @@ static bool prevote(clu *c, uint64_t now)
         wait = (uint64_t)c->failover_ms * SLOT_CLUSTER_PROBE_BACKOFF_MAX;
     wait += jitter(wait);
     c->probe_next_ms = now + wait;
-    slot__clu_log(c, SLOT__LOG_WARN, "no word from primary %s, but only %zu of the %zu members a new primary needs answered: "
-                  "not taking over; asking again in %" PRIu64 " ms", c->cfg.primary, reached, need, wait);
+    SLOT__CLU_LOG(c, SLOT__LOG_WARN, "no word from the primary, but too few members answered: not taking over",
+                  SLOT__LF_S("primary", c->cfg.primary), SLOT__LF_U("reached", reached), SLOT__LF_U("need", need),
+                  SLOT__LF_U("retry_ms", wait));
     return false;
 }
 
@@ -141,8 +142,8 @@ void slot__clu_failover_tick(clu *c)
     if (!prevote(c, now))
         return;
     c->defer_until_ms = 0;
-    slot__clu_log(c, SLOT__LOG_WARN, "no word from primary %s for %" PRIu64 " ms: fencing it and taking over", c->cfg.primary,
-                  slot_repl_silence_ms(c->repl));
+    SLOT__CLU_LOG(c, SLOT__LOG_WARN, "no word from the primary: fencing it and taking over",
+                  SLOT__LF_S("primary", c->cfg.primary), SLOT__LF_U("silence_ms", slot_repl_silence_ms(c->repl)));
     slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, ""); /* fence: its stream is refused from now */
     slot__clu_take_over(c);
 }

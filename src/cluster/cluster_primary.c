@@ -136,8 +136,8 @@ void slot__clu_pump(clu *c, clu_node *n)
         if (rc == -EAGAIN)
             return; /* its window is full: on_ack pumps again */
         if (rc < 0) {
-            slot__clu_log(c, SLOT__LOG_WARN, "sending record %" PRIu64 " to %s: %s", n->next_send, n->id,
-                          rc < -4095 ? slot_rlog_strerror(rc) : uv_strerror(rc));
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "sending a record failed", SLOT__LF_S("peer", n->id),
+                          SLOT__LF_U("seq", n->next_send), SLOT__LF_S("error", rc < -4095 ? slot_rlog_strerror(rc) : uv_strerror(rc)));
             slot_repl_disconnect(c->repl, n->id);
             return;
         }
@@ -176,7 +176,7 @@ void slot__clu_commit_check(clu *c)
     slot_repl_set_commit(c->repl, c->commit_seq);
     if (c->role == CLU_PROMOTING) {
         slot__clu_set_role(c, CLU_PRIMARY);
-        slot__clu_log(c, SLOT__LOG_INFO, "primary in tenure %" PRIu64 " from seq %" PRIu64, c->tenure, c->commit_seq);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "primary", SLOT__LF_U("tenure", c->tenure), SLOT__LF_U("seq", c->commit_seq));
         slot__clu_node_put(c);
     }
     if (c->batch_held) {
@@ -231,8 +231,9 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
         /* A member names its log's base when that is above the commit point
          * it knows (a snapshot it was sent beyond it): a position we do not
          * hold means its state is not a prefix of ours: it gets ours. */
-        slot__clu_log(c, SLOT__LOG_WARN, "%s starts at (tenure %" PRIu64 ", seq %" PRIu64 "), which our log does not hold: "
-                      "it gets a snapshot", n->id, peer->last_tenure, peer->last_seq);
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "a node starts where our log does not hold: it gets a snapshot",
+                      SLOT__LF_S("peer", n->id), SLOT__LF_U("peer_tenure", peer->last_tenure),
+                      SLOT__LF_U("peer_seq", peer->last_seq), SLOT__LF_U("applied", c->applied));
         slot__clu_snap_set(n, CLU_SNAP_WANT);
         n->snap_seq = 0;
         n->ready = true;
@@ -290,7 +291,8 @@ void slot__clu_promote(clu *c)
         c->nodes[i].counted = slot__clu_is_member(&c->cfg, c->nodes[i].id);
         c->nodes[i].last_dial_ms = 0;
     }
-    slot__clu_log(c, SLOT__LOG_INFO, "won epoch %" PRIu64 ": taking over in tenure %" PRIu64, c->cfg.epoch, c->tenure);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "won the configuration: taking over", SLOT__LF_U("tenure", c->tenure),
+                  SLOT__LF_U("commit_seq", c->commit_seq));
     c->job_target = c->commit_seq;
     c->promote_wanted = true;
     slot__clu_job_start(c, CLU_JOB_PROMOTE); /* when the commit thread is busy, the tick tries again */
@@ -416,12 +418,13 @@ void slot__clu_unavailable(clu *c)
     if (!is_primary(c) || !c->pending_seq)
         return;
     if (!c->unavailable) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "record %" PRIu64 " not acknowledged in time and no member could be dropped: unavailable",
-                      c->pending_seq);
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "a record not acknowledged in time and no member could be dropped: unavailable",
+                      SLOT__LF_U("seq", c->pending_seq));
         for (size_t i = 0; i < c->nnodes; i++) {
             const clu_node *n = &c->nodes[i];
-            slot__clu_log(c, SLOT__LOG_ERROR, "  %s: live %d ready %d dialing %d acked %" PRIu64 " repl %s", n->id, n->live, n->ready,
-                          n->dialing, n->acked, n->repl);
+            SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "unavailable: a node", SLOT__LF_S("peer", n->id), SLOT__LF_U("live", n->live),
+                          SLOT__LF_U("ready", n->ready), SLOT__LF_U("dialing", n->dialing), SLOT__LF_U("acked", n->acked),
+                          SLOT__LF_S("repl", n->repl));
         }
         c->unavailable = true;
     }
@@ -451,7 +454,8 @@ void slot__clu_primary_tick(clu *c)
         clu_node *n = slot__clu_node(c, pi[k].node_id, false);
         if (!n || !pi[k].ready || !n->ready || n->snap != CLU_SNAP_NONE || pi[k].silence_ms <= 2 * (uint64_t)c->repl_to_ms)
             continue;
-        slot__clu_log(c, SLOT__LOG_WARN, "%s answered nothing for %" PRIu64 " ms: dialling it anew", n->id, pi[k].silence_ms);
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "a node answered nothing: dialling it anew", SLOT__LF_S("peer", n->id),
+                      SLOT__LF_U("silence_ms", pi[k].silence_ms));
         slot_repl_disconnect(c->repl, n->id); /* on_close: not ready; dialled again below or at the next tick */
     }
     for (size_t i = 0; i < c->nnodes; i++) {

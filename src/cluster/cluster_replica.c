@@ -73,9 +73,9 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
                 /* LMDB holds what the log would lose, and the log no longer
                  * starts at seq 1 to rebuild it from: take a snapshot. */
                 pthread_mutex_unlock(&c->rlog_mu);
-                slot__clu_log(c, SLOT__LOG_INFO, "record %" PRIu64 " of %s differs below what LMDB applied (%" PRIu64
-                                 ") and the log is trimmed: asking for a snapshot",
-                              k, from, may_hold);
+                SLOT__CLU_LOG(c, SLOT__LOG_INFO, "a record differs below what LMDB applied and the log is trimmed: "
+                              "asking for a snapshot", SLOT__LF_S("peer", from), SLOT__LF_U("seq", k),
+                              SLOT__LF_U("applied", may_hold));
                 c->need_snap = true;
                 return -1;
             }
@@ -83,8 +83,8 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
             if (rc == 0 && k - 1 < may_hold)
                 c->rebuild = true; /* LMDB holds (or may hold) what the log no longer has */
             if (rc == 0)
-                slot__clu_log(c, SLOT__LOG_WARN, "cut the batch log after seq %" PRIu64 " (it held %" PRIu64 "): %s's log differs there",
-                              k - 1, last, from);
+                SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cut the batch log: the primary's log differs there", SLOT__LF_S("peer", from),
+                              SLOT__LF_U("seq", k - 1), SLOT__LF_U("log_seq", last));
         }
     }
     if (rc == 0 && append)
@@ -96,7 +96,7 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
     }
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "cannot take record %" PRIu64 ": %s", k, slot_rlog_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "cannot take a record", SLOT__LF_U("seq", k), SLOT__LF_S("error", slot_rlog_strerror(rc)));
         return -1;
     }
     c->unsynced_seq = k;
@@ -134,7 +134,7 @@ void slot__clu_on_sync_check(uv_check_t *h)
     }
     int a = slot_repl_ack(c->repl, seq);
     if (a != 0 && a != -ENOTCONN)
-        slot__clu_log(c, SLOT__LOG_WARN, "ack %" PRIu64 ": %s", seq, uv_strerror(a));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "ack failed", SLOT__LF_U("seq", seq), SLOT__LF_S("error", uv_strerror(a)));
 }
 
 void slot__clu_apply_kick(clu *c)

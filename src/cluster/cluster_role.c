@@ -66,12 +66,14 @@ void slot__clu_cas(clu *c, const clu_config *next, const char *what)
     snprintf(want.what, sizeof(want.what), "%s", what);
     int rc = slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want);
     if (rc != 0) { /* not sent: an outcome too */
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: not sent (%s)", what, slot_etcd_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost: not sent", SLOT__LF_S("what", what),
+                      SLOT__LF_S("error", slot_etcd_strerror(rc)));
         return;
     }
     c->cas_busy = true;
-    slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) sent: epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members",
-                  what, next->epoch, next->tenure, next->primary, next->nmembers);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "CAS configuration sent", SLOT__LF_S("what", what), SLOT__LF_U("cas_epoch", next->epoch),
+                  SLOT__LF_U("cas_tenure", next->tenure), SLOT__LF_S("cas_primary", next->primary),
+                  SLOT__LF_U("members", next->nmembers));
 }
 
 static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data)
@@ -85,12 +87,14 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     bool won = status == 0 && r->succeeded;
     /* every CAS's outcome is logged, a stopping node's too */
     if (won)
-        slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) won: epoch %" PRIu64, w->what, want->epoch);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "CAS configuration won", SLOT__LF_S("what", w->what),
+                      SLOT__LF_U("cas_epoch", want->epoch));
     else if (status != 0)
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: %s", w->what, slot_etcd_strerror(status));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost", SLOT__LF_S("what", w->what),
+                      SLOT__LF_U("cas_epoch", want->epoch), SLOT__LF_S("error", slot_etcd_strerror(status)));
     else
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: the configuration changed (wanted epoch %" PRIu64 ")",
-                      w->what, want->epoch);
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost: the configuration changed", SLOT__LF_S("what", w->what),
+                      SLOT__LF_U("cas_epoch", want->epoch));
     if (c->stopping)
         return;
     clu_config got = {0};
@@ -176,8 +180,9 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
     SLOT_ASSERT(c->cfg.epoch >= epoch0); /* the epoch this node knows never goes back here */
     if (primary) {
         if (strcmp(cfg->primary, c->self) != 0 || cfg->tenure != c->tenure) {
-            slot__clu_log(c, SLOT__LOG_WARN, "the configuration (epoch %" PRIu64 ") names %s primary: stepping down", cfg->epoch,
-                          cfg->primary);
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "the configuration names another primary: stepping down",
+                          SLOT__LF_S("primary", cfg->primary), SLOT__LF_U("cfg_tenure", cfg->tenure),
+                          SLOT__LF_U("tenure", c->tenure));
             slot__clu_follow(c);
             return;
         }
@@ -207,7 +212,8 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
             /* A planned switchover named us in a tenure nobody made a record of
              * (cluster_change.c): the old primary drained, we hold every
              * acknowledged record; take office in that tenure. */
-            slot__clu_log(c, SLOT__LOG_INFO, "the configuration (epoch %" PRIu64 ") hands the primary over to us", cfg->epoch);
+            SLOT__CLU_LOG(c, SLOT__LOG_INFO, "the configuration hands the primary over to us",
+                          SLOT__LF_U("cfg_tenure", cfg->tenure));
             slot__clu_promote(c);
             return;
         }
