@@ -406,9 +406,8 @@ static int log_open(clu *c)
     uint64_t last_t = 0, last = 0;
     slot_rlog_last(c->rlog, &last_t, &last);
     if (rc != 0 || c->applied > last) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "the store (seq %" PRIu64 ") is ahead of its batch log (seq %" PRIu64
-                         "): this data folder was not made by a member of a replica set",
-                      c->applied, last);
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "the store is ahead of its batch log: this data folder was not made by a member "
+                      "of a replica set", SLOT__LF_U("seq", c->applied), SLOT__LF_U("log_seq", last));
         return -1;
     }
     /* What is surely committed: the commit point the last record carried. */
@@ -536,8 +535,8 @@ int slot__cluster_start(server *s)
     c->sync_check.data = c;
     c->check_open = true;
     uv_check_start(&c->sync_check, slot__clu_on_sync_check);
-    slot__clu_log(c, SLOT__LOG_INFO, "cluster %s, client address %s, replication %s, log at seq %" PRIu64 " (applied %" PRIu64 ")",
-                  o->cluster, c->adv, c->repl_addr, c->verified, c->applied);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "replica set node started", SLOT__LF_S("cluster", o->cluster), SLOT__LF_S("addr", c->adv),
+                  SLOT__LF_S("repl", c->repl_addr), SLOT__LF_U("seq", c->verified), SLOT__LF_U("applied", c->applied));
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cluster_int.h"
+#include "slot/assert.h"
 
 const char *slot__clu_role_name(clu_role r)
 {
@@ -76,11 +77,15 @@ int slot__clu_config_parse(const uint8_t *v, size_t n, clu_config *out)
     }
     json_decref(o);
     out->found = ok;
+    /* what the rest of the layer relies on in a configuration read */
+    SLOT_ASSERT(!ok || (out->nmembers >= 1 && out->nmembers <= SLOT_CLUSTER_MEMBERS_MAX &&
+                        out->nremoved <= SLOT_CLUSTER_MEMBERS_MAX && out->tenure >= 1 && out->tenure <= out->epoch));
     return ok ? 0 : -1;
 }
 
 size_t slot__clu_config_json(const clu_config *cfg, char *buf, size_t cap)
 {
+    SLOT_ASSERT(cfg->nmembers <= SLOT_CLUSTER_MEMBERS_MAX && cfg->nremoved <= SLOT_CLUSTER_MEMBERS_MAX);
     size_t n = (size_t)snprintf(buf, cap, "{\"epoch\":%" PRIu64 ",\"tenure\":%" PRIu64 ",\"primary\":\"%s\",\"members\":[",
                                 cfg->epoch, cfg->tenure, cfg->primary);
     for (size_t i = 0; i < cfg->nmembers && n < cap; i++)
@@ -226,6 +231,7 @@ void slot__clu_metrics_get(server *s, slot__clu_metrics *out)
     out->applied = c->applied;
     out->commit_seq = c->commit_seq;
     out->nmembers = 0;
+    SLOT_ASSERT(c->cfg.nmembers <= SLOT_CLUSTER_MEMBERS_MAX);
     if (c->role != CLU_PRIMARY && c->role != CLU_PROMOTING)
         return;
     slot_repl_peer_info pi[SLOT_CLUSTER_MEMBERS_MAX];

@@ -32,6 +32,7 @@
 
 #include "cluster_int.h"
 #include "server/loop.h"
+#include "slot/assert.h"
 
 
 bool slot__clu_is_removed(const clu_config *cfg, const char *id)
@@ -52,17 +53,19 @@ bool slot__clu_write_pause(server *s)
 static void finish(clu *c, slot_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void finish(clu *c, slot_err err, const char *fmt, ...)
 {
+    SLOT_ASSERT(c->chg != SLOT_CHANGE_NONE && !c->chg_done); /* one change at a time, ended once */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->chg_msg, sizeof(c->chg_msg), fmt, ap);
     va_end(ap);
     bool was_switching = c->switching;
     if (was_switching)
-        slot__clu_log(c, SLOT__LOG_INFO, "switchover to %s: %s after %" PRIu64 " ms", c->chg_node, err == SLOT_E_OK ? "done" : c->chg_msg,
-                      uv_now(c->s->loop) - c->switch_since_ms);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "switchover ended", SLOT__LF_S("peer", c->chg_node),
+                      SLOT__LF_S("outcome", err == SLOT_E_OK ? "done" : c->chg_msg),
+                      SLOT__LF_U("took_ms", uv_now(c->s->loop) - c->switch_since_ms));
     else
-        slot__clu_log(c, SLOT__LOG_INFO, "cluster_change %s %s: %s", slot_cluster_change_name(c->chg), c->chg_node,
-                      err == SLOT_E_OK ? "done" : c->chg_msg);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "cluster_change ended", SLOT__LF_S("change", slot_cluster_change_name(c->chg)),
+                      SLOT__LF_S("peer", c->chg_node), SLOT__LF_S("outcome", err == SLOT_E_OK ? "done" : c->chg_msg));
     c->chg_err = err;
     c->chg_done = true;
     c->chg = SLOT_CHANGE_NONE;
@@ -75,6 +78,7 @@ static void finish(clu *c, slot_err err, const char *fmt, ...)
 /* The configuration with `id` removed from list (n entries); whether it was there. */
 static bool list_drop(char (*list)[SLOT_CLUSTER_NAME_BYTES], size_t *n, const char *id)
 {
+    SLOT_ASSERT(*n <= SLOT_CLUSTER_MEMBERS_MAX);
     for (size_t i = 0; i < *n; i++) {
         if (strcmp(list[i], id) != 0)
             continue;
@@ -87,6 +91,7 @@ static bool list_drop(char (*list)[SLOT_CLUSTER_NAME_BYTES], size_t *n, const ch
 
 static void step_add(clu *c)
 {
+    SLOT_ASSERT(c->role == CLU_PRIMARY && c->chg == SLOT_CHANGE_ADD);
     if (slot__clu_is_member(&c->cfg, c->chg_node)) {
         finish(c, SLOT_E_OK, "%s is a member", c->chg_node);
         return;
@@ -104,6 +109,8 @@ static void step_add(clu *c)
 
 static void step_remove(clu *c)
 {
+    SLOT_ASSERT(c->role == CLU_PRIMARY && c->chg == SLOT_CHANGE_REMOVE);
+    SLOT_ASSERT(strcmp(c->chg_node, c->self) != 0); /* admit refuses removing the primary itself */
     bool member = slot__clu_is_member(&c->cfg, c->chg_node);
     if (!member && slot__clu_is_removed(&c->cfg, c->chg_node)) {
         finish(c, SLOT_E_OK, "%s is removed", c->chg_node);
@@ -119,11 +126,13 @@ static void step_remove(clu *c)
         return;
     clu_config next = c->cfg;
     list_drop(next.members, &next.nmembers, c->chg_node);
+    SLOT_ASSERT(next.nmembers + member == c->cfg.nmembers && !slot__clu_is_member(&next, c->chg_node));
     if (!slot__clu_is_removed(&next, c->chg_node)) {
         if (next.nremoved == SLOT_CLUSTER_MEMBERS_MAX)
             list_drop(next.removed, &next.nremoved, next.removed[0]); /* the oldest removal is forgotten */
         snprintf(next.removed[next.nremoved++], SLOT_CLUSTER_NAME_BYTES, "%s", c->chg_node);
     }
+    SLOT_ASSERT(next.nremoved <= SLOT_CLUSTER_MEMBERS_MAX && slot__clu_is_removed(&next, c->chg_node));
     next.epoch = c->cfg.epoch + 1;
     c->chg_cas = true;
     slot__clu_cas(c, &next, "cluster_change remove");
@@ -142,13 +151,15 @@ static void step_promote(clu *c)
     if (c->chg_cas || c->cas_busy || s->batch_busy || c->pending_seq || c->job != CLU_JOB_NONE || !n->ready ||
         n->acked < c->applied)
         return;
+    /* drained: the target acked all we hold (acked < next_send <= applied + 1) */
+    SLOT_ASSERT(n->acked == c->applied && c->commit_seq <= c->applied && strcmp(c->chg_node, c->self) != 0);
     clu_config next = c->cfg;
     next.epoch = c->cfg.epoch + 1;
     next.tenure = next.epoch;
     snprintf(next.primary, sizeof(next.primary), "%s", c->chg_node);
     c->chg_cas = true;
-    slot__clu_log(c, SLOT__LOG_INFO, "switchover to %s: drained at seq %" PRIu64 " in %" PRIu64 " ms", c->chg_node, c->applied,
-                  uv_now(s->loop) - c->switch_since_ms);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "switchover: drained", SLOT__LF_S("peer", c->chg_node), SLOT__LF_U("seq", c->applied),
+                  SLOT__LF_U("took_ms", uv_now(s->loop) - c->switch_since_ms));
     slot__clu_cas(c, &next, "cluster_change promote");
     c->chg_cas = c->cas_busy;
 }
@@ -165,6 +176,7 @@ void slot__clu_change_step(clu *c)
         finish(c, SLOT_E_UNAVAILABLE, "this node stopped being primary during the change; see the cluster op");
         return;
     }
+    SLOT_ASSERT(c->chg == SLOT_CHANGE_ADD || c->chg == SLOT_CHANGE_REMOVE || c->chg == SLOT_CHANGE_PROMOTE);
     if (c->chg_cas)
         return; /* the CAS's answer moves it on */
     if (uv_now(c->s->loop) >= c->chg_deadline_ms) {
@@ -272,6 +284,7 @@ int slot__clu_change(server *s, entry *e)
         return 0;
     uint64_t now = uv_now(s->loop);
     c->chg = e->req.change;
+    SLOT_ASSERT(c->chg != SLOT_CHANGE_NONE); /* admit refused it */
     snprintf(c->chg_node, sizeof(c->chg_node), "%s", e->req.node);
     c->chg_tag = ++c->chg_tags;
     c->chg_done = false;
@@ -284,10 +297,12 @@ int slot__clu_change(server *s, entry *e)
         c->chg_deadline_ms = now + drain_ms;
         c->switching = true;
         c->switch_since_ms = now;
-        slot__clu_log(c, SLOT__LOG_INFO, "switchover to %s: holding new writes, draining seq %" PRIu64, c->chg_node, c->applied);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "switchover: holding new writes, draining", SLOT__LF_S("peer", c->chg_node),
+                      SLOT__LF_U("seq", c->applied));
     } else {
         c->chg_deadline_ms = now + SLOT_CLUSTER_CHANGE_MS;
-        slot__clu_log(c, SLOT__LOG_INFO, "cluster_change %s %s", slot_cluster_change_name(c->chg), c->chg_node);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "cluster_change started", SLOT__LF_S("change", slot_cluster_change_name(c->chg)),
+                      SLOT__LF_S("peer", c->chg_node));
     }
     slot__clu_change_step(c);
     if (c->chg_done) {

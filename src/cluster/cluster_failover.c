@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "cluster_int.h"
+#include "slot/assert.h"
 
 /* Whether a live member other than us has a more complete log (tenure, seq, id). */
 static bool better_member(clu *c)
@@ -31,6 +32,7 @@ static bool better_member(clu *c)
 /* Ends the pre-vote's round: its dials still out are closed. */
 static void probe_end(clu *c)
 {
+    SLOT_ASSERT(c->probe_since_ms != 0); /* a round is out */
     c->probe_since_ms = 0;
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
@@ -66,6 +68,7 @@ static bool prevote(clu *c, uint64_t now)
     for (size_t i = 0; i < c->cfg.nmembers; i++)
         others += strcmp(c->cfg.members[i], c->self) != 0;
     size_t need = others < c->min_replicas ? others : c->min_replicas;
+    SLOT_ASSERT(need <= others && others < SLOT_CLUSTER_MEMBERS_MAX);
     if (need == 0)
         return true;
     if (c->probe_since_ms == 0) {
@@ -89,6 +92,7 @@ static bool prevote(clu *c, uint64_t now)
         clu_node *n = strcmp(c->cfg.members[i], c->self) == 0 ? NULL : slot__clu_node(c, c->cfg.members[i], false);
         reached += n && n->reach_ms >= c->probe_since_ms;
     }
+    SLOT_ASSERT(reached <= others);
     if (reached >= need) {
         probe_end(c);
         c->probe_misses = 0;
@@ -103,7 +107,9 @@ static bool prevote(clu *c, uint64_t now)
     uint64_t wait = (uint64_t)c->failover_ms << (c->probe_misses - 1);
     if (wait > (uint64_t)c->failover_ms * SLOT_CLUSTER_PROBE_BACKOFF_MAX)
         wait = (uint64_t)c->failover_ms * SLOT_CLUSTER_PROBE_BACKOFF_MAX;
-    wait += jitter(wait);
+    SLOT_ASSERT(c->probe_misses >= 1 && c->probe_misses <= SLOT_CLUSTER_PROBE_BACKOFF_MAX);
+    SLOT_ASSERT(wait >= c->failover_ms && wait <= (uint64_t)c->failover_ms * SLOT_CLUSTER_PROBE_BACKOFF_MAX);
+    wait += jitter(wait); /* at most doubled */
     c->probe_next_ms = now + wait;
     SLOT__CLU_LOG(c, SLOT__LOG_WARN, "no word from the primary, but too few members answered: not taking over",
                   SLOT__LF_S("primary", c->cfg.primary), SLOT__LF_U("reached", reached), SLOT__LF_U("need", need),
@@ -142,6 +148,7 @@ void slot__clu_failover_tick(clu *c)
     if (!prevote(c, now))
         return;
     c->defer_until_ms = 0;
+    SLOT_ASSERT(c->role == CLU_REPLICA && c->cfg.found && !c->campaigning && slot__clu_is_member(&c->cfg, c->self));
     SLOT__CLU_LOG(c, SLOT__LOG_WARN, "no word from the primary: fencing it and taking over",
                   SLOT__LF_S("primary", c->cfg.primary), SLOT__LF_U("silence_ms", slot_repl_silence_ms(c->repl)));
     slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, ""); /* fence: its stream is refused from now */

@@ -88,9 +88,9 @@ bool slot__clu_snap_wanted(clu *c, clu_node *n, const slot_repl_peer *peer)
         return false;
     slot__clu_snap_set(n, CLU_SNAP_WANT);
     n->snap_seq = 0;
-    slot__clu_log(c, SLOT__LOG_INFO, "%s starts at seq %" PRIu64 " and our log at %" PRIu64 " (%s): it joins by snapshot", n->id,
-                  peer->last_seq, first,
-                  peer->last_seq ? "the records it needs are trimmed" : "its log is empty");
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "a node joins by snapshot", SLOT__LF_S("peer", n->id), SLOT__LF_U("peer_seq", peer->last_seq),
+                  SLOT__LF_U("log_first", first),
+                  SLOT__LF_S("why", peer->last_seq ? "the records it needs are trimmed" : "its log is empty"));
     return true;
 }
 
@@ -137,7 +137,8 @@ bool slot__clu_snap_acked(clu *c, clu_node *n, uint64_t seq)
 {
     if (n->snap != CLU_SNAP_ACK || seq < n->snap_seq)
         return false;
-    slot__clu_log(c, SLOT__LOG_INFO, "%s installed the snapshot of seq %" PRIu64 ": records follow", n->id, n->snap_seq);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "a node installed its snapshot: records follow", SLOT__LF_S("peer", n->id),
+                  SLOT__LF_U("seq", n->snap_seq));
     slot__clu_snap_set(n, CLU_SNAP_NONE);
     n->next_send = seq + 1;
     SLOT_ASSERT(n->snap_seq <= c->applied); /* a copy of our own store (after_copy checked it) */
@@ -194,8 +195,8 @@ static void after_copy(uv_work_t *w, int status)
      * commit point to a member, nothing else would catch it. */
     uint64_t logged = slot__clu_epoch_of(c, c->snap_seq); /* 0: trimmed from our log since */
     if (c->snap_seq > c->applied || (logged != 0 && logged != c->snap_tenure)) {
-        slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: the copy (tenure %" PRIu64 ", seq %" PRIu64
-                      ") is not a state of our log; made again", n->id, c->snap_tenure, c->snap_seq);
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "a snapshot's copy is not a state of our log: made again", SLOT__LF_S("peer", n->id),
+                      SLOT__LF_U("tenure", c->snap_tenure), SLOT__LF_U("seq", c->snap_seq));
         unlink(c->snap_path);
         return; /* still CLU_SNAP_WANT: the next tick makes a new one */
     }
@@ -211,8 +212,9 @@ static void after_copy(uv_work_t *w, int status)
     SLOT_ASSERT(c->snap_seq <= c->applied && strcmp(c->snap_node, n->id) == 0);
     slot__clu_snap_set(n, CLU_SNAP_SENDING);
     n->snap_seq = c->snap_seq;
-    slot__clu_log(c, SLOT__LOG_INFO, "snapshot of seq %" PRIu64 " for %s: %" PRIu64 " bytes, made in %" PRIu64 " ms", c->snap_seq,
-                  n->id, c->snap_bytes, uv_now(c->s->loop) - c->snap_since_ms);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "snapshot made", SLOT__LF_S("peer", n->id), SLOT__LF_U("seq", c->snap_seq),
+                  SLOT__LF_U("tenure", c->snap_tenure), SLOT__LF_U("bytes", c->snap_bytes),
+                  SLOT__LF_U("took_ms", uv_now(c->s->loop) - c->snap_since_ms));
     send_more(c);
 }
 
@@ -264,8 +266,8 @@ static void send_more(clu *c)
     send_close(c);
     slot__clu_snap_set(n, CLU_SNAP_ACK);
     c->snaps_sent++;
-    slot__clu_log(c, SLOT__LOG_INFO, "snapshot of seq %" PRIu64 " sent to %s: %" PRIu64 " bytes in %" PRIu64 " ms", c->snap_seq,
-                  n->id, c->snap_bytes, uv_now(c->s->loop) - c->snap_since_ms);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "snapshot sent", SLOT__LF_S("peer", n->id), SLOT__LF_U("seq", c->snap_seq),
+                  SLOT__LF_U("bytes", c->snap_bytes), SLOT__LF_U("took_ms", uv_now(c->s->loop) - c->snap_since_ms));
 }
 
 static void primary_snap(clu *c)
@@ -338,7 +340,8 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
         c->snap_in_seq = seq;
         c->snap_in_tenure = tenure;
         c->snap_in_since_ms = uv_now(c->s->loop);
-        slot__clu_log(c, SLOT__LOG_INFO, "receiving a snapshot of seq %" PRIu64 " (%" PRIu64 " bytes) from %s", seq, total, from);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "receiving a snapshot", SLOT__LF_S("peer", from), SLOT__LF_U("seq", seq),
+                      SLOT__LF_U("tenure", tenure), SLOT__LF_U("bytes", total));
     }
     if (c->snap_in_fd < 0 || seq != c->snap_in_seq)
         return -1;
@@ -475,8 +478,8 @@ void slot__clu_snap_done(clu *c)
     c->rebuild = false;
     c->need_snap = false;
     c->snaps_installed++;
-    slot__clu_log(c, SLOT__LOG_INFO, "joined by snapshot: seq %" PRIu64 " (tenure %" PRIu64 ") installed %" PRIu64 " ms after its first byte",
-                  seq, tenure, uv_now(c->s->loop) - c->snap_in_since_ms);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "joined by snapshot", SLOT__LF_U("seq", seq), SLOT__LF_U("tenure", tenure),
+                  SLOT__LF_U("took_ms", uv_now(c->s->loop) - c->snap_in_since_ms));
     if (slot_repl_snap_done(c->repl, tenure, seq) != 0)
         slot__clu_stream_reset(c); /* the stream went: the next one starts from the snapshot's seq */
     slot__clu_node_put(c);
@@ -506,8 +509,8 @@ int slot__clu_snap_recover(clu *c)
     }
     if (rc != 0)
         return -1;
-    slot__clu_log(c, SLOT__LOG_INFO, "installed the snapshot of seq %" PRIu64 " (tenure %" PRIu64 ") that an earlier run received", seq,
-                  tenure);
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "installed the snapshot that an earlier run received", SLOT__LF_U("seq", seq),
+                  SLOT__LF_U("tenure", tenure));
     return 0;
 }
 
@@ -554,7 +557,7 @@ static void trim(clu *c)
     if (rc != 0)
         slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_rlog_strerror(rc));
     else if (first2 != first)
-        slot__clu_log(c, SLOT__LOG_INFO, "batch log trimmed: it starts at seq %" PRIu64 " (last %" PRIu64 ")", first2, last);
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "batch log trimmed", SLOT__LF_U("log_first", first2), SLOT__LF_U("log_seq", last));
 }
 
 void slot__clu_snap_tick(clu *c)
