@@ -323,6 +323,8 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
                       const uint8_t *data, size_t n)
 {
     clu *c = ctx;
+    /* the channel checked the frame (repl_snap.c): a part of a bounded whole, in order */
+    SLOT_ASSERT(seq >= 1 && total <= SLOT_REPL_SNAP_BYTES_MAX && offset <= total && n <= total - offset);
     if (is_primary(c) || c->stopping || c->snap_ready || c->job == CLU_JOB_SNAP)
         return -1;
     char tmp[4200], file[4300];
@@ -356,6 +358,7 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
     }
     if (offset + n < total)
         return 0;
+    SLOT_ASSERT(offset + n == total && c->snap_recv);
     /* Whole: durable, then in place under its final name in one rename. */
     char dir[4200], datadir[4200];
     data_path(c, dir, sizeof(dir), SNAP_DIR);

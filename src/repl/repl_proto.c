@@ -11,8 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "slot/assert.h"
-
 static const char LABEL_PRIMARY[] = "slotd-repl-v1 primary"; /* the connecting side's MAC */
 static const char LABEL_REPLICA[] = "slotd-repl-v1 replica"; /* the accepting side's MAC */
 

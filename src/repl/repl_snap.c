@@ -92,6 +92,7 @@ void slot__repl_on_snap(slot__repl_conn *c, const uint8_t *p, size_t len)
     }
     c->snap_next = offset + n;
     c->snap_whole = c->snap_next == total;
+    SLOT_ASSERT(c->snap_next <= c->snap_total && c->snap_total <= SLOT_REPL_SNAP_BYTES_MAX);
 }
 
 int slot_repl_snap_done(slot_repl *r, uint64_t tenure, uint64_t seq)
@@ -101,6 +102,7 @@ int slot_repl_snap_done(slot_repl *r, uint64_t tenure, uint64_t seq)
         return -ENOTCONN;
     if (!c->snap_whole || c->snap_seq != seq || c->snap_tenure != tenure)
         return -EINVAL;
+    SLOT_ASSERT(c->inbound && seq >= 1 && c->snap_next == c->snap_total);
     r->last_tenure = tenure;
     r->last_seq = seq;
     c->delivered_seq = seq;
