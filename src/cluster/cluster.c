@@ -233,7 +233,28 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
 typedef struct clu_cas_want {
     clu_config cfg;
     char what[48]; /* the callers' reasons are short phrases ("add caught-up nodes") */
+    int64_t base_rev; /* the revision it compares */
 } clu_cas_want;
+
+/* A primary's CAS that adds members goes in doubt at its send (clu.doubt). */
+static void doubt_add(clu *c, const clu_config *next, int64_t base_rev)
+{
+    if (c->role != CLU_PRIMARY && c->role != CLU_PROMOTING)
+        return;
+    if (!c->doubt || c->doubt_rev != base_rev) {
+        c->doubt = true;
+        c->doubt_rev = base_rev;
+        c->doubt_cfg.nmembers = 0;
+    }
+    for (size_t i = 0; i < next->nmembers; i++) {
+        if (slot__clu_is_member(&c->cfg, next->members[i]) || slot__clu_is_member(&c->doubt_cfg, next->members[i]))
+            continue;
+        SLOT_ASSERT(c->doubt_cfg.nmembers < SLOT_CLUSTER_MEMBERS_MAX);
+        memcpy(c->doubt_cfg.members[c->doubt_cfg.nmembers++], next->members[i], CLU_NAME_CAP);
+    }
+    if (c->doubt_cfg.nmembers == 0)
+        c->doubt = false; /* it adds nobody: nothing to wait for */
+}
 
 void slot__clu_cas(clu *c, const clu_config *next, const char *what)
 {
@@ -244,12 +265,14 @@ void slot__clu_cas(clu *c, const clu_config *next, const char *what)
         return;
     want.cfg = *next;
     snprintf(want.what, sizeof(want.what), "%s", what);
-    int rc = slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want);
+    want.base_rev = c->cfg.found ? c->cfg.mod_rev : 0;
+    int rc = slot_etcd_cas(c->etcd, c->key_config, want.base_rev, v, n, 0, on_cas, &want);
     if (rc != 0) { /* not sent: an outcome too */
         slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: not sent (%s)", what, slot_etcd_strerror(rc));
         return;
     }
     c->cas_busy = true;
+    doubt_add(c, next, want.base_rev);
     slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) sent: epoch %" PRIu64 " tenure %" PRIu64 " primary %s, %zu members",
                   what, next->epoch, next->tenure, next->primary, next->nmembers);
 }
@@ -272,6 +295,8 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     else
         slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: the configuration changed (wanted epoch %" PRIu64 ")",
                       w->what, want->epoch);
+    if (status == 0 && c->doubt && c->doubt_rev == w->base_rev)
+        c->doubt = false; /* a definite answer on that revision: the key has moved past it */
     if (c->stopping)
         return;
     clu_config got = {0};
@@ -335,6 +360,7 @@ void slot__clu_follow(clu *c)
     bool was_primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
     if (was_primary)
         slot__clu_step_down(c);
+    c->doubt = false; /* only a primary commits */
     clu_role next = slot__clu_is_member(&c->cfg, c->self) ? CLU_REPLICA : CLU_JOINING;
     bool changed = next != c->role;
     c->role = next;
@@ -347,6 +373,8 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
 {
     if (!cfg->found)
         return;
+    if (c->doubt && cfg->mod_rev > c->doubt_rev)
+        c->doubt = false; /* the key moved past the revision the CASes in doubt compared */
     if (c->cfg.found && cfg->epoch < c->cfg.epoch)
         return; /* an older answer than what we know */
     bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;

@@ -146,6 +146,15 @@ typedef struct slot__cluster {
     bool campaigning;
     bool promote_wanted;          /* the promote job has not run yet */
     bool cas_drop;                /* the CAS in flight drops silent members */
+    /* primary: a CAS that adds members is in doubt from its send until a
+     * definite answer, or until the key is seen past the revision it
+     * compared: etcd may have applied it although its answer timed out. Till
+     * then the members it adds are waited for as if they were members
+     * (docs/design.md, "A CAS in doubt"); the union of such CASes on one
+     * revision. */
+    bool doubt;
+    int64_t doubt_rev;            /* the revision those CASes compared */
+    clu_config doubt_cfg;         /* nmembers, members: the members they add */
     uint64_t defer_until_ms;      /* waiting for a more complete member until then */
     uint64_t probe_since_ms;      /* the pre-vote's dials went out then (0: none out) */
     uint64_t probe_next_ms;       /* after a pre-vote that reached too few: none before then */

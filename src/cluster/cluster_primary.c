@@ -159,6 +159,13 @@ static bool all_acked(clu *c, uint64_t seq)
     for (size_t i = 0; i < c->nnodes; i++)
         if (c->nodes[i].counted && c->nodes[i].acked < seq)
             return false;
+    for (size_t i = 0; c->doubt && i < c->doubt_cfg.nmembers; i++) { /* members a CAS in doubt may have added */
+        if (strcmp(c->doubt_cfg.members[i], c->self) == 0)
+            continue;
+        clu_node *n = slot__clu_node(c, c->doubt_cfg.members[i], false);
+        if (!n || n->acked < seq)
+            return false;
+    }
     return true;
 }
 
@@ -273,6 +280,7 @@ void slot__clu_step_down(clu *c)
 void slot__clu_promote(clu *c)
 {
     c->role = CLU_PROMOTING;
+    c->doubt = false; /* our takeover CAS won past any revision an older CAS compared */
     c->tenure = c->cfg.tenure;
     c->pending_seq = 0;
     c->unavailable = false;
@@ -368,6 +376,13 @@ static void ack_timeout(clu *c)
             continue;
         }
         memcpy(next.members[next.nmembers++], id, CLU_NAME_CAP);
+    }
+    /* A member a CAS in doubt may have added, silent too: a CAS on the
+     * configuration (the drop, even of nobody) settles what etcd holds. */
+    for (size_t i = 0; c->doubt && i < c->doubt_cfg.nmembers; i++) {
+        clu_node *n = slot__clu_node(c, c->doubt_cfg.members[i], false);
+        if (strcmp(c->doubt_cfg.members[i], c->self) != 0 && (!n || n->acked < c->pending_seq))
+            silent++;
     }
     slot__clu_commit_check(c);
     if (!c->pending_seq || silent == 0)
