@@ -87,7 +87,7 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
         rc = slot_rlog_append(c->rlog, rec, rec_bytes);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "cannot take record %" PRIu64 ": %s", k, slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "cannot take record %" PRIu64 ": %s", k, slot_strerror(rc));
         return -1;
     }
     c->unsynced_seq = k;
@@ -119,7 +119,7 @@ void slot__clu_on_sync_check(uv_check_t *h)
     int rc = slot_rlog_sync(c->rlog);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "batch log sync failed: %s; not acking", slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "batch log sync failed: %s; not acking", slot_strerror(rc));
         return;
     }
     int a = slot_repl_ack(c->repl, seq);
