@@ -90,7 +90,7 @@ static void job_done(server *s)
     if (c->job_rc != 0)
         slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s",
                       job == CLU_JOB_PROMOTE ? "promote" : job == CLU_JOB_SNAP ? "snapshot install" : "apply",
-                      c->job_rc > 0 ? mdb_strerror(c->job_rc) : slot_strerror(c->job_rc));
+                      slot_strerror(c->job_rc));
     else
         c->applied = c->job_applied;
     if (c->job_rc == 0 && c->job_rebuild)
