@@ -193,7 +193,7 @@ static bool read_equals(slot_rlog *log, uint64_t seq, const rec *want)
     size_t n;
     int rc = slot_rlog_read(log, seq, &p, &n);
     if (rc) {
-        fprintf(stderr, "  read %" PRIu64 ": %s\n", seq, slot_rlog_strerror(rc));
+        fprintf(stderr, "  read %" PRIu64 ": %s\n", seq, slot_strerror(rc));
         return false;
     }
     return n == want->len && memcmp(p, want->b, n) == 0;
@@ -332,7 +332,7 @@ TEST_IMPL(rlog_torn_tail_every_offset)
         int rc;
         slot_rlog *log = open_log(dir, 0, &info, &rc);
         if (rc || !log) {
-            fprintf(stderr, "  cut at %zu: open: %s\n", cut, slot_rlog_strerror(rc));
+            fprintf(stderr, "  cut at %zu: open: %s\n", cut, slot_strerror(rc));
             bad++;
             continue;
         }
@@ -449,7 +449,7 @@ TEST_IMPL(rlog_corrupt_middle)
         int rc;
         slot_rlog *log = open_log(dir, 0, NULL, &rc);
         if (rc != SLOT_RLOG_E_CORRUPT || log) {
-            fprintf(stderr, "  flip at %zu: open gave %d (%s)\n", i, rc, slot_rlog_strerror(rc));
+            fprintf(stderr, "  flip at %zu: open gave %d (%s)\n", i, rc, slot_strerror(rc));
             bad++;
         }
         slot_rlog_close(log);
@@ -850,7 +850,7 @@ TEST_IMPL(rlog_random_model)
             uint64_t seq = last + 1;
             rec r = make_rec(seq, epoch, prev, 3, 80);
             if ((rc = slot_rlog_append(log, r.b, r.len)) != 0) {
-                fprintf(stderr, "  step %d: append %" PRIu64 ": %s\n", step, seq, slot_rlog_strerror(rc));
+                fprintf(stderr, "  step %d: append %" PRIu64 ": %s\n", step, seq, slot_strerror(rc));
                 bad++;
             }
             free(m[seq].b);
@@ -887,7 +887,7 @@ TEST_IMPL(rlog_random_model)
             slot_rlog_open_info info;
             log = open_log(dir, 300, &info, &rc);
             if (rc != 0 || !log || info.truncated_bytes != 0) {
-                fprintf(stderr, "  step %d: reopen: %s\n", step, slot_rlog_strerror(rc));
+                fprintf(stderr, "  step %d: reopen: %s\n", step, slot_strerror(rc));
                 bad++;
                 break;
             }

@@ -349,21 +349,26 @@ TEST_IMPL(wset_decode_error_classes)
     ASSERT_EQ(slot_wset_peek(r.b, r.len, &rb), 0);
     ASSERT_EQ(rb, r.len);
     ASSERT_EQ(slot_wset_peek(r.b, 10, &rb), SLOT_WSET_E_TRUNCATED_HEADER);
-    /* Every code has its own message. */
-    static const int codes[] = {
-#define SLOT__CODE(name, value, msg) value,
-        SLOT_WSET_ERR_MAP(SLOT__CODE) SLOT_RLOG_ERR_MAP(SLOT__CODE)
+    /* Every code of the codec and the log (slot/error.h's WSET and RLOG
+     * ranges) has its own message. */
+    int codes[64];
+    size_t n = 0;
+#define SLOT__CODE(wing, name, value, msg)                                                       \
+    if (SLOT_RC_##wing##_HI == SLOT_RC_WSET_HI || SLOT_RC_##wing##_HI == SLOT_RC_RLOG_HI) {      \
+        ASSERT(n < sizeof(codes) / sizeof(codes[0]));                                            \
+        codes[n++] = (value);                                                                    \
+    }
+    SLOT_RC_MAP(SLOT__CODE)
 #undef SLOT__CODE
-    };
-    size_t n = sizeof(codes) / sizeof(codes[0]);
+    ASSERT(n > 0);
     for (size_t i = 0; i < n; i++) {
         ASSERT(codes[i] < -4095);
-        ASSERT(strcmp(slot_rlog_strerror(codes[i]), "unknown error") != 0);
+        ASSERT(strncmp(slot_strerror(codes[i]), "unknown error", 13) != 0);
         for (size_t j = i + 1; j < n; j++) {
             ASSERT(codes[i] != codes[j]);
-            ASSERT(strcmp(slot_rlog_strerror(codes[i]), slot_rlog_strerror(codes[j])) != 0);
+            ASSERT(strcmp(slot_strerror(codes[i]), slot_strerror(codes[j])) != 0);
         }
     }
-    ASSERT(strcmp(slot_rlog_strerror(-ENOSPC), strerror(ENOSPC)) == 0);
+    ASSERT(strcmp(slot_strerror(-ENOSPC), strerror(ENOSPC)) == 0);
     free(r.b);
 }

@@ -90,7 +90,7 @@ static void job_done(server *s)
     if (c->job_rc != 0)
         slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s",
                       job == CLU_JOB_PROMOTE ? "promote" : job == CLU_JOB_SNAP ? "snapshot install" : "apply",
-                      c->job_rc > 0 ? mdb_strerror(c->job_rc) : slot_rlog_strerror(c->job_rc));
+                      slot_strerror(c->job_rc));
     else
         c->applied = c->job_applied;
     if (c->job_rc == 0 && c->job_rebuild)
@@ -268,7 +268,7 @@ void slot__clu_cas(clu *c, const clu_config *next, const char *what)
     want.base_rev = c->cfg.found ? c->cfg.mod_rev : 0;
     int rc = slot_etcd_cas(c->etcd, c->key_config, want.base_rev, v, n, 0, on_cas, &want);
     if (rc != 0) { /* not sent: an outcome too */
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: not sent (%s)", what, slot_etcd_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: not sent (%s)", what, slot_strerror(rc));
         return;
     }
     c->cas_busy = true;
@@ -291,7 +291,7 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     if (won)
         slot__clu_log(c, SLOT__LOG_INFO, "CAS configuration (%s) won: epoch %" PRIu64, w->what, want->epoch);
     else if (status != 0)
-        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: %s", w->what, slot_etcd_strerror(status));
+        slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: %s", w->what, slot_strerror(status));
     else
         slot__clu_log(c, SLOT__LOG_WARN, "CAS configuration (%s) lost: the configuration changed (wanted epoch %" PRIu64 ")",
                       w->what, want->epoch);
@@ -573,7 +573,7 @@ static int log_open(clu *c)
     if (rc == 0)
         rc = slot_rlog_sync(c->rlog); /* what a crash left in the page cache is on disk before we ack it */
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "cannot open the batch log %s: %s", dir, slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "cannot open the batch log %s: %s", dir, slot_strerror(rc));
         return -1;
     }
     if (slot__clu_snap_recover(c) != 0)
@@ -703,7 +703,7 @@ int slot__cluster_start(server *s)
     rc = slot_etcd_new(s->loop, o->etcd, &eo, &c->etcd);
     if (rc != 0) {
         slot__log(SLOT__LOG_ERROR, "--etcd: cannot start the etcd client", SLOT__LF_S("etcd", o->etcd),
-                  SLOT__LF_S("error", slot_etcd_strerror(rc)));
+                  SLOT__LF_S("error", slot_strerror(rc)));
         return -1;
     }
     s->wset = &c->wset;

@@ -235,8 +235,8 @@ void slot__clu_take_over(clu *c);
 void slot__clu_failover_tick(clu *c);
 
 /* ---- cluster_change.c */
-/* the cluster_change op (s->clu_up.change): 0 answered, 1 running. */
-int slot__clu_change(server *s, entry *e);
+/* the cluster_change op (s->clu_up.change): SLOT__CHANGE_ANSWERED or SLOT__CHANGE_RUNNING. */
+slot__change_state slot__clu_change(server *s, entry *e);
 /* s->clu_up.write_pause. */
 bool slot__clu_write_pause(server *s);
 /* move the running change on (tick, CAS answer, acks). */
@@ -322,7 +322,8 @@ void slot__clu_stream_reset(clu *c);
 void slot__clu_apply_kick(clu *c);
 int slot__clu_job_apply(clu *c);
 bool slot__clu_write_gate(server *s, slot_res *res);
-int slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res);
+/* s->clu_up.read_gate: SLOT__READ_GO, SLOT__READ_WAIT or SLOT__READ_ANSWERED (res has the error). */
+slot__read_gate slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res);
 /* apply records (from, to] of our log on txn; 0 or an error. Commit thread. */
 int slot__clu_apply_range(clu *c, MDB_txn *txn, uint64_t to, uint64_t *applied);
 

@@ -60,11 +60,11 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
     if (rc == 0 && (rc = slot_wset_finish(&c->wset, &h, &rec, &n)) != 0)
         rc = rc == -ENOMEM ? ENOMEM : EIO;
     if (rc == 0 && (rc = slot_rlog_append(c->rlog, rec, n)) != 0) {
-        slot__log(SLOT__LOG_ERROR, "cluster: batch log append failed", SLOT__LF_S("error", slot_rlog_strerror(rc)));
+        slot__log(SLOT__LOG_ERROR, "cluster: batch log append failed", SLOT__LF_S("error", slot_strerror(rc)));
         rc = log_err(rc);
     }
     if (rc == 0 && (rc = slot_rlog_sync(c->rlog)) != 0) {
-        slot__log(SLOT__LOG_ERROR, "cluster: batch log sync failed", SLOT__LF_S("error", slot_rlog_strerror(rc)));
+        slot__log(SLOT__LOG_ERROR, "cluster: batch log sync failed", SLOT__LF_S("error", slot_strerror(rc)));
         slot_rlog_truncate_after(c->rlog, seq - 1);
         rc = log_err(rc);
     }
@@ -97,7 +97,7 @@ void slot__clu_batch_unrecord(server *s)
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0)
         slot__log(SLOT__LOG_ERROR, "cluster: could not take back a record", SLOT__LF_U("seq", c->batch_seq),
-                  SLOT__LF_S("error", slot_rlog_strerror(rc)));
+                  SLOT__LF_S("error", slot_strerror(rc)));
     c->batch_seq = 0;
 }
 
@@ -138,7 +138,7 @@ void slot__clu_pump(clu *c, clu_node *n)
             return; /* its window is full: on_ack pumps again */
         if (rc < 0) {
             slot__clu_log(c, SLOT__LOG_WARN, "sending record %" PRIu64 " to %s: %s", n->next_send, n->id,
-                          rc < -4095 ? slot_rlog_strerror(rc) : uv_strerror(rc));
+                          rc < -4095 ? slot_strerror(rc) : uv_strerror(rc));
             slot_repl_disconnect(c->repl, n->id);
             return;
         }

@@ -408,7 +408,7 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
     rc = slot_rlog_reset(c->rlog, *seq + 1, *tenure);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot: %s", slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot: %s", slot_strerror(rc));
         return rc;
     }
     rm_dir(dir);
@@ -526,7 +526,7 @@ static void trim(clu *c)
     uint64_t first2 = slot_rlog_first(c->rlog);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0)
-        slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_strerror(rc));
     else if (first2 != first)
         slot__clu_log(c, SLOT__LOG_INFO, "batch log trimmed: it starts at seq %" PRIu64 " (last %" PRIu64 ")", first2, last);
 }

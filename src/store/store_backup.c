@@ -72,7 +72,7 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-/* Reads exactly n bytes; -EPIPE (a short file) when the end comes first. */
+/* Reads exactly n bytes; SLOT_BACKUP_E_SHORT when the file ends first, or -errno. */
 static int read_all(int fd, void *p, size_t n)
 {
     uint8_t *b = p;
@@ -83,7 +83,7 @@ static int read_all(int fd, void *p, size_t n)
         if (r < 0)
             return -errno;
         if (r == 0)
-            return -EPIPE;
+            return SLOT_BACKUP_E_SHORT;
         b += r;
         n -= (size_t)r;
     }
@@ -119,8 +119,8 @@ static bool raw_of(const char *hex, uint8_t *raw)
 
 /*
  * Copies n bytes from in (at its offset) to out (-1: nowhere), hashing them
- * into sha. A buffer of SLOT_BACKUP_IO_BYTES from the heap. 0, -EPIPE (in
- * ended early), -ENOMEM, -errno, or EIO (libcrypto failed).
+ * into sha. A buffer of SLOT_BACKUP_IO_BYTES from the heap. 0, SLOT_BACKUP_E_SHORT
+ * (in ended early), -ENOMEM, -errno, or EIO (libcrypto failed).
  */
 static int stream(int in, int out, uint64_t n, uint8_t sha[SHA_BYTES])
 {
@@ -208,24 +208,24 @@ static int header_open(const char *file, int *fd_out, header *h, char *err, size
         rc = (uint64_t)sb.st_size >= 8 && read_all(fd, raw, 8) == 0 && memcmp(raw, SLOT_BACKUP_MAGIC, 8) == 0
                  ? SLOT_BACKUP_E_LENGTH
                  : SLOT_BACKUP_E_MAGIC;
-        snprintf(err, errlen, "%s: %s (%jd bytes, shorter than a header)", file, slot_backup_strerror(rc),
+        snprintf(err, errlen, "%s: %s (%jd bytes, shorter than a header)", file, slot_strerror(rc),
                  (intmax_t)sb.st_size);
     } else if (rc == 0 && (rc = read_all(fd, raw, sizeof raw)) != 0) {
-        snprintf(err, errlen, "cannot read %s: %s", file, strerror(-rc));
+        snprintf(err, errlen, "cannot read %s: %s", file, slot_strerror(rc));
     } else if (rc == 0 && memcmp(raw, SLOT_BACKUP_MAGIC, 8) != 0) {
         rc = SLOT_BACKUP_E_MAGIC;
-        snprintf(err, errlen, "%s: %s (bad magic)", file, slot_backup_strerror(rc));
+        snprintf(err, errlen, "%s: %s (bad magic)", file, slot_strerror(rc));
     } else if (rc == 0 && get32(raw + 8) > SLOT_BACKUP_VERSION) {
         rc = SLOT_BACKUP_E_VERSION;
         snprintf(err, errlen, "%s: written by a newer slotd (backup format %" PRIu32 "); this one reads up to %u",
                  file, get32(raw + 8), SLOT_BACKUP_VERSION);
     } else if (rc == 0 && get32(raw + HDR_CRC_AT) != crc_of(raw, HDR_CRC_AT)) {
         rc = SLOT_BACKUP_E_HEADER;
-        snprintf(err, errlen, "%s: %s (its CRC-32 does not match)", file, slot_backup_strerror(rc));
+        snprintf(err, errlen, "%s: %s (its CRC-32 does not match)", file, slot_strerror(rc));
     } else if (rc == 0 && (get32(raw + 8) == 0 || get32(raw + 12) != SLOT_BACKUP_HEADER_BYTES)) {
         rc = SLOT_BACKUP_E_HEADER;
         snprintf(err, errlen, "%s: %s (version %" PRIu32 ", header bytes %" PRIu32 ")", file,
-                 slot_backup_strerror(rc), get32(raw + 8), get32(raw + 12));
+                 slot_strerror(rc), get32(raw + 8), get32(raw + 12));
     } else if (rc != 0) {
         snprintf(err, errlen, "cannot stat %s: %s", file, strerror(-rc));
     }
@@ -240,7 +240,7 @@ static int header_open(const char *file, int *fd_out, header *h, char *err, size
         if (h->info.data_bytes != (uint64_t)sb.st_size - SLOT_BACKUP_HEADER_BYTES) {
             rc = SLOT_BACKUP_E_LENGTH;
             snprintf(err, errlen, "%s: %s (%jd bytes; the header says %" PRIu64 " + %u)", file,
-                     slot_backup_strerror(rc), (intmax_t)sb.st_size, h->info.data_bytes, SLOT_BACKUP_HEADER_BYTES);
+                     slot_strerror(rc), (intmax_t)sb.st_size, h->info.data_bytes, SLOT_BACKUP_HEADER_BYTES);
         }
     }
     if (rc != 0) {
@@ -333,7 +333,7 @@ static int copy_inspect(const char *copy, const char *name, slot_backup_info *in
     if (rc == 0)
         SLOT_ASSERT(seq == info->seq);
     else
-        snprintf(err, errlen, "%s: reading the data: %s", name, slot_store_strerror(rc));
+        snprintf(err, errlen, "%s: reading the data: %s", name, slot_strerror(rc));
     if (txn)
         mdb_txn_abort(txn);
     slot_store_close(cst);
@@ -374,7 +374,7 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
         h.info.file_bytes = h.info.data_bytes + SLOT_BACKUP_HEADER_BYTES;
         if (lseek(sfd, 0, SEEK_SET) != 0 || (rc = stream(sfd, -1, h.info.data_bytes, h.data_sha)) != 0) {
             rc = rc ? rc : -errno;
-            snprintf(err, errlen, "reading the scratch copy in %s: %s", scratch_dir, slot_backup_strerror(rc));
+            snprintf(err, errlen, "reading the scratch copy in %s: %s", scratch_dir, slot_strerror(rc));
         }
     }
     if (rc == 0) {
@@ -389,7 +389,7 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
         if (rc == 0 && memcmp(again, h.data_sha, SHA_BYTES) != 0) /* the scratch file changed under us */
             rc = SLOT_BACKUP_E_CHECKSUM;
         if (rc != 0)
-            snprintf(err, errlen, "writing the backup: %s", slot_backup_strerror(rc));
+            snprintf(err, errlen, "writing the backup: %s", slot_strerror(rc));
     }
     scratch_close(sfd, scratch, linked);
     h.info.total_ms = mono_ms() - t0;
@@ -459,11 +459,11 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
     uint8_t sha[SHA_BYTES];
     int rc = stream(fd, out_fd, h->info.data_bytes, sha);
     if (rc != 0) {
-        snprintf(err, errlen, "copying the data of %s to %s: %s", file, copy, slot_backup_strerror(rc));
+        snprintf(err, errlen, "copying the data of %s to %s: %s", file, copy, slot_strerror(rc));
         return rc;
     }
     if (memcmp(sha, h->data_sha, SHA_BYTES) != 0) {
-        snprintf(err, errlen, "%s: %s (the file is damaged)", file, slot_backup_strerror(SLOT_BACKUP_E_CHECKSUM));
+        snprintf(err, errlen, "%s: %s (the file is damaged)", file, slot_strerror(SLOT_BACKUP_E_CHECKSUM));
         return SLOT_BACKUP_E_CHECKSUM;
     }
     if (durable && fsync(out_fd) != 0) {
@@ -479,7 +479,7 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
         snprintf(err, errlen,
                  "%s: %s (data: seq %" PRIu64 " epoch %" PRIu64 " digest %s; header: seq %" PRIu64 " epoch %" PRIu64
                  " digest %s)",
-                 file, slot_backup_strerror(rc), seen.seq, seen.epoch, seen.digest, h->info.seq, h->info.epoch,
+                 file, slot_strerror(rc), seen.seq, seen.epoch, seen.digest, h->info.seq, h->info.epoch,
                  h->info.digest);
     }
     return rc;
@@ -551,7 +551,7 @@ static int copy_install(slot_store *st, MDB_txn *txn, const char *copy, const ch
     if (rc == 0)
         st->writes += n;
     else
-        snprintf(err, errlen, "installing %s: %s", name, slot_store_strerror(rc));
+        snprintf(err, errlen, "installing %s: %s", name, slot_strerror(rc));
     return rc;
 }
 
@@ -691,30 +691,4 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
         close(lock_fd);
     close(fd);
     return rc;
-}
-
-const char *slot_backup_strerror(int rc)
-{
-    switch (rc) {
-    case SLOT_BACKUP_E_MAGIC:
-        return "not a slotd backup";
-    case SLOT_BACKUP_E_VERSION:
-        return "a backup of a newer format";
-    case SLOT_BACKUP_E_HEADER:
-        return "the backup's header is damaged";
-    case SLOT_BACKUP_E_LENGTH:
-        return "the backup is truncated or has extra bytes";
-    case SLOT_BACKUP_E_CHECKSUM:
-        return "the backup's data does not match its SHA-256";
-    case SLOT_BACKUP_E_DIGEST:
-        return "the backup's data is not the seq, epoch and digest its header names";
-    case SLOT_BACKUP_E_NOT_EMPTY:
-        return "the data folder is not empty";
-    case SLOT_BACKUP_E_IN_USE:
-        return "the data folder is in use by a slotd";
-    case -EPIPE:
-        return "the file ended early";
-    default:
-        return slot_store_strerror(rc);
-    }
 }
