@@ -15,7 +15,6 @@
 #include "slot/assert.h"
 #include "slot/limits.h"
 #include "slot/repl.h"
-#include "slot_config.h"
 
 #define FIELD(f) offsetof(slot__server_opts, f), sizeof(((slot__server_opts *)0)->f), 0
 #define NO_FIELD SIZE_MAX, 0, 0

@@ -7,10 +7,8 @@
  * server.c.
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +21,6 @@
 #include "slot/assert.h"
 #include "server/server.h"
 #include "slot/backup.h"
-#include "slot/limits.h"
-#include "slot/repl.h"
 #include "slot_config.h"
 
 /* A cluster flag other than --cluster was given, on the command line or in
