@@ -289,3 +289,19 @@ uint64_t user_rec(fx *f, const char *ev, const char *user)
     ASSERT_EQ(slot_store_user_get(f->st, fx_txn(f), ev, strlen(ev), user, strlen(user), &q), 0);
     return q;
 }
+
+void expect_replay(fx *f, const char *ev, const char *user, const char *request, uint32_t qty,
+                          const char *id, slot_hold_status st)
+{
+    slot_req q = req_hold(ev, user, request, qty);
+    slot_res r = {0};
+    run(f, &q, &r);
+    expect_err(&r, SLOT_E_OK);
+    ASSERT(r.replay);
+    ASSERT(!r.sold_out);
+    ASSERT_STR_EQ(r.hold, id);
+    ASSERT_EQ(r.qty, qty);
+    if (r.hold_status != st)
+        T_FAIL_("replay status %s, want %s", slot_hold_status_name(r.hold_status), slot_hold_status_name(st));
+    slot_res_clear(&r);
+}

@@ -80,5 +80,9 @@ uint64_t seq_of(const char *hold);
 void hold_rec(fx *f, const char *ev, const char *hold, slot_hold_rec *out);
 /* The stored users record (held + confirmed units) of (event, user), on the batch. */
 uint64_t user_rec(fx *f, const char *ev, const char *user);
+/* A hold of (ev, user, request, qty) that must be answered as a replay of hold id
+ * (not sold out, the same qty) whose status is st. */
+void expect_replay(fx *f, const char *ev, const char *user, const char *request, uint32_t qty, const char *id,
+                   slot_hold_status st);
 
 #endif

@@ -306,6 +306,69 @@ void slot_test_call(slot_client *c, const slot_req *q, slot_reply *rep)
         T_FAIL_("slot_client_call(%s): %d (%s)", slot_op_name(q->op), rc, strerror(rc < 0 ? -rc : rc));
 }
 
+void slot_test_create_event(slot_client *c, const char *ev, uint64_t capacity, const slot_event_settings *s,
+                            slot_reply *out)
+{
+    slot_req q;
+    ASSERT_EQ(slot_req_create_event(&q, ev, capacity, s), 0);
+    slot_reply r;
+    slot_test_call(c, &q, &r);
+    if (!r.ok)
+        T_FAIL_("create_event %s: %s", ev, r.line);
+    if (out)
+        *out = r;
+    else
+        slot_reply_clear(&r);
+}
+
+slot_test_digest slot_test_digest_of(slot_client *c)
+{
+    slot_req q;
+    slot_req_init(&q, SLOT_OP_DIGEST);
+    slot_reply r;
+    slot_test_call(c, &q, &r);
+    if (!r.ok)
+        T_FAIL_("digest: %s", r.line);
+    ASSERT_EQ(strlen(r.digest), SLOT_DIGEST_HEX_BYTES);
+    ASSERT_EQ(strspn(r.digest, "0123456789abcdef"), SLOT_DIGEST_HEX_BYTES);
+    slot_test_digest d = {.seq = r.seq};
+    memcpy(d.hex, r.digest, sizeof d.hex);
+    slot_reply_clear(&r);
+    return d;
+}
+
+void slot_test_digest_same(const slot_test_digest *a, const slot_test_digest *b)
+{
+    ASSERT_U64_EQ(a->seq, b->seq);
+    ASSERT_STR_EQ(a->hex, b->hex);
+}
+
+uint64_t slot_test_check_clean(slot_client *c, const char *ev)
+{
+    slot_req q;
+    ASSERT_EQ(slot_req_event(&q, SLOT_OP_CHECK, ev), 0);
+    slot_reply r;
+    slot_test_call(c, &q, &r);
+    if (!r.ok || r.nviolations != 0)
+        T_FAIL_("check %s: %s", ev ? ev : "(all)", r.line);
+    uint64_t holds = r.holds;
+    slot_reply_clear(&r);
+    return holds;
+}
+
+slot_reply slot_test_view_checked(slot_client *c, const char *ev)
+{
+    slot_test_check_clean(c, ev);
+    slot_req q;
+    ASSERT_EQ(slot_req_event(&q, SLOT_OP_EVENT, ev), 0);
+    slot_reply r;
+    slot_test_call(c, &q, &r);
+    if (!r.ok)
+        T_FAIL_("event %s: %s", ev, r.line);
+    ASSERT_U64_EQ(r.available + r.held + r.confirmed, r.capacity);
+    return r;
+}
+
 void slot_test_set_name(char *dst, uint8_t *len, size_t cap, const char *src)
 {
     size_t n = strlen(src);

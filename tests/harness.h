@@ -185,6 +185,36 @@ void slot_test_stop(slot_test_server *s);
  * The reply is rep's to clear (slot_reply_clear). */
 void slot_test_call(slot_client *c, const slot_req *q, slot_reply *rep);
 
+/* ---- requests the end-to-end tests share (one implementation each) */
+
+/* slot_test_create_event — create_event of ev with capacity units and the
+ * settings s (NULL: every default; slot_req_create_event) on c; fails the case,
+ * printing the reply, unless it is ok (a replay is ok). out: NULL, or the
+ * reply, then the caller's to clear (slot_reply_clear). */
+void slot_test_create_event(slot_client *c, const char *ev, uint64_t capacity, const slot_event_settings *s,
+                            slot_reply *out);
+
+/* A digest op's answer: the store's seq and its SHA-256 in lowercase hex. */
+typedef struct slot_test_digest {
+    uint64_t seq;
+    char hex[SLOT_DIGEST_HEX_BYTES + 1];
+} slot_test_digest;
+
+/* slot_test_digest_of — the digest op on c; fails the case unless it is ok
+ * with 64 lowercase hex digits. */
+slot_test_digest slot_test_digest_of(slot_client *c);
+/* slot_test_digest_same — a and b name the same seq and digest, else the case fails. */
+void slot_test_digest_same(const slot_test_digest *a, const slot_test_digest *b);
+
+/* slot_test_check_clean — the check op on ev (NULL: the whole store) on c
+ * must answer ok with no violation, else the case fails printing the reply;
+ * returns the holds it checked (the reply's "holds"). */
+uint64_t slot_test_check_clean(slot_client *c, const char *ev);
+/* slot_test_view_checked — slot_test_check_clean of ev, then ev's event view,
+ * which must be ok with available + held + confirmed = capacity; the reply is
+ * the caller's to clear. */
+slot_reply slot_test_view_checked(slot_client *c, const char *ev);
+
 /* slot_test_server_stop — SIGTERM, wait (up to 10 s, then SIGKILL); returns the exit status (or 128+sig). */
 int slot_test_server_stop(slot_test_server *s);
 /* slot_test_server_kill9 — SIGKILL and reap; the data folder is kept. */

@@ -17,6 +17,7 @@ char ns_names[NODES + 1][32]; /* [NS_HUB]: the hub, with the bridge and etcd */
 char ns_listen_arg[NODES][sizeof(((node *)0)->host) + 8];
 static bool ns_made[NODES + 1];
 static bool cuts[NODES + 1][NODES + 1];
+static bool answers_cut[NODES]; /* node i drops etcd's segments with data only (ns_drop_from) */
 
 int sh(const char *fmt, ...)
 {
@@ -155,6 +156,10 @@ static void apply(int i)
                                     nodes[j].host);
         ASSERT(len < sizeof(rules));
     }
+    if (i < NODES && answers_cut[i] && !cuts[i][NS_ETCD]) /* a segment of 100 bytes or more: not a SYN-ACK or an ACK */
+        len += (size_t)snprintf(rules + len, sizeof(rules) - len,
+                                "; add rule inet slt in ip saddr 10.200.0.1 tcp sport %d ip length >= 100 drop", etcd.cport);
+    ASSERT(len < sizeof(rules));
     ASSERT_EQ(sh("ip netns exec %s nft '%s'", ns_names[i], rules), 0);
 }
 
@@ -177,9 +182,20 @@ void ns_cut_from(int a, const int *to, int nto)
         apply(to[k]);
 }
 
+void ns_drop_from(int at, int from, bool drop)
+{
+    ASSERT(at >= 0 && at < NODES && from >= 0 && from <= NODES && at != from);
+    if (from == NS_ETCD)
+        answers_cut[at] = drop;
+    else
+        cuts[at][from] = drop;
+    apply(at);
+}
+
 void ns_heal_all(void)
 {
     memset(cuts, 0, sizeof(cuts));
+    memset(answers_cut, 0, sizeof(answers_cut));
     for (int i = 0; i <= NODES; i++)
         apply(i);
 }
@@ -191,8 +207,13 @@ const char *ns_cut_desc(void)
     out[0] = 0;
     for (int a = 0; a <= NODES; a++)
         for (int b = a + 1; b <= NODES; b++)
-            if (cuts[a][b])
-                len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%s-%s", len ? " " : "", nodes[a].id,
-                                        b == NS_ETCD ? "etcd" : nodes[b].id);
+            if (b == NS_ETCD && answers_cut[a] && !cuts[a][b])
+                len += (size_t)snprintf(out + len, sizeof(out) - len, "%setcd>%s(answers)", len ? " " : "", nodes[a].id);
+            else if (cuts[a][b] || cuts[b][a]) { /* "a-b" both ways; "b>a": a drops what b sends, one way */
+                const char *na = nodes[a].id, *nb = b == NS_ETCD ? "etcd" : nodes[b].id;
+                bool both = cuts[a][b] && cuts[b][a];
+                len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%s%s%s", len ? " " : "",
+                                        both || cuts[b][a] ? na : nb, both ? "-" : ">", both || cuts[b][a] ? nb : na);
+            }
     return len ? out : "none";
 }

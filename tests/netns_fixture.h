@@ -49,6 +49,13 @@ bool ns_cut_available(void);
 void ns_cut(int a, int b, bool cut);
 /* ns_cut_from — cut a from each of to[0..nto) (as ns_cut), a's own side in one step. */
 void ns_cut_from(int a, const int *to, int nto);
+/* ns_drop_from — namespace at drops (drop true) or takes again what arrives
+ * from `from`, one direction only: from still hears at. from a node index:
+ * all its packets; NS_ETCD: etcd's answers only (its segments with data:
+ * SYN-ACKs and ACKs pass, so at's requests still reach etcd and apply, as
+ * when a link fails after a request went out). Applied at once; ns_heal_all
+ * clears it. */
+void ns_drop_from(int at, int from, bool drop);
 /* ns_heal_all — every cut healed. */
 void ns_heal_all(void);
 /* ns_cut_desc — the cuts now, as "n1-n2 n3-etcd" ("none"); static buffer. */

@@ -112,25 +112,6 @@ static int run(const char *dir, const char *const *argv, char *out)
     return rc;
 }
 
-typedef struct dg {
-    uint64_t seq;
-    char hex[SLOT_DIGEST_HEX_BYTES + 1];
-} dg;
-
-static dg digest(slot_client *c)
-{
-    slot_req q;
-    slot_req_init(&q, SLOT_OP_DIGEST);
-    slot_reply r;
-    slot_test_call(c, &q, &r);
-    if (!r.ok)
-        T_FAIL_("digest: %s", r.line);
-    dg d = {.seq = r.seq};
-    memcpy(d.hex, r.digest, sizeof d.hex);
-    slot_reply_clear(&r);
-    return d;
-}
-
 /* The backup op to path; the reply (caller clears). */
 static void backup(slot_client *c, const char *path, slot_reply *r)
 {
@@ -139,37 +120,18 @@ static void backup(slot_client *c, const char *path, slot_reply *r)
     slot_test_call(c, &q, r);
 }
 
-static dg backup_ok(slot_client *c, const char *path)
+static slot_test_digest backup_ok(slot_client *c, const char *path)
 {
     slot_reply r;
     backup(c, path, &r);
     if (!r.ok)
         T_FAIL_("backup %s: %s", path, r.line);
-    dg d = {.seq = r.seq};
+    slot_test_digest d = {.seq = r.seq};
     memcpy(d.hex, r.digest, sizeof d.hex);
     ASSERT_EQ(strlen(d.hex), SLOT_DIGEST_HEX_BYTES);
     ASSERT(strstr(r.line, "\"bytes\":") != NULL);
     slot_reply_clear(&r);
     return d;
-}
-
-/* check on the whole store: clean, and some holds in it. */
-static void expect_check_clean(slot_client *c, uint64_t holds_min)
-{
-    slot_req q;
-    ASSERT_EQ(slot_req_event(&q, SLOT_OP_CHECK, NULL), 0);
-    slot_reply r;
-    slot_test_call(c, &q, &r);
-    if (!r.ok || r.nviolations != 0)
-        T_FAIL_("check: %s", r.line);
-    ASSERT_U64_LE(holds_min, r.holds);
-    slot_reply_clear(&r);
-}
-
-static void expect_same(const dg *a, const dg *b)
-{
-    ASSERT_U64_EQ(a->seq, b->seq);
-    ASSERT_STR_EQ(a->hex, b->hex);
 }
 
 /* A hold of one event, for tests that need the server to sell. */
@@ -181,18 +143,6 @@ static void hold_one(slot_client *c, const char *ev, const char *request)
     slot_test_call(c, &q, &r);
     if (!r.ok || strcmp(r.status, "held") != 0)
         T_FAIL_("hold: %s", r.line);
-    slot_reply_clear(&r);
-}
-
-static void create(slot_client *c, const char *ev, uint64_t capacity)
-{
-    slot_req q;
-    ASSERT_EQ(slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev), 0);
-    q.capacity = capacity;
-    slot_reply r;
-    slot_test_call(c, &q, &r);
-    if (!r.ok)
-        T_FAIL_("create_event: %s", r.line);
     slot_reply_clear(&r);
 }
 
@@ -297,21 +247,21 @@ TEST_IMPL(backup_e2e_hot_release)
     /* Paused: the requests in flight end, then digest, backup, digest
      * agree once no commit fell between them. */
     ASSERT_EQ(kill(pid, SIGSTOP), 0);
-    dg before, b1, after;
+    slot_test_digest before, b1, after;
     int tries = 0;
     do {
-        before = digest(c);
+        before = slot_test_digest_of(c);
         b1 = backup_ok(c, paused);
-        after = digest(c);
+        after = slot_test_digest_of(c);
         ASSERT_LT(++tries, 100);
     } while (before.seq != after.seq);
-    expect_same(&b1, &before);
+    slot_test_digest_same(&b1, &before);
     ASSERT_EQ(kill(pid, SIGCONT), 0);
 
     /* Under full load, a third of the way into the sale (it sells all 60000). */
     while (slot_test_stat(&srv, "holds") < 20000)
         sleep_ms(5);
-    dg b2 = backup_ok(c, load);
+    slot_test_digest b2 = backup_ok(c, load);
     uint64_t holds_at_b2 = slot_test_stat(&srv, "holds");
     int rc = wait_exit(pid, "slot-bench");
     char *out = malloc(OUT_BYTES);
@@ -321,7 +271,7 @@ TEST_IMPL(backup_e2e_hot_release)
         T_FAIL_("slot-bench exited %d:\n%s", rc, out);
     printf("  backups at %llu and %llu holds (seq %llu, %llu) of 60000; final seq %llu\n",
            (unsigned long long)holds_at_pause, (unsigned long long)holds_at_b2, (unsigned long long)b1.seq,
-           (unsigned long long)b2.seq, (unsigned long long)digest(c).seq);
+           (unsigned long long)b2.seq, (unsigned long long)slot_test_digest_of(c).seq);
     ASSERT_U64_LE(b1.seq, b2.seq);
 
     /* verify-backup: intact, clean, the same seq and digest. */
@@ -338,9 +288,9 @@ TEST_IMPL(backup_e2e_hot_release)
     slot_test_server s1 = {0};
     slot_test_server_start(&s1, r1, NULL);
     slot_client *c1 = slot_test_dial(&s1);
-    dg d1 = digest(c1);
-    expect_same(&d1, &b1);
-    expect_check_clean(c1, 3000);
+    slot_test_digest d1 = slot_test_digest_of(c1);
+    slot_test_digest_same(&d1, &b1);
+    ASSERT_U64_LE(3000, slot_test_check_clean(c1, NULL));
     slot_client_close(c1);
     ASSERT_EQ(slot_test_server_stop(&s1), 0);
     slot_test_server_free(&s1);
@@ -351,9 +301,9 @@ TEST_IMPL(backup_e2e_hot_release)
     slot_test_server s2 = {0};
     slot_test_server_start(&s2, r2, flags);
     slot_client *c2 = slot_test_dial(&s2);
-    dg d2 = digest(c2);
-    expect_same(&d2, &b2);
-    expect_check_clean(c2, 3000);
+    slot_test_digest d2 = slot_test_digest_of(c2);
+    slot_test_digest_same(&d2, &b2);
+    ASSERT_U64_LE(3000, slot_test_check_clean(c2, NULL));
     hold_list l = holds_of(r2, "hr");
     ASSERT_U64_LE(20000, l.n);
     expect_server_has(c, "hr", &l);
@@ -417,7 +367,7 @@ TEST_IMPL(backup_e2e_damaged_files_refused)
     slot_test_start(&srv, NULL);
     char *tmp = slot_test_tmpdir();
     slot_client *c = slot_test_dial(&srv);
-    create(c, "e", 100);
+    slot_test_create_event(c, "e", 100, NULL, NULL);
     hold_one(c, "e", "r1");
     char good[PATH_BYTES], bad[PATH_BYTES];
     snprintf(good, sizeof good, "%s/good.bak", tmp);
@@ -464,12 +414,12 @@ TEST_IMPL(backup_e2e_restore_folders)
     slot_test_start(&srv, NULL);
     char *tmp = slot_test_tmpdir();
     slot_client *c = slot_test_dial(&srv);
-    create(c, "e", 100);
+    slot_test_create_event(c, "e", 100, NULL, NULL);
     hold_one(c, "e", "r1");
     char file[PATH_BYTES], dir[PATH_BYTES];
     snprintf(file, sizeof file, "%s/b.bak", tmp);
     snprintf(dir, sizeof dir, "%s/d", tmp);
-    dg b = backup_ok(c, file);
+    slot_test_digest b = backup_ok(c, file);
     char *out = malloc(OUT_BYTES);
     ASSERT(out != NULL);
 
@@ -505,9 +455,9 @@ TEST_IMPL(backup_e2e_restore_folders)
     slot_test_server s = {0};
     slot_test_server_start(&s, dir, NULL);
     c = slot_test_dial(&s);
-    dg d = digest(c);
-    expect_same(&d, &b);
-    expect_check_clean(c, 1);
+    slot_test_digest d = slot_test_digest_of(c);
+    slot_test_digest_same(&d, &b);
+    ASSERT_U64_LE(1, slot_test_check_clean(c, NULL));
     slot_client_close(c);
     ASSERT_EQ(slot_test_server_stop(&s), 0);
     slot_test_server_free(&s);
@@ -542,7 +492,7 @@ TEST_IMPL(backup_e2e_unwritable_path)
     slot_test_start(&srv, NULL);
     char *tmp = slot_test_tmpdir();
     slot_client *c = slot_test_dial(&srv);
-    create(c, "e", 100);
+    slot_test_create_event(c, "e", 100, NULL, NULL);
     char path[PATH_BYTES], under_file[PATH_BYTES + 16];
     snprintf(path, sizeof path, "%s/no/such/folder/b.bak", tmp);
     slot_reply r;
@@ -618,7 +568,7 @@ TEST_IMPL(backup_e2e_one_at_a_time)
     slot_test_start(&srv, NULL);
     char *tmp = slot_test_tmpdir();
     slot_client *c = slot_test_dial(&srv), *c2 = slot_test_dial(&srv);
-    create(c, "e", 100);
+    slot_test_create_event(c, "e", 100, NULL, NULL);
     char first[PATH_BYTES], fifo[PATH_BYTES + 8], second[PATH_BYTES];
     snprintf(first, sizeof first, "%s/first.bak", tmp);
     snprintf(fifo, sizeof fifo, "%s.tmp", first);

@@ -26,35 +26,10 @@ TEST_LIST_END
 
 static slot_test_server srv;
 
-static void create(slot_client *c, const char *ev, uint64_t capacity, uint32_t waitlist_max)
-{
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev);
-    q.capacity = capacity;
-    q.shards = 4;
-    q.has |= SLOT_HAS_SHARDS;
-    if (waitlist_max)
-        slot_req_set_waitlist_max(&q, waitlist_max);
-    slot_test_call(c, &q, &r);
-    if (!r.ok)
-        T_FAIL_("create_event %s: %s %s", ev, r.error, r.message);
-    slot_reply_clear(&r);
-}
-
+/* The event view after a clean check (harness.h): these counts. */
 static void expect_clean(slot_client *c, const char *ev, uint64_t available, uint64_t held, uint64_t waiting)
 {
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CHECK, ev);
-    q.has |= SLOT_HAS_EVENT;
-    slot_test_call(c, &q, &r);
-    ASSERT(r.ok);
-    if (r.nviolations != 0)
-        T_FAIL_("check %s: %s", ev, r.line);
-    slot_reply_clear(&r);
-    slot_req_event(&q, SLOT_OP_EVENT, ev);
-    slot_test_call(c, &q, &r);
+    slot_reply r = slot_test_view_checked(c, ev);
     ASSERT_U64_EQ(r.available, available);
     ASSERT_U64_EQ(r.held, held);
     ASSERT_U64_EQ(r.waiting, waiting);
@@ -131,8 +106,8 @@ TEST_IMPL(cart_e2e_64_carts_race_for_the_last_units)
 {
     slot_test_start(&srv, NULL);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "race.a", LAST_UNITS + 5, 0);
-    create(c, "race.b", LAST_UNITS + 3, 0);
+    slot_test_create_event(c, "race.a", LAST_UNITS + 5, &(slot_event_settings){.shards = 4}, NULL);
+    slot_test_create_event(c, "race.b", LAST_UNITS + 3, &(slot_event_settings){.shards = 4}, NULL);
     slot_req q;
     slot_reply r;
     slot_req_hold(&q, "race.a", "early", "k", 5); /* the other units are taken before */
@@ -215,7 +190,7 @@ TEST_IMPL(cart_e2e_kill9_between_release_and_hand_out)
     unsetenv("SLOT_FAILPOINTS");
     setenv("SLOTD", plain_copy, 1);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "wl", 1, 10);
+    slot_test_create_event(c, "wl", 1, &(slot_event_settings){.shards = 4, .waitlist_max = 10}, NULL);
     slot_req q;
     slot_reply r;
     slot_req_hold(&q, "wl", "a", "k", 1);

@@ -23,6 +23,7 @@ TEST_DECLARE(client_encode_hold)
 TEST_DECLARE(client_encode_hold_ops)
 TEST_DECLARE(client_encode_event_ops)
 TEST_DECLARE(client_encode_create_event)
+TEST_DECLARE(client_req_create_event)
 TEST_DECLARE(client_encode_admin_ops)
 TEST_DECLARE(client_encode_ids)
 TEST_DECLARE(client_encode_escaping)
@@ -54,6 +55,7 @@ TEST_LIST_START
     TEST_ENTRY(client_encode_hold_ops)
     TEST_ENTRY(client_encode_event_ops)
     TEST_ENTRY(client_encode_create_event)
+    TEST_ENTRY(client_req_create_event)
     TEST_ENTRY(client_encode_admin_ops)
     TEST_ENTRY(client_encode_ids)
     TEST_ENTRY(client_encode_escaping)
@@ -260,6 +262,63 @@ TEST_IMPL(client_encode_create_event)
     assert_keys(o, (const char *[]){"op", "event", "capacity", "max_per_user", NULL});
     ASSERT_EQ(jint(o, "max_per_user"), 0);
     json_decref(o);
+}
+
+/* slot_req_create_event: NULL or zeroed settings send event and capacity only;
+ * every setting given is sent, and proto's parser reads back what was given. */
+TEST_IMPL(client_req_create_event)
+{
+    slot_req req;
+    ASSERT_EQ(slot_req_create_event(&req, "gig", 4, NULL), 0);
+    ASSERT_EQ(req.op, SLOT_OP_CREATE_EVENT);
+    json_t *o = encode_parse(&req);
+    assert_keys(o, (const char *[]){"op", "event", "capacity", NULL});
+    ASSERT_STR_EQ(jstr(o, "event"), "gig");
+    ASSERT_EQ(jint(o, "capacity"), 4);
+    json_decref(o);
+    slot_event_settings none = {0};
+    ASSERT_EQ(slot_req_create_event(&req, "gig", 0, &none), 0);
+    o = encode_parse(&req);
+    assert_keys(o, (const char *[]){"op", "event", "capacity", NULL});
+    ASSERT_EQ(jint(o, "capacity"), 0);
+    json_decref(o);
+
+    slot_event_settings s = {.shards = 64, .hold_ttl_ms = 5000, .max_per_user = 4, .max_per_request = 2,
+                             .opens_at_ms = 1700000000000, .closes_at_ms = 1700000600000,
+                             .has_max_extensions = true, .max_extensions = 0, .max_hold_ms = 9000,
+                             .waitlist_max = 50};
+    ASSERT_EQ(slot_req_create_event(&req, "gig", SLOT_CAPACITY_MAX, &s), 0);
+    o = encode_parse(&req);
+    assert_keys(o, (const char *[]){"op", "event", "capacity", "shards", "hold_ttl_ms", "max_per_user",
+                                    "max_per_request", "opens_at", "closes_at", "max_extensions", "max_hold_ms",
+                                    "waitlist_max", NULL});
+    ASSERT_EQ(jint(o, "max_extensions"), 0);
+    json_decref(o);
+    char line[4096];
+    long n = slot_req_encode(&req, line, sizeof line);
+    ASSERT(n > 0 && (size_t)n < sizeof line);
+    slot_req back;
+    char msg[256];
+    ASSERT_EQ(slot_proto_parse(line, (size_t)n - 1, &back, msg, sizeof msg), SLOT_E_OK);
+    ASSERT_EQ(back.op, SLOT_OP_CREATE_EVENT);
+    ASSERT_STR_EQ(back.event, "gig");
+    ASSERT_U64_EQ(back.capacity, SLOT_CAPACITY_MAX);
+    ASSERT_EQ(back.shards, 64);
+    ASSERT_EQ(back.hold_ttl_ms, 5000);
+    ASSERT_U64_EQ(back.max_per_user, 4);
+    ASSERT_EQ(back.max_per_request, 2);
+    ASSERT_U64_EQ(back.opens_at_ms, 1700000000000);
+    ASSERT_U64_EQ(back.closes_at_ms, 1700000600000);
+    ASSERT_EQ(back.max_extensions, 0);
+    ASSERT_U64_EQ(back.max_hold_ms, 9000);
+    ASSERT_EQ(back.waitlist_max, 50);
+    ASSERT_EQ(back.has & req.has, req.has);
+
+    /* a name too long for the field */
+    char longname[SLOT_EVENT_BYTES_MAX + 2];
+    memset(longname, 'e', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    ASSERT_EQ(slot_req_create_event(&req, longname, 1, &s), -EINVAL);
 }
 
 TEST_IMPL(client_encode_admin_ops)

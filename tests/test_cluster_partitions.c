@@ -23,6 +23,12 @@
  * must come back by snapshot, as in the wedge these tests were written for.
  * Each prints the time from each heal to the first acknowledged write.
  *
+ * A CAS in doubt: the primary's add of a member lands in etcd while etcd's
+ * answers to the primary are lost; the member is cut off again. The primary
+ * may not commit without it (found by cluster_partition_flapping, seed 20033:
+ * the primary committed with the other replica alone, the re-added member
+ * took over in the epoch that named it, and acknowledged holds were lost).
+ *
  * And, without namespaces: a wiped member restarted while --min-replicas 2
  * keeps it needed is sent a snapshot of a state beyond the commit point (the
  * record it must ack is in it), and the set sells again.
@@ -43,11 +49,13 @@
 TEST_DECLARE(cluster_partition_sequence)
 TEST_DECLARE(cluster_partition_flapping)
 TEST_DECLARE(cluster_member_snapshot_beyond_commit)
+TEST_DECLARE(cluster_partition_add_in_doubt)
 
 TEST_LIST_START
     TEST_ENTRY(cluster_partition_sequence)
     TEST_ENTRY(cluster_partition_flapping)
     TEST_ENTRY(cluster_member_snapshot_beyond_commit)
+    TEST_ENTRY(cluster_partition_add_in_doubt)
 TEST_LIST_END
 
 #define CAPACITY 1000000u
@@ -354,6 +362,61 @@ TEST_IMPL(cluster_partition_flapping)
         snprintf(what, sizeof(what), "round %d: after %d ms of flapping", r, flap_ms);
         after_heal(what, t_cut, slot_test_now_ms(), 0);
     }
+    partition_end();
+}
+
+/* The members of the configuration node i knows (the cluster op's members). */
+static size_t members_on(int i)
+{
+    json_t *j = call1(i, "{\"op\":\"cluster\"}");
+    json_t *m = j ? json_object_get(j, "members") : NULL;
+    size_t n = m ? json_array_size(m) : 0;
+    json_decref(j);
+    return n;
+}
+
+static bool wait_members_on(int i, size_t want, int max_ms)
+{
+    uint64_t end = slot_test_now_ms() + (uint64_t)max_ms;
+    while (slot_test_now_ms() < end) {
+        if (members_on(i) == want)
+            return true;
+        sleep_ms(50);
+    }
+    return false;
+}
+
+/*
+ * The primary p drops replica r (cut from it), then hears no answer from
+ * etcd (its requests still arrive there: its lease lives, its CASes apply).
+ * Healed from r, p re-adds r by a CAS that etcd applies and whose answer p
+ * never gets: p does not know whether r is a member. Then r is cut from p
+ * again. r, a member in etcd's configuration, may take over with b's
+ * pre-vote; so p must not acknowledge a write that r does not have.
+ */
+TEST_IMPL(cluster_partition_add_in_doubt)
+{
+    partition_start();
+    int p = primary_now(WAIT_LONG_MS);
+    ASSERT(p >= 0);
+    int r = (p + 1) % NODES, b = (p + 2) % NODES;
+    uint64_t t_cut = slot_test_now_ms();
+    ns_cut(p, r, true);
+    fprintf(stderr, "in doubt: cut %s\n", ns_cut_desc());
+    if (!wait_members_on(b, NODES - 1, WAIT_LONG_MS))
+        T_FAIL_("%s was not dropped from the configuration", nodes[r].id);
+    ns_drop_from(p, NS_ETCD, true);
+    ns_cut(p, r, false);
+    fprintf(stderr, "in doubt: cut %s\n", ns_cut_desc());
+    if (!wait_members_on(b, NODES, WAIT_LONG_MS))
+        T_FAIL_("%s was not added back while %s heard no answer from etcd", nodes[r].id, nodes[p].id);
+    int at = atomic_load(&nacks);
+    ns_cut(p, r, true);
+    fprintf(stderr, "in doubt: %s re-added in etcd; cut %s\n", nodes[r].id, ns_cut_desc());
+    sleep_ms(6000);
+    fprintf(stderr, "in doubt: %d holds acknowledged during the cut\n", atomic_load(&nacks) - at);
+    ns_heal_all();
+    after_heal("in doubt", t_cut, slot_test_now_ms(), 0);
     partition_end();
 }
 

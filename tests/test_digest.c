@@ -455,7 +455,7 @@ static void differential(uint64_t seed, uint64_t ops, tally *n)
             seal(&ws, seq_a, &rec);
             int rc = apply(b, &rec);
             if (rc != 0)
-                T_FAIL_("apply of record %" PRIu64 ": %d %s", seq_a, rc, slot_store_strerror(rc));
+                T_FAIL_("apply of record %" PRIu64 ": %d %s", seq_a, rc, slot_strerror(rc));
             n->records++;
             n->writes += rec.op_count;
         } else {
@@ -512,7 +512,7 @@ static void expect_refused(pair *p, const slot_wset_rec *rec, int want)
     uint64_t s0 = digest_of(p->b, before);
     int rc = apply(p->b, rec);
     if (rc != want)
-        T_FAIL_("apply: %d (%s), want %d (%s)", rc, slot_store_strerror(rc), want, slot_store_strerror(want));
+        T_FAIL_("apply: %d (%s), want %d (%s)", rc, slot_strerror(rc), want, slot_strerror(want));
     ASSERT_U64_EQ(digest_of(p->b, after), s0);
     ASSERT_STR_EQ(before, after);
     expect_same_dbs(p->a.st, p->b); /* A did not move either */
@@ -529,7 +529,7 @@ TEST_IMPL(digest_apply_refuses_unknown_db)
     slot_wset_rec rec;
     seal(&p.ws, 2, &rec);
     expect_refused(&p, &rec, SLOT_STORE_E_DB);
-    ASSERT_STR_EQ(slot_store_strerror(SLOT_STORE_E_DB), "record names a database that is not replicated state");
+    ASSERT_STR_EQ(slot_strerror(SLOT_STORE_E_DB), "record names a database that is not replicated state");
     pair_close(&p);
 }
 
@@ -630,7 +630,7 @@ TEST_IMPL(digest_capture_overflow_fails_the_write)
     slot_res r = {0};
     int rc = slot_alloc_run(&a.a, t, &q, a.now, &r);
     ASSERT_EQ(rc, SLOT_WSET_E_FULL);
-    ASSERT_STR_EQ(slot_store_strerror(rc), "the write set would pass its size limit");
+    ASSERT_STR_EQ(slot_strerror(rc), "the write set would pass its size limit");
     ASSERT_GT(slot_wset_ops(&ws), 0);
     slot_store_capture_end(a.st);
     mdb_txn_abort(t);

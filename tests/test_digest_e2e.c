@@ -32,33 +32,6 @@ TEST_LIST_END
 
 static const char *const fast_sweep[] = {"--sweep-interval-ms", "10", NULL};
 
-typedef struct dg {
-    uint64_t seq;
-    char hex[SLOT_DIGEST_HEX_BYTES + 1];
-} dg;
-
-static dg digest(slot_client *c)
-{
-    slot_req q;
-    slot_req_init(&q, SLOT_OP_DIGEST);
-    slot_reply r;
-    slot_test_call(c, &q, &r);
-    if (!r.ok)
-        T_FAIL_("digest: %s", r.line);
-    dg d = {.seq = r.seq};
-    ASSERT_EQ(strlen(r.digest), SLOT_DIGEST_HEX_BYTES);
-    ASSERT_EQ(strspn(r.digest, "0123456789abcdef"), SLOT_DIGEST_HEX_BYTES);
-    memcpy(d.hex, r.digest, sizeof d.hex);
-    slot_reply_clear(&r);
-    return d;
-}
-
-static void expect_same(const dg *a, const dg *b)
-{
-    ASSERT_U64_EQ(a->seq, b->seq);
-    ASSERT_STR_EQ(a->hex, b->hex);
-}
-
 /* A request whose answer must be ok (status want_status when given). */
 static void call_ok(slot_client *c, const slot_req *q, const char *want_status, bool replay)
 {
@@ -69,17 +42,14 @@ static void call_ok(slot_client *c, const slot_req *q, const char *want_status, 
     slot_reply_clear(&r);
 }
 
+/* create_event of ev (every default setting); replay: whether the answer must be a replay. */
 static void create_again(slot_client *c, const char *ev, uint64_t cap, bool replay)
 {
-    slot_req q;
-    slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev);
-    q.capacity = cap;
-    call_ok(c, &q, NULL, replay);
-}
-
-static void create(slot_client *c, const char *ev, uint64_t cap)
-{
-    create_again(c, ev, cap, false);
+    slot_reply r;
+    slot_test_create_event(c, ev, cap, NULL, &r);
+    if (r.replay != replay)
+        T_FAIL_("create_event %s: %s", ev, r.line);
+    slot_reply_clear(&r);
 }
 
 static void hold(slot_client *c, const char *ev, const char *key, const char *want_status, bool replay)
@@ -101,19 +71,19 @@ TEST_IMPL(digest_e2e_seq_counts_writing_batches)
     slot_test_server srv;
     slot_test_start(&srv, fast_sweep);
     slot_client *c = slot_test_dial(&srv);
-    dg d0 = digest(c);
+    slot_test_digest d0 = slot_test_digest_of(c);
     ASSERT_U64_EQ(d0.seq, 0);
     idle();
-    dg d1 = digest(c);
-    expect_same(&d0, &d1);
+    slot_test_digest d1 = slot_test_digest_of(c);
+    slot_test_digest_same(&d0, &d1);
 
-    create(c, "show", 1);
-    dg d2 = digest(c);
+    create_again(c, "show", 1, false);
+    slot_test_digest d2 = slot_test_digest_of(c);
     ASSERT_U64_EQ(d2.seq, 1);
     ASSERT(strcmp(d2.hex, d1.hex) != 0);
 
     hold(c, "show", "k1", "held", false);
-    dg d3 = digest(c);
+    slot_test_digest d3 = slot_test_digest_of(c);
     ASSERT_U64_EQ(d3.seq, 2);
     ASSERT(strcmp(d3.hex, d2.hex) != 0);
 
@@ -131,15 +101,15 @@ TEST_IMPL(digest_e2e_seq_counts_writing_batches)
     ASSERT_STR_EQ(r.error, "unknown_event");
     slot_reply_clear(&r);
     idle();
-    dg d4 = digest(c);
-    expect_same(&d3, &d4);
+    slot_test_digest d4 = slot_test_digest_of(c);
+    slot_test_digest_same(&d3, &d4);
 
     /* a write after them counts again, by one */
     hold(c, "show", "k1", "held", true);
     slot_req_event(&q, SLOT_OP_SET_CAPACITY, "show");
     q.capacity = 3;
     call_ok(c, &q, NULL, false);
-    dg d5 = digest(c);
+    slot_test_digest d5 = slot_test_digest_of(c);
     ASSERT_U64_EQ(d5.seq, 3);
     ASSERT(strcmp(d5.hex, d4.hex) != 0);
     slot_client_close(c);
@@ -151,10 +121,10 @@ TEST_IMPL(digest_e2e_survives_restart)
     slot_test_server srv;
     slot_test_start(&srv, fast_sweep);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "gig", 10);
+    create_again(c, "gig", 10, false);
     hold(c, "gig", "a", "held", false);
     hold(c, "gig", "b", "held", false);
-    dg before = digest(c);
+    slot_test_digest before = slot_test_digest_of(c);
     ASSERT_U64_EQ(before.seq, 3);
     slot_client_close(c);
 
@@ -162,18 +132,18 @@ TEST_IMPL(digest_e2e_survives_restart)
     slot_test_server_start(&srv, NULL, fast_sweep); /* same folder */
     c = slot_test_dial(&srv);
     idle();
-    dg after = digest(c);
-    expect_same(&before, &after);
+    slot_test_digest after = slot_test_digest_of(c);
+    slot_test_digest_same(&before, &after);
     hold(c, "gig", "c", "held", false);
-    dg more = digest(c);
+    slot_test_digest more = slot_test_digest_of(c);
     ASSERT_U64_EQ(more.seq, 4);
     slot_client_close(c);
 
     slot_test_server_kill9(&srv); /* what committed stays, seq with it */
     slot_test_server_start(&srv, NULL, fast_sweep);
     c = slot_test_dial(&srv);
-    dg again = digest(c);
-    expect_same(&more, &again);
+    slot_test_digest again = slot_test_digest_of(c);
+    slot_test_digest_same(&more, &again);
     slot_client_close(c);
     slot_test_stop(&srv);
 }
@@ -185,8 +155,8 @@ TEST_IMPL(digest_e2e_slotctl)
     slot_test_server srv;
     slot_test_start(&srv, NULL);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "ctl", 5);
-    dg d = digest(c);
+    create_again(c, "ctl", 5, false);
+    slot_test_digest d = slot_test_digest_of(c);
     slot_client_close(c);
     char cmd[1024], want[256], got[256] = "";
     snprintf(cmd, sizeof cmd, "'%s' --port %u digest", ctl, (unsigned)srv.port);
@@ -231,7 +201,7 @@ TEST_IMPL(digest_e2e_roles)
     ASSERT_U64_EQ(r.seq, 0);
     ASSERT_STR_EQ(r.digest, "");
     slot_reply_clear(&r);
-    dg d = digest(ad);
+    slot_test_digest d = slot_test_digest_of(ad);
     ASSERT_U64_EQ(d.seq, 0);
 
     slot_client_close(fe);

@@ -52,41 +52,6 @@ TEST_LIST_END
 
 static slot_test_server srv;
 
-static void create(slot_client *c, const char *ev, uint64_t capacity, uint32_t shards, uint32_t ttl_ms, uint64_t per_user)
-{
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev);
-    q.capacity = capacity;
-    q.shards = shards;
-    q.hold_ttl_ms = ttl_ms;
-    q.max_per_user = per_user;
-    q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER;
-    slot_test_call(c, &q, &r);
-    if (!r.ok)
-        T_FAIL_("create_event %s: %s %s", ev, r.error, r.message);
-    slot_reply_clear(&r);
-}
-
-/* The event view, and a clean check of it (invariants 1-4, 7). */
-static slot_reply view_checked(slot_client *c, const char *ev)
-{
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CHECK, ev);
-    q.has |= SLOT_HAS_EVENT;
-    slot_test_call(c, &q, &r);
-    ASSERT(r.ok);
-    if (r.nviolations != 0)
-        T_FAIL_("check %s: %u violations: %s", ev, r.nviolations, r.line);
-    slot_reply_clear(&r);
-    slot_req_event(&q, SLOT_OP_EVENT, ev);
-    slot_test_call(c, &q, &r);
-    ASSERT(r.ok);
-    ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
-    return r;
-}
-
 static void hold(slot_client *c, const char *ev, const char *user, const char *key, uint32_t qty, slot_reply *r)
 {
     slot_req q;
@@ -130,7 +95,8 @@ TEST_IMPL(slotd_race_for_last_units)
         char ev[32];
         uint64_t cap = 1 + (uint64_t)round % 7;
         snprintf(ev, sizeof(ev), "race%d", round);
-        create(admin, ev, cap, 1 + (uint32_t)round % 5, 600000, 0);
+        slot_event_settings set = {.shards = 1 + (uint32_t)round % 5, .hold_ttl_ms = 600000};
+        slot_test_create_event(admin, ev, cap, &set, NULL);
         pthread_barrier_t go;
         pthread_barrier_init(&go, NULL, RACERS);
         pthread_t th[RACERS];
@@ -151,7 +117,7 @@ TEST_IMPL(slotd_race_for_last_units)
         pthread_barrier_destroy(&go);
         ASSERT_EQ(held, cap);
         ASSERT_EQ(sold, RACERS - cap);
-        slot_reply v = view_checked(admin, ev);
+        slot_reply v = slot_test_view_checked(admin, ev);
         ASSERT_EQ(v.available, 0);
         ASSERT_EQ(v.held, cap);
         slot_reply_clear(&v);
@@ -170,7 +136,7 @@ TEST_IMPL(slotd_confirm_races_expiry)
     slot_test_start(&srv, extra);
     slot_client *c = slot_test_dial(&srv);
     enum { N = 60 };
-    create(c, "ttl", N, 4, 1000, 0);
+    slot_test_create_event(c, "ttl", N, &(slot_event_settings){.shards = 4, .hold_ttl_ms = 1000}, NULL);
     char ids[N][SLOT_HOLD_ARG_BYTES_MAX + 1];
     uint64_t exp[N];
     for (int i = 0; i < N; i++) {
@@ -220,7 +186,7 @@ TEST_IMPL(slotd_confirm_races_expiry)
         ASSERT_STR_EQ(r.status, won[i] ? "confirmed" : "expired");
         slot_reply_clear(&r);
     }
-    slot_reply v = view_checked(c, "ttl");
+    slot_reply v = slot_test_view_checked(c, "ttl");
     ASSERT_EQ(v.confirmed, (uint64_t)confirmed);
     ASSERT_EQ(v.held, 0);
     ASSERT_EQ(v.available, (uint64_t)expired); /* each expired hold's unit came back exactly once */
@@ -253,7 +219,7 @@ TEST_IMPL(slotd_two_releases_return_units_once)
 {
     slot_test_start(&srv, NULL);
     slot_client *admin = slot_test_dial(&srv);
-    create(admin, "rel", 10, 3, 600000, 0);
+    slot_test_create_event(admin, "rel", 10, &(slot_event_settings){.shards = 3, .hold_ttl_ms = 600000}, NULL);
     releaser rs[2] = {{.c = slot_test_dial(&srv)}, {.c = slot_test_dial(&srv)}};
     for (int round = 0; round < 40; round++) {
         char key[16];
@@ -280,7 +246,7 @@ TEST_IMPL(slotd_two_releases_return_units_once)
         pthread_barrier_destroy(&go);
         slot_reply_clear(&h);
         ASSERT_EQ(released, 1);
-        slot_reply v = view_checked(admin, "rel");
+        slot_reply v = slot_test_view_checked(admin, "rel");
         ASSERT_EQ(v.available, 10);
         slot_reply_clear(&v);
     }
@@ -313,7 +279,7 @@ TEST_IMPL(slotd_twenty_identical_holds_make_one)
 {
     slot_test_start(&srv, NULL);
     slot_client *admin = slot_test_dial(&srv);
-    create(admin, "twins", 100, 16, 600000, 0);
+    slot_test_create_event(admin, "twins", 100, &(slot_event_settings){.shards = 16, .hold_ttl_ms = 600000}, NULL);
     enum { N = 20 };
     twin ts[N];
     pthread_t th[N];
@@ -338,7 +304,7 @@ TEST_IMPL(slotd_twenty_identical_holds_make_one)
         slot_client_close(ts[i].c);
     }
     pthread_barrier_destroy(&go);
-    slot_reply v = view_checked(admin, "twins");
+    slot_reply v = slot_test_view_checked(admin, "twins");
     ASSERT_EQ(v.held, 3);
     ASSERT_EQ(v.available, 97);
     slot_reply_clear(&v);
@@ -353,7 +319,7 @@ TEST_IMPL(slotd_acknowledged_holds_survive_kill9)
     slot_test_start(&srv, NULL);
     slot_client *c = slot_test_dial(&srv);
     enum { SENT = 3000, READ = 1500 };
-    create(c, "durable", 5000, 16, 600000, 0);
+    slot_test_create_event(c, "durable", 5000, &(slot_event_settings){.shards = 16, .hold_ttl_ms = 600000}, NULL);
     /* Pipeline SENT holds, read READ replies, then kill -9 at once: the
      * acknowledged ones must all be there after a restart. */
     char line[256];
@@ -386,7 +352,7 @@ TEST_IMPL(slotd_acknowledged_holds_survive_kill9)
             T_FAIL_("acknowledged hold %d (%s) lost after kill -9: %s", i, ids[i], r.line);
         slot_reply_clear(&r);
     }
-    slot_reply v = view_checked(c, "durable");
+    slot_reply v = slot_test_view_checked(c, "durable");
     ASSERT_GE(v.held, READ);
     ASSERT_LE(v.held, SENT);
     slot_reply_clear(&v);
@@ -400,7 +366,7 @@ TEST_IMPL(slotd_pipelined_mixed_requests_keep_order)
 {
     slot_test_start(&srv, NULL);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "pipe", 1000, 8, 600000, 0);
+    slot_test_create_event(c, "pipe", 1000, &(slot_event_settings){.shards = 8, .hold_ttl_ms = 600000}, NULL);
     enum { N = 600 };
     char line[256];
     for (int i = 0; i < N; i++) {
@@ -503,7 +469,7 @@ TEST_IMPL(slotd_sigterm_answers_everything)
 {
     slot_test_start(&srv, NULL);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "stop", 100000, 16, 600000, 0);
+    slot_test_create_event(c, "stop", 100000, &(slot_event_settings){.shards = 16, .hold_ttl_ms = 600000}, NULL);
     enum { N = 4000 };
     char line[256];
     for (int i = 0; i < N; i++) {
@@ -531,7 +497,7 @@ TEST_IMPL(slotd_sigterm_answers_everything)
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_start(&srv, NULL, NULL);
     c = slot_test_dial(&srv);
-    slot_reply v = view_checked(c, "stop");
+    slot_reply v = slot_test_view_checked(c, "stop");
     ASSERT_EQ(v.held, held); /* every held answer was committed, nothing else was */
     slot_reply_clear(&v);
     slot_client_close(c);
@@ -576,7 +542,7 @@ TEST_IMPL(slotd_reshard_while_selling)
 {
     slot_test_start(&srv, NULL);
     slot_client *admin = slot_test_dial(&srv);
-    create(admin, "busy", 3000, 16, 600000, 0);
+    slot_test_create_event(admin, "busy", 3000, &(slot_event_settings){.shards = 16, .hold_ttl_ms = 600000}, NULL);
     enum { SELLERS = 8 };
     seller ss[SELLERS];
     pthread_t th[SELLERS];
@@ -594,7 +560,7 @@ TEST_IMPL(slotd_reshard_while_selling)
         ASSERT(r.ok);
         ASSERT_EQ(r.shards, layouts[round % 8]);
         slot_reply_clear(&r);
-        slot_reply v = view_checked(admin, "busy");
+        slot_reply v = slot_test_view_checked(admin, "busy");
         slot_reply_clear(&v);
     }
     uint64_t held = 0;
@@ -603,7 +569,7 @@ TEST_IMPL(slotd_reshard_while_selling)
         held += ss[i].held;
         slot_client_close(ss[i].c);
     }
-    slot_reply v = view_checked(admin, "busy");
+    slot_reply v = slot_test_view_checked(admin, "busy");
     ASSERT_EQ(v.held, held);
     slot_reply_clear(&v);
     slot_client_close(admin);
@@ -637,7 +603,7 @@ TEST_IMPL(slotd_bench_and_slotctl_against_server)
     ASSERT_EQ(run_cmd("%s --port %u check >/dev/null", ctl, srv.port), 0);
     ASSERT_NE(run_cmd("%s --port %u show no-such-event 2>/dev/null >/dev/null", ctl, srv.port), 0);
     slot_client *c = slot_test_dial(&srv);
-    slot_reply v = view_checked(c, "tool-ev");
+    slot_reply v = slot_test_view_checked(c, "tool-ev");
     ASSERT_EQ(v.shards, 9);
     ASSERT_EQ(v.available, 50);
     slot_reply_clear(&v);
@@ -654,7 +620,7 @@ TEST_IMPL(slotd_second_slotd_on_same_folder_is_refused)
     ASSERT(bin != NULL);
     ASSERT_EQ(run_cmd("%s --data %s --listen 127.0.0.1:0 >/dev/null 2>&1", bin, srv.dir), 1);
     slot_client *c = slot_test_dial(&srv); /* the first one is unharmed */
-    create(c, "still", 1, 1, 600000, 0);
+    slot_test_create_event(c, "still", 1, &(slot_event_settings){.shards = 1, .hold_ttl_ms = 600000}, NULL);
     slot_client_close(c);
     slot_test_stop(&srv);
 }
@@ -667,7 +633,7 @@ TEST_IMPL(slotd_stats_time_the_commits)
     const char *const slow_sweep[] = {"--sweep-interval-ms", "60000", NULL}; /* no sweep commits meanwhile */
     slot_test_start(&srv, slow_sweep);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "timed", 100, 4, 600000, 0);
+    slot_test_create_event(c, "timed", 100, &(slot_event_settings){.shards = 4, .hold_ttl_ms = 600000}, NULL);
     uint64_t commits0 = slot_test_stat(&srv, "commits");
     ASSERT_GE(commits0, 1); /* create_event */
     for (int i = 0; i < 20; i++) {
@@ -684,7 +650,7 @@ TEST_IMPL(slotd_stats_time_the_commits)
     ASSERT_GE(commits, commits0 + 20); /* one call at a time: a commit each */
     ASSERT_GE(sync, 1);                 /* sync durability: 21 fsyncs take well over 1 us */
     ASSERT_GE(busy, sync);
-    slot_reply v = view_checked(c, "timed");
+    slot_reply v = slot_test_view_checked(c, "timed");
     ASSERT_EQ(v.held, 20);
     slot_reply_clear(&v);
     ASSERT_EQ(slot_test_stat(&srv, "commits"), commits);
@@ -699,7 +665,7 @@ TEST_IMPL(slotd_sweeper_commits_only_when_due)
     const char *const fast_sweep[] = {"--sweep-interval-ms", "10", NULL};
     slot_test_start(&srv, fast_sweep);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "idle", 10, 2, 1000, 0);
+    slot_test_create_event(c, "idle", 10, &(slot_event_settings){.shards = 2, .hold_ttl_ms = 1000}, NULL);
     slot_reply r;
     hold(c, "idle", "ann", "k1", 3, &r);
     if (!r.ok || strcmp(r.status, "held") != 0)
@@ -712,7 +678,7 @@ TEST_IMPL(slotd_sweeper_commits_only_when_due)
     for (int i = 0; i < 100; i++) { /* due after 1 s; bounded at 5 s */
         usleep(50 * 1000);
         slot_reply_clear(&v);
-        v = view_checked(c, "idle");
+        v = slot_test_view_checked(c, "idle");
         if (v.available == 10)
             break;
     }
@@ -739,7 +705,7 @@ TEST_IMPL(slotd_data_folder_made_with_its_parents)
     memset(&srv, 0, sizeof srv);
     slot_test_server_start(&srv, dir, NULL);
     slot_client *c = slot_test_dial(&srv);
-    create(c, "nested", 10, 1, 60000, 0);
+    slot_test_create_event(c, "nested", 10, &(slot_event_settings){.shards = 1, .hold_ttl_ms = 60000}, NULL);
     slot_client_close(c);
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     struct stat st;

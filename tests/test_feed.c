@@ -140,11 +140,9 @@ static void expect_err(json_t *r, const char *code)
     json_decref(r);
 }
 
-static void create(slot_client *c, const char *ev, int cap, int ttl_ms)
-{
-    json_decref(ok(callf(c, "{\"op\":\"create_event\",\"event\":\"%s\",\"capacity\":%d,\"shards\":4,\"hold_ttl_ms\":%d}", ev,
-                         cap, ttl_ms)));
-}
+/* The events of these cases: 4 shards, holds of 10 minutes or of 1 s. */
+static const slot_event_settings ev_10min = {.shards = 4, .hold_ttl_ms = 600000};
+static const slot_event_settings ev_1s = {.shards = 4, .hold_ttl_ms = 1000};
 
 /* A hold's id, or "" when sold out; the reply is dropped. */
 static void hold(slot_client *c, const char *ev, const char *user, const char *req, int qty, char out[64])
@@ -193,7 +191,7 @@ TEST_IMPL(feed_each_change_makes_its_entry)
     ASSERT_EQ(num(s, "from"), 1);
     ASSERT_EQ(num(s, "head"), 0);
     json_decref(s);
-    create(a, "ev", 10, 1000);
+    slot_test_create_event(a, "ev", 10, &ev_1s, NULL);
     char h1[64], h2[64], h3[64], h4[64];
     hold(a, "ev", "u1", "r1", 2, h1);
     json_decref(ok(callf(a, "{\"op\":\"confirm\",\"event\":\"ev\",\"hold\":\"%s\",\"user\":\"u1\"}", h1)));
@@ -255,8 +253,8 @@ TEST_IMPL(feed_mixed_load_seen_in_order_without_gaps)
     slot_test_start(&srv, NULL);
     slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
     json_decref(ok(subscribe(w, "acker", "\"start\"", 50)));
-    create(a, "hot", 100000, 600000);
-    create(a, "cold", 100000, 1000);
+    slot_test_create_event(a, "hot", 100000, &ev_10min, NULL);
+    slot_test_create_event(a, "cold", 100000, &ev_1s, NULL);
     enum { NC = 4, PER = 300 };
     slot_client *cs[NC];
     char line[256];
@@ -353,7 +351,7 @@ TEST_IMPL(feed_kill9_consumer_sees_every_commit_once)
         slot_test_server_start(&srv, dir, NULL);
         slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
         if (round == 0)
-            create(a, "k9", 100000, 600000);
+            slot_test_create_event(a, "k9", 100000, &ev_10min, NULL);
         json_t *s = ok(subscribe(w, "k9", "\"acked\"", 10000));
         json_decref(s);
         char line[256];
@@ -448,7 +446,7 @@ TEST_IMPL(feed_resume_after_last_ack)
     memset(&srv, 0, sizeof srv);
     slot_test_server_start(&srv, dir, NULL);
     slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
-    create(a, "ra", 100, 600000);
+    slot_test_create_event(a, "ra", 100, &ev_10min, NULL);
     char h[64];
     for (int i = 0; i < 9; i++) {
         char r[16];
@@ -504,7 +502,7 @@ TEST_IMPL(feed_window_bounds_unacked_entries)
 {
     slot_test_start(&srv, NULL);
     slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
-    create(a, "win", 100, 600000);
+    slot_test_create_event(a, "win", 100, &ev_10min, NULL);
     char h[64];
     for (int i = 0; i < 20; i++) {
         char r[16];
@@ -544,7 +542,7 @@ TEST_IMPL(feed_non_reader_dropped_others_unaffected)
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(srv.port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ASSERT_EQ(connect(lazy, (struct sockaddr *)&sa, sizeof sa), 0);
-    create(a, "nr", 100000, 600000);
+    slot_test_create_event(a, "nr", 100000, &ev_10min, NULL);
     static const char sub[] = "{\"op\":\"subscribe\",\"consumer\":\"lazy\",\"from\":\"start\",\"window\":10000}\n";
     ASSERT_EQ(write(lazy, sub, sizeof sub - 1), (ssize_t)(sizeof sub - 1));
     char first[64];
@@ -602,7 +600,7 @@ TEST_IMPL(feed_retention_trims_only_acked_and_old)
     slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv), *w2 = slot_test_dial(&srv);
     json_decref(ok(subscribe(w, "c1", "\"start\"", 100)));
     json_decref(ok(subscribe(w2, "c2", "\"start\"", 100)));
-    create(a, "ret", 100, 600000);
+    slot_test_create_event(a, "ret", 100, &ev_10min, NULL);
     char h[64];
     for (int i = 0; i < 9; i++) {
         char r[16];
@@ -650,10 +648,10 @@ TEST_IMPL(feed_retention_trims_only_acked_and_old)
     a = slot_test_dial(&srv);
     w = slot_test_dial(&srv);
     json_decref(ok(subscribe(w, "c1", "\"start\"", 100)));
-    create(a, "ret", 100, 600000);
+    slot_test_create_event(a, "ret", 100, &ev_10min, NULL);
     pushes_wait(w, &got, 1);
     json_decref(ok(callf(w, "{\"op\":\"ack\",\"consumer\":\"c1\",\"seq\":1}")));
-    create(a, "ret2", 100, 600000);
+    slot_test_create_event(a, "ret2", 100, &ev_10min, NULL);
     usleep(200 * 1000);
     x = slot_test_dial(&srv);
     r = ok(subscribe(x, "late", "1", 10));
@@ -670,7 +668,7 @@ TEST_IMPL(feed_bad_input_changes_nothing)
 {
     slot_test_start(&srv, NULL);
     slot_client *a = slot_test_dial(&srv), *w = slot_test_dial(&srv);
-    create(a, "bad", 10, 600000);
+    slot_test_create_event(a, "bad", 10, &ev_10min, NULL);
     expect_err(callf(w, "{\"op\":\"ack\",\"consumer\":\"nobody\",\"seq\":1}"), "not_subscribed");
     expect_err(callf(w, "{\"op\":\"unsubscribe\"}"), "not_subscribed");
     expect_err(callf(w, "{\"op\":\"subscribe\",\"consumer\":\"a b\"}"), "invalid_argument");
@@ -720,7 +718,7 @@ TEST_IMPL(feed_second_subscription_closes_first)
 {
     slot_test_start(&srv, NULL);
     slot_client *a = slot_test_dial(&srv), *w1 = slot_test_dial(&srv), *w2 = slot_test_dial(&srv);
-    create(a, "two", 10, 600000);
+    slot_test_create_event(a, "two", 10, &ev_10min, NULL);
     json_decref(ok(subscribe(w1, "dup", "\"start\"", 10)));
     pushes_wait(w1, &got, 1);
     pushes_clear(&got);
@@ -762,7 +760,7 @@ TEST_IMPL(feed_roles_worker_and_frontend)
     r = ok(callf(wk, "{\"op\":\"hello\",\"token\":\"W-token\"}"));
     ASSERT_STR_EQ(str(r, "role"), "worker");
     json_decref(r);
-    create(a, "role", 10, 600000);
+    slot_test_create_event(a, "role", 10, &ev_10min, NULL);
     char h[64];
     hold(fe, "role", "buyer", "r1", 1, h);
     expect_err(callf(fe, "{\"op\":\"subscribe\",\"consumer\":\"f\"}"), "forbidden");
@@ -912,7 +910,7 @@ TEST_IMPL(feed_cart_and_waitlist_entries)
     json_decref(ok(subscribe(w, "cw", "\"start\"", 100)));
     json_decref(ok(callf(a, "{\"op\":\"create_event\",\"event\":\"a\",\"capacity\":3,\"shards\":2,"
                             "\"hold_ttl_ms\":600000,\"waitlist_max\":10}")));
-    create(a, "b", 5, 600000);
+    slot_test_create_event(a, "b", 5, &ev_10min, NULL);
     const char *cart = "{\"op\":\"hold_many\",\"user\":\"u1\",\"request\":\"r1\","
                        "\"items\":[{\"event\":\"a\",\"qty\":2},{\"event\":\"b\",\"qty\":1}]}";
     json_t *r = ok(callf(a, "%s", cart));

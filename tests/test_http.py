@@ -17,81 +17,23 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 
-FAILURES = []
+from slotd_kit import Conn, Server, check, finish, stop_all
+
 MAX_LINE = 1024
-STARTED = []  # every slotd this test started, killed by PID if the test ends early
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print('FAIL: ' + what, flush=True)
-    return cond
-
-
-class Server:
-    """One slotd with --http; tcp_port and http_port from its stdout."""
-
-    def __init__(self, binary, tmp, name, extra=(), env=None):
-        self.dir = os.path.join(tmp, name)
-        os.makedirs(self.dir)
-        self.err = open(os.path.join(self.dir, 'stderr'), 'w+')
-        argv = [binary, '--data', os.path.join(self.dir, 'data'), '--listen', '127.0.0.1:0',
-                '--http', '127.0.0.1:0', '--max-line', str(MAX_LINE), '--line-timeout-ms', '1000'] + list(extra)
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err, env=full_env, text=True)
-        STARTED.append(self.proc)
-        first = self.proc.stdout.readline()
-        second = self.proc.stdout.readline()
-        if not first.startswith('listening on ') or not second.startswith('http listening on '):
-            self.proc.kill()
-            sys.exit('%s did not announce both listeners: %r %r' % (name, first, second))
-        self.tcp_port = int(first.rsplit(':', 1)[1])
-        self.http_port = int(second.rsplit(':', 1)[1])
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.err.seek(0)
-        return rc, self.err.read()
-
-
-class Tcp:
-    """One NDJSON connection."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(('127.0.0.1', port), timeout=30)
-        self.buf = b''
-
-    def line(self):
-        while b'\n' not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError('TCP connection closed')
-            self.buf += chunk
-        line, self.buf = self.buf.split(b'\n', 1)
-        return line + b'\n'
-
-    def ask(self, obj):
-        self.sock.sendall(json.dumps(obj, separators=(',', ':')).encode() + b'\n')
-        return self.line()
-
-    def close(self):
-        self.sock.close()
+def start(binary, tmp, name, extra=(), env=None):
+    """One slotd with --http in tmp/name (its data and its stderr); port and
+    http_port from its stdout (slotd_kit.Server)."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    return Server(binary, os.path.join(d, 'data'),
+                  ['--max-line', str(MAX_LINE), '--line-timeout-ms', '1000'] + list(extra), http=True, env=env,
+                  stderr_path=os.path.join(d, 'stderr'))
 
 
 def post(port, op, body, headers=None, conn=None):
@@ -121,11 +63,11 @@ def same(srv, op, body, want_status, tcp=None, what=None, headers=None, tcp_extr
     """The HTTP answer has want_status and the body TCP gives for {"op":op, ...body}."""
     what = what or '%s %s' % (op, body)
     st, hd, got = post(srv.http_port, op, body, headers)
-    t = tcp or Tcp(srv.tcp_port)
+    t = tcp or Conn(srv.port)
     req = dict(body)
     req['op'] = op
     req.update(tcp_extra or {})
-    want = t.ask(req)
+    want = t.ask_raw(req)
     if not tcp:
         t.close()
     check(st == want_status, '%s: HTTP status %d, want %d (body %r)' % (what, st, want_status, got))
@@ -148,15 +90,15 @@ def bad_json_counts_from_the_body(srv, t):
     for body, headers, want_byte in bodies:
         st, _, got = post(srv.http_port, 'hold', body, headers)
         t.sock.sendall(body.replace(b'\n', b' ') + b'\n')
-        want = t.line()
+        want = t.raw_line()
         check(st == 400 and got == want, 'byte offsets of body %r: HTTP %d %r != TCP %r' % (body, st, got, want))
         if want_byte:
             check(want_byte in got, 'body %r: %r names %r' % (body, got, want_byte))
 
 
 def statuses(binary, fp_binary, tmp):
-    srv = Server(binary, tmp, 'plain')
-    t = Tcp(srv.tcp_port)
+    srv = start(binary, tmp, 'plain')
+    t = Conn(srv.port)
     p = srv.http_port
     # 200: create_event, hold (and its replay through Idempotency-Key), sold_out, the event view
     ev = {'event': 'e1', 'capacity': 3, 'max_per_user': 2, 'max_extensions': 0}
@@ -170,7 +112,7 @@ def statuses(binary, fp_binary, tmp):
     hold_id = json.loads(held)['hold']
     check(st == 200 and json.loads(replay).get('replay') is True and json.loads(replay)['hold'] == hold_id,
           'Idempotency-Key replays: %d %r' % (st, replay))
-    tcp_replay = t.ask({'op': 'hold', 'event': 'e1', 'user': 'u1', 'qty': 1, 'request': 'k1'})
+    tcp_replay = t.ask_raw({'op': 'hold', 'event': 'e1', 'user': 'u1', 'qty': 1, 'request': 'k1'})
     check(tcp_replay == replay, 'HTTP replay %r == TCP replay %r' % (replay, tcp_replay))
     # the body's own request wins over the header
     st, _, own = post(p, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 1, 'request': 'k1'}, {'Idempotency-Key': 'k9'})
@@ -186,18 +128,18 @@ def statuses(binary, fp_binary, tmp):
     check(json.loads(so).get('status') == 'sold_out', 'sold_out answer: %r' % so)
     # GET /v1/events/E is exactly the event op's reply
     st, hd, view = get(p, '/v1/events/e1')
-    want = t.ask({'op': 'event', 'event': 'e1'})
+    want = t.ask_raw({'op': 'event', 'event': 'e1'})
     check(st == 200 and view == want, 'GET /v1/events/e1: %d %r != %r' % (st, view, want))
     check(hd.get('Content-Type') == 'application/json', 'Content-Type: %r' % hd.get('Content-Type'))
     st, _, view = get(p, '/v1/events/nope')
-    want = t.ask({'op': 'event', 'event': 'nope'})
+    want = t.ask_raw({'op': 'event', 'event': 'nope'})
     check(st == 404 and view == want, 'GET /v1/events/nope: %d %r != %r' % (st, view, want))
     st, _, view = get(p, '/v1/events/bad%20name')
     check(st == 400 and json.loads(view)['error'] == 'invalid_argument', 'a bad event name: %d %r' % (st, view))
     # 400: bad_json, invalid_argument, unknown_op
     st, _, bj = post(p, 'hold', b'{"event":')
     t.sock.sendall(b'{"event":\n')  # the body alone: the same message, the same byte
-    want = t.line()
+    want = t.raw_line()
     check(st == 400 and bj == want, 'bad_json: %d %r != %r' % (st, bj, want))
     bad_json_counts_from_the_body(srv, t)
     same(srv, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 0, 'request': 'k5'}, 400, t, 'invalid_argument')
@@ -224,9 +166,9 @@ def statuses(binary, fp_binary, tmp):
     check(st == 400 and json.loads(body)['error'] == 'invalid_argument', 'subscribe over HTTP: %d %r' % (st, body))
     # 413: a body over --max-line, the same answer as a line over it
     st, hd, big = post(p, 'hold', b'{"event":"' + b'x' * (MAX_LINE + 10) + b'"}')
-    t2 = Tcp(srv.tcp_port)
+    t2 = Conn(srv.port)
     t2.sock.sendall(b'{"event":"' + b'x' * (MAX_LINE + 10) + b'"}\n')
-    want = t2.line()
+    want = t2.raw_line()
     t2.close()
     check(st == 413 and big == want, 'body over --max-line: %d %r != %r' % (st, big, want))
     # hello lists "http" in features
@@ -244,8 +186,8 @@ def statuses(binary, fp_binary, tmp):
     check('# TYPE slotd_build_info gauge' in text and 'slotd_requests_total{op="hold"' in text,
           '/metrics is the Prometheus text with the requests by op: %r' % text[:300])
     st, _, body2 = get(p, '/metrics')
-    tcp_text = Tcp(srv.tcp_port)
-    m = json.loads(tcp_text.ask({'op': 'metrics'}))
+    tcp_text = Conn(srv.port)
+    m = json.loads(tcp_text.ask_raw({'op': 'metrics'}))
     tcp_text.close()
     check(st == 200 and 'slotd_requests_total{op="metrics"' in m['text'],
           'the metrics op and GET /metrics render the same families: %r' % m.get('text', '')[:200])
@@ -257,9 +199,9 @@ def statuses(binary, fp_binary, tmp):
     # 503 shutting_down (with Retry-After): a draining TCP client keeps the server stopping
     keep = http.client.HTTPConnection('127.0.0.1', p, timeout=30)
     st, _, _ = post(p, 'stats', {}, conn=keep)
-    drain = Tcp(srv.tcp_port)
-    drain.ask({'op': 'stats'})
-    srv.proc.send_signal(signal.SIGTERM)
+    drain = Conn(srv.port)
+    drain.ask_raw({'op': 'stats'})
+    srv.signal(signal.SIGTERM)
     drain.sock.settimeout(10)
     check(drain.sock.recv(1) == b'', 'the server drains its TCP clients when it stops')
     st, hd, body = post(p, 'hold', {'event': 'e1', 'user': 'u1', 'qty': 1, 'request': 'k8'}, conn=keep)
@@ -269,7 +211,7 @@ def statuses(binary, fp_binary, tmp):
     keep.close()
     drain.close()
     t.close()
-    rc, err = srv.stop()
+    rc, err = srv.stop(), srv.stderr_text()
     check(rc == 0, 'plain server exit status %d: %s' % (rc, err))
 
     # 401 and 403 with tokens; Bearer plays hello's part
@@ -277,7 +219,7 @@ def statuses(binary, fp_binary, tmp):
     with open(tokens, 'w') as f:
         f.write('frontend ftok\nadmin atok\n')
     os.chmod(tokens, 0o600)
-    srv = Server(binary, tmp, 'tokens', ['--token-file', tokens])
+    srv = start(binary, tmp, 'tokens', ['--token-file', tokens])
     p = srv.http_port
     st, _, body = post(p, 'create_event', {'event': 'e2', 'capacity': 5}, {'Authorization': 'Bearer atok'})
     check(st == 200, 'admin bearer create_event: %d %r' % (st, body))
@@ -285,8 +227,8 @@ def statuses(binary, fp_binary, tmp):
     st, _, body = post(p, 'hold', {'event': 'e2', 'user': 'u', 'qty': 1, 'request': 'a'},
                        {'Authorization': 'Bearer wrong'})
     check(st == 401, 'a wrong bearer: %d %r' % (st, body))
-    ft = Tcp(srv.tcp_port)
-    ft.ask({'op': 'hello', 'token': 'ftok'})
+    ft = Conn(srv.port)
+    ft.ask_raw({'op': 'hello', 'token': 'ftok'})
     same(srv, 'create_event', {'event': 'e3', 'capacity': 5}, 403, ft, 'frontend: forbidden',
          {'Authorization': 'Bearer ftok'})
     st, _, body = post(p, 'hold', {'event': 'e2', 'user': 'u', 'qty': 1, 'request': 'a'},
@@ -296,14 +238,14 @@ def statuses(binary, fp_binary, tmp):
         st, _, body = get(p, path)
         check(st == 200, '%s needs no token: %d' % (path, st))
     ft.close()
-    rc, err = srv.stop()
+    rc, err = srv.stop(), srv.stderr_text()
     check(rc == 0, 'token server exit status %d' % rc)
     check('ftok' not in err and 'atok' not in err, 'no token in the log')
 
     # 500 internal and 507 storage_full, from the failpoint build
     for fp, extra, want_status, name in (('commit_fail@1*2', [], 500, 'internal'),
                                          ('map_full*1000', ['--map-size-max', '64M'], 507, 'storage_full')):
-        srv = Server(fp_binary, tmp, 'fp-' + name, extra, {'SLOT_FAILPOINTS': fp})
+        srv = start(fp_binary, tmp, 'fp-' + name, extra, {'SLOT_FAILPOINTS': fp})
         st, _, body = post(srv.http_port, 'create_event', {'event': 'e4', 'capacity': 5})
         check(st == 200, '%s: create_event first: %d %r' % (name, st, body))
         st, _, body = same(srv, 'hold', {'event': 'e4', 'user': 'u', 'qty': 1, 'request': 'z'}, want_status,
@@ -368,8 +310,8 @@ def head_over_the_limit_is_json(p, host):
 
 
 def tcp_hold_works(srv, key):
-    t = Tcp(srv.tcp_port)
-    r = json.loads(t.ask({'op': 'hold', 'event': 'b1', 'user': 'tcp', 'qty': 1, 'request': key}))
+    t = Conn(srv.port)
+    r = json.loads(t.ask_raw({'op': 'hold', 'event': 'b1', 'user': 'tcp', 'qty': 1, 'request': key}))
     t.close()
     return r.get('ok') is True
 
@@ -378,7 +320,7 @@ def bad_http(binary, tmp):
     config = os.path.join(tmp, 'bad.conf')
     with open(config, 'w') as f:
         f.write('# --http from the config file\nhttp = 127.0.0.1:0\n')
-    srv = Server(binary, tmp, 'bad', ['--config', config, '--max-connections', '64'])
+    srv = start(binary, tmp, 'bad', ['--config', config, '--max-connections', '64'])
     p = srv.http_port
     post(p, 'create_event', {'event': 'b1', 'capacity': 1000, 'max_per_user': 1000, 'max_per_request': 100})
     host = b'Host: 127.0.0.1\r\n'
@@ -456,7 +398,7 @@ def bad_http(binary, tmp):
             time.sleep(0.1)
     check(st == 200 and b'"held"' in body, 'an HTTP hold after the bad HTTP: %d %r' % (st, body))
     check(tcp_hold_works(srv, 'after'), 'a TCP hold after the bad HTTP')
-    rc, err = srv.stop()
+    rc, err = srv.stop(), srv.stderr_text()
     check(rc == 0, 'exit status %d after the bad HTTP: %s' % (rc, err[-2000:]))
 
 
@@ -469,14 +411,8 @@ def main():
             statuses(binary, fp_binary, tmp)
             bad_http(binary, tmp)
         finally:
-            for proc in STARTED:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-    if FAILURES:
-        print('%d failure(s)' % len(FAILURES))
-        sys.exit(1)
-    print('ok')
+            stop_all()
+    finish()
 
 
 if __name__ == '__main__':

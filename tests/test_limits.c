@@ -45,37 +45,19 @@ static void hello_ok(slot_client *c)
     slot_reply_clear(&r);
 }
 
+/* create_event of ev on a connection of its own; the settings are the server's defaults. */
 static void create(const char *ev, uint64_t capacity)
 {
     slot_client *c = slot_test_dial(&srv);
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev);
-    q.capacity = capacity;
-    q.shards = 16;
-    q.hold_ttl_ms = 600000;
-    q.max_per_request = 10;
-    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
-    ASSERT(r.ok);
-    slot_reply_clear(&r);
+    slot_test_create_event(c, ev, capacity, NULL, NULL);
     slot_client_close(c);
 }
 
-/* The event view after a clean check. */
+/* The event view after a clean check (harness.h), on a connection of its own. */
 static slot_reply checked(const char *ev)
 {
     slot_client *c = slot_test_dial(&srv);
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CHECK, ev);
-    q.has |= SLOT_HAS_EVENT;
-    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
-    ASSERT(r.ok);
-    ASSERT_EQ(r.nviolations, 0);
-    slot_reply_clear(&r);
-    slot_req_event(&q, SLOT_OP_EVENT, ev);
-    ASSERT_EQ(slot_client_call(c, &q, &r, TIMEOUT_MS), 0);
-    ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
+    slot_reply r = slot_test_view_checked(c, ev);
     slot_client_close(c);
     return r;
 }

@@ -22,37 +22,10 @@ TEST_LIST_END
 
 static slot_test_server srv;
 
-static void create(slot_client *c, const char *ev, uint64_t capacity, uint64_t opens_at_ms)
-{
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CREATE_EVENT, ev);
-    q.capacity = capacity;
-    q.shards = 4;
-    q.has |= SLOT_HAS_SHARDS;
-    if (opens_at_ms)
-        slot_req_set_window(&q, opens_at_ms, 0);
-    slot_test_call(c, &q, &r);
-    if (!r.ok)
-        T_FAIL_("create_event %s: %s %s", ev, r.error, r.message);
-    ASSERT_U64_EQ(r.opens_at_ms, opens_at_ms);
-    ASSERT_EQ(r.max_extensions, 1);
-    slot_reply_clear(&r);
-}
-
+/* The event view after a clean check (harness.h): these counts. */
 static void expect_clean(slot_client *c, const char *ev, uint64_t available, uint64_t held, uint64_t confirmed)
 {
-    slot_req q;
-    slot_reply r;
-    slot_req_event(&q, SLOT_OP_CHECK, ev);
-    q.has |= SLOT_HAS_EVENT;
-    slot_test_call(c, &q, &r);
-    ASSERT(r.ok);
-    if (r.nviolations != 0)
-        T_FAIL_("check %s: %s", ev, r.line);
-    slot_reply_clear(&r);
-    slot_req_event(&q, SLOT_OP_EVENT, ev);
-    slot_test_call(c, &q, &r);
+    slot_reply r = slot_test_view_checked(c, ev);
     ASSERT_EQ(r.available, available);
     ASSERT_EQ(r.held, held);
     ASSERT_EQ(r.confirmed, confirmed);
@@ -71,7 +44,10 @@ TEST_IMPL(sale_e2e_features_window_extend_partial)
     slot_reply_clear(&r);
     /* A window an hour ahead: not_on_sale with both times; set_sale_window opens it. */
     uint64_t opens = slot_test_now_ms() + 3600000;
-    create(c, "w", 5, opens);
+    slot_test_create_event(c, "w", 5, &(slot_event_settings){.shards = 4, .opens_at_ms = opens}, &r);
+    ASSERT_U64_EQ(r.opens_at_ms, opens);
+    ASSERT_EQ(r.max_extensions, 1);
+    slot_reply_clear(&r);
     slot_req_hold(&q, "w", "u", "k", 1);
     slot_test_call(c, &q, &r);
     ASSERT_STR_EQ(r.error, "not_on_sale");
@@ -153,7 +129,10 @@ TEST_IMPL(sale_e2e_reacquire_races_buyers_for_the_last_units)
     for (int round = 0; round < 5; round++) {
         char ev[16];
         snprintf(ev, sizeof ev, "late%d", round);
-        create(admin, ev, CAP, 0);
+        slot_reply made;
+        slot_test_create_event(admin, ev, CAP, &(slot_event_settings){.shards = 4}, &made);
+        ASSERT_EQ(made.max_extensions, 1);
+        slot_reply_clear(&made);
         /* Every late payer held a unit and lost it (released: the payment failed, then came through). */
         for (int i = 0; i < LATE; i++) {
             char user[16];

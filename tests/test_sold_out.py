@@ -23,68 +23,12 @@ Servers listen on 127.0.0.1:0 in temporary folders and are stopped by PID.
 import json
 import os
 import random
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
-STARTED = []
-failures = []
+from slotd_kit import Conn, Server, check, finish, stop_all
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print('FAIL ' + what)
-
-
-class Server:
-    def __init__(self, binary, data, extra=()):
-        self.err = tempfile.TemporaryFile(mode='w+')
-        argv = [binary, '--data', data, '--listen', '127.0.0.1:0'] + list(extra)
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err, text=True)
-        STARTED.append(self.proc)
-        first = self.proc.stdout.readline()
-        if not first.startswith('listening on '):
-            self.proc.kill()
-            sys.exit('slotd did not start: %r' % first)
-        self.port = int(first.rsplit(':', 1)[1])
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
-
-
-class Conn:
-    def __init__(self, port):
-        self.sock = socket.create_connection(('127.0.0.1', port), timeout=30)
-        self.buf = b''
-
-    def line(self):
-        while b'\n' not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError('connection closed')
-            self.buf += chunk
-        line, self.buf = self.buf.split(b'\n', 1)
-        return json.loads(line)
-
-    def send(self, *objs):
-        self.sock.sendall(b''.join(json.dumps(o, separators=(',', ':')).encode() + b'\n' for o in objs))
-
-    def ask(self, obj):
-        self.send(obj)
-        return self.line()
-
-    def close(self):
-        self.sock.close()
 
 
 def normal(v):
@@ -333,14 +277,8 @@ def main():
             replay_and_restart(binary, tmp)
             racing(binary, tmp)
         finally:
-            for p in STARTED:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-    if failures:
-        print('%d failed' % len(failures))
-        sys.exit(1)
-    print('ok')
+            stop_all()
+    finish()
 
 
 if __name__ == '__main__':

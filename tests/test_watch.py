@@ -11,51 +11,21 @@ same way; `--once` (no terminal) prints one frame; when slotd is stopped
 under a running watch it says the server went away and exits 2. slotd is
 stopped by its PID.
 """
-import json
 import os
 import pty
 import re
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from slotd_kit import Server, call, require, stop_all
+
 SLOTD, SLOTCTL = sys.argv[1], sys.argv[2]
 WAIT_S = 20
-
-
-def start_slotd(data):
-    p = subprocess.Popen([SLOTD, '--listen', '127.0.0.1:0', '--data', data], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    m = re.match(r'listening on 127\.0\.0\.1:(\d+)', line)
-    if not m:
-        p.kill()
-        sys.exit('slotd did not print its address: %r' % line)
-    return p, int(m.group(1))
-
-
-def stop_slotd(p):
-    if p.poll() is None:
-        os.kill(p.pid, signal.SIGTERM)
-        p.wait(timeout=WAIT_S)
-
-
-def call(port, reqs):
-    """Sends the requests on one connection; their replies, parsed."""
-    with socket.create_connection(('127.0.0.1', port), timeout=WAIT_S) as s:
-        s.sendall(b''.join((json.dumps(r) + '\n').encode() for r in reqs))
-        buf = b''
-        while buf.count(b'\n') < len(reqs):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    return [json.loads(line) for line in buf.decode().splitlines()]
 
 
 def spawn_pty(argv):
@@ -112,35 +82,29 @@ def wait_child(pid, timeout=WAIT_S):
     sys.exit('FAIL: slotctl watch did not exit within %d s' % timeout)
 
 
-def check(cond, what, detail=''):
-    if not cond:
-        sys.exit('FAIL: %s\n%s' % (what, detail))
-    print('ok: ' + what)
-
-
 def main():
     tmp = tempfile.mkdtemp(prefix='slot-watch-')
-    p = None
     try:
-        p, port = start_slotd(os.path.join(tmp, 'data'))
+        p = Server(SLOTD, os.path.join(tmp, 'data'))
+        port = p.port
         host = '127.0.0.1:%d' % port
-        r = call(port, [{'op': 'create_event', 'event': 'w', 'capacity': 1000}] +
-                 [{'op': 'hold', 'event': 'w', 'user': 'u%d' % i, 'request': 'r%d' % i, 'qty': 3} for i in range(10)])
-        check(all(x.get('ok') for x in r), 'event w created and 10 holds of 3 taken', r)
+        holds = [{'op': 'hold', 'event': 'w', 'user': 'u%d' % i, 'request': 'r%d' % i, 'qty': 3} for i in range(10)]
+        r = call(port, [{'op': 'create_event', 'event': 'w', 'capacity': 1000}] + holds, WAIT_S)
+        require(all(x.get('ok') for x in r), 'event w created and 10 holds of 3 taken', r)
 
         # On a terminal: frames with the units left (1000 - 30), then q.
         pid, fd = spawn_pty([SLOTCTL, '--host', host, 'watch', 'w', '--interval', '200'])
         out = read_until(fd, r'units left\s+970 / 1000(?:.|\n)*?connections')
-        check('holds/s' in out and 'p99' in out and 'connections' in out, 'the frame has rates, latency, connections', out)
-        call(port, [{'op': 'hold', 'event': 'w', 'user': 'x', 'request': 'x', 'qty': 5}])
+        require('holds/s' in out and 'p99' in out and 'connections' in out, 'the frame has rates, latency, connections', out)
+        call(port, [{'op': 'hold', 'event': 'w', 'user': 'x', 'request': 'x', 'qty': 5}], WAIT_S)
         out = read_until(fd, r'units left\s+965 / 1000')
-        check(out.count('\x1b[H\x1b[2J') >= 1, 'frames are redrawn in place', out)
+        require(out.count('\x1b[H\x1b[2J') >= 1, 'frames are redrawn in place', out)
         os.write(fd, b'q')
         rc = wait_child(pid)
         rest = drain(fd)
         os.close(fd)
-        check(rc == 0, 'q ends watch with exit 0', 'exit %s' % rc)
-        check('\x1b[?25h' in out + rest, 'the cursor is shown again on the way out', rest)
+        require(rc == 0, 'q ends watch with exit 0', 'exit %s' % rc)
+        require('\x1b[?25h' in out + rest, 'the cursor is shown again on the way out', rest)
 
         # Ctrl-C (the pty's line discipline sends SIGINT) ends it the same way.
         pid, fd = spawn_pty([SLOTCTL, '--host', host, 'watch', 'w', '--interval', '200'])
@@ -149,36 +113,35 @@ def main():
         rc = wait_child(pid)
         rest = drain(fd)
         os.close(fd)
-        check(rc == 0, 'Ctrl-C ends watch with exit 0', 'exit %s' % rc)
-        check('\x1b[?25h' in rest, 'the terminal is restored after Ctrl-C', rest)
+        require(rc == 0, 'Ctrl-C ends watch with exit 0', 'exit %s' % rc)
+        require('\x1b[?25h' in rest, 'the terminal is restored after Ctrl-C', rest)
 
         # --once, no terminal: one frame, for scripts.
         cp = subprocess.run([SLOTCTL, '--host', host, 'watch', 'w', '--once', '--interval', '100'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=WAIT_S)
-        check(cp.returncode == 0, 'watch --once exits 0', cp.stderr)
-        check(re.search(r'units left\s+965 / 1000', cp.stdout) is not None and cp.stdout.count('holds/s') == 1,
+        require(cp.returncode == 0, 'watch --once exits 0', cp.stderr)
+        require(re.search(r'units left\s+965 / 1000', cp.stdout) is not None and cp.stdout.count('holds/s') == 1,
               'watch --once prints one frame with the units left', cp.stdout)
-        check('\x1b[' not in cp.stdout, 'watch --once writes no terminal escapes', repr(cp.stdout))
+        require('\x1b[' not in cp.stdout, 'watch --once writes no terminal escapes', repr(cp.stdout))
         cp = subprocess.run([SLOTCTL, '--host', host, 'watch', 'nosuch', '--once'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=WAIT_S)
-        check(cp.returncode == 1 and 'unknown_event' in cp.stderr, 'an unknown event: exit 1, unknown_event', cp.stderr)
+        require(cp.returncode == 1 and 'unknown_event' in cp.stderr, 'an unknown event: exit 1, unknown_event', cp.stderr)
         cp = subprocess.run([SLOTCTL, '--host', host, 'watch', '--interval', '5'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=WAIT_S)
-        check(cp.returncode == 64, '--interval out of range: exit 64', cp.stderr)
+        require(cp.returncode == 64, '--interval out of range: exit 64', cp.stderr)
 
         # The server goes away under a running watch: a message, exit 2, terminal restored.
         pid, fd = spawn_pty([SLOTCTL, '--host', host, 'watch', 'w', '--interval', '200'])
         read_until(fd, r'units left')
-        stop_slotd(p)
+        p.stop(WAIT_S)
         out = read_until(fd, r'went away')
         rc = wait_child(pid)
         rest = drain(fd)
         os.close(fd)
-        check(rc == 2, 'watch exits 2 when the server goes away', 'exit %s\n%s' % (rc, out + rest))
-        check('\x1b[?25h' in out + rest, 'the terminal is restored when the server goes away', out + rest)
+        require(rc == 2, 'watch exits 2 when the server goes away', 'exit %s\n%s' % (rc, out + rest))
+        require('\x1b[?25h' in out + rest, 'the terminal is restored when the server goes away', out + rest)
     finally:
-        if p is not None:
-            stop_slotd(p)
+        stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -26,7 +26,7 @@
  * Errors: every function returns 0, a SLOT_BACKUP_E_* value below, a
  * negative errno (-ENOENT, -EACCES, -ENOSPC, ...), or an LMDB error
  * (positive), and writes a human message naming the file into err.
- * slot_backup_strerror names the code alone.
+ * slot_strerror (slot/error.h) names the code alone.
  */
 #ifndef SLOT_BACKUP_H
 #define SLOT_BACKUP_H
@@ -46,15 +46,18 @@
 #define SLOT_BACKUP_PATH_BYTES_MAX 1023u /* the backup op's "path": longer ones are invalid_argument */
 #define SLOT_BACKUP_IO_BYTES (1u << 20) /* one read/write of a stream copy (a heap buffer) */
 
-/* Errors (-21001..-21099; apart from -errno, LMDB's and slot/store.h's). */
-#define SLOT_BACKUP_E_MAGIC (-21001)    /* not a slotd backup (magic) */
-#define SLOT_BACKUP_E_VERSION (-21002)  /* written by a newer slotd */
-#define SLOT_BACKUP_E_HEADER (-21003)   /* the header's CRC-32 or its fields are wrong */
-#define SLOT_BACKUP_E_LENGTH (-21004)   /* the file is shorter or longer than the header says */
-#define SLOT_BACKUP_E_CHECKSUM (-21005) /* the data's SHA-256 is not the header's */
-#define SLOT_BACKUP_E_DIGEST (-21006)   /* the data's seq, epoch or digest is not the header's */
-#define SLOT_BACKUP_E_NOT_EMPTY (-21007) /* restore: the data folder holds a store (and no force) */
-#define SLOT_BACKUP_E_IN_USE (-21008)   /* restore: a slotd has the data folder (its slotd.lock) */
+/*
+ * Errors, in the registry of slot/error.h (SLOT_RC_MAP, the BACKUP range):
+ *   SLOT_BACKUP_E_MAGIC     not a slotd backup (magic)
+ *   SLOT_BACKUP_E_VERSION   written by a newer slotd
+ *   SLOT_BACKUP_E_HEADER    the header's CRC-32 or its fields are wrong
+ *   SLOT_BACKUP_E_LENGTH    the file is shorter or longer than the header says
+ *   SLOT_BACKUP_E_CHECKSUM  the data's SHA-256 is not the header's
+ *   SLOT_BACKUP_E_DIGEST    the data's seq, epoch or digest is not the header's
+ *   SLOT_BACKUP_E_NOT_EMPTY restore: the data folder holds a store (and no force)
+ *   SLOT_BACKUP_E_IN_USE    restore: a slotd has the data folder (its slotd.lock)
+ *   SLOT_BACKUP_E_SHORT     a file ended before the bytes its header or size promised
+ */
 
 /* What a backup was taken at; filled by each function below. */
 typedef struct slot_backup_info {
@@ -185,8 +188,5 @@ int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const ch
  * (SLOT_BACKUP_E_MAGIC..SLOT_BACKUP_E_DIGEST). Pure; any thread.
  */
 bool slot_backup_refused(int rc);
-
-/* slot_backup_strerror — a message for any return value above. Static, never NULL. */
-const char *slot_backup_strerror(int rc);
 
 #endif

@@ -78,6 +78,28 @@ int slot_req_waitlist(slot_req *req, slot_op op, const char *event, const char *
  * backup of its store to path, a file on the server's machine; path must be absolute (the
  * server answers invalid_argument otherwise). 0 or -EINVAL past SLOT_PATH_BYTES_MAX bytes. */
 int slot_req_backup(slot_req *req, const char *path);
+/*
+ * The optional settings of a create_event (docs/protocol.md, "create_event"; the
+ * ranges are limits.h's, checked by the server, which answers invalid_argument
+ * out of range). A field left 0 is not sent, so the server takes its default;
+ * a zeroed struct is an event with every default.
+ */
+typedef struct slot_event_settings {
+    uint32_t shards;             /* 1..SLOT_SHARDS_MAX; 0: SLOT_SHARDS_DEFAULT (16) */
+    uint32_t hold_ttl_ms;        /* ms, SLOT_HOLD_TTL_MS_MIN..MAX; 0: SLOT_HOLD_TTL_MS_DEFAULT (10 min) */
+    uint64_t max_per_user;       /* units a user may hold and own, 1..SLOT_CAPACITY_MAX; 0: no limit */
+    uint32_t max_per_request;    /* units of one hold, 1..SLOT_MAX_PER_REQUEST_MAX; 0: SLOT_MAX_PER_REQUEST_DEFAULT */
+    uint64_t opens_at_ms;        /* ms since the epoch, up to SLOT_TIME_MS_MAX; 0: open now */
+    uint64_t closes_at_ms;       /* ms since the epoch, > opens_at_ms when both are set; 0: never closes */
+    bool has_max_extensions;     /* send max_extensions (its 0 means "no extend"); false: SLOT_MAX_EXTENSIONS_DEFAULT */
+    uint32_t max_extensions;     /* 0..SLOT_MAX_EXTENSIONS_MAX, sent only with has_max_extensions */
+    uint64_t max_hold_ms;        /* ms, SLOT_MAX_HOLD_MS_MIN..MAX; 0: 2 x hold_ttl_ms */
+    uint32_t waitlist_max;       /* entries, 1..SLOT_WAITLIST_MAX_MAX; 0: no waitlist */
+} slot_event_settings;
+/* slot_req_create_event — an admin create_event of event (1..SLOT_EVENT_BYTES_MAX bytes; its
+ * alphabet is the server's check) with capacity units (0..SLOT_CAPACITY_MAX) and the settings s
+ * (NULL: every default), copied into req (s is not kept). 0, or -EINVAL for a name too long. */
+int slot_req_create_event(slot_req *req, const char *event, uint64_t capacity, const slot_event_settings *s);
 /* slot_req_set_waitlist_max — on a create_event: a waitlist of at most n entries (0..10,000,000). */
 void slot_req_set_waitlist_max(slot_req *req, uint32_t n);
 /* slot_req_cluster_change — a cluster_change (docs/protocol.md, "cluster_change") of node

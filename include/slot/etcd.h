@@ -19,8 +19,9 @@
  * missing number reads as 0.
  *
  * Threads: every function here, and every callback, runs on the loop's
- * thread only ("loop thread only"), except slot_etcd_strerror,
- * slot_etcd_err_name and the base64 helpers, which any thread may call.
+ * thread only ("loop thread only"), except slot_etcd_err_name and the
+ * base64 helpers, which any thread may call (as may slot_strerror, which
+ * names a status).
  *
  * Calls that take a callback follow libuv's rule: when the call returns an
  * error, the callback never runs; when it returns 0, the callback runs
@@ -52,28 +53,16 @@
 
 #include <uv.h>
 
+#include "slot/error.h"
 #include "slot/limits.h"
 
-/* X(NAME, value, message): the client's errors, all negative. */
-#define SLOT_ETCD_ERR_MAP(X)                                                                     \
-    X(ETIMEDOUT, -1, "etcd did not answer within the request timeout")                         \
-    X(ECONNECT, -2, "could not connect to any etcd endpoint")                                  \
-    X(EDISCONNECT, -3, "the connection to etcd was lost")                                      \
-    X(EPROTO, -4, "etcd's response is not what the v3 JSON gateway sends (bad JSON, field or base64)") \
-    X(ESERVER, -5, "etcd answered with an error")                                              \
-    X(ENOTFOUND, -6, "no such lease")                                                          \
-    X(ECOMPACTED, -7, "the watch's start revision has been compacted away")                    \
-    X(ECANCELLED, -8, "cancelled: the client was closed or the watch cancelled")               \
-    X(EFULL, -9, "too many requests in flight; nothing was sent")                              \
-    X(EINVAL, -10, "invalid argument")                                                         \
-    X(ETOOBIG, -11, "etcd's response is larger than the client's bound")                       \
-    X(ENOMEM, -12, "out of memory")
-
-enum {
-#define SLOT__ETCD_ERR_ENUM(name, value, msg) SLOT_ETCD_##name = (value),
-    SLOT_ETCD_ERR_MAP(SLOT__ETCD_ERR_ENUM)
-#undef SLOT__ETCD_ERR_ENUM
-};
+/*
+ * The client's errors, all negative: SLOT_ETCD_ETIMEDOUT, ECONNECT,
+ * EDISCONNECT, EPROTO, ESERVER, ENOTFOUND, ECOMPACTED, ECANCELLED, EFULL,
+ * EINVAL, ETOOBIG and ENOMEM, defined with their messages in the registry of
+ * slot/error.h (SLOT_RC_MAP, the ETCD range: apart from -errno, so an etcd
+ * status and an errno value never share a number).
+ */
 
 /* The client's limits and defaults (SLOT_ETCD_*_MAX, *_DEFAULT) are in slot/limits.h. */
 
@@ -290,13 +279,6 @@ int slot_etcd_watch_start(slot_etcd *c, const char *key, bool prefix, int64_t st
  *   and must not be passed. Loop thread only.
  */
 void slot_etcd_watch_cancel(slot_etcd_watch *w);
-
-/*
- * slot_etcd_strerror — the message for a status: "success" for 0, a
- *   message from SLOT_ETCD_ERR_MAP for a code, "unknown etcd client error"
- *   otherwise. A static string, never NULL. Any thread.
- */
-const char *slot_etcd_strerror(int err);
 
 /*
  * slot_etcd_err_name — the code's name without the prefix ("ETIMEDOUT"),

@@ -48,7 +48,8 @@
  *
  * Errors: 0 or a negative value: -errno from the file system (-ENOSPC is
  * passed through as it is, so the caller can answer storage_full), a
- * SLOT_WSET_E_* for a record that does not decode, or a SLOT_RLOG_E_* below.
+ * SLOT_WSET_E_* for a record that does not decode, or a SLOT_RLOG_E_* below;
+ * slot_strerror (slot/error.h) names each.
  * After a failed write the log is as before the call (a partial record is cut
  * off again); if even that fails, the log refuses further appends with
  * SLOT_RLOG_E_BROKEN until it is reopened. A failed fdatasync or directory
@@ -66,6 +67,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "slot/error.h"
+
 #define SLOT_RLOG_SEG_MAGIC 0x47534c53u            /* bytes "SLSG" */
 #define SLOT_RLOG_SEG_VERSION 1
 #define SLOT_RLOG_SEG_HEADER_BYTES 32
@@ -76,18 +79,8 @@
 _Static_assert((uint64_t)SLOT_RLOG_SEGMENT_BYTES_MAX + 2u * (64u << 20) < UINT32_MAX,
                "a segment (limit + one oversized record) must fit 32-bit offsets");
 
-/* Log errors, in the range after slot/wset.h's. X(NAME, value, message). */
-#define SLOT_RLOG_ERR_MAP(X)                                                               \
-    X(CORRUPT, -20101, "the log is damaged before its tail (a bad record, a gap or a bad segment)") \
-    X(SEQ, -20102, "the record's seq is not the log's last seq + 1")                     \
-    X(EPOCH, -20103, "the record's prev_epoch is not the epoch of the record before it") \
-    X(BROKEN, -20104, "a failed write could not be undone; reopen the log")
-
-enum {
-#define SLOT__RLOG_ERR_ENUM(name, value, msg) SLOT_RLOG_E_##name = value,
-    SLOT_RLOG_ERR_MAP(SLOT__RLOG_ERR_ENUM)
-#undef SLOT__RLOG_ERR_ENUM
-};
+/* Log errors: SLOT_RLOG_E_CORRUPT, _SEQ, _EPOCH and _BROKEN, defined with their
+ * messages in the registry of slot/error.h (SLOT_RC_MAP, the RLOG range). */
 
 typedef struct slot_rlog slot_rlog;
 
@@ -108,12 +101,6 @@ typedef struct slot_rlog_open_info {
     uint64_t truncated_bytes;   /* bytes of torn tail cut off (0: the log was clean) */
     uint64_t removed_files;     /* empty torn last segments and leftover *.seg.tmp removed */
 } slot_rlog_open_info;
-
-/*
- * slot_rlog_strerror — a message for any error this module returns (its own,
- * slot/wset.h's and -errno). Returns a static string, never NULL. Any thread.
- */
-const char *slot_rlog_strerror(int rc);
 
 /*
  * slot_rlog_open — open (creating it, mode 0700, if missing) the log in dir,

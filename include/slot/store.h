@@ -294,10 +294,11 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
  * replicated, logical state.
  */
 
-/* Errors of slot_store_apply: negative, apart from slot/wset.h's (-20001..-20100),
- * from -errno (> -4096) and from LMDB's (-30799..-30780, and positive errno). */
-#define SLOT_STORE_E_SEQ (-20101)  /* the record's seq is not the store's seq + 1 */
-#define SLOT_STORE_E_DB (-20102)   /* an op names meta or a database this store does not have */
+/* Errors of slot_store_apply, besides slot/wset.h's, -errno and LMDB's: in the
+ * registry of slot/error.h (SLOT_RC_MAP, the STORE range), where slot_strerror
+ * finds their messages.
+ *   SLOT_STORE_E_SEQ: the record's seq is not the store's seq + 1.
+ *   SLOT_STORE_E_DB: an op names meta or a database this store does not have. */
 
 /*
  * slot_store_capture_begin — from now on every put and delete of a data
@@ -384,11 +385,5 @@ int slot_store_apply(slot_store *st, MDB_txn *txn, const slot_wset_rec *rec);
  * O(entries). Any thread.
  */
 int slot_store_digest(slot_store *st, MDB_txn *txn, uint64_t *seq, char hex[SLOT_DIGEST_HEX_BYTES + 1]);
-
-/*
- * slot_store_strerror — a message for what the functions above return:
- * SLOT_STORE_E_*, SLOT_WSET_E_*, -errno, an LMDB error or 0. Static, never NULL.
- */
-const char *slot_store_strerror(int rc);
 
 #endif

@@ -46,6 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "slot/error.h"
+
 #define SLOT_WSET_MAGIC 0x53574c53u          /* bytes "SLWS" */
 #define SLOT_WSET_VERSION 1
 #define SLOT_WSET_HEADER_BYTES 56            /* fixed header above */
@@ -66,40 +68,12 @@ _Static_assert(SLOT_WSET_DBS_MAX <= 256, "db ids are 8-bit");
 enum { SLOT_WSET_PUT = 1, SLOT_WSET_DEL = 2 };
 
 /*
- * Codec errors: negative, far below -4095 so they never meet a -errno value
- * (slot/rlog.h returns both). X(NAME, value, message).
+ * Codec errors: SLOT_WSET_E_* (TRUNCATED_HEADER, MAGIC, VERSION, FLAGS,
+ * TOO_BIG, TRUNCATED_PAYLOAD, CRC, SEQ, EPOCH, OP_TRUNCATED, OP_TYPE, DB_ID,
+ * KEY_LEN, VAL_LEN, TRAILING, FULL), defined with their messages in the
+ * registry of slot/error.h (SLOT_RC_MAP, the WSET range); slot_strerror names
+ * them.
  */
-#define SLOT_WSET_ERR_MAP(X)                                                               \
-    X(TRUNCATED_HEADER, -20001, "record shorter than its fixed header")                  \
-    X(MAGIC, -20002, "bad record magic")                                                 \
-    X(VERSION, -20003, "unknown record version")                                         \
-    X(FLAGS, -20004, "unknown record flags")                                             \
-    X(TOO_BIG, -20005, "payload_bytes out of range")                                     \
-    X(TRUNCATED_PAYLOAD, -20006, "record shorter than header + payload_bytes")           \
-    X(CRC, -20007, "record checksum mismatch")                                           \
-    X(SEQ, -20008, "seq is 0 or commit_seq is above seq")                                \
-    X(EPOCH, -20009, "prev_epoch is above epoch")                                        \
-    X(OP_TRUNCATED, -20010, "an operation runs past the end of the payload")             \
-    X(OP_TYPE, -20011, "unknown operation type")                                         \
-    X(DB_ID, -20012, "database id out of range")                                         \
-    X(KEY_LEN, -20013, "key length 0 or above SLOT_WSET_KEY_BYTES_MAX")                  \
-    X(VAL_LEN, -20014, "a delete with a value")                                          \
-    X(TRAILING, -20015, "bytes after the last operation")                                \
-    X(FULL, -20016, "the write set would pass its size limit")
-
-enum {
-#define SLOT__WSET_ERR_ENUM(name, value, msg) SLOT_WSET_E_##name = value,
-    SLOT_WSET_ERR_MAP(SLOT__WSET_ERR_ENUM)
-#undef SLOT__WSET_ERR_ENUM
-};
-
-/*
- * slot_wset_strerror — a message for a codec error.
- *   rc: a SLOT_WSET_E_* value, 0, or a -errno value.
- *   Returns a static string, never NULL ("unknown error" for other values).
- *   Any thread.
- */
-const char *slot_wset_strerror(int rc);
 
 /* A write set being built. The record is built in place: buf holds the
  * header (filled by slot_wset_finish) followed by the payload, so finishing

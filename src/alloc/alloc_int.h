@@ -2,7 +2,7 @@
  * alloc_int.h — what the allocator's two files share (alloc.c: the ops;
  * hold.c: the hold state machine's writer and expiry). Internal to libslot.
  * Errors follow slot/error.h's internal convention; SLOT__ANSWERED below is
- * the one extra value the op helpers use.
+ * the registry code the op helpers add (SLOT_RC_MAP's ALLOC range).
  */
 #ifndef SLOT_ALLOC_INT_H
 #define SLOT_ALLOC_INT_H
@@ -17,11 +17,12 @@
 /*
  * SLOT__ANSWERED — returned by an op's helper (event_load, hold_load, ...)
  * when it has put a wire error into res and the op stops there, having
- * written nothing. Not 0 (the helper did not succeed), not an errno (all
- * positive) and not an MDB_* code (all below -30000). slot_alloc_run turns it
+ * written nothing. Not 0 (the helper did not succeed), not an errno and not
+ * an MDB_* code: SLOT_ALLOC_E_ANSWERED of slot/error.h's registry, so
+ * slot_strerror names it if it ever reaches a log. slot_alloc_run turns it
  * into 0 with slot__answered_ok.
  */
-#define SLOT__ANSWERED (-1)
+#define SLOT__ANSWERED SLOT_ALLOC_E_ANSWERED
 
 /* slot__answered_ok — 0 for SLOT__ANSWERED (res holds the answer), else rc. */
 static inline int slot__answered_ok(int rc)

@@ -6,7 +6,7 @@
  * random order, so every hold dirtied one more random LMDB page, and each
  * fsynced random page cost about 40 us on the reference machine — a ceiling
  * of ~17,000 durable holds/s whatever the batch size (measured at 256
- * connections; README, "Performance"). The holds database already records
+ * connections; docs/performance.md). The holds database already records
  * each hold's user and request key and is written in sequence order, so it
  * is the durable truth: the index is rebuilt from it — by slotd at start
  * (slot_alloc_load, so restart time includes it; closed, settled events on

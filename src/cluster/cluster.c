@@ -91,7 +91,7 @@ static void job_done(server *s)
     if (c->job_rc != 0)
         slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s",
                       job == CLU_JOB_PROMOTE ? "promote" : job == CLU_JOB_SNAP ? "snapshot install" : "apply",
-                      c->job_rc > 0 ? mdb_strerror(c->job_rc) : slot_rlog_strerror(c->job_rc));
+                      slot_strerror(c->job_rc));
     else
         c->applied = c->job_applied;
     if (c->job_rc == 0 && c->job_rebuild)
@@ -392,7 +392,7 @@ static int log_open(clu *c)
     if (rc == 0)
         rc = slot_rlog_sync(c->rlog); /* what a crash left in the page cache is on disk before we ack it */
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "cannot open the batch log %s: %s", dir, slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "cannot open the batch log %s: %s", dir, slot_strerror(rc));
         return -1;
     }
     if (slot__clu_snap_recover(c) != 0)
@@ -520,7 +520,7 @@ int slot__cluster_start(server *s)
     rc = slot_etcd_new(s->loop, o->etcd, &eo, &c->etcd);
     if (rc != 0) {
         slot__log(SLOT__LOG_ERROR, "--etcd: cannot start the etcd client", SLOT__LF_S("etcd", o->etcd),
-                  SLOT__LF_S("error", slot_etcd_strerror(rc)));
+                  SLOT__LF_S("error", slot_strerror(rc)));
         return -1;
     }
     s->wset = &c->wset;

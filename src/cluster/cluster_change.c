@@ -258,30 +258,30 @@ static bool admit(server *s, entry *e)
     return false;
 }
 
-int slot__clu_change(server *s, entry *e)
+slot__change_state slot__clu_change(server *s, entry *e)
 {
     clu *c = s->clu;
     if (e->change_tag) {
         if (e->change_tag != c->chg_tag) {
             slot_res_error(&e->res, SLOT_E_INTERNAL, "the change's state was lost");
-            return 0;
+            return SLOT__CHANGE_ANSWERED;
         }
         if (!c->chg_done)
-            return 1;
+            return SLOT__CHANGE_RUNNING;
         answer(s, e);
-        return 0;
+        return SLOT__CHANGE_ANSWERED;
     }
     if (c->role != CLU_PRIMARY) {
         slot__clu_write_gate(s, &e->res); /* not_primary with the primary's address, or unavailable */
-        return 0;
+        return SLOT__CHANGE_ANSWERED;
     }
     if (c->chg != SLOT_CHANGE_NONE) {
         slot_res_error(&e->res, SLOT_E_UNAVAILABLE, "another cluster_change (%s %s) is running; retry",
                        slot_cluster_change_name(c->chg), c->chg_node);
-        return 0;
+        return SLOT__CHANGE_ANSWERED;
     }
     if (!admit(s, e))
-        return 0;
+        return SLOT__CHANGE_ANSWERED;
     uint64_t now = uv_now(s->loop);
     c->chg = e->req.change;
     SLOT_ASSERT(c->chg != SLOT_CHANGE_NONE); /* admit refused it */
@@ -307,7 +307,7 @@ int slot__clu_change(server *s, entry *e)
     slot__clu_change_step(c);
     if (c->chg_done) {
         answer(s, e);
-        return 0;
+        return SLOT__CHANGE_ANSWERED;
     }
-    return 1;
+    return SLOT__CHANGE_RUNNING;
 }

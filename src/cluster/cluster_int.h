@@ -155,6 +155,15 @@ typedef struct slot__cluster {
     bool campaigning;
     bool promote_wanted;          /* the promote job has not run yet */
     bool cas_drop;                /* the CAS in flight drops silent members */
+    /* primary: a CAS that adds members is in doubt from its send until a
+     * definite answer, or until the key is seen past the revision it
+     * compared: etcd may have applied it although its answer timed out. Till
+     * then the members it adds are waited for as if they were members
+     * (docs/design.md, "A CAS in doubt"); the union of such CASes on one
+     * revision. */
+    bool doubt;
+    int64_t doubt_rev;            /* the revision those CASes compared */
+    clu_config doubt_cfg;         /* nmembers, members: the members they add */
     uint64_t defer_until_ms;      /* waiting for a more complete member until then */
     uint64_t probe_since_ms;      /* the pre-vote's dials went out then (0: none out) */
     uint64_t probe_next_ms;       /* after a pre-vote that reached too few: none before then */
@@ -253,8 +262,8 @@ void slot__clu_take_over(clu *c);
 void slot__clu_failover_tick(clu *c);
 
 /* ---- cluster_change.c */
-/* the cluster_change op (s->clu_up->change): 0 answered, 1 running. */
-int slot__clu_change(server *s, entry *e);
+/* the cluster_change op (s->clu_up->change): SLOT__CHANGE_ANSWERED or SLOT__CHANGE_RUNNING. */
+slot__change_state slot__clu_change(server *s, entry *e);
 /* s->clu_up->write_pause. */
 bool slot__clu_write_pause(server *s);
 /* move the running change on (tick, CAS answer, acks). */
@@ -343,7 +352,8 @@ void slot__clu_stream_reset(clu *c);
 void slot__clu_apply_kick(clu *c);
 int slot__clu_job_apply(clu *c);
 bool slot__clu_write_gate(server *s, slot_res *res);
-int slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res);
+/* s->clu_up->read_gate: SLOT__READ_GO, SLOT__READ_WAIT or SLOT__READ_ANSWERED (res has the error). */
+slot__read_gate slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res);
 /* apply records (from, to] of our log on txn; 0 or an error. Commit thread. */
 int slot__clu_apply_range(clu *c, MDB_txn *txn, uint64_t to, uint64_t *applied);
 

@@ -53,11 +53,11 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
     if (rc == 0 && (rc = slot_wset_finish(&c->wset, &h, &rec, &n)) != 0)
         rc = rc == -ENOMEM ? ENOMEM : EIO;
     if (rc == 0 && (rc = slot_rlog_append(c->rlog, rec, n)) != 0) {
-        slot__log(SLOT__LOG_ERROR, "cluster: batch log append failed", SLOT__LF_S("error", slot_rlog_strerror(rc)));
+        slot__log(SLOT__LOG_ERROR, "cluster: batch log append failed", SLOT__LF_S("error", slot_strerror(rc)));
         rc = log_err(rc);
     }
     if (rc == 0 && (rc = slot_rlog_sync(c->rlog)) != 0) {
-        slot__log(SLOT__LOG_ERROR, "cluster: batch log sync failed", SLOT__LF_S("error", slot_rlog_strerror(rc)));
+        slot__log(SLOT__LOG_ERROR, "cluster: batch log sync failed", SLOT__LF_S("error", slot_strerror(rc)));
         slot_rlog_truncate_after(c->rlog, seq - 1);
         rc = log_err(rc);
     }
@@ -91,7 +91,7 @@ void slot__clu_batch_unrecord(server *s)
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0)
         slot__log(SLOT__LOG_ERROR, "cluster: could not take back a record", SLOT__LF_U("seq", c->batch_seq),
-                  SLOT__LF_S("error", slot_rlog_strerror(rc)));
+                  SLOT__LF_S("error", slot_strerror(rc)));
     c->batch_seq = 0;
 }
 
@@ -137,7 +137,7 @@ void slot__clu_pump(clu *c, clu_node *n)
             return; /* its window is full: on_ack pumps again */
         if (rc < 0) {
             SLOT__CLU_LOG(c, SLOT__LOG_WARN, "sending a record failed", SLOT__LF_S("peer", n->id),
-                          SLOT__LF_U("seq", n->next_send), SLOT__LF_S("error", rc < -4095 ? slot_rlog_strerror(rc) : uv_strerror(rc)));
+                          SLOT__LF_U("seq", n->next_send), SLOT__LF_S("error", rc < -4095 ? slot_strerror(rc) : uv_strerror(rc)));
             slot_repl_disconnect(c->repl, n->id);
             return;
         }
@@ -159,6 +159,13 @@ static bool all_acked(clu *c, uint64_t seq)
     for (size_t i = 0; i < c->nnodes; i++)
         if (c->nodes[i].counted && c->nodes[i].acked < seq)
             return false;
+    for (size_t i = 0; c->doubt && i < c->doubt_cfg.nmembers; i++) { /* members a CAS in doubt may have added */
+        if (strcmp(c->doubt_cfg.members[i], c->self) == 0)
+            continue;
+        clu_node *n = slot__clu_node(c, c->doubt_cfg.members[i], false);
+        if (!n || n->acked < seq)
+            return false;
+    }
     return true;
 }
 
@@ -281,6 +288,7 @@ void slot__clu_promote(clu *c)
 {
     /* a configuration as cluster_cfg.c parses them: 1 <= tenure <= epoch */
     SLOT_ASSERT(c->cfg.found && c->cfg.tenure >= 1 && c->cfg.tenure <= c->cfg.epoch);
+    c->doubt = false; /* our takeover CAS won past any revision an older CAS compared */
     c->tenure = c->cfg.tenure;
     slot__clu_set_role(c, CLU_PROMOTING);
     c->pending_seq = 0;
@@ -380,6 +388,13 @@ static void ack_timeout(clu *c)
             continue;
         }
         memcpy(next.members[next.nmembers++], id, SLOT_CLUSTER_NAME_BYTES);
+    }
+    /* A member a CAS in doubt may have added, silent too: a CAS on the
+     * configuration (the drop, even of nobody) settles what etcd holds. */
+    for (size_t i = 0; c->doubt && i < c->doubt_cfg.nmembers; i++) {
+        clu_node *n = slot__clu_node(c, c->doubt_cfg.members[i], false);
+        if (strcmp(c->doubt_cfg.members[i], c->self) != 0 && (!n || n->acked < c->pending_seq))
+            silent++;
     }
     slot__clu_commit_check(c);
     if (!c->pending_seq || silent == 0)

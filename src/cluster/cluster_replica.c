@@ -96,7 +96,7 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
     }
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "cannot take a record", SLOT__LF_U("seq", k), SLOT__LF_S("error", slot_rlog_strerror(rc)));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "cannot take a record", SLOT__LF_U("seq", k), SLOT__LF_S("error", slot_strerror(rc)));
         return -1;
     }
     c->unsynced_seq = k;
@@ -129,7 +129,7 @@ void slot__clu_on_sync_check(uv_check_t *h)
     int rc = slot_rlog_sync(c->rlog);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "batch log sync failed: %s; not acking", slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_ERROR, "batch log sync failed: %s; not acking", slot_strerror(rc));
         return;
     }
     int a = slot_repl_ack(c->repl, seq);
@@ -253,22 +253,22 @@ bool slot__clu_write_gate(server *s, slot_res *res)
     return true;
 }
 
-int slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res)
+slot__read_gate slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res)
 {
     clu *c = s->clu;
     uint64_t seq = 0;
     if (slot_store_seq_get(s->store, rtxn, &seq, NULL) != 0)
-        return 0; /* the read itself reports the storage error */
+        return SLOT__READ_GO; /* the read itself reports the storage error */
     if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING) {
         if (seq <= c->commit_seq)
-            return 0;
+            return SLOT__READ_GO;
         if ((c->pending_seq && !c->unavailable) || s->batch_busy)
-            return 1;
+            return SLOT__READ_WAIT;
         slot_res_error(res, SLOT_E_UNAVAILABLE, "this node's state is not acknowledged by its replicas yet");
-        return 2;
+        return SLOT__READ_ANSWERED;
     }
     if (seq <= trusted(c))
-        return 0;
+        return SLOT__READ_GO;
     slot_res_error(res, SLOT_E_UNAVAILABLE, "this replica's state is not yet known to be committed; retry");
-    return 2;
+    return SLOT__READ_ANSWERED;
 }

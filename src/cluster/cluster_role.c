@@ -48,7 +48,28 @@ typedef struct clu_cas_want {
     clu *c;        /* the node that sent it: one per process */
     clu_config cfg;
     char what[SLOT_CLUSTER_CAS_WHY_BYTES]; /* "add caught-up nodes" */
+    int64_t base_rev; /* the revision it compares */
 } clu_cas_want;
+
+/* A primary's CAS that adds members goes in doubt at its send (clu.doubt). */
+static void doubt_add(clu *c, const clu_config *next, int64_t base_rev)
+{
+    if (c->role != CLU_PRIMARY && c->role != CLU_PROMOTING)
+        return;
+    if (!c->doubt || c->doubt_rev != base_rev) {
+        c->doubt = true;
+        c->doubt_rev = base_rev;
+        c->doubt_cfg.nmembers = 0;
+    }
+    for (size_t i = 0; i < next->nmembers; i++) {
+        if (slot__clu_is_member(&c->cfg, next->members[i]) || slot__clu_is_member(&c->doubt_cfg, next->members[i]))
+            continue;
+        SLOT_ASSERT(c->doubt_cfg.nmembers < SLOT_CLUSTER_MEMBERS_MAX);
+        memcpy(c->doubt_cfg.members[c->doubt_cfg.nmembers++], next->members[i], SLOT_CLUSTER_NAME_BYTES);
+    }
+    if (c->doubt_cfg.nmembers == 0)
+        c->doubt = false; /* it adds nobody: nothing to wait for */
+}
 
 void slot__clu_cas(clu *c, const clu_config *next, const char *what)
 {
@@ -64,13 +85,15 @@ void slot__clu_cas(clu *c, const clu_config *next, const char *what)
     want.c = c;
     want.cfg = *next;
     snprintf(want.what, sizeof(want.what), "%s", what);
-    int rc = slot_etcd_cas(c->etcd, c->key_config, c->cfg.found ? c->cfg.mod_rev : 0, v, n, 0, on_cas, &want);
+    want.base_rev = c->cfg.found ? c->cfg.mod_rev : 0;
+    int rc = slot_etcd_cas(c->etcd, c->key_config, want.base_rev, v, n, 0, on_cas, &want);
     if (rc != 0) { /* not sent: an outcome too */
         SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost: not sent", SLOT__LF_S("what", what),
-                      SLOT__LF_S("error", slot_etcd_strerror(rc)));
+                      SLOT__LF_S("error", slot_strerror(rc)));
         return;
     }
     c->cas_busy = true;
+    doubt_add(c, next, want.base_rev);
     SLOT__CLU_LOG(c, SLOT__LOG_INFO, "CAS configuration sent", SLOT__LF_S("what", what), SLOT__LF_U("cas_epoch", next->epoch),
                   SLOT__LF_U("cas_tenure", next->tenure), SLOT__LF_S("cas_primary", next->primary),
                   SLOT__LF_U("members", next->nmembers));
@@ -91,10 +114,12 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
                       SLOT__LF_U("cas_epoch", want->epoch));
     else if (status != 0)
         SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost", SLOT__LF_S("what", w->what),
-                      SLOT__LF_U("cas_epoch", want->epoch), SLOT__LF_S("error", slot_etcd_strerror(status)));
+                      SLOT__LF_U("cas_epoch", want->epoch), SLOT__LF_S("error", slot_strerror(status)));
     else
         SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost: the configuration changed", SLOT__LF_S("what", w->what),
                       SLOT__LF_U("cas_epoch", want->epoch));
+    if (status == 0 && c->doubt && c->doubt_rev == w->base_rev)
+        c->doubt = false; /* a definite answer on that revision: the key has moved past it */
     if (c->stopping)
         return;
     clu_config got = {0};
@@ -159,6 +184,7 @@ void slot__clu_follow(clu *c)
     if (was_primary)
         slot__clu_step_down(c);
     SLOT_ASSERT(!c->batch_held && c->pending_seq == 0); /* a follower holds no batch */
+    c->doubt = false; /* only a primary commits */
     clu_role next = slot__clu_is_member(&c->cfg, c->self) ? CLU_REPLICA : CLU_JOINING;
     bool changed = next != c->role;
     slot__clu_set_role(c, next);
@@ -171,6 +197,8 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
 {
     if (!cfg->found)
         return;
+    if (c->doubt && cfg->mod_rev > c->doubt_rev)
+        c->doubt = false; /* the key moved past the revision the CASes in doubt compared */
     if (c->cfg.found && cfg->epoch < c->cfg.epoch)
         return; /* an older answer than what we know */
     SLOT_ASSERT(cfg->tenure >= 1 && cfg->tenure <= cfg->epoch && cfg->nmembers <= SLOT_CLUSTER_MEMBERS_MAX);

@@ -440,7 +440,7 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
     rc = slot_rlog_reset(c->rlog, *seq + 1, *tenure);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot: %s", slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot: %s", slot_strerror(rc));
         return rc;
     }
     rm_dir(dir);
@@ -558,7 +558,7 @@ static void trim(clu *c)
     uint64_t first2 = slot_rlog_first(c->rlog);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0)
-        slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_rlog_strerror(rc));
+        slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_strerror(rc));
     else if (first2 != first)
         SLOT__CLU_LOG(c, SLOT__LOG_INFO, "batch log trimmed", SLOT__LF_U("log_first", first2), SLOT__LF_U("log_seq", last));
 }

@@ -10,30 +10,24 @@
 
 /* ---- errors ---- */
 
-const char *slot_etcd_strerror(int err) {
-    if (err == 0)
-        return "success";
-    switch (err) {
-#define SLOT__ETCD_ERR_MSG(name, value, msg)                                                    \
-    case value:                                                                                \
-        return msg;
-        SLOT_ETCD_ERR_MAP(SLOT__ETCD_ERR_MSG)
-#undef SLOT__ETCD_ERR_MSG
-    }
-    return "unknown etcd client error";
-}
-
 const char *slot_etcd_err_name(int err) {
+    static const char prefix[] = "SLOT_ETCD_";
     if (err == 0)
         return "OK";
+    if (err > SLOT_RC_ETCD_HI || err < SLOT_RC_ETCD_LO)
+        return "UNKNOWN";
+    const char *name = NULL;
     switch (err) {
-#define SLOT__ETCD_ERR_NAME(name, value, msg)                                                   \
+#define SLOT__ETCD_ERR_NAME(wing, code, value, msg)                                             \
     case value:                                                                                \
-        return #name;
-        SLOT_ETCD_ERR_MAP(SLOT__ETCD_ERR_NAME)
+        name = #code;                                                                          \
+        break;
+        SLOT_RC_MAP(SLOT__ETCD_ERR_NAME)
 #undef SLOT__ETCD_ERR_NAME
+    default:
+        break;
     }
-    return "UNKNOWN";
+    return name && strncmp(name, prefix, sizeof(prefix) - 1) == 0 ? name + sizeof(prefix) - 1 : "UNKNOWN";
 }
 
 /* ---- the client ---- */

@@ -218,7 +218,7 @@ static void on_record(slot__repl_conn *c, const uint8_t *p, size_t len)
     int rc = slot_wset_decode(p, len, &d);
     if (rc != 0 || d.record_bytes != len) {
         slot__repl_end(c, SLOT_REPL_R_CORRUPT, true, false, "%s",
-                       rc ? slot_wset_strerror(rc) : "bytes after the record");
+                       rc ? slot_strerror(rc) : "bytes after the record");
         return;
     }
     if (d.hdr.epoch > c->peer.tenure) {

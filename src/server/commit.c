@@ -223,7 +223,7 @@ static void batch_run(server *s)
             batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
             return;
         }
-        slot__log(SLOT__LOG_ERROR, "write transaction failed; answered internal", SLOT__LF_S("error", slot_store_strerror(rc)),
+        slot__log(SLOT__LOG_ERROR, "write transaction failed; answered internal", SLOT__LF_S("error", slot_strerror(rc)),
                   SLOT__LF_U("requests", s->batch_n));
         batch_fail(s, SLOT_E_INTERNAL, "storage error; nothing was changed");
         return;

@@ -206,11 +206,12 @@ bool slot__hold_read(server *s, entry *e)
     if (slot__read_begin(s) == 0) {
         slot_res gate_res;
         memset(&gate_res, 0, sizeof(gate_res));
-        int gate = s->clu ? s->clu_up->read_gate(s, s->rtxn, &gate_res) : 0;
+        slot__read_gate gate = s->clu ? s->clu_up->read_gate(s, s->rtxn, &gate_res) : SLOT__READ_GO;
         slot_res_clear(&gate_res);
         /* batch_busy is false: the commit thread is idle, and the hand-back's
          * mutex ordered its last change of the index before this read. */
-        fast = gate == 0 && slot_alloc_sold_out_peek(&s->write_alloc, s->rtxn, &e->req, slot__wall_ms(), &e->res);
+        fast = gate == SLOT__READ_GO &&
+               slot_alloc_sold_out_peek(&s->write_alloc, s->rtxn, &e->req, slot__wall_ms(), &e->res);
     }
     slot__read_end(s);
     if (!fast)
@@ -459,7 +460,7 @@ void slot__run_read(server *s, entry *e)
     if (e->req.op == SLOT_OP_CLUSTER_CHANGE) {
         if (!s->clu)
             slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "this server is not a member of a replica set (--cluster)");
-        else if (s->clu_up->change(s, e) == 1) {
+        else if (s->clu_up->change(s, e) == SLOT__CHANGE_RUNNING) {
             e->state = ENTRY_READ_WAIT;
             s->reads_waiting = true;
             return;
@@ -468,16 +469,16 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     int rc = slot__read_begin(s);
-    int gate = rc == 0 && s->clu ? s->clu_up->read_gate(s, s->rtxn, res) : 0;
-    if (gate == 1) { /* the state it would read is not committed yet: run it later */
+    slot__read_gate gate = rc == 0 && s->clu ? s->clu_up->read_gate(s, s->rtxn, res) : SLOT__READ_GO;
+    if (gate == SLOT__READ_WAIT) { /* the state it would read is not committed yet: run it later */
         slot__read_end(s);
         e->state = ENTRY_READ_WAIT;
         s->reads_waiting = true;
         return;
     }
-    if (rc == 0 && gate == 0 && e->req.op == SLOT_OP_CLUSTER)
+    if (rc == 0 && gate == SLOT__READ_GO && e->req.op == SLOT_OP_CLUSTER)
         rc = standalone_cluster(s, res);
-    else if (rc == 0 && gate == 0)
+    else if (rc == 0 && gate == SLOT__READ_GO)
         rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, slot__wall_ms(), res);
     slot__read_end(s);
     if (rc != 0) {

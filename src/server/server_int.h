@@ -172,6 +172,19 @@ typedef struct slot__clu_metrics {
  * the same reason as slot__conn_upcalls: cluster.c sits above loop.c and
  * commit.c and calls down into them.
  */
+/* What read_gate (below) says of a read op. */
+typedef enum slot__read_gate {
+    SLOT__READ_GO = 0,       /* run it now */
+    SLOT__READ_WAIT = 1,     /* not committed yet: it stays READ_WAIT, s->reads_waiting is set */
+    SLOT__READ_ANSWERED = 2, /* refused: res holds the error */
+} slot__read_gate;
+
+/* What change (below) says of a cluster_change entry. */
+typedef enum slot__change_state {
+    SLOT__CHANGE_ANSWERED = 0, /* res is filled: answer it */
+    SLOT__CHANGE_RUNNING = 1,  /* still running: it stays READ_WAIT and is asked again */
+} slot__change_state;
+
 typedef struct slot__cluster_hooks {
     /* loop: whether writes are refused now (not_primary, unavailable); when
      * they are and res is not NULL, res gets the error. */
@@ -185,9 +198,10 @@ typedef struct slot__cluster_hooks {
     /* loop: a batch came back from the commit thread; true when the layer
      * keeps it until its acks are in (it calls slot__batch_finish then). */
     bool (*batch_hold)(server *s);
-    /* loop: before a read op runs on rtxn: 0 run it; 1 wait (it stays
-     * READ_WAIT; s->reads_waiting is set); 2 answered (res has an error). */
-    int (*read_gate)(server *s, MDB_txn *rtxn, slot_res *res);
+    /* loop: before a read op runs on rtxn: SLOT__READ_GO run it;
+     * SLOT__READ_WAIT wait (it stays READ_WAIT; s->reads_waiting is set);
+     * SLOT__READ_ANSWERED answered (res has an error). */
+    slot__read_gate (*read_gate)(server *s, MDB_txn *rtxn, slot_res *res);
     /* commit thread: the layer's own job (apply records, promote). */
     void (*job_run)(server *s);
     /* loop: that job is done. */
@@ -196,10 +210,10 @@ typedef struct slot__cluster_hooks {
     char *(*cluster_json)(server *s);
     /* loop: the node's role, epoch, positions and members' lag, for the metrics. */
     void (*metrics)(server *s, slot__clu_metrics *out);
-    /* loop: a cluster_change entry (docs/protocol.md, "cluster_change"): 0
-     * answered (res filled), 1 still running (it stays READ_WAIT and is asked
-     * again when s->reads_waiting is resumed). */
-    int (*change)(server *s, entry *e);
+    /* loop: a cluster_change entry (docs/protocol.md, "cluster_change"):
+     * SLOT__CHANGE_ANSWERED (res filled) or SLOT__CHANGE_RUNNING (it stays
+     * READ_WAIT and is asked again when s->reads_waiting is resumed). */
+    slot__change_state (*change)(server *s, entry *e);
     /* loop: true while a planned switchover holds new batches back (the queue
      * keeps them; slot__dispatch hands nothing to the commit thread). */
     bool (*write_pause)(server *s);
@@ -216,7 +230,7 @@ struct server {
     slot__server_opts opts;
     struct slot__cluster *clu;     /* the replica-set layer; NULL standalone */
     const slot__cluster_hooks *clu_up; /* set with clu: the replica-set layer's static table */
-    bool reads_waiting;            /* a read waits for the commit point (read_gate said 1) */
+    bool reads_waiting;            /* a read waits for the commit point (read_gate said SLOT__READ_WAIT) */
     slot__conn_upcalls conn_up;  /* set by server.c; never NULL while the loop runs */
     slot__server_hooks hooks;    /* the daemon's (slot__server_run): the replica set, sd_notify */
     uv_loop_t *loop;

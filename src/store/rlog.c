@@ -29,19 +29,6 @@ void slot__rlog_logf(slot_rlog *log, const char *fmt, ...)
     log->logfn(log->log_ctx, line);
 }
 
-const char *slot_rlog_strerror(int rc)
-{
-    switch (rc) {
-#define SLOT__RLOG_ERR_MSG(name, value, msg) \
-    case value:                              \
-        return msg;
-        SLOT_RLOG_ERR_MAP(SLOT__RLOG_ERR_MSG)
-#undef SLOT__RLOG_ERR_MSG
-    default:
-        return slot_wset_strerror(rc);
-    }
-}
-
 /* ---- little helpers ---------------------------------------------------- */
 
 static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)

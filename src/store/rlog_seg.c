@@ -195,11 +195,11 @@ static int scan_records(slot_rlog *log, slot__rlog_seg *s, const uint8_t *map, b
             uint64_t tail = s->size - off;
             if (!last || tail > SLOT_WSET_RECORD_BYTES_MAX || valid_record_after(map, off + 1, s->size)) {
                 slot__rlog_logf(log, "rlog: %s: record at offset %" PRIu64 " (seq %" PRIu64 "): %s, "
-                                "with more after it: corrupt", name, off, expect, slot_wset_strerror(rc));
+                                "with more after it: corrupt", name, off, expect, slot_strerror(rc));
                 return SLOT_RLOG_E_CORRUPT;
             }
             slot__rlog_logf(log, "rlog: %s: torn tail at offset %" PRIu64 " (seq %" PRIu64 ", %" PRIu64
-                            " bytes: %s): cutting it off", name, off, expect, tail, slot_wset_strerror(rc));
+                            " bytes: %s): cutting it off", name, off, expect, tail, slot_strerror(rc));
             res->cut_at = off;
             break;
         }

@@ -11,6 +11,9 @@
  * transaction of the batch that wrote (slot_store_seq_bump, on a
  * standalone server too), the copy's meta["seq"] and its data are one
  * commit's, and the header's seq and digest describe the data exactly.
+ *
+ * The file's format (the header, streaming through SHA-256, the scratch
+ * files) is in store_backup_file.c (store_backup_int.h).
  */
 #include "slot/backup.h"
 
@@ -18,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,20 +28,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "store_backup_int.h"
 #include "store_int.h"
-
-#define SHA_BYTES 32
-#define HDR_CRC_AT 124 /* the CRC-32 covers bytes 0..123 */
-#define PATH_BYTES 4096
-_Static_assert(SLOT_BACKUP_HEADER_BYTES == HDR_CRC_AT + 4, "the CRC-32 ends the header");
-_Static_assert(SLOT_DIGEST_HEX_BYTES == 2 * SHA_BYTES, "the digest is a SHA-256");
-
-typedef struct header {
-    slot_backup_info info;
-    uint8_t data_sha[SHA_BYTES];
-} header;
 
 static uint64_t wall_ms(void)
 {
@@ -53,254 +44,6 @@ static uint64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* ---- bytes */
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Reads exactly n bytes; -EPIPE (a short file) when the end comes first. */
-static int read_all(int fd, void *p, size_t n)
-{
-    uint8_t *b = p;
-    while (n > 0) {
-        ssize_t r = read(fd, b, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            return -EPIPE;
-        b += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static void hex_of(const uint8_t *raw, size_t n, char *hex)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        hex[2 * i] = digits[raw[i] >> 4];
-        hex[2 * i + 1] = digits[raw[i] & 15];
-    }
-    hex[2 * n] = 0;
-}
-
-static int nibble(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* 64 lowercase hex digits into 32 bytes; false when it is not that. */
-static bool raw_of(const char *hex, uint8_t *raw)
-{
-    for (size_t i = 0; i < SHA_BYTES; i++) {
-        int hi = nibble(hex[2 * i]), lo = hi < 0 ? -1 : nibble(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        raw[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return hex[2 * SHA_BYTES] == 0;
-}
-
-/*
- * Copies n bytes from in (at its offset) to out (-1: nowhere), hashing them
- * into sha. A buffer of SLOT_BACKUP_IO_BYTES from the heap. 0, -EPIPE (in
- * ended early), -ENOMEM, -errno, or EIO (libcrypto failed).
- */
-static int stream(int in, int out, uint64_t n, uint8_t sha[SHA_BYTES])
-{
-    uint8_t *b = malloc(SLOT_BACKUP_IO_BYTES);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    int rc = b && md ? 0 : -ENOMEM;
-    if (rc == 0 && !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
-        rc = EIO;
-    while (rc == 0 && n > 0) {
-        size_t chunk = n < SLOT_BACKUP_IO_BYTES ? (size_t)n : SLOT_BACKUP_IO_BYTES;
-        rc = read_all(in, b, chunk);
-        if (rc == 0 && !EVP_DigestUpdate(md, b, chunk))
-            rc = EIO;
-        if (rc == 0 && out >= 0)
-            rc = write_all(out, b, chunk);
-        n -= chunk;
-    }
-    unsigned int len = 0;
-    if (rc == 0 && (!EVP_DigestFinal_ex(md, sha, &len) || len != SHA_BYTES))
-        rc = EIO;
-    EVP_MD_CTX_free(md);
-    free(b);
-    return rc;
-}
-
-/* ---- the header */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint32_t crc_of(const uint8_t *p, size_t n)
-{
-    return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
-}
-
-static void header_pack(const header *h, uint8_t raw[SLOT_BACKUP_HEADER_BYTES])
-{
-    memset(raw, 0, SLOT_BACKUP_HEADER_BYTES);
-    memcpy(raw, SLOT_BACKUP_MAGIC, 8);
-    put32(raw + 8, SLOT_BACKUP_VERSION);
-    put32(raw + 12, SLOT_BACKUP_HEADER_BYTES);
-    put64(raw + 16, h->info.seq);
-    put64(raw + 24, h->info.epoch);
-    put64(raw + 32, h->info.data_bytes);
-    put64(raw + 40, h->info.created_at_ms);
-    bool ok = raw_of(h->info.digest, raw + 48);
-    SLOT_ASSERT(ok); /* slot_store_digest wrote it */
-    memcpy(raw + 80, h->data_sha, SHA_BYTES);
-    put32(raw + HDR_CRC_AT, crc_of(raw, HDR_CRC_AT));
-}
-
-/*
- * Opens file and reads its header into h, checking it (magic, version,
- * CRC-32, fields, the file's length). *fd_out is left at the data's first
- * byte (the caller closes it); -1 on an error.
- */
-static int header_open(const char *file, int *fd_out, header *h, char *err, size_t errlen)
-{
-    *fd_out = -1;
-    memset(h, 0, sizeof(*h));
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot open %s: %s", file, strerror(e));
-        return -e;
-    }
-    struct stat sb;
-    uint8_t raw[SLOT_BACKUP_HEADER_BYTES];
-    int rc = fstat(fd, &sb) != 0 ? -errno : 0;
-    if (rc == 0 && (uint64_t)sb.st_size < SLOT_BACKUP_HEADER_BYTES) {
-        rc = (uint64_t)sb.st_size >= 8 && read_all(fd, raw, 8) == 0 && memcmp(raw, SLOT_BACKUP_MAGIC, 8) == 0
-                 ? SLOT_BACKUP_E_LENGTH
-                 : SLOT_BACKUP_E_MAGIC;
-        snprintf(err, errlen, "%s: %s (%jd bytes, shorter than a header)", file, slot_backup_strerror(rc),
-                 (intmax_t)sb.st_size);
-    } else if (rc == 0 && (rc = read_all(fd, raw, sizeof raw)) != 0) {
-        snprintf(err, errlen, "cannot read %s: %s", file, strerror(-rc));
-    } else if (rc == 0 && memcmp(raw, SLOT_BACKUP_MAGIC, 8) != 0) {
-        rc = SLOT_BACKUP_E_MAGIC;
-        snprintf(err, errlen, "%s: %s (bad magic)", file, slot_backup_strerror(rc));
-    } else if (rc == 0 && get32(raw + 8) > SLOT_BACKUP_VERSION) {
-        rc = SLOT_BACKUP_E_VERSION;
-        snprintf(err, errlen, "%s: written by a newer slotd (backup format %" PRIu32 "); this one reads up to %u",
-                 file, get32(raw + 8), SLOT_BACKUP_VERSION);
-    } else if (rc == 0 && get32(raw + HDR_CRC_AT) != crc_of(raw, HDR_CRC_AT)) {
-        rc = SLOT_BACKUP_E_HEADER;
-        snprintf(err, errlen, "%s: %s (its CRC-32 does not match)", file, slot_backup_strerror(rc));
-    } else if (rc == 0 && (get32(raw + 8) == 0 || get32(raw + 12) != SLOT_BACKUP_HEADER_BYTES)) {
-        rc = SLOT_BACKUP_E_HEADER;
-        snprintf(err, errlen, "%s: %s (version %" PRIu32 ", header bytes %" PRIu32 ")", file,
-                 slot_backup_strerror(rc), get32(raw + 8), get32(raw + 12));
-    } else if (rc != 0) {
-        snprintf(err, errlen, "cannot stat %s: %s", file, strerror(-rc));
-    }
-    if (rc == 0) {
-        h->info.seq = load_be64(raw + 16);
-        h->info.epoch = load_be64(raw + 24);
-        h->info.data_bytes = load_be64(raw + 32);
-        h->info.created_at_ms = load_be64(raw + 40);
-        hex_of(raw + 48, SHA_BYTES, h->info.digest);
-        memcpy(h->data_sha, raw + 80, SHA_BYTES);
-        h->info.file_bytes = (uint64_t)sb.st_size;
-        if (h->info.data_bytes != (uint64_t)sb.st_size - SLOT_BACKUP_HEADER_BYTES) {
-            rc = SLOT_BACKUP_E_LENGTH;
-            snprintf(err, errlen, "%s: %s (%jd bytes; the header says %" PRIu64 " + %u)", file,
-                     slot_backup_strerror(rc), (intmax_t)sb.st_size, h->info.data_bytes, SLOT_BACKUP_HEADER_BYTES);
-        }
-    }
-    if (rc != 0) {
-        close(fd);
-        return rc;
-    }
-    *fd_out = fd;
-    return 0;
-}
-
-int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, size_t errlen)
-{
-    header h;
-    int fd;
-    int rc = header_open(file, &fd, &h, err, errlen);
-    if (fd >= 0)
-        close(fd);
-    if (out)
-        *out = h.info;
-    return rc;
-}
-
-/*
- * A scratch file in dir (prefix names it, "XXXXXX" is appended), open on
- * *fd_out; name gets the path to open it by. Where /proc/self/fd is there
- * (Linux), the file is unlinked at once and name is /proc/self/fd/N, so a
- * killed slotd or slotctl leaves no scratch file behind; elsewhere it keeps
- * its name until scratch_close.
- */
-static int scratch_open(const char *dir, const char *prefix, int *fd_out, char *name, size_t cap, bool *linked,
-                        char *err, size_t errlen)
-{
-    *fd_out = -1;
-    *linked = false;
-    if ((size_t)snprintf(name, cap, "%s/%sXXXXXX", dir, prefix) >= cap) {
-        snprintf(err, errlen, "scratch folder name too long");
-        return -ENAMETOOLONG;
-    }
-    int fd = mkostemp(name, O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot create a scratch file in %s: %s", dir, strerror(e));
-        return -e;
-    }
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    if (access(proc, R_OK) == 0 && unlink(name) == 0)
-        snprintf(name, cap, "%s", proc);
-    else
-        *linked = true;
-    *fd_out = fd;
-    return 0;
-}
-
-static void scratch_close(int fd, const char *name, bool linked)
-{
-    if (fd >= 0)
-        close(fd);
-    if (linked)
-        unlink(name);
 }
 
 /* ---- a copy's seq, digest and check */
@@ -333,7 +76,7 @@ static int copy_inspect(const char *copy, const char *name, slot_backup_info *in
     if (rc == 0)
         SLOT_ASSERT(seq == info->seq);
     else
-        snprintf(err, errlen, "%s: reading the data: %s", name, slot_store_strerror(rc));
+        snprintf(err, errlen, "%s: reading the data: %s", name, slot_strerror(rc));
     if (txn)
         mdb_txn_abort(txn);
     slot_store_close(cst);
@@ -346,11 +89,11 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
                          slot_backup_info *out, char *err, size_t errlen)
 {
     uint64_t t0 = mono_ms();
-    header h = {0};
+    backup_header h = {0};
     char scratch[PATH_BYTES];
     int sfd;
     bool linked;
-    int rc = scratch_open(scratch_dir, ".slot-backup-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
+    int rc = slot__backup_scratch_open(scratch_dir, ".slot-backup-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc != 0)
         return rc;
     h.info.created_at_ms = wall_ms();
@@ -372,26 +115,26 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
     if (rc == 0) {
         h.info.data_bytes = (uint64_t)sb.st_size;
         h.info.file_bytes = h.info.data_bytes + SLOT_BACKUP_HEADER_BYTES;
-        if (lseek(sfd, 0, SEEK_SET) != 0 || (rc = stream(sfd, -1, h.info.data_bytes, h.data_sha)) != 0) {
+        if (lseek(sfd, 0, SEEK_SET) != 0 || (rc = slot__backup_stream(sfd, -1, h.info.data_bytes, h.data_sha)) != 0) {
             rc = rc ? rc : -errno;
-            snprintf(err, errlen, "reading the scratch copy in %s: %s", scratch_dir, slot_backup_strerror(rc));
+            snprintf(err, errlen, "reading the scratch copy in %s: %s", scratch_dir, slot_strerror(rc));
         }
     }
     if (rc == 0) {
         uint8_t raw[SLOT_BACKUP_HEADER_BYTES];
-        header_pack(&h, raw);
+        slot__backup_header_pack(&h, raw);
         uint8_t again[SHA_BYTES];
-        rc = write_all(fd, raw, sizeof raw);
+        rc = slot__backup_write_all(fd, raw, sizeof raw);
         if (rc == 0 && lseek(sfd, 0, SEEK_SET) != 0)
             rc = -errno;
         if (rc == 0)
-            rc = stream(sfd, fd, h.info.data_bytes, again);
+            rc = slot__backup_stream(sfd, fd, h.info.data_bytes, again);
         if (rc == 0 && memcmp(again, h.data_sha, SHA_BYTES) != 0) /* the scratch file changed under us */
             rc = SLOT_BACKUP_E_CHECKSUM;
         if (rc != 0)
-            snprintf(err, errlen, "writing the backup: %s", slot_backup_strerror(rc));
+            snprintf(err, errlen, "writing the backup: %s", slot_strerror(rc));
     }
-    scratch_close(sfd, scratch, linked);
+    slot__backup_scratch_close(sfd, scratch, linked);
     h.info.total_ms = mono_ms() - t0;
     if (out)
         *out = h.info;
@@ -453,17 +196,17 @@ int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lo
  * unlinked scratch copy read back at once needs no fsync); then the written
  * copy (named copy) inspected: its seq, epoch and digest must be the header's.
  */
-static int extract(int fd, const header *h, const char *file, int out_fd, const char *copy, bool durable,
+static int extract(int fd, const backup_header *h, const char *file, int out_fd, const char *copy, bool durable,
                    slot_backup_inspect_fn inspect, void *arg, char *err, size_t errlen)
 {
     uint8_t sha[SHA_BYTES];
-    int rc = stream(fd, out_fd, h->info.data_bytes, sha);
+    int rc = slot__backup_stream(fd, out_fd, h->info.data_bytes, sha);
     if (rc != 0) {
-        snprintf(err, errlen, "copying the data of %s to %s: %s", file, copy, slot_backup_strerror(rc));
+        snprintf(err, errlen, "copying the data of %s to %s: %s", file, copy, slot_strerror(rc));
         return rc;
     }
     if (memcmp(sha, h->data_sha, SHA_BYTES) != 0) {
-        snprintf(err, errlen, "%s: %s (the file is damaged)", file, slot_backup_strerror(SLOT_BACKUP_E_CHECKSUM));
+        snprintf(err, errlen, "%s: %s (the file is damaged)", file, slot_strerror(SLOT_BACKUP_E_CHECKSUM));
         return SLOT_BACKUP_E_CHECKSUM;
     }
     if (durable && fsync(out_fd) != 0) {
@@ -479,7 +222,7 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
         snprintf(err, errlen,
                  "%s: %s (data: seq %" PRIu64 " epoch %" PRIu64 " digest %s; header: seq %" PRIu64 " epoch %" PRIu64
                  " digest %s)",
-                 file, slot_backup_strerror(rc), seen.seq, seen.epoch, seen.digest, h->info.seq, h->info.epoch,
+                 file, slot_strerror(rc), seen.seq, seen.epoch, seen.digest, h->info.seq, h->info.epoch,
                  h->info.digest);
     }
     return rc;
@@ -488,9 +231,9 @@ static int extract(int fd, const header *h, const char *file, int out_fd, const 
 int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out,
                        slot_backup_inspect_fn inspect, void *arg, char *err, size_t errlen)
 {
-    header h;
+    backup_header h;
     int fd;
-    int rc = header_open(file, &fd, &h, err, errlen);
+    int rc = slot__backup_header_open(file, &fd, &h, err, errlen);
     if (out)
         *out = h.info;
     if (rc != 0)
@@ -498,10 +241,10 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
     char scratch[PATH_BYTES];
     int sfd;
     bool linked;
-    rc = scratch_open(scratch_dir, ".slot-verify-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
+    rc = slot__backup_scratch_open(scratch_dir, ".slot-verify-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
         rc = extract(fd, &h, file, sfd, scratch, true, inspect, arg, err, errlen);
-        scratch_close(sfd, scratch, linked);
+        slot__backup_scratch_close(sfd, scratch, linked);
     }
     close(fd);
     return rc;
@@ -551,16 +294,16 @@ static int copy_install(slot_store *st, MDB_txn *txn, const char *copy, const ch
     if (rc == 0)
         st->writes += n;
     else
-        snprintf(err, errlen, "installing %s: %s", name, slot_store_strerror(rc));
+        snprintf(err, errlen, "installing %s: %s", name, slot_strerror(rc));
     return rc;
 }
 
 int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir,
                         slot_backup_info *out, char *err, size_t errlen)
 {
-    header h;
+    backup_header h;
     int fd;
-    int rc = header_open(file, &fd, &h, err, errlen);
+    int rc = slot__backup_header_open(file, &fd, &h, err, errlen);
     if (out)
         *out = h.info;
     if (rc != 0)
@@ -568,12 +311,12 @@ int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const ch
     char scratch[PATH_BYTES];
     int sfd;
     bool linked;
-    rc = scratch_open(scratch_dir, ".slot-install-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
+    rc = slot__backup_scratch_open(scratch_dir, ".slot-install-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
         rc = extract(fd, &h, file, sfd, scratch, false, NULL, NULL, err, errlen); /* txn is untouched until this passed */
         if (rc == 0)
             rc = copy_install(st, txn, scratch, file, &h.info, err, errlen);
-        scratch_close(sfd, scratch, linked);
+        slot__backup_scratch_close(sfd, scratch, linked);
     }
     close(fd);
     return rc;
@@ -648,9 +391,9 @@ static int dir_claim(const char *data_dir, bool force, bool lock_held, int *lock
 int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, slot_backup_info *out, char *err,
                         size_t errlen)
 {
-    header h;
+    backup_header h;
     int fd;
-    int rc = header_open(file, &fd, &h, err, errlen);
+    int rc = slot__backup_header_open(file, &fd, &h, err, errlen);
     if (out)
         *out = h.info;
     if (rc != 0)
@@ -691,30 +434,4 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
         close(lock_fd);
     close(fd);
     return rc;
-}
-
-const char *slot_backup_strerror(int rc)
-{
-    switch (rc) {
-    case SLOT_BACKUP_E_MAGIC:
-        return "not a slotd backup";
-    case SLOT_BACKUP_E_VERSION:
-        return "a backup of a newer format";
-    case SLOT_BACKUP_E_HEADER:
-        return "the backup's header is damaged";
-    case SLOT_BACKUP_E_LENGTH:
-        return "the backup is truncated or has extra bytes";
-    case SLOT_BACKUP_E_CHECKSUM:
-        return "the backup's data does not match its SHA-256";
-    case SLOT_BACKUP_E_DIGEST:
-        return "the backup's data is not the seq, epoch and digest its header names";
-    case SLOT_BACKUP_E_NOT_EMPTY:
-        return "the data folder is not empty";
-    case SLOT_BACKUP_E_IN_USE:
-        return "the data folder is in use by a slotd";
-    case -EPIPE:
-        return "the file ended early";
-    default:
-        return slot_store_strerror(rc);
-    }
 }

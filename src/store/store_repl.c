@@ -199,19 +199,3 @@ int slot_store_digest(slot_store *st, MDB_txn *txn, uint64_t *seq, char hex[SLOT
     hex[SLOT_DIGEST_HEX_BYTES] = 0;
     return 0;
 }
-
-const char *slot_store_strerror(int rc)
-{
-    switch (rc) {
-    case SLOT_STORE_E_SEQ:
-        return "record seq is not the store's seq + 1";
-    case SLOT_STORE_E_DB:
-        return "record names a database that is not replicated state";
-    default:
-        if (rc < 0 && rc > -4096)
-            return strerror(-rc); /* -errno, from the write set's allocation */
-        if (rc <= SLOT_WSET_E_TRUNCATED_HEADER && rc > SLOT_STORE_E_SEQ)
-            return slot_wset_strerror(rc);
-        return mdb_strerror(rc); /* LMDB's codes (-30799..) and positive errno values */
-    }
-}

@@ -55,23 +55,6 @@ static uint32_t record_crc(const uint8_t *rec, size_t len)
     return (uint32_t)c;
 }
 
-const char *slot_wset_strerror(int rc)
-{
-    switch (rc) {
-    case 0:
-        return "success";
-#define SLOT__WSET_ERR_MSG(name, value, msg) \
-    case value:                              \
-        return msg;
-        SLOT_WSET_ERR_MAP(SLOT__WSET_ERR_MSG)
-#undef SLOT__WSET_ERR_MSG
-    default:
-        if (rc < 0 && rc > -4096)
-            return strerror(-rc);
-        return "unknown error";
-    }
-}
-
 int slot_wset_init(slot_wset *ws, size_t payload_max_bytes)
 {
     memset(ws, 0, sizeof(*ws));

@@ -257,7 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (v != 0) {
         if (!slot_backup_refused(v)) {
             fprintf(stderr, "fuzz_backup: verify failed for the machine's sake (%d %s): %s\n", v,
-                    slot_backup_strerror(v), err);
+                    slot_strerror(v), err);
             abort();
         }
         if (h != 0)

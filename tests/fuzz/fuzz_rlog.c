@@ -217,7 +217,7 @@ static void check_append_reopen(slot_rlog *log, const slot_rlog_opts *o)
     int rc = slot_rlog_append(log, rec, n);
     if (rc != 0) {
         fprintf(stderr, "fuzz_rlog: the opened log refused its next record (seq %llu): %s\n",
-                (unsigned long long)h.seq, slot_rlog_strerror(rc));
+                (unsigned long long)h.seq, slot_strerror(rc));
         abort();
     }
     CHECK(slot_rlog_sync(log) == 0);
@@ -227,7 +227,7 @@ static void check_append_reopen(slot_rlog *log, const slot_rlog_opts *o)
     slot_rlog *again = NULL;
     rc = slot_rlog_open(dir, o, &again, &info);
     if (rc != 0) {
-        fprintf(stderr, "fuzz_rlog: a log open repaired does not open again: %s\n", slot_rlog_strerror(rc));
+        fprintf(stderr, "fuzz_rlog: a log open repaired does not open again: %s\n", slot_strerror(rc));
         abort();
     }
     CHECK(info.truncated_bytes == 0 && info.removed_files == 0);
@@ -318,7 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = slot_rlog_open(dir, &o, &log, &info);
     if (rc != 0) {
         if (rc != SLOT_RLOG_E_CORRUPT) {
-            fprintf(stderr, "fuzz_rlog: open refused with %d (%s), not as corrupt\n", rc, slot_rlog_strerror(rc));
+            fprintf(stderr, "fuzz_rlog: open refused with %d (%s), not as corrupt\n", rc, slot_strerror(rc));
             abort();
         }
         CHECK(log == NULL);
