@@ -389,6 +389,7 @@ static void ack_timeout(clu *c)
         }
         memcpy(next.members[next.nmembers++], id, SLOT_CLUSTER_NAME_BYTES);
     }
+    SLOT_ASSERT(next.nmembers + silent == c->cfg.nmembers); /* each member kept or counted silent */
     /* A member a CAS in doubt may have added, silent too: a CAS on the
      * configuration (the drop, even of nobody) settles what etcd holds. */
     for (size_t i = 0; c->doubt && i < c->doubt_cfg.nmembers; i++) {
@@ -417,7 +418,6 @@ static void ack_timeout(clu *c)
         heard = n && pi[k].ready && slot__clu_is_member(&c->cfg, n->id) && n->acked >= c->pending_seq &&
                 pi[k].silence_ms < c->repl_to_ms;
     }
-    SLOT_ASSERT(next.nmembers + silent == c->cfg.nmembers);
     if (heard && next.nmembers - 1 >= c->min_replicas && !c->cas_busy) {
         next.epoch = c->cfg.epoch + 1;
         c->pending_since_ms = uv_now(c->s->loop); /* the CAS gets one more timeout */
