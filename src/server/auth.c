@@ -2,7 +2,6 @@
  * auth.c — tokens, hello and roles (auth.h).
  */
 #include "auth.h"
-#include "conn.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,45 +47,39 @@ static bool role_may(slot_role role, slot_op op)
     }
 }
 
-/* Decides what a parsed request may do on this connection. Returns false
- * when e was answered with an error here. */
-bool slot__authorize(server *s, conn *c, entry *e)
+/* Decides what a parsed request may do on this connection; the verdict
+ * names why when it refuses, and the caller (admit.c) logs it. */
+slot__auth_verdict slot__authorize(server *s, conn *c, entry *e)
 {
     if (s->ntokens == 0)
-        return true; /* development mode: loopback only, every connection admin */
+        return SLOT__AUTH_OK; /* development mode: loopback only, every connection admin */
     if (e->req.op == SLOT_OP_HELLO) {
         slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? slot__token_role(s, e->req.token, e->req.token_len) : SLOT_ROLE_NONE;
         if (role == SLOT_ROLE_NONE) {
-            char peer[64];
-            slot__conn_peer(c, peer, sizeof peer);
-            /* the token tried is never logged: it may be a real one mistyped */
-            slot__log(SLOT__LOG_WARN, "failed hello (token not shown)", SLOT__LF_S("peer", peer),
-                      SLOT__LF_S("reason", (e->req.has & SLOT_HAS_TOKEN) ? "unknown_token" : "no_token"));
             c->role = SLOT_ROLE_NONE;
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "invalid token");
             c->close_after_flush = true;
-            return false;
+            return (e->req.has & SLOT_HAS_TOKEN) ? SLOT__AUTH_UNKNOWN_TOKEN : SLOT__AUTH_NO_TOKEN;
         }
         c->role = role;
         e->res.role = role; /* this hello's answer: a later hello may change c->role before it is encoded */
-        return true;
+        return SLOT__AUTH_OK;
     }
     if (c->role == SLOT_ROLE_NONE) {
         slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
         c->close_after_flush = true;
-        slot__conn_dropped(c, "unauthenticated", "its first request was not a hello");
-        return false;
+        return SLOT__AUTH_NO_HELLO;
     }
     if (!role_may(c->role, e->req.op)) {
         slot_res_error(&e->res, SLOT_E_FORBIDDEN, "op %s is not for role %s", slot_op_name(e->req.op),
                        slot_role_name(c->role));
-        return false;
+        return SLOT__AUTH_REFUSED;
     }
     if (e->req.op == SLOT_OP_GET_HOLD && e->req.user_len == 0 && c->role == SLOT_ROLE_FRONTEND) {
         slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "user: missing; only worker and admin may leave it out");
-        return false;
+        return SLOT__AUTH_REFUSED;
     }
-    return true;
+    return SLOT__AUTH_OK;
 }
 
 /* One line of f into buf (cap bytes), without its newline: its length, or

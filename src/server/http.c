@@ -9,7 +9,7 @@
  *   headers in   -> a stand-in conn and its request state (hreq) are made;
  *   body chunks  -> appended, at most --max-line bytes (over: 413);
  *   body done    -> the body becomes one request line ("op" from the path)
- *                   and goes through slot__conn_parse and slot__conn_admit;
+ *                   and goes through slot__conn_parse and slot__admit;
  *                   answered at once (errors, most reads), or the connection
  *                   is suspended while its entry waits for its batch;
  *   answered     -> slot__http_flush encodes the NDJSON reply and resumes
@@ -29,10 +29,12 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "auth.h"
 #include "conn.h"
 #include "http_line.h"
 #include "loop.h"
+#include "reads.h"
 #include "metrics.h"
 #include "slot/assert.h"
 #include "slot/proto.h"
@@ -350,7 +352,7 @@ static bool hreq_submit(hreq *r)
         return false;
     /* a bad_json's "(byte N)" counts from the body the client sent, not from the line made of it */
     if (slot__conn_parse(s, c, e, r->line, len, byte_delta))
-        slot__conn_admit(s, c, e);
+        slot__admit(s, c, e);
     return true;
 }
 

@@ -1,7 +1,8 @@
 /*
  * loop.h — the loop thread's core: the entry pool, the write queue and its
- * dispatch to the commit thread, the read-only ops, the sweeper's timer and
- * stats. Loop thread only.
+ * dispatch to the commit thread, the read transaction, the sold-out read
+ * path, the sweeper's timer and the counters (the read ops' answers are
+ * reads.h's). Loop thread only.
  */
 #ifndef SLOT_LOOP_H
 #define SLOT_LOOP_H
@@ -48,10 +49,6 @@ void slot__count_reply(server *s, const entry *e);
 int slot__read_begin(server *s);
 void slot__read_end(server *s);
 
-/* slot__run_read — run e's read-only op now (hello, stats, or an allocator
- * read on the loop's read transaction); e becomes DONE. */
-void slot__run_read(server *s, entry *e);
-
 /* slot__hold_read — the sold-out read path (docs/design.md, "The sold-out
  * read path"): answers the parsed, admitted hold e now, from the loop's
  * read transaction, when the write path would certainly answer it sold_out
@@ -64,10 +61,11 @@ void slot__run_read(server *s, entry *e);
 bool slot__hold_read(server *s, entry *e);
 
 /*
- * Parking (src/server/park.c; docs/design.md, "Cold events load in slices"): a
- * write that needs a cold event's keys does not run in its batch; it waits
- * in s->park (at most SLOT_COLD_PARKED_MAX) while the loader's entry walks
- * a slice of keys in every batch, and goes back to the front of the queue
+ * Parking (src/server/park.c, but slot__park_requeue, the queue's part, is
+ * loop.c's; docs/design.md, "Cold events load in slices"): a write that
+ * needs a cold event's keys does not run in its batch; it waits in s->park
+ * (at most SLOT_COLD_PARKED_MAX) while the loader's entry walks a slice of
+ * keys in every batch, and goes back to the front of the queue
  * when an event's keys are in. A connection with a parked write parks its
  * later writes behind it, so its writes run in the order sent; every other
  * connection's requests go on. Entries: QUEUED -> PARKED -> QUEUED.

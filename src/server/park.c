@@ -79,31 +79,6 @@ static void park_followers(server *s)
     s->q_len = kept;
 }
 
-void slot__park_requeue(server *s)
-{
-    if (!s->park_head)
-        return;
-    uint32_t n = 0;
-    for (entry *e = s->park_head; e; e = e->qnext) {
-        SLOT_ASSERT(e->state == ENTRY_PARKED);
-        e->state = ENTRY_QUEUED;
-        if (e->conn) {
-            SLOT_ASSERT(e->conn->parked > 0);
-            e->conn->parked--;
-        }
-        n++;
-    }
-    SLOT_ASSERT(n == s->park_n);
-    /* In front of what is queued: they arrived before it. */
-    s->park_tail->qnext = s->q_head;
-    if (!s->q_head)
-        s->q_tail = s->park_tail;
-    s->q_head = s->park_head;
-    s->q_len += n;
-    s->park_head = s->park_tail = NULL;
-    s->park_n = 0;
-}
-
 /* Stopping: a write the batch in flight parked is answered shutting_down,
  * as the queue was when the stop began (server.c). The caller flushes. */
 static void park_refuse_stopping(server *s)

@@ -315,7 +315,14 @@ static int server_start(server *s)
     if (s->opts.token_file && slot__tokens_load(s, s->opts.token_file) != 0)
         return -1;
     s->conn_up = (slot__conn_upcalls){
-        .flush = conn_flush_any, .pace = slot__conn_pace, .reap = slot__conns_reap, .feed = slot__feed_pump};
+        .flush = conn_flush_any,
+        .pace = slot__conn_pace,
+        .reap = slot__conns_reap,
+        .feed = slot__feed_pump,
+        .feed_admit = slot__feed_admit,
+        .feed_answered = slot__feed_answered,
+        .feed_fill = slot__feed_fill,
+        .feed_gone = slot__feed_conn_gone};
     s->loop = uv_default_loop();
     s->loop->data = s;
     if (listen_start(s) != 0 || http_start(s) != 0 || store_start(s) != 0 ||

@@ -5,8 +5,12 @@
  *
  *   server.c  start and stop: listen, signals, the data folder's lock, the store
  *   conn.c    connections: libuv I/O, line framing, per-connection limits, replies
- *   auth.c    the token file, hello, roles
- *   loop.c    the loop core: entry pool, write queue, dispatch, read ops, stats
+ *   conn_log.c a connection's peer and the "dropped a client" line
+ *   admit.c   the request router: where a parsed request goes (TCP and HTTP)
+ *   auth.c    the token file, hello, roles (a verdict; admit.c logs it)
+ *   reads.c   the read ops' answers: hello, stats, metrics, backup, cluster
+ *   park.c    the writes that wait for a cold event's keys
+ *   loop.c    the loop core: entry pool, write queue, dispatch, read txn, counters
  *   commit.c  the commit thread: batches, map growth, the hand-back (uv_async)
  *   feed_sub.c feed consumers: subscriptions, pushes, the window (conn's level)
  *   http.c    the HTTP listener (--http): each request is an entry of a stand-in
@@ -138,15 +142,23 @@ typedef struct token {
 
 /*
  * The calls that go up from the loop core and the commit hand-back to the
- * connections (conn.c), set once by server.c before the loop runs. They are
- * pointers so that loop.c and commit.c do not depend on conn.c, which
- * depends on them: the include graph of src/ stays a tree of layers.
+ * connections (conn.c), and from the connections to the feed's
+ * subscriptions, set once by server.c before the loop runs. They are
+ * pointers so that loop.c and commit.c do not depend on conn.c, nor conn.c
+ * on feed_sub.c, each of which depends on the other: the call graph of
+ * src/server stays a tree of layers (tools/wings.py).
  */
 typedef struct slot__conn_upcalls {
     void (*flush)(conn *c);      /* slot__conn_flush: write what is answered, in request order */
     void (*pace)(conn *c);       /* slot__conn_pace: pause or resume reading by c's bounds */
     void (*reap)(server *s);     /* slot__conns_reap: close connections past a time bound */
     void (*feed)(server *s);     /* slot__feed_pump: push what the last batch added to the feed */
+    /* From the connections (conn.c) and the router (admit.c) up to the feed's
+     * subscriptions (feed_sub.c), which call conn.c: */
+    bool (*feed_admit)(server *s, conn *c, entry *e); /* slot__feed_admit */
+    void (*feed_answered)(conn *c, entry *e);         /* slot__feed_answered */
+    void (*feed_fill)(conn *c);                       /* slot__feed_fill */
+    void (*feed_gone)(conn *c);                       /* slot__feed_conn_gone */
 } slot__conn_upcalls;
 
 /* The replica-set layer's numbers for the metrics (metrics.c), as the

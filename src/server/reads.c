@@ -1,0 +1,249 @@
+/*
+ * reads.c — the read ops' answers (reads.h): hello, stats, metrics, backup,
+ * cluster and cluster_change, and the allocator's reads on the loop's read
+ * transaction. Above the loop core (loop.c), which it calls; the
+ * connections (conn.c, http.c) call it when a read reaches their head.
+ */
+#include "reads.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonw.h"
+#include "loop.h"
+#include "metrics.h"
+#include "server_backup.h"
+#include "slot/assert.h"
+#include "slot_config.h"
+
+/* A real number as jansson's JSON_COMPACT writes one (the stats reply
+ * was encoded by jansson before; its text stays the same): "%.17g", with
+ * ".0" added when that reads as an integer. */
+static void jw_real(slot__jw *w, double v)
+{
+    char num[32];
+    int n = snprintf(num, sizeof(num), "%.17g", v);
+    SLOT_ASSERT(n > 0);
+    SLOT_ASSERT((size_t)n < sizeof(num));
+    slot__jw_mem(w, num, (size_t)n);
+    if (!strpbrk(num, ".eE"))
+        SLOT__JW_LIT(w, ".0");
+}
+
+/* The stats object (docs/protocol.md, "stats") into w. */
+static void stats_write(server *s, slot__jw *w)
+{
+    const slot_hist *l = s->latency_us, *b = s->batch_sizes;
+    SLOT__JW_LIT(w, "{\"connections\":");
+    slot__jw_u64(w, s->nconns);
+    slot__jw_key_u64(w, "connections_total", s->conns_total);
+    slot__jw_key(w, "requests");
+    for (int op = 0; op < SLOT_OP__COUNT; op++) {
+        const char *name = slot_op_name((slot_op)op);
+        slot__jw_mem(w, op == 0 ? "{" : ",", 1);
+        slot__jw_str(w, name, strlen(name), SLOT__JW_STR_STRICT);
+        SLOT__JW_LIT(w, ":");
+        slot__jw_u64(w, s->requests[op]);
+    }
+    SLOT__JW_LIT(w, "}");
+    slot__jw_key_u64(w, "bad_lines", s->bad_lines);
+    slot__jw_key_u64(w, "holds", s->holds);
+    slot__jw_key_u64(w, "sold_out", s->sold_out);
+    slot__jw_key_u64(w, "sold_out_fast", s->sold_out_fast);
+    slot__jw_key_u64(w, "cold_parked", s->cold_parked);
+    slot__jw_key_u64(w, "cold_waiting", s->park_n);
+    slot__jw_key_u64(w, "cold_loading", s->cold_loading);
+    slot__jw_key_u64(w, "cold_loaded", s->cold_loaded);
+    slot__jw_key_u64(w, "cold_walked", s->cold_walked);
+    slot__jw_key_u64(w, "cold_slices", s->cold_slices);
+    slot__jw_key_u64(w, "errors", s->errors);
+    slot__jw_key_u64(w, "commits", s->commits);
+    slot__jw_key_u64(w, "commit_failures", s->commit_failures);
+    SLOT__JW_LIT(w, ",\"batch_size\":{\"count\":");
+    slot__jw_u64(w, b->count);
+    slot__jw_key(w, "mean");
+    jw_real(w, slot_hist_mean(b));
+    slot__jw_key_u64(w, "p50", slot_hist_percentile(b, 50));
+    slot__jw_key_u64(w, "p99", slot_hist_percentile(b, 99));
+    slot__jw_key_u64(w, "max", slot_hist_percentile(b, 100));
+    SLOT__JW_LIT(w, "},\"latency_us\":{\"count\":");
+    slot__jw_u64(w, l->count);
+    slot__jw_key_u64(w, "p50", slot_hist_percentile(l, 50));
+    slot__jw_key_u64(w, "p99", slot_hist_percentile(l, 99));
+    slot__jw_key_u64(w, "p999", slot_hist_percentile(l, 99.9));
+    slot__jw_key_u64(w, "max", slot_hist_percentile(l, 100));
+    SLOT__JW_LIT(w, "}");
+    slot__jw_key_u64(w, "queue", s->q_len);
+    slot__jw_key_u64(w, "db_bytes", slot_store_used_bytes(s->store));
+    slot__jw_key_u64(w, "map_bytes", slot_store_map_bytes(s->store));
+    slot__jw_key(w, "durability");
+    if (s->opts.nosync)
+        SLOT__JW_LIT(w, "\"nosync\"");
+    else
+        SLOT__JW_LIT(w, "\"sync\"");
+    slot__jw_key_u64(w, "reads_paused", s->reads_paused);
+    slot__jw_key_u64(w, "accepts_paused", s->accepts_paused);
+    slot__jw_key_u64(w, "connections_timed_out", s->conns_timed_out);
+    slot__jw_key_u64(w, "commit_busy_us", s->commit_busy_ns / 1000u);
+    slot__jw_key_u64(w, "commit_sync_us", s->commit_sync_ns / 1000u);
+    slot__jw_key_u64(w, "backups", s->backups);
+    slot__jw_key_u64(w, "backups_running", s->backup_busy ? 1 : 0); /* a gauge: one backup at a time */
+    SLOT__JW_LIT(w, "}");
+}
+
+/* The stats object as heap text (res->extra); NULL when out of memory. The
+ * first pass only counts (jsonw keeps counting past its buffer). */
+static char *stats_json(server *s)
+{
+    slot__jw w;
+    slot__jw_init(&w, NULL, 0);
+    stats_write(s, &w);
+    size_t need = slot__jw_finish(&w) + 1;
+    char *text = malloc(need);
+    if (!text)
+        return NULL;
+    slot__jw_init(&w, text, need);
+    stats_write(s, &w);
+    size_t n = slot__jw_finish(&w);
+    SLOT_ASSERT(n < need); /* nothing changed between the passes: same thread */
+    return text;
+}
+
+/* The metrics op's {"text":"..."}: the Prometheus text (metrics.c) as one
+ * JSON string; NULL when out of memory. The text escapes to at most twice
+ * its length (only '\n', '"' and '\\' need escapes, two bytes each), so one
+ * pass is enough; a second, sized by the first, covers anything else. */
+static char *metrics_json(server *s)
+{
+    size_t len = 0;
+    char *text = slot__metrics_text(s, &len);
+    if (!text)
+        return NULL;
+    size_t cap = 2 * len + 16;
+    char *out = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        free(out);
+        if (!(out = malloc(cap)))
+            break;
+        slot__jw w;
+        slot__jw_init(&w, out, cap);
+        SLOT__JW_LIT(&w, "{\"text\":");
+        slot__jw_str(&w, text, len, SLOT__JW_STR_SHORT_ESC);
+        SLOT__JW_LIT(&w, "}");
+        size_t n = slot__jw_finish(&w);
+        if (n < cap)
+            break;
+        SLOT_ASSERT(pass == 0); /* the second pass has the size the first counted */
+        cap = n + 1;
+    }
+    free(text);
+    return out;
+}
+
+/* hello's server facts: {"version":"..."}; NULL when out of memory. */
+static char *hello_json(void)
+{
+    static const char version[] = SLOT_VERSION;
+    char buf[sizeof(version) * 6 + 32];
+    slot__jw w;
+    slot__jw_init(&w, buf, sizeof(buf));
+    SLOT__JW_LIT(&w, "{\"version\":");
+    slot__jw_str(&w, version, sizeof(version) - 1, SLOT__JW_STR_STRICT);
+    SLOT__JW_LIT(&w, "}");
+    size_t n = slot__jw_finish(&w);
+    SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most */
+    return strdup(buf);
+}
+
+/* The cluster op of a standalone server (docs/protocol.md, "Clients following the primary"):
+ * role standalone, the store's seq, no members. 0 or an LMDB error. */
+static int standalone_cluster(server *s, slot_res *res)
+{
+    uint64_t seq = 0;
+    int rc = slot_store_seq_get(s->store, s->rtxn, &seq, NULL);
+    if (rc != 0)
+        return rc;
+    char buf[160];
+    snprintf(buf, sizeof(buf),
+             "{\"cluster\":\"\",\"node\":\"\",\"role\":\"standalone\",\"epoch\":0,\"primary\":\"\",\"seq\":%llu,"
+             "\"members\":[]}",
+             (unsigned long long)seq);
+    res->extra = strdup(buf);
+    return res->extra ? 0 : ENOMEM;
+}
+
+/* Runs a read-only op now: every earlier entry of its connection is answered,
+ * so the read sees every write acknowledged before it (docs/protocol.md, "Ordering"). */
+void slot__run_read(server *s, entry *e)
+{
+    slot_res *res = &e->res;
+    e->state = ENTRY_DONE;
+    if (e->req.op == SLOT_OP_HELLO) {
+        /* The role this hello granted (set by slot__authorize when the line
+         * was parsed), not the connection's role now: hellos pipelined behind
+         * it may have changed that. Without tokens every connection is admin. */
+        if (res->role == SLOT_ROLE_NONE)
+            res->role = e->conn->role;
+        res->cluster = s->clu != NULL; /* "features" adds "cluster" (docs/protocol.md, "hello") */
+        res->http = s->http != NULL;   /* and "http" with --http */
+        res->extra = hello_json();
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_STATS) {
+        res->extra = stats_json(s);
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_METRICS) {
+        res->extra = metrics_json(s);
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_BACKUP) {
+        slot__backup_start(s, e);
+        return;
+    }
+    if (e->req.op == SLOT_OP_CLUSTER && s->clu) {
+        res->extra = s->clu_up.cluster_json(s);
+        if (!res->extra)
+            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (e->req.op == SLOT_OP_CLUSTER_CHANGE) {
+        if (!s->clu)
+            slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "this server is not a member of a replica set (--cluster)");
+        else if (s->clu_up.change(s, e) == 1) {
+            e->state = ENTRY_READ_WAIT;
+            s->reads_waiting = true;
+            return;
+        }
+        slot__count_result(s, e);
+        return;
+    }
+    int rc = slot__read_begin(s);
+    int gate = rc == 0 && s->clu ? s->clu_up.read_gate(s, s->rtxn, res) : 0;
+    if (gate == 1) { /* the state it would read is not committed yet: run it later */
+        slot__read_end(s);
+        e->state = ENTRY_READ_WAIT;
+        s->reads_waiting = true;
+        return;
+    }
+    if (rc == 0 && gate == 0 && e->req.op == SLOT_OP_CLUSTER)
+        rc = standalone_cluster(s, res);
+    else if (rc == 0 && gate == 0)
+        rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, slot__wall_ms(), res);
+    slot__read_end(s);
+    if (rc != 0) {
+        slot__log(SLOT__LOG_ERROR, "read transaction failed; answered internal", SLOT__LF_S("op", slot_op_name(e->req.op)),
+                  SLOT__LF_S("error", mdb_strerror(rc)));
+        slot_res_clear(res);
+        slot_res_error(res, SLOT_E_INTERNAL, "storage error");
+    }
+    slot__count_result(s, e);
+}
