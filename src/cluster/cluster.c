@@ -599,11 +599,11 @@ static int names_and_addrs(clu *c)
         snprintf(c->adv, sizeof(c->adv), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", name, port);
     }
     /* the HTTP address others' 307s name: --advertise's host with the bound port, or the bound address */
-    const char *hport = strrchr(s->http_addr, ':');
-    if (s->http_addr[0] && o->adv_port && hport)
+    const char *hport = strrchr(s->http.addr, ':');
+    if (s->http.addr[0] && o->adv_port && hport)
         snprintf(c->http_addr, sizeof(c->http_addr), strchr(o->adv_host, ':') ? "[%s]%s" : "%s%s", o->adv_host, hport);
     else
-        snprintf(c->http_addr, sizeof(c->http_addr), "%s", s->http_addr);
+        snprintf(c->http_addr, sizeof(c->http_addr), "%s", s->http.addr);
     snprintf(c->key_config, sizeof(c->key_config), "/slotd/%s/config", o->cluster);
     snprintf(c->key_node_prefix, sizeof(c->key_node_prefix), "/slotd/%s/node/", o->cluster);
     snprintf(c->key_node, sizeof(c->key_node), "%s%s", c->key_node_prefix, c->self);
@@ -678,7 +678,7 @@ int slot__cluster_start(server *s)
                   SLOT__LF_S("error", slot_etcd_strerror(rc)));
         return -1;
     }
-    s->wset = &c->wset;
+    s->batch.wset = &c->wset;
     s->clu_up = (slot__cluster_hooks){
         .write_gate = slot__clu_write_gate, .read_gate = slot__clu_read_gate, .job_run = job_run,
         .job_done = job_done, .cluster_json = slot__clu_cluster_json, .change = slot__clu_change,
@@ -734,7 +734,7 @@ void slot__cluster_free(server *s)
     }
     slot_wset_free(&c->wset);
     pthread_mutex_destroy(&c->rlog_mu);
-    s->wset = NULL;
+    s->batch.wset = NULL;
     s->clu = NULL;
     the_clu = NULL;
     free(c);

@@ -30,7 +30,7 @@ void slot__admit(server *s, conn *c, entry *e)
 {
     SLOT_ASSERT(e->parsed);
     SLOT_ASSERT(e->state == ENTRY_DONE);
-    s->requests[e->req.op]++;
+    s->stats.requests[e->req.op]++;
     slot__auth_verdict verdict = slot__authorize(s, c, e);
     if (verdict != SLOT__AUTH_OK) {
         auth_refused(c, verdict);
@@ -63,8 +63,8 @@ void slot__admit(server *s, conn *c, entry *e)
         return; /* behind this connection's writes that wait for a cold event's keys */
     if (slot__hold_read(s, e))
         return; /* sold out for certain: answered from the read snapshot */
-    if (s->q_len >= s->opts.queue_max) {
-        slot_res_error(&e->res, SLOT_E_OVERLOADED, "server queue holds %u requests; retry later", s->q_len);
+    if (s->queue.len >= s->opts.queue_max) {
+        slot_res_error(&e->res, SLOT_E_OVERLOADED, "server queue holds %u requests; retry later", s->queue.len);
         slot__count_error(s, SLOT_E_OVERLOADED);
         return;
     }

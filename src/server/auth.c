@@ -22,9 +22,9 @@ static bool token_equal(const char *a, size_t alen, const char *b, size_t blen)
 slot_role slot__token_role(server *s, const char *value, size_t len)
 {
     slot_role role = SLOT_ROLE_NONE;
-    for (size_t i = 0; i < s->ntokens; i++) /* every token compared: the time does not tell which matched */
-        if (token_equal(s->tokens[i].value, s->tokens[i].len, value, len))
-            role = s->tokens[i].role;
+    for (size_t i = 0; i < s->auth.ntokens; i++) /* every token compared: the time does not tell which matched */
+        if (token_equal(s->auth.tokens[i].value, s->auth.tokens[i].len, value, len))
+            role = s->auth.tokens[i].role;
     return role;
 }
 
@@ -51,7 +51,7 @@ static bool role_may(slot_role role, slot_op op)
  * names why when it refuses, and the caller (admit.c) logs it. */
 slot__auth_verdict slot__authorize(server *s, conn *c, entry *e)
 {
-    if (s->ntokens == 0)
+    if (s->auth.ntokens == 0)
         return SLOT__AUTH_OK; /* development mode: loopback only, every connection admin */
     if (e->req.op == SLOT_OP_HELLO) {
         slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? slot__token_role(s, e->req.token, e->req.token_len) : SLOT_ROLE_NONE;
@@ -137,7 +137,7 @@ int slot__tokens_load(server *s, const char *path)
         if (len < 0 || sscanf(p, "%31s %257s %n", role, value, &end) != 2 || end < 0 || p[end] != 0 ||
             strlen(value) > SLOT_TOKEN_BYTES_MAX ||
             (strcmp(role, "frontend") != 0 && strcmp(role, "admin") != 0 && strcmp(role, "worker") != 0) ||
-            s->ntokens == SLOT_TOKENS_MAX) {
+            s->auth.ntokens == SLOT_TOKENS_MAX) {
             /* the line itself is not shown: it may hold a token */
             slot__log(SLOT__LOG_ERROR,
                       "--token-file: want \"frontend TOKEN\", \"worker TOKEN\" or \"admin TOKEN\" lines",
@@ -146,7 +146,7 @@ int slot__tokens_load(server *s, const char *path)
             rc = -1;
             break;
         }
-        token *t = &s->tokens[s->ntokens++];
+        token *t = &s->auth.tokens[s->auth.ntokens++];
         t->role = strcmp(role, "admin") == 0    ? SLOT_ROLE_ADMIN
                   : strcmp(role, "worker") == 0 ? SLOT_ROLE_WORKER
                                                 : SLOT_ROLE_FRONTEND;
@@ -154,7 +154,7 @@ int slot__tokens_load(server *s, const char *path)
         memcpy(t->value, value, t->len + 1);
     }
     fclose(f);
-    if (rc == 0 && s->ntokens == 0) {
+    if (rc == 0 && s->auth.ntokens == 0) {
         slot__log(SLOT__LOG_ERROR, "--token-file has no tokens in it", SLOT__LF_S("path", path));
         rc = -1;
     }

@@ -11,10 +11,10 @@
 #include "server_int.h"
 
 /* slot__tokens_load — read path: lines "ROLE TOKEN" (frontend, worker or admin) and
- * # comments, at most SLOT_TOKENS_MAX, into s->tokens. The file must not be
+ * # comments, at most SLOT_TOKENS_MAX, into s->auth.tokens. The file must not be
  * readable or writable by group or others. A line with anything after the
  * token, a line longer than SLOT_TOKEN_LINE_BYTES_MAX bytes and a NUL byte
- * anywhere are refused. Returns 0, or -1 after logging why (s->tokens may
+ * anywhere are refused. Returns 0, or -1 after logging why (s->auth.tokens may
  * then hold the lines before the bad one; the caller does not start).
  * Main thread, before the server starts. */
 int slot__tokens_load(server *s, const char *path);

@@ -71,8 +71,8 @@ bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len
     char msg[sizeof(e->res.message)];
     slot_err err = slot_proto_parse_at(line, len, byte_delta, &e->req, msg, sizeof(msg));
     if (err != SLOT_E_OK) {
-        s->bad_lines++;
-        if (s->ntokens && c->role == SLOT_ROLE_NONE) {
+        s->stats.bad_lines++;
+        if (s->auth.ntokens && c->role == SLOT_ROLE_NONE) {
             slot__count_error(s, SLOT_E_UNAUTHENTICATED);
             slot__conn_dropped(c, "unauthenticated", "its first line was not a hello");
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
@@ -122,7 +122,7 @@ static void line_too_long(server *s, conn *c)
     e->t0_ns = uv_hrtime();
     conn_push(c, e);
     e->state = ENTRY_DONE;
-    s->bad_lines++;
+    s->stats.bad_lines++;
     slot__count_error(s, SLOT_E_LINE_TOO_LONG);
     slot_res_error(&e->res, SLOT_E_LINE_TOO_LONG, "line longer than %u bytes", s->opts.line_bytes_max);
 }
@@ -271,13 +271,13 @@ void slot__conn_pace(conn *c)
     server *s = c->srv;
     if (c->state != CONN_OPEN || c->close_after_flush || s->stopping)
         return;
-    bool starved = s->entries_live >= SLOT_ENTRIES_MAX;
+    bool starved = s->pool.live >= SLOT_ENTRIES_MAX;
     bool full = starved || c->pending >= s->opts.conn_inflight_max || c->out_len > s->opts.out_bytes_max;
-    s->mem_paused = s->mem_paused || (starved && c->reading);
+    s->pool.mem_paused = s->pool.mem_paused || (starved && c->reading);
     if (full && c->reading) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
-        s->reads_paused++;
+        s->stats.reads_paused++;
     } else if (!full && !c->reading && c->pending <= s->opts.conn_inflight_max / 2) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->reading = true;
@@ -313,7 +313,7 @@ void slot__conn_flush(conn *c)
             slot__conn_close(c);
             return;
         }
-        slot_hist_record(s->latency_us, (now_ns - e->t0_ns) / 1000u);
+        slot_hist_record(s->stats.latency_us, (now_ns - e->t0_ns) / 1000u);
         slot__count_reply(s, e);
         c->head = e->next;
         if (!c->head)
@@ -483,7 +483,7 @@ void slot__conns_reap(server *s)
         if (!why)
             continue;
         if (c->state == CONN_OPEN) {
-            s->conns_timed_out++;
+            s->stats.conns_timed_out++;
             slot__conn_dropped(c, why, detail);
         }
         slot__conn_close(c);
@@ -504,7 +504,7 @@ static bool accept_one(server *s)
         return false;
     }
     c->srv = s;
-    c->role = s->ntokens ? SLOT_ROLE_NONE : SLOT_ROLE_ADMIN;
+    c->role = s->auth.ntokens ? SLOT_ROLE_NONE : SLOT_ROLE_ADMIN;
     c->last_read_ms = uv_now(s->loop);
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
@@ -517,7 +517,7 @@ static bool accept_one(server *s)
         s->conns->prev = c;
     s->conns = c;
     s->nconns++;
-    s->conns_total++;
+    s->stats.conns_total++;
     uv_tcp_nodelay(&c->tcp, 1);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
         c->reading = true;
@@ -550,7 +550,7 @@ void slot__on_connection(uv_stream_t *listener, int status)
             slot__log(SLOT__LOG_WARN, "connection limit reached: accepting paused",
                       SLOT__LF_U("max_connections", s->opts.conns_max));
         s->accept_paused = true;
-        s->accepts_paused++;
+        s->stats.accepts_paused++;
         return;
     }
     accept_one(s);

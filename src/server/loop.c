@@ -17,12 +17,12 @@
 
 entry *slot__entry_get(server *s)
 {
-    entry *e = s->free_entries;
+    entry *e = s->pool.free;
     if (e)
-        s->free_entries = e->next;
+        s->pool.free = e->next;
     else if (!(e = malloc(sizeof(*e))))
         return NULL;
-    s->entries_live++;
+    s->pool.live++;
     memset(e, 0, offsetof(entry, req));
     memset(&e->res, 0, sizeof(e->res));
     e->req.op = SLOT_OP__COUNT;
@@ -32,11 +32,11 @@ entry *slot__entry_get(server *s)
 
 void slot__entry_put(server *s, entry *e)
 {
-    SLOT_ASSERT(s->entries_live > 0);
+    SLOT_ASSERT(s->pool.live > 0);
     slot_res_clear(&e->res);
-    s->entries_live--;
-    e->next = s->free_entries;
-    s->free_entries = e;
+    s->pool.live--;
+    e->next = s->pool.free;
+    s->pool.free = e;
 }
 
 /* Appends a write request to the queue the next batch is taken from. */
@@ -44,12 +44,12 @@ void slot__queue_push(server *s, entry *e)
 {
     e->state = ENTRY_QUEUED;
     e->qnext = NULL;
-    if (s->q_tail)
-        s->q_tail->qnext = e;
+    if (s->queue.tail)
+        s->queue.tail->qnext = e;
     else
-        s->q_head = e;
-    s->q_tail = e;
-    s->q_len++;
+        s->queue.head = e;
+    s->queue.tail = e;
+    s->queue.len++;
 }
 
 /* Hands the queued write requests (at most SLOT_BATCH_REQUESTS_MAX) to the
@@ -57,7 +57,7 @@ void slot__queue_push(server *s, entry *e)
  * when a batch completes, so a batch is whatever arrived meanwhile. */
 void slot__dispatch(server *s)
 {
-    if (s->batch_busy || s->q_len == 0)
+    if (s->batch.busy || s->queue.len == 0)
         return;
     if (s->clu && s->clu_up.write_pause(s))
         return; /* a switchover drains what is in flight; the queue waits (bounded by --queue-max) */
@@ -65,37 +65,37 @@ void slot__dispatch(server *s)
         slot__queue_refuse(s);
         return;
     }
-    SLOT_ASSERT(s->batch_n == 0); /* the last batch was completed and emptied */
+    SLOT_ASSERT(s->batch.n == 0); /* the last batch was completed and emptied */
     size_t n = 0;
-    while (s->q_head && n < SLOT_BATCH_REQUESTS_MAX) {
-        entry *e = s->q_head;
+    while (s->queue.head && n < SLOT_BATCH_REQUESTS_MAX) {
+        entry *e = s->queue.head;
         SLOT_ASSERT(e->state == ENTRY_QUEUED);
-        s->q_head = e->qnext;
+        s->queue.head = e->qnext;
         e->qnext = NULL;
-        s->batch[n++] = e;
+        s->batch.items[n++] = e;
     }
-    if (!s->q_head)
-        s->q_tail = NULL;
+    if (!s->queue.head)
+        s->queue.tail = NULL;
     SLOT_ASSERT(n >= 1);
-    SLOT_ASSERT(n <= s->q_len);
-    s->q_len -= (uint32_t)n;
-    SLOT_ASSERT((s->q_len == 0) == (s->q_head == NULL)); /* q_len counts the queue */
-    s->batch_busy = true;
-    pthread_mutex_lock(&s->mu);
-    s->batch_n = n;
-    s->batch_ready = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    SLOT_ASSERT(n <= s->queue.len);
+    s->queue.len -= (uint32_t)n;
+    SLOT_ASSERT((s->queue.len == 0) == (s->queue.head == NULL)); /* len counts the queue */
+    s->batch.busy = true;
+    pthread_mutex_lock(&s->batch.mu);
+    s->batch.n = n;
+    s->batch.ready = true;
+    pthread_cond_signal(&s->batch.cv);
+    pthread_mutex_unlock(&s->batch.mu);
 }
 
 /* The parked writes go back in front of the queue (they arrived before
  * what it holds): queue work, so the core does it (park.c calls it too). */
 void slot__park_requeue(server *s)
 {
-    if (!s->park_head)
+    if (!s->park.head)
         return;
     uint32_t n = 0;
-    for (entry *e = s->park_head; e; e = e->qnext) {
+    for (entry *e = s->park.head; e; e = e->qnext) {
         SLOT_ASSERT(e->state == ENTRY_PARKED);
         e->state = ENTRY_QUEUED;
         if (e->conn) {
@@ -104,28 +104,28 @@ void slot__park_requeue(server *s)
         }
         n++;
     }
-    SLOT_ASSERT(n == s->park_n);
+    SLOT_ASSERT(n == s->park.n);
     /* In front of what is queued: they arrived before it. */
-    s->park_tail->qnext = s->q_head;
-    if (!s->q_head)
-        s->q_tail = s->park_tail;
-    s->q_head = s->park_head;
-    s->q_len += n;
-    s->park_head = s->park_tail = NULL;
-    s->park_n = 0;
+    s->park.tail->qnext = s->queue.head;
+    if (!s->queue.head)
+        s->queue.tail = s->park.tail;
+    s->queue.head = s->park.head;
+    s->queue.len += n;
+    s->park.head = s->park.tail = NULL;
+    s->park.n = 0;
 }
 
 void slot__queue_refuse(server *s)
 {
     slot__park_requeue(s); /* what waits for a cold event's keys is refused alike */
-    for (entry *e = s->q_head, *next; e; e = next) {
+    for (entry *e = s->queue.head, *next; e; e = next) {
         next = e->qnext;
         e->qnext = NULL;
         if (e->sweep || e->cold_step || !e->conn) {
             if (e->sweep)
                 s->sweep_pending = false;
             if (e->cold_step)
-                s->cold_step_pending = false;
+                s->park.step_pending = false;
             slot__entry_put(s, e);
             continue;
         }
@@ -140,8 +140,8 @@ void slot__queue_refuse(server *s)
             s->dirty = e->conn;
         }
     }
-    s->q_head = s->q_tail = NULL;
-    s->q_len = 0;
+    s->queue.head = s->queue.tail = NULL;
+    s->queue.len = 0;
     while (s->dirty) {
         conn *c = s->dirty;
         s->dirty = c->dirty_next;
@@ -160,7 +160,7 @@ void slot__reads_resume(server *s)
         if (c->head && c->head->state == ENTRY_READ_WAIT)
             s->conn_up.flush(c);
     }
-    for (conn *c = s->http_conns, *next; c; c = next) {
+    for (conn *c = s->http.conns, *next; c; c = next) {
         next = c->next;
         if (c->head && c->head->state == ENTRY_READ_WAIT)
             s->conn_up.flush(c);
@@ -169,8 +169,8 @@ void slot__reads_resume(server *s)
 
 void slot__count_error(server *s, slot_err err)
 {
-    s->errors++;
-    s->errors_by_code[(unsigned)err < SLOT_E__COUNT ? err : SLOT_E_INTERNAL]++;
+    s->stats.errors++;
+    s->stats.errors_by_code[(unsigned)err < SLOT_E__COUNT ? err : SLOT_E_INTERNAL]++;
 }
 
 void slot__count_reply(server *s, const entry *e)
@@ -179,7 +179,7 @@ void slot__count_reply(server *s, const entry *e)
     slot__outcome o = e->res.err != SLOT_E_OK ? SLOT__OUTCOME_ERROR
                       : e->res.sold_out       ? SLOT__OUTCOME_SOLD_OUT
                                               : SLOT__OUTCOME_OK;
-    s->replies[op][o]++;
+    s->stats.replies[op][o]++;
 }
 
 void slot__count_result(server *s, const entry *e)
@@ -187,9 +187,9 @@ void slot__count_result(server *s, const entry *e)
     if (e->res.err != SLOT_E_OK)
         slot__count_error(s, e->res.err);
     else if (e->req.op == SLOT_OP_HOLD && e->res.sold_out)
-        s->sold_out++;
+        s->stats.sold_out++;
     else if (e->req.op == SLOT_OP_HOLD && !e->res.replay)
-        s->holds++;
+        s->stats.holds++;
 }
 
 /* End of every loop turn: hand the collected requests to the commit thread;
@@ -198,8 +198,8 @@ void slot__on_check(uv_check_t *h)
 {
     server *s = h->data;
     slot__dispatch(s);
-    if (s->mem_paused && s->entries_live < SLOT_ENTRIES_MAX / 2) {
-        s->mem_paused = false;
+    if (s->pool.mem_paused && s->pool.live < SLOT_ENTRIES_MAX / 2) {
+        s->pool.mem_paused = false;
         for (conn *c = s->conns; c; c = c->next)
             s->conn_up.pace(c);
     }
@@ -224,7 +224,7 @@ void slot__read_end(server *s)
 
 bool slot__hold_read(server *s, entry *e)
 {
-    if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch_busy || s->q_len > 0 || s->park_n > 0 ||
+    if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch.busy || s->queue.len > 0 || s->park.n > 0 ||
         s->stopping)
         return false; /* a parked write is a pending write too (condition 1) */
     if (s->clu && (s->clu_up.write_pause(s) || s->clu_up.write_gate(s, NULL)))
@@ -235,7 +235,7 @@ bool slot__hold_read(server *s, entry *e)
         memset(&gate_res, 0, sizeof(gate_res));
         int gate = s->clu ? s->clu_up.read_gate(s, s->rtxn, &gate_res) : 0;
         slot_res_clear(&gate_res);
-        /* batch_busy is false: the commit thread is idle, and the hand-back's
+        /* batch.busy is false: the commit thread is idle, and the hand-back's
          * mutex ordered its last change of the index before this read. */
         fast = gate == 0 && slot_alloc_sold_out_peek(&s->write_alloc, s->rtxn, &e->req, slot__wall_ms(), &e->res);
     }
@@ -243,7 +243,7 @@ bool slot__hold_read(server *s, entry *e)
     if (!fast)
         return false;
     e->state = ENTRY_DONE;
-    s->sold_out_fast++;
+    s->stats.sold_out_fast++;
     slot__count_result(s, e);
     return true;
 }

@@ -10,7 +10,7 @@
 #include "server_int.h"
 
 /* slot__entry_get — an entry from the pool (or the heap), zeroed, counted in
- * s->entries_live; NULL when out of memory. */
+ * s->pool.live; NULL when out of memory. */
 entry *slot__entry_get(server *s);
 /* slot__entry_put — clear e's result and return it to the pool. */
 void slot__entry_put(server *s, entry *e);
@@ -34,11 +34,11 @@ void slot__reads_resume(server *s);
 /* slot__count_result — count an answered entry in the errors/holds/sold_out counters. */
 void slot__count_result(server *s, const entry *e);
 
-/* slot__count_error — count one error answer of code err in s->errors and
- * s->errors_by_code (every error answer is counted once, where it is made). */
+/* slot__count_error — count one error answer of code err in s->stats.errors and
+ * s->stats.errors_by_code (every error answer is counted once, where it is made). */
 void slot__count_error(server *s, slot_err err);
 
-/* slot__count_reply — count e's reply, as it is written, in s->replies by
+/* slot__count_reply — count e's reply, as it is written, in s->stats.replies by
  * op and outcome (conn.c, once per reply). */
 void slot__count_reply(server *s, const entry *e);
 

@@ -35,32 +35,32 @@ static void jw_real(slot__jw *w, double v)
 /* The stats object (docs/protocol.md, "stats") into w. */
 static void stats_write(server *s, slot__jw *w)
 {
-    const slot_hist *l = s->latency_us, *b = s->batch_sizes;
+    const slot_hist *l = s->stats.latency_us, *b = s->stats.batch_sizes;
     SLOT__JW_LIT(w, "{\"connections\":");
     slot__jw_u64(w, s->nconns);
-    slot__jw_key_u64(w, "connections_total", s->conns_total);
+    slot__jw_key_u64(w, "connections_total", s->stats.conns_total);
     slot__jw_key(w, "requests");
     for (int op = 0; op < SLOT_OP__COUNT; op++) {
         const char *name = slot_op_name((slot_op)op);
         slot__jw_mem(w, op == 0 ? "{" : ",", 1);
         slot__jw_str(w, name, strlen(name), SLOT__JW_STR_STRICT);
         SLOT__JW_LIT(w, ":");
-        slot__jw_u64(w, s->requests[op]);
+        slot__jw_u64(w, s->stats.requests[op]);
     }
     SLOT__JW_LIT(w, "}");
-    slot__jw_key_u64(w, "bad_lines", s->bad_lines);
-    slot__jw_key_u64(w, "holds", s->holds);
-    slot__jw_key_u64(w, "sold_out", s->sold_out);
-    slot__jw_key_u64(w, "sold_out_fast", s->sold_out_fast);
-    slot__jw_key_u64(w, "cold_parked", s->cold_parked);
-    slot__jw_key_u64(w, "cold_waiting", s->park_n);
-    slot__jw_key_u64(w, "cold_loading", s->cold_loading);
-    slot__jw_key_u64(w, "cold_loaded", s->cold_loaded);
-    slot__jw_key_u64(w, "cold_walked", s->cold_walked);
-    slot__jw_key_u64(w, "cold_slices", s->cold_slices);
-    slot__jw_key_u64(w, "errors", s->errors);
-    slot__jw_key_u64(w, "commits", s->commits);
-    slot__jw_key_u64(w, "commit_failures", s->commit_failures);
+    slot__jw_key_u64(w, "bad_lines", s->stats.bad_lines);
+    slot__jw_key_u64(w, "holds", s->stats.holds);
+    slot__jw_key_u64(w, "sold_out", s->stats.sold_out);
+    slot__jw_key_u64(w, "sold_out_fast", s->stats.sold_out_fast);
+    slot__jw_key_u64(w, "cold_parked", s->stats.cold_parked);
+    slot__jw_key_u64(w, "cold_waiting", s->park.n);
+    slot__jw_key_u64(w, "cold_loading", s->park.loading);
+    slot__jw_key_u64(w, "cold_loaded", s->stats.cold_loaded);
+    slot__jw_key_u64(w, "cold_walked", s->stats.cold_walked);
+    slot__jw_key_u64(w, "cold_slices", s->stats.cold_slices);
+    slot__jw_key_u64(w, "errors", s->stats.errors);
+    slot__jw_key_u64(w, "commits", s->stats.commits);
+    slot__jw_key_u64(w, "commit_failures", s->stats.commit_failures);
     SLOT__JW_LIT(w, ",\"batch_size\":{\"count\":");
     slot__jw_u64(w, b->count);
     slot__jw_key(w, "mean");
@@ -75,7 +75,7 @@ static void stats_write(server *s, slot__jw *w)
     slot__jw_key_u64(w, "p999", slot_hist_percentile(l, 99.9));
     slot__jw_key_u64(w, "max", slot_hist_percentile(l, 100));
     SLOT__JW_LIT(w, "}");
-    slot__jw_key_u64(w, "queue", s->q_len);
+    slot__jw_key_u64(w, "queue", s->queue.len);
     slot__jw_key_u64(w, "db_bytes", slot_store_used_bytes(s->store));
     slot__jw_key_u64(w, "map_bytes", slot_store_map_bytes(s->store));
     slot__jw_key(w, "durability");
@@ -83,13 +83,13 @@ static void stats_write(server *s, slot__jw *w)
         SLOT__JW_LIT(w, "\"nosync\"");
     else
         SLOT__JW_LIT(w, "\"sync\"");
-    slot__jw_key_u64(w, "reads_paused", s->reads_paused);
-    slot__jw_key_u64(w, "accepts_paused", s->accepts_paused);
-    slot__jw_key_u64(w, "connections_timed_out", s->conns_timed_out);
-    slot__jw_key_u64(w, "commit_busy_us", s->commit_busy_ns / 1000u);
-    slot__jw_key_u64(w, "commit_sync_us", s->commit_sync_ns / 1000u);
-    slot__jw_key_u64(w, "backups", s->backups);
-    slot__jw_key_u64(w, "backups_running", s->backup_busy ? 1 : 0); /* a gauge: one backup at a time */
+    slot__jw_key_u64(w, "reads_paused", s->stats.reads_paused);
+    slot__jw_key_u64(w, "accepts_paused", s->stats.accepts_paused);
+    slot__jw_key_u64(w, "connections_timed_out", s->stats.conns_timed_out);
+    slot__jw_key_u64(w, "commit_busy_us", s->stats.commit_busy_ns / 1000u);
+    slot__jw_key_u64(w, "commit_sync_us", s->stats.commit_sync_ns / 1000u);
+    slot__jw_key_u64(w, "backups", s->backup.written);
+    slot__jw_key_u64(w, "backups_running", s->backup.busy ? 1 : 0); /* a gauge: one backup at a time */
     SLOT__JW_LIT(w, "}");
 }
 
@@ -187,7 +187,7 @@ void slot__run_read(server *s, entry *e)
         if (res->role == SLOT_ROLE_NONE)
             res->role = e->conn->role;
         res->cluster = s->clu != NULL; /* "features" adds "cluster" (docs/protocol.md, "hello") */
-        res->http = s->http != NULL;   /* and "http" with --http */
+        res->http = s->http.listener != NULL;   /* and "http" with --http */
         res->extra = hello_json();
         if (!res->extra)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
