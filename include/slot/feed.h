@@ -107,7 +107,7 @@ typedef int (*slot_feed_fn)(void *ctx, const slot_feed_entry *e);
 int slot_feed_scan(slot_store *st, MDB_txn *txn, uint64_t from, uint64_t limit, slot_feed_fn fn, void *ctx);
 
 /*
- * slot_feed_encode — e as the push line of docs/protocol.md, "Feed":
+ * slot_feed_encode — e as the push line of docs/protocol.md, "Feed" (src/proto/proto_view.c):
  * {"feed":SEQ,"type":...,"at":...,<the type's fields>}\n.
  *   buf/cap: out. Returns the length with the "\n"; when it is >= cap the
  *   line did not fit and nothing usable is in buf (retry with the returned

@@ -13,6 +13,7 @@
 
 #include "base/jsonw.h"
 #include "proto_feed.h"
+#include "proto_view.h"
 
 /* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
@@ -97,27 +98,13 @@ static void put_extra(slot__jw *w, const char *extra)
     }
 }
 
-/* The event view shared by event, create_event, set_capacity, reshard and set_status. */
+/* The event view shared by event, create_event, set_capacity, reshard and
+ * set_status: the name, then the one view writer (proto_view.c). */
 static void put_event_view(slot__jw *w, const slot_event_view *v)
 {
     slot__jw_key(w, "event");
     PUT_FIXED(w, v->event);
-    kv_cstr(w, "status", slot_event_status_name(v->status));
-    slot__jw_key_u64(w, "capacity", v->capacity);
-    slot__jw_key_u64(w, "available", v->available);
-    slot__jw_key_u64(w, "held", v->held);
-    slot__jw_key_u64(w, "confirmed", v->confirmed);
-    slot__jw_key_u64(w, "shards", v->shards);
-    slot__jw_key_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
-    slot__jw_key_u64(w, "max_per_user", v->max_per_user);
-    slot__jw_key_u64(w, "max_per_request", v->max_per_request);
-    slot__jw_key_u64(w, "opens_at", v->opens_at_ms);
-    slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
-    slot__jw_key_u64(w, "max_extensions", v->max_extensions);
-    slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
-    slot__jw_key_u64(w, "waitlist_max", v->waitlist_max);
-    slot__jw_key_u64(w, "waiting", v->waiting);
-    slot__jw_key_u64(w, "waiting_qty", v->waiting_qty);
+    slot__proto_put_view(w, v);
 }
 
 /* hold_many: every hold of the cart, or sold_out naming the item. */
