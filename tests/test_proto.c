@@ -1007,7 +1007,7 @@ TEST_IMPL(proto_encode_hello)
     slot_res res = {0};
     req_for(&req, SLOT_OP_HELLO, NULL);
     res.role = SLOT_ROLE_FRONTEND;
-    res.extra = strdup("{\"version\":\"0.1.0\"}");
+    res.version = "0.1.0"; /* typed (was extra's {"version":"0.1.0"}): same bytes on the wire */
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     ASSERT_STR_EQ(jstr(j, "server"), "slotd");
     ASSERT_EQ(jint(j, "protocol"), 1);
@@ -1654,7 +1654,8 @@ TEST_IMPL(proto_backup_path)
     ASSERT_EQ(parse("{\"id\":1,\"op\":\"backup\",\"path\":\"/b\"}", &r), SLOT_E_OK);
     res.seq = 42;
     memset(res.digest, 'c', SLOT_DIGEST_HEX_BYTES);
-    res.extra = strdup("{\"bytes\":4096,\"ms\":3}");
+    res.backup_bytes = 4096; /* typed (was extra's {"bytes":4096,"ms":3}): same bytes on the wire */
+    res.backup_ms = 3;
     char out[512];
     size_t n = slot_proto_encode(&r, &res, out, sizeof(out));
     ASSERT_LT(n, sizeof(out));

@@ -283,8 +283,13 @@ typedef struct slot_res {
     uint64_t feed_trimmed;             /* the sweeper's: feed entries trimmed */
     bool cluster;                      /* hello: a replica-set member; "features" then lists "cluster" too */
     bool http;                         /* hello: the server has --http; "features" then lists "http" too */
-    char *extra;                       /* heap JSON object text whose members are appended
-                                          to the reply (stats, hello's server facts); or NULL */
+    const char *version;               /* hello: the server's version (static text), or NULL */
+    uint64_t backup_bytes, backup_ms;  /* backup: the file's size in bytes, the whole backup's time in ms */
+    char *text;                        /* metrics: the Prometheus text, heap, text_len bytes; or NULL */
+    size_t text_len;
+    char *extra;                       /* heap JSON object text whose members are appended to the
+                                          reply (stats, cluster, feed_consumers, not_primary's
+                                          primary); or NULL */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */
     bool waitlist_full;                /* waitlist_join: sold_out with "waitlist_full":true */
     slot_wait_state wait_state;        /* waitlist_join, waitlist: the entry's state (NONE: a hold answer) */

@@ -98,6 +98,23 @@ static void put_extra(slot__jw *w, const char *extra)
     }
 }
 
+/* The typed answers the server fills for its own ops, after the op's
+ * fields: hello's version, backup's size and time, metrics' text (one JSON
+ * string; only '\n', '"' and '\\' need escapes in it). */
+static void put_server_facts(slot__jw *w, const slot_req *req, const slot_res *res)
+{
+    if (req->op == SLOT_OP_HELLO && res->version)
+        kv_cstr(w, "version", res->version);
+    if (req->op == SLOT_OP_BACKUP) {
+        slot__jw_key_u64(w, "bytes", res->backup_bytes);
+        slot__jw_key_u64(w, "ms", res->backup_ms);
+    }
+    if (req->op == SLOT_OP_METRICS && res->text) {
+        slot__jw_key(w, "text");
+        slot__jw_str(w, res->text, res->text_len, SLOT__JW_STR_SHORT_ESC);
+    }
+}
+
 /* The event view shared by event, create_event, set_capacity, reshard and
  * set_status: the name, then the one view writer (proto_view.c). */
 static void put_event_view(slot__jw *w, const slot_event_view *v)
@@ -358,7 +375,7 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         slot__jw_key_u64(w, "expired", res->expired);
         break;
     case SLOT_OP_DIGEST:
-    case SLOT_OP_BACKUP: /* backup: extra adds "bytes" and "ms" */
+    case SLOT_OP_BACKUP: /* backup: put_server_facts adds "bytes" and "ms" */
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;
@@ -417,6 +434,7 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     put_op_fields(&w, req, res);
     if (res->replay)
         kv_bool(&w, "replay", true);
+    put_server_facts(&w, req, res);
     put_extra(&w, res->extra);
     return finish(&w);
 }

@@ -111,52 +111,6 @@ static char *stats_json(server *s)
     return text;
 }
 
-/* The metrics op's {"text":"..."}: the Prometheus text (metrics.c) as one
- * JSON string; NULL when out of memory. The text escapes to at most twice
- * its length (only '\n', '"' and '\\' need escapes, two bytes each), so one
- * pass is enough; a second, sized by the first, covers anything else. */
-static char *metrics_json(server *s)
-{
-    size_t len = 0;
-    char *text = slot__metrics_text(s, &len);
-    if (!text)
-        return NULL;
-    size_t cap = 2 * len + 16;
-    char *out = NULL;
-    for (int pass = 0; pass < 2; pass++) {
-        free(out);
-        if (!(out = malloc(cap)))
-            break;
-        slot__jw w;
-        slot__jw_init(&w, out, cap);
-        SLOT__JW_LIT(&w, "{\"text\":");
-        slot__jw_str(&w, text, len, SLOT__JW_STR_SHORT_ESC);
-        SLOT__JW_LIT(&w, "}");
-        size_t n = slot__jw_finish(&w);
-        if (n < cap)
-            break;
-        SLOT_ASSERT(pass == 0); /* the second pass has the size the first counted */
-        cap = n + 1;
-    }
-    free(text);
-    return out;
-}
-
-/* hello's server facts: {"version":"..."}; NULL when out of memory. */
-static char *hello_json(void)
-{
-    static const char version[] = SLOT_VERSION;
-    char buf[sizeof(version) * 6 + 32];
-    slot__jw w;
-    slot__jw_init(&w, buf, sizeof(buf));
-    SLOT__JW_LIT(&w, "{\"version\":");
-    slot__jw_str(&w, version, sizeof(version) - 1, SLOT__JW_STR_STRICT);
-    SLOT__JW_LIT(&w, "}");
-    size_t n = slot__jw_finish(&w);
-    SLOT_ASSERT(n < sizeof(buf)); /* 2 + 6 bytes per byte of the version at most */
-    return strdup(buf);
-}
-
 /* The cluster op of a standalone server (docs/protocol.md, "Clients following the primary"):
  * role standalone, the store's seq, no members. 0 or an LMDB error. */
 static int standalone_cluster(server *s, slot_res *res)
@@ -188,9 +142,7 @@ void slot__run_read(server *s, entry *e)
             res->role = e->conn->role;
         res->cluster = s->clu != NULL; /* "features" adds "cluster" (docs/protocol.md, "hello") */
         res->http = s->http.listener != NULL;   /* and "http" with --http */
-        res->extra = hello_json();
-        if (!res->extra)
-            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        res->version = SLOT_VERSION; /* static text; proto writes it as "version" */
         return;
     }
     if (e->req.op == SLOT_OP_STATS) {
@@ -200,8 +152,8 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     if (e->req.op == SLOT_OP_METRICS) {
-        res->extra = metrics_json(s);
-        if (!res->extra)
+        res->text = slot__metrics_text(s, &res->text_len); /* proto writes it as one JSON string */
+        if (!res->text)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }

@@ -43,11 +43,8 @@ static void backup_done(uv_work_t *w, int status)
         s->backup.written++;
         res->seq = bi->seq;
         memcpy(res->digest, bi->digest, sizeof(res->digest));
-        char buf[96];
-        snprintf(buf, sizeof(buf), "{\"bytes\":%" PRIu64 ",\"ms\":%" PRIu64 "}", bi->file_bytes, bi->total_ms);
-        res->extra = strdup(buf);
-        if (!res->extra)
-            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        res->backup_bytes = bi->file_bytes;
+        res->backup_ms = bi->total_ms;
         slot__log(SLOT__LOG_INFO, "backup written", SLOT__LF_S("path", e->req.path), SLOT__LF_U("seq", bi->seq),
                   SLOT__LF_U("bytes", bi->file_bytes), SLOT__LF_U("copy_ms", bi->copy_ms),
                   SLOT__LF_U("total_ms", bi->total_ms));
