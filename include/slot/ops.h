@@ -228,6 +228,12 @@ typedef struct slot_cart_hold {
     uint64_t expires_at_ms;
 } slot_cart_hold;
 
+/* One known feed consumer, as feed_consumers shows it (in name order). */
+typedef struct slot_consumer_pos {
+    char name[SLOT_CONSUMER_BYTES_MAX + 1]; /* NUL-terminated */
+    uint64_t acked;                         /* the last seq it acknowledged */
+} slot_consumer_pos;
+
 /* One waiting entry, as waitlist_entries shows it (in join order). */
 typedef struct slot_wait_entry {
     uint64_t position;                 /* 1 = next */
@@ -287,9 +293,10 @@ typedef struct slot_res {
     uint64_t backup_bytes, backup_ms;  /* backup: the file's size in bytes, the whole backup's time in ms */
     char *text;                        /* metrics: the Prometheus text, heap, text_len bytes; or NULL */
     size_t text_len;
+    slot_consumer_pos *consumers;      /* feed_consumers: nconsumers known consumers, heap (feed_head: the head) */
+    uint32_t nconsumers;               /* at most SLOT_FEED_CONSUMERS_MAX */
     char *extra;                       /* heap JSON object text whose members are appended to the
-                                          reply (stats, cluster, feed_consumers, not_primary's
-                                          primary); or NULL */
+                                          reply (stats, cluster, not_primary's primary); or NULL */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */
     bool waitlist_full;                /* waitlist_join: sold_out with "waitlist_full":true */
     slot_wait_state wait_state;        /* waitlist_join, waitlist: the entry's state (NONE: a hold answer) */

@@ -122,6 +122,7 @@ void slot_res_clear(slot_res *res)
     free(res->text);
     free(res->cart);
     free(res->entries);
+    free(res->consumers);
     memset(res, 0, sizeof(*res));
 }
 

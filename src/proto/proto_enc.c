@@ -392,7 +392,7 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
     case SLOT_OP_WAITLIST_ENTRIES:
         put_entries(w, res);
         break;
-    default: /* the feed ops; stats, cluster: res->extra carries it all */
+    default: /* the feed ops (proto_feed.c); stats, cluster: res->extra carries it all */
         slot__proto_feed_put(w, req, res);
         break;
     }
