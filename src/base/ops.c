@@ -123,6 +123,7 @@ void slot_res_clear(slot_res *res)
     free(res->cart);
     free(res->entries);
     free(res->consumers);
+    free(res->stats);
     memset(res, 0, sizeof(*res));
 }
 

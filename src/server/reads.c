@@ -11,104 +11,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/jsonw.h"
 #include "loop.h"
 #include "metrics.h"
 #include "server_backup.h"
 #include "slot/assert.h"
 #include "slot_config.h"
 
-/* A real number as jansson's JSON_COMPACT writes one (the stats reply
- * was encoded by jansson before; its text stays the same): "%.17g", with
- * ".0" added when that reads as an integer. */
-static void jw_real(slot__jw *w, double v)
-{
-    char num[32];
-    int n = snprintf(num, sizeof(num), "%.17g", v);
-    SLOT_ASSERT(n > 0);
-    SLOT_ASSERT((size_t)n < sizeof(num));
-    slot__jw_mem(w, num, (size_t)n);
-    if (!strpbrk(num, ".eE"))
-        SLOT__JW_LIT(w, ".0");
-}
-
-/* The stats object (docs/protocol.md, "stats") into w. */
-static void stats_write(server *s, slot__jw *w)
+/* The stats op's numbers (docs/protocol.md, "stats"); proto writes them. */
+static void stats_fill(server *s, slot_stats *o)
 {
     const slot_hist *l = s->stats.latency_us, *b = s->stats.batch_sizes;
-    SLOT__JW_LIT(w, "{\"connections\":");
-    slot__jw_u64(w, s->nconns);
-    slot__jw_key_u64(w, "connections_total", s->stats.conns_total);
-    slot__jw_key(w, "requests");
-    for (int op = 0; op < SLOT_OP__COUNT; op++) {
-        const char *name = slot_op_name((slot_op)op);
-        slot__jw_mem(w, op == 0 ? "{" : ",", 1);
-        slot__jw_str(w, name, strlen(name), SLOT__JW_STR_STRICT);
-        SLOT__JW_LIT(w, ":");
-        slot__jw_u64(w, s->stats.requests[op]);
-    }
-    SLOT__JW_LIT(w, "}");
-    slot__jw_key_u64(w, "bad_lines", s->stats.bad_lines);
-    slot__jw_key_u64(w, "holds", s->stats.holds);
-    slot__jw_key_u64(w, "sold_out", s->stats.sold_out);
-    slot__jw_key_u64(w, "sold_out_fast", s->stats.sold_out_fast);
-    slot__jw_key_u64(w, "cold_parked", s->stats.cold_parked);
-    slot__jw_key_u64(w, "cold_waiting", s->park.n);
-    slot__jw_key_u64(w, "cold_loading", s->park.loading);
-    slot__jw_key_u64(w, "cold_loaded", s->stats.cold_loaded);
-    slot__jw_key_u64(w, "cold_walked", s->stats.cold_walked);
-    slot__jw_key_u64(w, "cold_slices", s->stats.cold_slices);
-    slot__jw_key_u64(w, "errors", s->stats.errors);
-    slot__jw_key_u64(w, "commits", s->stats.commits);
-    slot__jw_key_u64(w, "commit_failures", s->stats.commit_failures);
-    SLOT__JW_LIT(w, ",\"batch_size\":{\"count\":");
-    slot__jw_u64(w, b->count);
-    slot__jw_key(w, "mean");
-    jw_real(w, slot_hist_mean(b));
-    slot__jw_key_u64(w, "p50", slot_hist_percentile(b, 50));
-    slot__jw_key_u64(w, "p99", slot_hist_percentile(b, 99));
-    slot__jw_key_u64(w, "max", slot_hist_percentile(b, 100));
-    SLOT__JW_LIT(w, "},\"latency_us\":{\"count\":");
-    slot__jw_u64(w, l->count);
-    slot__jw_key_u64(w, "p50", slot_hist_percentile(l, 50));
-    slot__jw_key_u64(w, "p99", slot_hist_percentile(l, 99));
-    slot__jw_key_u64(w, "p999", slot_hist_percentile(l, 99.9));
-    slot__jw_key_u64(w, "max", slot_hist_percentile(l, 100));
-    SLOT__JW_LIT(w, "}");
-    slot__jw_key_u64(w, "queue", s->queue.len);
-    slot__jw_key_u64(w, "db_bytes", slot_store_used_bytes(s->store));
-    slot__jw_key_u64(w, "map_bytes", slot_store_map_bytes(s->store));
-    slot__jw_key(w, "durability");
-    if (s->opts.nosync)
-        SLOT__JW_LIT(w, "\"nosync\"");
-    else
-        SLOT__JW_LIT(w, "\"sync\"");
-    slot__jw_key_u64(w, "reads_paused", s->stats.reads_paused);
-    slot__jw_key_u64(w, "accepts_paused", s->stats.accepts_paused);
-    slot__jw_key_u64(w, "connections_timed_out", s->stats.conns_timed_out);
-    slot__jw_key_u64(w, "commit_busy_us", s->stats.commit_busy_ns / 1000u);
-    slot__jw_key_u64(w, "commit_sync_us", s->stats.commit_sync_ns / 1000u);
-    slot__jw_key_u64(w, "backups", s->backup.written);
-    slot__jw_key_u64(w, "backups_running", s->backup.busy ? 1 : 0); /* a gauge: one backup at a time */
-    SLOT__JW_LIT(w, "}");
-}
-
-/* The stats object as heap text (res->extra); NULL when out of memory. The
- * first pass only counts (jsonw keeps counting past its buffer). */
-static char *stats_json(server *s)
-{
-    slot__jw w;
-    slot__jw_init(&w, NULL, 0);
-    stats_write(s, &w);
-    size_t need = slot__jw_finish(&w) + 1;
-    char *text = malloc(need);
-    if (!text)
-        return NULL;
-    slot__jw_init(&w, text, need);
-    stats_write(s, &w);
-    size_t n = slot__jw_finish(&w);
-    SLOT_ASSERT(n < need); /* nothing changed between the passes: same thread */
-    return text;
+    o->connections = s->nconns;
+    o->connections_total = s->stats.conns_total;
+    for (int op = 0; op < SLOT_OP__COUNT; op++)
+        o->requests[op] = s->stats.requests[op];
+    o->bad_lines = s->stats.bad_lines;
+    o->holds = s->stats.holds;
+    o->sold_out = s->stats.sold_out;
+    o->sold_out_fast = s->stats.sold_out_fast;
+    o->cold_parked = s->stats.cold_parked;
+    o->cold_waiting = s->park.n;
+    o->cold_loading = s->park.loading;
+    o->cold_loaded = s->stats.cold_loaded;
+    o->cold_walked = s->stats.cold_walked;
+    o->cold_slices = s->stats.cold_slices;
+    o->errors = s->stats.errors;
+    o->commits = s->stats.commits;
+    o->commit_failures = s->stats.commit_failures;
+    o->batch_count = b->count;
+    o->batch_mean = slot_hist_mean(b);
+    o->batch_p50 = slot_hist_percentile(b, 50);
+    o->batch_p99 = slot_hist_percentile(b, 99);
+    o->batch_max = slot_hist_percentile(b, 100);
+    o->latency_count = l->count;
+    o->latency_p50 = slot_hist_percentile(l, 50);
+    o->latency_p99 = slot_hist_percentile(l, 99);
+    o->latency_p999 = slot_hist_percentile(l, 99.9);
+    o->latency_max = slot_hist_percentile(l, 100);
+    o->queue = s->queue.len;
+    o->db_bytes = slot_store_used_bytes(s->store);
+    o->map_bytes = slot_store_map_bytes(s->store);
+    o->nosync = s->opts.nosync;
+    o->reads_paused = s->stats.reads_paused;
+    o->accepts_paused = s->stats.accepts_paused;
+    o->connections_timed_out = s->stats.conns_timed_out;
+    o->commit_busy_us = s->stats.commit_busy_ns / 1000u;
+    o->commit_sync_us = s->stats.commit_sync_ns / 1000u;
+    o->backups = s->backup.written;
+    o->backups_running = s->backup.busy ? 1 : 0; /* a gauge: one backup at a time */
 }
 
 /* The cluster op of a standalone server (docs/protocol.md, "Clients following the primary"):
@@ -146,8 +96,10 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     if (e->req.op == SLOT_OP_STATS) {
-        res->extra = stats_json(s);
-        if (!res->extra)
+        res->stats = malloc(sizeof(*res->stats));
+        if (res->stats)
+            stats_fill(s, res->stats);
+        else
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }
