@@ -97,7 +97,7 @@ TEST_IMPL(proto_encode_hello)
     slot_res res = {0};
     req_for(&req, SLOT_OP_HELLO, NULL);
     res.role = SLOT_ROLE_FRONTEND;
-    res.extra = strdup("{\"version\":\"0.1.0\"}");
+    res.version = "0.1.0"; /* typed (was extra's {"version":"0.1.0"}): same bytes on the wire */
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     ASSERT_STR_EQ(jstr(j, "server"), "slotd");
     ASSERT_EQ(jint(j, "protocol"), 1);

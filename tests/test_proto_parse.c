@@ -951,7 +951,8 @@ TEST_IMPL(proto_backup_path)
     ASSERT_EQ(parse("{\"id\":1,\"op\":\"backup\",\"path\":\"/b\"}", &r), SLOT_E_OK);
     res.seq = 42;
     memset(res.digest, 'c', SLOT_DIGEST_HEX_BYTES);
-    res.extra = strdup("{\"bytes\":4096,\"ms\":3}");
+    res.backup_bytes = 4096; /* typed (was extra's {"bytes":4096,"ms":3}): same bytes on the wire */
+    res.backup_ms = 3;
     char out[512];
     size_t n = slot_proto_encode(&r, &res, out, sizeof(out));
     ASSERT_LT(n, sizeof(out));

@@ -107,7 +107,7 @@ typedef int (*slot_feed_fn)(void *ctx, const slot_feed_entry *e);
 int slot_feed_scan(slot_store *st, MDB_txn *txn, uint64_t from, uint64_t limit, slot_feed_fn fn, void *ctx);
 
 /*
- * slot_feed_encode — e as the push line of docs/protocol.md, "Feed":
+ * slot_feed_encode — e as the push line of docs/protocol.md, "Feed" (src/proto/proto_view.c):
  * {"feed":SEQ,"type":...,"at":...,<the type's fields>}\n.
  *   buf/cap: out. Returns the length with the "\n"; when it is >= cap the
  *   line did not fit and nothing usable is in buf (retry with the returned
@@ -152,7 +152,7 @@ bool slot_feed_trim_due(slot_store *st, MDB_txn *txn, uint64_t now_ms, uint64_t 
  * write), feed_consumers (a read). unsubscribe never reaches here (the
  * server answers it). The connection-side checks (not_subscribed, an ack past
  * what was delivered) are the server's, made before the request is queued.
- * Returns 0 with the answer in res (res->feed_* and res->extra), or an LMDB
+ * Returns 0 with the answer in res (res->feed_* and, for feed_consumers, res->consumers), or an LMDB
  * error (abort). Thread: txn's.
  */
 int slot_feed_run(slot_store *st, MDB_txn *txn, const slot_req *req, uint64_t now_ms, slot_res *res);

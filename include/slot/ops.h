@@ -228,6 +228,28 @@ typedef struct slot_cart_hold {
     uint64_t expires_at_ms;
 } slot_cart_hold;
 
+/* The stats op's numbers (docs/protocol.md, "stats"), filled by the server
+ * and written by proto in this order. Counters since start unless noted. */
+typedef struct slot_stats {
+    uint64_t connections;              /* open now */
+    uint64_t connections_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, sold_out_fast;
+    uint64_t cold_parked, cold_waiting, cold_loading, cold_loaded, cold_walked, cold_slices;
+    uint64_t errors, commits, commit_failures;
+    uint64_t batch_count, batch_p50, batch_p99, batch_max; /* requests per batch */
+    double batch_mean;
+    uint64_t latency_count, latency_p50, latency_p99, latency_p999, latency_max; /* microseconds */
+    uint64_t queue, db_bytes, map_bytes;
+    bool nosync;                       /* "durability": "nosync" when true, else "sync" */
+    uint64_t reads_paused, accepts_paused, connections_timed_out;
+    uint64_t commit_busy_us, commit_sync_us, backups, backups_running;
+} slot_stats;
+
+/* One known feed consumer, as feed_consumers shows it (in name order). */
+typedef struct slot_consumer_pos {
+    char name[SLOT_CONSUMER_BYTES_MAX + 1]; /* NUL-terminated */
+    uint64_t acked;                         /* the last seq it acknowledged */
+} slot_consumer_pos;
+
 /* One waiting entry, as waitlist_entries shows it (in join order). */
 typedef struct slot_wait_entry {
     uint64_t position;                 /* 1 = next */
@@ -283,8 +305,15 @@ typedef struct slot_res {
     uint64_t feed_trimmed;             /* the sweeper's: feed entries trimmed */
     bool cluster;                      /* hello: a replica-set member; "features" then lists "cluster" too */
     bool http;                         /* hello: the server has --http; "features" then lists "http" too */
-    char *extra;                       /* heap JSON object text whose members are appended
-                                          to the reply (stats, hello's server facts); or NULL */
+    const char *version;               /* hello: the server's version (static text), or NULL */
+    uint64_t backup_bytes, backup_ms;  /* backup: the file's size in bytes, the whole backup's time in ms */
+    char *text;                        /* metrics: the Prometheus text, heap, text_len bytes; or NULL */
+    size_t text_len;
+    slot_stats *stats;                 /* stats: the numbers, heap; or NULL */
+    slot_consumer_pos *consumers;      /* feed_consumers: nconsumers known consumers, heap (feed_head: the head) */
+    uint32_t nconsumers;               /* at most SLOT_FEED_CONSUMERS_MAX */
+    char *extra;                       /* heap JSON object text whose members are appended to the
+                                          reply (cluster, not_primary's primary); or NULL */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */
     bool waitlist_full;                /* waitlist_join: sold_out with "waitlist_full":true */
     slot_wait_state wait_state;        /* waitlist_join, waitlist: the entry's state (NONE: a hold answer) */

@@ -1,6 +1,10 @@
 /*
- * alloc_int.h — what the allocator's two files share (alloc.c: the ops;
- * hold.c: the hold state machine's writer and expiry). Internal to libslot.
+ * alloc_int.h — what the allocator's files share, in layers, each calling
+ * only those below it: alloc.c (slot_alloc_run, the dispatcher, and the
+ * event ops and the plain hold) -> the op files (cart.c, confirm.c,
+ * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c (the hold's
+ * life) -> alloc_idem.c, cold.c, idem.c (the idempotency index) and
+ * alloc_rng.c (random numbers). Internal to libslot.
  * Errors follow slot/error.h's internal convention; SLOT__ANSWERED below is
  * the registry code the op helpers add (SLOT_RC_MAP's ALLOC range).
  */
@@ -41,48 +45,16 @@ typedef struct slot__alloc_ctx {
     uint64_t now_ms;        /* ms since the Unix epoch */
 } slot__alloc_ctx;
 
-/* ---- shared by alloc.c (the ops) and confirm.c (confirm, extend, reacquire) */
+/* ---- alloc_rng.c: the random numbers (called by hold.c and confirm.c) */
 
 /* slot__rng_next — the allocator's next random number (xoshiro256**). */
 uint64_t slot__rng_next(slot_alloc *a);
 
-/* slot__hold_id_format — the wire id of hold (seq, tag): 32 lowercase hex digits and a NUL. */
-void slot__hold_id_format(char out[SLOT_HOLD_ID_BYTES + 1], uint64_t seq, uint64_t tag);
+/* slot__rng_init — seed a's generator from getrandom(2) (slot_alloc_init).
+ * 0, or -errno (-EIO on a short read). */
+int slot__rng_init(slot_alloc *a);
 
-/* slot__event_load — c's event into e; SLOT__ANSWERED with unknown_event in res when missing. */
-int slot__event_load(slot__alloc_ctx *c, slot_event_rec *e, slot_res *res);
-
-/*
- * slot__hold_open — the event and the hold req names (user NULL: any
- * user's); with settle (the write path) a due hold is expired first.
- * Returns 0, SLOT__ANSWERED (unknown_event / unknown_hold in res) or an LMDB error.
- */
-int slot__hold_open(slot__alloc_ctx *c, const slot_req *req, const char *user, bool settle, slot_event_rec *e,
-                    slot_hold_rec *h, slot_res *res);
-
-/* slot__res_hold — a hold's fields into res, with status `status`. */
-void slot__res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status status);
-
-/*
- * slot__on_sale — true when a new hold may be taken now: the event is
- * on_sale and c->now_ms is in [opens_at, closes_at) where they are set
- * (docs/protocol.md, "Sale windows"). Else res = not_on_sale with both times.
- */
-bool slot__on_sale(slot__alloc_ctx *c, const slot_event_rec *e, slot_res *res);
-
-/*
- * slot__hold_admit — user_limit and sold_out for req->qty units of
- * req->user, after expiring due holds when that could change the answer.
- * *user_qty receives the user's current total. Returns 0 with res->err
- * still OK and res->sold_out false when the hold may go on; else res holds
- * the answer. LMDB error otherwise.
- */
-int slot__hold_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res);
-
-/* slot__units_take — h->qty units from the shards, random start then the
- * others in turn (docs/design.md, "The allocation rule"); fills h's parts.
- * The caller checked the event has that many free. 0 or an LMDB error. */
-int slot__units_take(slot__alloc_ctx *c, const slot_event_rec *e, slot_hold_rec *h);
+/* ---- cold.c and alloc_idem.c: the idempotency index glue */
 
 /* slot__idem_ensure — the idempotency index, built now when it is not yet
  * (O(holds), once per allocator; events settled at c->now_ms are left cold,
@@ -106,11 +78,15 @@ void slot__cold_free(slot_alloc *a);
 int slot__request_find(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request, size_t request_len,
                        slot_hold_rec *h);
 
-/* slot__key_conflict — res = idempotency_conflict for a key used another way on event ev. */
-void slot__key_conflict(slot_res *res, const char *request, const char *ev);
+/* ---- hold.c: the hold's life (birth, moves, feed entries, hand-out, expiry) */
 
-/* slot__hold_settle — a due hold is expired now (its units return); else nothing. 0 or an LMDB error. */
-int slot__hold_settle(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h);
+/* slot__hold_due — true when h is held and its expires_at_ms <= now_ms. */
+bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
+
+/* slot__units_take — h->qty units from the shards, random start then the
+ * others in turn (docs/design.md, "The allocation rule"); fills h's parts.
+ * The caller checked the event has that many free. 0 or an LMDB error. */
+int slot__units_take(slot__alloc_ctx *c, const slot_event_rec *e, slot_hold_rec *h);
 
 /* slot__hold_new — h = a held hold of qty units for (user, request), kind
  * plain, no parts yet; slot__hold_make fills the rest. */
@@ -126,36 +102,6 @@ void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const c
  * Returns 0 or an LMDB error.
  */
 int slot__hold_make(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_total);
-
-/* slot__op_hold_many — hold_many, a cart of several events (cart.c). 0 or an LMDB error. */
-int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t now_ms, slot_res *res);
-
-/* slot__op_waitlist — waitlist_join, waitlist_leave, waitlist, waitlist_entries (waitlist.c). */
-int slot__op_waitlist(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
-
-/*
- * slot__waitlist_serve — the hand-out (docs/protocol.md, "Waitlist"): while
- * people wait on c's event and the first entry's qty is free, that entry is
- * offered a held hold (the event's TTL), in join order, in the caller's
- * transaction; an entry that cannot be met stops it (nobody behind it goes
- * first). Called wherever units come back. e is updated; the caller writes
- * it. O(entries served + 1). Returns 0 or an LMDB error.
- */
-int slot__waitlist_serve(slot__alloc_ctx *c, slot_event_rec *e);
-
-/* slot__waitlist_key_used — 0 when (user, request) has a waitlist entry on
- * c's event (any state), MDB_NOTFOUND when not, or an LMDB error. */
-int slot__waitlist_key_used(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request,
-                            size_t request_len);
-
-/* slot__op_confirm — confirm, also partial and reacquire (confirm.c). 0 or an LMDB error. */
-int slot__op_confirm(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
-
-/* slot__op_extend — extend (confirm.c). 0 or an LMDB error. */
-int slot__op_extend(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
-
-/* slot__hold_due — true when h is held and its expires_at_ms <= now_ms. */
-bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
 
 /*
  * slot__hold_finish — the one place a hold changes state (held ->
@@ -185,6 +131,16 @@ int slot__hold_confirm(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h, 
 int slot__hold_extend(slot__alloc_ctx *c, slot_hold_rec *h, uint64_t by_ms);
 
 /*
+ * slot__waitlist_serve — the hand-out (docs/protocol.md, "Waitlist"): while
+ * people wait on c's event and the first entry's qty is free, that entry is
+ * offered a held hold (the event's TTL), in join order, in the caller's
+ * transaction; an entry that cannot be met stops it (nobody behind it goes
+ * first). Called wherever units come back. e is updated; the caller writes
+ * it. O(entries served + 1). Returns 0 or an LMDB error.
+ */
+int slot__waitlist_serve(slot__alloc_ctx *c, slot_event_rec *e);
+
+/*
  * slot__hold_feed — append the feed entry of type `type` for hold h (its
  * fields as h has them now) in c's transaction; slot__event_feed — the
  * event.created / event.changed entry carrying view v. The one writer above
@@ -201,5 +157,72 @@ int slot__event_feed(slot__alloc_ctx *c, const slot_event_view *v, slot_feed_typ
  */
 int slot__expire_due(slot_alloc *a, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t now_ms, uint64_t limit,
                      uint64_t *expired);
+
+/* ---- alloc_core.c: what the ops share (calls hold.c, never an op file) */
+
+/* slot__hold_id_format — the wire id of hold (seq, tag): 32 lowercase hex digits and a NUL. */
+void slot__hold_id_format(char out[SLOT_HOLD_ID_BYTES + 1], uint64_t seq, uint64_t tag);
+
+/* slot__event_load — c's event into e; SLOT__ANSWERED with unknown_event in res when missing. */
+int slot__event_load(slot__alloc_ctx *c, slot_event_rec *e, slot_res *res);
+
+/*
+ * slot__hold_open — the event and the hold req names (user NULL: any
+ * user's); with settle (the write path) a due hold is expired first.
+ * Returns 0, SLOT__ANSWERED (unknown_event / unknown_hold in res) or an LMDB error.
+ */
+int slot__hold_open(slot__alloc_ctx *c, const slot_req *req, const char *user, bool settle, slot_event_rec *e,
+                    slot_hold_rec *h, slot_res *res);
+
+/* slot__hold_settle — a due hold is expired now (its units return); else nothing. 0 or an LMDB error. */
+int slot__hold_settle(slot__alloc_ctx *c, slot_event_rec *e, slot_hold_rec *h);
+
+/* slot__res_hold — a hold's fields into res, with status `status`. */
+void slot__res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status status);
+
+/* slot__view_fill — v = the view of event ev/ev_len (ev_len <= SLOT_EVENT_BYTES_MAX) from record e. */
+void slot__view_fill(slot_event_view *v, const char *ev, size_t ev_len, const slot_event_rec *e);
+
+/*
+ * slot__on_sale — true when a new hold may be taken now: the event is
+ * on_sale and c->now_ms is in [opens_at, closes_at) where they are set
+ * (docs/protocol.md, "Sale windows"). Else res = not_on_sale with both times.
+ */
+bool slot__on_sale(slot__alloc_ctx *c, const slot_event_rec *e, slot_res *res);
+
+/* slot__expire_event_due — expire up to SLOT_EXPIRE_OP_MAX due holds of c's
+ * event and reread e when any were. 0 or an LMDB error. */
+int slot__expire_event_due(slot__alloc_ctx *c, slot_event_rec *e);
+
+/*
+ * slot__hold_admit — user_limit and sold_out for req->qty units of
+ * req->user, after expiring due holds when that could change the answer.
+ * *user_qty receives the user's current total. Returns 0 with res->err
+ * still OK and res->sold_out false when the hold may go on; else res holds
+ * the answer. LMDB error otherwise.
+ */
+int slot__hold_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res);
+
+/* slot__key_conflict — res = idempotency_conflict for a key used another way on event ev. */
+void slot__key_conflict(slot_res *res, const char *request, const char *ev);
+
+/* slot__waitlist_key_used — 0 when (user, request) has a waitlist entry on
+ * c's event (any state), MDB_NOTFOUND when not, or an LMDB error. */
+int slot__waitlist_key_used(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request,
+                            size_t request_len);
+
+/* ---- the op files, called only by alloc.c's dispatcher (slot_alloc_run) */
+
+/* slot__op_hold_many — hold_many, a cart of several events (cart.c). 0 or an LMDB error. */
+int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t now_ms, slot_res *res);
+
+/* slot__op_confirm — confirm, also partial and reacquire (confirm.c). 0 or an LMDB error. */
+int slot__op_confirm(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__op_extend — extend (confirm.c). 0 or an LMDB error. */
+int slot__op_extend(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__op_waitlist — waitlist_join, waitlist_leave, waitlist, waitlist_entries (waitlist.c). */
+int slot__op_waitlist(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 
 #endif

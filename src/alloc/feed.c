@@ -1,7 +1,7 @@
 /*
  * feed.c — the feed's databases (slot/feed.h): entries packed by hand and
- * appended by seq, the consumers' positions, retention, and the push line
- * an entry becomes on the wire. Every write goes through the store's one
+ * appended by seq, the consumers' positions and retention (the push line an
+ * entry becomes on the wire is src/proto/proto_view.c's). Every write goes through the store's one
  * put and one delete (store_int.h), so the feed travels in write sets and
  * is part of the digest.
  */
@@ -9,7 +9,6 @@
 
 #include <string.h>
 
-#include "base/jsonw.h"
 #include "store/store_int.h"
 
 static const char *const type_names[SLOT_FEED__COUNT] = {
@@ -218,71 +217,6 @@ int slot_feed_scan(slot_store *st, MDB_txn *txn, uint64_t from, uint64_t limit, 
     }
     mdb_cursor_close(cur);
     return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
-/* ---- the push line */
-
-static void hold_id(slot__jw *w, const char *name, uint64_t seq, uint64_t tag)
-{
-    static const char hex[] = "0123456789abcdef";
-    char id[SLOT_HOLD_ID_BYTES];
-    for (int i = 0; i < 16; i++) {
-        id[i] = hex[(seq >> (60 - 4 * i)) & 0xf];
-        id[16 + i] = hex[(tag >> (60 - 4 * i)) & 0xf];
-    }
-    slot__jw_key_str(w, name, id, sizeof(id), SLOT__JW_STR_STRICT);
-}
-
-static void put_view(slot__jw *w, const slot_event_view *v)
-{
-    const char *status = slot_event_status_name(v->status);
-    slot__jw_key_str(w, "status", status, strlen(status), SLOT__JW_STR_STRICT);
-    slot__jw_key_u64(w, "capacity", v->capacity);
-    slot__jw_key_u64(w, "available", v->available);
-    slot__jw_key_u64(w, "held", v->held);
-    slot__jw_key_u64(w, "confirmed", v->confirmed);
-    slot__jw_key_u64(w, "shards", v->shards);
-    slot__jw_key_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
-    slot__jw_key_u64(w, "max_per_user", v->max_per_user);
-    slot__jw_key_u64(w, "max_per_request", v->max_per_request);
-    slot__jw_key_u64(w, "opens_at", v->opens_at_ms);
-    slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
-    slot__jw_key_u64(w, "max_extensions", v->max_extensions);
-    slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
-    slot__jw_key_u64(w, "waitlist_max", v->waitlist_max);
-    slot__jw_key_u64(w, "waiting", v->waiting);
-    slot__jw_key_u64(w, "waiting_qty", v->waiting_qty);
-}
-
-size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)
-{
-    slot__jw w;
-    slot__jw_init(&w, out, cap);
-    SLOT__JW_LIT(&w, "{\"feed\":");
-    slot__jw_u64(&w, e->seq);
-    const char *type = slot_feed_type_name(e->type);
-    slot__jw_key_str(&w, "type", type, strlen(type), SLOT__JW_STR_STRICT);
-    slot__jw_key_u64(&w, "at", e->at_ms);
-    slot__jw_key_str(&w, "event", e->event, e->event_len, SLOT__JW_STR_STRICT);
-    if (type_is_event(e->type)) {
-        put_view(&w, &e->view);
-    } else {
-        hold_id(&w, "hold", e->hold_seq, e->hold_tag);
-        slot__jw_key_str(&w, "user", e->user, e->user_len, SLOT__JW_STR_STRICT);
-        if (e->type != SLOT_FEED_HOLD_EXTENDED)
-            slot__jw_key_u64(&w, "qty", e->qty);
-        if (e->type == SLOT_FEED_HOLD_HELD || e->type == SLOT_FEED_HOLD_OFFERED || e->type == SLOT_FEED_HOLD_EXTENDED)
-            slot__jw_key_u64(&w, "expires_at", e->expires_at_ms);
-        if (e->type == SLOT_FEED_HOLD_HELD || e->type == SLOT_FEED_HOLD_OFFERED)
-            slot__jw_key_str(&w, "request", e->request, e->request_len, SLOT__JW_STR_STRICT);
-        if (e->type == SLOT_FEED_HOLD_CONFIRMED) {
-            slot__jw_key_u64(&w, "returned", e->returned);
-            if (e->replaces_seq)
-                hold_id(&w, "replaces", e->replaces_seq, e->replaces_tag);
-        }
-    }
-    SLOT__JW_LIT(&w, "}\n");
-    return slot__jw_finish(&w);
 }
 
 /* ---- consumers */

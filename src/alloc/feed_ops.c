@@ -89,11 +89,11 @@ static int op_forget(slot_store *st, MDB_txn *txn, const slot_req *req, slot_res
     return rc;
 }
 
-/* feed_consumers' list, written twice: once to count, once into the heap text. */
+/* feed_consumers' list: counted, then copied into res->consumers (the same
+ * transaction reads the same list twice), at most SLOT_FEED_CONSUMERS_MAX. */
 typedef struct list_ctx {
-    slot__jw *w;
-    uint64_t head;
-    unsigned n;
+    slot_consumer_pos *out; /* NULL: only count */
+    uint32_t n;
 } list_ctx;
 
 static int list_one(void *p, const char *name, size_t len, uint64_t acked)
@@ -101,44 +101,39 @@ static int list_one(void *p, const char *name, size_t len, uint64_t acked)
     list_ctx *l = p;
     if (l->n == SLOT_FEED_CONSUMERS_MAX)
         return 1;
-    if (l->n++ > 0)
-        SLOT__JW_LIT(l->w, ",");
-    SLOT__JW_LIT(l->w, "{");
-    SLOT__JW_LIT(l->w, "\"consumer\":");
-    slot__jw_str(l->w, name, len, SLOT__JW_STR_STRICT);
-    slot__jw_key_u64(l->w, "acked", acked);
-    slot__jw_key_u64(l->w, "lag", l->head > acked ? l->head - acked : 0);
-    SLOT__JW_LIT(l->w, "}");
+    if (l->out) {
+        SLOT_ASSERT(len <= SLOT_CONSUMER_BYTES_MAX);
+        memcpy(l->out[l->n].name, name, len);
+        l->out[l->n].name[len] = 0;
+        l->out[l->n].acked = acked;
+    }
+    l->n++;
     return 0;
-}
-
-static int consumers_write(slot_store *st, MDB_txn *txn, slot__jw *w, uint64_t head)
-{
-    list_ctx l = {w, head, 0};
-    SLOT__JW_LIT(w, "{\"head\":");
-    slot__jw_u64(w, head);
-    SLOT__JW_LIT(w, ",\"consumers\":[");
-    int rc = slot_feed_consumers_scan(st, txn, list_one, &l);
-    SLOT__JW_LIT(w, "]}");
-    return rc == 1 ? 0 : rc;
 }
 
 static int op_consumers(slot_store *st, MDB_txn *txn, slot_res *res)
 {
     uint64_t oldest, head;
     int rc = slot_feed_bounds(st, txn, &oldest, &head);
-    slot__jw w;
-    slot__jw_init(&w, NULL, 0);
+    list_ctx l = {NULL, 0};
     if (rc == 0)
-        rc = consumers_write(st, txn, &w, head);
+        rc = slot_feed_consumers_scan(st, txn, list_one, &l);
+    if (rc == 1)
+        rc = 0;
     if (rc != 0)
         return rc;
-    size_t need = slot__jw_finish(&w) + 1;
-    if (!(res->extra = malloc(need)))
+    res->feed_head = head;
+    if (l.n == 0)
+        return 0;
+    if (!(res->consumers = calloc(l.n, sizeof(*res->consumers))))
         return ENOMEM;
-    slot__jw_init(&w, res->extra, need);
-    rc = consumers_write(st, txn, &w, head);
-    SLOT_ASSERT(rc != 0 || slot__jw_finish(&w) < need); /* the same transaction reads the same list */
+    uint32_t counted = l.n;
+    l = (list_ctx){res->consumers, 0};
+    rc = slot_feed_consumers_scan(st, txn, list_one, &l);
+    if (rc == 1)
+        rc = 0;
+    SLOT_ASSERT(rc != 0 || l.n == counted); /* the same transaction reads the same list */
+    res->nconsumers = l.n;
     return rc;
 }
 

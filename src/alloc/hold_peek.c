@@ -27,7 +27,7 @@ bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req
                                     req->request_len, &w) != MDB_NOTFOUND)
             return false;
     }
-    /* 4., 5.: max_per_request and the sale window (alloc.c's slot__on_sale). */
+    /* 4., 5.: max_per_request and the sale window (alloc_core.c's slot__on_sale). */
     if (req->qty > e.max_per_request || e.status != SLOT_EVENT_ON_SALE)
         return false;
     if ((e.opens_at_ms && now_ms < e.opens_at_ms) || (e.closes_at_ms && now_ms >= e.closes_at_ms))

@@ -21,7 +21,7 @@
  * Events whose keys are not loaded: the caller may leave an event's keys
  * out (slot_alloc_load does so for closed, settled events) and marks it
  * "cold" here; it must load the event's keys (and clear the mark) before it
- * looks up, adds or deletes a key of that event (alloc.c's
+ * looks up, adds or deletes a key of that event (cold.c's
  * slot__idem_event_ready). A lookup here never says "not found" for a
  * cold event's key on its own authority.
  *

@@ -1,16 +1,15 @@
 /*
  * waitlist.c — the waitlist of an event (docs/protocol.md, "Waitlist";
  * docs/design.md, "Waitlists"): join, leave, the entry's state, the first
- * entries (admin), and the hand-out of returned units in join order, which
- * hold.c and alloc.c call wherever units come back, inside the commit that
- * returns them. Internal to libslot; see alloc_int.h.
+ * entries (admin). The hand-out of returned units in join order
+ * (slot__waitlist_serve) is part of the hold's life, in hold.c. Internal to
+ * libslot; see alloc_int.h.
  *
  * A position is answered without walking the list: offers are made strictly
  * in join order, so every entry offered precedes every entry waiting, and
  * position(join) = join - served - (entries that left with a smaller join
  * seq), the last from a Fenwick tree in the waitlist database (<= 40 reads).
  */
-#include <signal.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +22,6 @@ typedef slot__alloc_ctx ctx;
 
 #define JOIN_SEQ_END (UINT64_C(1) << SLOT_JOIN_SEQ_BITS) /* join seqs are 1..JOIN_SEQ_END-1 */
 
-int slot__waitlist_key_used(ctx *c, const char *user, size_t user_len, const char *request, size_t request_len)
-{
-    slot_wait_rec w;
-    return slot_store_wait_key_get(c->st, c->txn, c->ev, c->ev_len, user, user_len, request, request_len, &w);
-}
-
 static int position_of(ctx *c, const slot_event_rec *e, uint64_t join, uint64_t *pos)
 {
     uint64_t left = 0;
@@ -37,54 +30,6 @@ static int position_of(ctx *c, const slot_event_rec *e, uint64_t join, uint64_t 
         rc = MDB_CORRUPTED; /* a waiting entry has a position of at least 1 */
     if (rc == 0)
         *pos = join - e->served - left;
-    return rc;
-}
-
-/* Offers the hold to the first entry w: a held hold with the event's TTL,
- * kind waitlist, origin its join seq. The user's row already counts the
- * waiting units (a join counts them), so it stays. */
-static int offer(ctx *c, slot_event_rec *e, slot_wait_rec *w)
-{
-    slot_hold_rec hold, *h = &hold;
-    slot__hold_new(h, w->user, w->user_len, w->request, w->request_len, w->qty);
-    h->kind = SLOT_HOLD_KIND_WAITLIST;
-    h->origin = w->join;
-    int rc = slot__hold_make(c, e, h, UINT64_MAX);
-    if (rc == 0) /* docs/protocol.md, "Feed": an offer is hold.offered, never hold.held */
-        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_OFFERED);
-    if (rc == 0 && (e->waiting == 0 || e->waiting_qty < w->qty))
-        rc = MDB_CORRUPTED;
-    if (rc != 0)
-        return rc;
-    e->waiting--;
-    e->waiting_qty -= w->qty;
-    e->served++;
-    rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w->join);
-    w->state = SLOT_WAIT_OFFERED;
-    w->hold_seq = h->seq;
-    w->hold_tag = h->tag;
-    if (rc == 0)
-        rc = slot_store_wait_key_put(c->st, c->txn, c->ev, c->ev_len, w);
-    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-}
-
-int slot__waitlist_serve(ctx *c, slot_event_rec *e)
-{
-    if (e->waiting == 0)
-        return 0;
-    int rc = slot__idem_event_ready(c); /* the offers' keys go into the index */
-    /* Bounded by e->waiting: every turn serves one entry or stops. */
-    while (rc == 0 && e->waiting > 0) {
-        slot_wait_rec w;
-        rc = slot_store_wait_first(c->st, c->txn, c->ev, c->ev_len, &w);
-        if (rc == MDB_NOTFOUND)
-            return MDB_CORRUPTED; /* the counter says someone waits */
-        if (rc != 0 || w.qty > e->capacity - e->held - e->confirmed)
-            break; /* the head cannot be met yet: nobody behind it goes first */
-        if (SLOT_FAIL(KILL_BEFORE_HANDOUT))
-            raise(SIGKILL);
-        rc = offer(c, e, &w);
-    }
     return rc;
 }
 

@@ -119,8 +119,11 @@ void slot_res_clear(slot_res *res)
     free(res->shard_free);
     free(res->violations);
     free(res->extra);
+    free(res->text);
     free(res->cart);
     free(res->entries);
+    free(res->consumers);
+    free(res->stats);
     memset(res, 0, sizeof(*res));
 }
 

@@ -445,11 +445,11 @@ static int names_and_addrs(clu *c)
         snprintf(c->adv, sizeof(c->adv), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", name, port);
     }
     /* the HTTP address others' 307s name: --advertise's host with the bound port, or the bound address */
-    const char *hport = strrchr(s->http_addr, ':');
-    if (s->http_addr[0] && o->adv_port && hport)
+    const char *hport = strrchr(s->http.addr, ':');
+    if (s->http.addr[0] && o->adv_port && hport)
         snprintf(c->http_addr, sizeof(c->http_addr), strchr(o->adv_host, ':') ? "[%s]%s" : "%s%s", o->adv_host, hport);
     else
-        snprintf(c->http_addr, sizeof(c->http_addr), "%s", s->http_addr);
+        snprintf(c->http_addr, sizeof(c->http_addr), "%s", s->http.addr);
     snprintf(c->key_config, sizeof(c->key_config), "/slotd/%s/config", o->cluster);
     snprintf(c->key_node_prefix, sizeof(c->key_node_prefix), "/slotd/%s/node/", o->cluster);
     snprintf(c->key_node, sizeof(c->key_node), "%s%s", c->key_node_prefix, c->self);
@@ -523,7 +523,7 @@ int slot__cluster_start(server *s)
                   SLOT__LF_S("error", slot_strerror(rc)));
         return -1;
     }
-    s->wset = &c->wset;
+    s->batch.wset = &c->wset;
     s->clu_up = &clu_hooks;
     uv_timer_init(s->loop, &c->tick);
     c->tick.data = c;
@@ -573,7 +573,7 @@ void slot__cluster_free(server *s)
     }
     slot_wset_free(&c->wset);
     pthread_mutex_destroy(&c->rlog_mu);
-    s->wset = NULL;
+    s->batch.wset = NULL;
     s->clu = NULL;
     free(c);
 }

@@ -13,7 +13,7 @@
 /*
  * slot__cluster_start — when s->opts.cluster is set: load the secret file
  * (refused when group or others may read it), open DATA/rlog, listen for
- * replication, set s->clu, s->clu_up and s->wset, and start talking to
+ * replication, set s->clu, s->clu_up and s->batch.wset, and start talking to
  * etcd (the role is decided from there, asynchronously). Call after the
  * store is open and before the commit thread starts.
  * Returns 0, or -1 after logging why (the server must not start).

@@ -148,7 +148,7 @@ static void step_promote(clu *c)
         return;
     }
     /* Drained: no batch running, none waiting for acks, the target has the whole log. */
-    if (c->chg_cas || c->cas_busy || s->batch_busy || c->pending_seq || c->job != CLU_JOB_NONE || !n->ready ||
+    if (c->chg_cas || c->cas_busy || s->batch.busy || c->pending_seq || c->job != CLU_JOB_NONE || !n->ready ||
         n->acked < c->applied)
         return;
     /* drained: the target acked all we hold (acked < next_send <= applied + 1) */

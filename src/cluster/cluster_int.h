@@ -14,7 +14,7 @@
  * Threads: every field is the loop thread's, except those marked "commit
  * thread", which the commit thread uses while it runs a batch or a job (the
  * loop leaves them alone then: one batch or job in flight, handed over under
- * s->mu), and the batch log, which both use under rlog_mu.
+ * s->batch.mu), and the batch log, which both use under rlog_mu.
  * docs/design.md, "Replica sets", is the design these files follow.
  */
 #ifndef SLOT_CLUSTER_INT_H
@@ -95,7 +95,7 @@ typedef struct clu_node {
  * over); slot__clu_snap_set asserts the edges. */
 enum { CLU_SNAP_NONE, CLU_SNAP_WANT, CLU_SNAP_SENDING, CLU_SNAP_ACK };
 
-/* The commit thread's job (s->job_cluster). */
+/* The commit thread's job (s->batch.job_cluster). */
 typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE, CLU_JOB_SNAP } clu_job;
 
 typedef struct slot__cluster {

@@ -63,12 +63,12 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
         } else {
             /* What LMDB may hold: c->applied moves on the loop only when the commit
              * thread hands a batch (or an apply job) back, so while one is out
-             * (s->batch_busy) LMDB may already hold up to the log's last record --
+             * (s->batch.busy) LMDB may already hold up to the log's last record --
              * a deposed primary's own batch, committed but not yet handed back when
              * the new primary's records arrive (regression: cluster_sigstop_primary
              * under load, invariant 7 on the old primary). The log is never behind
              * LMDB, so `last` bounds it. */
-            uint64_t may_hold = c->s->batch_busy ? last : c->applied;
+            uint64_t may_hold = c->s->batch.busy ? last : c->applied;
             if (k - 1 < may_hold && slot_rlog_first(c->rlog) > 1) {
                 /* LMDB holds what the log would lose, and the log no longer
                  * starts at seq 1 to rebuild it from: take a snapshot. */
@@ -262,7 +262,7 @@ slot__read_gate slot__clu_read_gate(server *s, MDB_txn *rtxn, slot_res *res)
     if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING) {
         if (seq <= c->commit_seq)
             return SLOT__READ_GO;
-        if ((c->pending_seq && !c->unavailable) || s->batch_busy)
+        if ((c->pending_seq && !c->unavailable) || s->batch.busy)
             return SLOT__READ_WAIT;
         slot_res_error(res, SLOT_E_UNAVAILABLE, "this node's state is not acknowledged by its replicas yet");
         return SLOT__READ_ANSWERED;

@@ -9,10 +9,13 @@
 #include "slot/proto.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/jsonw.h"
 #include "proto_feed.h"
+#include "proto_view.h"
+#include "slot/assert.h"
 
 /* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
@@ -97,27 +100,104 @@ static void put_extra(slot__jw *w, const char *extra)
     }
 }
 
-/* The event view shared by event, create_event, set_capacity, reshard and set_status. */
+/* A real number as jansson's JSON_COMPACT writes one (the stats reply
+ * was encoded by jansson before; its text stays the same): "%.17g", with
+ * ".0" added when that reads as an integer. */
+static void jw_real(slot__jw *w, double v)
+{
+    char num[32];
+    int n = snprintf(num, sizeof(num), "%.17g", v);
+    SLOT_ASSERT(n > 0);
+    SLOT_ASSERT((size_t)n < sizeof(num));
+    slot__jw_mem(w, num, (size_t)n);
+    if (!strpbrk(num, ".eE"))
+        SLOT__JW_LIT(w, ".0");
+}
+
+/* The stats object's members (docs/protocol.md, "stats"), in their order. */
+static void put_stats(slot__jw *w, const slot_stats *o)
+{
+    slot__jw_key_u64(w, "connections", o->connections);
+    slot__jw_key_u64(w, "connections_total", o->connections_total);
+    slot__jw_key(w, "requests");
+    for (int op = 0; op < SLOT_OP__COUNT; op++) {
+        const char *name = slot_op_name((slot_op)op);
+        slot__jw_mem(w, op == 0 ? "{" : ",", 1);
+        slot__jw_str(w, name, strlen(name), SLOT__JW_STR_STRICT);
+        SLOT__JW_LIT(w, ":");
+        slot__jw_u64(w, o->requests[op]);
+    }
+    SLOT__JW_LIT(w, "}");
+    slot__jw_key_u64(w, "bad_lines", o->bad_lines);
+    slot__jw_key_u64(w, "holds", o->holds);
+    slot__jw_key_u64(w, "sold_out", o->sold_out);
+    slot__jw_key_u64(w, "sold_out_fast", o->sold_out_fast);
+    slot__jw_key_u64(w, "cold_parked", o->cold_parked);
+    slot__jw_key_u64(w, "cold_waiting", o->cold_waiting);
+    slot__jw_key_u64(w, "cold_loading", o->cold_loading);
+    slot__jw_key_u64(w, "cold_loaded", o->cold_loaded);
+    slot__jw_key_u64(w, "cold_walked", o->cold_walked);
+    slot__jw_key_u64(w, "cold_slices", o->cold_slices);
+    slot__jw_key_u64(w, "errors", o->errors);
+    slot__jw_key_u64(w, "commits", o->commits);
+    slot__jw_key_u64(w, "commit_failures", o->commit_failures);
+    SLOT__JW_LIT(w, ",\"batch_size\":{\"count\":");
+    slot__jw_u64(w, o->batch_count);
+    slot__jw_key(w, "mean");
+    jw_real(w, o->batch_mean);
+    slot__jw_key_u64(w, "p50", o->batch_p50);
+    slot__jw_key_u64(w, "p99", o->batch_p99);
+    slot__jw_key_u64(w, "max", o->batch_max);
+    SLOT__JW_LIT(w, "},\"latency_us\":{\"count\":");
+    slot__jw_u64(w, o->latency_count);
+    slot__jw_key_u64(w, "p50", o->latency_p50);
+    slot__jw_key_u64(w, "p99", o->latency_p99);
+    slot__jw_key_u64(w, "p999", o->latency_p999);
+    slot__jw_key_u64(w, "max", o->latency_max);
+    SLOT__JW_LIT(w, "}");
+    slot__jw_key_u64(w, "queue", o->queue);
+    slot__jw_key_u64(w, "db_bytes", o->db_bytes);
+    slot__jw_key_u64(w, "map_bytes", o->map_bytes);
+    slot__jw_key(w, "durability");
+    if (o->nosync)
+        SLOT__JW_LIT(w, "\"nosync\"");
+    else
+        SLOT__JW_LIT(w, "\"sync\"");
+    slot__jw_key_u64(w, "reads_paused", o->reads_paused);
+    slot__jw_key_u64(w, "accepts_paused", o->accepts_paused);
+    slot__jw_key_u64(w, "connections_timed_out", o->connections_timed_out);
+    slot__jw_key_u64(w, "commit_busy_us", o->commit_busy_us);
+    slot__jw_key_u64(w, "commit_sync_us", o->commit_sync_us);
+    slot__jw_key_u64(w, "backups", o->backups);
+    slot__jw_key_u64(w, "backups_running", o->backups_running);
+}
+
+/* The typed answers the server fills for its own ops, after the op's
+ * fields: hello's version, backup's size and time, stats, metrics' text (one JSON
+ * string; only '\n', '"' and '\\' need escapes in it). */
+static void put_server_facts(slot__jw *w, const slot_req *req, const slot_res *res)
+{
+    if (req->op == SLOT_OP_HELLO && res->version)
+        kv_cstr(w, "version", res->version);
+    if (req->op == SLOT_OP_BACKUP) {
+        slot__jw_key_u64(w, "bytes", res->backup_bytes);
+        slot__jw_key_u64(w, "ms", res->backup_ms);
+    }
+    if (req->op == SLOT_OP_STATS && res->stats)
+        put_stats(w, res->stats);
+    if (req->op == SLOT_OP_METRICS && res->text) {
+        slot__jw_key(w, "text");
+        slot__jw_str(w, res->text, res->text_len, SLOT__JW_STR_SHORT_ESC);
+    }
+}
+
+/* The event view shared by event, create_event, set_capacity, reshard and
+ * set_status: the name, then the one view writer (proto_view.c). */
 static void put_event_view(slot__jw *w, const slot_event_view *v)
 {
     slot__jw_key(w, "event");
     PUT_FIXED(w, v->event);
-    kv_cstr(w, "status", slot_event_status_name(v->status));
-    slot__jw_key_u64(w, "capacity", v->capacity);
-    slot__jw_key_u64(w, "available", v->available);
-    slot__jw_key_u64(w, "held", v->held);
-    slot__jw_key_u64(w, "confirmed", v->confirmed);
-    slot__jw_key_u64(w, "shards", v->shards);
-    slot__jw_key_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
-    slot__jw_key_u64(w, "max_per_user", v->max_per_user);
-    slot__jw_key_u64(w, "max_per_request", v->max_per_request);
-    slot__jw_key_u64(w, "opens_at", v->opens_at_ms);
-    slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
-    slot__jw_key_u64(w, "max_extensions", v->max_extensions);
-    slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
-    slot__jw_key_u64(w, "waitlist_max", v->waitlist_max);
-    slot__jw_key_u64(w, "waiting", v->waiting);
-    slot__jw_key_u64(w, "waiting_qty", v->waiting_qty);
+    slot__proto_put_view(w, v);
 }
 
 /* hold_many: every hold of the cart, or sold_out naming the item. */
@@ -371,7 +451,7 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         slot__jw_key_u64(w, "expired", res->expired);
         break;
     case SLOT_OP_DIGEST:
-    case SLOT_OP_BACKUP: /* backup: extra adds "bytes" and "ms" */
+    case SLOT_OP_BACKUP: /* backup: put_server_facts adds "bytes" and "ms" */
         slot__jw_key_u64(w, "seq", res->seq);
         kv_cstr(w, "digest", res->digest);
         break;
@@ -388,7 +468,7 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
     case SLOT_OP_WAITLIST_ENTRIES:
         put_entries(w, res);
         break;
-    default: /* the feed ops; stats, cluster: res->extra carries it all */
+    default: /* the feed ops (proto_feed.c); stats, cluster: res->extra carries it all */
         slot__proto_feed_put(w, req, res);
         break;
     }
@@ -430,6 +510,7 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     put_op_fields(&w, req, res);
     if (res->replay)
         kv_bool(&w, "replay", true);
+    put_server_facts(&w, req, res);
     put_extra(&w, res->extra);
     return finish(&w);
 }

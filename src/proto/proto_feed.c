@@ -130,7 +130,23 @@ void slot__proto_feed_put(slot__jw *w, const slot_req *req, const slot_res *res)
         slot__jw_key(w, "forgotten");
         SLOT__JW_LIT(w, "true");
         break;
-    default: /* feed_consumers: res->extra carries the list */
+    case SLOT_OP_FEED_CONSUMERS: /* {"head":H,"consumers":[{"consumer":N,"acked":A,"lag":L},...]} */
+        slot__jw_key_u64(w, "head", res->feed_head);
+        slot__jw_key(w, "consumers");
+        SLOT__JW_LIT(w, "[");
+        for (uint32_t i = 0; res->consumers && i < res->nconsumers; i++) {
+            const slot_consumer_pos *c = &res->consumers[i];
+            if (i > 0)
+                SLOT__JW_LIT(w, ",");
+            SLOT__JW_LIT(w, "{\"consumer\":");
+            slot__jw_str(w, c->name, strlen(c->name), SLOT__JW_STR_STRICT);
+            slot__jw_key_u64(w, "acked", c->acked);
+            slot__jw_key_u64(w, "lag", res->feed_head > c->acked ? res->feed_head - c->acked : 0);
+            SLOT__JW_LIT(w, "}");
+        }
+        SLOT__JW_LIT(w, "]");
+        break;
+    default:
         break;
     }
 }

@@ -2,7 +2,6 @@
  * auth.c — tokens, hello and roles (auth.h).
  */
 #include "auth.h"
-#include "conn.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,9 +22,9 @@ static bool token_equal(const char *a, size_t alen, const char *b, size_t blen)
 slot_role slot__token_role(server *s, const char *value, size_t len)
 {
     slot_role role = SLOT_ROLE_NONE;
-    for (size_t i = 0; i < s->ntokens; i++) /* every token compared: the time does not tell which matched */
-        if (token_equal(s->tokens[i].value, s->tokens[i].len, value, len))
-            role = s->tokens[i].role;
+    for (size_t i = 0; i < s->auth.ntokens; i++) /* every token compared: the time does not tell which matched */
+        if (token_equal(s->auth.tokens[i].value, s->auth.tokens[i].len, value, len))
+            role = s->auth.tokens[i].role;
     return role;
 }
 
@@ -48,45 +47,39 @@ static bool role_may(slot_role role, slot_op op)
     }
 }
 
-/* Decides what a parsed request may do on this connection. Returns false
- * when e was answered with an error here. */
-bool slot__authorize(server *s, conn *c, entry *e)
+/* Decides what a parsed request may do on this connection; the verdict
+ * names why when it refuses, and the caller (admit.c) logs it. */
+slot__auth_verdict slot__authorize(server *s, conn *c, entry *e)
 {
-    if (s->ntokens == 0)
-        return true; /* development mode: loopback only, every connection admin */
+    if (s->auth.ntokens == 0)
+        return SLOT__AUTH_OK; /* development mode: loopback only, every connection admin */
     if (e->req.op == SLOT_OP_HELLO) {
         slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? slot__token_role(s, e->req.token, e->req.token_len) : SLOT_ROLE_NONE;
         if (role == SLOT_ROLE_NONE) {
-            char peer[64];
-            slot__conn_peer(c, peer, sizeof peer);
-            /* the token tried is never logged: it may be a real one mistyped */
-            slot__log(SLOT__LOG_WARN, "failed hello (token not shown)", SLOT__LF_S("peer", peer),
-                      SLOT__LF_S("reason", (e->req.has & SLOT_HAS_TOKEN) ? "unknown_token" : "no_token"));
             c->role = SLOT_ROLE_NONE;
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "invalid token");
             c->close_after_flush = true;
-            return false;
+            return (e->req.has & SLOT_HAS_TOKEN) ? SLOT__AUTH_UNKNOWN_TOKEN : SLOT__AUTH_NO_TOKEN;
         }
         c->role = role;
         e->res.role = role; /* this hello's answer: a later hello may change c->role before it is encoded */
-        return true;
+        return SLOT__AUTH_OK;
     }
     if (c->role == SLOT_ROLE_NONE) {
         slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
         c->close_after_flush = true;
-        slot__conn_dropped(c, "unauthenticated", "its first request was not a hello");
-        return false;
+        return SLOT__AUTH_NO_HELLO;
     }
     if (!role_may(c->role, e->req.op)) {
         slot_res_error(&e->res, SLOT_E_FORBIDDEN, "op %s is not for role %s", slot_op_name(e->req.op),
                        slot_role_name(c->role));
-        return false;
+        return SLOT__AUTH_REFUSED;
     }
     if (e->req.op == SLOT_OP_GET_HOLD && e->req.user_len == 0 && c->role == SLOT_ROLE_FRONTEND) {
         slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "user: missing; only worker and admin may leave it out");
-        return false;
+        return SLOT__AUTH_REFUSED;
     }
-    return true;
+    return SLOT__AUTH_OK;
 }
 
 /* One line of f into buf (cap bytes), without its newline: its length, or
@@ -144,7 +137,7 @@ int slot__tokens_load(server *s, const char *path)
         if (len < 0 || sscanf(p, "%31s %257s %n", role, value, &end) != 2 || end < 0 || p[end] != 0 ||
             strlen(value) > SLOT_TOKEN_BYTES_MAX ||
             (strcmp(role, "frontend") != 0 && strcmp(role, "admin") != 0 && strcmp(role, "worker") != 0) ||
-            s->ntokens == SLOT_TOKENS_MAX) {
+            s->auth.ntokens == SLOT_TOKENS_MAX) {
             /* the line itself is not shown: it may hold a token */
             slot__log(SLOT__LOG_ERROR,
                       "--token-file: want \"frontend TOKEN\", \"worker TOKEN\" or \"admin TOKEN\" lines",
@@ -153,7 +146,7 @@ int slot__tokens_load(server *s, const char *path)
             rc = -1;
             break;
         }
-        token *t = &s->tokens[s->ntokens++];
+        token *t = &s->auth.tokens[s->auth.ntokens++];
         t->role = strcmp(role, "admin") == 0    ? SLOT_ROLE_ADMIN
                   : strcmp(role, "worker") == 0 ? SLOT_ROLE_WORKER
                                                 : SLOT_ROLE_FRONTEND;
@@ -161,7 +154,7 @@ int slot__tokens_load(server *s, const char *path)
         memcpy(t->value, value, t->len + 1);
     }
     fclose(f);
-    if (rc == 0 && s->ntokens == 0) {
+    if (rc == 0 && s->auth.ntokens == 0) {
         slot__log(SLOT__LOG_ERROR, "--token-file has no tokens in it", SLOT__LF_S("path", path));
         rc = -1;
     }

@@ -19,10 +19,10 @@
 /* Answers every request of the batch with the same error; nothing was committed. */
 static void batch_fail(server *s, slot_err err, const char *why)
 {
-    for (size_t i = 0; i < s->batch_n; i++) {
-        s->batch[i]->cold_park = false; /* it did not run either: it gets the batch's answer */
-        slot_res_clear(&s->batch[i]->res);
-        slot_res_error(&s->batch[i]->res, err, "%s", why);
+    for (size_t i = 0; i < s->batch.n; i++) {
+        s->batch.items[i]->cold_park = false; /* it did not run either: it gets the batch's answer */
+        slot_res_clear(&s->batch.items[i]->res);
+        slot_res_error(&s->batch.items[i]->res, err, "%s", why);
     }
 }
 
@@ -38,9 +38,9 @@ static size_t owner_slot(uintptr_t owner)
 static bool owner_parked(const server *s, uintptr_t owner)
 {
     for (size_t i = owner_slot(owner);; i = (i + 1) & (SLOT_COLD_CONN_SET_SLOTS - 1)) {
-        if (s->cold_conns[i] == owner)
+        if (s->batch.cold_conns[i] == owner)
             return true;
-        if (s->cold_conns[i] == 0)
+        if (s->batch.cold_conns[i] == 0)
             return false; /* the set is never full (limits.h), so an empty slot ends the probe */
     }
 }
@@ -48,13 +48,13 @@ static bool owner_parked(const server *s, uintptr_t owner)
 static void owner_park(server *s, uintptr_t owner)
 {
     SLOT_ASSERT(owner != 0);
-    SLOT_ASSERT(s->cold_conns_n < SLOT_BATCH_REQUESTS_MAX); /* one per entry at most */
+    SLOT_ASSERT(s->batch.cold_conns_n < SLOT_BATCH_REQUESTS_MAX); /* one per entry at most */
     size_t i = owner_slot(owner);
-    while (s->cold_conns[i] != 0 && s->cold_conns[i] != owner)
+    while (s->batch.cold_conns[i] != 0 && s->batch.cold_conns[i] != owner)
         i = (i + 1) & (SLOT_COLD_CONN_SET_SLOTS - 1);
-    if (s->cold_conns[i] == 0) {
-        s->cold_conns[i] = owner;
-        s->cold_conns_n++;
+    if (s->batch.cold_conns[i] == 0) {
+        s->batch.cold_conns[i] = owner;
+        s->batch.cold_conns_n++;
     }
 }
 
@@ -71,7 +71,7 @@ static int cold_gate(server *s, MDB_txn *txn, entry *e, uint64_t now_ms, bool *r
     e->cold_park = false;
     if (s->opts.no_cold_park)
         return 0;
-    bool wait = s->cold_conns_n > 0 && owner_parked(s, e->owner);
+    bool wait = s->batch.cold_conns_n > 0 && owner_parked(s, e->owner);
     if (!wait) {
         int rc = slot_alloc_cold_need(&s->write_alloc, txn, &e->req, now_ms, &wait);
         if (rc == EBUSY) {
@@ -93,7 +93,7 @@ static int cold_gate(server *s, MDB_txn *txn, entry *e, uint64_t now_ms, bool *r
 
 /*
  * Runs the batch's requests on txn, with the write set captured into
- * s->wset when there is one, and then, when they wrote anything, raises
+ * s->batch.wset when there is one, and then, when they wrote anything, raises
  * the store's seq in the same transaction (slot/store.h: seq counts the
  * batches that changed state, so one that only answered sold_out, replays
  * or errors leaves it). Returns 0 or the first storage error.
@@ -101,24 +101,24 @@ static int cold_gate(server *s, MDB_txn *txn, entry *e, uint64_t now_ms, bool *r
 static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
 {
     uint64_t writes0 = slot_store_writes(s->store);
-    if (s->wset) {
-        slot_wset_clear(s->wset);
-        slot_store_capture_begin(s->store, s->wset);
+    if (s->batch.wset) {
+        slot_wset_clear(s->batch.wset);
+        slot_store_capture_begin(s->store, s->batch.wset);
     }
     int rc = 0;
-    if (s->cold_conns_n > 0) { /* the last attempt's set (a retry decides again) */
-        memset(s->cold_conns, 0, sizeof(s->cold_conns));
-        s->cold_conns_n = 0;
+    if (s->batch.cold_conns_n > 0) { /* the last attempt's set (a retry decides again) */
+        memset(s->batch.cold_conns, 0, sizeof(s->batch.cold_conns));
+        s->batch.cold_conns_n = 0;
     }
-    s->batch_cold_walked = 0;
-    for (size_t i = 0; rc == 0 && i < s->batch_n; i++) {
-        entry *e = s->batch[i];
+    s->batch.cold_walked = 0;
+    for (size_t i = 0; rc == 0 && i < s->batch.n; i++) {
+        entry *e = s->batch.items[i];
         slot_res_clear(&e->res);
         bool run = true;
         if (e->cold_step) {
             uint32_t walked = 0;
             rc = slot_alloc_cold_step(&s->write_alloc, txn, s->opts.cold_load_keys, &walked);
-            s->batch_cold_walked += walked;
+            s->batch.cold_walked += walked;
         } else if (e->sweep) {
             rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
             if (rc == 0) /* retention: a bounded trim in the sweeper's commit (slot/feed.h) */
@@ -143,7 +143,7 @@ static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
  * EIO on a full file system: from a put, the commit's page writes or the
  * file's growth; see disk_full) is storage_full as well — an operating condition, not a fault of ours; writes work again
  * once space is freed. A write set past its bound (SLOT_WSET_E_FULL, only
- * while s->wset captures) is storage_full too: the batch cannot travel as
+ * while s->batch.wset captures) is storage_full too: the batch cannot travel as
  * one record. Any other LMDB error: internal. Either way nothing of a
  * failed batch is kept.
  */
@@ -164,8 +164,8 @@ static bool disk_full(const server *s, int rc)
 static void batch_run(server *s)
 {
     MDB_env *env = slot_store_env(s->store);
-    SLOT_ASSERT(s->batch_n >= 1);
-    SLOT_ASSERT(s->batch_n <= SLOT_BATCH_REQUESTS_MAX);
+    SLOT_ASSERT(s->batch.n >= 1);
+    SLOT_ASSERT(s->batch.n <= SLOT_BATCH_REQUESTS_MAX);
     for (int attempt = 0; attempt < SLOT_MAP_GROW_ATTEMPTS_MAX; attempt++) {
         uint64_t now_ms = slot__wall_ms();
         MDB_txn *txn = NULL;
@@ -182,11 +182,11 @@ static void batch_run(server *s)
         if (rc == 0) {
             uint64_t t0_ns = uv_hrtime();
             rc = mdb_txn_commit(txn); /* frees txn, also when it fails */
-            s->batch_sync_ns += uv_hrtime() - t0_ns;
+            s->batch.sync_ns += uv_hrtime() - t0_ns;
         } else if (txn)
             mdb_txn_abort(txn);
         if (rc != 0)
-            s->batch_failures++;
+            s->batch.failures++;
         if (rc != 0 && s->clu)
             s->clu_up->batch_unrecord(s);
         if (rc == 0 && SLOT_FAIL(SLOW_HANDBACK))
@@ -200,31 +200,31 @@ static void batch_run(server *s)
             if (g == 0) {
                 slot__log(SLOT__LOG_INFO, "storage grew: the map doubled, the batch is retried",
                           SLOT__LF_U("map_bytes", slot_store_map_bytes(s->store)),
-                          SLOT__LF_U("map_size_max", s->opts.map_bytes_max), SLOT__LF_U("requests", s->batch_n));
+                          SLOT__LF_U("map_size_max", s->opts.map_bytes_max), SLOT__LF_U("requests", s->batch.n));
                 continue;
             }
             slot__log(SLOT__LOG_ERROR, "storage full: the map is at --map-size-max; answered storage_full",
                       SLOT__LF_S("reason", "map_size_max"), SLOT__LF_U("map_size_max", s->opts.map_bytes_max),
-                      SLOT__LF_U("requests", s->batch_n));
+                      SLOT__LF_U("requests", s->batch.n));
             batch_fail(s, SLOT_E_STORAGE_FULL, "the database is full (--map-size-max); nothing was changed");
             return;
         }
         if (rc == SLOT_WSET_E_FULL) {
             slot__log(SLOT__LOG_ERROR, "storage full: the batch's write set passed its bound; answered storage_full",
-                      SLOT__LF_S("reason", "write_set"), SLOT__LF_U("bound_bytes", s->wset->payload_max),
-                      SLOT__LF_U("requests", s->batch_n));
+                      SLOT__LF_S("reason", "write_set"), SLOT__LF_U("bound_bytes", s->batch.wset->payload_max),
+                      SLOT__LF_U("requests", s->batch.n));
             batch_fail(s, SLOT_E_STORAGE_FULL,
                        "the batch writes more than one replication record holds; nothing was changed");
             return;
         }
         if (disk_full(s, rc)) {
             slot__log(SLOT__LOG_ERROR, "storage full: the disk is full; answered storage_full", SLOT__LF_S("reason", "disk"),
-                      SLOT__LF_S("error", strerror(rc)), SLOT__LF_U("requests", s->batch_n));
+                      SLOT__LF_S("error", strerror(rc)), SLOT__LF_U("requests", s->batch.n));
             batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
             return;
         }
         slot__log(SLOT__LOG_ERROR, "write transaction failed; answered internal", SLOT__LF_S("error", slot_strerror(rc)),
-                  SLOT__LF_U("requests", s->batch_n));
+                  SLOT__LF_U("requests", s->batch.n));
         batch_fail(s, SLOT_E_INTERNAL, "storage error; nothing was changed");
         return;
     }
@@ -234,32 +234,32 @@ static void batch_run(server *s)
 static void *commit_thread(void *arg)
 {
     server *s = arg;
-    pthread_mutex_lock(&s->mu);
+    pthread_mutex_lock(&s->batch.mu);
     for (;;) {
-        while (!s->batch_ready && !s->thread_stop)
-            pthread_cond_wait(&s->cv, &s->mu);
-        if (!s->batch_ready)
+        while (!s->batch.ready && !s->batch.stop)
+            pthread_cond_wait(&s->batch.cv, &s->batch.mu);
+        if (!s->batch.ready)
             break;
-        s->batch_ready = false;
-        bool job = s->job_cluster;
-        pthread_mutex_unlock(&s->mu);
+        s->batch.ready = false;
+        bool job = s->batch.job_cluster;
+        pthread_mutex_unlock(&s->batch.mu);
         uint64_t t0_ns = uv_hrtime();
-        s->batch_failures = 0;
-        s->batch_sync_ns = 0;
+        s->batch.failures = 0;
+        s->batch.sync_ns = 0;
         if (job)
             s->clu_up->job_run(s);
         else
             batch_run(s);
         uint32_t loading = slot_alloc_cold_loading(&s->write_alloc);
         uint64_t loaded = slot_alloc_cold_loaded(&s->write_alloc);
-        pthread_mutex_lock(&s->mu);
-        s->batch_run_ns = uv_hrtime() - t0_ns;
-        s->batch_cold_loading = loading;
-        s->batch_cold_loaded = loaded;
-        s->batch_done = true;
+        pthread_mutex_lock(&s->batch.mu);
+        s->batch.run_ns = uv_hrtime() - t0_ns;
+        s->batch.cold_loading = loading;
+        s->batch.cold_loaded = loaded;
+        s->batch.done = true;
         uv_async_send(&s->async);
     }
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->batch.mu);
     return NULL;
 }
 
@@ -271,15 +271,15 @@ static void slow_commit_log(server *s, uint64_t run_ns, uint64_t sync_ns)
     if (s->opts.slow_commit_ms == 0 || run_ns < (uint64_t)s->opts.slow_commit_ms * 1000000u)
         return;
     uint64_t now_ms = uv_now(s->loop);
-    if (s->slow_logged_ms && now_ms - s->slow_logged_ms < 1000u) {
-        s->slow_unlogged++;
+    if (s->stats.slow_logged_ms && now_ms - s->stats.slow_logged_ms < 1000u) {
+        s->stats.slow_unlogged++;
         return;
     }
     slot__log(SLOT__LOG_WARN, "slow commit", SLOT__LF_U("duration_ms", run_ns / 1000000u),
-              SLOT__LF_U("fsync_ms", sync_ns / 1000000u), SLOT__LF_U("requests", s->batch_n),
-              SLOT__LF_U("threshold_ms", s->opts.slow_commit_ms), SLOT__LF_U("not_logged", s->slow_unlogged));
-    s->slow_logged_ms = now_ms;
-    s->slow_unlogged = 0;
+              SLOT__LF_U("fsync_ms", sync_ns / 1000000u), SLOT__LF_U("requests", s->batch.n),
+              SLOT__LF_U("threshold_ms", s->opts.slow_commit_ms), SLOT__LF_U("not_logged", s->stats.slow_unlogged));
+    s->stats.slow_logged_ms = now_ms;
+    s->stats.slow_unlogged = 0;
 }
 
 /* The loop's side of a finished batch: results become answers (the commit has
@@ -287,48 +287,48 @@ static void slow_commit_log(server *s, uint64_t run_ns, uint64_t sync_ns)
 void slot__batch_complete(uv_async_t *h)
 {
     server *s = h->data;
-    pthread_mutex_lock(&s->mu);
-    bool done = s->batch_done;
-    s->batch_done = false;
-    bool job = s->job_cluster;
-    uint64_t failures = s->batch_failures;
-    uint64_t run_ns = s->batch_run_ns, sync_ns = s->batch_sync_ns;
-    uint64_t walked = s->batch_cold_walked;
-    s->cold_loading = s->batch_cold_loading; /* the loop's copies: batch_finish reads them */
-    uint64_t loaded = s->batch_cold_loaded;
+    pthread_mutex_lock(&s->batch.mu);
+    bool done = s->batch.done;
+    s->batch.done = false;
+    bool job = s->batch.job_cluster;
+    uint64_t failures = s->batch.failures;
+    uint64_t run_ns = s->batch.run_ns, sync_ns = s->batch.sync_ns;
+    uint64_t walked = s->batch.cold_walked;
+    s->park.loading = s->batch.cold_loading; /* the loop's copies: batch_finish reads them */
+    uint64_t loaded = s->batch.cold_loaded;
     if (done && job) {
-        s->job_cluster = false;
+        s->batch.job_cluster = false;
     } else if (done) { /* a wake-up without a finished batch must not count the last one again */
-        s->commit_busy_ns += run_ns;
-        s->commit_sync_ns += sync_ns;
+        s->stats.commit_busy_ns += run_ns;
+        s->stats.commit_sync_ns += sync_ns;
     }
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->batch.mu);
     if (!done)
         return;
     if (!job && walked > 0) {
-        s->cold_walked += walked;
-        s->cold_slices++;
+        s->stats.cold_walked += walked;
+        s->stats.cold_slices++;
     }
-    if (loaded != s->cold_loaded_seen) {
-        if (loaded > s->cold_loaded_seen)
-            s->cold_loaded += loaded - s->cold_loaded_seen;
-        s->cold_loaded_seen = loaded;
-        s->cold_unpark = true; /* events came in: what waits is tried again */
+    if (loaded != s->park.loaded_seen) {
+        if (loaded > s->park.loaded_seen)
+            s->stats.cold_loaded += loaded - s->park.loaded_seen;
+        s->park.loaded_seen = loaded;
+        s->park.unpark = true; /* events came in: what waits is tried again */
     }
     if (!job) { /* the metrics' histograms: read under mu above, kept by this thread */
-        slot_hist_record(s->commit_ns, run_ns);
-        slot_hist_record(s->sync_ns, sync_ns);
+        slot_hist_record(s->stats.commit_ns, run_ns);
+        slot_hist_record(s->stats.sync_ns, sync_ns);
         slow_commit_log(s, run_ns, sync_ns);
     }
-    SLOT_ASSERT(s->batch_busy);
+    SLOT_ASSERT(s->batch.busy);
     if (job) {
-        s->batch_busy = false;
+        s->batch.busy = false;
         s->clu_up->job_done(s);
         slot__park_after_batch(s, false);
         slot__dispatch(s);
         return;
     }
-    s->commit_failures += failures;
+    s->stats.commit_failures += failures;
     if (s->clu && s->clu_up->batch_hold(s))
         return; /* answered once its acks are in: slot__batch_finish */
     slot__batch_finish(s, SLOT_E_OK, NULL);
@@ -337,15 +337,15 @@ void slot__batch_complete(uv_async_t *h)
 void slot__batch_finish(server *s, slot_err err, const char *why)
 {
     /* The batch is the loop's again: it was dispatched, whole and in bounds. */
-    SLOT_ASSERT(s->batch_busy);
-    SLOT_ASSERT(s->batch_n >= 1);
-    SLOT_ASSERT(s->batch_n <= SLOT_BATCH_REQUESTS_MAX);
+    SLOT_ASSERT(s->batch.busy);
+    SLOT_ASSERT(s->batch.n >= 1);
+    SLOT_ASSERT(s->batch.n <= SLOT_BATCH_REQUESTS_MAX);
     bool sweep_again = false, parked = false;
-    for (size_t i = 0; i < s->batch_n; i++) {
-        entry *e = s->batch[i];
+    for (size_t i = 0; i < s->batch.n; i++) {
+        entry *e = s->batch.items[i];
         SLOT_ASSERT(e->state == ENTRY_QUEUED); /* nothing answers a batched entry but this */
         if (e->cold_step) {
-            s->cold_step_pending = false;
+            s->park.step_pending = false;
             slot__entry_put(s, e);
             continue;
         }
@@ -378,10 +378,10 @@ void slot__batch_finish(server *s, slot_err err, const char *why)
             s->dirty = e->conn;
         }
     }
-    s->commits++;
-    slot_hist_record(s->batch_sizes, s->batch_n);
-    s->batch_n = 0;
-    s->batch_busy = false;
+    s->stats.commits++;
+    slot_hist_record(s->stats.batch_sizes, s->batch.n);
+    s->batch.n = 0;
+    s->batch.busy = false;
     if (sweep_again && !s->stopping)
         slot__sweep_enqueue(s);
     slot__park_after_batch(s, parked);
@@ -400,34 +400,34 @@ void slot__batch_finish(server *s, slot_err err, const char *why)
 
 bool slot__job_dispatch(server *s)
 {
-    if (s->batch_busy)
+    if (s->batch.busy)
         return false;
-    SLOT_ASSERT(s->batch_n == 0);
-    s->batch_busy = true;
-    pthread_mutex_lock(&s->mu);
-    s->job_cluster = true;
-    s->batch_ready = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    SLOT_ASSERT(s->batch.n == 0);
+    s->batch.busy = true;
+    pthread_mutex_lock(&s->batch.mu);
+    s->batch.job_cluster = true;
+    s->batch.ready = true;
+    pthread_cond_signal(&s->batch.cv);
+    pthread_mutex_unlock(&s->batch.mu);
     return true;
 }
 
 int slot__commit_start(server *s)
 {
-    SLOT_ASSERT(!s->thread_started);
-    int rc = pthread_create(&s->thread, NULL, commit_thread, s);
-    s->thread_started = rc == 0;
+    SLOT_ASSERT(!s->batch.thread_started);
+    int rc = pthread_create(&s->batch.thread, NULL, commit_thread, s);
+    s->batch.thread_started = rc == 0;
     return rc;
 }
 
 void slot__commit_stop(server *s)
 {
-    if (!s->thread_started)
+    if (!s->batch.thread_started)
         return;
-    pthread_mutex_lock(&s->mu);
-    s->thread_stop = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-    s->thread_started = false;
+    pthread_mutex_lock(&s->batch.mu);
+    s->batch.stop = true;
+    pthread_cond_signal(&s->batch.cv);
+    pthread_mutex_unlock(&s->batch.mu);
+    pthread_join(s->batch.thread, NULL);
+    s->batch.thread_started = false;
 }

@@ -1,6 +1,8 @@
 /*
  * conn.c — connections (conn.h): libuv I/O, line framing, per-connection
- * limits and states, writing replies.
+ * limits and states, writing replies. A parsed line goes to admit.c's
+ * router; the feed's subscriptions (feed_sub.c, which calls this file) are
+ * reached through s->conn_up only.
  */
 #include "conn.h"
 
@@ -8,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "feed_sub.h"
+#include "admit.h"
 #include "loop.h"
+#include "reads.h"
 #include "slot/assert.h"
 #include "slot/proto.h"
 
@@ -69,8 +71,8 @@ bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len
     char msg[sizeof(e->res.message)];
     slot_err err = slot_proto_parse_at(line, len, byte_delta, &e->req, msg, sizeof(msg));
     if (err != SLOT_E_OK) {
-        s->bad_lines++;
-        if (s->ntokens && c->role == SLOT_ROLE_NONE) {
+        s->stats.bad_lines++;
+        if (s->auth.ntokens && c->role == SLOT_ROLE_NONE) {
             slot__count_error(s, SLOT_E_UNAUTHENTICATED);
             slot__conn_dropped(c, "unauthenticated", "its first line was not a hello");
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
@@ -83,49 +85,6 @@ bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len
     }
     e->parsed = true;
     return true;
-}
-
-void slot__conn_admit(server *s, conn *c, entry *e)
-{
-    SLOT_ASSERT(e->parsed);
-    SLOT_ASSERT(e->state == ENTRY_DONE);
-    s->requests[e->req.op]++;
-    if (!slot__authorize(s, c, e)) {
-        slot__count_error(s, e->res.err);
-        return;
-    }
-    bool feed_op = e->req.op == SLOT_OP_SUBSCRIBE || e->req.op == SLOT_OP_ACK || e->req.op == SLOT_OP_UNSUBSCRIBE;
-    if (c->http && feed_op) { /* a feed consumer needs a connection that lasts (docs/protocol.md, "HTTP") */
-        slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "op %s is not available over HTTP; use the TCP protocol",
-                       slot_op_name(e->req.op));
-        slot__count_error(s, SLOT_E_INVALID_ARGUMENT);
-        return;
-    }
-    if (!c->http && !slot__feed_admit(s, c, e)) {
-        if (e->res.err != SLOT_E_OK)
-            slot__count_error(s, e->res.err);
-        return;
-    }
-    if (!slot_op_writes(e->req.op)) {
-        e->state = ENTRY_READ_WAIT;
-        return;
-    }
-    if (s->stopping) {
-        slot_res_error(&e->res, SLOT_E_SHUTTING_DOWN, NULL);
-        slot__count_error(s, SLOT_E_SHUTTING_DOWN);
-        return;
-    }
-    e->owner = (uintptr_t)c;
-    if (slot__park_admit(s, c, e))
-        return; /* behind this connection's writes that wait for a cold event's keys */
-    if (slot__hold_read(s, e))
-        return; /* sold out for certain: answered from the read snapshot */
-    if (s->q_len >= s->opts.queue_max) {
-        slot_res_error(&e->res, SLOT_E_OVERLOADED, "server queue holds %u requests; retry later", s->q_len);
-        slot__count_error(s, SLOT_E_OVERLOADED);
-        return;
-    }
-    slot__queue_push(s, e);
 }
 
 /* Decides where a line goes: an answer now (errors), the write queue, or a
@@ -142,7 +101,7 @@ static void handle_line(server *s, conn *c, const char *line, size_t len)
     conn_push(c, e);
     e->state = ENTRY_DONE;
     if (slot__conn_parse(s, c, e, line, len, 0))
-        slot__conn_admit(s, c, e);
+        slot__admit(s, c, e);
 }
 
 /* line_too_long: answered, then the connection closes (docs/protocol.md, "Framing"). */
@@ -163,7 +122,7 @@ static void line_too_long(server *s, conn *c)
     e->t0_ns = uv_hrtime();
     conn_push(c, e);
     e->state = ENTRY_DONE;
-    s->bad_lines++;
+    s->stats.bad_lines++;
     slot__count_error(s, SLOT_E_LINE_TOO_LONG);
     slot_res_error(&e->res, SLOT_E_LINE_TOO_LONG, "line longer than %u bytes", s->opts.line_bytes_max);
 }
@@ -312,13 +271,13 @@ void slot__conn_pace(conn *c)
     server *s = c->srv;
     if (c->state != CONN_OPEN || c->close_after_flush || s->stopping)
         return;
-    bool starved = s->entries_live >= SLOT_ENTRIES_MAX;
+    bool starved = s->pool.live >= SLOT_ENTRIES_MAX;
     bool full = starved || c->pending >= s->opts.conn_inflight_max || c->out_len > s->opts.out_bytes_max;
-    s->mem_paused = s->mem_paused || (starved && c->reading);
+    s->pool.mem_paused = s->pool.mem_paused || (starved && c->reading);
     if (full && c->reading) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
-        s->reads_paused++;
+        s->stats.reads_paused++;
     } else if (!full && !c->reading && c->pending <= s->opts.conn_inflight_max / 2) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->reading = true;
@@ -348,13 +307,13 @@ void slot__conn_flush(conn *c)
             slot__run_read(s, e);
         if (e->state != ENTRY_DONE)
             break;
-        slot__feed_answered(c, e);
+        s->conn_up.feed_answered(c, e);
         if (!slot__conn_encode(c, e)) {
             slot__conn_dropped(c, "out_of_memory", "no memory for a reply");
             slot__conn_close(c);
             return;
         }
-        slot_hist_record(s->latency_us, (now_ns - e->t0_ns) / 1000u);
+        slot_hist_record(s->stats.latency_us, (now_ns - e->t0_ns) / 1000u);
         slot__count_reply(s, e);
         c->head = e->next;
         if (!c->head)
@@ -371,7 +330,7 @@ void slot__conn_flush(conn *c)
      * window of entries, so the loop is bounded. */
     for (;;) {
         size_t before = c->out_len;
-        slot__feed_fill(c);
+        s->conn_up.feed_fill(c);
         bool pushed = c->out_len > before;
         conn_write(c);
         if (!pushed || c->writing || c->out_len > 0 || c->state != CONN_OPEN)
@@ -450,7 +409,7 @@ void slot__conn_close(conn *c)
     if (c->state == CONN_CLOSING)
         return;
     conn_set_state(c, CONN_CLOSING);
-    slot__feed_conn_gone(c);
+    c->srv->conn_up.feed_gone(c);
     slot__conn_undirty(c); /* it must not be flushed after close */
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
@@ -482,32 +441,6 @@ void slot__conn_drain(conn *c)
     c->sreq.data = c;
     if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
         slot__conn_close(c);
-}
-
-void slot__conn_peer(conn *c, char *buf, size_t cap)
-{
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-    char name[48];
-    snprintf(buf, cap, "?");
-    if (c->http) /* an HTTP request's stand-in has no socket of its own (http.c logs its peer) */
-        return;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0 ||
-        uv_ip_name((struct sockaddr *)&ss, name, sizeof(name)) != 0)
-        return;
-    bool v6 = ss.ss_family == AF_INET6;
-    unsigned port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
-    snprintf(buf, cap, v6 ? "[%s]:%u" : "%s:%u", name, port);
-}
-
-void slot__conn_dropped(conn *c, const char *reason, const char *detail)
-{
-    if (!slot__log_on(SLOT__LOG_WARN))
-        return;
-    char peer[64];
-    slot__conn_peer(c, peer, sizeof peer);
-    slot__log(SLOT__LOG_WARN, "dropped a client", SLOT__LF_S("peer", peer), SLOT__LF_S("reason", reason),
-              SLOT__LF_S("detail", detail));
 }
 
 /* Why a connection should be dropped now (a reason code of
@@ -550,7 +483,7 @@ void slot__conns_reap(server *s)
         if (!why)
             continue;
         if (c->state == CONN_OPEN) {
-            s->conns_timed_out++;
+            s->stats.conns_timed_out++;
             slot__conn_dropped(c, why, detail);
         }
         slot__conn_close(c);
@@ -571,7 +504,7 @@ static bool accept_one(server *s)
         return false;
     }
     c->srv = s;
-    c->role = s->ntokens ? SLOT_ROLE_NONE : SLOT_ROLE_ADMIN;
+    c->role = s->auth.ntokens ? SLOT_ROLE_NONE : SLOT_ROLE_ADMIN;
     c->last_read_ms = uv_now(s->loop);
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
@@ -584,7 +517,7 @@ static bool accept_one(server *s)
         s->conns->prev = c;
     s->conns = c;
     s->nconns++;
-    s->conns_total++;
+    s->stats.conns_total++;
     uv_tcp_nodelay(&c->tcp, 1);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
         c->reading = true;
@@ -617,7 +550,7 @@ void slot__on_connection(uv_stream_t *listener, int status)
             slot__log(SLOT__LOG_WARN, "connection limit reached: accepting paused",
                       SLOT__LF_U("max_connections", s->opts.conns_max));
         s->accept_paused = true;
-        s->accepts_paused++;
+        s->stats.accepts_paused++;
         return;
     }
     accept_one(s);

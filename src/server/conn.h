@@ -50,11 +50,11 @@ void slot__conn_pace(conn *c);
  * (grown by doubling); false when out of memory. */
 bool slot__conn_out_reserve(conn *c, size_t need);
 
-/* slot__conn_peer — c's peer as "ADDR:PORT" ("[ADDR]:PORT" for IPv6), or
+/* slot__conn_peer (conn_log.c) — c's peer as "ADDR:PORT" ("[ADDR]:PORT" for IPv6), or
  * "?" when the socket cannot say, into buf[cap] (64 bytes are enough). */
 void slot__conn_peer(conn *c, char *buf, size_t cap);
 
-/* slot__conn_dropped — log that c is being dropped: a warn line "dropped a
+/* slot__conn_dropped (conn_log.c) — log that c is being dropped: a warn line "dropped a
  * client" with its peer, reason (a short code: idle_timeout, line_timeout,
  * write_timeout, drain_timeout, line_too_long, unauthenticated, out_of_memory)
  * and detail (a sentence naming the flag when one decides it). */
@@ -69,14 +69,6 @@ void slot__conn_dropped(conn *c, const char *reason, const char *detail);
  * line counts the positions of its messages from the client's body).
  */
 bool slot__conn_parse(server *s, conn *c, entry *e, const char *line, size_t len, ptrdiff_t byte_delta);
-
-/*
- * slot__conn_admit — where parsed request e of c goes: answered now (its
- * role may not run it, a feed op over HTTP, shutting_down, overloaded at
- * --max-queue), ENTRY_READ_WAIT (a read op: run when it reaches c's head),
- * or the write queue (ENTRY_QUEUED). Counts requests and errors.
- */
-void slot__conn_admit(server *s, conn *c, entry *e);
 
 /* slot__conn_encode — append e's reply line (with its "\n") to c->out; false
  * when out of memory (nothing appended). */

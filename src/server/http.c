@@ -9,7 +9,7 @@
  *   headers in   -> a stand-in conn and its request state (hreq) are made;
  *   body chunks  -> appended, at most --max-line bytes (over: 413);
  *   body done    -> the body becomes one request line ("op" from the path)
- *                   and goes through slot__conn_parse and slot__conn_admit;
+ *                   and goes through slot__conn_parse and slot__admit;
  *                   answered at once (errors, most reads), or the connection
  *                   is suspended while its entry waits for its batch;
  *   answered     -> slot__http_flush encodes the NDJSON reply and resumes
@@ -29,10 +29,12 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "auth.h"
 #include "conn.h"
 #include "http_line.h"
 #include "loop.h"
+#include "reads.h"
 #include "metrics.h"
 #include "slot/assert.h"
 #include "slot/proto.h"
@@ -165,7 +167,7 @@ static void hreq_free(hreq *r)
     if (c->prev)
         c->prev->next = c->next;
     else
-        s->http_conns = c->next;
+        s->http.conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
     SLOT_ASSERT(h->live > 0);
@@ -203,10 +205,10 @@ static hreq *hreq_new(slot__http *h, struct MHD_Connection *mc)
     r->c.srv = s;
     r->c.http = r;
     r->c.state = CONN_OPEN;
-    r->c.next = s->http_conns;
-    if (s->http_conns)
-        s->http_conns->prev = &r->c;
-    s->http_conns = &r->c;
+    r->c.next = s->http.conns;
+    if (s->http.conns)
+        s->http.conns->prev = &r->c;
+    s->http.conns = &r->c;
     h->live++;
     return r;
 }
@@ -233,7 +235,7 @@ static bool hreq_progress(hreq *r)
         r->err = SLOT_E_INTERNAL;
     }
     slot__count_reply(s, e);
-    slot_hist_record(s->latency_us, (uv_hrtime() - e->t0_ns) / 1000u);
+    slot_hist_record(s->stats.latency_us, (uv_hrtime() - e->t0_ns) / 1000u);
     c->head = c->tail = NULL;
     c->pending = 0;
     slot__entry_put(s, e);
@@ -290,7 +292,7 @@ static void peer_name(struct MHD_Connection *mc, char *buf, size_t cap)
  * tokens, as every TCP connection is then; none when missing or unknown). */
 static slot_role bearer_role(server *s, struct MHD_Connection *mc)
 {
-    if (s->ntokens == 0)
+    if (s->auth.ntokens == 0)
         return SLOT_ROLE_ADMIN;
     const char *v = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!v || strncasecmp(v, "Bearer ", 7) != 0)
@@ -327,7 +329,7 @@ static bool hreq_submit(hreq *r)
     c->head = c->tail = e;
     c->pending = 1;
     if (r->head_too_long) { /* before the token: a refused head is not authenticated */
-        s->bad_lines++;
+        s->stats.bad_lines++;
         slot__count_error(s, SLOT_E_LINE_TOO_LONG);
         slot_res_error(&e->res, SLOT_E_LINE_TOO_LONG, "request head (request line and headers) longer than %u bytes",
                        SLOT_HTTP_HEAD_BYTES_MAX);
@@ -335,7 +337,7 @@ static bool hreq_submit(hreq *r)
     }
     c->role = bearer_role(s, r->mc);
     if (r->too_long) {
-        s->bad_lines++;
+        s->stats.bad_lines++;
         slot__count_error(s, SLOT_E_LINE_TOO_LONG);
         /* the words of a TCP line over the limit: the same answer (conn.c) */
         slot_res_error(&e->res, SLOT_E_LINE_TOO_LONG, "line longer than %u bytes", s->opts.line_bytes_max);
@@ -350,7 +352,7 @@ static bool hreq_submit(hreq *r)
         return false;
     /* a bad_json's "(byte N)" counts from the body the client sent, not from the line made of it */
     if (slot__conn_parse(s, c, e, r->line, len, byte_delta))
-        slot__conn_admit(s, c, e);
+        slot__admit(s, c, e);
     return true;
 }
 
@@ -561,7 +563,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ct
     (void)socket_ctx;
     if (what == MHD_CONNECTION_NOTIFY_STARTED) {
         h->nconns++;
-        h->s->conns_total++;
+        h->s->stats.conns_total++;
     } else if (h->nconns > 0) {
         h->nconns--;
     }
@@ -613,7 +615,7 @@ int slot__http_start(server *s, const struct sockaddr *sa)
         return -1;
     }
     h->s = s;
-    s->http = h;
+    s->http.listener = h;
     /* libmicrohttpd's one timeout is a silence bound: a head or body that
      * stops coming, and an idle keep-alive connection, are dropped after it */
     uint32_t to_ms = o->line_timeout_ms;
@@ -646,7 +648,7 @@ int slot__http_start(server *s, const struct sockaddr *sa)
         port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                               : ((struct sockaddr_in *)&ss)->sin_port);
     }
-    snprintf(s->http_addr, sizeof(s->http_addr), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", name, port);
+    snprintf(s->http.addr, sizeof(s->http.addr), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", name, port);
     uv_poll_init(s->loop, &h->poll, ep->epoll_fd);
     uv_timer_init(s->loop, &h->timer);
     h->poll.data = h->timer.data = h;
@@ -658,7 +660,7 @@ int slot__http_start(server *s, const struct sockaddr *sa)
 
 void slot__http_quiesce(server *s)
 {
-    slot__http *h = s->http;
+    slot__http *h = s->http.listener;
     if (!h || h->quiesced)
         return;
     h->quiesced = true;
@@ -669,17 +671,17 @@ void slot__http_quiesce(server *s)
 
 bool slot__http_busy(const server *s)
 {
-    return s->http && s->http->live > 0;
+    return s->http.listener && s->http.listener->live > 0;
 }
 
 void slot__http_free(server *s)
 {
-    slot__http *h = s->http;
+    slot__http *h = s->http.listener;
     if (!h)
         return;
     /* libmicrohttpd refuses to stop with a connection still suspended (a
      * read that waited past the stop's deadline): resume them to be closed */
-    for (conn *c = s->http_conns; c; c = c->next)
+    for (conn *c = s->http.conns; c; c = c->next)
         if (c->http->suspended) {
             c->http->suspended = false;
             MHD_resume_connection(c->http->mc);
@@ -695,5 +697,5 @@ void slot__http_free(server *s)
         free(r);
     }
     free(h);
-    s->http = NULL;
+    s->http.listener = NULL;
 }

@@ -17,8 +17,8 @@
 /*
  * slot__http_start — listen for HTTP on sa (the parsed --http address, port
  * 0: any free port) and drive the daemon from s->loop (a uv_poll on its
- * epoll descriptor and a uv_timer from its timeout). Sets s->http and
- * s->http_addr (the bound "HOST:PORT"). Returns 0, or -1 after logging why
+ * epoll descriptor and a uv_timer from its timeout). Sets s->http.listener and
+ * s->http.addr (the bound "HOST:PORT"). Returns 0, or -1 after logging why
  * (the address is taken, out of memory). Before the loop runs; once.
  */
 int slot__http_start(server *s, const struct sockaddr *sa);
@@ -32,7 +32,7 @@ int slot__http_start(server *s, const struct sockaddr *sa);
 void slot__http_flush(conn *c);
 
 /* slot__http_quiesce — stop accepting HTTP connections (the server stops);
- * requests in progress are still answered. Idempotent; s->http may be NULL. */
+ * requests in progress are still answered. Idempotent; s->http.listener may be NULL. */
 void slot__http_quiesce(server *s);
 
 /* slot__http_busy — true while some HTTP request has not been answered and
@@ -41,7 +41,7 @@ bool slot__http_busy(const server *s);
 
 /* slot__http_free — stop the daemon (closing its connections) and free it;
  * after the loop's handles are closed and before the entry pool is freed.
- * s->http may be NULL. */
+ * s->http.listener may be NULL. */
 void slot__http_free(server *s);
 
 #endif

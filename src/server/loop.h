@@ -1,7 +1,8 @@
 /*
  * loop.h — the loop thread's core: the entry pool, the write queue and its
- * dispatch to the commit thread, the read-only ops, the sweeper's timer and
- * stats. Loop thread only.
+ * dispatch to the commit thread, the read transaction, the sold-out read
+ * path, the sweeper's timer and the counters (the read ops' answers are
+ * reads.h's). Loop thread only.
  */
 #ifndef SLOT_LOOP_H
 #define SLOT_LOOP_H
@@ -9,7 +10,7 @@
 #include "server_int.h"
 
 /* slot__entry_get — an entry from the pool (or the heap), zeroed, counted in
- * s->entries_live; NULL when out of memory. */
+ * s->pool.live; NULL when out of memory. */
 entry *slot__entry_get(server *s);
 /* slot__entry_put — clear e's result and return it to the pool. */
 void slot__entry_put(server *s, entry *e);
@@ -33,11 +34,11 @@ void slot__reads_resume(server *s);
 /* slot__count_result — count an answered entry in the errors/holds/sold_out counters. */
 void slot__count_result(server *s, const entry *e);
 
-/* slot__count_error — count one error answer of code err in s->errors and
- * s->errors_by_code (every error answer is counted once, where it is made). */
+/* slot__count_error — count one error answer of code err in s->stats.errors and
+ * s->stats.errors_by_code (every error answer is counted once, where it is made). */
 void slot__count_error(server *s, slot_err err);
 
-/* slot__count_reply — count e's reply, as it is written, in s->replies by
+/* slot__count_reply — count e's reply, as it is written, in s->stats.replies by
  * op and outcome (conn.c, once per reply). */
 void slot__count_reply(server *s, const entry *e);
 
@@ -47,10 +48,6 @@ void slot__count_reply(server *s, const entry *e);
  * read_end, on the same loop turn. */
 int slot__read_begin(server *s);
 void slot__read_end(server *s);
-
-/* slot__run_read — run e's read-only op now (hello, stats, or an allocator
- * read on the loop's read transaction); e becomes DONE. */
-void slot__run_read(server *s, entry *e);
 
 /* slot__hold_read — the sold-out read path (docs/design.md, "The sold-out
  * read path"): answers the parsed, admitted hold e now, from the loop's
@@ -64,10 +61,11 @@ void slot__run_read(server *s, entry *e);
 bool slot__hold_read(server *s, entry *e);
 
 /*
- * Parking (src/server/park.c; docs/design.md, "Cold events load in slices"): a
- * write that needs a cold event's keys does not run in its batch; it waits
- * in s->park (at most SLOT_COLD_PARKED_MAX) while the loader's entry walks
- * a slice of keys in every batch, and goes back to the front of the queue
+ * Parking (src/server/park.c, but slot__park_requeue, the queue's part, is
+ * loop.c's; docs/design.md, "Cold events load in slices"): a write that
+ * needs a cold event's keys does not run in its batch; it waits in s->park
+ * (at most SLOT_COLD_PARKED_MAX) while the loader's entry walks a slice of
+ * keys in every batch, and goes back to the front of the queue
  * when an event's keys are in. A connection with a parked write parks its
  * later writes behind it, so its writes run in the order sent; every other
  * connection's requests go on. Entries: QUEUED -> PARKED -> QUEUED.

@@ -254,7 +254,7 @@ static void write_requests(mbuf *b, const server *s)
 {
     family(b, "slotd_requests_total", "counter", "Requests parsed, by op (stats: requests).");
     for (int op = 0; op < SLOT_OP__COUNT; op++)
-        labelled_u64(b, "slotd_requests_total", "op", slot_op_name((slot_op)op), s->requests[op]);
+        labelled_u64(b, "slotd_requests_total", "op", slot_op_name((slot_op)op), s->stats.requests[op]);
     static const char *const outcomes[] = {
 #define SLOT__OC_TEXT(name, text) text,
         SLOT__OUTCOME_MAP(SLOT__OC_TEXT)
@@ -271,51 +271,56 @@ static void write_requests(mbuf *b, const server *s)
             if (op == SLOT_OP__COUNT && o != SLOT__OUTCOME_ERROR)
                 continue; /* a line that did not parse is only ever an error */
             mb_printf(b, "slotd_replies_total{op=\"%s\",outcome=\"%s\"} %" PRIu64 "\n", name, outcomes[o],
-                      s->replies[op][o]);
+                      s->stats.replies[op][o]);
         }
     }
-    one_u64(b, "slotd_bad_lines_total", "counter", "Lines that failed to parse (stats: bad_lines).", s->bad_lines);
-    one_u64(b, "slotd_holds_total", "counter", "New holds granted, replays not counted (stats: holds).", s->holds);
-    one_u64(b, "slotd_sold_out_total", "counter", "sold_out answers (stats: sold_out).", s->sold_out);
+    one_u64(b, "slotd_bad_lines_total", "counter", "Lines that failed to parse (stats: bad_lines).",
+            s->stats.bad_lines);
+    one_u64(b, "slotd_holds_total", "counter", "New holds granted, replays not counted (stats: holds).",
+            s->stats.holds);
+    one_u64(b, "slotd_sold_out_total", "counter", "sold_out answers (stats: sold_out).", s->stats.sold_out);
     one_u64(b, "slotd_sold_out_fast_total", "counter",
-            "Of those, answered by the read path without a batch (stats: sold_out_fast).", s->sold_out_fast);
+            "Of those, answered by the read path without a batch (stats: sold_out_fast).", s->stats.sold_out_fast);
     family(b, "slotd_errors_total", "counter", "Error replies, by code; they sum to stats' errors.");
     for (int e = 1; e < SLOT_E__COUNT; e++)
-        labelled_u64(b, "slotd_errors_total", "code", slot_err_name((slot_err)e), s->errors_by_code[e]);
+        labelled_u64(b, "slotd_errors_total", "code", slot_err_name((slot_err)e), s->stats.errors_by_code[e]);
 }
 
 static void write_connections(mbuf *b, const server *s)
 {
     one_u64(b, "slotd_connections", "gauge", "Client connections open now (stats: connections).", s->nconns);
     one_u64(b, "slotd_connections_accepted_total", "counter", "Client connections accepted (stats: connections_total).",
-            s->conns_total);
+            s->stats.conns_total);
     one_u64(b, "slotd_connections_timed_out_total", "counter",
             "Connections closed by the idle, line or write timeouts (stats: connections_timed_out).",
-            s->conns_timed_out);
+            s->stats.conns_timed_out);
     one_u64(b, "slotd_reads_paused_total", "counter", "Times reading from a connection paused (stats: reads_paused).",
-            s->reads_paused);
+            s->stats.reads_paused);
     one_u64(b, "slotd_accepts_paused_total", "counter",
-            "Times accepting paused at --max-connections (stats: accepts_paused).", s->accepts_paused);
+            "Times accepting paused at --max-connections (stats: accepts_paused).", s->stats.accepts_paused);
     one_u64(b, "slotd_connections_max", "gauge", "--max-connections.", s->opts.conns_max);
 }
 
 static void write_commits(mbuf *b, const server *s)
 {
-    one_u64(b, "slotd_queue_requests", "gauge", "Write requests waiting for the next batch (stats: queue).", s->q_len);
+    one_u64(b, "slotd_queue_requests", "gauge", "Write requests waiting for the next batch (stats: queue).",
+            s->queue.len);
     one_u64(b, "slotd_queue_requests_max", "gauge", "--max-queue: beyond it writes are answered overloaded.",
             s->opts.queue_max);
-    one_u64(b, "slotd_commits_total", "counter", "Batches the commit thread finished (stats: commits).", s->commits);
+    one_u64(b, "slotd_commits_total", "counter", "Batches the commit thread finished (stats: commits).",
+            s->stats.commits);
     one_u64(b, "slotd_commit_failures_total", "counter", "Write transactions that failed (stats: commit_failures).",
-            s->commit_failures);
-    histogram(b, "slotd_batch_size_requests", "Requests per group commit (stats: batch_size).", s->batch_sizes,
+            s->stats.commit_failures);
+    histogram(b, "slotd_batch_size_requests", "Requests per group commit (stats: batch_size).", s->stats.batch_sizes,
               batch_buckets, sizeof batch_buckets / sizeof batch_buckets[0], 1.0);
     histogram(b, "slotd_request_duration_seconds", "From a request's arrival to its reply being encoded (stats: latency_us).",
-              s->latency_us, latency_buckets, sizeof latency_buckets / sizeof latency_buckets[0], 1e6);
+              s->stats.latency_us, latency_buckets, sizeof latency_buckets / sizeof latency_buckets[0], 1e6);
     histogram(b, "slotd_commit_duration_seconds",
               "The commit thread's time per batch: its write transaction and commit (sum: stats' commit_busy_us).",
-              s->commit_ns, commit_buckets, sizeof commit_buckets / sizeof commit_buckets[0], 1e9);
+              s->stats.commit_ns, commit_buckets, sizeof commit_buckets / sizeof commit_buckets[0], 1e9);
     histogram(b, "slotd_commit_fsync_duration_seconds",
-              "Per batch, the time in LMDB's commit: page writes and fsync (sum: stats' commit_sync_us).", s->sync_ns,
+              "Per batch, the time in LMDB's commit: page writes and fsync (sum: stats' commit_sync_us).",
+              s->stats.sync_ns,
               commit_buckets, sizeof commit_buckets / sizeof commit_buckets[0], 1e9);
 }
 

@@ -20,7 +20,7 @@
  * slot__metrics_text — every metric of the server now, as Prometheus text
  * (format 0.0.4: "# HELP", "# TYPE", one sample per line, "\n" ended).
  *   s: the running server; its counters are the loop thread's (the commit
- *   thread's times reach them through the batch hand-back under s->mu), so
+ *   thread's times reach them through the batch hand-back under s->batch.mu), so
  *   they equal what the stats op reports at the same moment.
  *   len_out: the text's length in bytes (without the NUL); may be NULL.
  * Reads the store on the loop's read transaction (events on sale, the feed,

@@ -17,13 +17,13 @@ static void park_append(server *s, entry *e)
 {
     e->state = ENTRY_PARKED;
     e->qnext = NULL;
-    if (s->park_tail)
-        s->park_tail->qnext = e;
+    if (s->park.tail)
+        s->park.tail->qnext = e;
     else
-        s->park_head = e;
-    s->park_tail = e;
-    s->park_n++;
-    s->cold_parked++;
+        s->park.head = e;
+    s->park.tail = e;
+    s->park.n++;
+    s->stats.cold_parked++;
     if (e->conn)
         e->conn->parked++;
 }
@@ -42,9 +42,9 @@ bool slot__park_admit(server *s, conn *c, entry *e)
 {
     if (c->parked == 0)
         return false;
-    if (s->park_n >= SLOT_COLD_PARKED_MAX) {
+    if (s->park.n >= SLOT_COLD_PARKED_MAX) {
         slot_res_error(&e->res, SLOT_E_OVERLOADED, "%u requests wait for closed events' keys; retry later",
-                       s->park_n);
+                       s->park.n);
         slot__count_error(s, SLOT_E_OVERLOADED);
         return true;
     }
@@ -59,7 +59,7 @@ static void park_followers(server *s)
 {
     entry *keep_head = NULL, *keep_tail = NULL;
     uint32_t kept = 0;
-    for (entry *e = s->q_head, *next; e; e = next) {
+    for (entry *e = s->queue.head, *next; e; e = next) {
         next = e->qnext;
         SLOT_ASSERT(e->state == ENTRY_QUEUED);
         if (e->conn && e->conn->parked > 0 && !e->sweep && !e->cold_step) {
@@ -74,34 +74,9 @@ static void park_followers(server *s)
         keep_tail = e;
         kept++;
     }
-    s->q_head = keep_head;
-    s->q_tail = keep_tail;
-    s->q_len = kept;
-}
-
-void slot__park_requeue(server *s)
-{
-    if (!s->park_head)
-        return;
-    uint32_t n = 0;
-    for (entry *e = s->park_head; e; e = e->qnext) {
-        SLOT_ASSERT(e->state == ENTRY_PARKED);
-        e->state = ENTRY_QUEUED;
-        if (e->conn) {
-            SLOT_ASSERT(e->conn->parked > 0);
-            e->conn->parked--;
-        }
-        n++;
-    }
-    SLOT_ASSERT(n == s->park_n);
-    /* In front of what is queued: they arrived before it. */
-    s->park_tail->qnext = s->q_head;
-    if (!s->q_head)
-        s->q_tail = s->park_tail;
-    s->q_head = s->park_head;
-    s->q_len += n;
-    s->park_head = s->park_tail = NULL;
-    s->park_n = 0;
+    s->queue.head = keep_head;
+    s->queue.tail = keep_tail;
+    s->queue.len = kept;
 }
 
 /* Stopping: a write the batch in flight parked is answered shutting_down,
@@ -109,7 +84,7 @@ void slot__park_requeue(server *s)
 static void park_refuse_stopping(server *s)
 {
     slot__park_requeue(s);
-    for (entry *e = s->q_head, *next; e; e = next) {
+    for (entry *e = s->queue.head, *next; e; e = next) {
         next = e->qnext;
         e->qnext = NULL;
         if (e->sweep || e->cold_step || !e->conn) {
@@ -127,29 +102,29 @@ static void park_refuse_stopping(server *s)
             s->dirty = e->conn;
         }
     }
-    s->q_head = s->q_tail = NULL;
-    s->q_len = 0;
+    s->queue.head = s->queue.tail = NULL;
+    s->queue.len = 0;
 }
 
 void slot__park_after_batch(server *s, bool parked)
 {
     if (s->stopping) {
-        if (s->park_n > 0)
+        if (s->park.n > 0)
             park_refuse_stopping(s);
         return;
     }
     if (parked)
         park_followers(s);
-    if (s->cold_unpark || (s->cold_loading == 0 && s->park_n > 0)) {
-        s->cold_unpark = false;
+    if (s->park.unpark || (s->park.loading == 0 && s->park.n > 0)) {
+        s->park.unpark = false;
         slot__park_requeue(s);
     }
-    if (s->cold_loading > 0 && !s->cold_step_pending && !s->stopping) {
+    if (s->park.loading > 0 && !s->park.step_pending && !s->stopping) {
         entry *e = slot__entry_get(s);
         if (!e)
             return; /* out of memory: the next hand-back tries again */
         e->cold_step = true;
         slot__queue_push(s, e);
-        s->cold_step_pending = true;
+        s->park.step_pending = true;
     }
 }

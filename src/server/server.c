@@ -53,7 +53,7 @@ static void close_handle(uv_handle_t *h, void *arg)
 static void on_stop_timer(uv_timer_t *t)
 {
     server *s = t->data;
-    if (s->batch_busy)
+    if (s->batch.busy)
         return; /* never close the loop under the commit thread */
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
@@ -75,7 +75,7 @@ static void begin_stop(server *s)
     s->stopping = true;
     if (s->hooks.stopping)
         s->hooks.stopping();
-    slot__log(SLOT__LOG_INFO, "stopping", SLOT__LF_U("connections", s->nconns), SLOT__LF_U("queued", s->q_len));
+    slot__log(SLOT__LOG_INFO, "stopping", SLOT__LF_U("connections", s->nconns), SLOT__LF_U("queued", s->queue.len));
     if (s->hooks.cluster_stop)
         s->hooks.cluster_stop(s);
     if (s->listener_open) {
@@ -85,7 +85,7 @@ static void begin_stop(server *s)
     slot__http_quiesce(s);
     uv_timer_stop(&s->sweep_timer);
     slot__park_requeue(s); /* writes waiting for a cold event's keys are answered alike */
-    for (entry *e = s->q_head, *next; e; e = next) {
+    for (entry *e = s->queue.head, *next; e; e = next) {
         next = e->qnext;
         e->qnext = NULL;
         if (e->sweep || e->cold_step || !e->conn) {
@@ -95,10 +95,10 @@ static void begin_stop(server *s)
         slot_res_error(&e->res, SLOT_E_SHUTTING_DOWN, NULL);
         e->state = ENTRY_DONE;
     }
-    s->q_head = s->q_tail = NULL;
-    s->q_len = 0;
+    s->queue.head = s->queue.tail = NULL;
+    s->queue.len = 0;
     s->sweep_pending = false;
-    s->cold_step_pending = false;
+    s->park.step_pending = false;
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         if (c->reading) {
@@ -107,7 +107,7 @@ static void begin_stop(server *s)
         }
         slot__conn_flush(c);
     }
-    for (conn *c = s->http_conns, *next; c; c = next) {
+    for (conn *c = s->http.conns, *next; c; c = next) {
         next = c->next;
         slot__http_flush(c);
     }
@@ -190,11 +190,11 @@ static void listen_announce(server *s)
     char line[96];
     snprintf(line, sizeof(line), ss.ss_family == AF_INET6 ? "listening on [%s]:%u" : "listening on %s:%u", name, port);
     printf("%s\n", line);
-    if (s->http)
-        printf("http listening on %s\n", s->http_addr); /* the second line, so the first stays the same */
+    if (s->http.listener)
+        printf("http listening on %s\n", s->http.addr); /* the second line, so the first stays the same */
     fflush(stdout);
     slot__log(SLOT__LOG_INFO, "listening", SLOT__LF_S("addr", line + strlen("listening on ")),
-              SLOT__LF_S("tokens", s->ntokens ? "required" : "none"));
+              SLOT__LF_S("tokens", s->auth.ntokens ? "required" : "none"));
     if (s->hooks.ready)
         s->hooks.ready(s->loop, line);
 }
@@ -315,7 +315,14 @@ static int server_start(server *s)
     if (s->opts.token_file && slot__tokens_load(s, s->opts.token_file) != 0)
         return -1;
     s->conn_up = (slot__conn_upcalls){
-        .flush = conn_flush_any, .pace = slot__conn_pace, .reap = slot__conns_reap, .feed = slot__feed_pump};
+        .flush = conn_flush_any,
+        .pace = slot__conn_pace,
+        .reap = slot__conns_reap,
+        .feed = slot__feed_pump,
+        .feed_admit = slot__feed_admit,
+        .feed_answered = slot__feed_answered,
+        .feed_fill = slot__feed_fill,
+        .feed_gone = slot__feed_conn_gone};
     s->loop = uv_default_loop();
     s->loop->data = s;
     if (listen_start(s) != 0 || http_start(s) != 0 || store_start(s) != 0 ||
@@ -369,21 +376,21 @@ static void server_free(server *s)
     slot__http_free(s); /* its requests' entries go back to the pool first */
     slot_alloc_close(&s->read_alloc);
     slot_alloc_close(&s->write_alloc);
-    while (s->free_entries) {
-        entry *e = s->free_entries;
-        s->free_entries = e->next;
+    while (s->pool.free) {
+        entry *e = s->pool.free;
+        s->pool.free = e->next;
         free(e);
     }
     slot_store_close(s->store);
     if (s->lock_fd >= 0)
         close(s->lock_fd);
     pthread_rwlock_destroy(&s->map_lock);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
-    free(s->latency_us);
-    free(s->batch_sizes);
-    free(s->commit_ns);
-    free(s->sync_ns);
+    pthread_mutex_destroy(&s->batch.mu);
+    pthread_cond_destroy(&s->batch.cv);
+    free(s->stats.latency_us);
+    free(s->stats.batch_sizes);
+    free(s->stats.commit_ns);
+    free(s->stats.sync_ns);
     free(s);
 }
 
@@ -402,26 +409,27 @@ int slot__server_run(const slot__server_opts *opts, const slot__server_hooks *ho
               SLOT__LF_S("data", opts->data_dir), SLOT__LF_S("durability", opts->nosync ? "nosync" : "sync"),
               SLOT__LF_S("cluster", opts->cluster ? opts->cluster : ""));
     pthread_rwlock_init(&s->map_lock, NULL);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    s->latency_us = malloc(sizeof(slot_hist));
-    s->batch_sizes = malloc(sizeof(slot_hist));
-    s->commit_ns = malloc(sizeof(slot_hist));
-    s->sync_ns = malloc(sizeof(slot_hist));
-    if (!s->latency_us || !s->batch_sizes || !s->commit_ns || !s->sync_ns) {
+    pthread_mutex_init(&s->batch.mu, NULL);
+    pthread_cond_init(&s->batch.cv, NULL);
+    s->stats.latency_us = malloc(sizeof(slot_hist));
+    s->stats.batch_sizes = malloc(sizeof(slot_hist));
+    s->stats.commit_ns = malloc(sizeof(slot_hist));
+    s->stats.sync_ns = malloc(sizeof(slot_hist));
+    if (!s->stats.latency_us || !s->stats.batch_sizes || !s->stats.commit_ns || !s->stats.sync_ns) {
         slot__log(SLOT__LOG_ERROR, "out of memory");
         server_free(s);
         return 1;
     }
-    slot_hist_reset(s->latency_us);
-    slot_hist_reset(s->batch_sizes);
-    slot_hist_reset(s->commit_ns);
-    slot_hist_reset(s->sync_ns);
+    slot_hist_reset(s->stats.latency_us);
+    slot_hist_reset(s->stats.batch_sizes);
+    slot_hist_reset(s->stats.commit_ns);
+    slot_hist_reset(s->stats.sync_ns);
     s->start_ms = slot__wall_ms();
     int status = 0;
     if (server_start(s) == 0) {
         uv_run(s->loop, UV_RUN_DEFAULT);
-        slot__log(SLOT__LOG_INFO, "stopped", SLOT__LF_U("commits", s->commits), SLOT__LF_U("connections_total", s->conns_total));
+        slot__log(SLOT__LOG_INFO, "stopped", SLOT__LF_U("commits", s->stats.commits),
+                  SLOT__LF_U("connections_total", s->stats.conns_total));
     } else {
         status = 1;
     }

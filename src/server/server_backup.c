@@ -19,35 +19,32 @@
 static void backup_work(uv_work_t *w)
 {
     server *s = w->data;
-    s->backup_rc = slot_store_backup(s->store, s->backup_entry->req.path, &s->map_lock, &s->backup_info,
-                                     s->backup_err, sizeof(s->backup_err));
+    s->backup.rc = slot_store_backup(s->store, s->backup.entry->req.path, &s->map_lock, &s->backup.info,
+                                     s->backup.err, sizeof(s->backup.err));
 }
 
 /* Loop thread: answer the entry. */
 static void backup_done(uv_work_t *w, int status)
 {
     server *s = w->data;
-    entry *e = s->backup_entry;
-    SLOT_ASSERT(s->backup_busy);
+    entry *e = s->backup.entry;
+    SLOT_ASSERT(s->backup.busy);
     SLOT_ASSERT(e->state == ENTRY_WORKING);
-    s->backup_busy = false;
-    s->backup_entry = NULL;
+    s->backup.busy = false;
+    s->backup.entry = NULL;
     slot_res *res = &e->res;
-    const slot_backup_info *bi = &s->backup_info;
+    const slot_backup_info *bi = &s->backup.info;
     if (status != 0) { /* uv_cancel: not used, but the callback must answer */
         slot_res_error(res, SLOT_E_BACKUP_FAILED, "the backup did not run");
-    } else if (s->backup_rc != 0) {
-        slot__log(SLOT__LOG_WARN, "backup failed", SLOT__LF_S("path", e->req.path), SLOT__LF_S("error", s->backup_err));
-        slot_res_error(res, SLOT_E_BACKUP_FAILED, "%s", s->backup_err);
+    } else if (s->backup.rc != 0) {
+        slot__log(SLOT__LOG_WARN, "backup failed", SLOT__LF_S("path", e->req.path), SLOT__LF_S("error", s->backup.err));
+        slot_res_error(res, SLOT_E_BACKUP_FAILED, "%s", s->backup.err);
     } else {
-        s->backups++;
+        s->backup.written++;
         res->seq = bi->seq;
         memcpy(res->digest, bi->digest, sizeof(res->digest));
-        char buf[96];
-        snprintf(buf, sizeof(buf), "{\"bytes\":%" PRIu64 ",\"ms\":%" PRIu64 "}", bi->file_bytes, bi->total_ms);
-        res->extra = strdup(buf);
-        if (!res->extra)
-            slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
+        res->backup_bytes = bi->file_bytes;
+        res->backup_ms = bi->total_ms;
         slot__log(SLOT__LOG_INFO, "backup written", SLOT__LF_S("path", e->req.path), SLOT__LF_U("seq", bi->seq),
                   SLOT__LF_U("bytes", bi->file_bytes), SLOT__LF_U("copy_ms", bi->copy_ms),
                   SLOT__LF_U("total_ms", bi->total_ms));
@@ -63,10 +60,10 @@ static void backup_done(uv_work_t *w, int status)
 
 void slot__backup_start(server *s, entry *e)
 {
-    if (s->backup_busy) {
+    if (s->backup.busy) {
         e->state = ENTRY_DONE;
         slot_res_error(&e->res, SLOT_E_BUSY, "a backup (to %s) is running; retry when it ends",
-                       s->backup_entry->req.path);
+                       s->backup.entry->req.path);
         slot__count_result(s, e);
         return;
     }
@@ -76,14 +73,14 @@ void slot__backup_start(server *s, entry *e)
         slot__count_result(s, e);
         return;
     }
-    s->backup_busy = true;
-    s->backup_entry = e;
-    s->backup_work.data = s;
+    s->backup.busy = true;
+    s->backup.entry = e;
+    s->backup.work.data = s;
     e->state = ENTRY_WORKING;
-    int rc = uv_queue_work(s->loop, &s->backup_work, backup_work, backup_done);
+    int rc = uv_queue_work(s->loop, &s->backup.work, backup_work, backup_done);
     if (rc != 0) {
-        s->backup_busy = false;
-        s->backup_entry = NULL;
+        s->backup.busy = false;
+        s->backup.entry = NULL;
         e->state = ENTRY_DONE;
         slot_res_error(&e->res, SLOT_E_BACKUP_FAILED, "cannot start a worker: %s", uv_strerror(rc));
         slot__count_result(s, e);

@@ -5,8 +5,12 @@
  *
  *   server.c  start and stop: listen, signals, the data folder's lock, the store
  *   conn.c    connections: libuv I/O, line framing, per-connection limits, replies
- *   auth.c    the token file, hello, roles
- *   loop.c    the loop core: entry pool, write queue, dispatch, read ops, stats
+ *   conn_log.c a connection's peer and the "dropped a client" line
+ *   admit.c   the request router: where a parsed request goes (TCP and HTTP)
+ *   auth.c    the token file, hello, roles (a verdict; admit.c logs it)
+ *   reads.c   the read ops' answers: hello, stats, metrics, backup, cluster
+ *   park.c    the writes that wait for a cold event's keys
+ *   loop.c    the loop core: entry pool, write queue, dispatch, read txn, counters
  *   commit.c  the commit thread: batches, map growth, the hand-back (uv_async)
  *   feed_sub.c feed consumers: subscriptions, pushes, the window (conn's level)
  *   http.c    the HTTP listener (--http): each request is an entry of a stand-in
@@ -138,15 +142,23 @@ typedef struct token {
 
 /*
  * The calls that go up from the loop core and the commit hand-back to the
- * connections (conn.c), set once by server.c before the loop runs. They are
- * pointers so that loop.c and commit.c do not depend on conn.c, which
- * depends on them: the include graph of src/ stays a tree of layers.
+ * connections (conn.c), and from the connections to the feed's
+ * subscriptions, set once by server.c before the loop runs. They are
+ * pointers so that loop.c and commit.c do not depend on conn.c, nor conn.c
+ * on feed_sub.c, each of which depends on the other: the call graph of
+ * src/server stays a tree of layers (tools/wings.py).
  */
 typedef struct slot__conn_upcalls {
     void (*flush)(conn *c);      /* slot__conn_flush: write what is answered, in request order */
     void (*pace)(conn *c);       /* slot__conn_pace: pause or resume reading by c's bounds */
     void (*reap)(server *s);     /* slot__conns_reap: close connections past a time bound */
     void (*feed)(server *s);     /* slot__feed_pump: push what the last batch added to the feed */
+    /* From the connections (conn.c) and the router (admit.c) up to the feed's
+     * subscriptions (feed_sub.c), which call conn.c: */
+    bool (*feed_admit)(server *s, conn *c, entry *e); /* slot__feed_admit */
+    void (*feed_answered)(conn *c, entry *e);         /* slot__feed_answered */
+    void (*feed_fill)(conn *c);                       /* slot__feed_fill */
+    void (*feed_gone)(conn *c);                       /* slot__feed_conn_gone */
 } slot__conn_upcalls;
 
 /* The replica-set layer's numbers for the metrics (metrics.c), as the
@@ -226,6 +238,110 @@ typedef struct slot__cluster_hooks {
 
 struct slot__cluster;
 
+/* ---- the server's parts, each owned by one module; the thread that uses
+ * each field is noted once per part (the loop thread unless it says so) */
+
+/* The entry pool (loop.c). Loop thread. */
+typedef struct slot__entry_pool {
+    uint64_t live;                 /* entries taken from the pool and not yet back */
+    entry *free;                   /* the free list (via next) */
+    bool mem_paused;               /* some connection stopped reading at SLOT_ENTRIES_MAX */
+} slot__entry_pool;
+
+/* The write queue the next batch is taken from (loop.c). Loop thread. */
+typedef struct slot__write_queue {
+    entry *head, *tail;            /* via qnext */
+    uint32_t len;
+} slot__write_queue;
+
+/* The writes that wait for cold events' keys, and the loader's state
+ * (park.c; loop.h, "Parking"). Loop thread. */
+typedef struct slot__park_list {
+    entry *head, *tail;            /* in order, via qnext */
+    uint32_t n;                    /* at most SLOT_COLD_PARKED_MAX */
+    bool step_pending;             /* the loader's entry is queued or in the batch */
+    uint32_t loading;              /* the commit thread's slot_alloc_cold_loading at the last hand-back */
+    uint64_t loaded_seen;          /* its slot_alloc_cold_loaded then */
+    bool unpark;                   /* that number moved: the parked writes go back to the queue */
+} slot__park_list;
+
+/* The --http side (http.c). Loop thread. */
+typedef struct slot__http_side {
+    conn *conns;                   /* the stand-ins of HTTP requests in progress */
+    struct slot__http *listener;   /* the --http listener; NULL without --http */
+    char addr[80];                 /* its bound "HOST:PORT"; "" without --http */
+} slot__http_side;
+
+/* The batch hand-off between the loop and the commit thread (commit.c).
+ * mu guards ready, done, stop, job_cluster and the batch itself (items, n)
+ * while the commit thread may see them; busy is the loop's; the fields
+ * marked "commit thread" are written there and read by the loop only after
+ * the hand-back (uv_async), under mu. */
+typedef struct slot__batch_hand {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool thread_started;
+    entry *items[SLOT_BATCH_REQUESTS_MAX];
+    size_t n;
+    bool busy;                     /* loop: a batch is with the commit thread */
+    bool ready, done, stop;
+    bool job_cluster;              /* the commit thread's work is clu_up.job_run, not a batch */
+    uint64_t run_ns;               /* commit thread: time of the last run (alloc + commit) */
+    uint64_t sync_ns;              /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
+    uint64_t failures;             /* commit thread: failed attempts of the last run */
+    uint32_t cold_loading;         /* commit thread: slot_alloc_cold_loading after the last run */
+    uint64_t cold_loaded;          /* commit thread: slot_alloc_cold_loaded after the last run */
+    uint64_t cold_walked;          /* commit thread: holds the last run's slice walked */
+    uintptr_t cold_conns[SLOT_COLD_CONN_SET_SLOTS]; /* commit thread: owners with a parked entry in
+                                      the batch being run (open addressing, 0 = empty) */
+    uint32_t cold_conns_n;
+    slot_wset *wset;               /* commit thread: where each batch's write set is captured,
+                                      for the replication layer to ship; NULL (standalone): no
+                                      capture, seq still counts the batches that wrote */
+} slot__batch_hand;
+
+/* The backup op (server_backup.c): one at a time, on a libuv worker. Loop
+ * thread, but rc, info and err, which the worker writes and the loop reads
+ * after it. */
+typedef struct slot__backup_state {
+    uv_work_t work;
+    bool busy;                     /* a backup runs; entry is its request */
+    entry *entry;
+    int rc;                        /* worker: slot_store_backup's */
+    slot_backup_info info;         /* worker */
+    char err[512];                 /* worker */
+    uint64_t written;              /* backups written */
+} slot__backup_state;
+
+/* The --token-file's tokens (auth.c). Read by the loop thread; written
+ * once by the main thread before the loop runs. */
+typedef struct slot__auth_tokens {
+    token tokens[SLOT_TOKENS_MAX];
+    size_t ntokens;
+} slot__auth_tokens;
+
+/* The counters and histograms of stats and metrics (loop.c counts; reads.c
+ * and metrics.c show them). Loop thread. */
+typedef struct slot__server_stats {
+    uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
+    uint64_t sold_out_fast;        /* of sold_out, those answered by the read path (slot__hold_read) */
+    uint64_t cold_parked;          /* writes parked for a cold event's keys (each parking counted) */
+    uint64_t cold_loaded;          /* cold events whose keys were loaded in slices */
+    uint64_t cold_walked;          /* holds those slices walked */
+    uint64_t cold_slices;          /* batches that walked a slice */
+    uint64_t errors_by_code[SLOT_E__COUNT];  /* errors split by code (slot__count_error); sums to errors */
+    uint64_t replies[SLOT_OP__COUNT + 1][SLOT__OUTCOME_COUNT]; /* replies written, by op (the last
+                                                             row: lines that did not parse) and outcome */
+    uint64_t slow_logged_ms;       /* loop time of the last slow-commit line (0: none yet) */
+    uint64_t slow_unlogged;        /* slow commits since then not logged (at most one line a second) */
+    uint64_t reads_paused, accepts_paused, conns_timed_out;
+    uint64_t commits, commit_failures;
+    uint64_t commit_busy_ns, commit_sync_ns; /* sums of batch.run_ns, batch.sync_ns */
+    slot_hist *latency_us, *batch_sizes;
+    slot_hist *commit_ns, *sync_ns; /* per batch: batch.run_ns and batch.sync_ns */
+} slot__server_stats;
+
 struct server {
     slot__server_opts opts;
     struct slot__cluster *clu;     /* the replica-set layer; NULL standalone */
@@ -245,21 +361,11 @@ struct server {
     bool rtxn_live;                /* rtxn is renewed: between read_begin and read_end */
     pthread_rwlock_t map_lock;     /* read: a read txn is active; write: the map grows */
 
-    uint64_t entries_live;         /* entries taken from the pool and not yet back */
-    bool mem_paused;               /* some connection stopped reading at SLOT_ENTRIES_MAX */
-    entry *q_head, *q_tail;        /* write queue (loop thread) */
-    uint32_t q_len;
-    entry *park_head, *park_tail;  /* writes waiting for cold events' keys, in order (via qnext) */
-    uint32_t park_n;               /* at most SLOT_COLD_PARKED_MAX */
-    bool cold_step_pending;        /* the loader's entry is queued or in the batch */
-    uint32_t cold_loading;         /* the commit thread's slot_alloc_cold_loading at the last hand-back */
-    uint64_t cold_loaded_seen;     /* its slot_alloc_cold_loaded then */
-    bool cold_unpark;              /* that number moved: the parked writes go back to the queue */
-    entry *free_entries;
+    slot__entry_pool pool;
+    slot__write_queue queue;
+    slot__park_list park;
     conn *conns;
-    conn *http_conns;              /* the stand-ins of HTTP requests in progress (http.c) */
-    struct slot__http *http;       /* the --http listener; NULL without --http */
-    char http_addr[80];            /* its bound "HOST:PORT"; "" without --http */
+    slot__http_side http;
     conn *dirty;
     uint32_t nconns;
     bool stopping, listener_open, sweep_pending, loop_done;
@@ -267,62 +373,15 @@ struct server {
     int lock_fd;                   /* flock on DATA/slotd.lock; -1 before data_lock */
     uint64_t stop_deadline_ms;
 
-    /* batch hand-off; fields below are shared with the commit thread under mu */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    bool thread_started;
-    entry *batch[SLOT_BATCH_REQUESTS_MAX];
-    size_t batch_n;
-    bool batch_busy;               /* loop: a batch is with the commit thread */
-    bool batch_ready, batch_done, thread_stop;
-    bool job_cluster;              /* the commit thread's work is clu_up.job_run, not a batch */
-    uint64_t batch_run_ns;         /* commit thread: time of the last run (alloc + commit) */
-    uint64_t batch_sync_ns;        /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
-    uint64_t batch_failures;       /* commit thread: failed attempts of the last run */
-    uint32_t batch_cold_loading;   /* commit thread: slot_alloc_cold_loading after the last run */
-    uint64_t batch_cold_loaded;    /* commit thread: slot_alloc_cold_loaded after the last run */
-    uint64_t batch_cold_walked;    /* commit thread: holds the last run's slice walked */
-    uintptr_t cold_conns[SLOT_COLD_CONN_SET_SLOTS]; /* commit thread: owners with a parked entry in
-                                      the batch being run (open addressing, 0 = empty) */
-    uint32_t cold_conns_n;
-    slot_wset *wset;               /* commit thread: where each batch's write set is captured,
-                                      for the replication layer to ship; NULL (standalone): no
-                                      capture, seq still counts the batches that wrote */
+    slot__batch_hand batch;
 
     struct slot__feed_sub *subs;   /* the subscribed connections (feed_sub.c) */
     MDB_txn *feed_rtxn;            /* feed_sub.c's read transaction, reset between uses */
 
-    /* the backup op (server_backup.c): one at a time, on a libuv worker */
-    uv_work_t backup_work;
-    bool backup_busy;              /* loop: a backup runs; backup_entry is its request */
-    entry *backup_entry;
-    int backup_rc;                 /* worker, read by the loop after it: slot_store_backup's */
-    slot_backup_info backup_info;
-    char backup_err[512];
-    uint64_t backups;              /* loop: backups written */
-
-    token tokens[SLOT_TOKENS_MAX];
-    size_t ntokens;
-
-    /* counters (loop thread) */
-    uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
-    uint64_t sold_out_fast;        /* of sold_out, those answered by the read path (slot__hold_read) */
-    uint64_t cold_parked;          /* writes parked for a cold event's keys (each parking counted) */
-    uint64_t cold_loaded;          /* cold events whose keys were loaded in slices */
-    uint64_t cold_walked;          /* holds those slices walked */
-    uint64_t cold_slices;          /* batches that walked a slice */
-    uint64_t errors_by_code[SLOT_E__COUNT];  /* errors split by code (slot__count_error); sums to errors */
-    uint64_t replies[SLOT_OP__COUNT + 1][SLOT__OUTCOME_COUNT]; /* replies written, by op (the last
-                                                             row: lines that did not parse) and outcome */
+    slot__backup_state backup;
+    slot__auth_tokens auth;
+    slot__server_stats stats;
     uint64_t start_ms;             /* wall clock when the server started */
-    uint64_t slow_logged_ms;       /* loop time of the last slow-commit line (0: none yet) */
-    uint64_t slow_unlogged;        /* slow commits since then not logged (at most one line a second) */
-    uint64_t reads_paused, accepts_paused, conns_timed_out;
-    uint64_t commits, commit_failures;
-    uint64_t commit_busy_ns, commit_sync_ns; /* sums of batch_run_ns, batch_sync_ns */
-    slot_hist *latency_us, *batch_sizes;
-    slot_hist *commit_ns, *sync_ns; /* per batch: batch_run_ns and batch_sync_ns (loop thread) */
     char read_buf[SLOT_READ_BUF_BYTES];
 };
 

@@ -1,0 +1,88 @@
+/*
+ * proto_view.c — the event view on the wire, written once for the replies
+ * that show an event (proto_enc.c: event, create_event, set_capacity,
+ * reshard, set_status, set_sale_window) and for the feed's event.created /
+ * event.changed entries, and the feed's push line (slot_feed_encode,
+ * slot/feed.h; docs/protocol.md, "Feed"). Calls only base. Any thread.
+ */
+#include "proto_view.h"
+
+#include <string.h>
+
+#include "slot/feed.h"
+
+/* The wire type of a feed entry, from slot/feed.h's one map of them (the
+ * allocator's slot_feed_type_name reads the same map; proto does not call
+ * into the allocator). */
+static const char *type_name(slot_feed_type t)
+{
+    static const char *const names[SLOT_FEED__COUNT] = {
+#define SLOT__FT_WIRE(name, wire) wire,
+        SLOT_FEED_TYPE_MAP(SLOT__FT_WIRE)
+#undef SLOT__FT_WIRE
+    };
+    return (unsigned)t < SLOT_FEED__COUNT ? names[t] : "?";
+}
+
+static void hold_id(slot__jw *w, const char *name, uint64_t seq, uint64_t tag)
+{
+    static const char hex[] = "0123456789abcdef";
+    char id[SLOT_HOLD_ID_BYTES];
+    for (int i = 0; i < 16; i++) {
+        id[i] = hex[(seq >> (60 - 4 * i)) & 0xf];
+        id[16 + i] = hex[(tag >> (60 - 4 * i)) & 0xf];
+    }
+    slot__jw_key_str(w, name, id, sizeof(id), SLOT__JW_STR_STRICT);
+}
+
+void slot__proto_put_view(slot__jw *w, const slot_event_view *v)
+{
+    const char *status = slot_event_status_name(v->status);
+    slot__jw_key_str(w, "status", status, strlen(status), SLOT__JW_STR_STRICT);
+    slot__jw_key_u64(w, "capacity", v->capacity);
+    slot__jw_key_u64(w, "available", v->available);
+    slot__jw_key_u64(w, "held", v->held);
+    slot__jw_key_u64(w, "confirmed", v->confirmed);
+    slot__jw_key_u64(w, "shards", v->shards);
+    slot__jw_key_u64(w, "hold_ttl_ms", v->hold_ttl_ms);
+    slot__jw_key_u64(w, "max_per_user", v->max_per_user);
+    slot__jw_key_u64(w, "max_per_request", v->max_per_request);
+    slot__jw_key_u64(w, "opens_at", v->opens_at_ms);
+    slot__jw_key_u64(w, "closes_at", v->closes_at_ms);
+    slot__jw_key_u64(w, "max_extensions", v->max_extensions);
+    slot__jw_key_u64(w, "max_hold_ms", v->max_hold_ms);
+    slot__jw_key_u64(w, "waitlist_max", v->waitlist_max);
+    slot__jw_key_u64(w, "waiting", v->waiting);
+    slot__jw_key_u64(w, "waiting_qty", v->waiting_qty);
+}
+
+size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)
+{
+    slot__jw w;
+    slot__jw_init(&w, out, cap);
+    SLOT__JW_LIT(&w, "{\"feed\":");
+    slot__jw_u64(&w, e->seq);
+    const char *type = type_name(e->type);
+    slot__jw_key_str(&w, "type", type, strlen(type), SLOT__JW_STR_STRICT);
+    slot__jw_key_u64(&w, "at", e->at_ms);
+    slot__jw_key_str(&w, "event", e->event, e->event_len, SLOT__JW_STR_STRICT);
+    if (e->type == SLOT_FEED_EVENT_CREATED || e->type == SLOT_FEED_EVENT_CHANGED) {
+        slot__proto_put_view(&w, &e->view);
+    } else {
+        hold_id(&w, "hold", e->hold_seq, e->hold_tag);
+        slot__jw_key_str(&w, "user", e->user, e->user_len, SLOT__JW_STR_STRICT);
+        if (e->type != SLOT_FEED_HOLD_EXTENDED)
+            slot__jw_key_u64(&w, "qty", e->qty);
+        if (e->type == SLOT_FEED_HOLD_HELD || e->type == SLOT_FEED_HOLD_OFFERED || e->type == SLOT_FEED_HOLD_EXTENDED)
+            slot__jw_key_u64(&w, "expires_at", e->expires_at_ms);
+        if (e->type == SLOT_FEED_HOLD_HELD || e->type == SLOT_FEED_HOLD_OFFERED)
+            slot__jw_key_str(&w, "request", e->request, e->request_len, SLOT__JW_STR_STRICT);
+        if (e->type == SLOT_FEED_HOLD_CONFIRMED) {
+            slot__jw_key_u64(&w, "returned", e->returned);
+            if (e->replaces_seq)
+                hold_id(&w, "replaces", e->replaces_seq, e->replaces_tag);
+        }
+    }
+    SLOT__JW_LIT(&w, "}\n");
+    return slot__jw_finish(&w);
+}
