@@ -302,4 +302,25 @@ _Static_assert(SLOT_CLUSTER_ETCD_TIMEOUT_MS * 2 <= SLOT_CLUSTER_LEASE_TTL_S * 10
 _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_MAX + 3 <= SLOT_IDEM_KEY_BYTES_MAX,
                "a key of the longest names fits");
 
+/* ---- the server's and the daemon's own bounds (src/server, src/daemon, src/base/log.c) */
+
+/* HTTP request states kept for reuse (with their buffers), so that a request
+ * costs no allocation of slotd's own once the pool is warm; more are freed. */
+#define SLOT_HTTP_POOL_MAX 1024
+/* At most this many events on sale, and feed consumers, get series of their
+ * own in the metrics: the first ones in name (byte) order. Label cardinality
+ * stays bounded whatever the store holds. */
+#define SLOT_METRICS_EVENTS_MAX 64
+#define SLOT_METRICS_CONSUMERS_MAX 64
+/* The metrics text's first buffer (bytes); it grows by doubling. A store with
+ * a few events fits; SLOT_METRICS_*_MAX bound the growth. */
+#define SLOT_METRICS_TEXT_INITIAL_BYTES 16384u
+/* The largest --config file read, and its longest line (with the newline),
+ * in bytes: a settings file is a few hundred bytes; anything near these is a
+ * mistake. */
+#define SLOT_CONFIG_BYTES_MAX (64u << 10)
+#define SLOT_CONFIG_LINE_BYTES_MAX 4096u
+/* A text log line is cut at this many bytes (JSON lines are jansson's). */
+#define SLOT_LOG_LINE_BYTES_MAX 4096u
+
 #endif

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "slot/limits.h"
 
-#define LOG_LINE_BYTES_MAX 4096u /* a text line is cut here (json lines are jansson's) */
 
 static slot__log_format log_format = SLOT__LOG_TEXT;
 static slot__log_level log_level = SLOT__LOG_INFO;
@@ -70,7 +70,7 @@ static void timestamp(char out[32])
 /* ---- text: TS slotd LEVEL: MSG key=value ... */
 
 typedef struct tbuf {
-    char b[LOG_LINE_BYTES_MAX];
+    char b[SLOT_LOG_LINE_BYTES_MAX];
     size_t n;
 } tbuf;
 

@@ -8,11 +8,8 @@
 #define SLOT_CONFIG_H
 
 #include <getopt.h>
+#include "slot/limits.h"
 
-/* The largest config file read, and its longest line (with the newline):
- * a settings file is a few hundred bytes; anything near these is a mistake. */
-#define SLOT_CONFIG_BYTES_MAX (64u << 10)
-#define SLOT_CONFIG_LINE_BYTES_MAX 4096u
 
 /* Parses the argv {"slotd", "--name=value"} (argc 2) into the caller's
  * options; returns 0, or -1 after printing why on stderr. */

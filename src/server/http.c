@@ -38,13 +38,11 @@
 #include "metrics.h"
 #include "slot/assert.h"
 #include "slot/proto.h"
+#include "slot/limits.h"
 
 /* Retry-After of a 503, in seconds: about the time a failover or a full
  * queue takes to clear (docs/protocol.md, "HTTP"). */
 #define SLOT_HTTP_RETRY_AFTER_S "1"
-/* Request states kept for reuse (with their buffers), so that a request
- * costs no allocation of slotd's own once the pool is warm; more are freed. */
-#define SLOT_HTTP_POOL_MAX 1024
 
 /*
  * A head over SLOT_HTTP_HEAD_BYTES_MAX is answered here, in JSON like every

@@ -18,11 +18,11 @@
 #include "slot/feed.h"
 #include "slot/proto.h"
 #include "slot_config.h"
+#include "slot/limits.h"
 
 /* ---- the output buffer: grows by doubling; after a failed allocation it
  * only records that (oom) and the text is given up. */
 
-#define MB_INITIAL_BYTES 16384u
 
 typedef struct mbuf {
     char *p;
@@ -36,7 +36,7 @@ static bool mb_reserve(mbuf *b, size_t more)
         return false;
     if (b->len + more + 1 <= b->cap)
         return true;
-    size_t cap = b->cap ? b->cap : MB_INITIAL_BYTES;
+    size_t cap = b->cap ? b->cap : SLOT_METRICS_TEXT_INITIAL_BYTES;
     while (cap < b->len + more + 1)
         cap *= 2;
     char *p = realloc(b->p, cap);
@@ -405,7 +405,7 @@ char *slot__metrics_text(server *s, size_t *len_out)
         return NULL;
     store_read(s, v);
     mbuf b = {0};
-    mb_reserve(&b, MB_INITIAL_BYTES - 1);
+    mb_reserve(&b, SLOT_METRICS_TEXT_INITIAL_BYTES - 1);
     family(&b, "slotd_build_info", "gauge", "Always 1; the labels say which slotd this is.");
     mb_printf(&b, "slotd_build_info{version=\"");
     mb_label(&b, SLOT_VERSION);

@@ -9,12 +9,8 @@
 #include <stddef.h>
 
 #include "server_int.h"
+#include "slot/limits.h"
 
-/* At most this many events on sale, and feed consumers, get series of their
- * own: the first ones in name (byte) order. Label cardinality stays bounded
- * whatever the store holds. */
-#define SLOT_METRICS_EVENTS_MAX 64
-#define SLOT_METRICS_CONSUMERS_MAX 64
 
 /*
  * slot__metrics_text — every metric of the server now, as Prometheus text
