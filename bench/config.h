@@ -20,7 +20,7 @@ typedef enum bench_scenario {
     BENCH_SOLD_OUT,
     BENCH_MULTI_EVENT,
     BENCH_WAITLIST,
-    BENCH_PING,                 /* the round-trip ceiling: PING (redis), hello (slotd); no events */
+    BENCH_PING, /* the round-trip ceiling: PING (redis), hello (slotd); no events */
 } bench_scenario;
 
 typedef enum bench_target_kind { BENCH_TARGET_SLOTD, BENCH_TARGET_REDIS } bench_target_kind;
@@ -30,51 +30,51 @@ typedef enum bench_peer { BENCH_PEER_FULL, BENCH_PEER_MIN } bench_peer;
 
 /* --qty: a fixed quantity or a small distribution "1:70,2:20,4:10" (qty:weight). */
 typedef struct bench_qty {
-    uint32_t n;                                /* choices, 1..BENCH_QTY_CHOICES_MAX */
+    uint32_t n; /* choices, 1..BENCH_QTY_CHOICES_MAX */
     uint32_t qty[BENCH_QTY_CHOICES_MAX];
-    uint32_t cum[BENCH_QTY_CHOICES_MAX];       /* running sum of weights */
+    uint32_t cum[BENCH_QTY_CHOICES_MAX]; /* running sum of weights */
     uint32_t min, max;
-    char text[BENCH_QTY_TEXT_BYTES_MAX + 1];   /* as given */
+    char text[BENCH_QTY_TEXT_BYTES_MAX + 1]; /* as given */
 } bench_qty;
 
 /* Everything a run was asked to do; filled by bench_config_parse, then read-only. */
 typedef struct bench_config {
     bench_scenario scenario;
-    const char *name;                          /* the subcommand */
+    const char *name; /* the subcommand */
     bench_target_kind target;
-    char host[BENCH_HOST_BYTES_MAX + 1];       /* the first --host (its host part) */
+    char host[BENCH_HOST_BYTES_MAX + 1]; /* the first --host (its host part) */
     uint16_t port;
     /* Every --host / --cluster-members entry as "H:P" (the port of --port where none was given). */
     char hosts[BENCH_HOSTS_MAX][BENCH_HOST_BYTES_MAX + 9];
-    uint32_t nhosts;                           /* 1..BENCH_HOSTS_MAX */
+    uint32_t nhosts; /* 1..BENCH_HOSTS_MAX */
     const char *token;
     bool allow_remote;
-    char event[SLOT_EVENT_BYTES_MAX + 1];      /* base name; multi-event appends "-<i>" */
+    char event[SLOT_EVENT_BYTES_MAX + 1]; /* base name; multi-event appends "-<i>" */
     uint32_t connections, pipeline;
-    uint32_t threads;                          /* event loops, each with its share of the connections; 1..BENCH_THREADS_MAX */
-    bench_peer peer;                           /* redis: the script that answers holds */
+    uint32_t threads; /* event loops, each with its share of the connections; 1..BENCH_THREADS_MAX */
+    bench_peer peer;  /* redis: the script that answers holds */
     bench_qty qty;
-    uint64_t capacity;                         /* per event */
+    uint64_t capacity; /* per event */
     uint32_t shards;
-    uint64_t max_per_user, users;              /* users: pool size; 0 = every hold a new user */
+    uint64_t max_per_user, users; /* users: pool size; 0 = every hold a new user */
     uint32_t duration_ms;
-    uint64_t requests;                         /* bound on requests sent in the measured phase */
+    uint64_t requests; /* bound on requests sent in the measured phase */
     uint64_t seed;
     uint32_t warmup_ms;
-    uint64_t tail;                             /* hot-release, multi-event: sold_out answers after the sell-out */
-    uint32_t opens_in_ms;                      /* hot-release: the event's sale opens this long after it is made; 0 = now */
-    double rate_per_s;                         /* open-loop: requests per second */
+    uint64_t tail;        /* hot-release, multi-event: sold_out answers after the sell-out */
+    uint32_t opens_in_ms; /* hot-release: the event's sale opens this long after it is made; 0 = now */
+    double rate_per_s;    /* open-loop: requests per second */
     uint32_t confirm_pct, release_pct, abandon_pct;
     /* churn, v1.1 (docs/protocol.md, "extend", "Partial confirm", "Reacquire"): shares in percent.
      * extend: of the buyers who confirm on time or release; partial, late: of the confirms (disjoint). */
     uint32_t extend_pct, partial_pct, late_pct;
     uint32_t think_min_ms, think_max_ms;
-    uint32_t hold_ttl_ms;                      /* churn, waitlist; 0 = long enough that nothing expires during the run */
-    uint32_t waiters;                          /* waitlist: buyers who join the sold-out event's waitlist */
-    uint32_t poll_ms;                          /* waitlist: a waiter asks for its entry's state this often (and less far back) */
-    uint32_t events;                           /* hot-release: --cart (one event per cart item) */
-    uint32_t cart;                             /* hot-release: events per cart, 1..SLOT_CART_ITEMS_MAX; 1 = plain holds */
-    double zipf_exponent;                      /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
+    uint32_t hold_ttl_ms; /* churn, waitlist; 0 = long enough that nothing expires during the run */
+    uint32_t waiters;     /* waitlist: buyers who join the sold-out event's waitlist */
+    uint32_t poll_ms;     /* waitlist: a waiter asks for its entry's state this often (and less far back) */
+    uint32_t events;      /* hot-release: --cart (one event per cart item) */
+    uint32_t cart;        /* hot-release: events per cart, 1..SLOT_CART_ITEMS_MAX; 1 = plain holds */
+    double zipf_exponent; /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
     const char *json_path, *csv_path, *svg_path;
 } bench_config;
 

@@ -24,7 +24,7 @@ typedef struct bench_admin bench_admin;
 typedef struct bench_view {
     uint64_t capacity, available, held, confirmed;
     char status[16];
-    uint64_t opens_at_ms;           /* the sale window's opening; 0 = none (or a target without windows) */
+    uint64_t opens_at_ms;                        /* the sale window's opening; 0 = none (or a target without windows) */
     uint64_t waitlist_max, waiting, waiting_qty; /* the waitlist (0 for a target without one) */
 } bench_view;
 
@@ -33,12 +33,12 @@ typedef struct bench_event_spec {
     const char *name;
     uint64_t capacity, max_per_user;
     uint32_t shards, hold_ttl_ms, max_per_request;
-    uint64_t opens_at_ms;           /* the sale opens then (ms since the epoch); 0 = now */
-    uint32_t waitlist_max;          /* entries of its waitlist (slotd only); 0 = none */
+    uint64_t opens_at_ms;  /* the sale opens then (ms since the epoch); 0 = now */
+    uint32_t waitlist_max; /* entries of its waitlist (slotd only); 0 = none */
 } bench_event_spec;
 
 typedef struct bench_driver {
-    const char *name;               /* "slotd", "redis" */
+    const char *name; /* "slotd", "redis" */
     /* async side: open every connection of the run (bench_conn_up is called
      * for each), queue one request (0, or -1 when it does not fit), push
      * queued requests out, close all. */

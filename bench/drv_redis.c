@@ -38,9 +38,9 @@
 #include "util.h"
 #include "wire.h"
 
-#define REDIS_SWEEP_MS 1000             /* like slotd's default --sweep-interval-ms */
-#define REDIS_SWEEP_LIMIT 1024          /* holds per event per sweep, like SLOT_SWEEP_BATCH_MAX */
-#define REDIS_ARGS_MAX 10               /* EVALSHA sha 1 prefix op + up to 5 op arguments (create) */
+#define REDIS_SWEEP_MS 1000    /* like slotd's default --sweep-interval-ms */
+#define REDIS_SWEEP_LIMIT 1024 /* holds per event per sweep, like SLOT_SWEEP_BATCH_MAX */
+#define REDIS_ARGS_MAX 10      /* EVALSHA sha 1 prefix op + up to 5 op arguments (create) */
 #define REDIS_PREFIX_BYTES (SLOT_EVENT_BYTES_MAX + 8)
 
 extern const char bench_peer_lua[];
@@ -50,8 +50,8 @@ extern const size_t bench_peer_lua_min_len;
 
 struct bench_admin {
     redisContext *c;
-    char sha[41];                       /* of the loaded peer script (the full one) */
-    char hold_sha[41];                  /* of the script that answers holds: --peer full (the same) or min */
+    char sha[41];      /* of the loaded peer script (the full one) */
+    char hold_sha[41]; /* of the script that answers holds: --peer full (the same) or min */
     json_t *info;
 };
 
@@ -66,12 +66,12 @@ typedef struct redis_state {
 
 typedef struct redis_poll {
     uv_poll_t handle;
-    redisAsyncContext *ac;          /* NULL once hiredis let go of it (cleanup) */
-    bench_run *run;                 /* a load connection's run: writes wait for the engine's flush; NULL: the sweeper */
-    int events;                     /* UV_READABLE | UV_WRITABLE being polled */
-    bool want_write;                /* commands queued, to be written by redis_flush */
-    bool writing;                   /* inside redisAsyncHandleWrite: a write that does not finish polls */
-    uint64_t read_ns;               /* when the bytes being parsed were read (uv_hrtime): the answers' time */
+    redisAsyncContext *ac; /* NULL once hiredis let go of it (cleanup) */
+    bench_run *run;        /* a load connection's run: writes wait for the engine's flush; NULL: the sweeper */
+    int events;            /* UV_READABLE | UV_WRITABLE being polled */
+    bool want_write;       /* commands queued, to be written by redis_flush */
+    bool writing;          /* inside redisAsyncHandleWrite: a write that does not finish polls */
+    uint64_t read_ns;      /* when the bytes being parsed were read (uv_hrtime): the answers' time */
 } redis_poll;
 
 static void poll_cb(uv_poll_t *h, int status, int events);
@@ -308,8 +308,8 @@ static int redis_send(bench_conn *c, const bench_ticket *t)
         return pac && redisAsyncFormattedCommand(pac, reply_cb, NULL, ping, sizeof(ping) - 1) == REDIS_OK ? 0 : -1;
     }
     char prefix[REDIS_PREFIX_BYTES], a1[SLOT_HOLD_ARG_BYTES_MAX + 1], a2[32], a3[16], a4[24];
-    const char *argv[REDIS_ARGS_MAX] = {"EVALSHA", t->op == BENCH_OP_HOLD ? run->admin->hold_sha : run->admin->sha, "1",
-                                        prefix, ops[t->op], a1, a2, a3, a4};
+    const char *script = t->op == BENCH_OP_HOLD ? run->admin->hold_sha : run->admin->sha;
+    const char *argv[REDIS_ARGS_MAX] = {"EVALSHA", script, "1", prefix, ops[t->op], a1, a2, a3, a4};
     size_t lens[REDIS_ARGS_MAX];
     int argc;
     prefix_of(run->events[t->event].name, prefix);
@@ -376,7 +376,8 @@ static int sweeper_open(bench_run *run, redis_state *rs)
 {
     rs->sweeper = redisAsyncConnect(run->cfg->host, run->cfg->port);
     if (!rs->sweeper || rs->sweeper->err) {
-        bench_fail(run, BENCH_EXIT_CONNECTION, "sweeper: cannot connect: %s", rs->sweeper ? rs->sweeper->errstr : "out of memory");
+        bench_fail(run, BENCH_EXIT_CONNECTION, "sweeper: cannot connect: %s",
+                   rs->sweeper ? rs->sweeper->errstr : "out of memory");
         return -1;
     }
     rs->sweeper->data = run;
@@ -406,7 +407,8 @@ static int redis_open(bench_run *run)
         bench_conn *c = &run->conns[i];
         redisAsyncContext *ac = redisAsyncConnect(run->cfg->host, run->cfg->port);
         if (!ac || ac->err) {
-            bench_fail(run, BENCH_EXIT_CONNECTION, "connection %u: cannot connect: %s", i, ac ? ac->errstr : "out of memory");
+            bench_fail(run, BENCH_EXIT_CONNECTION, "connection %u: cannot connect: %s", i,
+                       ac ? ac->errstr : "out of memory");
             return -1;
         }
         ac->data = c;
@@ -576,7 +578,8 @@ static int redis_admin_open(const bench_config *cfg, bench_admin **out, char *er
     else if (rc == 0)
         memcpy(a->hold_sha, a->sha, sizeof(a->sha));
     if (rc == 0)
-        rc = server_facts(a, cfg->peer == BENCH_PEER_MIN ? "bench/peers/slot_hold_min.lua" : "bench/peers/slot_hold.lua",
+        rc = server_facts(a,
+                          cfg->peer == BENCH_PEER_MIN ? "bench/peers/slot_hold_min.lua" : "bench/peers/slot_hold.lua",
                           err, errlen);
     if (rc) {
         redis_admin_close(a);

@@ -35,36 +35,36 @@
 #include "wire.h"
 #include "slot/client.h"
 
-#define SLOTD_IN_BYTES (64u << 10)      /* per connection; a reply line is ~100-250 bytes */
-#define SLOTD_HELLO_BYTES 2048          /* a hello line with the longest token */
+#define SLOTD_IN_BYTES (64u << 10) /* per connection; a reply line is ~100-250 bytes */
+#define SLOTD_HELLO_BYTES 2048     /* a hello line with the longest token */
 #define ADDR_CAP (SLOT_CLIENT_ADDR_BYTES_MAX + 1)
 
 /* Where the load goes (run->drv_state). */
 typedef struct slotd_state {
-    char node[ADDR_CAP];                /* "H:P" of run->addr */
-    uint32_t idx;                       /* cfg->hosts index to move on from */
-    uint64_t gen;                       /* raised by every move */
-    char acked[ADDR_CAP];               /* the node of the last acknowledged write */
-    uv_timer_t tick;                    /* the silence detector */
+    char node[ADDR_CAP];  /* "H:P" of run->addr */
+    uint32_t idx;         /* cfg->hosts index to move on from */
+    uint64_t gen;         /* raised by every move */
+    char acked[ADDR_CAP]; /* the node of the last acknowledged write */
+    uv_timer_t tick;      /* the silence detector */
 } slotd_state;
 
 typedef struct slotd_conn {
-    uv_tcp_t *tcp;                      /* NULL while closed; a new one for each connect */
+    uv_tcp_t *tcp; /* NULL while closed; a new one for each connect */
     uv_connect_t connect_req;
     uv_write_t write_req, hello_req;
-    uv_timer_t retry;                   /* the pause before a reconnect */
+    uv_timer_t retry; /* the pause before a reconnect */
     bench_conn *c;
     bool writing, hello_pending;
-    bool ready;                         /* connected (and hello answered): requests may go out */
-    bool closing;                       /* slotd_close: free once `handles` are closed */
-    int handles;                        /* while closing: handles whose close callback is still to come */
-    uint64_t gen;                       /* the state's gen when this connection was opened */
-    char node[ADDR_CAP];                /* where it was opened */
-    uint64_t wait_ns;                   /* since when the oldest request in flight waits */
-    uint32_t lost;                      /* requests in flight when it was cut: sent again on reconnect */
+    bool ready;          /* connected (and hello answered): requests may go out */
+    bool closing;        /* slotd_close: free once `handles` are closed */
+    int handles;         /* while closing: handles whose close callback is still to come */
+    uint64_t gen;        /* the state's gen when this connection was opened */
+    char node[ADDR_CAP]; /* where it was opened */
+    uint64_t wait_ns;    /* since when the oldest request in flight waits */
+    uint32_t lost;       /* requests in flight when it was cut: sent again on reconnect */
     uint32_t fails, backoff_ms, delay_ms;
     uint64_t fail_since_ns;
-    char *out, *wbuf;                   /* queued / being written; swapped on each write */
+    char *out, *wbuf; /* queued / being written; swapped on each write */
     size_t out_len, wbuf_len, out_cap;
     size_t in_len;
     char hello[SLOTD_HELLO_BYTES];
@@ -126,8 +126,10 @@ static size_t encode_cart(const bench_run *run, const bench_ticket *t, char *buf
  * an extend by run->cfg->hold_ttl_ms. */
 static long encode_hold_op(const bench_run *run, const bench_ticket *t, char *buf, size_t cap)
 {
-    static const slot_op ops[] = {[BENCH_OP_CONFIRM] = SLOT_OP_CONFIRM, [BENCH_OP_RELEASE] = SLOT_OP_RELEASE,
-                                  [BENCH_OP_GET_HOLD] = SLOT_OP_GET_HOLD, [BENCH_OP_EXTEND] = SLOT_OP_EXTEND};
+    static const slot_op ops[] = {[BENCH_OP_CONFIRM] = SLOT_OP_CONFIRM,
+                                  [BENCH_OP_RELEASE] = SLOT_OP_RELEASE,
+                                  [BENCH_OP_GET_HOLD] = SLOT_OP_GET_HOLD,
+                                  [BENCH_OP_EXTEND] = SLOT_OP_EXTEND};
     const bench_hold *h = &run->ledger.holds[t->key];
     char id[SLOT_HOLD_ARG_BYTES_MAX + 1], user[32];
     memcpy(id, bench_ledger_id(&run->ledger, t->key), h->id_len);
@@ -148,7 +150,8 @@ static long encode_hold_op(const bench_run *run, const bench_ticket *t, char *bu
 /* waitlist_join (qty t->qty), waitlist or waitlist_leave of ("u<user>", "r<key>") on t's event, through the client codec. */
 static long encode_wait_op(const bench_run *run, const bench_ticket *t, char *buf, size_t cap)
 {
-    static const slot_op ops[] = {[BENCH_OP_WAIT_JOIN] = SLOT_OP_WAITLIST_JOIN, [BENCH_OP_WAIT_STATUS] = SLOT_OP_WAITLIST,
+    static const slot_op ops[] = {[BENCH_OP_WAIT_JOIN] = SLOT_OP_WAITLIST_JOIN,
+                                  [BENCH_OP_WAIT_STATUS] = SLOT_OP_WAITLIST,
                                   [BENCH_OP_WAIT_LEAVE] = SLOT_OP_WAITLIST_LEAVE};
     char user[32], key[32];
     bench_user_name(t->user, user, sizeof(user));
@@ -178,11 +181,11 @@ static int slotd_send(bench_conn *c, const bench_ticket *t)
         return -1;
     char *dst = sc->out + sc->out_len;
     bool wait = t->op == BENCH_OP_WAIT_JOIN || t->op == BENCH_OP_WAIT_STATUS || t->op == BENCH_OP_WAIT_LEAVE;
-    long n = t->op == BENCH_OP_PING ? encode_ping(c->run, dst, room)
-             : wait                 ? encode_wait_op(c->run, t, dst, room)
+    long n = t->op == BENCH_OP_PING   ? encode_ping(c->run, dst, room)
+             : wait                   ? encode_wait_op(c->run, t, dst, room)
              : t->op != BENCH_OP_HOLD ? encode_hold_op(c->run, t, dst, room)
-             : t->cart > 1          ? (long)encode_cart(c->run, t, dst)
-                                    : (long)encode_hold(c->run, t, dst);
+             : t->cart > 1            ? (long)encode_cart(c->run, t, dst)
+                                      : (long)encode_hold(c->run, t, dst);
     if (n < 0 || (size_t)n >= room)
         return -1;
     if (c->inflight == 0)
@@ -292,7 +295,8 @@ static void reroute(slotd_conn *sc, const char *primary, const char *why)
     }
     bool direct = move_target(sc, primary);
     sc->delay_ms = direct && sc->fails == 1 ? 0 : sc->backoff_ms;
-    sc->backoff_ms = sc->backoff_ms * 2 > BENCH_FOLLOW_BACKOFF_MAX_MS ? BENCH_FOLLOW_BACKOFF_MAX_MS : sc->backoff_ms * 2;
+    sc->backoff_ms = sc->backoff_ms * 2 > BENCH_FOLLOW_BACKOFF_MAX_MS ? BENCH_FOLLOW_BACKOFF_MAX_MS
+                                                                      : sc->backoff_ms * 2;
     if (sc->ready || sc->hello_pending)
         sc->lost = c->inflight; /* each may have reached the node: all go again */
     sc->ready = sc->hello_pending = false;
@@ -366,7 +370,8 @@ static void hello_answer(slotd_conn *sc, const char *line, size_t len)
 {
     bench_result r;
     sc->hello_pending = false;
-    if (bench_parse_slotd_reply(line, len, &r) == 0 && !r.ok && (r.err == SLOT_E_NOT_PRIMARY || r.err == SLOT_E_UNAVAILABLE)) {
+    if (bench_parse_slotd_reply(line, len, &r) == 0 && !r.ok &&
+        (r.err == SLOT_E_NOT_PRIMARY || r.err == SLOT_E_UNAVAILABLE)) {
         reroute(sc, r.primary, r.text);
         return;
     }

@@ -19,7 +19,7 @@ struct bench_admin {
     slot_follow *f;
     const bench_config *cfg;
     json_t *hello;
-    struct sockaddr_storage peer;       /* the address the first answer came from */
+    struct sockaddr_storage peer; /* the address the first answer came from */
 };
 
 const struct sockaddr_storage *bench_slotd_admin_peer(const bench_admin *a)
@@ -171,8 +171,8 @@ int bench_slotd_admin_to_primary(bench_admin *a, char *err, size_t errlen)
                 continue; /* ask the primary at once */
             }
         } else if (r.ok) {
-            snprintf(last, sizeof(last), "%s is %s%s%s", node, r.role, r.primary[0] ? ", primary " : ", no primary known",
-                     r.primary);
+            snprintf(last, sizeof(last), "%s is %s%s%s", node, r.role,
+                     r.primary[0] ? ", primary " : ", no primary known", r.primary);
         } else {
             snprintf(last, sizeof(last), "%s: cluster: %s: %s", node, r.error, r.message);
         }

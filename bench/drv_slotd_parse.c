@@ -249,4 +249,3 @@ int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)
     bench_result_clear(r);
     return slow_parse(line, len, r);
 }
-

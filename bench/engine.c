@@ -314,9 +314,8 @@ static void progress_cb(uv_timer_t *t)
     uint64_t left = bench_units_left(run);
     double sold_pct = total ? 100.0 * (double)(total - left) / (double)total : 100.0;
     const bench_sample *s = run->nseries ? &run->series[run->nseries - 1] : NULL;
-    fprintf(stderr, "\r\033[K%s %.1f s: %.1f%% sold, %.0f requests/s, p99 %.3f ms, %" PRIu64 " errors",
-            run->cfg->name, (double)(now_ns - run->phase_start_ns) / 1e9, sold_pct, rps, s ? s->p99_ms : 0.0,
-            s ? s->errors : 0);
+    fprintf(stderr, "\r\033[K%s %.1f s: %.1f%% sold, %.0f requests/s, p99 %.3f ms, %" PRIu64 " errors", run->cfg->name,
+            (double)(now_ns - run->phase_start_ns) / 1e9, sold_pct, rps, s ? s->p99_ms : 0.0, s ? s->errors : 0);
 }
 
 /* ---------------------------------------------------------------- think times (a min-heap) */
@@ -448,8 +447,11 @@ int bench_engine_phase(bench_run *run, const bench_phase *ph)
     bool cpu = ph->measure && run->loop_index == 0 && getrusage(RUSAGE_SELF, &before) == 0;
     int rc = run->nloops > 0 && !ph->one_loop ? bench__loops_phase(run, ph) : bench__phase_one(run, ph);
     if (cpu && getrusage(RUSAGE_SELF, &after) == 0)
-        run->cpu_s = (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
-                     (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec + after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
+        run->cpu_s = (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec -
+                              before.ru_stime.tv_sec) +
+                     (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec + after.ru_stime.tv_usec -
+                              before.ru_stime.tv_usec) /
+                         1e6;
     return rc;
 }
 
@@ -507,7 +509,7 @@ static uint32_t ring_cap_of(const bench_config *cfg)
     uint32_t cap = cfg->pipeline > BENCH_VERIFY_PIPELINE ? cfg->pipeline : BENCH_VERIFY_PIPELINE;
     if (cfg->scenario == BENCH_OPEN_LOOP) {
         double per_conn = cfg->rate_per_s / cfg->connections;
-        uint32_t backlog = per_conn < BENCH_BACKLOG_MIN ? BENCH_BACKLOG_MIN
+        uint32_t backlog = per_conn < BENCH_BACKLOG_MIN   ? BENCH_BACKLOG_MIN
                            : per_conn > BENCH_BACKLOG_MAX ? BENCH_BACKLOG_MAX
                                                           : (uint32_t)per_conn;
         cap += backlog;

@@ -34,11 +34,11 @@ struct bench_conn {
     bench_run *run;
     uint32_t index;
     void *drv;
-    bool up;                        /* connected (and, with a token, authenticated) */
-    bool dirty;                     /* has unsent requests queued: flush at the end of this turn */
-    bench_ticket *ring;             /* [head, head+inflight) sent; then `backlog` due, not sent */
+    bool up;            /* connected (and, with a token, authenticated) */
+    bool dirty;         /* has unsent requests queued: flush at the end of this turn */
+    bench_ticket *ring; /* [head, head+inflight) sent; then `backlog` due, not sent */
     uint32_t ring_cap, head, inflight, backlog;
-    uint32_t *ready;                /* churn: sessions of this connection ready to send */
+    uint32_t *ready; /* churn: sessions of this connection ready to send */
     uint32_t nready;
     uint64_t rng;
 };
@@ -47,25 +47,25 @@ struct bench_conn {
 typedef struct bench_event {
     char name[SLOT_EVENT_BYTES_MAX + 1];
     uint64_t capacity;
-    uint64_t holds, held_units;     /* held answers and their units, cumulative */
-    uint64_t out_units;             /* churn: held by us now (not confirmed/released/expired) */
+    uint64_t holds, held_units; /* held answers and their units, cumulative */
+    uint64_t out_units;         /* churn: held by us now (not confirmed/released/expired) */
     uint64_t confirmed_units, released_units, expired_units;
-    uint64_t returned_units;        /* churn: given back by partial confirms */
-    uint64_t sellout_ns;            /* when units left fell below the smallest qty; 0 = not yet */
-    bool measured;                  /* false: the warm-up event */
+    uint64_t returned_units; /* churn: given back by partial confirms */
+    uint64_t sellout_ns;     /* when units left fell below the smallest qty; 0 = not yet */
+    bool measured;           /* false: the warm-up event */
 } bench_event;
 
 /* Counters of one phase. */
 typedef struct bench_counters {
     uint64_t scheduled, sent, answered;
-    uint64_t carts;                 /* hot-release --cart: held carts (holds counts each item's hold) */
+    uint64_t carts; /* hot-release --cart: held carts (holds counts each item's hold) */
     uint64_t holds, held_units, sold_out, confirmed, released, expired, abandoned;
-    uint64_t replays, unexpected, bad_sold_out;  /* bad_sold_out: sold_out with available >= qty */
-    uint64_t tail_seen;             /* sold_out answers after the sell-out */
+    uint64_t replays, unexpected, bad_sold_out; /* bad_sold_out: sold_out with available >= qty */
+    uint64_t tail_seen;                         /* sold_out answers after the sell-out */
     uint64_t errors[SLOT_E__COUNT + 1];
     uint64_t first_send_ns, last_reply_ns, first_sold_out_ns, last_sold_out_ns, sellout_ns;
-    uint64_t backlog_max;           /* open loop: most requests due but not sent at once */
-    uint64_t not_on_sale;           /* hot-release --opens-in: answers before the sale opened (not errors) */
+    uint64_t backlog_max; /* open loop: most requests due but not sent at once */
+    uint64_t not_on_sale; /* hot-release --opens-in: answers before the sale opened (not errors) */
     /* churn, v1.1: extend answers that extended a hold, and extend_limit answers (not errors);
      * confirms of fewer units than held, and the units they gave back; late payments (confirms
      * with reacquire after the hold expired): a fresh hold confirmed (and its units), sold_out,
@@ -79,26 +79,26 @@ typedef struct bench_counters {
 typedef struct bench_sample {
     uint32_t t_ms;
     uint64_t sent, answered, held, sold_out, errors, units_left;
-    double p99_ms;                  /* of the answers in this interval; 0 when there were none */
+    double p99_ms; /* of the answers in this interval; 0 when there were none */
 } bench_sample;
 
 /* A phase: what to send, how long, and what answers mean. */
 typedef struct bench_phase {
     const char *name;
-    uint32_t conns;                 /* uses connections 0..conns-1 */
-    uint32_t pipeline;              /* in flight per connection */
-    double rate_per_s;              /* > 0: open loop at this many requests/s */
+    uint32_t conns;    /* uses connections 0..conns-1 */
+    uint32_t pipeline; /* in flight per connection */
+    double rate_per_s; /* > 0: open loop at this many requests/s */
     uint64_t requests_max;
     uint32_t duration_ms;
-    bool measure;                   /* latency, time series, progress line */
-    bool one_loop;                  /* --threads: on the run's own loop only (verification), not spread */
+    bool measure;  /* latency, time series, progress line */
+    bool one_loop; /* --threads: on the run's own loop only (verification), not spread */
     uint16_t event_first, event_count;
-    bool zipf;                      /* pick events by popularity (else event_first) */
-    bool ledger;                    /* remember held answers for the ledger check */
-    bool unique_users;              /* a new user for every hold even with --users */
-    uint8_t cart;                   /* > 1: every hold is a cart of events event_first..+cart-1 (hold_many) */
-    uint64_t tail;                  /* stop after the sell-out and this many sold_out answers; UINT64_MAX: never */
-    bool unit_holds;                /* every hold of one unit, whatever --qty (waitlist's prefill: sells every unit) */
+    bool zipf;         /* pick events by popularity (else event_first) */
+    bool ledger;       /* remember held answers for the ledger check */
+    bool unique_users; /* a new user for every hold even with --users */
+    uint8_t cart;      /* > 1: every hold is a cart of events event_first..+cart-1 (hold_many) */
+    uint64_t tail;     /* stop after the sell-out and this many sold_out answers; UINT64_MAX: never */
+    bool unit_holds;   /* every hold of one unit, whatever --qty (waitlist's prefill: sells every unit) */
     /* closed loop: the next request for c (false: none now). */
     bool (*next)(bench_run *run, bench_conn *c, bench_ticket *t);
     void (*on_result)(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns);
@@ -107,63 +107,66 @@ typedef struct bench_phase {
 /* Churn: one simulated buyer; waitlist: a waiter, or the holder of a prefill hold. */
 /* DONE: waitlist, a session with nothing more to send. */
 typedef enum bench_session_state {
-    BENCH_SESSION_READY, BENCH_SESSION_WAITING, BENCH_SESSION_THINKING, BENCH_SESSION_DONE
+    BENCH_SESSION_READY,
+    BENCH_SESSION_WAITING,
+    BENCH_SESSION_THINKING,
+    BENCH_SESSION_DONE
 } bench_session_state;
 
 typedef struct bench_session {
     uint32_t conn;
-    uint8_t state;                  /* bench_session_state */
-    uint8_t next_op;                /* bench_op to send when ready */
-    uint8_t fate;                   /* BENCH_OP_CONFIRM / BENCH_OP_RELEASE, or BENCH_OP_HOLD = abandon */
-    uint8_t extends_left;           /* extend requests still to send before the fate (0..2) */
-    uint32_t hold;                  /* ledger index of its current hold */
-    uint8_t plan;                   /* a confirm's BENCH_TICKET_* flags: partial, or late (reacquire) */
+    uint8_t state;        /* bench_session_state */
+    uint8_t next_op;      /* bench_op to send when ready */
+    uint8_t fate;         /* BENCH_OP_CONFIRM / BENCH_OP_RELEASE, or BENCH_OP_HOLD = abandon */
+    uint8_t extends_left; /* extend requests still to send before the fate (0..2) */
+    uint32_t hold;        /* ledger index of its current hold */
+    uint8_t plan;         /* a confirm's BENCH_TICKET_* flags: partial, or late (reacquire) */
 } bench_session;
 
 /* Waitlist: one buyer in the sold-out event's waitlist, in join order (its index). */
 typedef enum bench_waiter_state {
-    BENCH_WAITER_NEW,               /* its join is not answered yet */
-    BENCH_WAITER_WAITING,           /* joined, polls for its entry's state */
-    BENCH_WAITER_OFFERED,           /* the bench knows its offered hold (or its join was held at once) */
-    BENCH_WAITER_FAILED,            /* its join was refused or answered unexpectedly */
+    BENCH_WAITER_NEW,     /* its join is not answered yet */
+    BENCH_WAITER_WAITING, /* joined, polls for its entry's state */
+    BENCH_WAITER_OFFERED, /* the bench knows its offered hold (or its join was held at once) */
+    BENCH_WAITER_FAILED,  /* its join was refused or answered unexpectedly */
 } bench_waiter_state;
 
 typedef struct bench_waiter {
-    uint64_t key;                   /* its request key "r<key>"; its user is "u<user>" */
+    uint64_t key; /* its request key "r<key>"; its user is "u<user>" */
     uint64_t user;
-    uint64_t ack_ms;                /* wall clock when the join's answer came */
-    uint64_t offer_ms;              /* the offered hold's created_at (its expires_at - hold_ttl_ms); 0: none known */
-    uint64_t hold_seq;              /* the offered hold's seq (the first 16 hex digits of its id) */
-    uint32_t position;              /* the join answer's; 0: held at once */
-    uint32_t last_position;         /* the latest poll's */
-    uint32_t hold;                  /* ledger index of its offered hold; BENCH_LINK_NONE */
+    uint64_t ack_ms;        /* wall clock when the join's answer came */
+    uint64_t offer_ms;      /* the offered hold's created_at (its expires_at - hold_ttl_ms); 0: none known */
+    uint64_t hold_seq;      /* the offered hold's seq (the first 16 hex digits of its id) */
+    uint32_t position;      /* the join answer's; 0: held at once */
+    uint32_t last_position; /* the latest poll's */
+    uint32_t hold;          /* ledger index of its offered hold; BENCH_LINK_NONE */
     uint16_t qty;
-    uint8_t state;                  /* bench_waiter_state */
-    uint8_t final;                  /* slot_wait_state the last status phase saw */
-    bool at_once;                   /* the join was held at once: no entry, the hold is the join's */
-    bool learned_late;              /* its offer was first seen after the measured phase */
+    uint8_t state;     /* bench_waiter_state */
+    uint8_t final;     /* slot_wait_state the last status phase saw */
+    bool at_once;      /* the join was held at once: no entry, the hold is the join's */
+    bool learned_late; /* its offer was first seen after the measured phase */
 } bench_waiter;
 
 /* Waitlist: what the join, measured, leave and status phases saw (the join phase's
  * counters are kept here: run->n is reset by every phase). */
 typedef struct bench_wl {
     bench_waiter *w;
-    uint32_t n;                     /* --waiters */
-    uint32_t cursor;                /* join, leave, status phases: the next waiter */
-    uint32_t head;                  /* measured phase: no waiter before it still waits */
+    uint32_t n;      /* --waiters */
+    uint32_t cursor; /* join, leave, status phases: the next waiter */
+    uint32_t head;   /* measured phase: no waiter before it still waits */
     uint32_t joined, at_once, full, join_errors, join_unexpected, bad_positions;
-    bool positions_exact;           /* the join answers' positions were 1..n in join order */
-    uint64_t prev_position;         /* join phase: the previous waiting answer's position (0: none, or held at once) */
-    uint32_t offered;               /* waiters whose offer the bench knows */
-    uint32_t acting;                /* sessions with a release or confirm still to answer */
-    uint32_t waiting;               /* waiters still polling */
-    uint64_t start_ms;              /* wall clock at the measured phase's start */
+    bool positions_exact;   /* the join answers' positions were 1..n in join order */
+    uint64_t prev_position; /* join phase: the previous waiting answer's position (0: none, or held at once) */
+    uint32_t offered;       /* waiters whose offer the bench knows */
+    uint32_t acting;        /* sessions with a release or confirm still to answer */
+    uint32_t waiting;       /* waiters still polling */
+    uint64_t start_ms;      /* wall clock at the measured phase's start */
     uint64_t last_offer_ms;
     uint64_t prefill_released, prefill_confirmed, prefill_abandoned;
     uint64_t offer_released, offer_confirmed, offer_abandoned, offer_expired_first;
     uint64_t polls, left, leave_missed, status_errors, status_unexpected, learned_late;
-    uint32_t nprefill;              /* ledger entries 0..nprefill-1: the prefill's holds */
-    bool exhausted;                 /* the measured phase stopped: the units not confirmed cannot meet a waiter */
+    uint32_t nprefill; /* ledger entries 0..nprefill-1: the prefill's holds */
+    bool exhausted;    /* the measured phase stopped: the units not confirmed cannot meet a waiter */
     uint32_t order_violations;
     char first_violation[300];
 } bench_wl;
@@ -181,48 +184,48 @@ struct bench_run {
     uv_timer_t bound_timer, drain_timer, sample_timer, progress_timer, think_timer, tick_timer;
     bench_conn *conns;
     uint32_t nconns, nup;
-    uint32_t *dirty;                /* connections with requests queued this turn */
+    uint32_t *dirty; /* connections with requests queued this turn */
     uint32_t ndirty;
-    void *drv_state;                /* the driver's run-wide state */
-    struct sockaddr_storage addr;   /* where the target is */
+    void *drv_state;              /* the driver's run-wide state */
+    struct sockaddr_storage addr; /* where the target is */
     bench_admin *admin;
 
     const bench_phase *phase;
     bool stop_sending, phase_over, in_phase;
     const char *stop_reason;
-    bool stopped_at_bound;          /* the phase was stopped by its time or request bound (stop_reason says which) */
+    bool stopped_at_bound; /* the phase was stopped by its time or request bound (stop_reason says which) */
     uint64_t inflight_total, backlog_total, phase_start_ns;
-    char fatal[512];                /* the run broke off: why; fatal_exit: how to exit */
+    char fatal[512]; /* the run broke off: why; fatal_exit: how to exit */
     int fatal_exit;
 
-    bench_counters n;               /* the current phase */
-    slot_hist *lat_ns, *win_ns;     /* whole measured phase; since the last sample */
-    slot_hist *first_ns;            /* answers to requests sent in the phase's first second */
-    uint64_t opens_at_ms;           /* hot-release --opens-in: the sale's opening (ms since the epoch); 0 = none */
-    uint64_t opening_lag_ms;        /* how late after the opening the bench woke to send (wall clock, ms) */
+    bench_counters n;           /* the current phase */
+    slot_hist *lat_ns, *win_ns; /* whole measured phase; since the last sample */
+    slot_hist *first_ns;        /* answers to requests sent in the phase's first second */
+    uint64_t opens_at_ms;       /* hot-release --opens-in: the sale's opening (ms since the epoch); 0 = none */
+    uint64_t opening_lag_ms;    /* how late after the opening the bench woke to send (wall clock, ms) */
     bench_event *events;
-    uint32_t nevents;               /* measured events, then (with --warmup) the warm-up event */
-    double *zipf_cum;               /* multi-event: cumulative popularity */
+    uint32_t nevents; /* measured events, then (with --warmup) the warm-up event */
+    double *zipf_cum; /* multi-event: cumulative popularity */
     uint64_t next_user, next_key;
     uint64_t rng;
 
-    uint32_t events_sold;           /* measured events sold out in this phase */
-    char first_error[200];          /* the first error answer nobody expected: code and message */
+    uint32_t events_sold;  /* measured events sold out in this phase */
+    char first_error[200]; /* the first error answer nobody expected: code and message */
     bench_ledger ledger;
     bench_session *sessions;
     uint32_t nsessions;
     bench_heap_item *heap;
     uint32_t heap_n;
-    uint64_t think_due_ns;          /* when think_timer fires; 0 = not armed */
-    bench_wl wl;                    /* the waitlist scenario */
-    uint32_t *abandoned;            /* churn: ledger indices of abandoned holds, in answer order */
+    uint64_t think_due_ns; /* when think_timer fires; 0 = not armed */
+    bench_wl wl;           /* the waitlist scenario */
+    uint32_t *abandoned;   /* churn: ledger indices of abandoned holds, in answer order */
     size_t nabandoned, abandoned_head, abandoned_cap;
 
     /* Following the primary (drv_slotd.c counts, the engine times), over the whole run. */
-    uint64_t failovers;             /* the node acknowledging writes changed */
-    uint64_t retries;               /* requests sent again with the same key */
-    uint64_t last_ack_ns;           /* measured phases: the last acknowledged write (0: none yet) */
-    uint64_t ack_gap_max_ns;        /* ... the longest time without one */
+    uint64_t failovers;      /* the node acknowledging writes changed */
+    uint64_t retries;        /* requests sent again with the same key */
+    uint64_t last_ack_ns;    /* measured phases: the last acknowledged write (0: none yet) */
+    uint64_t ack_gap_max_ns; /* ... the longest time without one */
 
     bench_sample *series;
     size_t nseries, series_cap;
@@ -233,13 +236,13 @@ struct bench_run {
      * own copy of the configuration (loop_cfg) and of the events. */
     bench_run **loops;
     uint32_t nloops;
-    uint32_t loop_index;            /* 0: the run; i: loop i */
-    bench_config *loop_cfg;         /* a loop's own configuration (NULL: the run's cfg is its own) */
-    uint32_t conns_own;             /* connections of this loop (0: cfg->connections) */
+    uint32_t loop_index;    /* 0: the run; i: loop i */
+    bench_config *loop_cfg; /* a loop's own configuration (NULL: the run's cfg is its own) */
+    uint32_t conns_own;     /* connections of this loop (0: cfg->connections) */
     /* The bench's own cost in the last measured phase: user + system CPU of the whole process
      * (getrusage RUSAGE_SELF, every loop's thread) in seconds. */
     double cpu_s;
-    uint64_t open_t0_ns, open_next;  /* open loop: schedule start, next request number */
+    uint64_t open_t0_ns, open_next; /* open loop: schedule start, next request number */
     bool progress_tty;
     uint64_t last_progress_answered, last_progress_ns;
 };

@@ -100,7 +100,7 @@ void bench__loops_close(bench_run *run)
 typedef struct loop_job {
     bench_run *run;
     bench_phase ph;
-    bool skip;                      /* no connection or no request of the phase falls to this loop */
+    bool skip; /* no connection or no request of the phase falls to this loop */
     int rc;
     uv_thread_t tid;
 } loop_job;

@@ -171,9 +171,12 @@ int main(int argc, char **argv)
 {
     const char *dir = NULL;
     uint64_t holds = GEN_HOLDS_DEFAULT, events = GEN_EVENTS_DEFAULT, on_sale = 1, batch = GEN_BATCH_DEFAULT;
-    struct option opts[] = {{"data", required_argument, NULL, 'd'},    {"holds", required_argument, NULL, 'n'},
-                            {"events", required_argument, NULL, 'e'},  {"on-sale", required_argument, NULL, 'k'},
-                            {"batch", required_argument, NULL, 'b'},   {"help", no_argument, NULL, 'h'},
+    struct option opts[] = {{"data", required_argument, NULL, 'd'},
+                            {"holds", required_argument, NULL, 'n'},
+                            {"events", required_argument, NULL, 'e'},
+                            {"on-sale", required_argument, NULL, 'k'},
+                            {"batch", required_argument, NULL, 'b'},
+                            {"help", no_argument, NULL, 'h'},
                             {0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

@@ -33,7 +33,7 @@
 
 typedef struct lconn {
     int fd;
-    uint64_t n;          /* holds sent */
+    uint64_t n; /* holds sent */
     uint64_t t0_ns;
     char in[LOAD_BUF_BYTES];
     size_t in_len;
@@ -108,28 +108,46 @@ int main(int argc, char **argv)
     const char *host = "127.0.0.1";
     int port = 0, nconns = 256;
     double seconds = 5;
-    static const struct option opts[] = {{"mode", required_argument, NULL, 'm'}, {"host", required_argument, NULL, 'H'},
-                                         {"port", required_argument, NULL, 'p'}, {"conns", required_argument, NULL, 'c'},
-                                         {"seconds", required_argument, NULL, 's'}, {"event", required_argument, NULL, 'e'},
-                                         {"tag", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"mode", required_argument, NULL, 'm'},    {"host", required_argument, NULL, 'H'},
+        {"port", required_argument, NULL, 'p'},    {"conns", required_argument, NULL, 'c'},
+        {"seconds", required_argument, NULL, 's'}, {"event", required_argument, NULL, 'e'},
+        {"tag", required_argument, NULL, 't'},     {NULL, 0, NULL, 0}};
     int ch;
     const char *mode = NULL;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'm': mode = optarg; break;
-        case 'H': host = optarg; break;
-        case 'p': port = atoi(optarg); break;
-        case 'c': nconns = atoi(optarg); break;
-        case 's': seconds = atof(optarg); break;
-        case 'e': event = optarg; break;
-        case 't': tag = optarg; break;
-        default: return 2;
+        case 'm':
+            mode = optarg;
+            break;
+        case 'H':
+            host = optarg;
+            break;
+        case 'p':
+            port = atoi(optarg);
+            break;
+        case 'c':
+            nconns = atoi(optarg);
+            break;
+        case 's':
+            seconds = atof(optarg);
+            break;
+        case 'e':
+            event = optarg;
+            break;
+        case 't':
+            tag = optarg;
+            break;
+        default:
+            return 2;
         }
     }
     if (!mode || (strcmp(mode, "http") != 0 && strcmp(mode, "tcp") != 0) || port <= 0 || port > 65535 || nconns < 1 ||
         nconns > LOAD_CONNS_MAX || seconds <= 0) {
-        fprintf(stderr, "usage: http_load --mode http|tcp --port P [--host H] [--conns 1..%d] [--seconds S] "
-                        "[--event E] [--tag T]\n", LOAD_CONNS_MAX);
+        fprintf(stderr,
+                "usage: http_load --mode http|tcp --port P [--host H] [--conns 1..%d] [--seconds S] "
+                "[--event E] [--tag T]\n",
+                LOAD_CONNS_MAX);
         return 2;
     }
     http_mode = strcmp(mode, "http") == 0;

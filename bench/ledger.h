@@ -17,25 +17,25 @@
 
 /* bench_hold.flags (churn, v1.1). */
 enum {
-    BENCH_HOLD_REPLACES = 1u << 0,      /* made by a reacquire: link is the hold it replaces */
-    BENCH_HOLD_REPLACED = 1u << 1,      /* a reacquire replaced it: link is the new hold */
-    BENCH_HOLD_EXT_UNKNOWN = 1u << 2,   /* an extend sent again met extend_limit: whether the first send
+    BENCH_HOLD_REPLACES = 1u << 0,    /* made by a reacquire: link is the hold it replaces */
+    BENCH_HOLD_REPLACED = 1u << 1,    /* a reacquire replaced it: link is the new hold */
+    BENCH_HOLD_EXT_UNKNOWN = 1u << 2, /* an extend sent again met extend_limit: whether the first send
                                            committed is unknown, so expires_at and extensions are not checked */
 };
 
 /* A remembered hold: what the target acknowledged, which get_hold must show at the end. */
 typedef struct bench_hold {
     uint64_t user;
-    uint64_t expires_at_ms;         /* 0: unknown (a reacquire's new hold: its answer does not carry it) */
-    uint32_t id_off;                /* into the ledger's id arena */
-    uint32_t link;                  /* ledger index named by flags (replaces / replaced_by); BENCH_LINK_NONE */
-    uint16_t event, qty;            /* qty: held, then (a partial confirm) the confirmed quantity */
-    uint16_t returned;              /* units a partial confirm gave back */
+    uint64_t expires_at_ms; /* 0: unknown (a reacquire's new hold: its answer does not carry it) */
+    uint32_t id_off;        /* into the ledger's id arena */
+    uint32_t link;          /* ledger index named by flags (replaces / replaced_by); BENCH_LINK_NONE */
+    uint16_t event, qty;    /* qty: held, then (a partial confirm) the confirmed quantity */
+    uint16_t returned;      /* units a partial confirm gave back */
     uint8_t id_len;
-    uint8_t expect;                 /* slot_hold_status the server should show */
-    uint8_t seen;                   /* what get_hold said (SLOT_HOLD__COUNT: nothing yet / error) */
-    uint8_t extensions;             /* extend answers that extended it */
-    uint8_t flags;                  /* BENCH_HOLD_* */
+    uint8_t expect;     /* slot_hold_status the server should show */
+    uint8_t seen;       /* what get_hold said (SLOT_HOLD__COUNT: nothing yet / error) */
+    uint8_t extensions; /* extend answers that extended it */
+    uint8_t flags;      /* BENCH_HOLD_* */
 } bench_hold;
 
 typedef struct bench_ledger {
@@ -43,7 +43,7 @@ typedef struct bench_ledger {
     size_t n, cap;
     char *ids;
     size_t ids_len, ids_cap;
-    size_t cursor;                  /* verification: next hold to ask about */
+    size_t cursor; /* verification: next hold to ask about */
     uint64_t checked, mismatches, errors;
     char first_mismatch[400];
 } bench_ledger;

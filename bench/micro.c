@@ -40,8 +40,10 @@ static bool count_ok(const char *s, uint64_t max, uint64_t *out)
 
 int micro_parse(int argc, char **argv, micro_opts *o)
 {
-    struct option opts[] = {{"seconds", required_argument, NULL, 's'}, {o->count_flag, required_argument, NULL, 'n'},
-                            {"help", no_argument, NULL, 'h'},          {"json", required_argument, NULL, 'j'},
+    struct option opts[] = {{"seconds", required_argument, NULL, 's'},
+                            {o->count_flag, required_argument, NULL, 'n'},
+                            {"help", no_argument, NULL, 'h'},
+                            {"json", required_argument, NULL, 'j'},
                             {0}};
     if (!o->has_json)
         opts[3] = (struct option){0};

@@ -10,17 +10,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define MICRO_SECONDS_MAX 3600.0        /* --seconds: more than 0, at most an hour per measurement */
-#define MICRO_EXIT_USAGE 64             /* sysexits.h EX_USAGE */
+#define MICRO_SECONDS_MAX 3600.0 /* --seconds: more than 0, at most an hour per measurement */
+#define MICRO_EXIT_USAGE 64      /* sysexits.h EX_USAGE */
 
 /* The command line of one micro-benchmark: defaults in, values out. */
 typedef struct micro_opts {
-    const char *count_flag;             /* the count bound's flag without "--": "max-holds", "max-ops" */
-    double seconds;                     /* --seconds: per measurement, (0, MICRO_SECONDS_MAX] */
-    uint64_t count, count_max;          /* the count bound: 1..count_max */
-    bool has_json;                      /* --json FILE is an option */
-    const char *json;                   /* --json: borrowed from argv; NULL when not given */
-    void (*usage)(FILE *f);             /* the --help text */
+    const char *count_flag;    /* the count bound's flag without "--": "max-holds", "max-ops" */
+    double seconds;            /* --seconds: per measurement, (0, MICRO_SECONDS_MAX] */
+    uint64_t count, count_max; /* the count bound: 1..count_max */
+    bool has_json;             /* --json FILE is an option */
+    const char *json;          /* --json: borrowed from argv; NULL when not given */
+    void (*usage)(FILE *f);    /* the --help text */
 } micro_opts;
 
 /* micro_now_s — CLOCK_MONOTONIC, seconds. */

@@ -22,12 +22,12 @@
 #include "slot/store.h"
 
 #define MICRO_BATCHES_N 4
-#define MICRO_GROW_RETRIES 16          /* map growths per batch before giving up */
-#define MICRO_ALLOC_SECONDS_DEFAULT 2.0 /* --seconds: per configuration */
-#define MICRO_HOLDS_DEFAULT 2000000u    /* --max-holds: per configuration */
+#define MICRO_GROW_RETRIES 16             /* map growths per batch before giving up */
+#define MICRO_ALLOC_SECONDS_DEFAULT 2.0   /* --seconds: per configuration */
+#define MICRO_HOLDS_DEFAULT 2000000u      /* --max-holds: per configuration */
 #define MICRO_HOLDS_MAX SLOT_CAPACITY_MAX /* the event never sells out */
 #define MICRO_MAP_BYTES_MAX (64ull << 30) /* the environment's map may grow to this */
-#define MICRO_SEED 42                  /* the allocator's shard choice: the same in every run */
+#define MICRO_SEED 42                     /* the allocator's shard choice: the same in every run */
 
 static const uint32_t batch_sizes[MICRO_BATCHES_N] = {1, 16, 256, 4096};
 
@@ -62,7 +62,7 @@ static int create_event(slot_store *st, slot_alloc *a)
     slot_res res;
     slot_req_event(&req, SLOT_OP_CREATE_EVENT, "micro");
     req.capacity = SLOT_CAPACITY_MAX; /* never sells out: every hold takes the write path */
-    req.shards = SLOT_SHARDS_DEFAULT;  /* the defaults proto fills in for a create_event line */
+    req.shards = SLOT_SHARDS_DEFAULT; /* the defaults proto fills in for a create_event line */
     req.hold_ttl_ms = SLOT_HOLD_TTL_MS_DEFAULT;
     req.max_per_request = SLOT_MAX_PER_REQUEST_DEFAULT;
     MDB_txn *txn = NULL;
@@ -147,14 +147,15 @@ static int measure(bool nosync, uint32_t batch, double seconds, uint64_t max_hol
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: micro_alloc [--seconds S] [--max-holds N] [--json FILE]\n\n"
-               "Holds/s of the allocator alone on a temporary LMDB environment, batch sizes 1, 16,\n"
-               "256 and 4096 holds per write transaction, nosync and sync (one fsync per commit).\n\n"
-               "  --seconds S      each configuration runs at most S seconds (more than 0, at most %.0f;\n"
-               "                   fractions allowed; default %.0f)\n"
-               "  --max-holds N    ... and at most N holds (1..%llu, default %u)\n"
-               "  --json FILE      write the results as JSON\n\n"
-               "Exit status: 0 ok; 1 an allocator or storage error; 64 usage error.\n",
+    fprintf(f,
+            "usage: micro_alloc [--seconds S] [--max-holds N] [--json FILE]\n\n"
+            "Holds/s of the allocator alone on a temporary LMDB environment, batch sizes 1, 16,\n"
+            "256 and 4096 holds per write transaction, nosync and sync (one fsync per commit).\n\n"
+            "  --seconds S      each configuration runs at most S seconds (more than 0, at most %.0f;\n"
+            "                   fractions allowed; default %.0f)\n"
+            "  --max-holds N    ... and at most N holds (1..%llu, default %u)\n"
+            "  --json FILE      write the results as JSON\n\n"
+            "Exit status: 0 ok; 1 an allocator or storage error; 64 usage error.\n",
             MICRO_SECONDS_MAX, MICRO_ALLOC_SECONDS_DEFAULT, (unsigned long long)MICRO_HOLDS_MAX, MICRO_HOLDS_DEFAULT);
 }
 
@@ -162,8 +163,9 @@ static void print_json(FILE *f, const micro_result *r, size_t n)
 {
     fprintf(f, "{\"benchmark\":\"micro_alloc\",\"results\":[");
     for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s{\"mode\":\"%s\",\"batch\":%u,\"holds\":%" PRIu64 ",\"commits\":%" PRIu64
-                   ",\"seconds\":%.6f,\"holds_per_s\":%.1f}",
+        fprintf(f,
+                "%s{\"mode\":\"%s\",\"batch\":%u,\"holds\":%" PRIu64 ",\"commits\":%" PRIu64
+                ",\"seconds\":%.6f,\"holds_per_s\":%.1f}",
                 i ? "," : "", r[i].mode, r[i].batch, r[i].holds, r[i].commits, r[i].seconds,
                 r[i].seconds > 0 ? (double)r[i].holds / r[i].seconds : 0.0);
     fprintf(f, "]}\n");
@@ -171,8 +173,12 @@ static void print_json(FILE *f, const micro_result *r, size_t n)
 
 int main(int argc, char **argv)
 {
-    micro_opts o = {.count_flag = "max-holds", .seconds = MICRO_ALLOC_SECONDS_DEFAULT, .count = MICRO_HOLDS_DEFAULT,
-                    .count_max = MICRO_HOLDS_MAX, .has_json = true, .usage = usage};
+    micro_opts o = {.count_flag = "max-holds",
+                    .seconds = MICRO_ALLOC_SECONDS_DEFAULT,
+                    .count = MICRO_HOLDS_DEFAULT,
+                    .count_max = MICRO_HOLDS_MAX,
+                    .has_json = true,
+                    .usage = usage};
     int prc = micro_parse(argc, argv, &o);
     if (prc >= 0)
         return prc;
@@ -181,7 +187,8 @@ int main(int argc, char **argv)
     const char *json = o.json;
     micro_result res[2 * MICRO_BATCHES_N];
     size_t n = 0;
-    printf("%-7s %6s %10s %9s %12s %10s %11s\n", "mode", "batch", "holds", "seconds", "holds/s", "us/hold", "commits/s");
+    printf("%-7s %6s %10s %9s %12s %10s %11s\n", "mode", "batch", "holds", "seconds", "holds/s", "us/hold",
+           "commits/s");
     for (int sync = 0; sync < 2; sync++)
         for (int b = 0; b < MICRO_BATCHES_N; b++) {
             micro_result *r = &res[n++];

@@ -63,13 +63,14 @@ static void key_of(uint64_t i, char user[24], size_t *ul, char req[24], size_t *
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: micro_idem [--seconds S] [--max-keys N]\n\n"
-               "Per-call time of the in-memory idempotency index (src/alloc/idem.c): N inserts\n"
-               "(get that misses + add, as a new hold does), then N lookups that hit.\n\n"
-               "  --seconds S      the insert phase stops after S seconds (more than 0, at most %.0f;\n"
-               "                   default %.0f)\n"
-               "  --max-keys N     keys to insert (1..%u; default %u)\n\n"
-               "Exit status: 0 ok; 1 out of memory; 64 usage error.\n",
+    fprintf(f,
+            "usage: micro_idem [--seconds S] [--max-keys N]\n\n"
+            "Per-call time of the in-memory idempotency index (src/alloc/idem.c): N inserts\n"
+            "(get that misses + add, as a new hold does), then N lookups that hit.\n\n"
+            "  --seconds S      the insert phase stops after S seconds (more than 0, at most %.0f;\n"
+            "                   default %.0f)\n"
+            "  --max-keys N     keys to insert (1..%u; default %u)\n\n"
+            "Exit status: 0 ok; 1 out of memory; 64 usage error.\n",
             MICRO_SECONDS_MAX, MICRO_IDEM_SECONDS_DEFAULT, MICRO_IDEM_KEYS_MAX, MICRO_IDEM_KEYS_DEFAULT);
 }
 
@@ -78,8 +79,7 @@ static const char ev[] = "hot-sale";
 /* Inserts keys 0..n-1 into a new index (*out), timing each call on clock clk
  * into t; stops after `seconds`. Returns the keys inserted, or 0 when out of
  * memory (a message printed). */
-static uint64_t insert_pass(clockid_t clk, const char *label, uint64_t n, double seconds, uint32_t *t,
-                            slot__idem **out)
+static uint64_t insert_pass(clockid_t clk, const char *label, uint64_t n, double seconds, uint32_t *t, slot__idem **out)
 {
     slot__idem *ix = *out = slot__idem_new();
     if (!ix) {
@@ -127,8 +127,11 @@ static uint64_t insert_pass(clockid_t clk, const char *label, uint64_t n, double
 
 int main(int argc, char **argv)
 {
-    micro_opts o = {.count_flag = "max-keys", .seconds = MICRO_IDEM_SECONDS_DEFAULT,
-                    .count = MICRO_IDEM_KEYS_DEFAULT, .count_max = MICRO_IDEM_KEYS_MAX, .usage = usage};
+    micro_opts o = {.count_flag = "max-keys",
+                    .seconds = MICRO_IDEM_SECONDS_DEFAULT,
+                    .count = MICRO_IDEM_KEYS_DEFAULT,
+                    .count_max = MICRO_IDEM_KEYS_MAX,
+                    .usage = usage};
     int prc = micro_parse(argc, argv, &o);
     if (prc >= 0)
         return prc;

@@ -21,8 +21,10 @@
 
 static const char *const request_lines[] = {
     "{\"op\":\"hold\",\"event\":\"hr-0123456789abcdef\",\"user\":\"u1234567\",\"request\":\"r12d687\",\"qty\":1}",
-    "{\"op\":\"confirm\",\"event\":\"hr-0123456789abcdef\",\"hold\":\"000000000012d687f00dfeedcafe1234\",\"user\":\"u1234567\"}",
-    "{\"op\":\"get_hold\",\"event\":\"hr-0123456789abcdef\",\"hold\":\"000000000012d687f00dfeedcafe1234\",\"user\":\"u1234567\"}",
+    "{\"op\":\"confirm\",\"event\":\"hr-0123456789abcdef\",\"hold\":\"000000000012d687f00dfeedcafe1234\",\"user\":"
+    "\"u1234567\"}",
+    "{\"op\":\"get_hold\",\"event\":\"hr-0123456789abcdef\",\"hold\":\"000000000012d687f00dfeedcafe1234\",\"user\":"
+    "\"u1234567\"}",
     "{\"id\":42,\"op\":\"event\",\"event\":\"hr-0123456789abcdef\"}",
 };
 #define LINES_N (sizeof(request_lines) / sizeof(request_lines[0]))
@@ -34,7 +36,7 @@ typedef struct micro_ctx {
     size_t lens[LINES_N];
     char reply_line[256];
     size_t reply_len;
-    uint64_t sink;                      /* keeps the compiler from dropping the work */
+    uint64_t sink; /* keeps the compiler from dropping the work */
 } micro_ctx;
 
 static void op_parse(micro_ctx *c, uint64_t i)
@@ -114,20 +116,24 @@ static void setup(micro_ctx *c)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: micro_proto [--seconds S] [--max-ops N]\n\n"
-               "Operations per second of slotd's protocol layer on one core: request parsing\n"
-               "(slot_proto_parse), reply encoding (slot_proto_encode), and the client codec.\n\n"
-               "  --seconds S      each line runs at most S seconds (more than 0, at most %.0f;\n"
-               "                   fractions allowed; default %.0f)\n"
-               "  --max-ops N      ... and at most N operations (1..%llu, default %u)\n\n"
-               "Exit status: 0 ok; 64 usage error.\n",
+    fprintf(f,
+            "usage: micro_proto [--seconds S] [--max-ops N]\n\n"
+            "Operations per second of slotd's protocol layer on one core: request parsing\n"
+            "(slot_proto_parse), reply encoding (slot_proto_encode), and the client codec.\n\n"
+            "  --seconds S      each line runs at most S seconds (more than 0, at most %.0f;\n"
+            "                   fractions allowed; default %.0f)\n"
+            "  --max-ops N      ... and at most N operations (1..%llu, default %u)\n\n"
+            "Exit status: 0 ok; 64 usage error.\n",
             MICRO_SECONDS_MAX, MICRO_PROTO_SECONDS_DEFAULT, (unsigned long long)MICRO_OPS_MAX, MICRO_OPS_DEFAULT);
 }
 
 int main(int argc, char **argv)
 {
-    micro_opts o = {.count_flag = "max-ops", .seconds = MICRO_PROTO_SECONDS_DEFAULT, .count = MICRO_OPS_DEFAULT,
-                    .count_max = MICRO_OPS_MAX, .usage = usage};
+    micro_opts o = {.count_flag = "max-ops",
+                    .seconds = MICRO_PROTO_SECONDS_DEFAULT,
+                    .count = MICRO_OPS_DEFAULT,
+                    .count_max = MICRO_OPS_MAX,
+                    .usage = usage};
     int prc = micro_parse(argc, argv, &o);
     if (prc >= 0)
         return prc;

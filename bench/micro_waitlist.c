@@ -125,7 +125,8 @@ int main(int argc, char **argv)
     mdb_txn_commit(t);
     uint64_t used0 = slot_store_used_bytes(st);
     fill(st, &a, n);
-    printf("%ld waiting: %.1f store bytes per waiting entry\n", n, (double)(slot_store_used_bytes(st) - used0) / (double)n);
+    printf("%ld waiting: %.1f store bytes per waiting entry\n", n,
+           (double)(slot_store_used_bytes(st) - used0) / (double)n);
 
     uint64_t total_ns = 0;
     for (int k = 0; k < CYCLES; k++) {
@@ -154,7 +155,8 @@ int main(int argc, char **argv)
         memcpy(user, head_user, sizeof user);
         mdb_txn_commit(t);
     }
-    printf("%ld waiting: release + hand-out %.2f us each (%d releases)\n", n, (double)total_ns / CYCLES / 1000.0, CYCLES);
+    printf("%ld waiting: release + hand-out %.2f us each (%d releases)\n", n, (double)total_ns / CYCLES / 1000.0,
+           CYCLES);
     slot_res_clear(&r);
     slot_alloc_close(&a);
     slot_store_close(st);

@@ -35,7 +35,8 @@ static const struct {
     [BENCH_CHURN] = {"churn", "ch", "a steady sale: holds confirmed, released or abandoned after think times"},
     [BENCH_SOLD_OUT] = {"sold-out", "so", "an event already sold out: how fast refusals are answered"},
     [BENCH_MULTI_EVENT] = {"multi-event", "me", "E events at once with Zipf popularity, until all are sold out"},
-    [BENCH_WAITLIST] = {"waitlist", "wl", "K buyers wait for a sold-out event while units come back: offers in join order?"},
+    [BENCH_WAITLIST] = {"waitlist", "wl",
+                        "K buyers wait for a sold-out event while units come back: offers in join order?"},
     [BENCH_PING] = {"ping", "pi", "the round-trip ceiling: Redis PING, or slotd's hello, through the same engine"},
 };
 
@@ -57,15 +58,51 @@ bool bench_scenario_sells_out(bench_scenario s)
 /* ---------------------------------------------------------------- the option table */
 
 enum {
-    O_HOST = 256, O_PORT, O_TOKEN, O_TARGET, O_REMOTE, O_EVENT, O_CONNS, O_PIPELINE, O_QTY, O_CAPACITY,
-    O_SHARDS, O_PER_USER, O_USERS, O_DURATION, O_REQUESTS, O_SEED, O_WARMUP, O_TAIL, O_OPENS_IN, O_RATE, O_CONFIRM,
-    O_RELEASE, O_ABANDON, O_THINK, O_TTL, O_EVENTS, O_ZIPF, O_JSON, O_CSV, O_SVG, O_HELP, O_MEMBERS,
-    O_EXTEND, O_PARTIAL, O_LATE, O_CART, O_WAITERS, O_POLL, O_THREADS, O_PEER,
+    O_HOST = 256,
+    O_PORT,
+    O_TOKEN,
+    O_TARGET,
+    O_REMOTE,
+    O_EVENT,
+    O_CONNS,
+    O_PIPELINE,
+    O_QTY,
+    O_CAPACITY,
+    O_SHARDS,
+    O_PER_USER,
+    O_USERS,
+    O_DURATION,
+    O_REQUESTS,
+    O_SEED,
+    O_WARMUP,
+    O_TAIL,
+    O_OPENS_IN,
+    O_RATE,
+    O_CONFIRM,
+    O_RELEASE,
+    O_ABANDON,
+    O_THINK,
+    O_TTL,
+    O_EVENTS,
+    O_ZIPF,
+    O_JSON,
+    O_CSV,
+    O_SVG,
+    O_HELP,
+    O_MEMBERS,
+    O_EXTEND,
+    O_PARTIAL,
+    O_LATE,
+    O_CART,
+    O_WAITERS,
+    O_POLL,
+    O_THREADS,
+    O_PEER,
 };
 
 #define ONLY(s) (1u << (s))
-#define ALL 0x3fu                    /* the scenarios that hold (waitlist included) */
-#define ANY (ALL | ONLY(BENCH_PING)) /* every scenario */
+#define ALL 0x3fu                                           /* the scenarios that hold (waitlist included) */
+#define ANY (ALL | ONLY(BENCH_PING))                        /* every scenario */
 #define CHURN_WL (ONLY(BENCH_CHURN) | ONLY(BENCH_WAITLIST)) /* the options of holds that come back */
 /* --threads: the closed-loop scenarios whose connections are independent (not churn's sessions,
  * nor open-loop's one schedule, nor the waitlist's ordered joins). */
@@ -74,36 +111,49 @@ enum {
 /* How an option's value is read: into the bench_config field at `off` for
  * the numeric kinds, by its own code (one_option / set_value) for the rest. */
 typedef enum opt_kind {
-    K_FLAG,       /* no value */
-    K_TEXT,       /* a string */
-    K_UINT,       /* a decimal integer in min..max, into a field of `size` bytes */
-    K_SECONDS,    /* seconds with up to 3 decimals, min..max in ms, into a uint32_t field of ms */
-    K_REAL,       /* a decimal number in dmin..dmax, into a double field */
-    K_OTHER,      /* a value with a grammar of its own (--qty, --think-ms, --target) */
+    K_FLAG,    /* no value */
+    K_TEXT,    /* a string */
+    K_UINT,    /* a decimal integer in min..max, into a field of `size` bytes */
+    K_SECONDS, /* seconds with up to 3 decimals, min..max in ms, into a uint32_t field of ms */
+    K_REAL,    /* a decimal number in dmin..dmax, into a double field */
+    K_OTHER,   /* a value with a grammar of its own (--qty, --think-ms, --target) */
 } opt_kind;
 
 static const struct opt_def {
-    const char *name, *arg;         /* arg NULL: a flag */
+    const char *name, *arg; /* arg NULL: a flag */
     int id;
-    uint32_t scenarios;             /* bit per bench_scenario */
+    uint32_t scenarios; /* bit per bench_scenario */
     opt_kind kind;
-    size_t off, size;               /* K_UINT, K_SECONDS, K_REAL: the field */
-    uint64_t min, max;              /* K_UINT; K_SECONDS: in ms */
-    double dmin, dmax;              /* K_REAL */
+    size_t off, size;  /* K_UINT, K_SECONDS, K_REAL: the field */
+    uint64_t min, max; /* K_UINT; K_SECONDS: in ms */
+    double dmin, dmax; /* K_REAL */
     const char *help;
 } opt_defs[] = {
 #define FIELD(f) offsetof(bench_config, f), sizeof(((bench_config *)0)->f)
-#define OPT_UINT(name, arg, id, sc, f, lo, hi, help) {name, arg, id, sc, K_UINT, FIELD(f), lo, hi, 0, 0, help}
-#define OPT_SECONDS(name, id, sc, f, lo_ms, hi_ms, help) {name, "S", id, sc, K_SECONDS, FIELD(f), lo_ms, hi_ms, 0, 0, help}
-#define OPT_REAL(name, arg, id, sc, f, lo, hi, help) {name, arg, id, sc, K_REAL, FIELD(f), 0, 0, lo, hi, help}
-#define OPT(name, arg, id, sc, kind, help) {name, arg, id, sc, kind, 0, 0, 0, 0, 0, 0, help}
+#define OPT_UINT(name, arg, id, sc, f, lo, hi, help)            \
+    {                                                           \
+        name, arg, id, sc, K_UINT, FIELD(f), lo, hi, 0, 0, help \
+    }
+#define OPT_SECONDS(name, id, sc, f, lo_ms, hi_ms, help)                 \
+    {                                                                    \
+        name, "S", id, sc, K_SECONDS, FIELD(f), lo_ms, hi_ms, 0, 0, help \
+    }
+#define OPT_REAL(name, arg, id, sc, f, lo, hi, help)            \
+    {                                                           \
+        name, arg, id, sc, K_REAL, FIELD(f), 0, 0, lo, hi, help \
+    }
+#define OPT(name, arg, id, sc, kind, help)              \
+    {                                                   \
+        name, arg, id, sc, kind, 0, 0, 0, 0, 0, 0, help \
+    }
     OPT("host", "H", O_HOST, ANY, K_TEXT,
         "server address: HOST or HOST:PORT; several (repeated or comma-separated) are a replica set's "
         "members, and the load follows the primary"),
     OPT("cluster-members", "H:P,...", O_MEMBERS, ANY, K_TEXT, "a replica set's members (the same as --host)"),
     OPT_UINT("port", "P", O_PORT, ANY, port, 1, BENCH_PORT_MAX, "server port"),
     OPT("token", "T", O_TOKEN, ANY, K_TEXT, "send hello with this token on every connection (redis: AUTH)"),
-    OPT("target", "URL", O_TARGET, ANY, K_OTHER, "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
+    OPT("target", "URL", O_TARGET, ANY, K_OTHER,
+        "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
     OPT("allow-remote", NULL, O_REMOTE, ANY, K_FLAG, "allow a host that is not loopback (refused otherwise)"),
     OPT("event", "NAME", O_EVENT, ALL, K_TEXT, "event to create (multi-event: NAME-<i>); must be new"),
     OPT_UINT("connections", "K", O_CONNS, ANY, connections, 1, BENCH_CONNS_MAX, "concurrent connections"),
@@ -142,8 +192,9 @@ static const struct opt_def {
     OPT_UINT("extend", "PCT", O_EXTEND, ONLY(BENCH_CHURN), extend_pct, 0, BENCH_PCT_MAX,
              "percent of the buyers who confirm on time or release that first extend the hold by --hold-ttl-ms; "
              "the same share of those asks again, past max_extensions 1 (extend_limit)"),
-    OPT_UINT("partial", "PCT", O_PARTIAL, ONLY(BENCH_CHURN), partial_pct, 0, BENCH_PCT_MAX,
-             "percent of the confirms that confirm 1..qty-1 units and give the rest back (a one-unit hold confirms whole)"),
+    OPT_UINT(
+        "partial", "PCT", O_PARTIAL, ONLY(BENCH_CHURN), partial_pct, 0, BENCH_PCT_MAX,
+        "percent of the confirms that confirm 1..qty-1 units and give the rest back (a one-unit hold confirms whole)"),
     OPT_UINT("late", "PCT", O_LATE, ONLY(BENCH_CHURN), late_pct, 0, BENCH_PCT_MAX,
              "percent of the confirms paid after the hold expired (--hold-ttl-ms + 100 ms + a think time), with "
              "reacquire:true; --partial + --late at most 100"),
@@ -207,7 +258,9 @@ static void defaults(bench_config *c, bench_scenario s)
     c->late_pct = BENCH_LATE_PCT_DEFAULT;
     c->think_min_ms = BENCH_THINK_MIN_MS_DEFAULT;
     c->think_max_ms = BENCH_THINK_MAX_MS_DEFAULT;
-    c->hold_ttl_ms = s == BENCH_CHURN ? BENCH_HOLD_TTL_MS_CHURN_DEFAULT : s == BENCH_WAITLIST ? BENCH_HOLD_TTL_MS_WAITLIST_DEFAULT : 0;
+    c->hold_ttl_ms = s == BENCH_CHURN      ? BENCH_HOLD_TTL_MS_CHURN_DEFAULT
+                     : s == BENCH_WAITLIST ? BENCH_HOLD_TTL_MS_WAITLIST_DEFAULT
+                                           : 0;
     c->waiters = BENCH_WAITERS_DEFAULT;
     c->poll_ms = BENCH_POLL_MS_DEFAULT;
     if (s == BENCH_WAITLIST) {
@@ -260,9 +313,15 @@ static uint64_t field_u64(const bench_config *c, const struct opt_def *o)
     uint32_t v32;
     uint64_t v64;
     switch (o->size) {
-    case sizeof(uint16_t): memcpy(&v16, p, sizeof(v16)); return v16;
-    case sizeof(uint32_t): memcpy(&v32, p, sizeof(v32)); return v32;
-    default: memcpy(&v64, p, sizeof(v64)); return v64;
+    case sizeof(uint16_t):
+        memcpy(&v16, p, sizeof(v16));
+        return v16;
+    case sizeof(uint32_t):
+        memcpy(&v32, p, sizeof(v32));
+        return v32;
+    default:
+        memcpy(&v64, p, sizeof(v64));
+        return v64;
     }
 }
 
@@ -272,9 +331,15 @@ static void field_set_u64(bench_config *c, const struct opt_def *o, uint64_t v)
     uint16_t v16 = (uint16_t)v;
     uint32_t v32 = (uint32_t)v;
     switch (o->size) {
-    case sizeof(uint16_t): memcpy(p, &v16, sizeof(v16)); break;
-    case sizeof(uint32_t): memcpy(p, &v32, sizeof(v32)); break;
-    default: memcpy(p, &v, sizeof(v)); break;
+    case sizeof(uint16_t):
+        memcpy(p, &v16, sizeof(v16));
+        break;
+    case sizeof(uint32_t):
+        memcpy(p, &v32, sizeof(v32));
+        break;
+    default:
+        memcpy(p, &v, sizeof(v));
+        break;
     }
 }
 
@@ -326,14 +391,16 @@ static bool range_text(const bench_config *d, const struct opt_def *o, char *buf
         return true;
     case K_TEXT:
         if (o->id == O_HOST)
-            snprintf(buf, n, "at most %d hosts of %d bytes, default %s", BENCH_HOSTS_MAX, BENCH_HOST_BYTES_MAX, d->host);
+            snprintf(buf, n, "at most %d hosts of %d bytes, default %s", BENCH_HOSTS_MAX, BENCH_HOST_BYTES_MAX,
+                     d->host);
         else if (o->id == O_EVENT)
             snprintf(buf, n, "1..%d bytes of [A-Za-z0-9._:-], default %s-<random>", BENCH_EVENT_BYTES_MAX,
                      scenario_info[d->scenario].prefix);
         else
             return false;
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -350,21 +417,20 @@ static const char *const scenario_text[] = {
         "server shows as latency and not as a lower rate (no coordinated omission). A request due on a\n"
         "connection that already has --pipeline in flight waits in the bench and its wait counts.\n"
         "The schedule is served every 1 ms.\n",
-    [BENCH_CHURN] =
-        "Sessions (D per connection) hold, think, then confirm, release or abandon the hold (left to\n"
-        "expire after --hold-ttl-ms), and hold again: capacity recycles. Some buyers first extend the\n"
-        "hold (--extend), some confirm fewer units than held (--partial), some pay after the hold\n"
-        "expired and confirm with reacquire (--late). Runs for --duration; then verification waits\n"
-        "for the abandoned holds to expire and checks every hold by get_hold: status, qty, returned\n"
-        "units, extensions, expires_at and the replaces / replaced_by links.\n",
+    [BENCH_CHURN] = "Sessions (D per connection) hold, think, then confirm, release or abandon the hold (left to\n"
+                    "expire after --hold-ttl-ms), and hold again: capacity recycles. Some buyers first extend the\n"
+                    "hold (--extend), some confirm fewer units than held (--partial), some pay after the hold\n"
+                    "expired and confirm with reacquire (--late). Runs for --duration; then verification waits\n"
+                    "for the abandoned holds to expire and checks every hold by get_hold: status, qty, returned\n"
+                    "units, extensions, expires_at and the replaces / replaced_by links.\n",
     [BENCH_SOLD_OUT] =
         "The event is first sold out (not measured; --duration and --requests bound only what follows);\n"
-        "then K x D holds in flight measure how fast sold_out answers come. Verified: no hold granted, counters unchanged, check clean.\n",
-    [BENCH_MULTI_EVENT] =
-        "--events events of --capacity units each; every hold picks an event with Zipf(--zipf)\n"
-        "popularity (event 0 the most popular). Runs until all are sold out and --tail sold_out\n"
-        "answers came back (or --duration or --requests stops it); each event is verified as in\n"
-        "hot-release.\n",
+        "then K x D holds in flight measure how fast sold_out answers come. Verified: no hold granted, counters "
+        "unchanged, check clean.\n",
+    [BENCH_MULTI_EVENT] = "--events events of --capacity units each; every hold picks an event with Zipf(--zipf)\n"
+                          "popularity (event 0 the most popular). Runs until all are sold out and --tail sold_out\n"
+                          "answers came back (or --duration or --requests stops it); each event is verified as in\n"
+                          "hot-release.\n",
     [BENCH_WAITLIST] =
         "An event of --capacity units with a waitlist of --waiters entries is sold out first (holds of one\n"
         "unit, not measured); then the K waiters join, in order, on one connection (the join order is\n"
@@ -375,11 +441,10 @@ static const char *const scenario_text[] = {
         "join order (the waiters offered a hold are a prefix of the join order, their holds made in that\n"
         "order), check clean, the event's counters and list, every hold by get_hold. Reported: how long\n"
         "the first, median and last waiter waited (from the join's answer to the offer's commit), offers/s.\n",
-    [BENCH_PING] =
-        "K connections each keep D requests in flight, each the cheapest round trip of the target:\n"
-        "PING (redis://), or a hello (slotd has no ping op; a hello is answered on its loop thread\n"
-        "without the store), for --duration or --requests. The ceiling a hold rate is set against,\n"
-        "from the same client. Verified: every request answered, no error.\n",
+    [BENCH_PING] = "K connections each keep D requests in flight, each the cheapest round trip of the target:\n"
+                   "PING (redis://), or a hello (slotd has no ping op; a hello is answered on its loop thread\n"
+                   "without the store), for --duration or --requests. The ceiling a hold rate is set against,\n"
+                   "from the same client. Verified: every request answered, no error.\n",
 };
 
 void bench_usage(FILE *f, bench_scenario s)
@@ -482,17 +547,28 @@ static int add_hosts(bench_config *c, const char *what, const char *a)
     }
 }
 
-
 /* One option. -1 to go on; else an exit status. */
 static int one_option(bench_config *c, int id, const char *a, bool *port_given)
 {
     switch (id) {
-    case O_HELP: bench_usage(stdout, c->scenario); return 0;
-    case O_TOKEN: c->token = a; return -1;
-    case O_REMOTE: c->allow_remote = true; return -1;
-    case O_JSON: c->json_path = a; return -1;
-    case O_CSV: c->csv_path = a; return -1;
-    case O_SVG: c->svg_path = a; return -1;
+    case O_HELP:
+        bench_usage(stdout, c->scenario);
+        return 0;
+    case O_TOKEN:
+        c->token = a;
+        return -1;
+    case O_REMOTE:
+        c->allow_remote = true;
+        return -1;
+    case O_JSON:
+        c->json_path = a;
+        return -1;
+    case O_CSV:
+        c->csv_path = a;
+        return -1;
+    case O_SVG:
+        c->svg_path = a;
+        return -1;
     case O_HOST:
     case O_MEMBERS:
         return add_hosts(c, id == O_HOST ? "--host" : "--cluster-members", a);
@@ -502,10 +578,10 @@ static int one_option(bench_config *c, int id, const char *a, bool *port_given)
             return bench_usage_error(c, "--event: 1..%d bytes of [A-Za-z0-9._:-], got '%s'", BENCH_EVENT_BYTES_MAX, a);
         strcpy(c->event, a);
         return -1;
-    default: return set_value(c, id, a, port_given) ? BENCH_EXIT_USAGE : -1;
+    default:
+        return set_value(c, id, a, port_given) ? BENCH_EXIT_USAGE : -1;
     }
 }
-
 
 static void fill_seed_and_event(bench_config *c, bool seeded)
 {
@@ -525,7 +601,8 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
     struct option longopts[OPT_DEFS_N + 1];
     memset(longopts, 0, sizeof(longopts));
     for (size_t i = 0; i < OPT_DEFS_N; i++)
-        longopts[i] = (struct option){opt_defs[i].name, opt_defs[i].arg ? required_argument : no_argument, NULL, opt_defs[i].id};
+        longopts[i] = (struct option){opt_defs[i].name, opt_defs[i].arg ? required_argument : no_argument, NULL,
+                                      opt_defs[i].id};
     bool seeded = false, port_given = false, peer_given = false;
     uint32_t v11_given = 0; /* bits 0, 1, 2: --extend, --partial, --late were given */
     int id;
@@ -535,7 +612,8 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
         if (id == 'h')
             id = O_HELP;
         if (id == '?' || id == ':')
-            return bench_usage_error(c, "%s '%s'", id == ':' ? "option needs a value:" : "unknown option", argv[optind - 1]);
+            return bench_usage_error(c, "%s '%s'", id == ':' ? "option needs a value:" : "unknown option",
+                                     argv[optind - 1]);
         if (!(opt_by_id(id)->scenarios & ONLY(scenario)))
             return bench_usage_error(c, "--%s does not apply to this scenario", opt_by_id(id)->name);
         int rc = one_option(c, id, optarg, &port_given);
@@ -561,9 +639,10 @@ json_t *bench_config_json(const bench_config *c)
                           "scenario", c->name, "target", c->target == BENCH_TARGET_REDIS ? "redis" : "slotd", "host",
                           c->host, "port", (int)c->port, "token", c->token != NULL, "event", c->event, "connections",
                           (int)c->connections, "pipeline", (int)c->pipeline, "qty", c->qty.text, "capacity",
-                          (json_int_t)c->capacity, "shards", (int)c->shards, "max_per_user", (json_int_t)c->max_per_user,
-                          "users", (json_int_t)c->users, "duration_s", c->duration_ms / 1000.0, "requests",
-                          (json_int_t)c->requests, "seed", (json_int_t)c->seed, "warmup_s", c->warmup_ms / 1000.0);
+                          (json_int_t)c->capacity, "shards", (int)c->shards, "max_per_user",
+                          (json_int_t)c->max_per_user, "users", (json_int_t)c->users, "duration_s",
+                          c->duration_ms / 1000.0, "requests", (json_int_t)c->requests, "seed", (json_int_t)c->seed,
+                          "warmup_s", c->warmup_ms / 1000.0);
     if (!o)
         return NULL;
     json_t *hosts = json_array();

@@ -91,7 +91,8 @@ bool bench_parse_qty(const char *s, bench_qty *q)
         uint64_t qv = 0, w = 1;
         if (colon)
             *colon = 0;
-        if (!bench_parse_num(tok, 1, SLOT_MAX_PER_REQUEST_MAX, &qv) || (colon && !bench_parse_num(colon + 1, 1, BENCH_QTY_WEIGHT_MAX, &w)))
+        if (!bench_parse_num(tok, 1, SLOT_MAX_PER_REQUEST_MAX, &qv) ||
+            (colon && !bench_parse_num(colon + 1, 1, BENCH_QTY_WEIGHT_MAX, &w)))
             return false;
         if (!colon && strchr(s, ','))
             return false; /* a distribution gives every weight */
@@ -130,7 +131,8 @@ bool bench_parse_think(const char *s, uint32_t *lo, uint32_t *hi)
     if (colon)
         *colon = 0;
     uint64_t a = 0, b = 0;
-    if (!bench_parse_num(buf, 0, BENCH_THINK_MS_MAX, &a) || (colon && !bench_parse_num(colon + 1, 0, BENCH_THINK_MS_MAX, &b)))
+    if (!bench_parse_num(buf, 0, BENCH_THINK_MS_MAX, &a) ||
+        (colon && !bench_parse_num(colon + 1, 0, BENCH_THINK_MS_MAX, &b)))
         return false;
     *lo = (uint32_t)a;
     *hi = colon ? (uint32_t)b : (uint32_t)a;
@@ -206,8 +208,8 @@ int bench_hosts_normalize(bench_config *c)
             colons += *q == ':';
         uint16_t port = c->port;
         bool bare = colons == 0 || (colons > 1 && e[0] != '[');
-        if (bare ? strlen(e) > BENCH_HOST_BYTES_MAX : slot_addr_split(e, strlen(e), host, sizeof(host), &port) < 0 ||
-                                                          strlen(host) > BENCH_HOST_BYTES_MAX)
+        if (bare ? strlen(e) > BENCH_HOST_BYTES_MAX
+                 : slot_addr_split(e, strlen(e), host, sizeof(host), &port) < 0 || strlen(host) > BENCH_HOST_BYTES_MAX)
             return bench_usage_error(c, "--host: expected HOST or HOST:PORT, not '%s'", e);
         if (bare)
             snprintf(host, sizeof(host), "%s", e);
@@ -263,14 +265,17 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
     if (waitlist && c->target == BENCH_TARGET_REDIS)
         return bench_usage_error(c, "%s", "the waitlist scenario needs slotd's waitlist; the redis target has none");
     if (waitlist && (c->capacity < 1 || c->capacity > BENCH_WAITLIST_CAPACITY_MAX))
-        return bench_usage_error(c, "--capacity %" PRIu64 ": the waitlist scenario takes 1..%u (one prefill hold per unit)",
-                           c->capacity, BENCH_WAITLIST_CAPACITY_MAX);
+        return bench_usage_error(c,
+                                 "--capacity %" PRIu64
+                                 ": the waitlist scenario takes 1..%u (one prefill hold per unit)",
+                                 c->capacity, BENCH_WAITLIST_CAPACITY_MAX);
     if (waitlist && c->qty.max > c->capacity)
-        return bench_usage_error(c, "--qty up to %u is above --capacity %" PRIu64 ": such a waiter could never be served",
-                           c->qty.max, c->capacity);
+        return bench_usage_error(c,
+                                 "--qty up to %u is above --capacity %" PRIu64 ": such a waiter could never be served",
+                                 c->qty.max, c->capacity);
     if (waitlist && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return bench_usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
-                           c->release_pct, c->abandon_pct);
+                                 c->release_pct, c->abandon_pct);
     if (c->scenario == BENCH_PING)
         c->events = 0; /* no event is made */
     if (c->peer == BENCH_PEER_MIN && c->max_per_user > 0)
@@ -278,16 +283,17 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
     if (peer_given && c->target != BENCH_TARGET_REDIS)
         return bench_usage_error(c, "--peer chooses the redis target's Lua script: give --target redis://H:P");
     if (c->threads > 1 && c->cart > 1)
-        return bench_usage_error(c, "--threads with --cart: a cart's sell-out is seen only from every loop's tallies together");
+        return bench_usage_error(
+            c, "--threads with --cart: a cart's sell-out is seen only from every loop's tallies together");
     if (c->threads > c->connections)
         return bench_usage_error(c, "--threads %u is above --connections %u: every loop needs a connection", c->threads,
-                           c->connections);
+                                 c->connections);
     if (c->scenario == BENCH_CHURN && c->confirm_pct + c->release_pct + c->abandon_pct != BENCH_PCT_MAX)
         return bench_usage_error(c, "--confirm %u + --release %u + --abandon %u must add up to 100", c->confirm_pct,
-                           c->release_pct, c->abandon_pct);
+                                 c->release_pct, c->abandon_pct);
     if (c->scenario == BENCH_CHURN && c->partial_pct + c->late_pct > BENCH_PCT_MAX)
-        return bench_usage_error(c, "--partial %u + --late %u is above 100: both are shares of the confirms", c->partial_pct,
-                           c->late_pct);
+        return bench_usage_error(c, "--partial %u + --late %u is above 100: both are shares of the confirms",
+                                 c->partial_pct, c->late_pct);
     if (c->scenario == BENCH_CHURN && c->target == BENCH_TARGET_REDIS) {
         /* The Lua peer (bench/peers/slot_hold.lua) has no extend, partial confirm or reacquire:
          * given, they are refused; not given, their defaults do not apply there. */
@@ -295,9 +301,10 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
         const uint32_t pcts[] = {c->extend_pct, c->partial_pct, c->late_pct};
         for (size_t i = 0; i < 3; i++)
             if ((v11_given & (1u << i)) && pcts[i] > 0)
-                return bench_usage_error(c, "%s needs slotd's v1.1 ops (extend, partial confirm, reacquire); the redis "
-                                      "target's Lua peer has none",
-                                   names[i]);
+                return bench_usage_error(c,
+                                         "%s needs slotd's v1.1 ops (extend, partial confirm, reacquire); the redis "
+                                         "target's Lua peer has none",
+                                         names[i]);
         c->extend_pct = c->partial_pct = c->late_pct = 0;
     }
     if (c->max_per_user > 0 && c->qty.max > c->max_per_user)
@@ -305,15 +312,18 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
     bool sells_out = bench_scenario_sells_out(c->scenario);
     uint64_t units = c->capacity * c->events; /* <= 2^40 * BENCH_EVENTS_MAX: no overflow */
     if (sells_out && c->users > 0 && c->max_per_user > 0 && c->users < (units + c->max_per_user - 1) / c->max_per_user)
-        return bench_usage_error(c, "%" PRIu64 " users x max %" PRIu64 " each cannot buy %" PRIu64 " units: it would never sell out",
-                           c->users, c->max_per_user, units);
+        return bench_usage_error(c,
+                                 "%" PRIu64 " users x max %" PRIu64 " each cannot buy %" PRIu64
+                                 " units: it would never sell out",
+                                 c->users, c->max_per_user, units);
     if (c->target == BENCH_TARGET_REDIS && c->cart > 1)
         return bench_usage_error(c, "--cart needs slotd's hold_many; the redis target has none");
     if (c->target == BENCH_TARGET_REDIS && c->opens_in_ms > 0)
         return bench_usage_error(c, "--opens-in needs slotd's sale windows; the redis target has none");
     if (c->target == BENCH_TARGET_REDIS) {
 #ifndef BENCH_HAVE_REDIS
-        return bench_usage_error(c, "--target redis://: this slot-bench was built without hiredis (install libhiredis-dev, rebuild)");
+        return bench_usage_error(
+            c, "--target redis://: this slot-bench was built without hiredis (install libhiredis-dev, rebuild)");
 #endif
     }
     if (c->target == BENCH_TARGET_REDIS && c->nhosts > 1)
@@ -323,7 +333,8 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
         uint16_t port;
         if (slot_addr_split(c->hosts[i], strlen(c->hosts[i]), host, sizeof(host), &port) == 0 && !c->allow_remote &&
             !host_is_loopback(host))
-            return bench_usage_error(c, "%s is not a loopback address; give --allow-remote to load another machine", host);
+            return bench_usage_error(c, "%s is not a loopback address; give --allow-remote to load another machine",
+                                     host);
     }
     const char *const reports[][2] = {{"--json", c->json_path}, {"--csv", c->csv_path}, {"--svg", c->svg_path}};
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)

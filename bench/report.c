@@ -64,10 +64,11 @@ static void print_head(const bench_report *r, FILE *f)
                 c->target == BENCH_TARGET_REDIS ? "PING" : "hello (slotd has no ping op)", c->connections, c->pipeline,
                 c->threads, c->threads == 1 ? "" : "s");
     else
-        fprintf(f, "  setup             %s%s, capacity %" PRIu64 "%s, %u shards, qty %s, %u connections x pipeline %u, seed %" PRIu64
-                   "\n",
-                c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? "events " : "event ", c->event,
-                c->capacity, c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? " each" : "", c->shards, c->qty.text, c->connections,
+        fprintf(f,
+                "  setup             %s%s, capacity %" PRIu64
+                "%s, %u shards, qty %s, %u connections x pipeline %u, seed %" PRIu64 "\n",
+                c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? "events " : "event ", c->event, c->capacity,
+                c->scenario == BENCH_MULTI_EVENT || c->cart > 1 ? " each" : "", c->shards, c->qty.text, c->connections,
                 c->pipeline, c->seed);
     if (c->scenario == BENCH_MULTI_EVENT)
         fprintf(f, "                    %u events, Zipf s=%.2f\n", c->events, c->zipf_exponent);
@@ -110,25 +111,29 @@ static void print_waitlist(const bench_report *r, FILE *f)
     uint32_t pos[3];
     double per_s;
     uint32_t served = waitlist_numbers(r->run, wait, pos, &per_s);
-    fprintf(f, "  waitlist          %" PRIu32 " of %" PRIu32 " waiters joined (positions %s in join order), %" PRIu32
-               " held at once, %" PRIu32 " refused\n",
+    fprintf(f,
+            "  waitlist          %" PRIu32 " of %" PRIu32 " waiters joined (positions %s in join order), %" PRIu32
+            " held at once, %" PRIu32 " refused\n",
             wl->joined, wl->n, wl->positions_exact ? "1..K" : "checked", wl->at_once,
             wl->full + wl->join_errors + wl->join_unexpected);
-    fprintf(f, "  offers            %" PRIu32 " offered: %.0f offers/s (from the churn's start to the last offer); %" PRIu64
-               " left waiting at the end\n",
+    fprintf(f,
+            "  offers            %" PRIu32
+            " offered: %.0f offers/s (from the churn's start to the last offer); %" PRIu64 " left waiting at the end\n",
             wl->offered, per_s, wl->left);
-    fprintf(f, "  waited ms         first %" PRIu64 "  median %" PRIu64 "  last %" PRIu64
-               "  (join answer to the offer's commit; waiters %" PRIu32 ", %" PRIu32 ", %" PRIu32 " of %" PRIu32
-               " served, in join order)\n",
+    fprintf(f,
+            "  waited ms         first %" PRIu64 "  median %" PRIu64 "  last %" PRIu64
+            "  (join answer to the offer's commit; waiters %" PRIu32 ", %" PRIu32 ", %" PRIu32 " of %" PRIu32
+            " served, in join order)\n",
             wait[0], wait[1], wait[2], pos[0], pos[1], pos[2], served);
-    fprintf(f, "  waitlist churn    prefill holds %" PRIu64 " released, %" PRIu64 " confirmed, %" PRIu64
-               " left to expire; offers %" PRIu64 " released, %" PRIu64 " confirmed, %" PRIu64 " left to expire, %" PRIu64
-               " expired before the waiter asked; %" PRIu64 " polls\n",
+    fprintf(f,
+            "  waitlist churn    prefill holds %" PRIu64 " released, %" PRIu64 " confirmed, %" PRIu64
+            " left to expire; offers %" PRIu64 " released, %" PRIu64 " confirmed, %" PRIu64 " left to expire, %" PRIu64
+            " expired before the waiter asked; %" PRIu64 " polls\n",
             wl->prefill_released, wl->prefill_confirmed, wl->prefill_abandoned, wl->offer_released, wl->offer_confirmed,
             wl->offer_abandoned, wl->offer_expired_first, wl->polls);
     if (r->verdict->ran)
-        fprintf(f, "  join order        %s\n", wl->order_violations ? "offers out of join order (see verification)"
-                                                                    : "every offer in join order");
+        fprintf(f, "  join order        %s\n",
+                wl->order_violations ? "offers out of join order (see verification)" : "every offer in join order");
 }
 
 static void print_counts(const bench_report *r, FILE *f)
@@ -136,8 +141,9 @@ static void print_counts(const bench_report *r, FILE *f)
     const bench_counters *n = r->n;
     const bench_config *c = r->run->cfg;
     if (c->scenario == BENCH_OPEN_LOOP)
-        fprintf(f, "  schedule          %.0f/s: %" PRIu64 " due, %" PRIu64 " sent (most waiting in the bench at once: %" PRIu64
-                   ")%s\n",
+        fprintf(f,
+                "  schedule          %.0f/s: %" PRIu64 " due, %" PRIu64
+                " sent (most waiting in the bench at once: %" PRIu64 ")%s\n",
                 c->rate_per_s, n->scheduled, n->sent, n->backlog_max,
                 n->scheduled > n->sent ? ": the target fell behind the schedule" : "");
     fprintf(f, "  requests          %" PRIu64 " answered of %" PRIu64 " sent in %.3f s: %.0f requests/s\n", n->answered,
@@ -156,15 +162,17 @@ static void print_counts(const bench_report *r, FILE *f)
     if (r->sellout_s > 0)
         fprintf(f, "  time to sell out  %.3f s\n", r->sellout_s);
     if (r->run->opens_at_ms > 0) {
-        fprintf(f, "  opening           opens_at %" PRIu64 "; first holds sent %" PRIu64 " ms after it; %" PRIu64
-                   " not_on_sale answers before it\n",
+        fprintf(f,
+                "  opening           opens_at %" PRIu64 "; first holds sent %" PRIu64 " ms after it; %" PRIu64
+                " not_on_sale answers before it\n",
                 r->run->opens_at_ms, r->run->opening_lag_ms, n->not_on_sale);
         if (r->sellout_s > 0)
             fprintf(f, "  opening to sold out %.3f s\n", r->sellout_s + (double)r->run->opening_lag_ms / 1e3);
     }
     if (c->scenario == BENCH_CHURN)
-        fprintf(f, "  churn             %" PRIu64 " confirmed, %" PRIu64 " released, %" PRIu64 " abandoned, %" PRIu64
-                   " expired before the buyer acted\n",
+        fprintf(f,
+                "  churn             %" PRIu64 " confirmed, %" PRIu64 " released, %" PRIu64 " abandoned, %" PRIu64
+                " expired before the buyer acted\n",
                 n->confirmed, n->released, n->abandoned, n->expired);
     if (c->scenario == BENCH_CHURN) {
         fprintf(f, "  extend            %" PRIu64 " extended, %" PRIu64 " extend_limit answers\n", n->extends,
@@ -191,11 +199,14 @@ static void print_counts(const bench_report *r, FILE *f)
     fprintf(f, "%s\n", any ? "" : " none");
     if (n->replays || n->unexpected)
         fprintf(f, "  unexpected        %" PRIu64 " replays, %" PRIu64 " other answers\n", n->replays, n->unexpected);
-    fprintf(f, "  following         %" PRIu64 " failover%s seen, %" PRIu64 " request%s sent again, longest without an "
-               "acknowledged write %.1f ms\n",
+    fprintf(f,
+            "  following         %" PRIu64 " failover%s seen, %" PRIu64 " request%s sent again, longest without an "
+            "acknowledged write %.1f ms\n",
             r->run->failovers, r->run->failovers == 1 ? "" : "s", r->run->retries, r->run->retries == 1 ? "" : "s",
             (double)r->run->ack_gap_max_ns / 1e6);
-    fprintf(f, "  latency ms        p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (mean %.3f, %" PRIu64 " answers)\n",
+    fprintf(f,
+            "  latency ms        p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (mean %.3f, %" PRIu64
+            " answers)\n",
             r->p50_ms, r->p90_ms, r->p99_ms, r->p999_ms, r->max_ms, r->mean_ms, r->run->lat_ns->count);
     fprintf(f, "  first second ms   p50 %.3f  p99 %.3f  max %.3f  (%" PRIu64 " answers to requests sent in it)\n",
             r->first_p50_ms, r->first_p99_ms, r->first_max_ms, r->run->first_ns->count);
@@ -218,12 +229,15 @@ static void print_batches(json_t *a, json_t *b, json_t *bs, FILE *f)
     static const char *const write_ops[] = {"hold", "confirm", "release", "extend"};
     for (size_t i = 0; i < sizeof(write_ops) / sizeof(write_ops[0]); i++)
         writes += jint(a, "requests", write_ops[i]) - jint(b, "requests", write_ops[i]);
-    fprintf(f, "  server batches    mean %.1f  p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT
-               "  max %" JSON_INTEGER_FORMAT " requests (since the server started)\n",
+    fprintf(f,
+            "  server batches    mean %.1f  p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT
+            "  max %" JSON_INTEGER_FORMAT " requests (since the server started)\n",
             json_real_value(json_object_get(bs, "mean")) + (double)jint(bs, "mean", NULL), jint(a, "batch_size", "p50"),
             jint(a, "batch_size", "p99"), jint(a, "batch_size", "max"));
-    fprintf(f, "  server commits    %" JSON_INTEGER_FORMAT " during the run (%.1f hold/confirm/release/extend requests per commit)\n", commits,
-            commits > 0 ? (double)writes / (double)commits : 0.0);
+    fprintf(f,
+            "  server commits    %" JSON_INTEGER_FORMAT
+            " during the run (%.1f hold/confirm/release/extend requests per commit)\n",
+            commits, commits > 0 ? (double)writes / (double)commits : 0.0);
 }
 
 /* The server's own rows. ping's hellos and PINGs are no writes: they run in
@@ -249,8 +263,9 @@ static void print_server(const bench_report *r, FILE *f)
     }
     if (writes_rows)
         print_batches(a, b, bs, f);
-    fprintf(f, "  server latency us p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT "  p99.9 %" JSON_INTEGER_FORMAT
-               "  max %" JSON_INTEGER_FORMAT " (in the server, since it started)\n",
+    fprintf(f,
+            "  server latency us p50 %" JSON_INTEGER_FORMAT "  p99 %" JSON_INTEGER_FORMAT
+            "  p99.9 %" JSON_INTEGER_FORMAT "  max %" JSON_INTEGER_FORMAT " (in the server, since it started)\n",
             jint(a, "latency_us", "p50"), jint(a, "latency_us", "p99"), jint(a, "latency_us", "p999"),
             jint(a, "latency_us", "max"));
 }
@@ -310,61 +325,63 @@ static json_t *counters_json_base(const bench_report *r)
             json_object_set_new(errors, e < SLOT_E__COUNT ? slot_err_name((slot_err)e) : "unknown",
                                 json_integer((json_int_t)n->errors[e]));
     json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I,"
-                     " s:f, s:f, s:f, s:f, s:f, s:f,"
-                     " s:{s:f, s:f, s:f, s:f, s:f, s:f, s:I}}",
-                     "scheduled", (json_int_t)n->scheduled, "sent", (json_int_t)n->sent, "answered", (json_int_t)n->answered,
-                     "holds", (json_int_t)n->holds, "held_units", (json_int_t)n->held_units, "sold_out",
-                     (json_int_t)n->sold_out, "confirmed", (json_int_t)n->confirmed, "released", (json_int_t)n->released,
-                     "expired", (json_int_t)n->expired, "abandoned", (json_int_t)n->abandoned, "replays",
-                     (json_int_t)n->replays, "unexpected", (json_int_t)n->unexpected, "bad_sold_out",
-                     (json_int_t)n->bad_sold_out, "errors", errors, "backlog_max", (json_int_t)n->backlog_max,
-                     "run_s", r->run_s, "requests_per_s", r->requests_per_s, "holds_per_s", r->holds_per_s,
-                     "sold_out_per_s", r->sold_out_per_s, "sellout_s", r->sellout_s, "units_left",
-                     (double)bench_units_left(r->run), "latency_ms", "p50", r->p50_ms, "p90", r->p90_ms, "p99",
-                     r->p99_ms, "p99_9", r->p999_ms, "max", r->max_ms, "mean", r->mean_ms, "count",
-                     (json_int_t)r->run->lat_ns->count);
+                          " s:f, s:f, s:f, s:f, s:f, s:f,"
+                          " s:{s:f, s:f, s:f, s:f, s:f, s:f, s:I}}",
+                          "scheduled", (json_int_t)n->scheduled, "sent", (json_int_t)n->sent, "answered",
+                          (json_int_t)n->answered, "holds", (json_int_t)n->holds, "held_units",
+                          (json_int_t)n->held_units, "sold_out", (json_int_t)n->sold_out, "confirmed",
+                          (json_int_t)n->confirmed, "released", (json_int_t)n->released, "expired",
+                          (json_int_t)n->expired, "abandoned", (json_int_t)n->abandoned, "replays",
+                          (json_int_t)n->replays, "unexpected", (json_int_t)n->unexpected, "bad_sold_out",
+                          (json_int_t)n->bad_sold_out, "errors", errors, "backlog_max", (json_int_t)n->backlog_max,
+                          "run_s", r->run_s, "requests_per_s", r->requests_per_s, "holds_per_s", r->holds_per_s,
+                          "sold_out_per_s", r->sold_out_per_s, "sellout_s", r->sellout_s, "units_left",
+                          (double)bench_units_left(r->run), "latency_ms", "p50", r->p50_ms, "p90", r->p90_ms, "p99",
+                          r->p99_ms, "p99_9", r->p999_ms, "max", r->max_ms, "mean", r->mean_ms, "count",
+                          (json_int_t)r->run->lat_ns->count);
     if (o)
         json_object_set_new(o, "first_second_ms",
                             json_pack("{s:f, s:f, s:f, s:I}", "p50", r->first_p50_ms, "p99", r->first_p99_ms, "max",
                                       r->first_max_ms, "count", (json_int_t)r->run->first_ns->count));
     if (o)
-        json_object_set_new(o, "bench_cpu", json_pack("{s:f, s:f, s:i}", "seconds", r->run->cpu_s, "us_per_answer",
-                                                      n->answered ? r->run->cpu_s * 1e6 / (double)n->answered : 0.0,
-                                                      "threads", (int)r->run->cfg->threads));
+        json_object_set_new(o, "bench_cpu",
+                            json_pack("{s:f, s:f, s:i}", "seconds", r->run->cpu_s, "us_per_answer",
+                                      n->answered ? r->run->cpu_s * 1e6 / (double)n->answered : 0.0, "threads",
+                                      (int)r->run->cfg->threads));
     if (o && r->run->cfg->scenario == BENCH_HOT_RELEASE && r->run->cfg->cart > 1)
-        json_object_set_new(o, "carts", json_pack("{s:I, s:i}", "held", (json_int_t)n->carts, "items", (int)r->run->cfg->cart));
+        json_object_set_new(o, "carts",
+                            json_pack("{s:I, s:i}", "held", (json_int_t)n->carts, "items", (int)r->run->cfg->cart));
     if (o && r->run->cfg->scenario == BENCH_CHURN)
         json_object_set_new(o, "churn",
-                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "extends", (json_int_t)n->extends,
-                                      "extend_limit", (json_int_t)n->extend_limit, "partial_confirms",
-                                      (json_int_t)n->partial, "returned_units", (json_int_t)n->returned_units,
-                                      "late", (json_int_t)n->late, "late_reacquired", (json_int_t)n->late_reacquired,
-                                      "late_units", (json_int_t)n->late_units, "late_sold_out",
-                                      (json_int_t)n->late_sold_out, "late_user_limit", (json_int_t)n->late_user_limit,
-                                      "late_still_held", (json_int_t)n->late_held));
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "extends",
+                                      (json_int_t)n->extends, "extend_limit", (json_int_t)n->extend_limit,
+                                      "partial_confirms", (json_int_t)n->partial, "returned_units",
+                                      (json_int_t)n->returned_units, "late", (json_int_t)n->late, "late_reacquired",
+                                      (json_int_t)n->late_reacquired, "late_units", (json_int_t)n->late_units,
+                                      "late_sold_out", (json_int_t)n->late_sold_out, "late_user_limit",
+                                      (json_int_t)n->late_user_limit, "late_still_held", (json_int_t)n->late_held));
     if (o && r->run->cfg->scenario == BENCH_WAITLIST) {
         const bench_wl *wl = &r->run->wl;
         uint64_t wait[3];
         uint32_t pos[3];
         double per_s;
         uint32_t served = waitlist_numbers(r->run, wait, pos, &per_s);
-        json_object_set_new(o, "waitlist",
-                            json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:i, s:I, s:I, s:f, s:{s:I, s:I, s:I}, s:[i, i, i],"
-                                      " s:i, s:b}",
-                                      "waiters", (int)wl->n, "joined", (int)wl->joined, "held_at_once", (int)wl->at_once,
-                                      "refused", (int)(wl->full + wl->join_errors + wl->join_unexpected), "offered",
-                                      (int)wl->offered, "positions_exact", wl->positions_exact, "served", (int)served,
-                                      "left", (json_int_t)wl->left, "polls", (json_int_t)wl->polls, "offers_per_s",
-                                      per_s, "wait_ms", "first", (json_int_t)wait[0], "median", (json_int_t)wait[1],
-                                      "last", (json_int_t)wait[2], "wait_waiters", (int)pos[0], (int)pos[1],
-                                      (int)pos[2], "order_violations", (int)wl->order_violations, "in_order",
-                                      wl->order_violations == 0));
+        json_object_set_new(
+            o, "waitlist",
+            json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:i, s:I, s:I, s:f, s:{s:I, s:I, s:I}, s:[i, i, i],"
+                      " s:i, s:b}",
+                      "waiters", (int)wl->n, "joined", (int)wl->joined, "held_at_once", (int)wl->at_once, "refused",
+                      (int)(wl->full + wl->join_errors + wl->join_unexpected), "offered", (int)wl->offered,
+                      "positions_exact", wl->positions_exact, "served", (int)served, "left", (json_int_t)wl->left,
+                      "polls", (json_int_t)wl->polls, "offers_per_s", per_s, "wait_ms", "first", (json_int_t)wait[0],
+                      "median", (json_int_t)wait[1], "last", (json_int_t)wait[2], "wait_waiters", (int)pos[0],
+                      (int)pos[1], (int)pos[2], "order_violations", (int)wl->order_violations, "in_order",
+                      wl->order_violations == 0));
     }
     if (o && r->run->opens_at_ms > 0)
         json_object_set_new(o, "opening",
                             json_pack("{s:I, s:I, s:I}", "opens_at", (json_int_t)r->run->opens_at_ms, "lag_ms",
-                                      (json_int_t)r->run->opening_lag_ms, "not_on_sale",
-                                      (json_int_t)n->not_on_sale));
+                                      (json_int_t)r->run->opening_lag_ms, "not_on_sale", (json_int_t)n->not_on_sale));
     return o;
 }
 
@@ -387,17 +404,17 @@ static json_t *events_json(const bench_run *run, const bench_verdict *v)
         uint64_t sell_ns = e->sellout_ns > run->n.first_send_ns ? e->sellout_ns - run->n.first_send_ns : 0;
         json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "event", e->name, "measured",
                               e->measured, "capacity", (json_int_t)e->capacity, "holds", (json_int_t)e->holds,
-                              "held_units", (json_int_t)e->held_units, "confirmed_units", (json_int_t)e->confirmed_units,
-                              "released_units", (json_int_t)e->released_units, "expired_units",
-                              (json_int_t)e->expired_units, "sellout_s", ns_s(sell_ns));
+                              "held_units", (json_int_t)e->held_units, "confirmed_units",
+                              (json_int_t)e->confirmed_units, "released_units", (json_int_t)e->released_units,
+                              "expired_units", (json_int_t)e->expired_units, "sellout_s", ns_s(sell_ns));
         if (o && run->cfg->scenario == BENCH_CHURN)
             json_object_set_new(o, "returned_units", json_integer((json_int_t)e->returned_units));
         if (v->ran)
-            json_object_set_new(o, "server", json_pack("{s:I, s:I, s:I, s:I, s:s}", "capacity",
-                                                      (json_int_t)v->views[i].capacity, "available",
-                                                      (json_int_t)v->views[i].available, "held",
-                                                      (json_int_t)v->views[i].held, "confirmed",
-                                                      (json_int_t)v->views[i].confirmed, "status", v->views[i].status));
+            json_object_set_new(o, "server",
+                                json_pack("{s:I, s:I, s:I, s:I, s:s}", "capacity", (json_int_t)v->views[i].capacity,
+                                          "available", (json_int_t)v->views[i].available, "held",
+                                          (json_int_t)v->views[i].held, "confirmed", (json_int_t)v->views[i].confirmed,
+                                          "status", v->views[i].status));
         json_array_append_new(a, o);
     }
     return a;
@@ -423,10 +440,9 @@ static json_t *verification_json(const bench_report *r)
     const bench_ledger *l = &r->run->ledger;
     const char *status = !v->ran ? "not run" : r->run->fatal[0] ? "not completed" : v->nproblems ? "failed" : "passed";
     return json_pack("{s:s, s:b, s:s, s:{s:I, s:I, s:I, s:I, s:s}}", "status", status, "passed",
-                     v->ran && !r->run->fatal[0] && v->nproblems == 0, "problems",
-                     v->ran ? v->problems : r->run->fatal, "ledger", "holds", (json_int_t)l->n, "checked",
-                     (json_int_t)l->checked, "mismatches", (json_int_t)l->mismatches, "errors", (json_int_t)l->errors,
-                     "first_mismatch", l->first_mismatch);
+                     v->ran && !r->run->fatal[0] && v->nproblems == 0, "problems", v->ran ? v->problems : r->run->fatal,
+                     "ledger", "holds", (json_int_t)l->n, "checked", (json_int_t)l->checked, "mismatches",
+                     (json_int_t)l->mismatches, "errors", (json_int_t)l->errors, "first_mismatch", l->first_mismatch);
 }
 
 static json_t *report_json(const bench_report *r)

@@ -14,11 +14,11 @@
 /* Everything the reports show. */
 typedef struct bench_report {
     const bench_run *run;
-    const bench_counters *n;        /* the measured phase */
+    const bench_counters *n; /* the measured phase */
     const bench_verdict *verdict;
-    json_t *server;                 /* hello / INFO facts; borrowed */
+    json_t *server;                     /* hello / INFO facts; borrowed */
     json_t *stats_before, *stats_after; /* borrowed; may be NULL */
-    bool stats_nodes_differ;        /* before and after came from different nodes (the primary changed) */
+    bool stats_nodes_differ;            /* before and after came from different nodes (the primary changed) */
     const char *stopped;
     double run_s, sellout_s, requests_per_s, holds_per_s, sold_out_per_s;
     double p50_ms, p90_ms, p99_ms, p999_ms, max_ms, mean_ms;

@@ -54,9 +54,12 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, cha
 {
     const bench_config *cfg = run->cfg;
     bench_event_spec spec = {
-        .name = e->name, .capacity = e->capacity, .max_per_user = cfg->max_per_user, .shards = cfg->shards,
-        .hold_ttl_ms = ttl_ms, .max_per_request = cfg->qty.max > SLOT_MAX_PER_REQUEST_DEFAULT ? cfg->qty.max
-                                                                                               : SLOT_MAX_PER_REQUEST_DEFAULT,
+        .name = e->name,
+        .capacity = e->capacity,
+        .max_per_user = cfg->max_per_user,
+        .shards = cfg->shards,
+        .hold_ttl_ms = ttl_ms,
+        .max_per_request = cfg->qty.max > SLOT_MAX_PER_REQUEST_DEFAULT ? cfg->qty.max : SLOT_MAX_PER_REQUEST_DEFAULT,
         .opens_at_ms = e->measured ? run->opens_at_ms : 0,
         .waitlist_max = cfg->scenario == BENCH_WAITLIST && e->measured ? cfg->waiters : 0,
     };
@@ -75,7 +78,9 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, cha
         return BENCH_EXIT_FAILED;
     }
     if (v.waitlist_max != spec.waitlist_max || v.waiting != 0) {
-        snprintf(err, errlen, "event %s has waitlist_max %" PRIu64 " and %" PRIu64 " waiting, not %" PRIu32 " and none: use a new --event",
+        snprintf(err, errlen,
+                 "event %s has waitlist_max %" PRIu64 " and %" PRIu64 " waiting, not %" PRIu32
+                 " and none: use a new --event",
                  e->name, v.waitlist_max, v.waiting, spec.waitlist_max);
         return BENCH_EXIT_FAILED;
     }
@@ -222,9 +227,14 @@ static int run_and_report(bench_run *run, json_t *server)
     if (vrc == 0 && verdict->nproblems)
         vrc = BENCH_EXIT_FAILED;
     run->n = measured;
-    bench_report rep = {.run = run, .n = &measured, .verdict = verdict, .server = server,
-                        .stats_before = before, .stats_after = after,
-                        .stats_nodes_differ = nodes_differ, .stopped = stop_copy};
+    bench_report rep = {.run = run,
+                        .n = &measured,
+                        .verdict = verdict,
+                        .server = server,
+                        .stats_before = before,
+                        .stats_after = after,
+                        .stats_nodes_differ = nodes_differ,
+                        .stopped = stop_copy};
     int wrc = report(&rep);
     if (run->fatal[0])
         fprintf(stderr, "slot-bench: %s: %s\n", run->cfg->name, run->fatal);

@@ -29,11 +29,12 @@ static const bench_scenario scenarios[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: slot-bench SCENARIO [OPTIONS]   (slot-bench SCENARIO --help for its options)\n"
-               "       slot-bench --help | --version\n\n"
-               "Load generator for slotd (127.0.0.1:%d unless told otherwise; --target redis://H:P runs\n"
-               "the same scenario against Redis with the Lua peer). Every run is bounded in time and in\n"
-               "requests, and verified afterwards. Scenarios:\n",
+    fprintf(f,
+            "usage: slot-bench SCENARIO [OPTIONS]   (slot-bench SCENARIO --help for its options)\n"
+            "       slot-bench --help | --version\n\n"
+            "Load generator for slotd (127.0.0.1:%d unless told otherwise; --target redis://H:P runs\n"
+            "the same scenario against Redis with the Lua peer). Every run is bounded in time and in\n"
+            "requests, and verified afterwards. Scenarios:\n",
             SLOT_PORT_DEFAULT);
     for (size_t i = 0; i < SCENARIOS_N; i++)
         fprintf(f, "  %-14s %s\n", bench_scenario_name(scenarios[i]), bench_scenario_summary(scenarios[i]));

@@ -15,15 +15,15 @@
 #include "report.h"
 
 #define SVG_WIDTH_PX 960
-#define SVG_LEFT_PX 80            /* room for the left axis labels */
-#define SVG_RIGHT_PX 90           /* room for the right axis labels */
+#define SVG_LEFT_PX 80  /* room for the left axis labels */
+#define SVG_RIGHT_PX 90 /* room for the right axis labels */
 #define SVG_PLOT_WIDTH_PX (SVG_WIDTH_PX - SVG_LEFT_PX - SVG_RIGHT_PX)
-#define SVG_PCT_POINTS 200     /* points of the percentile curve */
-#define SVG_NINES_MAX 5.0      /* the percentile axis ends at 99.999% */
+#define SVG_PCT_POINTS 200 /* points of the percentile curve */
+#define SVG_NINES_MAX 5.0  /* the percentile axis ends at 99.999% */
 
 typedef struct panel {
-    double x0, y0, w, h;       /* plot area in px */
-    double xmax, ymax, y2max;  /* data ranges (y2: the right axis; 0 = none) */
+    double x0, y0, w, h;      /* plot area in px */
+    double xmax, ymax, y2max; /* data ranges (y2: the right axis; 0 = none) */
 } panel;
 
 /* A round step (1, 2 or 5 x 10^k) giving about five ticks up to max. */
@@ -69,14 +69,16 @@ static double px_y(const panel *p, double v, double max)
 static void axes(FILE *f, const panel *p, const char *title, const char *xunit, const char *yunit, const char *y2unit)
 {
     char lab[32];
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", p->x0, p->y0 - 12, title);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", p->x0, p->y0 - 12,
+            title);
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", p->x0,
             p->y0, p->w, p->h);
     double ys = nice_step(p->ymax);
     for (double v = 0; v <= p->ymax * 1.0001; v += ys) {
         double y = px_y(p, v, p->ymax);
         num_label(v, lab, sizeof(lab));
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", p->x0, y, p->x0 + p->w, y);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", p->x0, y, p->x0 + p->w,
+                y);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", p->x0 - 6, y + 4, lab);
     }
     double y2s = nice_step(p->y2max);
@@ -85,12 +87,16 @@ static void axes(FILE *f, const panel *p, const char *title, const char *xunit, 
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c0392b\">%s</text>\n", p->x0 + p->w + 6,
                 px_y(p, v, p->y2max) + 4, lab);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", p->x0 + p->w / 2, p->y0 + p->h + 36, xunit);
-    fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" fill=\"#1f5fa8\">%s</text>\n",
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", p->x0 + p->w / 2, p->y0 + p->h + 36,
+            xunit);
+    fprintf(f,
+            "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" fill=\"#1f5fa8\">%s</text>\n",
             p->x0 - 58, p->y0 + p->h / 2, yunit);
     if (y2unit)
-        fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(90)\" text-anchor=\"middle\" fill=\"#c0392b\">%s</text>\n",
-                p->x0 + p->w + 58, p->y0 + p->h / 2, y2unit);
+        fprintf(
+            f,
+            "<text transform=\"translate(%.1f,%.1f) rotate(90)\" text-anchor=\"middle\" fill=\"#c0392b\">%s</text>\n",
+            p->x0 + p->w + 58, p->y0 + p->h / 2, y2unit);
 }
 
 /* Time ticks along the bottom, in seconds. */
@@ -100,7 +106,8 @@ static void time_ticks(FILE *f, const panel *p)
     double s = nice_step(p->xmax);
     for (double v = 0; v <= p->xmax * 1.0001; v += s) {
         num_label(v, lab, sizeof(lab));
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px_x(p, v), p->y0 + p->h + 18, lab);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px_x(p, v), p->y0 + p->h + 18,
+                lab);
     }
 }
 
@@ -132,18 +139,21 @@ static void sellout_panel(FILE *f, const bench_run *run, double sellout_s, doubl
     fprintf(f, "<polyline fill=\"none\" stroke=\"#1f5fa8\" stroke-width=\"2\" points=\"%.1f,%.1f", px_x(&p, 0),
             px_y(&p, (double)total, p.ymax));
     for (size_t i = 0; i < run->nseries; i++)
-        fprintf(f, " %.1f,%.1f", px_x(&p, run->series[i].t_ms / 1000.0), px_y(&p, (double)run->series[i].units_left, p.ymax));
+        fprintf(f, " %.1f,%.1f", px_x(&p, run->series[i].t_ms / 1000.0),
+                px_y(&p, (double)run->series[i].units_left, p.ymax));
     fprintf(f, "\"/>\n<polyline fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"");
     for (size_t i = 0; i < run->nseries; i++)
-        fprintf(f, "%s%.1f,%.1f", i ? " " : "", px_x(&p, run->series[i].t_ms / 1000.0), px_y(&p, rate_at(run, i), p.y2max));
+        fprintf(f, "%s%.1f,%.1f", i ? " " : "", px_x(&p, run->series[i].t_ms / 1000.0),
+                px_y(&p, rate_at(run, i), p.y2max));
     fprintf(f, "\"/>\n");
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"><tspan fill=\"#1f5fa8\">&#8212; units left</tspan>"
-               "<tspan fill=\"#c0392b\" dx=\"16\">&#8212; requests/s</tspan></text>\n",
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"><tspan fill=\"#1f5fa8\">&#8212; units left</tspan>"
+            "<tspan fill=\"#c0392b\" dx=\"16\">&#8212; requests/s</tspan></text>\n",
             p.x0 + p.w, p.y0 - 12);
     if (sellout_s > 0 && sellout_s <= p.xmax) {
         double x = px_x(&p, sellout_s);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>\n", x,
-                p.y0, x, p.y0 + p.h);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>\n",
+                x, p.y0, x, p.y0 + p.h);
         bool left = x > p.x0 + p.w * 0.7; /* near the right axis: write it on the left of the line */
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">sold out at %.3f s</text>\n", left ? x - 4 : x + 4,
                 p.y0 + 16, left ? "end" : "start", sellout_s);
@@ -196,12 +206,23 @@ static void xml_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default: fputc(*s, f);
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&apos;", f);
+            break;
+        default:
+            fputc(*s, f);
         }
     }
 }
@@ -216,10 +237,11 @@ int bench_report_svg(const bench_report *r, const char *path)
     const bench_config *c = r->run->cfg;
     const char *version = json_string_value(json_object_get(r->server, "version"));
     int height = 90 + 300 + 250 + 290;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"sans-serif\" font-size=\"13\">\n"
-               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"sans-serif\" font-size=\"13\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             SVG_WIDTH_PX, height, SVG_WIDTH_PX, height);
     char title[512];
     snprintf(title, sizeof(title), "slot-bench %s against %s %s: %.0f requests/s, p99 %.3f ms", c->name,

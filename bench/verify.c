@@ -70,11 +70,11 @@ static void outcome(const bench_run *run, const bench_counters *n, bench_verdict
         if (!e->measured)
             continue;
         if (e->held_units > e->capacity)
-            bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 " (oversold)", e->name,
-                          e->held_units, e->capacity);
+            bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 " (oversold)", e->name, e->held_units,
+                          e->capacity);
         else if (e->capacity - e->held_units >= cfg->qty.min && !run->stopped_at_bound)
-            bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 ": not sold out (stopped: %s)",
-                          e->name, e->held_units, e->capacity, run->stop_reason ? run->stop_reason : "-");
+            bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 ": not sold out (stopped: %s)", e->name,
+                          e->held_units, e->capacity, run->stop_reason ? run->stop_reason : "-");
     }
 }
 
@@ -149,15 +149,17 @@ static int event_checks(bench_run *run, uint32_t i, bench_verdict *v)
         return 0;
     }
     if (got->available + got->held + got->confirmed != got->capacity) /* invariant 1, as the event shows it */
-        bench_problem(v, "%s: available %" PRIu64 " + held %" PRIu64 " + confirmed %" PRIu64 " is not capacity %" PRIu64,
+        bench_problem(v,
+                      "%s: available %" PRIu64 " + held %" PRIu64 " + confirmed %" PRIu64 " is not capacity %" PRIu64,
                       e->name, got->available, got->held, got->confirmed, got->capacity);
     expected_view(run, e, &want);
     if (got->capacity != want.capacity || got->available != want.available || got->held != want.held ||
         got->confirmed != want.confirmed)
-        bench_problem(v, "%s shows capacity %" PRIu64 ", available %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64
-                         "; the answers say %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64,
-                      e->name, got->capacity, got->available, got->held, got->confirmed, want.capacity,
-                      want.available, want.held, want.confirmed);
+        bench_problem(v,
+                      "%s shows capacity %" PRIu64 ", available %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64
+                      "; the answers say %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64,
+                      e->name, got->capacity, got->available, got->held, got->confirmed, want.capacity, want.available,
+                      want.held, want.confirmed);
     return 0;
 }
 
@@ -182,8 +184,10 @@ static void ledger_totals(const bench_run *run, bench_verdict *v)
         const uint64_t *s = &sums[(size_t)i * 3];
         const bench_view *got = &v->views[i];
         if (s[2] > 0 && (s[0] != got->held || s[1] != got->confirmed))
-            bench_problem(v, "%s: get_hold shows %" PRIu64 " units held and %" PRIu64 " confirmed, the event %" PRIu64
-                             " and %" PRIu64, run->events[i].name, s[0], s[1], got->held, got->confirmed);
+            bench_problem(v,
+                          "%s: get_hold shows %" PRIu64 " units held and %" PRIu64 " confirmed, the event %" PRIu64
+                          " and %" PRIu64,
+                          run->events[i].name, s[0], s[1], got->held, got->confirmed);
     }
     free(sums);
 }
@@ -213,8 +217,8 @@ static void carts_whole(const bench_run *run, const bench_counters *n, bench_ver
         bench_problem(v, "%" PRIu64 " of %" PRIu64 " carts are not held whole (get_hold)", broken, n->carts);
     for (uint32_t i = 1; i < k; i++)
         if (v->views[i].held != v->views[0].held)
-            bench_problem(v, "%s shows %" PRIu64 " units held, %s %" PRIu64 ": a cart held in part", run->events[i].name,
-                          v->views[i].held, run->events[0].name, v->views[0].held);
+            bench_problem(v, "%s shows %" PRIu64 " units held, %s %" PRIu64 ": a cart held in part",
+                          run->events[i].name, v->views[i].held, run->events[0].name, v->views[0].held);
 }
 
 /* Waitlist, before the expiries are settled: the waiters still waiting leave (the last joiner
@@ -235,10 +239,13 @@ static void waitlist_checks(bench_run *run, bench_verdict *v)
     bench_wl *wl = &run->wl;
     const bench_view *got = &v->views[0];
     if (wl->full)
-        bench_problem(v, "%" PRIu32 " of %" PRIu32 " joins answered sold_out (waitlist_full) with waitlist_max %" PRIu32,
+        bench_problem(v,
+                      "%" PRIu32 " of %" PRIu32 " joins answered sold_out (waitlist_full) with waitlist_max %" PRIu32,
                       wl->full, wl->n, run->cfg->waiters);
     if (wl->join_errors || wl->join_unexpected)
-        bench_problem(v, "%" PRIu32 " joins answered with an error, %" PRIu32 " neither waiting nor held (first error: %s)",
+        bench_problem(v,
+                      "%" PRIu32 " joins answered with an error, %" PRIu32
+                      " neither waiting nor held (first error: %s)",
                       wl->join_errors, wl->join_unexpected, run->first_error[0] ? run->first_error : "-");
     uint32_t answered = wl->joined + wl->full + wl->join_errors + wl->join_unexpected;
     if (answered < wl->n)
@@ -254,11 +261,12 @@ static void waitlist_checks(bench_run *run, bench_verdict *v)
         bench_problem(v, "%" PRIu32 " offers out of join order (first: %s)", wl->order_violations, wl->first_violation);
     uint32_t served = wl->offered + wl->at_once;
     if (served < wl->joined && !run->stopped_at_bound && !wl->exhausted)
-        bench_problem(v, "only %" PRIu32 " of %" PRIu32 " waiters were offered a hold (stopped: %s)", served, wl->joined,
-                      run->stop_reason ? run->stop_reason : "-");
+        bench_problem(v, "only %" PRIu32 " of %" PRIu32 " waiters were offered a hold (stopped: %s)", served,
+                      wl->joined, run->stop_reason ? run->stop_reason : "-");
     if (got->waiting != 0 || got->waiting_qty != 0 || got->waitlist_max != run->cfg->waiters)
-        bench_problem(v, "%s shows waitlist_max %" PRIu64 ", waiting %" PRIu64 " (%" PRIu64 " units) after every waiter "
-                         "left or was offered; expected %" PRIu32 ", 0 (0)",
+        bench_problem(v,
+                      "%s shows waitlist_max %" PRIu64 ", waiting %" PRIu64 " (%" PRIu64 " units) after every waiter "
+                      "left or was offered; expected %" PRIu32 ", 0 (0)",
                       run->events[0].name, got->waitlist_max, got->waiting, got->waiting_qty, run->cfg->waiters);
 }
 

@@ -21,8 +21,15 @@
  * BENCH_OP_PING (the ping scenario): Redis PING, or slotd's cheapest round trip, a hello (slotd has no
  * ping op). */
 typedef enum bench_op {
-    BENCH_OP_HOLD, BENCH_OP_CONFIRM, BENCH_OP_RELEASE, BENCH_OP_GET_HOLD, BENCH_OP_EXTEND,
-    BENCH_OP_WAIT_JOIN, BENCH_OP_WAIT_STATUS, BENCH_OP_WAIT_LEAVE, BENCH_OP_PING,
+    BENCH_OP_HOLD,
+    BENCH_OP_CONFIRM,
+    BENCH_OP_RELEASE,
+    BENCH_OP_GET_HOLD,
+    BENCH_OP_EXTEND,
+    BENCH_OP_WAIT_JOIN,
+    BENCH_OP_WAIT_STATUS,
+    BENCH_OP_WAIT_LEAVE,
+    BENCH_OP_PING,
 } bench_op;
 
 /* bench_op_is_read — get_hold, the waitlist op and ping change nothing (no acknowledged write). */
@@ -39,16 +46,17 @@ enum {
 
 /* One request in flight (or, open loop, due but not sent yet). */
 typedef struct bench_ticket {
-    uint64_t t_ns;          /* when it was due: the send time, or (open loop) the intended send time */
-    uint64_t user;          /* user number: the name is "u<user>" */
-    uint64_t key;           /* hold, waitlist ops: request key number ("r<key>"); other ops: ledger index */
-    uint32_t session;       /* churn, waitlist: the session it belongs to; else UINT32_MAX */
-    uint16_t event;         /* index into run->events */
+    uint64_t t_ns;    /* when it was due: the send time, or (open loop) the intended send time */
+    uint64_t user;    /* user number: the name is "u<user>" */
+    uint64_t key;     /* hold, waitlist ops: request key number ("r<key>"); other ops: ledger index */
+    uint32_t session; /* churn, waitlist: the session it belongs to; else UINT32_MAX */
+    uint16_t event;   /* index into run->events */
     uint16_t qty;
-    uint8_t op;             /* bench_op */
-    uint8_t tries;          /* sends after the first (following the primary; capped at 255): a replay is then expected */
-    uint8_t flags;          /* confirm: BENCH_TICKET_* */
-    uint8_t cart;           /* hold: 0 or 1 a plain hold; 2..SLOT_CART_ITEMS_MAX a hold_many of events event..event+cart-1, qty each */
+    uint8_t op;    /* bench_op */
+    uint8_t tries; /* sends after the first (following the primary; capped at 255): a replay is then expected */
+    uint8_t flags; /* confirm: BENCH_TICKET_* */
+    uint8_t
+        cart; /* hold: 0 or 1 a plain hold; 2..SLOT_CART_ITEMS_MAX a hold_many of events event..event+cart-1, qty each */
 } bench_ticket;
 
 /* One hold of a hold_many answer ("holds", in request order). */
@@ -56,19 +64,20 @@ typedef struct bench_cart_item {
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     uint32_t hold_len, qty;
     uint64_t expires_at_ms;
-    bool held;                      /* its status is "held" */
+    bool held; /* its status is "held" */
 } bench_cart_item;
 
 /* An answer, whichever target gave it. */
 typedef struct bench_result {
     bool ok;
-    slot_err err;                   /* !ok: the code (SLOT_E__COUNT: a code this build does not know) */
+    slot_err err; /* !ok: the code (SLOT_E__COUNT: a code this build does not know) */
     bool sold_out, replay, released;
     bool has_status;
-    slot_hold_status status;        /* held/confirmed/...: hold, confirm, release, get_hold, hold_not_active */
+    slot_hold_status status; /* held/confirmed/...: hold, confirm, release, get_hold, hold_not_active */
     uint32_t qty;
     uint64_t available, expires_at_ms;
-    uint64_t returned, extensions;  /* confirm, get_hold: units given back by a partial confirm; extend, get_hold: extensions */
+    uint64_t returned,
+        extensions; /* confirm, get_hold: units given back by a partial confirm; extend, get_hold: extensions */
     /* waitlist_join, waitlist, waitlist_leave (docs/protocol.md, "Waitlist"): the entry's state
      * (has_wait: the answer named one: "waiting", "offered", "left", "none"; an offered entry's hold
      * status is in has_status/status, from "hold_status"), its position, waitlist_full (a join
@@ -80,9 +89,9 @@ typedef struct bench_result {
     uint32_t hold_len;
     char replaces[SLOT_HOLD_ARG_BYTES_MAX + 1];    /* a reacquire's confirm, get_hold: the hold it replaces ("" none) */
     char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold: the hold a reacquire made in its place ("" none) */
-    char text[160];                 /* !ok: the server's message (for reports) */
-    char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* not_primary: the primary's "H:P" ("" unknown) */
-    uint32_t ncart;                 /* hold_many held: entries of cart (0 otherwise) */
+    char text[160];                                /* !ok: the server's message (for reports) */
+    char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1];  /* not_primary: the primary's "H:P" ("" unknown) */
+    uint32_t ncart;                                /* hold_many held: entries of cart (0 otherwise) */
     bench_cart_item cart[SLOT_CART_ITEMS_MAX];
 } bench_result;
 

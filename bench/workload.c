@@ -163,8 +163,8 @@ static void cart_answer(bench_run *run, const bench_ticket *t, const bench_resul
         e->holds++;
         e->held_units += t->qty;
         e->out_units += t->qty;
-        if (run->phase->ledger && bench_ledger_add_hold(&run->ledger, it->hold, it->hold_len, t->user, item.event, t->qty,
-                                                        SLOT_HOLD_HELD, it->expires_at_ms) < 0)
+        if (run->phase->ledger && bench_ledger_add_hold(&run->ledger, it->hold, it->hold_len, t->user, item.event,
+                                                        t->qty, SLOT_HOLD_HELD, it->expires_at_ms) < 0)
             bench_fail(run, BENCH_EXIT_FAILED, "the ledger is full (%u holds) or out of memory: use a smaller run",
                        BENCH_LEDGER_MAX);
         sellout_check(run, e, now_ns);
@@ -382,7 +382,8 @@ static void reacquired(bench_run *run, const bench_ticket *t, const bench_result
         return;
     }
     uint16_t event = old->event;
-    long ni = bench_ledger_add_hold(l, r->hold, r->hold_len, old->user, event, (uint16_t)r->qty, SLOT_HOLD_CONFIRMED, 0);
+    long ni = bench_ledger_add_hold(l, r->hold, r->hold_len, old->user, event, (uint16_t)r->qty, SLOT_HOLD_CONFIRMED,
+                                    0);
     if (ni < 0) {
         bench_fail(run, BENCH_EXIT_FAILED, "the ledger is full (%u holds) or out of memory: use a smaller run",
                    BENCH_LEDGER_MAX);
@@ -421,7 +422,7 @@ void bench_confirm_answer(bench_run *run, const bench_ticket *t, const bench_res
             return;
         }
         if (r->qty != t->qty)
-            run->n.unexpected++; /* confirmed, but not the quantity asked: the ledger keeps what the target said */
+            run->n.unexpected++;  /* confirmed, but not the quantity asked: the ledger keeps what the target said */
         run->n.late_held += late; /* paid late, yet the hold had not expired: an ordinary confirm */
         hold_settled(run, (uint32_t)t->key, SLOT_HOLD_CONFIRMED, r->qty, true);
     } else if (!late && !r->ok && r->err == SLOT_E_HOLD_NOT_ACTIVE && expired) {
@@ -487,7 +488,8 @@ void bench_release_answer(bench_run *run, const bench_ticket *t, const bench_res
         run->n.unexpected++;
 }
 
-static void churn_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+static void churn_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r,
+                            uint64_t now_ns)
 {
     uint32_t s = t->session;
     bench_session *ss = &run->sessions[s];
@@ -575,7 +577,8 @@ static void hold_differs(const bench_ledger *l, size_t i, const bench_result *r,
         snprintf(why, n, "replaced_by \"%.40s\"", r->replaced_by);
 }
 
-static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r,
+                             uint64_t now_ns)
 {
     (void)c;
     (void)now_ns;
@@ -591,8 +594,9 @@ static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *
     if (!r->ok)
         l->errors++;
     if (l->first_mismatch[0] == 0)
-        snprintf(l->first_mismatch, sizeof(l->first_mismatch), "hold %.*s of u%" PRIu64 " on %s: expected %s x%u, get_hold said %s",
-                 (int)h->id_len, bench_ledger_id(l, t->key), h->user, run->events[h->event].name,
+        snprintf(l->first_mismatch, sizeof(l->first_mismatch),
+                 "hold %.*s of u%" PRIu64 " on %s: expected %s x%u, get_hold said %s", (int)h->id_len,
+                 bench_ledger_id(l, t->key), h->user, run->events[h->event].name,
                  slot_hold_status_name((slot_hold_status)h->expect), h->qty, why);
 }
 
@@ -606,13 +610,25 @@ bench_phase bench_workload_phase(const bench_run *run)
     bool churn = cfg->scenario == BENCH_CHURN, ping = cfg->scenario == BENCH_PING;
     bool sells = bench_scenario_sells_out(cfg->scenario);
     return (bench_phase){
-        .name = cfg->name, .conns = cfg->connections, .pipeline = cfg->pipeline,
-        .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0, .requests_max = cfg->requests,
-        .duration_ms = cfg->duration_ms, .measure = true, .event_first = 0, .event_count = (uint16_t)cfg->events,
-        .zipf = cfg->scenario == BENCH_MULTI_EVENT, .ledger = true,
-        .cart = cfg->scenario == BENCH_HOT_RELEASE && cfg->cart > 1 ? (uint8_t)cfg->cart : 0, .tail = sells ? cfg->tail : UINT64_MAX,
-        .next = ping ? ping_next : churn ? churn_next : hold_next,
-        .on_result = ping ? ping_on_result : churn ? churn_on_result : hold_on_result,
+        .name = cfg->name,
+        .conns = cfg->connections,
+        .pipeline = cfg->pipeline,
+        .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0,
+        .requests_max = cfg->requests,
+        .duration_ms = cfg->duration_ms,
+        .measure = true,
+        .event_first = 0,
+        .event_count = (uint16_t)cfg->events,
+        .zipf = cfg->scenario == BENCH_MULTI_EVENT,
+        .ledger = true,
+        .cart = cfg->scenario == BENCH_HOT_RELEASE && cfg->cart > 1 ? (uint8_t)cfg->cart : 0,
+        .tail = sells ? cfg->tail : UINT64_MAX,
+        .next = ping    ? ping_next
+                : churn ? churn_next
+                        : hold_next,
+        .on_result = ping    ? ping_on_result
+                     : churn ? churn_on_result
+                             : hold_on_result,
     };
 }
 
@@ -620,10 +636,17 @@ bench_phase bench_warmup_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
     return (bench_phase){
-        .name = "warm-up", .conns = cfg->connections, .pipeline = cfg->pipeline,
-        .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0, .requests_max = cfg->requests,
-        .duration_ms = cfg->warmup_ms, .event_first = (uint16_t)(run->nevents - 1), .event_count = 1,
-        .tail = UINT64_MAX, .next = hold_next, .on_result = hold_on_result,
+        .name = "warm-up",
+        .conns = cfg->connections,
+        .pipeline = cfg->pipeline,
+        .rate_per_s = cfg->scenario == BENCH_OPEN_LOOP ? cfg->rate_per_s : 0,
+        .requests_max = cfg->requests,
+        .duration_ms = cfg->warmup_ms,
+        .event_first = (uint16_t)(run->nevents - 1),
+        .event_count = 1,
+        .tail = UINT64_MAX,
+        .next = hold_next,
+        .on_result = hold_on_result,
     };
 }
 
@@ -631,12 +654,20 @@ bench_phase bench_prefill_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
     return (bench_phase){
-        .name = "prefill", .conns = cfg->connections,
+        .name = "prefill",
+        .conns = cfg->connections,
         .pipeline = cfg->pipeline > BENCH_PREFILL_PIPELINE_MIN ? cfg->pipeline : BENCH_PREFILL_PIPELINE_MIN,
         /* not the measured phase: --requests does not bound it; it ends at the sell-out or after an hour */
-        .requests_max = BENCH_REQUESTS_MAX, .duration_ms = BENCH_DURATION_MS_MAX, .event_first = 0, .event_count = 1,
-        .ledger = true, .unique_users = true, .tail = 0, .unit_holds = cfg->scenario == BENCH_WAITLIST,
-        .next = hold_next, .on_result = hold_on_result,
+        .requests_max = BENCH_REQUESTS_MAX,
+        .duration_ms = BENCH_DURATION_MS_MAX,
+        .event_first = 0,
+        .event_count = 1,
+        .ledger = true,
+        .unique_users = true,
+        .tail = 0,
+        .unit_holds = cfg->scenario == BENCH_WAITLIST,
+        .next = hold_next,
+        .on_result = hold_on_result,
     };
 }
 
@@ -644,8 +675,14 @@ bench_phase bench_verify_phase(const bench_run *run)
 {
     uint32_t conns = run->nconns < BENCH_VERIFY_CONNS ? run->nconns : BENCH_VERIFY_CONNS;
     return (bench_phase){
-        .name = "ledger check", .conns = conns, .pipeline = BENCH_VERIFY_PIPELINE, .one_loop = true,
+        .name = "ledger check",
+        .conns = conns,
+        .pipeline = BENCH_VERIFY_PIPELINE,
+        .one_loop = true,
         .requests_max = run->ledger.n > 0 ? run->ledger.n : 1, /* one get_hold per hold */
-        .duration_ms = BENCH_DURATION_MS_MAX, .tail = UINT64_MAX, .next = verify_next, .on_result = verify_on_result,
+        .duration_ms = BENCH_DURATION_MS_MAX,
+        .tail = UINT64_MAX,
+        .next = verify_next,
+        .on_result = verify_on_result,
     };
 }

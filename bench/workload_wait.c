@@ -50,7 +50,9 @@ static uint64_t hex_seq(const char *id, uint32_t len)
     uint64_t x = 0;
     for (uint32_t i = 0; i < 16 && i < len; i++) {
         char ch = id[i];
-        unsigned d = ch >= '0' && ch <= '9' ? (unsigned)(ch - '0') : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10) : 16;
+        unsigned d = ch >= '0' && ch <= '9'   ? (unsigned)(ch - '0')
+                     : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
+                                              : 16;
         if (d == 16)
             return 0;
         x = x << 4 | d;
@@ -171,9 +173,14 @@ static void join_on_result(bench_run *run, bench_conn *c, const bench_ticket *t,
 bench_phase bench_wl_join_phase(const bench_run *run)
 {
     return (bench_phase){
-        .name = "waitlist joins", .conns = 1, .pipeline = BENCH_JOIN_PIPELINE,
-        .requests_max = run->wl.n > 0 ? run->wl.n : 1, .duration_ms = BENCH_DURATION_MS_MAX, .tail = UINT64_MAX,
-        .next = join_next, .on_result = join_on_result,
+        .name = "waitlist joins",
+        .conns = 1,
+        .pipeline = BENCH_JOIN_PIPELINE,
+        .requests_max = run->wl.n > 0 ? run->wl.n : 1,
+        .duration_ms = BENCH_DURATION_MS_MAX,
+        .tail = UINT64_MAX,
+        .next = join_next,
+        .on_result = join_on_result,
     };
 }
 
@@ -348,9 +355,18 @@ bench_phase bench_wl_phase(const bench_run *run)
 {
     const bench_config *cfg = run->cfg;
     return (bench_phase){
-        .name = cfg->name, .conns = cfg->connections, .pipeline = cfg->pipeline, .requests_max = cfg->requests,
-        .duration_ms = cfg->duration_ms, .measure = true, .event_first = 0, .event_count = 1, .ledger = true,
-        .tail = UINT64_MAX, .next = wl_next, .on_result = wl_on_result,
+        .name = cfg->name,
+        .conns = cfg->connections,
+        .pipeline = cfg->pipeline,
+        .requests_max = cfg->requests,
+        .duration_ms = cfg->duration_ms,
+        .measure = true,
+        .event_first = 0,
+        .event_count = 1,
+        .ledger = true,
+        .tail = UINT64_MAX,
+        .next = wl_next,
+        .on_result = wl_on_result,
     };
 }
 
@@ -375,7 +391,8 @@ static bool leave_next(bench_run *run, bench_conn *c, bench_ticket *t)
     return true;
 }
 
-static void leave_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+static void leave_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r,
+                            uint64_t now_ns)
 {
     (void)c;
     (void)now_ns;
@@ -394,9 +411,14 @@ static void leave_on_result(bench_run *run, bench_conn *c, const bench_ticket *t
 bench_phase bench_wl_leave_phase(const bench_run *run)
 {
     return (bench_phase){
-        .name = "waitlist leaves", .conns = 1, .pipeline = BENCH_JOIN_PIPELINE,
-        .requests_max = run->wl.n > 0 ? run->wl.n : 1, .duration_ms = BENCH_DURATION_MS_MAX, .tail = UINT64_MAX,
-        .next = leave_next, .on_result = leave_on_result,
+        .name = "waitlist leaves",
+        .conns = 1,
+        .pipeline = BENCH_JOIN_PIPELINE,
+        .requests_max = run->wl.n > 0 ? run->wl.n : 1,
+        .duration_ms = BENCH_DURATION_MS_MAX,
+        .tail = UINT64_MAX,
+        .next = leave_next,
+        .on_result = leave_on_result,
     };
 }
 
@@ -404,7 +426,8 @@ static bool status_next(bench_run *run, bench_conn *c, bench_ticket *t)
 {
     (void)c;
     bench_wl *wl = &run->wl;
-    while (wl->cursor < wl->n && (wl->w[wl->cursor].state == BENCH_WAITER_FAILED || wl->w[wl->cursor].state == BENCH_WAITER_NEW))
+    while (wl->cursor < wl->n &&
+           (wl->w[wl->cursor].state == BENCH_WAITER_FAILED || wl->w[wl->cursor].state == BENCH_WAITER_NEW))
         wl->cursor++; /* never in the list: refused, or the join phase stopped before it */
     if (wl->cursor >= wl->n)
         return false;
@@ -431,7 +454,8 @@ static void order_problem(bench_wl *wl, const char *fmt, ...)
     }
 }
 
-static void status_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
+static void status_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r,
+                             uint64_t now_ns)
 {
     (void)c;
     (void)now_ns;
@@ -467,9 +491,14 @@ bench_phase bench_wl_status_phase(const bench_run *run)
 {
     uint32_t conns = run->nconns < BENCH_VERIFY_CONNS ? run->nconns : BENCH_VERIFY_CONNS;
     return (bench_phase){
-        .name = "waitlist states", .conns = conns, .pipeline = BENCH_VERIFY_PIPELINE,
-        .requests_max = run->wl.n > 0 ? run->wl.n : 1, .duration_ms = BENCH_DURATION_MS_MAX, .tail = UINT64_MAX,
-        .next = status_next, .on_result = status_on_result,
+        .name = "waitlist states",
+        .conns = conns,
+        .pipeline = BENCH_VERIFY_PIPELINE,
+        .requests_max = run->wl.n > 0 ? run->wl.n : 1,
+        .duration_ms = BENCH_DURATION_MS_MAX,
+        .tail = UINT64_MAX,
+        .next = status_next,
+        .on_result = status_on_result,
     };
 }
 
@@ -488,12 +517,14 @@ void bench_wl_order(bench_run *run)
             continue;
         }
         if (gap != UINT32_MAX)
-            order_problem(wl, "waiter %" PRIu32 " (join position %" PRIu32 ") was offered a hold, but waiter %" PRIu32
-                              " (position %" PRIu32 "), who joined before it, never was",
+            order_problem(wl,
+                          "waiter %" PRIu32 " (join position %" PRIu32 ") was offered a hold, but waiter %" PRIu32
+                          " (position %" PRIu32 "), who joined before it, never was",
                           i + 1, w->position, gap + 1, wl->w[gap].position);
         else if (prev != UINT32_MAX && w->hold_seq <= wl->w[prev].hold_seq)
-            order_problem(wl, "waiter %" PRIu32 " (join position %" PRIu32 ") was offered hold seq %" PRIu64
-                              " before waiter %" PRIu32 " (position %" PRIu32 "), who joined before it, got seq %" PRIu64,
+            order_problem(wl,
+                          "waiter %" PRIu32 " (join position %" PRIu32 ") was offered hold seq %" PRIu64
+                          " before waiter %" PRIu32 " (position %" PRIu32 "), who joined before it, got seq %" PRIu64,
                           i + 1, w->position, w->hold_seq, prev + 1, wl->w[prev].position, wl->w[prev].hold_seq);
         prev = i;
     }

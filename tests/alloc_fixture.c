@@ -3,8 +3,6 @@
 
 /* ---- fixture: a store, an allocator, the open write txn, the clock */
 
-
-
 void fx_open(fx *f)
 {
     memset(f, 0, sizeof *f);
@@ -197,7 +195,7 @@ void expect_counts(fx *f, const char *ev, uint64_t avail, uint64_t held, uint64_
 
 /* A hold that must succeed; its id into id_out (may be NULL). Returns the result's expires_at. */
 uint64_t hold_ok(fx *f, const char *ev, const char *user, const char *request, uint32_t qty,
-                        char id_out[SLOT_HOLD_ID_BYTES + 1])
+                 char id_out[SLOT_HOLD_ID_BYTES + 1])
 {
     slot_req q = req_hold(ev, user, request, qty);
     slot_res r = {0};
@@ -290,8 +288,8 @@ uint64_t user_rec(fx *f, const char *ev, const char *user)
     return q;
 }
 
-void expect_replay(fx *f, const char *ev, const char *user, const char *request, uint32_t qty,
-                          const char *id, slot_hold_status st)
+void expect_replay(fx *f, const char *ev, const char *user, const char *request, uint32_t qty, const char *id,
+                   slot_hold_status st)
 {
     slot_req q = req_hold(ev, user, request, qty);
     slot_res r = {0};

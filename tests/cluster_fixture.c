@@ -21,9 +21,7 @@
 
 #include "cluster_fixture.h"
 
-
 /* ---- a line client: one request, one reply, with a timeout */
-
 
 int lc_open(line_conn *c, int i)
 {
@@ -126,7 +124,6 @@ void sleep_ms(int ms)
 
 /* ---- the set */
 
-
 etcd_srv etcd;
 node nodes[NODES];
 char secret_path[300], base_dir[256];
@@ -140,9 +137,23 @@ void node_start(node *n)
 {
     char etcd_url[64];
     snprintf(etcd_url, sizeof(etcd_url), "http://%s:%d", etcd_host, etcd.cport);
-    const char *extra[32] = {"--cluster", "t", "--node", n->id, "--etcd", etcd_url, "--cluster-secret-file", secret_path,
-                             "--heartbeat-ms", "50", "--failover-timeout-ms", failover_ms[n - nodes], "--repl-timeout-ms", "600",
-                             "--durability", "nosync", NULL};
+    const char *extra[32] = {"--cluster",
+                             "t",
+                             "--node",
+                             n->id,
+                             "--etcd",
+                             etcd_url,
+                             "--cluster-secret-file",
+                             secret_path,
+                             "--heartbeat-ms",
+                             "50",
+                             "--failover-timeout-ms",
+                             failover_ms[n - nodes],
+                             "--repl-timeout-ms",
+                             "600",
+                             "--durability",
+                             "nosync",
+                             NULL};
     size_t k = 16;
     for (size_t e = 0; n->extra[e] && k < 31; e++)
         extra[k++] = n->extra[e];
@@ -325,7 +336,6 @@ void assert_invariants(int i, uint64_t capacity)
 
 /* ---- load: client threads that hold one unit at a time through the primary */
 
-
 acked acks[HOLDS_MAX];
 atomic_int nacks;
 atomic_int primary_node;
@@ -333,7 +343,6 @@ atomic_bool load_stop;
 atomic_int load_retries;
 atomic_bool load_follow;
 pthread_mutex_t acks_mu = PTHREAD_MUTEX_INITIALIZER;
-
 
 void *load_main(void *arg)
 {
@@ -345,8 +354,8 @@ void *load_main(void *arg)
             sleep_ms(l->pause_ms);
         char line[256], user[24];
         snprintf(user, sizeof(user), "u%d-%d", l->id, k);
-        snprintf(line, sizeof(line), "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"%s\",\"request\":\"r%d\",\"qty\":1}",
-                 user, k);
+        snprintf(line, sizeof(line),
+                 "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"%s\",\"request\":\"r%d\",\"qty\":1}", user, k);
         for (int attempt = 0; attempt < 2000 && !atomic_load(&load_stop); attempt++) {
             int pn = told >= 0 ? told : atomic_load(&primary_node);
             if (c.fd < 0 || c.node != pn) {
@@ -470,7 +479,8 @@ void create_event(int p, uint64_t capacity)
 {
     char line[256];
     snprintf(line, sizeof(line),
-             "{\"op\":\"create_event\",\"event\":\"" EVENT "\",\"capacity\":%" PRIu64 ",\"shards\":8,\"hold_ttl_ms\":3600000}",
+             "{\"op\":\"create_event\",\"event\":\"" EVENT "\",\"capacity\":%" PRIu64
+             ",\"shards\":8,\"hold_ttl_ms\":3600000}",
              capacity);
     json_t *j = call1(p, line);
     ASSERT(j && jok(j));

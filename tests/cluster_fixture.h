@@ -50,10 +50,10 @@ void sleep_ms(int ms);
 typedef struct node {
     char id[8];
     char dir[300];
-    char host[32];            /* its client address's host; "127.0.0.1" unless a case sets it */
-    const char *extra[8];     /* more flags for it (NULL-terminated; a case sets them) */
-    int netns_fd;             /* > 0: started inside this network namespace */
-    char log[320];            /* its stderr, when node_logs */
+    char host[32];        /* its client address's host; "127.0.0.1" unless a case sets it */
+    const char *extra[8]; /* more flags for it (NULL-terminated; a case sets them) */
+    int netns_fd;         /* > 0: started inside this network namespace */
+    char log[320];        /* its stderr, when node_logs */
     slot_test_server srv;
     bool up, stopped;
 } node;
@@ -91,7 +91,7 @@ void assert_invariants(int i, uint64_t capacity);
 typedef struct acked {
     char hold[40];
     char user[24];
-    uint64_t at_ms;           /* slot_test_now_ms() when the answer came */
+    uint64_t at_ms; /* slot_test_now_ms() when the answer came */
 } acked;
 
 extern acked acks[HOLDS_MAX];

@@ -17,7 +17,8 @@
 
 /* libcurl's global set-up, once per case (each case is a new process);
  * the client does its own too, reference-counted by libcurl. */
-static void curl_init_once(void) {
+static void curl_init_once(void)
+{
     static bool done;
     if (!done)
         ASSERT_EQ(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
@@ -29,18 +30,21 @@ static void curl_init_once(void) {
 uv_loop_t test_loop;
 static uv_timer_t tick; /* keeps UV_RUN_ONCE from blocking past a deadline */
 
-static void on_tick(uv_timer_t *t) {
+static void on_tick(uv_timer_t *t)
+{
     (void)t;
 }
 
-void loop_open(void) {
+void loop_open(void)
+{
     curl_init_once();
     ASSERT_EQ(uv_loop_init(&test_loop), 0);
     ASSERT_EQ(uv_timer_init(&test_loop, &tick), 0);
 }
 
 /* Run the loop until *flag or max_ms; returns *flag. */
-bool run_until(const bool *flag, uint64_t max_ms) {
+bool run_until(const bool *flag, uint64_t max_ms)
+{
     uv_update_time(&test_loop);
     uint64_t end = uv_now(&test_loop) + max_ms;
     uv_timer_start(&tick, on_tick, 10, 10);
@@ -54,14 +58,16 @@ bool run_until(const bool *flag, uint64_t max_ms) {
     return *flag;
 }
 
-void run_for(uint64_t ms) {
+void run_for(uint64_t ms)
+{
     bool never = false;
     run_until(&never, ms);
 }
 
 /* Close the test's handles and check the loop has none left (the client
  * freed its own). */
-void loop_finish(void) {
+void loop_finish(void)
+{
     uv_close((uv_handle_t *)&tick, NULL);
     for (int i = 0; i < 1000 && uv_loop_alive(&test_loop); i++)
         uv_run(&test_loop, UV_RUN_NOWAIT);
@@ -70,8 +76,8 @@ void loop_finish(void) {
 
 /* ---- etcd, started and stopped by PID */
 
-
-int free_port(void) {
+int free_port(void)
+{
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ASSERT(fd >= 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -83,7 +89,8 @@ int free_port(void) {
 }
 
 /* A socket that accepts connections (the kernel's backlog) and never answers. */
-int blackhole(int *port) {
+int blackhole(int *port)
+{
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ASSERT(fd >= 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -95,7 +102,8 @@ int blackhole(int *port) {
     return fd;
 }
 
-static size_t health_write(char *p, size_t size, size_t n, void *ud) {
+static size_t health_write(char *p, size_t size, size_t n, void *ud)
+{
     char *buf = ud;
     size_t have = strlen(buf), add = size * n;
     if (have + add < 256) {
@@ -105,7 +113,8 @@ static size_t health_write(char *p, size_t size, size_t n, void *ud) {
     return size * n;
 }
 
-static bool etcd_healthy(const etcd_srv *s) {
+static bool etcd_healthy(const etcd_srv *s)
+{
     CURL *e = curl_easy_init();
     ASSERT(e);
     char url[128], body[256] = "";
@@ -121,7 +130,8 @@ static bool etcd_healthy(const etcd_srv *s) {
     return rc == CURLE_OK && strstr(body, "\"health\":\"true\"") != NULL;
 }
 
-static void sleep_ms(long ms) {
+static void sleep_ms(long ms)
+{
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
@@ -131,7 +141,8 @@ static void sleep_ms(long ms) {
  * killed). */
 const char *etcd_fixture_host;
 
-static bool etcd_spawn(etcd_srv *s) {
+static bool etcd_spawn(etcd_srv *s)
+{
     char client[64], peer[64], cluster[96];
     const char *h = etcd_fixture_host ? etcd_fixture_host : "127.0.0.1";
     snprintf(s->url, sizeof s->url, "http://%s:%d", h, s->cport);
@@ -174,7 +185,8 @@ static bool etcd_spawn(etcd_srv *s) {
  * where the folder was kept; only async-signal-safe calls from here. */
 static char abort_log[300], abort_dir[256];
 
-static void put_stderr(const char *p, size_t n) {
+static void put_stderr(const char *p, size_t n)
+{
     while (n > 0) {
         ssize_t w = write(STDERR_FILENO, p, n);
         if (w <= 0)
@@ -184,7 +196,8 @@ static void put_stderr(const char *p, size_t n) {
     }
 }
 
-static void on_case_abort(int sig) {
+static void on_case_abort(int sig)
+{
     int fd = open(abort_log, O_RDONLY);
     if (fd >= 0) {
         off_t size = lseek(fd, 0, SEEK_END);
@@ -205,7 +218,8 @@ static void on_case_abort(int sig) {
     raise(sig); /* SA_RESETHAND: now the default action */
 }
 
-void etcd_start(etcd_srv *s) {
+void etcd_start(etcd_srv *s)
+{
     if (access(ETCD_BIN, X_OK) != 0)
         SLOT_TEST_SKIP("%s not found (install Debian's etcd-server)", ETCD_BIN);
     memset(s, 0, sizeof *s);
@@ -232,7 +246,8 @@ void etcd_start(etcd_srv *s) {
 }
 
 /* Start it again on the same ports and data. */
-void etcd_restart(etcd_srv *s) {
+void etcd_restart(etcd_srv *s)
+{
     for (int attempt = 0; attempt < 5; attempt++) {
         if (etcd_spawn(s))
             return;
@@ -241,7 +256,8 @@ void etcd_restart(etcd_srv *s) {
     ASSERT(!"etcd restarted");
 }
 
-void etcd_stop(etcd_srv *s) {
+void etcd_stop(etcd_srv *s)
+{
     if (s->pid <= 0)
         return;
     kill(s->pid, SIGTERM);
@@ -257,7 +273,8 @@ void etcd_stop(etcd_srv *s) {
     s->pid = 0;
 }
 
-void etcd_end(etcd_srv *s) {
+void etcd_end(etcd_srv *s)
+{
     etcd_stop(s);
     signal(SIGABRT, SIG_DFL);
     slot_test_rmdir(s->dir);
@@ -265,8 +282,8 @@ void etcd_end(etcd_srv *s) {
 
 /* ---- synchronous wrappers: what a callback saw, copied */
 
-
-static void copy_kv(res *r, const slot_etcd_kv *kv) {
+static void copy_kv(res *r, const slot_etcd_kv *kv)
+{
     r->mod_rev = kv->mod_revision;
     r->create_rev = kv->create_revision;
     r->version = kv->version;
@@ -277,7 +294,8 @@ static void copy_kv(res *r, const slot_etcd_kv *kv) {
     ASSERT_EQ(kv->value[kv->value_len], 0); /* NUL-terminated for convenience */
 }
 
-void on_get(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data) {
+void on_get(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data)
+{
     (void)c;
     res *r = data;
     r->calls++;
@@ -290,7 +308,8 @@ void on_get(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data)
         copy_kv(r, &g->kv);
 }
 
-void on_range(slot_etcd *c, int status, const slot_etcd_range_result *g, void *data) {
+void on_range(slot_etcd *c, int status, const slot_etcd_range_result *g, void *data)
+{
     (void)c;
     res *r = data;
     r->calls++;
@@ -305,7 +324,8 @@ void on_range(slot_etcd *c, int status, const slot_etcd_range_result *g, void *d
     }
 }
 
-void on_cas(slot_etcd *c, int status, const slot_etcd_cas_result *g, void *data) {
+void on_cas(slot_etcd *c, int status, const slot_etcd_cas_result *g, void *data)
+{
     (void)c;
     res *r = data;
     r->calls++;
@@ -318,7 +338,8 @@ void on_cas(slot_etcd *c, int status, const slot_etcd_cas_result *g, void *data)
         copy_kv(r, &g->current);
 }
 
-void on_write(slot_etcd *c, int status, const slot_etcd_write_result *g, void *data) {
+void on_write(slot_etcd *c, int status, const slot_etcd_write_result *g, void *data)
+{
     (void)c;
     res *r = data;
     r->calls++;
@@ -328,7 +349,8 @@ void on_write(slot_etcd *c, int status, const slot_etcd_write_result *g, void *d
     r->deleted = g->deleted;
 }
 
-void on_lease(slot_etcd *c, int status, const slot_etcd_lease_result *g, void *data) {
+void on_lease(slot_etcd *c, int status, const slot_etcd_lease_result *g, void *data)
+{
     (void)c;
     res *r = data;
     r->calls++;
@@ -338,7 +360,8 @@ void on_lease(slot_etcd *c, int status, const slot_etcd_lease_result *g, void *d
     r->ttl = g->ttl_s;
 }
 
-res get_sync(slot_etcd *c, const char *key) {
+res get_sync(slot_etcd *c, const char *key)
+{
     res r = {0};
     ASSERT_ETCD_ST(slot_etcd_get(c, key, on_get, &r), 0);
     ASSERT(run_until(&r.done, WAIT_MS));
@@ -346,28 +369,32 @@ res get_sync(slot_etcd *c, const char *key) {
     return r;
 }
 
-res put_sync(slot_etcd *c, const char *key, const void *v, size_t n, int64_t lease) {
+res put_sync(slot_etcd *c, const char *key, const void *v, size_t n, int64_t lease)
+{
     res r = {0};
     ASSERT_ETCD_ST(slot_etcd_put(c, key, v, n, lease, on_write, &r), 0);
     ASSERT(run_until(&r.done, WAIT_MS));
     return r;
 }
 
-res cas_sync(slot_etcd *c, const char *key, int64_t expect, const char *v, int64_t lease) {
+res cas_sync(slot_etcd *c, const char *key, int64_t expect, const char *v, int64_t lease)
+{
     res r = {0};
     ASSERT_ETCD_ST(slot_etcd_cas(c, key, expect, v, strlen(v), lease, on_cas, &r), 0);
     ASSERT(run_until(&r.done, WAIT_MS));
     return r;
 }
 
-res del_sync(slot_etcd *c, const char *key) {
+res del_sync(slot_etcd *c, const char *key)
+{
     res r = {0};
     ASSERT_ETCD_ST(slot_etcd_del(c, key, on_write, &r), 0);
     ASSERT(run_until(&r.done, WAIT_MS));
     return r;
 }
 
-res lease_sync(slot_etcd *c, int op, int64_t arg) {
+res lease_sync(slot_etcd *c, int op, int64_t arg)
+{
     res r = {0};
     int rc = op == 0   ? slot_etcd_lease_grant(c, arg, on_lease, &r)
              : op == 1 ? slot_etcd_lease_keepalive(c, arg, on_lease, &r)
@@ -377,7 +404,8 @@ res lease_sync(slot_etcd *c, int op, int64_t arg) {
     return r;
 }
 
-slot_etcd *client(const char *endpoints, uint32_t timeout_ms, uint32_t inflight_max) {
+slot_etcd *client(const char *endpoints, uint32_t timeout_ms, uint32_t inflight_max)
+{
     slot_etcd_opts o = {.timeout_ms = timeout_ms, .inflight_max = inflight_max};
     slot_etcd *c = NULL;
     ASSERT_ETCD_ST(slot_etcd_new(&test_loop, endpoints, &o, &c), 0);
@@ -385,15 +413,16 @@ slot_etcd *client(const char *endpoints, uint32_t timeout_ms, uint32_t inflight_
     return c;
 }
 
-void client_close(slot_etcd *c) {
+void client_close(slot_etcd *c)
+{
     slot_etcd_close(c);
     loop_finish();
 }
 
 /* ---- watch capture */
 
-
-void on_event(slot_etcd_watch *w, const slot_etcd_event *ev, void *data) {
+void on_event(slot_etcd_watch *w, const slot_etcd_event *ev, void *data)
+{
     watch_log *l = data;
     ASSERT(w == l->w);
     ASSERT(!l->ended);
@@ -410,7 +439,8 @@ void on_event(slot_etcd_watch *w, const slot_etcd_event *ev, void *data) {
     }
 }
 
-void on_watch_end(slot_etcd_watch *w, int status, int64_t last_rev, void *data) {
+void on_watch_end(slot_etcd_watch *w, int status, int64_t last_rev, void *data)
+{
     watch_log *l = data;
     ASSERT(w == l->w);
     l->ended = true;
@@ -420,14 +450,16 @@ void on_watch_end(slot_etcd_watch *w, int status, int64_t last_rev, void *data) 
     slot_etcd_watch_cancel(w); /* from end_cb: does nothing */
 }
 
-void watch(slot_etcd *c, watch_log *l, const char *key, bool prefix, int64_t from) {
+void watch(slot_etcd *c, watch_log *l, const char *key, bool prefix, int64_t from)
+{
     int cancel_after = l->cancel_after;
     memset(l, 0, sizeof *l);
     l->cancel_after = cancel_after;
     ASSERT_ETCD_ST(slot_etcd_watch_start(c, key, prefix, from, on_event, on_watch_end, l, &l->w), 0);
 }
 
-bool wait_events(watch_log *l, int n) {
+bool wait_events(watch_log *l, int n)
+{
     uv_update_time(&test_loop);
     uint64_t end = uv_now(&test_loop) + WAIT_MS;
     while (l->n < n && !l->ended && uv_now(&test_loop) < end) {
@@ -439,7 +471,6 @@ bool wait_events(watch_log *l, int n) {
 
 /* ---- a fake etcd that answers badly */
 
-
 typedef struct fake_conn {
     uv_tcp_t tcp;
     fake *f;
@@ -449,7 +480,8 @@ typedef struct fake_conn {
     uv_write_t wr;
 } fake_conn;
 
-static void fake_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+static void fake_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
     (void)hint;
     fake_conn *fc = h->data;
     b->base = fc->in + fc->in_len;
@@ -461,17 +493,20 @@ static void fake_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
     }
 }
 
-static void fake_closed(uv_handle_t *h) {
+static void fake_closed(uv_handle_t *h)
+{
     free(h->data);
 }
 
-static void fake_written(uv_write_t *w, int status) {
+static void fake_written(uv_write_t *w, int status)
+{
     (void)status;
     uv_close((uv_handle_t *)w->handle, fake_closed);
 }
 
 /* Reply once the request's headers and body (Content-Length) are in. */
-static void fake_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
+static void fake_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
     (void)b;
     fake_conn *fc = s->data;
     if (n < 0) {
@@ -494,7 +529,8 @@ static void fake_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
     ASSERT_EQ(uv_write(&fc->wr, s, &out, 1, fake_written), 0);
 }
 
-static void fake_accept(uv_stream_t *server, int status) {
+static void fake_accept(uv_stream_t *server, int status)
+{
     ASSERT_EQ(status, 0);
     fake_conn *fc = calloc(1, sizeof *fc);
     ASSERT(fc);
@@ -505,7 +541,8 @@ static void fake_accept(uv_stream_t *server, int status) {
     ASSERT_EQ(uv_read_start((uv_stream_t *)&fc->tcp, fake_alloc, fake_read), 0);
 }
 
-void fake_start(fake *f) {
+void fake_start(fake *f)
+{
     ASSERT_EQ(uv_tcp_init(&test_loop, &f->server), 0);
     f->server.data = f;
     struct sockaddr_in a;

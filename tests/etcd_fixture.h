@@ -23,12 +23,12 @@
 #define WAIT_MS 30000 /* the bound on any one wait; a pass never comes near it */
 
 /* A status check that names the codes (slot_etcd_err_name, slot_strerror). */
-#define ASSERT_ETCD_ST(got, want)                                                                \
-    do {                                                                                         \
-        int g_ = (got), w_ = (want);                                                             \
-        if (g_ != w_)                                                                            \
+#define ASSERT_ETCD_ST(got, want)                                                              \
+    do {                                                                                       \
+        int g_ = (got), w_ = (want);                                                           \
+        if (g_ != w_)                                                                          \
             T_FAIL_("%s is %s (%s), want %s", #got, slot_etcd_err_name(g_), slot_strerror(g_), \
-                    slot_etcd_err_name(w_));                                                     \
+                    slot_etcd_err_name(w_));                                                   \
     } while (0)
 
 /* ---- the loop */

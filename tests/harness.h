@@ -21,33 +21,33 @@ extern const char *slot_test_current;
 
 /* Prints where and why a case failed, naming the case, and aborts it (the
  * runner then reports it FAIL). Never compiled out, whatever NDEBUG says. */
-#define T_FAIL_(fmt, ...)                                                                  \
-    do {                                                                                   \
-        fprintf(stderr, "%s:%d: FAIL in %s: " fmt "\n", __FILE__, __LINE__,                 \
-                slot_test_current ? slot_test_current : "?", __VA_ARGS__);                 \
-        abort();                                                                           \
+#define T_FAIL_(fmt, ...)                                                   \
+    do {                                                                    \
+        fprintf(stderr, "%s:%d: FAIL in %s: " fmt "\n", __FILE__, __LINE__, \
+                slot_test_current ? slot_test_current : "?", __VA_ARGS__);  \
+        abort();                                                            \
     } while (0)
 
-#define ASSERT(cond)                                                                       \
-    do {                                                                                   \
-        if (!(cond))                                                                       \
-            T_FAIL_("%s", #cond);                                                          \
+#define ASSERT(cond)              \
+    do {                          \
+        if (!(cond))              \
+            T_FAIL_("%s", #cond); \
     } while (0)
 
 /* Signed comparisons print both values; the unsigned ones (ASSERT_U64_*)
  * suit values that may be above INT64_MAX. */
-#define ASSERT_INT_(a, op, b)                                                              \
-    do {                                                                                   \
-        int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                      \
-        if (!(a_ op b_))                                                                   \
-            T_FAIL_("%s %s %s (%" PRId64 " vs %" PRId64 ")", #a, #op, #b, a_, b_);         \
+#define ASSERT_INT_(a, op, b)                                                      \
+    do {                                                                           \
+        int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                              \
+        if (!(a_ op b_))                                                           \
+            T_FAIL_("%s %s %s (%" PRId64 " vs %" PRId64 ")", #a, #op, #b, a_, b_); \
     } while (0)
 
-#define ASSERT_U64_(a, op, b)                                                              \
-    do {                                                                                   \
-        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
-        if (!(a_ op b_))                                                                   \
-            T_FAIL_("%s %s %s (%" PRIu64 " vs %" PRIu64 ")", #a, #op, #b, a_, b_);         \
+#define ASSERT_U64_(a, op, b)                                                      \
+    do {                                                                           \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                           \
+        if (!(a_ op b_))                                                           \
+            T_FAIL_("%s %s %s (%" PRIu64 " vs %" PRIu64 ")", #a, #op, #b, a_, b_); \
     } while (0)
 
 #define ASSERT_EQ(a, b) ASSERT_INT_(a, ==, b)
@@ -59,17 +59,17 @@ extern const char *slot_test_current;
 #define ASSERT_U64_EQ(a, b) ASSERT_U64_(a, ==, b)
 #define ASSERT_U64_LE(a, b) ASSERT_U64_(a, <=, b)
 
-#define ASSERT_STR_EQ(a, b)                                                                \
-    do {                                                                                   \
-        const char *a_ = (a), *b_ = (b);                                                   \
-        if (strcmp(a_, b_) != 0)                                                           \
-            T_FAIL_("%s == %s (\"%s\" vs \"%s\")", #a, #b, a_, b_);                        \
+#define ASSERT_STR_EQ(a, b)                                         \
+    do {                                                            \
+        const char *a_ = (a), *b_ = (b);                            \
+        if (strcmp(a_, b_) != 0)                                    \
+            T_FAIL_("%s == %s (\"%s\" vs \"%s\")", #a, #b, a_, b_); \
     } while (0)
 
-#define ASSERT_NOT_NULL(p)                                                                 \
-    do {                                                                                   \
-        if ((p) == NULL)                                                                   \
-            T_FAIL_("%s != NULL", #p);                                                     \
+#define ASSERT_NOT_NULL(p)             \
+    do {                               \
+        if ((p) == NULL)               \
+            T_FAIL_("%s != NULL", #p); \
     } while (0)
 
 /* ---- the test list (in the manner of libuv's test/test-list.h)
@@ -96,18 +96,23 @@ typedef struct slot_test_case {
 #define TEST_IMPL(name) static void test_##name(void)
 #define TEST_LIST_START const slot_test_case slot_test_list[] = {
 #define TEST_ENTRY(name) {#name, test_##name},
-#define TEST_LIST_END {NULL, NULL}};
+#define TEST_LIST_END \
+    {                 \
+        NULL, NULL    \
+    }                 \
+    }                 \
+    ;
 
 /* SLOT_TEST_SKIP(fmt, ...) — the case cannot run here (not root, a tool
  * missing): it says why and ends as skipped, which counts neither as passed
  * nor as failed. A program whose every case skipped exits 77 (meson: SKIP). */
 #define SLOT_TEST_SKIPPED 77
-#define SLOT_TEST_SKIP(...)                                                                \
-    do {                                                                                   \
-        printf("  skipped: " __VA_ARGS__);                                                 \
-        printf("\n");                                                                      \
-        fflush(stdout);                                                                    \
-        _exit(SLOT_TEST_SKIPPED);                                                          \
+#define SLOT_TEST_SKIP(...)                \
+    do {                                   \
+        printf("  skipped: " __VA_ARGS__); \
+        printf("\n");                      \
+        fflush(stdout);                    \
+        _exit(SLOT_TEST_SKIPPED);          \
     } while (0)
 
 /* The program's cases, ended by {NULL, NULL}; defined by TEST_LIST_START. */
@@ -143,7 +148,7 @@ uint64_t slot_test_now_ms(void);
 typedef struct slot_test_server {
     pid_t pid;
     uint16_t port;
-    char *dir;        /* data folder (owned when own_dir) */
+    char *dir; /* data folder (owned when own_dir) */
     bool own_dir;
 } slot_test_server;
 

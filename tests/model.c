@@ -25,8 +25,8 @@ bool chance(model *m, uint32_t per_mille)
     return below(m, 1000) < per_mille;
 }
 
-const char *const users[M_USERS] = {"alice", "bob",   "carol", "dave",  "\xc3\xa9ve", "frank",
-                                           "grace", "heidi", "ivan",  "judy",  "mallory",    "\xe2\x82\xac"};
+const char *const users[M_USERS] = {"alice", "bob",   "carol", "dave", "\xc3\xa9ve", "frank",
+                                    "grace", "heidi", "ivan",  "judy", "mallory",    "\xe2\x82\xac"};
 
 /* ---- undo log: every change to the model goes through U_SET, so an aborted
  *      batch can put the model back as it was at the batch's start. */
@@ -221,8 +221,15 @@ mhold *m_new_hold_(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
     uint32_t ix = m->nh;
     U_SET(m, m->nh, m->nh + 1);
     mhold *h = &m->h[ix]; /* above the old nh: a rollback forgets it without a save */
-    *h = (mhold){.seq = e->next_seq, .created = m->now, .exp = m->now + e->ttl, .ev = ev, .key = key,
-                 .user = (uint16_t)user, .qty = (uint16_t)qty, .pos = (uint16_t)e->nheld, .st = SLOT_HOLD_HELD};
+    *h = (mhold){.seq = e->next_seq,
+                 .created = m->now,
+                 .exp = m->now + e->ttl,
+                 .ev = ev,
+                 .key = key,
+                 .user = (uint16_t)user,
+                 .qty = (uint16_t)qty,
+                 .pos = (uint16_t)e->nheld,
+                 .st = SLOT_HOLD_HELD};
     U_SET(m, e->next_seq, e->next_seq + 1);
     U_SET(m, e->held_ix[e->nheld], ix);
     U_SET(m, e->nheld, e->nheld + 1);
@@ -300,8 +307,13 @@ mwait *m_wait_append(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_
     uint32_t ix = m->nw;
     U_SET(m, m->nw, m->nw + 1);
     mwait *w = &m->w[ix];
-    *w = (mwait){.join = e->next_join, .joined = m->now, .ev = ev, .key = key, .user = (uint16_t)user,
-                 .qty = (uint16_t)qty, .state = SLOT_WAIT_WAITING};
+    *w = (mwait){.join = e->next_join,
+                 .joined = m->now,
+                 .ev = ev,
+                 .key = key,
+                 .user = (uint16_t)user,
+                 .qty = (uint16_t)qty,
+                 .state = SLOT_WAIT_WAITING};
     U_SET(m, e->next_join, e->next_join + 1);
     if (e->wlast)
         U_SET(m, m->w[e->wlast - 1].next, ix + 1);
@@ -426,8 +438,14 @@ mhold *m_new_confirmed(model *m, mhold *old, uint32_t qty)
     uint32_t ix = m->nh;
     U_SET(m, m->nh, m->nh + 1);
     mhold *h = &m->h[ix];
-    *h = (mhold){.seq = e->next_seq, .created = m->now, .exp = m->now + e->ttl, .ev = old->ev, .key = old->key,
-                 .user = old->user, .qty = (uint16_t)qty, .st = SLOT_HOLD_CONFIRMED,
+    *h = (mhold){.seq = e->next_seq,
+                 .created = m->now,
+                 .exp = m->now + e->ttl,
+                 .ev = old->ev,
+                 .key = old->key,
+                 .user = old->user,
+                 .qty = (uint16_t)qty,
+                 .st = SLOT_HOLD_CONFIRMED,
                  .replaces = hold_index(m, old) + 1};
     U_SET(m, e->next_seq, e->next_seq + 1);
     U_SET(m, e->confirmed, e->confirmed + qty);
@@ -596,7 +614,7 @@ mres m_wstate(model *m, uint32_t ev, uint32_t user, uint32_t key)
 
 typedef struct due_ref {
     uint64_t exp, seq;
-    const char *name;              /* the hold's event */
+    const char *name; /* the hold's event */
     uint32_t ix;
 } due_ref;
 

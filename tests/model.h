@@ -17,19 +17,19 @@
 #include "slot/check.h"
 #include "slot/store.h"
 
-#define T0 UINT64_C(1764500000000) /* the virtual clock starts here, ms */
-#define M_OPS_DEFAULT 600000      /* the random seed's ops: under 10 s with carts and waitlists */
-#define M_USERS 12                 /* per event; few, so max_per_user bites */
-#define M_LIVE 4                   /* events selling at once */
-#define M_CAP_MAX 240              /* capacity bound, so an event's held holds fit a fixed list */
-#define M_NEW_EVENT_EVERY 2500     /* mean ops between replacing a live event by a new one */
-#define M_REOPEN_EVERY 50000       /* mean ops between closing and opening the store */
-#define M_CHECK_EVERY 100000       /* ops between full slot_check scans */
-#define M_BATCH_MAX 64             /* ops per write transaction: 1..this */
-#define M_CART_ITEMS 3             /* items of a cart the driver makes: 1..this */
+#define T0 UINT64_C(1764500000000)      /* the virtual clock starts here, ms */
+#define M_OPS_DEFAULT 600000            /* the random seed's ops: under 10 s with carts and waitlists */
+#define M_USERS 12                      /* per event; few, so max_per_user bites */
+#define M_LIVE 4                        /* events selling at once */
+#define M_CAP_MAX 240                   /* capacity bound, so an event's held holds fit a fixed list */
+#define M_NEW_EVENT_EVERY 2500          /* mean ops between replacing a live event by a new one */
+#define M_REOPEN_EVERY 50000            /* mean ops between closing and opening the store */
+#define M_CHECK_EVERY 100000            /* ops between full slot_check scans */
+#define M_BATCH_MAX 64                  /* ops per write transaction: 1..this */
+#define M_CART_ITEMS 3                  /* items of a cart the driver makes: 1..this */
 #define M_CART_KEY0 (UINT32_C(1) << 23) /* carts' request keys start here, apart from plain holds' */
-#define M_RECENT 50                /* ops on holds mostly pick among the newest this many */
-#define M_WAIT_MAX 24              /* an event's waitlist_max: 0 (none) or 1..this, so the list fills up */
+#define M_RECENT 50                     /* ops on holds mostly pick among the newest this many */
+#define M_WAIT_MAX 24                   /* an event's waitlist_max: 0 (none) or 1..this, so the list fills up */
 
 _Static_assert(M_CAP_MAX <= UINT16_MAX, "held-list positions are 16-bit");
 
@@ -37,39 +37,39 @@ _Static_assert(M_CAP_MAX <= UINT16_MAX, "held-list positions are 16-bit");
 
 typedef struct mhold {
     uint64_t seq, tag, created, exp;
-    uint32_t ev, key;              /* event index; request key "r<key>" */
+    uint32_t ev, key; /* event index; request key "r<key>" */
     uint16_t user, qty;
-    uint16_t pos;                  /* index in its event's held list while stored held */
-    uint8_t st;                    /* stored status: a held hold may be due */
-    uint16_t returned, ext;        /* v1.1: units a partial confirm gave back; extensions taken */
+    uint16_t pos;                   /* index in its event's held list while stored held */
+    uint8_t st;                     /* stored status: a held hold may be due */
+    uint16_t returned, ext;         /* v1.1: units a partial confirm gave back; extensions taken */
     uint32_t replaced_by, replaces; /* v1.1 reacquire links: hold index + 1, 0 = none */
-    bool cart;                     /* an item of a hold_many; print: the cart's items */
-    bool wl;                       /* kind waitlist: a join held at once, or an offer (went) */
-    bool tag_unknown;              /* an offer: made inside another op, its tag is read from the store */
-    uint32_t went;                 /* an offer: its waitlist entry's index + 1 */
+    bool cart;                      /* an item of a hold_many; print: the cart's items */
+    bool wl;                        /* kind waitlist: a join held at once, or an offer (went) */
+    bool tag_unknown;               /* an offer: made inside another op, its tag is read from the store */
+    uint32_t went;                  /* an offer: its waitlist entry's index + 1 */
     uint64_t print;
 } mhold;
 
 /* A waitlist entry (docs/protocol.md, "Waitlist"): one per key that joined and waited. An
  * event's entries form a chain in join order (next: index + 1, 0 = the last). */
 typedef struct mwait {
-    uint64_t join, joined;         /* join seq; joined_at ms */
+    uint64_t join, joined; /* join seq; joined_at ms */
     uint32_t ev, key, next;
-    uint32_t hold;                 /* offered: the hold's index + 1 */
+    uint32_t hold; /* offered: the hold's index + 1 */
     uint16_t user, qty;
-    uint8_t state;                 /* slot_wait_state */
+    uint8_t state; /* slot_wait_state */
 } mwait;
 
 typedef struct mevent {
-    char name[24];                 /* "e%05u", or another event's name and ".<index>" */
+    char name[24]; /* "e%05u", or another event's name and ".<index>" */
     uint8_t status;
-    uint32_t shards, ttl, mpr, mx;   /* mx: max_extensions */
+    uint32_t shards, ttl, mpr, mx; /* mx: max_extensions */
     uint64_t cap, mpu, held, confirmed, next_seq;
-    uint64_t opens, closes, mh;    /* the sale window (0 = none); max_hold_ms */
-    uint64_t user_qty[M_USERS];    /* stored held + confirmed per user (what users[] keeps) */
-    uint32_t next_key[M_USERS];    /* driver: the user's next fresh request key */
+    uint64_t opens, closes, mh; /* the sale window (0 = none); max_hold_ms */
+    uint64_t user_qty[M_USERS]; /* stored held + confirmed per user (what users[] keeps) */
+    uint32_t next_key[M_USERS]; /* driver: the user's next fresh request key */
     uint32_t nheld;
-    uint32_t held_ix[M_CAP_MAX];   /* holds stored held; a held hold has qty >= 1 */
+    uint32_t held_ix[M_CAP_MAX]; /* holds stored held; a held hold has qty >= 1 */
     /* the waitlist: waiting entries and their units, entries offered so far, the next join seq;
      * the chain of entries (first, last) and the first that may still wait (index + 1) */
     uint32_t wmax;
@@ -88,7 +88,7 @@ typedef struct mres {
     slot_err err;
     bool sold_out, replay, done;
     uint64_t available, expired;
-    const mhold *h;                /* the hold the answer is about, or NULL */
+    const mhold *h; /* the hold the answer is about, or NULL */
     slot_hold_status st;
     /* waitlist_join, waitlist: the entry's state, position and qty; waitlist_full */
     slot_wait_state ws;
@@ -120,18 +120,18 @@ typedef struct model {
     uint32_t live[M_LIVE];
     mhold *h;
     uint32_t nh, cap_h;
-    uint64_t *kt_key;              /* (event, user, key) -> hold index + 1, open addressing */
+    uint64_t *kt_key; /* (event, user, key) -> hold index + 1, open addressing */
     uint32_t *kt_val;
     uint64_t kt_mask;
-    mwait *w;                      /* every waitlist entry; index above nw: forgotten by a rollback */
+    mwait *w; /* every waitlist entry; index above nw: forgotten by a rollback */
     uint32_t nw, cap_w;
-    uint64_t *wt_key;              /* (event, user, key) -> entry index + 1, as kt_ */
+    uint64_t *wt_key; /* (event, user, key) -> entry index + 1, as kt_ */
     uint32_t *wt_val;
     undo *log;
     size_t nlog, cap_log;
     unsigned char *arena;
     size_t arena_used, arena_cap;
-    uint32_t touched[8];           /* events whose view the current op may have changed */
+    uint32_t touched[8]; /* events whose view the current op may have changed */
     uint32_t ntouched;
     bool touched_all;
     /* the store under test */
@@ -141,14 +141,13 @@ typedef struct model {
     bool alloc_open;
     MDB_txn *txn;
     uint64_t now;
-    bool map_full;                 /* the running batch hit MDB_MAP_FULL */
-    bool strict;                   /* every event after every op; full scans after every batch */
+    bool map_full; /* the running batch hit MDB_MAP_FULL */
+    bool strict;   /* every event after every op; full scans after every batch */
     stats n;
-    bool small_sale;               /* driver: the next new event is a small sale with a waitlist */
-    uint32_t cart_key[M_USERS];    /* driver: the user's next fresh cart key (above M_CART_KEY0) */
+    bool small_sale;            /* driver: the next new event is a small sale with a waitlist */
+    uint32_t cart_key[M_USERS]; /* driver: the user's next fresh cart key (above M_CART_KEY0) */
     mcart last_cart[M_USERS];
 } model;
-
 
 /* The users of every event (M_USERS names; one is not ASCII). */
 extern const char *const users[M_USERS];
@@ -157,10 +156,10 @@ extern const mhold *m_holds;
 
 /* U_SET(m, lvalue, value) — every change to the model: the old bytes of lvalue
  * go to m's undo log (u_save), so an aborted batch can put them back. */
-#define U_SET(m, lvalue, value)                       \
-    do {                                              \
-        u_save((m), &(lvalue), sizeof(lvalue));       \
-        (lvalue) = (value);                           \
+#define U_SET(m, lvalue, value)                 \
+    do {                                        \
+        u_save((m), &(lvalue), sizeof(lvalue)); \
+        (lvalue) = (value);                     \
     } while (0)
 
 /* ---- model.c: the model, its undo log, its indexes and its transitions */

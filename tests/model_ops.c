@@ -105,8 +105,8 @@ void wrong_hold(model *m, const mhold *h, slot_op op, char id[SLOT_HOLD_ID_BYTES
         break;
     }
     case 1: /* the sequence number of a hold that does not exist yet */
-        snprintf(id, SLOT_HOLD_ID_BYTES + 1, "%016llx%016llx", (unsigned long long)(m->ev[h->ev].next_seq + below(m, 3)),
-                 (unsigned long long)h->tag);
+        snprintf(id, SLOT_HOLD_ID_BYTES + 1, "%016llx%016llx",
+                 (unsigned long long)(m->ev[h->ev].next_seq + below(m, 3)), (unsigned long long)h->tag);
         break;
     case 2: /* not an id at all */
         snprintf(id, SLOT_HOLD_ID_BYTES + 1, "%s", below(m, 2) ? "x" : "0000000000000001000000000000000G");
@@ -256,7 +256,7 @@ void op_new_event(model *m, uint32_t slot)
     e->wmax = chance(m, 400) ? 0 : 1 + below(m, M_WAIT_MAX); /* mostly a waitlist, small enough to fill */
     if (e->wmax > 0 && chance(m, 400))
         e->cap = 1 + below(m, 12); /* a small sale: it sells out, and people wait */
-    if (m->small_sale) { /* the first live event: a small sale with a waitlist, also in short runs */
+    if (m->small_sale) {           /* the first live event: a small sale with a waitlist, also in short runs */
         m->small_sale = false;
         e->wmax = 8 + below(m, M_WAIT_MAX - 7);
         e->cap = 1 + below(m, 12);
@@ -285,15 +285,33 @@ void op_create_again(model *m)
     bool same = chance(m, 500);
     if (!same) {
         switch (below(m, 9)) {
-        case 7: q.waitlist_max = e->wmax % M_WAIT_MAX + 1; break;
-        case 0: q.capacity = e->cap + 1; break;
-        case 1: q.shards = e->shards % SLOT_SHARDS_MAX + 1; break;
-        case 2: q.hold_ttl_ms = e->ttl + 1; break;
-        case 3: q.max_per_user = e->mpu + 1; break;
-        case 4: q.closes_at_ms = e->closes + 1; break;
-        case 5: q.max_extensions = e->mx % SLOT_MAX_EXTENSIONS_MAX + 1; break;
-        case 6: q.max_hold_ms = e->mh + 1; break;
-        default: q.max_per_request = e->mpr % SLOT_MAX_PER_REQUEST_MAX + 1; break;
+        case 7:
+            q.waitlist_max = e->wmax % M_WAIT_MAX + 1;
+            break;
+        case 0:
+            q.capacity = e->cap + 1;
+            break;
+        case 1:
+            q.shards = e->shards % SLOT_SHARDS_MAX + 1;
+            break;
+        case 2:
+            q.hold_ttl_ms = e->ttl + 1;
+            break;
+        case 3:
+            q.max_per_user = e->mpu + 1;
+            break;
+        case 4:
+            q.closes_at_ms = e->closes + 1;
+            break;
+        case 5:
+            q.max_extensions = e->mx % SLOT_MAX_EXTENSIONS_MAX + 1;
+            break;
+        case 6:
+            q.max_hold_ms = e->mh + 1;
+            break;
+        default:
+            q.max_per_request = e->mpr % SLOT_MAX_PER_REQUEST_MAX + 1;
+            break;
         }
     }
     slot_res r = {0};
@@ -427,10 +445,10 @@ void op_window(model *m)
 /* Any op on an event that does not exist: unknown_event, before anything else. */
 void op_unknown_event(model *m)
 {
-    static const slot_op ops[] = {SLOT_OP_HOLD,  SLOT_OP_CONFIRM, SLOT_OP_RELEASE,      SLOT_OP_GET_HOLD,
-                                  SLOT_OP_EVENT, SLOT_OP_RESHARD, SLOT_OP_SET_CAPACITY, SLOT_OP_SHARDS,
-                                  SLOT_OP_EXTEND, SLOT_OP_SET_SALE_WINDOW, SLOT_OP_WAITLIST_JOIN,
-                                  SLOT_OP_WAITLIST_LEAVE, SLOT_OP_WAITLIST};
+    static const slot_op ops[] = {
+        SLOT_OP_HOLD,          SLOT_OP_CONFIRM,        SLOT_OP_RELEASE, SLOT_OP_GET_HOLD, SLOT_OP_EVENT,
+        SLOT_OP_RESHARD,       SLOT_OP_SET_CAPACITY,   SLOT_OP_SHARDS,  SLOT_OP_EXTEND,   SLOT_OP_SET_SALE_WINDOW,
+        SLOT_OP_WAITLIST_JOIN, SLOT_OP_WAITLIST_LEAVE, SLOT_OP_WAITLIST};
     slot_req q = slot_test_req(ops[below(m, sizeof ops / sizeof ops[0])], "e99999x");
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[0]);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, "r0");
@@ -544,7 +562,8 @@ void expect_wait_res(const slot_res *r, const mres *want, const char *what)
         ASSERT_EQ(r->available, want->available);
     ASSERT_EQ(r->replay, want->replay);
     if (r->wait_state != want->ws)
-        T_FAIL_("%s: entry %s, model says %s", what, slot_wait_state_name(r->wait_state), slot_wait_state_name(want->ws));
+        T_FAIL_("%s: entry %s, model says %s", what, slot_wait_state_name(r->wait_state),
+                slot_wait_state_name(want->ws));
     if (want->ws == SLOT_WAIT_WAITING) {
         ASSERT_U64_EQ(r->position, want->pos);
         ASSERT_EQ(r->qty, want->wqty);
@@ -598,7 +617,8 @@ slot_req req_wait(model *m, slot_op op, uint32_t ev, uint32_t user, uint32_t key
 void op_join(model *m)
 {
     uint32_t ev = pick_event(m), user = below(m, M_USERS);
-    if (chance(m, 700)) { /* mostly the live event with a waitlist nearest to sold out: it sells out, then people wait */
+    if (chance(m,
+               700)) { /* mostly the live event with a waitlist nearest to sold out: it sells out, then people wait */
         uint64_t least = UINT64_MAX;
         for (uint32_t i = 0; i < M_LIVE; i++) {
             const mevent *l = &m->ev[m->live[i]];
@@ -734,4 +754,3 @@ void one_op(model *m)
     else
         op_hold(m);
 }
-

@@ -188,7 +188,7 @@ void expect_clean(model *m, MDB_txn *on, const char *ev)
 
 typedef struct hold_cmp {
     const model *m;
-    const uint32_t *ix;            /* the model's holds of the event, in sequence order */
+    const uint32_t *ix; /* the model's holds of the event, in sequence order */
     uint32_t n, at;
 } hold_cmp;
 
@@ -223,7 +223,7 @@ int cmp_hold(void *p, const slot_hold_rec *rec)
 /* The stored waiting list against the model's, in join order. */
 typedef struct wait_cmp {
     const model *m;
-    uint32_t at;                   /* the model's next entry to look at (index + 1) */
+    uint32_t at; /* the model's next entry to look at (index + 1) */
     uint64_t seen;
 } wait_cmp;
 
@@ -260,12 +260,12 @@ void expect_waitlist(model *m, MDB_txn *ro, const mevent *e)
         char k[16];
         key_name(k, w->key);
         slot_wait_rec rec;
-        ASSERT_EQ(slot_store_wait_key_get(m->st, ro, e->name, strlen(e->name), users[w->user], strlen(users[w->user]), k,
-                                          strlen(k), &rec),
+        ASSERT_EQ(slot_store_wait_key_get(m->st, ro, e->name, strlen(e->name), users[w->user], strlen(users[w->user]),
+                                          k, strlen(k), &rec),
                   0);
         if (rec.state != w->state)
-            T_FAIL_("entry join %llu: stored %s, model %s", (unsigned long long)w->join, slot_wait_state_name(rec.state),
-                    slot_wait_state_name((slot_wait_state)w->state));
+            T_FAIL_("entry join %llu: stored %s, model %s", (unsigned long long)w->join,
+                    slot_wait_state_name(rec.state), slot_wait_state_name((slot_wait_state)w->state));
         ASSERT_U64_EQ(rec.join, w->join);
         ASSERT_EQ(rec.qty, w->qty);
         if (w->state == SLOT_WAIT_OFFERED) {
@@ -388,4 +388,3 @@ void expect_committed(model *m)
     expect_clean(m, ro, m->ev[m->live[below(m, M_LIVE)]].name);
     mdb_txn_abort(ro);
 }
-

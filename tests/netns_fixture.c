@@ -97,12 +97,15 @@ void ns_setup(void)
     signal(SIGABRT, ns_cleanup_on_abort);
     const char *hub = ns_names[NS_HUB];
     ASSERT_EQ(sh("ip -n %s link add br0 type bridge && ip -n %s addr add 10.200.0.1/24 dev br0 && "
-                 "ip -n %s link set br0 up", hub, hub, hub), 0);
+                 "ip -n %s link set br0 up",
+                 hub, hub, hub),
+              0);
     for (int i = 0; i < NODES; i++) {
         ASSERT_EQ(sh("ip -n %s link add v%d type veth peer name eth0 netns %s", hub, i, ns_names[i]), 0);
         ASSERT_EQ(sh("ip -n %s link set v%d master br0 && ip -n %s link set v%d up", hub, i, hub, i), 0);
         ASSERT_EQ(sh("ip -n %s addr add 10.200.0.%d/24 dev eth0 && ip -n %s link set eth0 up", ns_names[i], 11 + i,
-                     ns_names[i]), 0);
+                     ns_names[i]),
+                  0);
         snprintf(nodes[i].host, sizeof(nodes[i].host), "10.200.0.%d", 11 + i);
         nodes[i].netns_fd = ns_fd(i);
     }
@@ -132,7 +135,8 @@ bool ns_cut_available(void)
 {
     for (int i = 0; i <= NODES; i++)
         if (sh("ip netns exec %s nft 'add table inet slt; add chain inet slt in "
-               "{ type filter hook input priority 0 ; }'", ns_names[i]) != 0)
+               "{ type filter hook input priority 0 ; }'",
+               ns_names[i]) != 0)
             return false;
     return true;
 }
@@ -146,8 +150,8 @@ static void apply(int i)
         if (j == i || !cuts[i][j])
             continue;
         if (i == NS_HUB) /* etcd's side: the node's packets to etcd's client port */
-            len += (size_t)snprintf(rules + len, sizeof(rules) - len, "; add rule inet slt in ip saddr %s tcp dport %d drop",
-                                    nodes[j].host, etcd.cport);
+            len += (size_t)snprintf(rules + len, sizeof(rules) - len,
+                                    "; add rule inet slt in ip saddr %s tcp dport %d drop", nodes[j].host, etcd.cport);
         else if (j == NS_ETCD) /* the node's side: etcd's answers */
             len += (size_t)snprintf(rules + len, sizeof(rules) - len,
                                     "; add rule inet slt in ip saddr 10.200.0.1 tcp sport %d drop", etcd.cport);
@@ -158,7 +162,8 @@ static void apply(int i)
     }
     if (i < NODES && answers_cut[i] && !cuts[i][NS_ETCD]) /* a segment of 100 bytes or more: not a SYN-ACK or an ACK */
         len += (size_t)snprintf(rules + len, sizeof(rules) - len,
-                                "; add rule inet slt in ip saddr 10.200.0.1 tcp sport %d ip length >= 100 drop", etcd.cport);
+                                "; add rule inet slt in ip saddr 10.200.0.1 tcp sport %d ip length >= 100 drop",
+                                etcd.cport);
     ASSERT(len < sizeof(rules));
     ASSERT_EQ(sh("ip netns exec %s nft '%s'", ns_names[i], rules), 0);
 }
@@ -208,7 +213,8 @@ const char *ns_cut_desc(void)
     for (int a = 0; a <= NODES; a++)
         for (int b = a + 1; b <= NODES; b++)
             if (b == NS_ETCD && answers_cut[a] && !cuts[a][b])
-                len += (size_t)snprintf(out + len, sizeof(out) - len, "%setcd>%s(answers)", len ? " " : "", nodes[a].id);
+                len += (size_t)snprintf(out + len, sizeof(out) - len, "%setcd>%s(answers)", len ? " " : "",
+                                        nodes[a].id);
             else if (cuts[a][b] || cuts[b][a]) { /* "a-b" both ways; "b>a": a drops what b sends, one way */
                 const char *na = nodes[a].id, *nb = b == NS_ETCD ? "etcd" : nodes[b].id;
                 bool both = cuts[a][b] && cuts[b][a];

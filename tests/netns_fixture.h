@@ -21,7 +21,7 @@
 
 #include "cluster_fixture.h"
 
-#define NS_HUB NODES /* index of the hub namespace in ns_names */
+#define NS_HUB NODES  /* index of the hub namespace in ns_names */
 #define NS_ETCD NODES /* in cuts: etcd, the hub's etcd client port */
 
 extern char ns_names[NODES + 1][32];

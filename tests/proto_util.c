@@ -19,7 +19,8 @@ slot_err parse_n(const char *line, size_t len, slot_req *r)
 slot_err parse_qty(const char *v, slot_req *r)
 {
     char line[512];
-    snprintf(line, sizeof(line), "{\"id\":7,\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":%s}", v);
+    snprintf(line, sizeof(line),
+             "{\"id\":7,\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":%s}", v);
     return parse(line, r);
 }
 

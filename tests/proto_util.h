@@ -17,20 +17,19 @@
 /* The message of the last parse or parse_n (NUL-terminated). */
 extern char last_msg[PROTO_MSG_BYTES];
 
-#define EXPECT(line, code)                                                                  \
-    do {                                                                                    \
-        slot_req r_;                                                                        \
-        slot_err e_ = parse((line), &r_);                                                   \
-        if (e_ != (code))                                                                   \
-            T_FAIL_("parse(%s) = %s, want %s (%s)", (line), slot_err_name(e_), slot_err_name(code), \
-                    last_msg);                                                              \
+#define EXPECT(line, code)                                                                                     \
+    do {                                                                                                       \
+        slot_req r_;                                                                                           \
+        slot_err e_ = parse((line), &r_);                                                                      \
+        if (e_ != (code))                                                                                      \
+            T_FAIL_("parse(%s) = %s, want %s (%s)", (line), slot_err_name(e_), slot_err_name(code), last_msg); \
     } while (0)
 
 /* Assert the last message names `field` (docs/protocol.md: "the message names the field"). */
-#define ASSERT_MSG_HAS(field)                                                               \
-    do {                                                                                    \
-        if (strstr(last_msg, (field)) == NULL)                                              \
-            T_FAIL_("message \"%s\" does not name %s", last_msg, (field));                  \
+#define ASSERT_MSG_HAS(field)                                              \
+    do {                                                                   \
+        if (strstr(last_msg, (field)) == NULL)                             \
+            T_FAIL_("message \"%s\" does not name %s", last_msg, (field)); \
     } while (0)
 
 /* Parse a NUL-terminated line (the NUL is not part of it). */

@@ -34,7 +34,6 @@ void rnd_bytes(uint8_t *p, size_t n)
         p[i] = (uint8_t)rnd();
 }
 
-
 /* A random write set of up to max_ops ops, values up to max_val bytes, sealed. */
 rec make_rec(uint64_t seq, uint64_t epoch, uint64_t prev_epoch, unsigned max_ops, size_t max_val)
 {
@@ -54,8 +53,11 @@ rec make_rec(uint64_t seq, uint64_t epoch, uint64_t prev_epoch, unsigned max_ops
         if (rc)
             abort();
     }
-    slot_wset_hdr h = {.epoch = epoch, .seq = seq, .prev_epoch = prev_epoch,
-                       .commit_seq = seq - 1, .timestamp_ms = 1700000000000ull + seq};
+    slot_wset_hdr h = {.epoch = epoch,
+                       .seq = seq,
+                       .prev_epoch = prev_epoch,
+                       .commit_seq = seq - 1,
+                       .timestamp_ms = 1700000000000ull + seq};
     const uint8_t *p;
     if (slot_wset_finish(&ws, &h, &p, &r.len) != 0)
         abort();
@@ -74,8 +76,7 @@ rec make_fixed(uint64_t seq, uint64_t epoch, uint64_t prev_epoch, size_t vlen)
     uint8_t *v = calloc(1, vlen + 1);
     const uint8_t *p;
     slot_wset_hdr h = {.epoch = epoch, .seq = seq, .prev_epoch = prev_epoch, .commit_seq = seq - 1};
-    if (slot_wset_init(&ws, 0) || slot_wset_put(&ws, 2, "k", 1, v, vlen) ||
-        slot_wset_finish(&ws, &h, &p, &r.len))
+    if (slot_wset_init(&ws, 0) || slot_wset_put(&ws, 2, "k", 1, v, vlen) || slot_wset_finish(&ws, &h, &p, &r.len))
         abort();
     r.b = malloc(r.len);
     memcpy(r.b, p, r.len);

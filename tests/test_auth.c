@@ -31,21 +31,20 @@ TEST_DECLARE(auth_hold_of_another_user_is_unknown)
 TEST_DECLARE(auth_hold_ids_not_guessable)
 
 TEST_LIST_START
-    TEST_ENTRY(auth_hello_must_come_first)
-    TEST_ENTRY(auth_nothing_runs_after_a_refused_hello)
-    TEST_ENTRY(auth_frontend_cannot_run_admin_ops)
-    TEST_ENTRY(auth_later_hello)
-    TEST_ENTRY(auth_pipelined_hellos_report_their_own_role)
-    TEST_ENTRY(auth_failed_hello_logged_without_token)
-    TEST_ENTRY(auth_token_file_readable_by_others_refused)
-    TEST_ENTRY(auth_token_file_malformed_lines_refused)
-    TEST_ENTRY(auth_non_loopback_without_tokens_refused)
-    TEST_ENTRY(auth_non_loopback_with_insecure_starts)
-    TEST_ENTRY(auth_no_tokens_every_connection_admin)
-    TEST_ENTRY(auth_hold_of_another_user_is_unknown)
-    TEST_ENTRY(auth_hold_ids_not_guessable)
+TEST_ENTRY(auth_hello_must_come_first)
+TEST_ENTRY(auth_nothing_runs_after_a_refused_hello)
+TEST_ENTRY(auth_frontend_cannot_run_admin_ops)
+TEST_ENTRY(auth_later_hello)
+TEST_ENTRY(auth_pipelined_hellos_report_their_own_role)
+TEST_ENTRY(auth_failed_hello_logged_without_token)
+TEST_ENTRY(auth_token_file_readable_by_others_refused)
+TEST_ENTRY(auth_token_file_malformed_lines_refused)
+TEST_ENTRY(auth_non_loopback_without_tokens_refused)
+TEST_ENTRY(auth_non_loopback_with_insecure_starts)
+TEST_ENTRY(auth_no_tokens_every_connection_admin)
+TEST_ENTRY(auth_hold_of_another_user_is_unknown)
+TEST_ENTRY(auth_hold_ids_not_guessable)
 TEST_LIST_END
-
 
 #define TIMEOUT_MS 10000
 #define FRONTEND_TOKEN "fe-7c1f0b9e2d4a6c8e"
@@ -241,7 +240,7 @@ TEST_IMPL(auth_hello_must_come_first)
     expect_refused_first("{\"op\":\"hello\",\"token\":\"" ADMIN_TOKEN "x\"}\n");
     expect_refused_first("{\"op\":\"hello\",\"token\":\"ad-93e5a1f7c2b4d60\"}\n");
     expect_refused_first("{\"op\":\"hello\",\"token\":\"AD-93E5A1F7C2B4D608\"}\n");
-    expect_refused_first("   \n"); /* only spaces: bad_json */
+    expect_refused_first("   \n");                                             /* only spaces: bad_json */
     expect_refused_first("{\"op\":\"hold\",\"event\":\"e\",\"qty\":\"1\"}\n"); /* invalid_argument */
     /* The refusal echoes the request's id, like every reply. */
     slot_client *c = slot_test_dial(&srv);
@@ -431,7 +430,6 @@ TEST_IMPL(auth_failed_hello_logged_without_token)
 
 /* ---- refusals to start */
 
-
 TEST_IMPL(auth_token_file_readable_by_others_refused)
 {
     char *dir = slot_test_tmpdir();
@@ -497,8 +495,9 @@ TEST_IMPL(auth_non_loopback_without_tokens_refused)
 {
     char *dir = slot_test_tmpdir();
     char err[1024];
-    static const struct { const char *flag, *addr; } cases[] = {
-        {"--listen", "0.0.0.0:0"}, {"--listen", "[::]:0"}, {"--http", "0.0.0.0:0"}, {"--http", "[::]:0"}};
+    static const struct {
+        const char *flag, *addr;
+    } cases[] = {{"--listen", "0.0.0.0:0"}, {"--listen", "[::]:0"}, {"--http", "0.0.0.0:0"}, {"--http", "[::]:0"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[] = {"--listen", "127.0.0.1:0", cases[i].flag, cases[i].addr, "--data", dir, NULL};
         ASSERT_EQ(slot_test_run_refused(args, err, sizeof err), 64);
@@ -581,7 +580,8 @@ TEST_IMPL(auth_hold_of_another_user_is_unknown)
     slot_client *admin = dial_as(ADMIN_TOKEN, "admin");
     expect_ok_line(admin, "{\"op\":\"create_event\",\"event\":\"own\",\"capacity\":10}\n");
     slot_client *fe = dial_as(FRONTEND_TOKEN, "frontend");
-    slot_reply h = call_line(fe, "{\"op\":\"hold\",\"event\":\"own\",\"user\":\"alice\",\"request\":\"r1\",\"qty\":3}\n");
+    slot_reply h = call_line(fe,
+                             "{\"op\":\"hold\",\"event\":\"own\",\"user\":\"alice\",\"request\":\"r1\",\"qty\":3}\n");
     ASSERT(h.ok);
     ASSERT_STR_EQ(h.status, "held");
     /* How unknown_hold reads for a hold that does not exist. */
@@ -655,7 +655,8 @@ TEST_IMPL(auth_hold_ids_not_guessable)
     uint64_t tags[ID_HOLDS], ones = 0;
     for (int i = 0; i < ID_HOLDS; i++) {
         char line[256];
-        snprintf(line, sizeof line, "{\"op\":\"hold\",\"event\":\"own\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i);
+        snprintf(line, sizeof line,
+                 "{\"op\":\"hold\",\"event\":\"own\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i);
         slot_reply r = call_line(fe, line);
         ASSERT(r.ok);
         ASSERT_EQ(strlen(r.hold), SLOT_HOLD_ID_BYTES);
@@ -690,5 +691,3 @@ TEST_IMPL(auth_hold_ids_not_guessable)
     slot_client_close(admin);
     stop();
 }
-
-

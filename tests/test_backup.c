@@ -35,17 +35,16 @@ TEST_DECLARE(backup_e2e_unwritable_path)
 TEST_DECLARE(backup_e2e_one_at_a_time)
 
 TEST_LIST_START
-    TEST_ENTRY(backup_e2e_hot_release)
-    TEST_ENTRY(backup_e2e_damaged_files_refused)
-    TEST_ENTRY(backup_e2e_restore_folders)
-    TEST_ENTRY(backup_e2e_unwritable_path)
-    TEST_ENTRY(backup_e2e_one_at_a_time)
+TEST_ENTRY(backup_e2e_hot_release)
+TEST_ENTRY(backup_e2e_damaged_files_refused)
+TEST_ENTRY(backup_e2e_restore_folders)
+TEST_ENTRY(backup_e2e_unwritable_path)
+TEST_ENTRY(backup_e2e_one_at_a_time)
 TEST_LIST_END
 
-
-#define RUN_TIMEOUT_MS 120000  /* one slotctl or slot-bench run */
+#define RUN_TIMEOUT_MS 120000 /* one slotctl or slot-bench run */
 #define OUT_BYTES (64u << 10)
-#define PIPELINE 256           /* get_hold requests in flight while the holds are compared */
+#define PIPELINE 256 /* get_hold requests in flight while the holds are compared */
 #define PATH_BYTES 1024
 
 static const char *env_path(const char *name)
@@ -190,8 +189,7 @@ static void expect_server_has(slot_client *c, const char *ev, const hold_list *l
         size_t end = i + PIPELINE < l->n ? i + PIPELINE : l->n;
         for (size_t j = i; j < end; j++) {
             char id[SLOT_HOLD_ID_BYTES + 1];
-            snprintf(id, sizeof id, "%016llx%016llx", (unsigned long long)l->h[j].seq,
-                     (unsigned long long)l->h[j].tag);
+            snprintf(id, sizeof id, "%016llx%016llx", (unsigned long long)l->h[j].seq, (unsigned long long)l->h[j].tag);
             slot_req q;
             ASSERT_EQ(slot_req_hold_op(&q, SLOT_OP_GET_HOLD, ev, id, NULL), 0);
             ASSERT_EQ(slot_client_send(c, &q), 0);
@@ -234,8 +232,23 @@ TEST_IMPL(backup_e2e_hot_release)
     snprintf(r1, sizeof r1, "%s/r1", tmp);
     snprintf(r2, sizeof r2, "%s/r2", tmp);
 
-    const char *bench[] = {env_path("SLOT_BENCH"), "hot-release", "--port", port, "--event", "hr", "--capacity",
-                           "60000", "--connections", "16", "--pipeline", "4", "--tail", "2000", "--seed", "11", NULL};
+    const char *bench[] = {env_path("SLOT_BENCH"),
+                           "hot-release",
+                           "--port",
+                           port,
+                           "--event",
+                           "hr",
+                           "--capacity",
+                           "60000",
+                           "--connections",
+                           "16",
+                           "--pipeline",
+                           "4",
+                           "--tail",
+                           "2000",
+                           "--seed",
+                           "11",
+                           NULL};
     pid_t pid = spawn(bench, log);
     /* Some holds first, so the backups are taken mid-sale. */
     uint64_t t0 = slot_test_now_ms();

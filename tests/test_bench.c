@@ -42,26 +42,25 @@ TEST_DECLARE(bench_threads)
 TEST_DECLARE(bench_redis_min_peer)
 
 TEST_LIST_START
-    TEST_ENTRY(bench_usage_and_help)
-    TEST_ENTRY(bench_hot_release_reports)
-    TEST_ENTRY(bench_open_loop)
-    TEST_ENTRY(bench_churn)
-    TEST_ENTRY(bench_churn_extend_partial_late)
-    TEST_ENTRY(bench_sold_out)
-    TEST_ENTRY(bench_multi_event)
-    TEST_ENTRY(bench_hot_release_cart)
-    TEST_ENTRY(bench_waitlist)
-    TEST_ENTRY(bench_warmup_and_bounds)
-    TEST_ENTRY(bench_verification_catches_a_lying_server)
-    TEST_ENTRY(bench_redis_target)
-    TEST_ENTRY(bench_bounded_run_verifies_what_happened)
-    TEST_ENTRY(bench_ping)
-    TEST_ENTRY(bench_threads)
-    TEST_ENTRY(bench_redis_min_peer)
+TEST_ENTRY(bench_usage_and_help)
+TEST_ENTRY(bench_hot_release_reports)
+TEST_ENTRY(bench_open_loop)
+TEST_ENTRY(bench_churn)
+TEST_ENTRY(bench_churn_extend_partial_late)
+TEST_ENTRY(bench_sold_out)
+TEST_ENTRY(bench_multi_event)
+TEST_ENTRY(bench_hot_release_cart)
+TEST_ENTRY(bench_waitlist)
+TEST_ENTRY(bench_warmup_and_bounds)
+TEST_ENTRY(bench_verification_catches_a_lying_server)
+TEST_ENTRY(bench_redis_target)
+TEST_ENTRY(bench_bounded_run_verifies_what_happened)
+TEST_ENTRY(bench_ping)
+TEST_ENTRY(bench_threads)
+TEST_ENTRY(bench_redis_min_peer)
 TEST_LIST_END
 
-
-#define BENCH_RUN_TIMEOUT_MS 60000       /* one slot-bench run; the scenarios here take seconds */
+#define BENCH_RUN_TIMEOUT_MS 60000 /* one slot-bench run; the scenarios here take seconds */
 #define FAKE_CONNS_MAX 16
 #define OUT_BYTES (64u << 10)
 
@@ -254,7 +253,8 @@ static void check_json(const char *path, uint64_t capacity)
     json_t *after = json_object_get(json_object_get(root, "server_stats"), "after");
     ASSERT(json_is_object(json_object_get(after, "batch_size")));
     ASSERT_GT(json_array_size(json_object_get(root, "series")), 0);
-    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(json_object_get(root, "verification"), "ledger"), "holds")),
+    ASSERT_EQ(json_integer_value(
+                  json_object_get(json_object_get(json_object_get(root, "verification"), "ledger"), "holds")),
               capacity);
     json_decref(root);
 }
@@ -338,9 +338,13 @@ TEST_IMPL(bench_hot_release_reports)
     snprintf(json, sizeof(json), "%s/r.json", tmp);
     snprintf(csv, sizeof(csv), "%s/r.csv", tmp);
     snprintf(svg, sizeof(svg), "%s/r.svg", tmp);
-    const char *args[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "3000", "--connections", "16",
-                          "--pipeline", "4", "--tail", "500", "--seed", "7", "--json", json, "--csv", csv, "--svg", svg,
-                          NULL};
+    const char *args[] = {"hot-release", "--port",     port_arg(srv.port),
+                          "--capacity",  "3000",       "--connections",
+                          "16",          "--pipeline", "4",
+                          "--tail",      "500",        "--seed",
+                          "7",           "--json",     json,
+                          "--csv",       csv,          "--svg",
+                          svg,           NULL};
     expect_pass(args);
     check_json(json, 3000);
     check_csv(csv, 3000);
@@ -353,8 +357,8 @@ TEST_IMPL(bench_hot_release_reports)
 TEST_IMPL(bench_open_loop)
 {
     start();
-    const char *args[] = {"open-loop", "--port", port_arg(srv.port), "--rate", "3000", "--duration", "1.5",
-                          "--connections", "8", "--pipeline", "16", NULL};
+    const char *args[] = {"open-loop",     "--port", port_arg(srv.port), "--rate", "3000", "--duration", "1.5",
+                          "--connections", "8",      "--pipeline",       "16",     NULL};
     expect_pass(args);
     stop();
 }
@@ -362,9 +366,28 @@ TEST_IMPL(bench_open_loop)
 TEST_IMPL(bench_churn)
 {
     start();
-    const char *args[] = {"churn", "--port", port_arg(srv.port), "--duration", "2", "--capacity", "400",
-                          "--connections", "8", "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30",
-                          "--max-per-user", "3", "--users", "200", "--qty", "1:80,2:20", NULL};
+    const char *args[] = {"churn",
+                          "--port",
+                          port_arg(srv.port),
+                          "--duration",
+                          "2",
+                          "--capacity",
+                          "400",
+                          "--connections",
+                          "8",
+                          "--pipeline",
+                          "4",
+                          "--hold-ttl-ms",
+                          "1000",
+                          "--think-ms",
+                          "5:30",
+                          "--max-per-user",
+                          "3",
+                          "--users",
+                          "200",
+                          "--qty",
+                          "1:80,2:20",
+                          NULL};
     expect_pass(args);
     stop();
 }
@@ -387,10 +410,38 @@ TEST_IMPL(bench_churn_extend_partial_late)
     start();
     char json[600];
     snprintf(json, sizeof(json), "%s/churn.json", tmp);
-    const char *args[] = {"churn", "--port", port_arg(srv.port), "--duration", "2.5", "--capacity", "5000",
-                          "--connections", "8", "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30",
-                          "--qty", "1:40,2:30,4:30", "--confirm", "60", "--release", "20", "--abandon", "20",
-                          "--extend", "50", "--partial", "50", "--late", "40", "--json", json, NULL};
+    const char *args[] = {"churn",
+                          "--port",
+                          port_arg(srv.port),
+                          "--duration",
+                          "2.5",
+                          "--capacity",
+                          "5000",
+                          "--connections",
+                          "8",
+                          "--pipeline",
+                          "4",
+                          "--hold-ttl-ms",
+                          "1000",
+                          "--think-ms",
+                          "5:30",
+                          "--qty",
+                          "1:40,2:30,4:30",
+                          "--confirm",
+                          "60",
+                          "--release",
+                          "20",
+                          "--abandon",
+                          "20",
+                          "--extend",
+                          "50",
+                          "--partial",
+                          "50",
+                          "--late",
+                          "40",
+                          "--json",
+                          json,
+                          NULL};
     char *out = malloc(OUT_BYTES);
     ASSERT(out);
     int rc = run_bench(args, out);
@@ -420,10 +471,38 @@ TEST_IMPL(bench_churn_extend_partial_late)
     ASSERT_GT(json_integer_value(json_object_get(ledger, "holds")), 0);
     json_decref(root);
     printf("  churn v1.1: %s", strstr(out, "  extend") + 2);
-    const char *tight[] = {"churn", "--port", port_arg(srv.port), "--duration", "2.5", "--capacity", "30",
-                           "--connections", "8", "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30",
-                           "--users", "40", "--max-per-user", "4", "--confirm", "60", "--release", "20", "--abandon",
-                           "20", "--extend", "50", "--partial", "30", "--late", "60", NULL};
+    const char *tight[] = {"churn",
+                           "--port",
+                           port_arg(srv.port),
+                           "--duration",
+                           "2.5",
+                           "--capacity",
+                           "30",
+                           "--connections",
+                           "8",
+                           "--pipeline",
+                           "4",
+                           "--hold-ttl-ms",
+                           "1000",
+                           "--think-ms",
+                           "5:30",
+                           "--users",
+                           "40",
+                           "--max-per-user",
+                           "4",
+                           "--confirm",
+                           "60",
+                           "--release",
+                           "20",
+                           "--abandon",
+                           "20",
+                           "--extend",
+                           "50",
+                           "--partial",
+                           "30",
+                           "--late",
+                           "60",
+                           NULL};
     expect_pass(tight);
     free(out);
     stop();
@@ -432,8 +511,8 @@ TEST_IMPL(bench_churn_extend_partial_late)
 TEST_IMPL(bench_sold_out)
 {
     start();
-    const char *args[] = {"sold-out", "--port", port_arg(srv.port), "--capacity", "300", "--duration", "1",
-                          "--connections", "8", "--pipeline", "8", NULL};
+    const char *args[] = {"sold-out",      "--port", port_arg(srv.port), "--capacity", "300", "--duration", "1",
+                          "--connections", "8",      "--pipeline",       "8",          NULL};
     expect_pass(args);
     stop();
 }
@@ -441,8 +520,12 @@ TEST_IMPL(bench_sold_out)
 TEST_IMPL(bench_multi_event)
 {
     start();
-    const char *args[] = {"multi-event", "--port", port_arg(srv.port), "--events", "4", "--capacity", "300",
-                          "--qty", "1:70,2:20,4:10", "--tail", "200", "--connections", "16", "--pipeline", "2", NULL};
+    const char *args[] = {"multi-event", "--port",     port_arg(srv.port),
+                          "--events",    "4",          "--capacity",
+                          "300",         "--qty",      "1:70,2:20,4:10",
+                          "--tail",      "200",        "--connections",
+                          "16",          "--pipeline", "2",
+                          NULL};
     expect_pass(args);
     stop();
 }
@@ -454,8 +537,9 @@ TEST_IMPL(bench_hot_release_cart)
     start();
     char json[600];
     snprintf(json, sizeof(json), "%s/cart.json", tmp);
-    const char *args[] = {"hot-release", "--port", port_arg(srv.port), "--cart", "2", "--capacity", "500",
-                          "--event", "cart", "--connections", "16", "--pipeline", "2", "--json", json, NULL};
+    const char *args[] = {"hot-release", "--port", port_arg(srv.port), "--cart", "2",          "--capacity", "500",
+                          "--event",     "cart",   "--connections",    "16",     "--pipeline", "2",          "--json",
+                          json,          NULL};
     expect_pass(args);
     json_error_t e;
     json_t *root = json_load_file(json, 0, &e);
@@ -502,18 +586,46 @@ TEST_IMPL(bench_waitlist)
     tmp = slot_test_tmpdir();
     char json[600];
     snprintf(json, sizeof(json), "%s/waitlist.json", tmp);
-    const char *args[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "100", "--capacity", "10",
-                          "--qty", "1:80,2:20", "--connections", "8", "--release", "85", "--abandon", "10",
-                          "--confirm", "5", "--poll-ms", "5", "--duration", "40", "--event", "wl", "--json", json, NULL};
+    const char *args[] = {"waitlist",
+                          "--port",
+                          port_arg(srv.port),
+                          "--waiters",
+                          "100",
+                          "--capacity",
+                          "10",
+                          "--qty",
+                          "1:80,2:20",
+                          "--connections",
+                          "8",
+                          "--release",
+                          "85",
+                          "--abandon",
+                          "10",
+                          "--confirm",
+                          "5",
+                          "--poll-ms",
+                          "5",
+                          "--duration",
+                          "40",
+                          "--event",
+                          "wl",
+                          "--json",
+                          json,
+                          NULL};
     char *out = malloc(OUT_BYTES);
     ASSERT(out);
     int rc = run_bench(args, out);
     if (rc != 0 || !strstr(out, "verification: passed"))
         T_FAIL_("slot-bench waitlist exited %d:\n%s", rc, out);
-    static const char *const lines[] = {"\n  waitlist          100 of 100 waiters joined (positions 1..K in join order)",
-                                        "\n  offers            ", " offers/s ", "\n  waited ms         first ",
-                                        "  median ", "  last ", "\n  waitlist churn    prefill holds ",
-                                        "\n  join order        every offer in join order\n"};
+    static const char *const lines[] = {
+        "\n  waitlist          100 of 100 waiters joined (positions 1..K in join order)",
+        "\n  offers            ",
+        " offers/s ",
+        "\n  waited ms         first ",
+        "  median ",
+        "  last ",
+        "\n  waitlist churn    prefill holds ",
+        "\n  join order        every offer in join order\n"};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
         if (!strstr(out, lines[i]))
             T_FAIL_("no \"%s\" in:\n%s", lines[i], out);
@@ -540,8 +652,8 @@ TEST_IMPL(bench_waitlist)
     ASSERT(json_is_true(json_object_get(json_object_get(root, "verification"), "passed")));
     json_decref(root);
     /* A bound before everyone is served: those still waiting leave; verification still passes. */
-    const char *bounded[] = {"waitlist", "--port", port_arg(srv.port), "--waiters", "200", "--capacity", "5",
-                             "--connections", "4", "--duration", "0.3", "--event", "wl-bound", NULL};
+    const char *bounded[] = {"waitlist",      "--port", port_arg(srv.port), "--waiters", "200",     "--capacity", "5",
+                             "--connections", "4",      "--duration",       "0.3",       "--event", "wl-bound",   NULL};
     rc = run_bench(bounded, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "every offer in join order"))
         T_FAIL_("slot-bench waitlist (bounded) exited %d:\n%s", rc, out);
@@ -567,13 +679,13 @@ TEST_IMPL(bench_waitlist)
 TEST_IMPL(bench_warmup_and_bounds)
 {
     start();
-    const char *warm[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "500", "--warmup", "0.5",
-                          "--connections", "8", "--tail", "100", NULL};
+    const char *warm[] = {"hot-release",   "--port", port_arg(srv.port), "--capacity", "500", "--warmup", "0.5",
+                          "--connections", "8",      "--tail",           "100",        NULL};
     expect_pass(warm);
     /* Stopped by --requests before the sell-out: verified for what it did, and it says why it stopped. */
     char *out = malloc(OUT_BYTES);
-    const char *bounded[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000", "--requests", "100",
-                             "--connections", "4", NULL};
+    const char *bounded[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000",
+                             "--requests",  "100",    "--connections",    "4",          NULL};
     ASSERT_EQ(run_bench(bounded, out), 0);
     ASSERT(strstr(out, "verification: passed") && strstr(out, "--requests"));
     free(out);
@@ -592,8 +704,8 @@ typedef struct fake {
     /* waitlist mode: a server that hands returned units to the LAST joiner first */
     bool waitlist;
     int capacity, held, nwaiters, waitlist_max;
-    uint64_t expires_at_ms;             /* of every hold it makes */
-    char waiter[FAKE_WAITERS_MAX][32];  /* users, in join order */
+    uint64_t expires_at_ms;               /* of every hold it makes */
+    char waiter[FAKE_WAITERS_MAX][32];    /* users, in join order */
     uint64_t offer_seq[FAKE_WAITERS_MAX]; /* 0: waiting */
 } fake;
 
@@ -623,15 +735,18 @@ static bool fake_wl_answer(fake *fk, json_t *req, const char *op, char *out, siz
             fk->capacity = (int)json_integer_value(json_object_get(req, "capacity"));
             fk->waitlist_max = (int)json_integer_value(json_object_get(req, "waitlist_max"));
         }
-        snprintf(out, cap, "{\"ok\":true,\"event\":\"%s\",\"status\":\"on_sale\",\"capacity\":%d,\"available\":%d,"
-                           "\"held\":0,\"confirmed\":0,\"shards\":1,\"waitlist_max\":%d,\"waiting\":0,\"waiting_qty\":0}\n",
+        snprintf(out, cap,
+                 "{\"ok\":true,\"event\":\"%s\",\"status\":\"on_sale\",\"capacity\":%d,\"available\":%d,"
+                 "\"held\":0,\"confirmed\":0,\"shards\":1,\"waitlist_max\":%d,\"waiting\":0,\"waiting_qty\":0}\n",
                  json_string_value(json_object_get(req, "event")), fk->capacity, fk->capacity, fk->waitlist_max);
     } else if (strcmp(op, "hold") == 0 && fk->held >= fk->capacity) {
         snprintf(out, cap, "{\"ok\":true,\"status\":\"sold_out\",\"available\":0}\n");
     } else if (strcmp(op, "hold") == 0) {
         fk->held++;
-        snprintf(out, cap, "{\"ok\":true,\"status\":\"held\",\"hold\":\"%016" PRIx64 "0000000000000001\",\"qty\":1,"
-                           "\"expires_at\":%" PRIu64 "}\n", ++fk->next_hold, exp);
+        snprintf(out, cap,
+                 "{\"ok\":true,\"status\":\"held\",\"hold\":\"%016" PRIx64 "0000000000000001\",\"qty\":1,"
+                 "\"expires_at\":%" PRIu64 "}\n",
+                 ++fk->next_hold, exp);
     } else if (strcmp(op, "waitlist_join") == 0 && fk->nwaiters < FAKE_WAITERS_MAX && user) {
         snprintf(fk->waiter[fk->nwaiters], sizeof(fk->waiter[0]), "%s", user);
         fk->offer_seq[fk->nwaiters++] = 0;
@@ -639,13 +754,16 @@ static bool fake_wl_answer(fake *fk, json_t *req, const char *op, char *out, siz
     } else if (strcmp(op, "waitlist") == 0 && w >= 0 && fk->offer_seq[w] == 0) {
         snprintf(out, cap, "{\"ok\":true,\"status\":\"waiting\",\"position\":1,\"qty\":1}\n");
     } else if (strcmp(op, "waitlist") == 0 && w >= 0) {
-        snprintf(out, cap, "{\"ok\":true,\"status\":\"offered\",\"hold_status\":\"held\",\"hold\":\"%016" PRIx64
-                           "0000000000000001\",\"qty\":1,\"expires_at\":%" PRIu64 "}\n", fk->offer_seq[w], exp);
+        snprintf(out, cap,
+                 "{\"ok\":true,\"status\":\"offered\",\"hold_status\":\"held\",\"hold\":\"%016" PRIx64
+                 "0000000000000001\",\"qty\":1,\"expires_at\":%" PRIu64 "}\n",
+                 fk->offer_seq[w], exp);
     } else if (strcmp(op, "release") == 0) {
         fake_offer(fk);
         snprintf(out, cap, "{\"ok\":true,\"released\":true,\"status\":\"released\"}\n");
     } else if (strcmp(op, "get_hold") == 0) {
-        snprintf(out, cap, "{\"ok\":true,\"hold\":\"%s\",\"status\":\"released\",\"qty\":1,\"expires_at\":%" PRIu64 "}\n",
+        snprintf(out, cap,
+                 "{\"ok\":true,\"hold\":\"%s\",\"status\":\"released\",\"qty\":1,\"expires_at\":%" PRIu64 "}\n",
                  json_string_value(json_object_get(req, "hold")), exp);
     } else if (strcmp(op, "waitlist_leave") == 0) {
         snprintf(out, cap, "{\"ok\":true,\"left\":false}\n");
@@ -667,11 +785,13 @@ static void fake_answer(fake *fk, const char *line, char *out, size_t cap)
     if (op && fk->waitlist && fake_wl_answer(fk, req, op, out, cap))
         ; /* answered */
     else if (op && strcmp(op, "hold") == 0)
-        snprintf(out, cap, "{\"ok\":true,\"status\":\"held\",\"hold\":\"h%" PRIu64 "\",\"qty\":%d,\"expires_at\":%" PRIu64 "}\n",
+        snprintf(out, cap,
+                 "{\"ok\":true,\"status\":\"held\",\"hold\":\"h%" PRIu64 "\",\"qty\":%d,\"expires_at\":%" PRIu64 "}\n",
                  fk->next_hold++, (int)json_integer_value(json_object_get(req, "qty")), slot_test_now_ms() + 600000);
     else if (op && (strcmp(op, "create_event") == 0 || strcmp(op, "event") == 0))
-        snprintf(out, cap, "{\"ok\":true,\"event\":\"%s\",\"status\":\"on_sale\",\"capacity\":%d,\"available\":%d,"
-                           "\"held\":0,\"confirmed\":0,\"shards\":1}\n",
+        snprintf(out, cap,
+                 "{\"ok\":true,\"event\":\"%s\",\"status\":\"on_sale\",\"capacity\":%d,\"available\":%d,"
+                 "\"held\":0,\"confirmed\":0,\"shards\":1}\n",
                  ev ? ev : "?", (int)(cap_units ? cap_units : 100), (int)(cap_units ? cap_units : 100));
     else if (op && strcmp(op, "get_hold") == 0)
         snprintf(out, cap, "{\"ok\":true,\"hold\":\"%s\",\"status\":\"held\",\"qty\":1}\n",
@@ -741,8 +861,11 @@ TEST_IMPL(bench_verification_catches_a_lying_server)
     pthread_t th;
     ASSERT_EQ(pthread_create(&th, NULL, fake_main, &fk), 0);
     char *out = malloc(OUT_BYTES);
-    const char *args[] = {"hot-release", "--port", port_arg(fk.port), "--capacity", "100", "--connections", "2",
-                          "--pipeline", "4", "--tail", "0", "--duration", "5", NULL};
+    const char *args[] = {"hot-release", "--port",     port_arg(fk.port),
+                          "--capacity",  "100",        "--connections",
+                          "2",           "--pipeline", "4",
+                          "--tail",      "0",          "--duration",
+                          "5",           NULL};
     int rc = run_bench(args, out);
     if (rc != 1 || !strstr(out, "verification: FAILED") || !strstr(out, "oversold") || !strstr(out, "shows capacity"))
         T_FAIL_("a server that oversells: exit %d:\n%s", rc, out);
@@ -754,9 +877,24 @@ TEST_IMPL(bench_verification_catches_a_lying_server)
     fk.waitlist = true;
     fk.next_hold = 0;
     ASSERT_EQ(pthread_create(&th, NULL, fake_main, &fk), 0);
-    const char *lifo[] = {"waitlist", "--port", port_arg(fk.port), "--capacity", "4", "--waiters", "12",
-                          "--connections", "2", "--release", "100", "--abandon", "0", "--poll-ms", "2",
-                          "--duration", "10", NULL};
+    const char *lifo[] = {"waitlist",
+                          "--port",
+                          port_arg(fk.port),
+                          "--capacity",
+                          "4",
+                          "--waiters",
+                          "12",
+                          "--connections",
+                          "2",
+                          "--release",
+                          "100",
+                          "--abandon",
+                          "0",
+                          "--poll-ms",
+                          "2",
+                          "--duration",
+                          "10",
+                          NULL};
     rc = run_bench(lifo, out);
     if (rc != 1 || !strstr(out, "verification: FAILED: 11 offers out of join order") ||
         !strstr(out, "who joined before it") || strstr(out, "differ;") || strstr(out, "shows waitlist_max"))
@@ -796,7 +934,9 @@ static pid_t redis_start(uint16_t port)
     }
     for (int i = 0; i < 200; i++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons(port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         char pong[8] = "";
         if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && write(fd, "PING\r\n", 6) == 6 &&
             read(fd, pong, sizeof(pong) - 1) > 0 && strncmp(pong, "+PONG", 5) == 0) {
@@ -829,11 +969,12 @@ TEST_IMPL(bench_redis_target)
     pid_t pid = redis_start(port);
     char target[64];
     snprintf(target, sizeof(target), "redis://127.0.0.1:%u", (unsigned)port);
-    const char *hr[] = {"hot-release", "--target", target, "--capacity", "1500", "--connections", "8", "--pipeline",
-                        "4", "--tail", "300", NULL};
+    const char *hr[] = {"hot-release", "--target",   target, "--capacity", "1500", "--connections",
+                        "8",           "--pipeline", "4",    "--tail",     "300",  NULL};
     expect_pass(hr);
-    const char *churn[] = {"churn", "--target", target, "--duration", "2", "--capacity", "300", "--connections", "4",
-                           "--pipeline", "4", "--hold-ttl-ms", "1000", "--think-ms", "5:30", NULL};
+    const char *churn[] = {"churn", "--target",      target, "--duration", "2", "--capacity",
+                           "300",   "--connections", "4",    "--pipeline", "4", "--hold-ttl-ms",
+                           "1000",  "--think-ms",    "5:30", NULL};
     expect_pass(churn);
     kill(pid, SIGTERM);
     int st;
@@ -851,25 +992,25 @@ TEST_IMPL(bench_bounded_run_verifies_what_happened)
     start();
     char *out = malloc(OUT_BYTES);
     ASSERT(out);
-    const char *timed[] = {"multi-event", "--port", port_arg(srv.port), "--events", "4", "--capacity", "1000000000",
-                           "--duration", "1", "--connections", "8", "--pipeline", "4", NULL};
+    const char *timed[] = {
+        "multi-event", "--port", port_arg(srv.port), "--events", "4",          "--capacity", "1000000000",
+        "--duration",  "1",      "--connections",    "8",        "--pipeline", "4",          NULL};
     int rc = run_bench(timed, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--duration"))
         T_FAIL_("multi-event stopped by --duration: exit %d:\n%s", rc, out);
-    const char *counted[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000", "--requests", "100",
-                             "--connections", "4", NULL};
+    const char *counted[] = {"hot-release", "--port", port_arg(srv.port), "--capacity", "1000",
+                             "--requests",  "100",    "--connections",    "4",          NULL};
     rc = run_bench(counted, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--requests"))
         T_FAIL_("hot-release stopped by --requests: exit %d:\n%s", rc, out);
-    const char *prefilled[] = {"sold-out", "--port", port_arg(srv.port), "--capacity", "300", "--requests", "50",
-                               "--connections", "4", NULL};
+    const char *prefilled[] = {"sold-out",   "--port", port_arg(srv.port), "--capacity", "300",
+                               "--requests", "50",     "--connections",    "4",          NULL};
     rc = run_bench(prefilled, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "--requests"))
         T_FAIL_("sold-out with --requests below its capacity: exit %d:\n%s", rc, out);
     free(out);
     stop();
 }
-
 
 /* ping against slotd: a hello per request through the same engine; every request
  * answered, the report gives requests/s, latency and the bench's CPU per answer,
@@ -879,8 +1020,8 @@ TEST_IMPL(bench_ping)
     start();
     char *out = malloc(OUT_BYTES);
     ASSERT(out);
-    const char *ping[] = {"ping", "--port", port_arg(srv.port), "--requests", "2000", "--connections", "8",
-                          "--pipeline", "4", NULL};
+    const char *ping[] = {"ping",          "--port", port_arg(srv.port), "--requests", "2000",
+                          "--connections", "8",      "--pipeline",       "4",          NULL};
     int rc = run_bench(ping, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "2000 answered of 2000 sent") ||
         !strstr(out, "requests/s") || !strstr(out, "latency ms        p50") || !strstr(out, "bench cpu") ||
@@ -889,8 +1030,8 @@ TEST_IMPL(bench_ping)
     /* hellos run in no batch and no commit: the report has no rows of them */
     if (strstr(out, "server batches") || strstr(out, "server commits"))
         T_FAIL_("ping's report has batch or commit rows:\n%s", out);
-    const char *threaded[] = {"ping", "--port", port_arg(srv.port), "--requests", "3001", "--connections", "6",
-                              "--threads", "3", NULL};
+    const char *threaded[] = {"ping",          "--port", port_arg(srv.port), "--requests", "3001",
+                              "--connections", "6",      "--threads",        "3",          NULL};
     rc = run_bench(threaded, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "3001 answered of 3001 sent") ||
         !strstr(out, "3 threads"))
@@ -913,19 +1054,20 @@ TEST_IMPL(bench_threads)
     start();
     char *out = malloc(OUT_BYTES);
     ASSERT(out);
-    const char *hr[] = {"hot-release", "--port", port_arg(srv.port), "--threads", "2", "--capacity", "3000",
-                        "--connections", "8", "--pipeline", "4", "--qty", "1:50,2:50", "--tail", "200", NULL};
+    const char *hr[] = {"hot-release",   "--port", port_arg(srv.port), "--threads", "2",     "--capacity", "3000",
+                        "--connections", "8",      "--pipeline",       "4",         "--qty", "1:50,2:50",  "--tail",
+                        "200",           NULL};
     int rc = run_bench(hr, out);
-    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "(3000 units)") ||
-        !strstr(out, "0 differ") || !strstr(out, "2 threads"))
+    if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "(3000 units)") || !strstr(out, "0 differ") ||
+        !strstr(out, "2 threads"))
         T_FAIL_("hot-release --threads 2: exit %d:\n%s", rc, out);
-    const char *so[] = {"sold-out", "--port", port_arg(srv.port), "--threads", "2", "--capacity", "500",
-                        "--connections", "5", "--requests", "1000", NULL};
+    const char *so[] = {"sold-out",      "--port", port_arg(srv.port), "--threads", "2", "--capacity", "500",
+                        "--connections", "5",      "--requests",       "1000",      NULL};
     rc = run_bench(so, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "sold_out          1000"))
         T_FAIL_("sold-out --threads 2: exit %d:\n%s", rc, out);
-    const char *me[] = {"multi-event", "--port", port_arg(srv.port), "--threads", "2", "--events", "3",
-                        "--capacity", "400", "--connections", "6", "--tail", "100", NULL};
+    const char *me[] = {"multi-event", "--port", port_arg(srv.port), "--threads", "2",      "--events", "3",
+                        "--capacity",  "400",    "--connections",    "6",         "--tail", "100",      NULL};
     expect_pass(me);
     const char *too_many[] = {"ping", "--port", port_arg(srv.port), "--threads", "3", "--connections", "2", NULL};
     ASSERT_EQ(run_bench(too_many, out), 64);
@@ -961,19 +1103,20 @@ TEST_IMPL(bench_redis_min_peer)
     pid_t pid = redis_start(port);
     char target[64];
     snprintf(target, sizeof(target), "redis://127.0.0.1:%u", (unsigned)port);
-    const char *hr[] = {"hot-release", "--target", target, "--peer", "min", "--capacity", "1500", "--connections",
-                        "8", "--pipeline", "4", "--qty", "1:50,3:50", "--tail", "300", NULL};
+    const char *hr[] = {"hot-release", "--target",      target, "--peer",     "min", "--capacity",
+                        "1500",        "--connections", "8",    "--pipeline", "4",   "--qty",
+                        "1:50,3:50",   "--tail",        "300",  NULL};
     int rc = run_bench(hr, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "(1500 units)") || !strstr(out, "0 differ"))
         T_FAIL_("hot-release --peer min: exit %d:\n%s", rc, out);
-    const char *hr2[] = {"hot-release", "--target", target, "--peer", "min", "--threads", "2", "--capacity", "1000",
-                         "--connections", "8", "--tail", "100", NULL};
+    const char *hr2[] = {"hot-release", "--target", target,          "--peer", "min",    "--threads", "2",
+                         "--capacity",  "1000",     "--connections", "8",      "--tail", "100",       NULL};
     expect_pass(hr2);
-    const char *so[] = {"sold-out", "--target", target, "--peer", "min", "--capacity", "200", "--connections", "4",
-                        "--requests", "400", NULL};
+    const char *so[] = {"sold-out", "--target",      target, "--peer",     "min", "--capacity",
+                        "200",      "--connections", "4",    "--requests", "400", NULL};
     expect_pass(so);
-    const char *ping[] = {"ping", "--target", target, "--requests", "2000", "--connections", "8", "--pipeline", "8",
-                          "--threads", "2", NULL};
+    const char *ping[] = {"ping", "--target",   target, "--requests", "2000", "--connections",
+                          "8",    "--pipeline", "8",    "--threads",  "2",    NULL};
     rc = run_bench(ping, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "2000 answered of 2000 sent") ||
         !strstr(out, "PING"))

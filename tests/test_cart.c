@@ -18,13 +18,13 @@ TEST_DECLARE(cart_holds_are_ordinary_holds)
 TEST_DECLARE(cart_waiting_event_is_sold_out)
 
 TEST_LIST_START
-    TEST_ENTRY(cart_all_held)
-    TEST_ENTRY(cart_one_sold_out_holds_nothing)
-    TEST_ENTRY(cart_errors_name_the_item)
-    TEST_ENTRY(cart_replay_in_any_order)
-    TEST_ENTRY(cart_key_conflicts)
-    TEST_ENTRY(cart_holds_are_ordinary_holds)
-    TEST_ENTRY(cart_waiting_event_is_sold_out)
+TEST_ENTRY(cart_all_held)
+TEST_ENTRY(cart_one_sold_out_holds_nothing)
+TEST_ENTRY(cart_errors_name_the_item)
+TEST_ENTRY(cart_replay_in_any_order)
+TEST_ENTRY(cart_key_conflicts)
+TEST_ENTRY(cart_holds_are_ordinary_holds)
+TEST_ENTRY(cart_waiting_event_is_sold_out)
 TEST_LIST_END
 
 /* A cart of n (event, qty) items for (user, request). */
@@ -213,8 +213,8 @@ TEST_IMPL(cart_key_conflicts)
     cart(&f, "u", "k", 2, bc, q11, &r); /* shares b */
     expect_err(&r, SLOT_E_IDEMPOTENCY_CONFLICT);
     hold_err(&f, "a", "u", "k", 1, SLOT_E_IDEMPOTENCY_CONFLICT); /* a plain hold with the cart's key */
-    hold_ok(&f, "c", "u", "k", 1, NULL);                          /* no event shared: new */
-    cart(&f, "u", "k", 1, cc, q11, &r);                           /* the plain hold's key */
+    hold_ok(&f, "c", "u", "k", 1, NULL);                         /* no event shared: new */
+    cart(&f, "u", "k", 1, cc, q11, &r);                          /* the plain hold's key */
     expect_err(&r, SLOT_E_IDEMPOTENCY_CONFLICT);
     cart(&f, "v", "k", 2, ab, q11, &r); /* another user: another key space */
     expect_err(&r, SLOT_E_OK);

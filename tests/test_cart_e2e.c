@@ -16,8 +16,8 @@ TEST_DECLARE(cart_e2e_64_carts_race_for_the_last_units)
 TEST_DECLARE(cart_e2e_kill9_between_release_and_hand_out)
 
 TEST_LIST_START
-    TEST_ENTRY(cart_e2e_64_carts_race_for_the_last_units)
-    TEST_ENTRY(cart_e2e_kill9_between_release_and_hand_out)
+TEST_ENTRY(cart_e2e_64_carts_race_for_the_last_units)
+TEST_ENTRY(cart_e2e_kill9_between_release_and_hand_out)
 TEST_LIST_END
 
 #define CARTS 64

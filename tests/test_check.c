@@ -16,17 +16,16 @@ TEST_DECLARE(check_users_record_without_any_active_hold)
 TEST_DECLARE(check_counts_and_caps_violations)
 
 TEST_LIST_START
-    TEST_ENTRY(check_detects_shard_free_changed)
-    TEST_ENTRY(check_detects_shard_missing_or_extra)
-    TEST_ENTRY(check_detects_event_counters)
-    TEST_ENTRY(check_detects_hold_parts)
-    TEST_ENTRY(check_detects_hold_status_changed)
-    TEST_ENTRY(check_detects_expiry_index)
-    TEST_ENTRY(check_detects_users_record)
-    TEST_ENTRY(check_users_record_without_any_active_hold)
-    TEST_ENTRY(check_counts_and_caps_violations)
+TEST_ENTRY(check_detects_shard_free_changed)
+TEST_ENTRY(check_detects_shard_missing_or_extra)
+TEST_ENTRY(check_detects_event_counters)
+TEST_ENTRY(check_detects_hold_parts)
+TEST_ENTRY(check_detects_hold_status_changed)
+TEST_ENTRY(check_detects_expiry_index)
+TEST_ENTRY(check_detects_users_record)
+TEST_ENTRY(check_users_record_without_any_active_hold)
+TEST_ENTRY(check_counts_and_caps_violations)
 TEST_LIST_END
-
 
 /* ---- check finds corruption */
 
@@ -298,4 +297,3 @@ TEST_IMPL(check_counts_and_caps_violations)
     f.txn = NULL;
     fx_close(&f);
 }
-

@@ -49,40 +49,38 @@ TEST_DECLARE(client_line_too_long)
 TEST_DECLARE(client_refused)
 TEST_DECLARE(client_connect_by_name)
 TEST_DECLARE(client_send_after_close)
-
 TEST_LIST_START
-    TEST_ENTRY(client_encode_hold)
-    TEST_ENTRY(client_encode_hold_ops)
-    TEST_ENTRY(client_encode_event_ops)
-    TEST_ENTRY(client_encode_create_event)
-    TEST_ENTRY(client_req_create_event)
-    TEST_ENTRY(client_encode_admin_ops)
-    TEST_ENTRY(client_encode_ids)
-    TEST_ENTRY(client_encode_escaping)
-    TEST_ENTRY(client_encode_small_buffer)
-    TEST_ENTRY(client_setters_limits)
-    TEST_ENTRY(client_reply_hold)
-    TEST_ENTRY(client_reply_hold_ops)
-    TEST_ENTRY(client_reply_event_view)
-    TEST_ENTRY(client_reply_admin)
-    TEST_ENTRY(client_reply_errors)
-    TEST_ENTRY(client_reply_invalid)
-    TEST_ENTRY(client_reply_not_terminated)
-    TEST_ENTRY(client_reply_long_and_odd_fields)
-    TEST_ENTRY(client_call)
-    TEST_ENTRY(client_pipeline)
-    TEST_ENTRY(client_pipeline_beyond_socket_buffers)
-    TEST_ENTRY(client_split_line)
-    TEST_ENTRY(client_recv_timeout)
-    TEST_ENTRY(client_eintr)
-    TEST_ENTRY(client_burst_then_eof)
-    TEST_ENTRY(client_line_max)
-    TEST_ENTRY(client_line_too_long)
-    TEST_ENTRY(client_refused)
-    TEST_ENTRY(client_connect_by_name)
-    TEST_ENTRY(client_send_after_close)
+TEST_ENTRY(client_encode_hold)
+TEST_ENTRY(client_encode_hold_ops)
+TEST_ENTRY(client_encode_event_ops)
+TEST_ENTRY(client_encode_create_event)
+TEST_ENTRY(client_req_create_event)
+TEST_ENTRY(client_encode_admin_ops)
+TEST_ENTRY(client_encode_ids)
+TEST_ENTRY(client_encode_escaping)
+TEST_ENTRY(client_encode_small_buffer)
+TEST_ENTRY(client_setters_limits)
+TEST_ENTRY(client_reply_hold)
+TEST_ENTRY(client_reply_hold_ops)
+TEST_ENTRY(client_reply_event_view)
+TEST_ENTRY(client_reply_admin)
+TEST_ENTRY(client_reply_errors)
+TEST_ENTRY(client_reply_invalid)
+TEST_ENTRY(client_reply_not_terminated)
+TEST_ENTRY(client_reply_long_and_odd_fields)
+TEST_ENTRY(client_call)
+TEST_ENTRY(client_pipeline)
+TEST_ENTRY(client_pipeline_beyond_socket_buffers)
+TEST_ENTRY(client_split_line)
+TEST_ENTRY(client_recv_timeout)
+TEST_ENTRY(client_eintr)
+TEST_ENTRY(client_burst_then_eof)
+TEST_ENTRY(client_line_max)
+TEST_ENTRY(client_line_too_long)
+TEST_ENTRY(client_refused)
+TEST_ENTRY(client_connect_by_name)
+TEST_ENTRY(client_send_after_close)
 TEST_LIST_END
-
 
 /* ---------------------------------------------------------------- codec helpers */
 
@@ -283,15 +281,21 @@ TEST_IMPL(client_req_create_event)
     ASSERT_EQ(jint(o, "capacity"), 0);
     json_decref(o);
 
-    slot_event_settings s = {.shards = 64, .hold_ttl_ms = 5000, .max_per_user = 4, .max_per_request = 2,
-                             .opens_at_ms = 1700000000000, .closes_at_ms = 1700000600000,
-                             .has_max_extensions = true, .max_extensions = 0, .max_hold_ms = 9000,
+    slot_event_settings s = {.shards = 64,
+                             .hold_ttl_ms = 5000,
+                             .max_per_user = 4,
+                             .max_per_request = 2,
+                             .opens_at_ms = 1700000000000,
+                             .closes_at_ms = 1700000600000,
+                             .has_max_extensions = true,
+                             .max_extensions = 0,
+                             .max_hold_ms = 9000,
                              .waitlist_max = 50};
     ASSERT_EQ(slot_req_create_event(&req, "gig", SLOT_CAPACITY_MAX, &s), 0);
     o = encode_parse(&req);
-    assert_keys(o, (const char *[]){"op", "event", "capacity", "shards", "hold_ttl_ms", "max_per_user",
-                                    "max_per_request", "opens_at", "closes_at", "max_extensions", "max_hold_ms",
-                                    "waitlist_max", NULL});
+    assert_keys(o,
+                (const char *[]){"op", "event", "capacity", "shards", "hold_ttl_ms", "max_per_user", "max_per_request",
+                                 "opens_at", "closes_at", "max_extensions", "max_hold_ms", "waitlist_max", NULL});
     ASSERT_EQ(jint(o, "max_extensions"), 0);
     json_decref(o);
     char line[4096];
@@ -499,7 +503,8 @@ TEST_IMPL(client_reply_hold)
 {
     slot_reply r;
     parse_ok("{\"id\":5,\"ok\":true,\"status\":\"held\",\"hold\":\"0000000000000001abcdef0123456789\","
-             "\"qty\":2,\"expires_at\":1764500000000}", &r);
+             "\"qty\":2,\"expires_at\":1764500000000}",
+             &r);
     ASSERT(r.ok);
     ASSERT_EQ(r.err, SLOT_E_OK);
     ASSERT_EQ(r.id.kind, SLOT_ID_INT);
@@ -550,7 +555,8 @@ TEST_IMPL(client_reply_hold_ops)
     slot_reply_clear(&r);
 
     parse_ok("{\"ok\":true,\"hold\":\"H9\",\"user\":\"J\\u00fcrgen\",\"status\":\"held\",\"qty\":3,"
-             "\"expires_at\":2000,\"created_at\":1000}", &r);
+             "\"expires_at\":2000,\"created_at\":1000}",
+             &r);
     ASSERT_STR_EQ(r.user, "J\xc3\xbcrgen");
     ASSERT_EQ(r.created_at_ms, 1000);
     ASSERT_EQ(r.expires_at_ms, 2000);
@@ -562,7 +568,8 @@ TEST_IMPL(client_reply_event_view)
     slot_reply r;
     parse_ok("{\"ok\":true,\"event\":\"E\",\"status\":\"on_sale\",\"capacity\":1099511627776,\"available\":7,"
              "\"held\":2,\"confirmed\":1,\"shards\":16,\"hold_ttl_ms\":600000,\"max_per_user\":0,"
-             "\"max_per_request\":10,\"replay\":true}", &r);
+             "\"max_per_request\":10,\"replay\":true}",
+             &r);
     ASSERT_STR_EQ(r.event, "E");
     ASSERT_STR_EQ(r.status, "on_sale");
     ASSERT_EQ(r.capacity, SLOT_CAPACITY_MAX);
@@ -581,7 +588,8 @@ TEST_IMPL(client_reply_event_view)
 TEST_IMPL(client_reply_admin)
 {
     slot_reply r;
-    parse_ok("{\"ok\":true,\"shards\":[{\"shard\":0,\"free\":5},{\"shard\":1,\"free\":4},{\"shard\":2,\"free\":0}]}", &r);
+    parse_ok("{\"ok\":true,\"shards\":[{\"shard\":0,\"free\":5},{\"shard\":1,\"free\":4},{\"shard\":2,\"free\":0}]}",
+             &r);
     ASSERT_EQ(r.nshard_free, 3);
     ASSERT_EQ(r.shard_free[0], 5);
     ASSERT_EQ(r.shard_free[1], 4);
@@ -596,7 +604,8 @@ TEST_IMPL(client_reply_admin)
     ASSERT_EQ(r.nviolations, 0);
     slot_reply_clear(&r);
     parse_ok("{\"ok\":true,\"events\":1,\"holds\":0,\"violations\":[{\"invariant\":1,\"event\":\"E\","
-             "\"detail\":\"x\"},{\"invariant\":2,\"event\":\"E\",\"detail\":\"y\"}]}", &r);
+             "\"detail\":\"x\"},{\"invariant\":2,\"event\":\"E\",\"detail\":\"y\"}]}",
+             &r);
     ASSERT_EQ(r.nviolations, 2);
     slot_reply_clear(&r);
     /* the list is capped; the exact count comes beside it */
@@ -638,7 +647,8 @@ TEST_IMPL(client_reply_errors)
     slot_reply_clear(&r);
 
     parse_ok("{\"id\":-9223372036854775808,\"ok\":false,\"error\":\"hold_not_active\",\"message\":\"m\","
-             "\"status\":\"expired\"}", &r);
+             "\"status\":\"expired\"}",
+             &r);
     ASSERT_EQ(r.err, SLOT_E_HOLD_NOT_ACTIVE);
     ASSERT_STR_EQ(r.status, "expired");
     ASSERT_EQ(r.id.kind, SLOT_ID_INT);
@@ -647,8 +657,8 @@ TEST_IMPL(client_reply_errors)
 
     for (int e = SLOT_E_BAD_JSON; e < SLOT_E__COUNT; e++) {
         char line[256];
-        snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\",\"message\":\"%s\"}",
-                 slot_err_name((slot_err)e), slot_err_message((slot_err)e));
+        snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\",\"message\":\"%s\"}", slot_err_name((slot_err)e),
+                 slot_err_message((slot_err)e));
         parse_ok(line, &r);
         ASSERT_EQ(r.err, e);
         ASSERT_STR_EQ(r.message, slot_err_message((slot_err)e));
@@ -662,8 +672,17 @@ TEST_IMPL(client_reply_errors)
 
 TEST_IMPL(client_reply_invalid)
 {
-    const char *bad[] = {"", "   ", "[1,2]", "\"ok\"", "{}", "{\"ok\":1}", "{\"ok\":\"true\"}", "{\"ok\":true",
-                         "{\"ok\":true}}", "{\"ok\":null}", "nonsense"};
+    const char *bad[] = {"",
+                         "   ",
+                         "[1,2]",
+                         "\"ok\"",
+                         "{}",
+                         "{\"ok\":1}",
+                         "{\"ok\":\"true\"}",
+                         "{\"ok\":true",
+                         "{\"ok\":true}}",
+                         "{\"ok\":null}",
+                         "nonsense"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         slot_reply r;
         int rc = slot_reply_parse(bad[i], strlen(bad[i]), &r);
@@ -1179,5 +1198,3 @@ TEST_IMPL(client_send_after_close)
     ASSERT(rc == -EPIPE || rc == -ECONNRESET);
     slot_client_close(c);
 }
-
-

@@ -21,12 +21,12 @@ TEST_DECLARE(cluster_promote_under_load)
 TEST_DECLARE(cluster_remove_and_add_replica)
 
 TEST_LIST_START
-    TEST_ENTRY(cluster_hot_release)
-    TEST_ENTRY(cluster_kill9_primary)
-    TEST_ENTRY(cluster_sigstop_primary)
-    TEST_ENTRY(cluster_tenure_record_reaches_members_joining_during_promote)
-    TEST_ENTRY(cluster_promote_under_load)
-    TEST_ENTRY(cluster_remove_and_add_replica)
+TEST_ENTRY(cluster_hot_release)
+TEST_ENTRY(cluster_kill9_primary)
+TEST_ENTRY(cluster_sigstop_primary)
+TEST_ENTRY(cluster_tenure_record_reaches_members_joining_during_promote)
+TEST_ENTRY(cluster_promote_under_load)
+TEST_ENTRY(cluster_remove_and_add_replica)
 TEST_LIST_END
 
 /* ---- cases */
@@ -108,7 +108,8 @@ TEST_IMPL(cluster_hot_release)
         json_t *j = call1(i, "{\"op\":\"metrics\"}");
         ASSERT(j && jok(j));
         const char *text = jstr(j, "text");
-        ASSERT(strstr(text, i == p ? "slotd_cluster_role{role=\"primary\"} 1\n" : "slotd_cluster_role{role=\"replica\"} 1\n"));
+        ASSERT(strstr(text, i == p ? "slotd_cluster_role{role=\"primary\"} 1\n"
+                                   : "slotd_cluster_role{role=\"replica\"} 1\n"));
         ASSERT(strstr(text, "slotd_cluster_role{role=\"standalone\"} 0\n"));
         ASSERT(!strstr(text, "slotd_cluster_epoch 0\n"));
         int members = 0;
@@ -156,8 +157,8 @@ static void failover_rounds(int rounds, bool stop)
             ASSERT_EQ(kill(nodes[old].srv.pid, SIGCONT), 0);
             nodes[old].stopped = false;
             /* The old primary acknowledges nothing now: a write is refused, never held. */
-            json_t *j = call1(old,
-                              "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"old\",\"request\":\"old\",\"qty\":1}");
+            json_t *j = call1(old, "{\"op\":\"hold\",\"event\":\"" EVENT
+                                   "\",\"user\":\"old\",\"request\":\"old\",\"qty\":1}");
             if (j && jok(j))
                 T_FAIL_("round %d: the old primary answered a write: %s", round, json_dumps(j, JSON_COMPACT));
             json_decref(j);
@@ -341,7 +342,7 @@ TEST_IMPL(cluster_promote_under_load)
     int q = (p + 1) % NODES;
     switch_to(p, q);
     for (int i = 0; i < NODES; i++)
-        ASSERT(shows(i, NODES, q) || i == p); /* the old primary may still be reconnecting */
+        ASSERT(shows(i, NODES, q) || i == p);      /* the old primary may still be reconnecting */
     json_t *j = change(q, "promote", nodes[q].id); /* already primary: nothing to do */
     ASSERT(j && jok(j));
     json_decref(j);

@@ -39,16 +39,16 @@ TEST_DECLARE(cluster_lost_bootstrap_is_tried_again)
 TEST_DECLARE(cluster_netns_partition)
 
 TEST_LIST_START
-    TEST_ENTRY(cluster_replica_killed_rejoins_by_records)
-    TEST_ENTRY(cluster_replica_wiped_rejoins_by_snapshot)
-    TEST_ENTRY(cluster_replica_behind_trimmed_log_rejoins_by_snapshot)
-    TEST_ENTRY(cluster_etcd_stopped_mid_sale)
-    TEST_ENTRY(cluster_bad_peers_are_refused)
-    TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
-    TEST_ENTRY(cluster_deposed_primary_drops_its_unacknowledged_batch)
-    TEST_ENTRY(cluster_cas_outcomes_are_logged)
-    TEST_ENTRY(cluster_lost_bootstrap_is_tried_again)
-    TEST_ENTRY(cluster_netns_partition)
+TEST_ENTRY(cluster_replica_killed_rejoins_by_records)
+TEST_ENTRY(cluster_replica_wiped_rejoins_by_snapshot)
+TEST_ENTRY(cluster_replica_behind_trimmed_log_rejoins_by_snapshot)
+TEST_ENTRY(cluster_etcd_stopped_mid_sale)
+TEST_ENTRY(cluster_bad_peers_are_refused)
+TEST_ENTRY(cluster_deposed_primary_ends_feed_subscriptions)
+TEST_ENTRY(cluster_deposed_primary_drops_its_unacknowledged_batch)
+TEST_ENTRY(cluster_cas_outcomes_are_logged)
+TEST_ENTRY(cluster_lost_bootstrap_is_tried_again)
+TEST_ENTRY(cluster_netns_partition)
 TEST_LIST_END
 
 #define CAPACITY 1000000u
@@ -139,7 +139,7 @@ TEST_IMPL(cluster_replica_killed_rejoins_by_records)
     if (!wait_members(NODES, WAIT_LONG_MS))
         T_FAIL_("%s did not rejoin", nodes[r].id);
     ASSERT(wait_acks(atomic_load(&nacks), 100, WAIT_LONG_MS)); /* sales with it back in */
-    ASSERT_EQ(cluster_u64(r, "snapshots_installed"), 0); /* by records, not by snapshot */
+    ASSERT_EQ(cluster_u64(r, "snapshots_installed"), 0);       /* by records, not by snapshot */
     final_checks(ls, 4);
     set_end();
 }
@@ -377,8 +377,11 @@ static void pl_ack(void *ctx, const char *node_id, uint64_t seq)
 /* A primary-side endpoint on test_loop with secret; the caller frees it. */
 static slot_repl *bad_peer(const char *as_node, const char *secret)
 {
-    slot_repl_opts o = {.cluster = "t", .node_id = as_node, .secret = (const uint8_t *)secret,
-                        .secret_bytes = strlen(secret), .heartbeat_ms = 1000,
+    slot_repl_opts o = {.cluster = "t",
+                        .node_id = as_node,
+                        .secret = (const uint8_t *)secret,
+                        .secret_bytes = strlen(secret),
+                        .heartbeat_ms = 1000,
                         .cbs = {.on_ready = pl_ready, .on_close = pl_close, .on_ack = pl_ack}};
     slot_repl *r = NULL;
     ASSERT_EQ(slot_repl_new(&test_loop, &o, &r), 0);
@@ -591,7 +594,8 @@ TEST_IMPL(cluster_bad_peers_are_refused)
             if (plog.reason == SLOT_REPL_R_SUPERSEDED)
                 continue;
             if (plog.reason != want)
-                T_FAIL_("record case %s: closed for %s (%s)", logged, slot_repl_reason_name((int)plog.reason), plog.text);
+                T_FAIL_("record case %s: closed for %s (%s)", logged, slot_repl_reason_name((int)plog.reason),
+                        plog.text);
             refused = true;
         }
         if (!refused)
@@ -618,7 +622,7 @@ TEST_IMPL(cluster_bad_peers_are_refused)
     ASSERT(snap_n > SLOT_BACKUP_HEADER_BYTES + 4096 && snap_n <= SLOT_REPL_SNAP_CHUNK_BYTES);
     struct {
         const char *what, *logged;
-        size_t flip_at;   /* the byte flipped */
+        size_t flip_at; /* the byte flipped */
         uint64_t frame_seq;
     } sc[] = {
         {"a flipped data byte", "does not match its SHA-256", SLOT_BACKUP_HEADER_BYTES + snap_n / 2, snap_seq},
@@ -788,7 +792,8 @@ TEST_IMPL(cluster_deposed_primary_drops_its_unacknowledged_batch)
     end = slot_test_now_ms() + WAIT_LONG_MS;
     for (int k = 0;; k++) {
         char probe[160];
-        snprintf(probe, sizeof(probe), "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"up\",\"request\":\"p%d\",\"qty\":1}", k);
+        snprintf(probe, sizeof(probe),
+                 "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"up\",\"request\":\"p%d\",\"qty\":1}", k);
         j = call1(r, probe);
         bool ok = j && jok(j);
         json_decref(j);
@@ -824,8 +829,7 @@ TEST_IMPL(cluster_deposed_primary_drops_its_unacknowledged_batch)
     lc_close(&ac);
     ASSERT(wait_members(NODES, WAIT_LONG_MS));
     if (!wait_converged(WAIT_LONG_MS, NULL))
-        T_FAIL_("the members did not reach one digest: %s kept its own batch beside the new primary's",
-                nodes[r].id);
+        T_FAIL_("the members did not reach one digest: %s kept its own batch beside the new primary's", nodes[r].id);
     for (int i = 0; i < NODES; i++) {
         assert_invariants(i, CAPACITY);
         j = call1(i, "{\"op\":\"event\",\"event\":\"" EVENT "\"}");
@@ -929,7 +933,8 @@ TEST_IMPL(cluster_netns_partition)
         ASSERT_EQ(sh("ip -n %s link set v%d up", ns_names[NS_HUB], old), 0);
         nodes[old].stopped = false;
         /* The old primary acknowledges nothing in the old epoch: a write is refused. */
-        json_t *j = call1(old, "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"old\",\"request\":\"old\",\"qty\":1}");
+        json_t *j = call1(old,
+                          "{\"op\":\"hold\",\"event\":\"" EVENT "\",\"user\":\"old\",\"request\":\"old\",\"qty\":1}");
         if (j && jok(j))
             T_FAIL_("round %d: the cut-off primary answered a write: %s", round, json_dumps(j, JSON_COMPACT));
         json_decref(j);

@@ -52,17 +52,17 @@ TEST_DECLARE(cluster_member_snapshot_beyond_commit)
 TEST_DECLARE(cluster_partition_add_in_doubt)
 
 TEST_LIST_START
-    TEST_ENTRY(cluster_partition_sequence)
-    TEST_ENTRY(cluster_partition_flapping)
-    TEST_ENTRY(cluster_member_snapshot_beyond_commit)
-    TEST_ENTRY(cluster_partition_add_in_doubt)
+TEST_ENTRY(cluster_partition_sequence)
+TEST_ENTRY(cluster_partition_flapping)
+TEST_ENTRY(cluster_member_snapshot_beyond_commit)
+TEST_ENTRY(cluster_partition_add_in_doubt)
 TEST_LIST_END
 
 #define CAPACITY 1000000u
 #define LOADERS 4
-#define HEAL_WRITE_MS 10000   /* a write acknowledged within this of a heal */
-#define HEAL_BACK_MS 15000    /* every member back within this of a heal */
-#define EPOCHS_PER_CUT_MAX 3  /* new epochs one partition may make */
+#define HEAL_WRITE_MS 10000  /* a write acknowledged within this of a heal */
+#define HEAL_BACK_MS 15000   /* every member back within this of a heal */
+#define EPOCHS_PER_CUT_MAX 3 /* new epochs one partition may make */
 #define HEALS_MAX 64
 
 static int env_int(const char *name, int def, int lo, int hi)
@@ -205,9 +205,10 @@ static void after_heal(const char *what, uint64_t t_cut, uint64_t t_heal, uint64
         T_FAIL_("%s: the three members were not back within %d ms of the heal", what, HEAL_BACK_MS);
     uint64_t back = slot_test_now_ms() - t_heal;
     uint64_t e = epoch_max();
-    fprintf(stderr, "%s: first write %" PRIu64 " ms after the heal, all back after %" PRIu64 " ms, epoch %" PRIu64
-            " (was %" PRIu64 "); longest time without an acknowledged write from the cut on: %" PRIu64 " ms\n", what, first,
-            back, e, epoch_before, ack_gap_ms(t_cut, slot_test_now_ms()));
+    fprintf(stderr,
+            "%s: first write %" PRIu64 " ms after the heal, all back after %" PRIu64 " ms, epoch %" PRIu64
+            " (was %" PRIu64 "); longest time without an acknowledged write from the cut on: %" PRIu64 " ms\n",
+            what, first, back, e, epoch_before, ack_gap_ms(t_cut, slot_test_now_ms()));
     if (epoch_before && e > epoch_before + EPOCHS_PER_CUT_MAX)
         T_FAIL_("%s: %" PRIu64 " new epochs (at most %d)", what, e - epoch_before, EPOCHS_PER_CUT_MAX);
     load_halt();
@@ -231,7 +232,8 @@ static void report_heals(void)
     if (!nheals)
         return;
     qsort(heal_ms, (size_t)nheals, sizeof(heal_ms[0]), cmp_u64);
-    fprintf(stderr, "%d heals: first write after the heal median %" PRIu64 " ms, max %" PRIu64 " ms; %d holds acknowledged\n",
+    fprintf(stderr,
+            "%d heals: first write after the heal median %" PRIu64 " ms, max %" PRIu64 " ms; %d holds acknowledged\n",
             nheals, heal_ms[nheals / 2], heal_ms[nheals - 1], atomic_load(&nacks));
 }
 
@@ -454,8 +456,9 @@ TEST_IMPL(cluster_member_snapshot_beyond_commit)
     uint64_t t0 = slot_test_now_ms();
     node_start(&nodes[r]);
     if (!wait_more_acks(at, HEAL_WRITE_MS))
-        T_FAIL_("no write acknowledged within %d ms of the wiped member's restart (the snapshot waited for its own ack)",
-                HEAL_WRITE_MS);
+        T_FAIL_(
+            "no write acknowledged within %d ms of the wiped member's restart (the snapshot waited for its own ack)",
+            HEAL_WRITE_MS);
     fprintf(stderr, "first write %" PRIu64 " ms after the wiped member's restart\n", slot_test_now_ms() - t0);
     json_t *j = call1(r, "{\"op\":\"cluster\"}");
     ASSERT(j && ju64(j, "snapshots_installed") >= 1);

@@ -24,13 +24,13 @@ TEST_DECLARE(config_unreadable_file_is_usage_error)
 TEST_DECLARE(config_cluster_flags)
 
 TEST_LIST_START
-    TEST_ENTRY(config_settings_take_effect)
-    TEST_ENTRY(config_command_line_wins)
-    TEST_ENTRY(config_comments_blank_lines_quotes)
-    TEST_ENTRY(config_boolean_last_line_counts)
-    TEST_ENTRY(config_errors_name_file_and_line)
-    TEST_ENTRY(config_unreadable_file_is_usage_error)
-    TEST_ENTRY(config_cluster_flags)
+TEST_ENTRY(config_settings_take_effect)
+TEST_ENTRY(config_command_line_wins)
+TEST_ENTRY(config_comments_blank_lines_quotes)
+TEST_ENTRY(config_boolean_last_line_counts)
+TEST_ENTRY(config_errors_name_file_and_line)
+TEST_ENTRY(config_unreadable_file_is_usage_error)
+TEST_ENTRY(config_cluster_flags)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000
@@ -82,7 +82,6 @@ static bool line_too_long(const slot_test_server *s, size_t total_bytes)
     free(line);
     return too_long;
 }
-
 
 /* Settings the command line does not give: max-line from the file bounds lines. */
 TEST_IMPL(config_settings_take_effect)
@@ -245,8 +244,8 @@ TEST_IMPL(config_errors_name_file_and_line)
         const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, "--config", conf, NULL};
         int rc = slot_test_run_refused(args, err, sizeof err);
         if (rc != 64 || !strstr(err, want) || !strstr(err, cases[i].says))
-            T_FAIL_("file \"%s\": exit %d (want 64), stderr \"%s\" (want \"%s\" and \"%s\")", cases[i].text, rc,
-                    err, want, cases[i].says);
+            T_FAIL_("file \"%s\": exit %d (want 64), stderr \"%s\" (want \"%s\" and \"%s\")", cases[i].text, rc, err,
+                    want, cases[i].says);
         ASSERT(!file_exists(data, "data.mdb")); /* nothing was opened */
         free(conf);
     }

@@ -27,31 +27,30 @@
 TEST_DECLARE(crash_storm)
 
 TEST_LIST_START
-    TEST_ENTRY(crash_storm)
+TEST_ENTRY(crash_storm)
 TEST_LIST_END
 
-
-#define CRASHES 24               /* kill -9 this many times (at least 20) */
-#define CLIENTS 4                /* client threads, one connection each */
-#define DEPTH 16                 /* requests in flight per client */
-#define RUN_MS_MIN 40            /* a round sells this long at least before the kill */
-#define RUN_MS_SPAN 360          /* ... plus up to this much more */
-#define CONFIRM_PER_MILLE 300    /* share of acknowledged holds the buyer confirms */
-#define PIPELINE 256             /* verification requests in flight */
+#define CRASHES 24            /* kill -9 this many times (at least 20) */
+#define CLIENTS 4             /* client threads, one connection each */
+#define DEPTH 16              /* requests in flight per client */
+#define RUN_MS_MIN 40         /* a round sells this long at least before the kill */
+#define RUN_MS_SPAN 360       /* ... plus up to this much more */
+#define CONFIRM_PER_MILLE 300 /* share of acknowledged holds the buyer confirms */
+#define PIPELINE 256          /* verification requests in flight */
 #define TIMEOUT_MS 10000
 #define EVENT "storm"
-#define CAPACITY 100000000u      /* never sells out: every hold sent must end held */
-#define TTL_MS 86400000u         /* a day: no hold expires during the test */
+#define CAPACITY 100000000u /* never sells out: every hold sent must end held */
+#define TTL_MS 86400000u    /* a day: no hold expires during the test */
 #define USERS_PER_CLIENT 64
-#define RESHARD_SHARDS_MAX 64    /* the admin reshards to 1..this */
-#define RESHARD_PAUSE_US 3000    /* between reshards */
+#define RESHARD_SHARDS_MAX 64 /* the admin reshards to 1..this */
+#define RESHARD_PAUSE_US 3000 /* between reshards */
 
 /* What a client knows of one request, by what it was told. */
 typedef enum hstate { H_SENT, H_HELD, H_CONFIRM_SENT, H_CONFIRMED } hstate;
 
 typedef struct rec {
     char id[SLOT_HOLD_ID_BYTES + 1];
-    uint32_t key;                /* request key "k<key>" of user "c<client>u<key % USERS_PER_CLIENT>" */
+    uint32_t key; /* request key "k<key>" of user "c<client>u<key % USERS_PER_CLIENT>" */
     uint16_t qty;
     uint8_t client, state;
 } rec;
@@ -205,8 +204,8 @@ out:
 typedef struct resharder {
     uint16_t port;
     uint64_t seed;
-    uint32_t acked, sent;        /* shard counts: the last acknowledged, the last sent */
-    uint64_t count;              /* reshards acknowledged, all rounds */
+    uint32_t acked, sent; /* shard counts: the last acknowledged, the last sent */
+    uint64_t count;       /* reshards acknowledged, all rounds */
 } resharder;
 
 static void *reshard_loop(void *p)
@@ -351,8 +350,8 @@ static void expect_counters(slot_client *c, client_log *logs, resharder *x)
     ASSERT_EQ(r.confirmed, confirmed);
     ASSERT_EQ(r.available + r.held + r.confirmed, r.capacity);
     if (r.shards != x->acked && r.shards != x->sent)
-        T_FAIL_("%llu shards after the restart; the admin was told %u and had sent %u",
-                (unsigned long long)r.shards, (unsigned)x->acked, (unsigned)x->sent);
+        T_FAIL_("%llu shards after the restart; the admin was told %u and had sent %u", (unsigned long long)r.shards,
+                (unsigned)x->acked, (unsigned)x->sent);
     x->acked = x->sent = (uint32_t)r.shards; /* what the next round starts from */
     slot_reply_clear(&r);
 }
@@ -471,8 +470,8 @@ TEST_IMPL(crash_storm)
     printf("crash storm: %d kill -9 survived, %zu holds (%zu held, %zu confirmed) all found after each restart, "
            "%llu reshards meanwhile\n"
            "crash storm: restart to \"listening on\": min %.1f ms, median %.1f ms, max %.1f ms\n",
-           CRASHES, total, held, confirmed, (unsigned long long)x.count, restart_us[0] / 1000.0, restart_us[CRASHES / 2] / 1000.0,
-           restart_us[CRASHES - 1] / 1000.0);
+           CRASHES, total, held, confirmed, (unsigned long long)x.count, restart_us[0] / 1000.0,
+           restart_us[CRASHES / 2] / 1000.0, restart_us[CRASHES - 1] / 1000.0);
     fflush(stdout);
     ASSERT_GT(confirmed, 0);
     ASSERT_GT(held, 0);
@@ -480,5 +479,3 @@ TEST_IMPL(crash_storm)
     ASSERT_EQ(slot_test_server_stop(&srv), 0);
     slot_test_server_free(&srv);
 }
-
-

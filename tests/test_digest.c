@@ -33,28 +33,27 @@ TEST_DECLARE(digest_capture_off_counts_writes)
 TEST_DECLARE(digest_snapshot_copy_and_install)
 
 TEST_LIST_START
-    TEST_ENTRY(digest_new_store_seq_zero)
-    TEST_ENTRY(digest_same_content_same_digest)
-    TEST_ENTRY(digest_differential_apply)
-    TEST_ENTRY(digest_apply_refuses_unknown_db)
-    TEST_ENTRY(digest_apply_refuses_meta_db)
-    TEST_ENTRY(digest_apply_refuses_seq_gap)
-    TEST_ENTRY(digest_apply_missing_key_delete)
-    TEST_ENTRY(digest_corrupted_record_never_applied)
-    TEST_ENTRY(digest_capture_overflow_fails_the_write)
-    TEST_ENTRY(digest_capture_off_counts_writes)
-    TEST_ENTRY(digest_snapshot_copy_and_install)
+TEST_ENTRY(digest_new_store_seq_zero)
+TEST_ENTRY(digest_same_content_same_digest)
+TEST_ENTRY(digest_differential_apply)
+TEST_ENTRY(digest_apply_refuses_unknown_db)
+TEST_ENTRY(digest_apply_refuses_meta_db)
+TEST_ENTRY(digest_apply_refuses_seq_gap)
+TEST_ENTRY(digest_apply_missing_key_delete)
+TEST_ENTRY(digest_corrupted_record_never_applied)
+TEST_ENTRY(digest_capture_overflow_fails_the_write)
+TEST_ENTRY(digest_capture_off_counts_writes)
+TEST_ENTRY(digest_snapshot_copy_and_install)
 TEST_LIST_END
 
-
-#define EPOCH 1                 /* the tenure the test's "primary" A writes records in */
-#define OPS_DEFAULT 1500        /* per seed */
-#define BATCH_MAX 16            /* ops per batch: 1..this */
-#define HOLDS_KEPT 64           /* hold ids the random ops pick from */
+#define EPOCH 1          /* the tenure the test's "primary" A writes records in */
+#define OPS_DEFAULT 1500 /* per seed */
+#define BATCH_MAX 16     /* ops per batch: 1..this */
+#define HOLDS_KEPT 64    /* hold ids the random ops pick from */
 #define NEVENTS 4
 
-static const char *const db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users", "feed",
-                                                     "consumers", "waitlist"};
+static const char *const db_names[SLOT_STORE_DBS] = {"meta",  "events", "shards",    "holds",   "expiry",
+                                                     "users", "feed",   "consumers", "waitlist"};
 static const char *const events[NEVENTS] = {"e1", "e1.x", "event-two", "e3"}; /* "e1" is a prefix of "e1.x" */
 static const char *const users[] = {"alice", "bob", "carol", "\xc3\xa9ve", "frank", "grace"};
 #define NUSERS (sizeof users / sizeof users[0])
@@ -130,8 +129,8 @@ static void expect_same_dbs(slot_store *a, slot_store *b)
 /* Seals ws as record `seq` (epoch EPOCH) and decodes it into *rec (pointing into ws). */
 static void seal(slot_wset *ws, uint64_t seq, slot_wset_rec *rec)
 {
-    slot_wset_hdr h = {.epoch = EPOCH, .seq = seq, .prev_epoch = seq > 1 ? EPOCH : 0, .commit_seq = seq,
-                       .timestamp_ms = T0};
+    slot_wset_hdr h = {
+        .epoch = EPOCH, .seq = seq, .prev_epoch = seq > 1 ? EPOCH : 0, .commit_seq = seq, .timestamp_ms = T0};
     const uint8_t *bytes;
     size_t n;
     ASSERT_EQ(slot_wset_finish(ws, &h, &bytes, &n), 0);
@@ -260,7 +259,7 @@ TEST_IMPL(digest_same_content_same_digest)
     char ha[SLOT_DIGEST_HEX_BYTES + 1], hb[SLOT_DIGEST_HEX_BYTES + 1];
     ASSERT_U64_EQ(digest_of(a.st, ha), 2);
     ASSERT_U64_EQ(digest_of(b.st, hb), 1);
-    ASSERT(strcmp(ha, hb) != 0); /* same data, other seq */
+    ASSERT(strcmp(ha, hb) != 0);         /* same data, other seq */
     slot_req again = req_create("x", 5); /* a replay: writes nothing, seq stays */
     ASSERT_U64_EQ(captured_batch(&b, &ws, &again, 1), 0);
     slot_req z = req_create("z", 1);
@@ -436,7 +435,7 @@ static void differential(uint64_t seed, uint64_t ops, tally *n)
         slot_store_capture_end(a.st);
         n->batches++;
         n->ops += k;
-        if (abort_it) { /* a failed batch: nothing of it may reach B */
+        if (abort_it) {       /* a failed batch: nothing of it may reach B */
             mdb_txn_abort(t); /* the allocator drops what its index kept of it (src/alloc/idem.h) */
             n->aborted++;
             continue;
@@ -491,8 +490,9 @@ TEST_IMPL(digest_differential_apply)
     tally n = {0};
     for (uint64_t seed = 1; seed <= 4; seed++)
         differential(one ? one : seed, ops, &n);
-    fprintf(stderr, "  %" PRIu64 " ops in %" PRIu64 " batches: %" PRIu64 " records (%" PRIu64
-                    " LMDB ops), %" PRIu64 " wrote nothing, %" PRIu64 " aborted\n",
+    fprintf(stderr,
+            "  %" PRIu64 " ops in %" PRIu64 " batches: %" PRIu64 " records (%" PRIu64 " LMDB ops), %" PRIu64
+            " wrote nothing, %" PRIu64 " aborted\n",
             n.ops, n.batches, n.records, n.writes, n.empty, n.aborted);
     /* the run must have exercised both kinds of batch and real traffic */
     ASSERT_GT(n.records, 100);

@@ -20,12 +20,11 @@ TEST_DECLARE(digest_e2e_slotctl)
 TEST_DECLARE(digest_e2e_roles)
 
 TEST_LIST_START
-    TEST_ENTRY(digest_e2e_seq_counts_writing_batches)
-    TEST_ENTRY(digest_e2e_survives_restart)
-    TEST_ENTRY(digest_e2e_slotctl)
-    TEST_ENTRY(digest_e2e_roles)
+TEST_ENTRY(digest_e2e_seq_counts_writing_batches)
+TEST_ENTRY(digest_e2e_survives_restart)
+TEST_ENTRY(digest_e2e_slotctl)
+TEST_ENTRY(digest_e2e_roles)
 TEST_LIST_END
-
 
 #define FRONTEND_TOKEN "fe-41d9c07be5a2f836"
 #define ADMIN_TOKEN "ad-0be7d2c95f13a648"
@@ -128,7 +127,7 @@ TEST_IMPL(digest_e2e_survives_restart)
     ASSERT_U64_EQ(before.seq, 3);
     slot_client_close(c);
 
-    ASSERT_EQ(slot_test_server_stop(&srv), 0); /* SIGTERM: a clean stop */
+    ASSERT_EQ(slot_test_server_stop(&srv), 0);      /* SIGTERM: a clean stop */
     slot_test_server_start(&srv, NULL, fast_sweep); /* same folder */
     c = slot_test_dial(&srv);
     idle();

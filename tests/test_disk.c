@@ -24,7 +24,7 @@
 TEST_DECLARE(disk_full_answers_storage_full)
 
 TEST_LIST_START
-    TEST_ENTRY(disk_full_answers_storage_full)
+TEST_ENTRY(disk_full_answers_storage_full)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000

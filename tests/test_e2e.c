@@ -31,22 +31,21 @@ TEST_DECLARE(slotd_sweeper_commits_only_when_due)
 TEST_DECLARE(slotd_data_folder_made_with_its_parents)
 
 TEST_LIST_START
-    TEST_ENTRY(slotd_race_for_last_units)
-    TEST_ENTRY(slotd_confirm_races_expiry)
-    TEST_ENTRY(slotd_two_releases_return_units_once)
-    TEST_ENTRY(slotd_twenty_identical_holds_make_one)
-    TEST_ENTRY(slotd_acknowledged_holds_survive_kill9)
-    TEST_ENTRY(slotd_pipelined_mixed_requests_keep_order)
-    TEST_ENTRY(slotd_framing_and_line_limit)
-    TEST_ENTRY(slotd_sigterm_answers_everything)
-    TEST_ENTRY(slotd_reshard_while_selling)
-    TEST_ENTRY(slotd_bench_and_slotctl_against_server)
-    TEST_ENTRY(slotd_second_slotd_on_same_folder_is_refused)
-    TEST_ENTRY(slotd_stats_time_the_commits)
-    TEST_ENTRY(slotd_sweeper_commits_only_when_due)
-    TEST_ENTRY(slotd_data_folder_made_with_its_parents)
+TEST_ENTRY(slotd_race_for_last_units)
+TEST_ENTRY(slotd_confirm_races_expiry)
+TEST_ENTRY(slotd_two_releases_return_units_once)
+TEST_ENTRY(slotd_twenty_identical_holds_make_one)
+TEST_ENTRY(slotd_acknowledged_holds_survive_kill9)
+TEST_ENTRY(slotd_pipelined_mixed_requests_keep_order)
+TEST_ENTRY(slotd_framing_and_line_limit)
+TEST_ENTRY(slotd_sigterm_answers_everything)
+TEST_ENTRY(slotd_reshard_while_selling)
+TEST_ENTRY(slotd_bench_and_slotctl_against_server)
+TEST_ENTRY(slotd_second_slotd_on_same_folder_is_refused)
+TEST_ENTRY(slotd_stats_time_the_commits)
+TEST_ENTRY(slotd_sweeper_commits_only_when_due)
+TEST_ENTRY(slotd_data_folder_made_with_its_parents)
 TEST_LIST_END
-
 
 #define TIMEOUT_MS 10000
 
@@ -374,8 +373,9 @@ TEST_IMPL(slotd_pipelined_mixed_requests_keep_order)
         switch (i % 4) {
         case 0:
         case 1:
-            n = snprintf(line, sizeof(line),
-                         "{\"id\":%d,\"op\":\"hold\",\"event\":\"pipe\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i, i);
+            n = snprintf(
+                line, sizeof(line),
+                "{\"id\":%d,\"op\":\"hold\",\"event\":\"pipe\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i, i);
             break;
         case 2:
             n = snprintf(line, sizeof(line), "{\"id\":%d,\"op\":\"event\",\"event\":\"pipe\"}\n", i);
@@ -597,7 +597,9 @@ TEST_IMPL(slotd_bench_and_slotctl_against_server)
     const char *bench = getenv("SLOT_BENCH"), *ctl = getenv("SLOTCTL");
     ASSERT(bench && ctl);
     slot_test_start(&srv, NULL);
-    ASSERT_EQ(run_cmd("%s hot-release --port %u --capacity 3000 --connections 32 --tail 300 >/dev/null", bench, srv.port), 0);
+    ASSERT_EQ(run_cmd("%s hot-release --port %u --capacity 3000 --connections 32 --tail 300 >/dev/null", bench,
+                      srv.port),
+              0);
     ASSERT_EQ(run_cmd("%s --port %u create tool-ev --capacity 50 --shards 4 >/dev/null", ctl, srv.port), 0);
     ASSERT_EQ(run_cmd("%s --port %u reshard tool-ev --shards 9 >/dev/null", ctl, srv.port), 0);
     ASSERT_EQ(run_cmd("%s --port %u check >/dev/null", ctl, srv.port), 0);
@@ -648,7 +650,7 @@ TEST_IMPL(slotd_stats_time_the_commits)
     uint64_t commits = slot_test_stat(&srv, "commits");
     uint64_t busy = slot_test_stat(&srv, "commit_busy_us"), sync = slot_test_stat(&srv, "commit_sync_us");
     ASSERT_GE(commits, commits0 + 20); /* one call at a time: a commit each */
-    ASSERT_GE(sync, 1);                 /* sync durability: 21 fsyncs take well over 1 us */
+    ASSERT_GE(sync, 1);                /* sync durability: 21 fsyncs take well over 1 us */
     ASSERT_GE(busy, sync);
     slot_reply v = slot_test_view_checked(c, "timed");
     ASSERT_EQ(v.held, 20);
@@ -692,8 +694,6 @@ TEST_IMPL(slotd_sweeper_commits_only_when_due)
     slot_client_close(c);
     slot_test_stop(&srv);
 }
-
-
 
 /* Regression (found by trial): --data is "created when missing", but only its
  * last component was made, so a folder whose parent was missing failed. */

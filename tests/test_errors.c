@@ -26,12 +26,12 @@ TEST_DECLARE(errors_strerror_names_every_kind)
 TEST_DECLARE(errors_strerror_matches_lmdb_for_every_mdb_code)
 
 TEST_LIST_START
-    TEST_ENTRY(errors_every_code_in_its_wing_range)
-    TEST_ENTRY(errors_wing_ranges_are_disjoint)
-    TEST_ENTRY(errors_codes_and_messages_are_unique)
-    TEST_ENTRY(errors_uniqueness_check_catches_a_planted_duplicate)
-    TEST_ENTRY(errors_strerror_names_every_kind)
-    TEST_ENTRY(errors_strerror_matches_lmdb_for_every_mdb_code)
+TEST_ENTRY(errors_every_code_in_its_wing_range)
+TEST_ENTRY(errors_wing_ranges_are_disjoint)
+TEST_ENTRY(errors_codes_and_messages_are_unique)
+TEST_ENTRY(errors_uniqueness_check_catches_a_planted_duplicate)
+TEST_ENTRY(errors_strerror_names_every_kind)
+TEST_ENTRY(errors_strerror_matches_lmdb_for_every_mdb_code)
 TEST_LIST_END
 
 /* One registry entry, with its wing's bounds. */

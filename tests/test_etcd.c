@@ -31,28 +31,30 @@ TEST_DECLARE(etcd_inflight_bound)
 TEST_DECLARE(etcd_close_with_pending_requests)
 
 TEST_LIST_START
-    TEST_ENTRY(etcd_b64_round_trips_and_refuses_bad_input)
-    TEST_ENTRY(etcd_errors_named_and_bad_arguments_refused)
-    TEST_ENTRY(etcd_timeout_on_silent_endpoints)
-    TEST_ENTRY(etcd_close_cancels_requests_on_the_wire)
-    TEST_ENTRY(etcd_bad_responses_get_clear_errors)
-    TEST_ENTRY(etcd_watch_events_out_of_revision_order_refused)
-    TEST_ENTRY(etcd_get_missing_key)
-    TEST_ENTRY(etcd_put_get_binary_prefix_del)
-    TEST_ENTRY(etcd_cas_on_mod_revision)
-    TEST_ENTRY(etcd_lease_expiry_and_watch_delete)
-    TEST_ENTRY(etcd_watch_from_revision)
-    TEST_ENTRY(etcd_endpoints_failover)
-    TEST_ENTRY(etcd_stopped_and_restarted)
-    TEST_ENTRY(etcd_inflight_bound)
-    TEST_ENTRY(etcd_close_with_pending_requests)
+TEST_ENTRY(etcd_b64_round_trips_and_refuses_bad_input)
+TEST_ENTRY(etcd_errors_named_and_bad_arguments_refused)
+TEST_ENTRY(etcd_timeout_on_silent_endpoints)
+TEST_ENTRY(etcd_close_cancels_requests_on_the_wire)
+TEST_ENTRY(etcd_bad_responses_get_clear_errors)
+TEST_ENTRY(etcd_watch_events_out_of_revision_order_refused)
+TEST_ENTRY(etcd_get_missing_key)
+TEST_ENTRY(etcd_put_get_binary_prefix_del)
+TEST_ENTRY(etcd_cas_on_mod_revision)
+TEST_ENTRY(etcd_lease_expiry_and_watch_delete)
+TEST_ENTRY(etcd_watch_from_revision)
+TEST_ENTRY(etcd_endpoints_failover)
+TEST_ENTRY(etcd_stopped_and_restarted)
+TEST_ENTRY(etcd_inflight_bound)
+TEST_ENTRY(etcd_close_with_pending_requests)
 TEST_LIST_END
 
 /* ---- tests without etcd */
 
-TEST_IMPL(etcd_b64_round_trips_and_refuses_bad_input) {
+TEST_IMPL(etcd_b64_round_trips_and_refuses_bad_input)
+{
     static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
-    static const char *const coded[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"}; /* RFC 4648 s10 */
+    static const char *const coded[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                        "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"}; /* RFC 4648 s10 */
     char t[64];
     uint8_t b[64];
     for (int i = 0; i < 7; i++) {
@@ -79,7 +81,8 @@ TEST_IMPL(etcd_b64_round_trips_and_refuses_bad_input) {
     ASSERT_ETCD_ST((int)slot_etcd_b64_decode("Zm9v", 4, b, 3), SLOT_ETCD_EINVAL);
 }
 
-TEST_IMPL(etcd_errors_named_and_bad_arguments_refused) {
+TEST_IMPL(etcd_errors_named_and_bad_arguments_refused)
+{
     ASSERT_STR_EQ(slot_etcd_err_name(SLOT_ETCD_ETIMEDOUT), "ETIMEDOUT");
     ASSERT_STR_EQ(slot_etcd_err_name(SLOT_ETCD_EFULL), "EFULL");
     ASSERT_STR_EQ(slot_etcd_err_name(0), "OK");
@@ -93,8 +96,8 @@ TEST_IMPL(etcd_errors_named_and_bad_arguments_refused) {
     }
     loop_open();
     slot_etcd *c = NULL;
-    static const char *const bad_eps[] = {"", "127.0.0.1:2379", "http://", "http://a b", "http://a,", ",http://a",
-                                          "ftp://a"};
+    static const char *const bad_eps[] = {"",          "127.0.0.1:2379", "http://", "http://a b",
+                                          "http://a,", ",http://a",      "ftp://a"};
     for (size_t i = 0; i < sizeof bad_eps / sizeof bad_eps[0]; i++)
         ASSERT_ETCD_ST(slot_etcd_new(&test_loop, bad_eps[i], NULL, &c), SLOT_ETCD_EINVAL);
     char many[2048] = "";
@@ -132,7 +135,8 @@ TEST_IMPL(etcd_errors_named_and_bad_arguments_refused) {
 
 /* A request to a peer that accepts and never answers times out in about
  * timeout_ms; with a second such endpoint, each is tried once. */
-TEST_IMPL(etcd_timeout_on_silent_endpoints) {
+TEST_IMPL(etcd_timeout_on_silent_endpoints)
+{
     loop_open();
     int p1, p2;
     int fd1 = blackhole(&p1), fd2 = blackhole(&p2);
@@ -164,7 +168,8 @@ TEST_IMPL(etcd_timeout_on_silent_endpoints) {
  * callbacks fail at once. */
 static int cancelled_calls;
 static slot_etcd *closing_client;
-static void on_get_cancelled(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data) {
+static void on_get_cancelled(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data)
+{
     (void)g;
     ASSERT(c == closing_client);
     on_get(c, status, g, data);
@@ -174,7 +179,8 @@ static void on_get_cancelled(slot_etcd *c, int status, const slot_etcd_get_resul
     ASSERT_ETCD_ST(slot_etcd_get(c, "/again", on_get, &other), SLOT_ETCD_ECANCELLED);
 }
 
-TEST_IMPL(etcd_close_cancels_requests_on_the_wire) {
+TEST_IMPL(etcd_close_cancels_requests_on_the_wire)
+{
     loop_open();
     int port;
     int fd = blackhole(&port);
@@ -187,7 +193,7 @@ TEST_IMPL(etcd_close_cancels_requests_on_the_wire) {
         ASSERT_ETCD_ST(slot_etcd_get(c, "/k", on_get_cancelled, &r[i]), 0);
     watch_log l = {0};
     watch(c, &l, "/k", true, 1);
-    run_for(300); /* now connected and waiting */
+    run_for(300);               /* now connected and waiting */
     for (int i = 3; i < 6; i++) /* not sent yet */
         ASSERT_ETCD_ST(slot_etcd_get(c, "/k", on_get_cancelled, &r[i]), 0);
     ASSERT_EQ(cancelled_calls, 0);
@@ -205,10 +211,10 @@ TEST_IMPL(etcd_close_cancels_requests_on_the_wire) {
     close(fd);
 }
 
-
 /* Bad, truncated, oversized and error answers: each a clear status, never
  * a crash (the ASan build runs this too). */
-TEST_IMPL(etcd_bad_responses_get_clear_errors) {
+TEST_IMPL(etcd_bad_responses_get_clear_errors)
+{
     static const struct {
         const char *reply;
         int kind; /* 0 get, 1 watch, 2 cas, 3 keepalive, 4 revoke */
@@ -241,8 +247,9 @@ TEST_IMPL(etcd_bad_responses_get_clear_errors) {
         {HTTP_OK "{\"error\":{\"grpc_code\":9,\"message\":\"x\"}}\n", 1, SLOT_ETCD_ESERVER},
         {HTTP_OK "{\"error\":\"x\"}\n", 1, SLOT_ETCD_EPROTO},
         {HTTP_OK "{\"error\":\"x\"}\n", 1, SLOT_ETCD_EPROTO},
-        {HTTP_OK "{\"result\":{\"header\":{\"revision\":\"3\"},\"created\":true}}\n{\"result\":{\"events\":[{\"kv\":{\"key"
-                 "\":\"Zm9v\",\"mod_revision\":\"4\"}}]}}\n{\"result\":",
+        {HTTP_OK
+         "{\"result\":{\"header\":{\"revision\":\"3\"},\"created\":true}}\n{\"result\":{\"events\":[{\"kv\":{\"key"
+         "\":\"Zm9v\",\"mod_revision\":\"4\"}}]}}\n{\"result\":",
          1, SLOT_ETCD_EDISCONNECT},
     };
     loop_open();
@@ -317,7 +324,8 @@ TEST_IMPL(etcd_bad_responses_get_clear_errors) {
  * its last_revision does not go back (found by tests/fuzz/fuzz_etcd: the
  * events were delivered as they came). A message out of order is refused
  * whole: none of its events is delivered. */
-TEST_IMPL(etcd_watch_events_out_of_revision_order_refused) {
+TEST_IMPL(etcd_watch_events_out_of_revision_order_refused)
+{
 #define EV(rev) "{\"kv\":{\"key\":\"Zm9v\",\"mod_revision\":\"" #rev "\"}}"
     static const struct {
         const char *reply;
@@ -354,7 +362,8 @@ TEST_IMPL(etcd_watch_events_out_of_revision_order_refused) {
 
 /* ---- tests against etcd */
 
-TEST_IMPL(etcd_get_missing_key) {
+TEST_IMPL(etcd_get_missing_key)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -368,7 +377,8 @@ TEST_IMPL(etcd_get_missing_key) {
     etcd_end(&s);
 }
 
-TEST_IMPL(etcd_put_get_binary_prefix_del) {
+TEST_IMPL(etcd_put_get_binary_prefix_del)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -429,7 +439,8 @@ TEST_IMPL(etcd_put_get_binary_prefix_del) {
     etcd_end(&s);
 }
 
-TEST_IMPL(etcd_cas_on_mod_revision) {
+TEST_IMPL(etcd_cas_on_mod_revision)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -470,7 +481,8 @@ TEST_IMPL(etcd_cas_on_mod_revision) {
     etcd_end(&s);
 }
 
-TEST_IMPL(etcd_lease_expiry_and_watch_delete) {
+TEST_IMPL(etcd_lease_expiry_and_watch_delete)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -522,7 +534,8 @@ TEST_IMPL(etcd_lease_expiry_and_watch_delete) {
     etcd_end(&s);
 }
 
-TEST_IMPL(etcd_watch_from_revision) {
+TEST_IMPL(etcd_watch_from_revision)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -608,7 +621,8 @@ TEST_IMPL(etcd_watch_from_revision) {
     etcd_end(&s);
 }
 
-TEST_IMPL(etcd_endpoints_failover) {
+TEST_IMPL(etcd_endpoints_failover)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -642,7 +656,8 @@ TEST_IMPL(etcd_endpoints_failover) {
     etcd_end(&s);
 }
 
-TEST_IMPL(etcd_stopped_and_restarted) {
+TEST_IMPL(etcd_stopped_and_restarted)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -693,12 +708,14 @@ TEST_IMPL(etcd_stopped_and_restarted) {
 }
 
 static int full_done;
-static void on_get_count(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data) {
+static void on_get_count(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data)
+{
     on_get(c, status, g, data);
     full_done++;
 }
 
-TEST_IMPL(etcd_inflight_bound) {
+TEST_IMPL(etcd_inflight_bound)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();
@@ -730,7 +747,8 @@ TEST_IMPL(etcd_inflight_bound) {
 static slot_etcd *inner_client;
 static watch_log inner_watch;
 static res inner_res[3];
-static void on_get_then_close(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data) {
+static void on_get_then_close(slot_etcd *c, int status, const slot_etcd_get_result *g, void *data)
+{
     on_get(c, status, g, data);
     ASSERT_ETCD_ST(status, 0);
     ASSERT_ETCD_ST(slot_etcd_get(c, "/k", on_get, &inner_res[1]), 0); /* still open here */
@@ -739,7 +757,8 @@ static void on_get_then_close(slot_etcd *c, int status, const slot_etcd_get_resu
     ASSERT_ETCD_ST(slot_etcd_get(c, "/k", on_get, &inner_res[2]), SLOT_ETCD_ECANCELLED);
 }
 
-TEST_IMPL(etcd_close_with_pending_requests) {
+TEST_IMPL(etcd_close_with_pending_requests)
+{
     etcd_srv s;
     etcd_start(&s);
     loop_open();

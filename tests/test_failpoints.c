@@ -22,17 +22,16 @@ TEST_DECLARE(failpoint_bad_spec_refuses_to_start)
 TEST_DECLARE(failpoint_aborted_batch_leaves_no_feed_entry)
 
 TEST_LIST_START
-    TEST_ENTRY(failpoint_after_shard_update)
-    TEST_ENTRY(failpoint_after_hold_insert)
-    TEST_ENTRY(failpoint_after_idempotency_insert)
-    TEST_ENTRY(failpoint_before_commit)
-    TEST_ENTRY(failpoint_commit_fail)
-    TEST_ENTRY(failpoint_map_full_grows_and_retries)
-    TEST_ENTRY(failpoint_map_full_at_max_is_storage_full)
-    TEST_ENTRY(failpoint_bad_spec_refuses_to_start)
-    TEST_ENTRY(failpoint_aborted_batch_leaves_no_feed_entry)
+TEST_ENTRY(failpoint_after_shard_update)
+TEST_ENTRY(failpoint_after_hold_insert)
+TEST_ENTRY(failpoint_after_idempotency_insert)
+TEST_ENTRY(failpoint_before_commit)
+TEST_ENTRY(failpoint_commit_fail)
+TEST_ENTRY(failpoint_map_full_grows_and_retries)
+TEST_ENTRY(failpoint_map_full_at_max_is_storage_full)
+TEST_ENTRY(failpoint_bad_spec_refuses_to_start)
+TEST_ENTRY(failpoint_aborted_batch_leaves_no_feed_entry)
 TEST_LIST_END
-
 
 #define TIMEOUT_MS 10000
 #define N 40 /* holds sent in one write, so they share a batch */
@@ -81,8 +80,9 @@ static int run(const char *spec, const char *want_err, const char *const *extra)
     char buf[N * 128];
     size_t len = 0;
     for (int i = 0; i < N; i++)
-        len += (size_t)snprintf(buf + len, sizeof(buf) - len,
-                                "{\"id\":%d,\"op\":\"hold\",\"event\":\"fp\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":2}\n", i, i);
+        len += (size_t)snprintf(
+            buf + len, sizeof(buf) - len,
+            "{\"id\":%d,\"op\":\"hold\",\"event\":\"fp\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":2}\n", i, i);
     ASSERT_EQ(slot_client_send_raw(c, buf, len), 0);
     bool failed[N];
     int nfailed = 0;
@@ -181,8 +181,6 @@ TEST_IMPL(failpoint_bad_spec_refuses_to_start)
     free(dir);
     ASSERT(WIFEXITED(st) && WEXITSTATUS(st) != 0);
 }
-
-
 
 /* The feed (slot/feed.h) is written in the batch's transaction: a batch that
  * fails before its commit leaves no entry, and seq goes on with no gap. */

@@ -31,18 +31,18 @@ TEST_DECLARE(feed_sale_ops_make_their_entries)
 TEST_DECLARE(feed_cart_and_waitlist_entries)
 
 TEST_LIST_START
-    TEST_ENTRY(feed_each_change_makes_its_entry)
-    TEST_ENTRY(feed_mixed_load_seen_in_order_without_gaps)
-    TEST_ENTRY(feed_kill9_consumer_sees_every_commit_once)
-    TEST_ENTRY(feed_resume_after_last_ack)
-    TEST_ENTRY(feed_window_bounds_unacked_entries)
-    TEST_ENTRY(feed_non_reader_dropped_others_unaffected)
-    TEST_ENTRY(feed_retention_trims_only_acked_and_old)
-    TEST_ENTRY(feed_bad_input_changes_nothing)
-    TEST_ENTRY(feed_second_subscription_closes_first)
-    TEST_ENTRY(feed_roles_worker_and_frontend)
-    TEST_ENTRY(feed_sale_ops_make_their_entries)
-    TEST_ENTRY(feed_cart_and_waitlist_entries)
+TEST_ENTRY(feed_each_change_makes_its_entry)
+TEST_ENTRY(feed_mixed_load_seen_in_order_without_gaps)
+TEST_ENTRY(feed_kill9_consumer_sees_every_commit_once)
+TEST_ENTRY(feed_resume_after_last_ack)
+TEST_ENTRY(feed_window_bounds_unacked_entries)
+TEST_ENTRY(feed_non_reader_dropped_others_unaffected)
+TEST_ENTRY(feed_retention_trims_only_acked_and_old)
+TEST_ENTRY(feed_bad_input_changes_nothing)
+TEST_ENTRY(feed_second_subscription_closes_first)
+TEST_ENTRY(feed_roles_worker_and_frontend)
+TEST_ENTRY(feed_sale_ops_make_their_entries)
+TEST_ENTRY(feed_cart_and_waitlist_entries)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000
@@ -147,8 +147,8 @@ static const slot_event_settings ev_1s = {.shards = 4, .hold_ttl_ms = 1000};
 /* A hold's id, or "" when sold out; the reply is dropped. */
 static void hold(slot_client *c, const char *ev, const char *user, const char *req, int qty, char out[64])
 {
-    json_t *r = ok(callf(c, "{\"op\":\"hold\",\"event\":\"%s\",\"user\":\"%s\",\"request\":\"%s\",\"qty\":%d}", ev, user,
-                         req, qty));
+    json_t *r = ok(callf(c, "{\"op\":\"hold\",\"event\":\"%s\",\"user\":\"%s\",\"request\":\"%s\",\"qty\":%d}", ev,
+                         user, req, qty));
     snprintf(out, 64, "%s", str(r, "hold"));
     json_decref(r);
 }
@@ -207,8 +207,9 @@ TEST_IMPL(feed_each_change_makes_its_entry)
     json_t *x = ok(callf(a, "{\"op\":\"expire\"}"));
     ASSERT_LE(num(x, "expired"), 1); /* the 1 s sweeper may have taken it first; the feed says hold.expired */
     json_decref(x);
-    static const char *const want[] = {"event.created", "hold.held", "hold.confirmed", "hold.held", "hold.released",
-                                       "hold.held", "hold.cancelled", "hold.held", "event.changed", "hold.expired"};
+    static const char *const want[] = {"event.created", "hold.held",   "hold.confirmed", "hold.held",
+                                       "hold.released", "hold.held",   "hold.cancelled", "hold.held",
+                                       "event.changed", "hold.expired"};
     size_t nwant = sizeof(want) / sizeof(want[0]);
     pushes_wait(w, &got, nwant);
     for (size_t i = 0; i < nwant; i++) {
@@ -276,10 +277,12 @@ TEST_IMPL(feed_mixed_load_seen_in_order_without_gaps)
             json_decref(r);
             held++;
             if (i % 4 == 0) {
-                json_decref(ok(callf(a, "{\"op\":\"confirm\",\"event\":\"hot\",\"hold\":\"%s\",\"user\":\"u%d\"}", h, k)));
+                json_decref(
+                    ok(callf(a, "{\"op\":\"confirm\",\"event\":\"hot\",\"hold\":\"%s\",\"user\":\"u%d\"}", h, k)));
                 confirmed++;
             } else if (i % 4 == 1) {
-                json_decref(ok(callf(a, "{\"op\":\"release\",\"event\":\"hot\",\"hold\":\"%s\",\"user\":\"u%d\"}", h, k)));
+                json_decref(
+                    ok(callf(a, "{\"op\":\"release\",\"event\":\"hot\",\"hold\":\"%s\",\"user\":\"u%d\"}", h, k)));
                 released++;
             } else if (i % 4 == 2) {
                 json_decref(ok(callf(a, "{\"op\":\"cancel\",\"event\":\"hot\",\"hold\":\"%s\"}", h)));
@@ -295,8 +298,8 @@ TEST_IMPL(feed_mixed_load_seen_in_order_without_gaps)
     json_decref(x);
     uint64_t total = 2 + held + confirmed + released + cancelled + expired;
     uint64_t counts[6] = {0};
-    static const char *const types[6] = {"event.created", "hold.held", "hold.confirmed", "hold.released",
-                                         "hold.cancelled", "hold.expired"};
+    static const char *const types[6] = {"event.created", "hold.held",      "hold.confirmed",
+                                         "hold.released", "hold.cancelled", "hold.expired"};
     uint64_t seen = 0;
     while (seen < total) {
         json_t *v = line_json(w, TIMEOUT_MS);
@@ -419,7 +422,7 @@ TEST_IMPL(feed_kill9_consumer_sees_every_commit_once)
         json_t *v = line_json(all, TIMEOUT_MS);
         ASSERT_NOT_NULL(v);
         ASSERT_EQ(num(v, "feed"), q);
-        ASSERT(seen[q]); /* the consumer saw every committed entry */
+        ASSERT(seen[q]);                             /* the consumer saw every committed entry */
         ASSERT_STR_EQ(seen_hold[q], str(v, "hold")); /* and what it saw was committed, as stored */
         json_decref(v);
     }
@@ -555,7 +558,8 @@ TEST_IMPL(feed_non_reader_dropped_others_unaffected)
     enum { N = 8000 };
     for (int i = 0; i < N; i++) {
         int n = snprintf(line, sizeof line,
-                         "{\"op\":\"hold\",\"event\":\"nr\",\"user\":\"%s\",\"request\":\"req-%060d\",\"qty\":1}\n", user, i);
+                         "{\"op\":\"hold\",\"event\":\"nr\",\"user\":\"%s\",\"request\":\"req-%060d\",\"qty\":1}\n",
+                         user, i);
         ASSERT_EQ(slot_client_send_raw(a, line, (size_t)n), 0);
     }
     for (int i = 0; i < N; i++)
@@ -765,7 +769,8 @@ TEST_IMPL(feed_roles_worker_and_frontend)
     hold(fe, "role", "buyer", "r1", 1, h);
     expect_err(callf(fe, "{\"op\":\"subscribe\",\"consumer\":\"f\"}"), "forbidden");
     expect_err(callf(fe, "{\"op\":\"get_hold\",\"event\":\"role\",\"hold\":\"%s\"}", h), "invalid_argument");
-    expect_err(callf(wk, "{\"op\":\"hold\",\"event\":\"role\",\"user\":\"u\",\"request\":\"r\",\"qty\":1}"), "forbidden");
+    expect_err(callf(wk, "{\"op\":\"hold\",\"event\":\"role\",\"user\":\"u\",\"request\":\"r\",\"qty\":1}"),
+               "forbidden");
     expect_err(callf(wk, "{\"op\":\"feed_consumers\"}"), "forbidden");
     r = ok(callf(wk, "{\"op\":\"get_hold\",\"event\":\"role\",\"hold\":\"%s\"}", h)); /* any user's */
     ASSERT_STR_EQ(str(r, "user"), "buyer");
@@ -802,7 +807,8 @@ TEST_IMPL(feed_sale_ops_make_their_entries)
                             "\"hold_ttl_ms\":60000,\"max_extensions\":2}")));
     char h1[64], h2[64];
     hold(a, "sale", "u1", "r1", 3, h1);
-    json_t *r = ok(callf(a, "{\"op\":\"extend\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\",\"by_ms\":5000}", h1));
+    json_t *r = ok(
+        callf(a, "{\"op\":\"extend\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\",\"by_ms\":5000}", h1));
     uint64_t exp1 = num(r, "expires_at");
     json_decref(r);
     r = ok(callf(a, "{\"op\":\"extend\",\"event\":\"sale\",\"hold\":\"%s\",\"user\":\"u1\",\"by_ms\":1000}", h1));
@@ -833,7 +839,7 @@ TEST_IMPL(feed_sale_ops_make_their_entries)
     json_decref(ok(callf(a, "{\"op\":\"set_sale_window\",\"event\":\"sale\",\"opens_at\":0,\"closes_at\":%llu}",
                          (unsigned long long)closes))); /* the same window: no entry */
 
-    static const char *const want[] = {"event.created", "hold.held",      "hold.extended", "hold.extended",
+    static const char *const want[] = {"event.created",  "hold.held",      "hold.extended", "hold.extended",
                                        "hold.confirmed", "hold.cancelled", "hold.held",     "hold.released",
                                        "hold.confirmed", "event.changed"};
     size_t nwant = sizeof(want) / sizeof(want[0]);
@@ -951,9 +957,8 @@ TEST_IMPL(feed_cart_and_waitlist_entries)
     json_decref(r);
     json_decref(ok(callf(a, "{\"op\":\"set_capacity\",\"event\":\"a\",\"capacity\":4}"))); /* serves u5 */
 
-    static const char *const want[] = {"event.created", "event.created", "hold.held",    "hold.held",
-                                       "hold.held",     "hold.released", "hold.offered", "hold.offered",
-                                       "event.changed"};
+    static const char *const want[] = {"event.created", "event.created", "hold.held",    "hold.held",    "hold.held",
+                                       "hold.released", "hold.offered",  "hold.offered", "event.changed"};
     static const char *const evs[] = {"a", "b", "a", "b", "a", "a", "a", "a", "a"};
     size_t nwant = sizeof(want) / sizeof(want[0]);
     pushes_wait(w, &got, nwant);

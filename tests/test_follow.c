@@ -32,31 +32,31 @@ TEST_DECLARE(follow_says_hello_after_each_connect)
 TEST_DECLARE(follow_final_errors_are_not_retried)
 
 TEST_LIST_START
-    TEST_ENTRY(follow_addr_split)
-    TEST_ENTRY(follow_parses_not_primary_and_cluster)
-    TEST_ENTRY(follow_new_refuses_bad_lists)
-    TEST_ENTRY(follow_redirect_sends_the_same_key)
-    TEST_ENTRY(follow_learns_a_primary_not_in_the_list)
-    TEST_ENTRY(follow_no_address_tries_the_next_node)
-    TEST_ENTRY(follow_closed_mid_request_is_a_replay)
-    TEST_ENTRY(follow_unavailable_then_replay)
-    TEST_ENTRY(follow_refused_and_silent_nodes_are_skipped)
-    TEST_ENTRY(follow_gives_up_after_its_attempts)
-    TEST_ENTRY(follow_gives_up_at_its_deadline)
-    TEST_ENTRY(follow_says_hello_after_each_connect)
-    TEST_ENTRY(follow_final_errors_are_not_retried)
+TEST_ENTRY(follow_addr_split)
+TEST_ENTRY(follow_parses_not_primary_and_cluster)
+TEST_ENTRY(follow_new_refuses_bad_lists)
+TEST_ENTRY(follow_redirect_sends_the_same_key)
+TEST_ENTRY(follow_learns_a_primary_not_in_the_list)
+TEST_ENTRY(follow_no_address_tries_the_next_node)
+TEST_ENTRY(follow_closed_mid_request_is_a_replay)
+TEST_ENTRY(follow_unavailable_then_replay)
+TEST_ENTRY(follow_refused_and_silent_nodes_are_skipped)
+TEST_ENTRY(follow_gives_up_after_its_attempts)
+TEST_ENTRY(follow_gives_up_at_its_deadline)
+TEST_ENTRY(follow_says_hello_after_each_connect)
+TEST_ENTRY(follow_final_errors_are_not_retried)
 TEST_LIST_END
 
 /* ---------------------------------------------------------------- the fake nodes */
 
 typedef enum fake_mode {
-    F_PRIMARY,          /* one hold per request key; a repeat is a replay */
-    F_REDIRECT,         /* not_primary naming `target` */
-    F_NO_ADDR,          /* not_primary without an address */
-    F_CLOSE_ONCE,       /* the first request: kept, then the connection closed unanswered; then F_PRIMARY */
-    F_UNAVAIL_ONCE,     /* the first request: kept, answered unavailable; then F_PRIMARY */
-    F_UNAVAIL,          /* unavailable, always, keeping nothing */
-    F_SILENT,           /* reads, never answers */
+    F_PRIMARY,      /* one hold per request key; a repeat is a replay */
+    F_REDIRECT,     /* not_primary naming `target` */
+    F_NO_ADDR,      /* not_primary without an address */
+    F_CLOSE_ONCE,   /* the first request: kept, then the connection closed unanswered; then F_PRIMARY */
+    F_UNAVAIL_ONCE, /* the first request: kept, answered unavailable; then F_PRIMARY */
+    F_UNAVAIL,      /* unavailable, always, keeping nothing */
+    F_SILENT,       /* reads, never answers */
 } fake_mode;
 
 #define FAKE_CONNS 8
@@ -68,7 +68,10 @@ static struct {
     pthread_mutex_t mu;
     char keys[KEYS_MAX][80];
     int nkeys;
-    struct { int node; char line[256]; } log[LOG_MAX]; /* every request line received, in order */
+    struct {
+        int node;
+        char line[256];
+    } log[LOG_MAX]; /* every request line received, in order */
     int nlog;
 } book = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -79,9 +82,9 @@ typedef struct fake {
     pthread_t th;
     volatile int stop;
     fake_mode mode;
-    char target[64];            /* F_REDIRECT: "127.0.0.1:P" */
-    int requests;               /* lines answered or dropped (the fake's own thread) */
-    int accepted;               /* connections */
+    char target[64]; /* F_REDIRECT: "127.0.0.1:P" */
+    int requests;    /* lines answered or dropped (the fake's own thread) */
+    int accepted;    /* connections */
 } fake;
 
 /* The hold a primary keeps for key: its id and whether it is a replay. */
@@ -138,7 +141,8 @@ static bool fake_answer(fake *fk, const char *line, char *out, size_t cap)
     bool hello = strstr(line, "\"op\":\"hello\"") != NULL;
     switch (fk->mode) {
     case F_REDIRECT:
-        snprintf(out, cap, "{\"ok\":false,\"error\":\"not_primary\",\"message\":\"ask the primary\",\"primary\":\"%s\"}\n",
+        snprintf(out, cap,
+                 "{\"ok\":false,\"error\":\"not_primary\",\"message\":\"ask the primary\",\"primary\":\"%s\"}\n",
                  fk->target);
         return true;
     case F_NO_ADDR:
@@ -343,10 +347,11 @@ TEST_IMPL(follow_parses_not_primary_and_cluster)
     ASSERT_STR_EQ(r.primary, "");
     slot_reply_clear(&r);
 
-    const char *cl = "{\"ok\":true,\"cluster\":\"sale\",\"node\":\"n2\",\"role\":\"replica\",\"epoch\":7,"
-                     "\"primary\":\"127.0.0.1:7001\",\"seq\":42,\"members\":[{\"node\":\"n1\",\"addr\":\"127.0.0.1:7001\","
-                     "\"role\":\"primary\",\"seq\":42,\"lag_ms\":0},{\"node\":\"n2\",\"addr\":\"127.0.0.1:7002\",\"role\":"
-                     "\"replica\",\"seq\":40,\"lag_ms\":12},7,{\"node\":\"n3\",\"addr\":\"127.0.0.1:7003\",\"role\":\"joining\"}]}";
+    const char *cl =
+        "{\"ok\":true,\"cluster\":\"sale\",\"node\":\"n2\",\"role\":\"replica\",\"epoch\":7,"
+        "\"primary\":\"127.0.0.1:7001\",\"seq\":42,\"members\":[{\"node\":\"n1\",\"addr\":\"127.0.0.1:7001\","
+        "\"role\":\"primary\",\"seq\":42,\"lag_ms\":0},{\"node\":\"n2\",\"addr\":\"127.0.0.1:7002\",\"role\":"
+        "\"replica\",\"seq\":40,\"lag_ms\":12},7,{\"node\":\"n3\",\"addr\":\"127.0.0.1:7003\",\"role\":\"joining\"}]}";
     ASSERT_EQ(slot_reply_parse(cl, strlen(cl), &r), 0);
     ASSERT_STR_EQ(r.cluster, "sale");
     ASSERT_STR_EQ(r.node, "n2");

@@ -33,12 +33,12 @@ TEST_DECLARE(follow_e2e_bench_across_a_restart_counts_each_key_once)
 TEST_DECLARE(follow_e2e_bench_verifies_on_the_primary_not_a_stale_replica)
 
 TEST_LIST_START
-    TEST_ENTRY(follow_e2e_slotctl_cluster_on_standalone)
-    TEST_ENTRY(follow_e2e_slotctl_cluster_table)
-    TEST_ENTRY(follow_e2e_slotctl_writes_follow_not_primary)
-    TEST_ENTRY(follow_e2e_bench_two_hosts_follows_and_verifies)
-    TEST_ENTRY(follow_e2e_bench_across_a_restart_counts_each_key_once)
-    TEST_ENTRY(follow_e2e_bench_verifies_on_the_primary_not_a_stale_replica)
+TEST_ENTRY(follow_e2e_slotctl_cluster_on_standalone)
+TEST_ENTRY(follow_e2e_slotctl_cluster_table)
+TEST_ENTRY(follow_e2e_slotctl_writes_follow_not_primary)
+TEST_ENTRY(follow_e2e_bench_two_hosts_follows_and_verifies)
+TEST_ENTRY(follow_e2e_bench_across_a_restart_counts_each_key_once)
+TEST_ENTRY(follow_e2e_bench_verifies_on_the_primary_not_a_stale_replica)
 TEST_LIST_END
 
 #define RUN_TIMEOUT_MS 90000 /* one slotctl or slot-bench run */
@@ -60,11 +60,11 @@ typedef struct fake {
     pthread_t th;
     volatile int stop;
     char primary[64];
-    const char *answer;         /* when set: every line is answered with it (a line ending in "\n") */
-    bool stale;                 /* a replica that applied nothing: cluster, stats, check, event answered, the rest not_primary */
-    volatile int clusters;      /* cluster ops answered (stale) */
-    volatile int lines;         /* lines answered */
-    char first[512];            /* the first line that was not hello */
+    const char *answer; /* when set: every line is answered with it (a line ending in "\n") */
+    bool stale; /* a replica that applied nothing: cluster, stats, check, event answered, the rest not_primary */
+    volatile int clusters; /* cluster ops answered (stale) */
+    volatile int lines;    /* lines answered */
+    char first[512];       /* the first line that was not hello */
 } fake;
 
 static bool fake_serve(fake *fk, int fd, char *buf, size_t *len)
@@ -90,14 +90,17 @@ static bool fake_serve(fake *fk, int fd, char *buf, size_t *len)
         } else if (fk->stale && strstr(start, "\"op\":\"stats\"")) {
             snprintf(reply, sizeof(reply),
                      "{\"ok\":true,\"requests\":{\"hold\":0},\"commits\":0,\"batch_size\":{\"count\":0,\"mean\":0.0,"
-                     "\"p50\":0,\"p99\":0,\"max\":0},\"latency_us\":{\"count\":0,\"p50\":0,\"p99\":0,\"p999\":0,\"max\":0}}\n");
+                     "\"p50\":0,\"p99\":0,\"max\":0},\"latency_us\":{\"count\":0,\"p50\":0,\"p99\":0,\"p999\":0,"
+                     "\"max\":0}}\n");
         } else if (fk->stale && strstr(start, "\"op\":\"check\"")) {
-            snprintf(reply, sizeof(reply), "{\"ok\":true,\"events\":0,\"holds\":0,\"violations\":[],\"violations_total\":0}\n");
-        } else if (fk->stale && strstr(start, "\"op\":\"event\"")) {
             snprintf(reply, sizeof(reply),
-                     "{\"ok\":true,\"event\":\"stale\",\"status\":\"on_sale\",\"capacity\":1000000,\"available\":1000000,"
-                     "\"held\":0,\"confirmed\":0,\"shards\":1,\"hold_ttl_ms\":30000,\"max_per_user\":4,"
-                     "\"max_per_request\":4,\"opens_at\":0,\"closes_at\":0,\"max_extensions\":1,\"max_hold_ms\":60000}\n");
+                     "{\"ok\":true,\"events\":0,\"holds\":0,\"violations\":[],\"violations_total\":0}\n");
+        } else if (fk->stale && strstr(start, "\"op\":\"event\"")) {
+            snprintf(
+                reply, sizeof(reply),
+                "{\"ok\":true,\"event\":\"stale\",\"status\":\"on_sale\",\"capacity\":1000000,\"available\":1000000,"
+                "\"held\":0,\"confirmed\":0,\"shards\":1,\"hold_ttl_ms\":30000,\"max_per_user\":4,"
+                "\"max_per_request\":4,\"opens_at\":0,\"closes_at\":0,\"max_extensions\":1,\"max_hold_ms\":60000}\n");
         } else
             snprintf(reply, sizeof(reply),
                      "{\"ok\":false,\"error\":\"not_primary\",\"message\":\"a replica\",\"primary\":\"%s\"}\n",
@@ -170,7 +173,7 @@ static void fake_stop(fake *fk)
 
 typedef struct proc {
     pid_t pid;
-    char path[512];             /* stdout and stderr */
+    char path[512]; /* stdout and stderr */
 } proc;
 
 static void proc_start(proc *p, const char *dir, const char *const *argv)
@@ -344,9 +347,23 @@ TEST_IMPL(follow_e2e_bench_two_hosts_follows_and_verifies)
     fake_start(&fk, srv.port);
     char a[64], b[64], json_path[512], *out = malloc(OUT_BYTES);
     snprintf(json_path, sizeof(json_path), "%s/report.json", srv.dir);
-    const char *argv[] = {env_path("SLOT_BENCH"), "hot-release", "--host", addr_of(a, sizeof(a), fk.port), "--host",
-                          addr_of(b, sizeof(b), srv.port), "--capacity", "400", "--connections", "4", "--pipeline", "4",
-                          "--tail", "20", "--json", json_path, NULL};
+    const char *argv[] = {env_path("SLOT_BENCH"),
+                          "hot-release",
+                          "--host",
+                          addr_of(a, sizeof(a), fk.port),
+                          "--host",
+                          addr_of(b, sizeof(b), srv.port),
+                          "--capacity",
+                          "400",
+                          "--connections",
+                          "4",
+                          "--pipeline",
+                          "4",
+                          "--tail",
+                          "20",
+                          "--json",
+                          json_path,
+                          NULL};
     int rc = run_tool(srv.dir, argv, out);
     if (rc != 0 || !strstr(out, "verification: passed") || !strstr(out, "following "))
         T_FAIL_("slot-bench with a replica first exited %d:\n%s", rc, out);
@@ -372,9 +389,21 @@ TEST_IMPL(follow_e2e_bench_across_a_restart_counts_each_key_once)
     slot_test_start(&srv, NULL);
     char a[64], json_path[512], listen_at[64], *out = malloc(OUT_BYTES);
     snprintf(json_path, sizeof(json_path), "%s/report.json", srv.dir);
-    const char *argv[] = {env_path("SLOT_BENCH"), "hot-release", "--host", addr_of(a, sizeof(a), srv.port),
-                          "--capacity", "1000000", "--connections", "8", "--pipeline", "8", "--duration", "4",
-                          "--json", json_path, NULL};
+    const char *argv[] = {env_path("SLOT_BENCH"),
+                          "hot-release",
+                          "--host",
+                          addr_of(a, sizeof(a), srv.port),
+                          "--capacity",
+                          "1000000",
+                          "--connections",
+                          "8",
+                          "--pipeline",
+                          "8",
+                          "--duration",
+                          "4",
+                          "--json",
+                          json_path,
+                          NULL};
     proc p;
     proc_start(&p, srv.dir, argv);
     sleep_ms(1500);
@@ -415,9 +444,23 @@ TEST_IMPL(follow_e2e_bench_verifies_on_the_primary_not_a_stale_replica)
     fk.stale = true;
     char a[64], b[64], json_path[512], *out = malloc(OUT_BYTES);
     snprintf(json_path, sizeof(json_path), "%s/report.json", srv.dir);
-    const char *argv[] = {env_path("SLOT_BENCH"), "hot-release", "--host", addr_of(a, sizeof(a), fk.port), "--host",
-                          addr_of(b, sizeof(b), srv.port), "--capacity", "1000000", "--connections", "2", "--pipeline",
-                          "2", "--duration", "2", "--json", json_path, NULL};
+    const char *argv[] = {env_path("SLOT_BENCH"),
+                          "hot-release",
+                          "--host",
+                          addr_of(a, sizeof(a), fk.port),
+                          "--host",
+                          addr_of(b, sizeof(b), srv.port),
+                          "--capacity",
+                          "1000000",
+                          "--connections",
+                          "2",
+                          "--pipeline",
+                          "2",
+                          "--duration",
+                          "2",
+                          "--json",
+                          json_path,
+                          NULL};
     int rc = run_tool(srv.dir, argv, out);
     if (rc != 0 || !strstr(out, "verification: passed"))
         T_FAIL_("slot-bench with a stale replica first exited %d:\n%s", rc, out);

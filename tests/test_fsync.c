@@ -31,23 +31,23 @@ TEST_DECLARE(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
 TEST_DECLARE(rlog_last_segment_synced_at_open_before_its_first_write)
 
 TEST_LIST_START
-    TEST_ENTRY(data_folder_fsynced_after_data_mdb_and_before_the_first_held)
-    TEST_ENTRY(data_folder_fsync_failure_refuses_to_start)
-    TEST_ENTRY(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
-    TEST_ENTRY(rlog_last_segment_synced_at_open_before_its_first_write)
+TEST_ENTRY(data_folder_fsynced_after_data_mdb_and_before_the_first_held)
+TEST_ENTRY(data_folder_fsync_failure_refuses_to_start)
+TEST_ENTRY(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
+TEST_ENTRY(rlog_last_segment_synced_at_open_before_its_first_write)
 TEST_LIST_END
 
 /* Every call that creates, renames or removes a name, the folder fsyncs,
  * and the writes (one of them is the reply). Names some architectures lack
  * (rename, unlink, mkdir, rmdir on arm64) are marked '?': strace then does
  * not refuse them. -yy prints each fd's path (and a socket's addresses). */
-#define TRACE_SET                                                                                \
+#define TRACE_SET                                                                               \
     "trace=openat,?mkdir,?mkdirat,?rename,?renameat,?renameat2,?unlink,?unlinkat,?rmdir,fsync," \
     "fdatasync,write,writev,pwrite64,?sendmsg,?sendto"
 #define TRACE_LINES_MAX 200000
-#define TRACE_WAIT_MS 10000   /* for the tracer to write its last line after slotd exited */
+#define TRACE_WAIT_MS 10000 /* for the tracer to write its last line after slotd exited */
 #define PATH_BYTES 4096
-#define ARG_BYTES 1024        /* one path argument; two of them joined fit in PATH_BYTES */
+#define ARG_BYTES 1024 /* one path argument; two of them joined fit in PATH_BYTES */
 
 static char strace_bin[PATH_BYTES];
 
@@ -278,7 +278,7 @@ static void folder_of(char *out, size_t cap, const char *path)
 
 /* One create, rename or remove: the folder whose entries it changed. */
 typedef struct change {
-    size_t at;                 /* its line */
+    size_t at; /* its line */
     char what[PATH_BYTES + 32];
     char folder[PATH_BYTES];
 } change;
@@ -453,8 +453,9 @@ TEST_IMPL(data_folder_fsync_failure_refuses_to_start)
     need_strace();
     char *data = real_tmpdir();
     /* EIO for every fsync of the data folder itself (-P: only the calls on that path). */
-    const char *wrap[] = {strace_bin, "-D", "-f", "-q", "-o", "/dev/null", "-P", data, "-e", "trace=fsync",
-                          "-e", "inject=fsync:error=EIO", NULL};
+    const char *wrap[] = {strace_bin, "-D", "-f", "-q",          "-o", "/dev/null",
+                          "-P",       data, "-e", "trace=fsync", "-e", "inject=fsync:error=EIO",
+                          NULL};
     slot_test_wrapper = wrap;
     const char *args[] = {"--listen", "127.0.0.1:0", "--data", data, NULL};
     char err[2048];

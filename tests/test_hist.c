@@ -13,15 +13,14 @@ TEST_DECLARE(hist_huge_values_do_not_overflow)
 TEST_DECLARE(hist_cumulative_counts_values_at_or_below_each_bound)
 
 TEST_LIST_START
-    TEST_ENTRY(hist_empty_histogram_is_zero)
-    TEST_ENTRY(hist_small_values_are_exact)
-    TEST_ENTRY(hist_uniform_million_has_three_digits)
-    TEST_ENTRY(hist_one_outlier_shows_at_the_tail_only)
-    TEST_ENTRY(hist_merge_adds_counts)
-    TEST_ENTRY(hist_huge_values_do_not_overflow)
-    TEST_ENTRY(hist_cumulative_counts_values_at_or_below_each_bound)
+TEST_ENTRY(hist_empty_histogram_is_zero)
+TEST_ENTRY(hist_small_values_are_exact)
+TEST_ENTRY(hist_uniform_million_has_three_digits)
+TEST_ENTRY(hist_one_outlier_shows_at_the_tail_only)
+TEST_ENTRY(hist_merge_adds_counts)
+TEST_ENTRY(hist_huge_values_do_not_overflow)
+TEST_ENTRY(hist_cumulative_counts_values_at_or_below_each_bound)
 TEST_LIST_END
-
 
 static slot_hist *fresh(void)
 {
@@ -114,8 +113,6 @@ TEST_IMPL(hist_huge_values_do_not_overflow)
     ASSERT(p50 - UINT64_MAX / 3 <= (UINT64_MAX / 3) / 1000);
     free(h);
 }
-
-
 
 /* The `le` buckets of a Prometheus histogram: exact below SLOT_HIST_SUB, and
  * above it within the bound's slot; the last bound may be UINT64_MAX (+Inf). */

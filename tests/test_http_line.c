@@ -15,25 +15,46 @@ TEST_DECLARE(http_line_op_names)
 TEST_DECLARE(http_line_event_body_escapes)
 
 TEST_LIST_START
-    TEST_ENTRY(http_line_status_table)
-    TEST_ENTRY(http_line_bodies)
-    TEST_ENTRY(http_line_idempotency_key)
-    TEST_ENTRY(http_line_byte_delta_counts_from_the_body)
-    TEST_ENTRY(http_line_op_names)
-    TEST_ENTRY(http_line_event_body_escapes)
+TEST_ENTRY(http_line_status_table)
+TEST_ENTRY(http_line_bodies)
+TEST_ENTRY(http_line_idempotency_key)
+TEST_ENTRY(http_line_byte_delta_counts_from_the_body)
+TEST_ENTRY(http_line_op_names)
+TEST_ENTRY(http_line_event_body_escapes)
 TEST_LIST_END
 
 TEST_IMPL(http_line_status_table)
 {
-    static const struct { slot_err err; unsigned status; } want[] = {
-        {SLOT_E_OK, 200}, {SLOT_E_BAD_JSON, 400}, {SLOT_E_INVALID_ARGUMENT, 400}, {SLOT_E_UNKNOWN_OP, 400},
-        {SLOT_E_UNAUTHENTICATED, 401}, {SLOT_E_FORBIDDEN, 403}, {SLOT_E_UNKNOWN_EVENT, 404},
-        {SLOT_E_UNKNOWN_HOLD, 404}, {SLOT_E_EVENT_EXISTS, 409}, {SLOT_E_NOT_ON_SALE, 409},
-        {SLOT_E_HOLD_NOT_ACTIVE, 409}, {SLOT_E_IDEMPOTENCY_CONFLICT, 409}, {SLOT_E_USER_LIMIT, 409},
-        {SLOT_E_EXTEND_LIMIT, 409}, {SLOT_E_CAPACITY_BELOW_ALLOCATED, 409}, {SLOT_E_FEED_TRUNCATED, 409},
-        {SLOT_E_NOT_SUBSCRIBED, 409}, {SLOT_E_LINE_TOO_LONG, 413}, {SLOT_E_OVERLOADED, 503},
-        {SLOT_E_SHUTTING_DOWN, 503}, {SLOT_E_UNAVAILABLE, 503}, {SLOT_E_NOT_PRIMARY, 307},
-        {SLOT_E_STORAGE_FULL, 507}, {SLOT_E_INTERNAL, 500}, {SLOT_E_BUSY, 409}, {SLOT_E_BACKUP_FAILED, 500},
+    static const struct {
+        slot_err err;
+        unsigned status;
+    } want[] = {
+        {SLOT_E_OK, 200},
+        {SLOT_E_BAD_JSON, 400},
+        {SLOT_E_INVALID_ARGUMENT, 400},
+        {SLOT_E_UNKNOWN_OP, 400},
+        {SLOT_E_UNAUTHENTICATED, 401},
+        {SLOT_E_FORBIDDEN, 403},
+        {SLOT_E_UNKNOWN_EVENT, 404},
+        {SLOT_E_UNKNOWN_HOLD, 404},
+        {SLOT_E_EVENT_EXISTS, 409},
+        {SLOT_E_NOT_ON_SALE, 409},
+        {SLOT_E_HOLD_NOT_ACTIVE, 409},
+        {SLOT_E_IDEMPOTENCY_CONFLICT, 409},
+        {SLOT_E_USER_LIMIT, 409},
+        {SLOT_E_EXTEND_LIMIT, 409},
+        {SLOT_E_CAPACITY_BELOW_ALLOCATED, 409},
+        {SLOT_E_FEED_TRUNCATED, 409},
+        {SLOT_E_NOT_SUBSCRIBED, 409},
+        {SLOT_E_LINE_TOO_LONG, 413},
+        {SLOT_E_OVERLOADED, 503},
+        {SLOT_E_SHUTTING_DOWN, 503},
+        {SLOT_E_UNAVAILABLE, 503},
+        {SLOT_E_NOT_PRIMARY, 307},
+        {SLOT_E_STORAGE_FULL, 507},
+        {SLOT_E_INTERNAL, 500},
+        {SLOT_E_BUSY, 409},
+        {SLOT_E_BACKUP_FAILED, 500},
     };
     ASSERT_EQ(sizeof(want) / sizeof(want[0]), (size_t)SLOT_E__COUNT); /* every code has its row */
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)

@@ -21,16 +21,15 @@ TEST_DECLARE(idem_server_restart_replays_closed_event)
 TEST_DECLARE(idem_restart_window_past_is_cold_yet_exact)
 
 TEST_LIST_START
-    TEST_ENTRY(idem_index_many_keys)
-    TEST_ENTRY(idem_incremental_rehash_matches_reference)
-    TEST_ENTRY(idem_deferred_puts_apply_in_order)
-    TEST_ENTRY(idem_cold_events)
-    TEST_ENTRY(idem_reserve_avoids_doublings)
-    TEST_ENTRY(idem_restart_leaves_closed_event_cold)
-    TEST_ENTRY(idem_server_restart_replays_closed_event)
-    TEST_ENTRY(idem_restart_window_past_is_cold_yet_exact)
+TEST_ENTRY(idem_index_many_keys)
+TEST_ENTRY(idem_incremental_rehash_matches_reference)
+TEST_ENTRY(idem_deferred_puts_apply_in_order)
+TEST_ENTRY(idem_cold_events)
+TEST_ENTRY(idem_reserve_avoids_doublings)
+TEST_ENTRY(idem_restart_leaves_closed_event_cold)
+TEST_ENTRY(idem_server_restart_replays_closed_event)
+TEST_ENTRY(idem_restart_window_past_is_cold_yet_exact)
 TEST_LIST_END
-
 
 /* The idempotency index on its own, with enough keys that it doubles its
  * buckets several times: what was put is found with its latest
@@ -81,7 +80,6 @@ TEST_IMPL(idem_index_many_keys)
     ASSERT_EQ(seq, 42);
     slot__idem_free(ix);
 }
-
 
 /* ---- against a reference: key i is (ev-<i%3>, u<i>, r<i%5>); ref[i] its seq, NONE when absent */
 

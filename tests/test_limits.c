@@ -22,14 +22,13 @@ TEST_DECLARE(limits_overloaded_changes_nothing)
 TEST_DECLARE(limits_reset_after_many_requests_keeps_serving)
 
 TEST_LIST_START
-    TEST_ENTRY(limits_accept_pauses_at_connection_limit)
-    TEST_ENTRY(limits_inflight_bound_pauses_reading)
-    TEST_ENTRY(limits_client_that_does_not_read_is_dropped)
-    TEST_ENTRY(limits_idle_and_unfinished_lines_time_out)
-    TEST_ENTRY(limits_overloaded_changes_nothing)
-    TEST_ENTRY(limits_reset_after_many_requests_keeps_serving)
+TEST_ENTRY(limits_accept_pauses_at_connection_limit)
+TEST_ENTRY(limits_inflight_bound_pauses_reading)
+TEST_ENTRY(limits_client_that_does_not_read_is_dropped)
+TEST_ENTRY(limits_idle_and_unfinished_lines_time_out)
+TEST_ENTRY(limits_overloaded_changes_nothing)
+TEST_ENTRY(limits_reset_after_many_requests_keeps_serving)
 TEST_LIST_END
-
 
 #define TIMEOUT_MS 10000
 
@@ -97,8 +96,9 @@ TEST_IMPL(limits_inflight_bound_pauses_reading)
     enum { N = 3000 };
     char line[160];
     for (int i = 0; i < N; i++) {
-        int n = snprintf(line, sizeof(line),
-                         "{\"id\":%d,\"op\":\"hold\",\"event\":\"pipe\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i, i);
+        int n = snprintf(
+            line, sizeof(line),
+            "{\"id\":%d,\"op\":\"hold\",\"event\":\"pipe\",\"user\":\"u%d\",\"request\":\"r\",\"qty\":1}\n", i, i);
         ASSERT_EQ(slot_client_send_raw(c, line, (size_t)n), 0);
     }
     for (int i = 0; i < N; i++) {
@@ -206,7 +206,8 @@ TEST_IMPL(limits_overloaded_changes_nothing)
         cs[k] = slot_test_dial(&srv);
         for (int i = 0; i < EACH; i++) {
             int n = snprintf(line, sizeof(line),
-                             "{\"op\":\"hold\",\"event\":\"crowd\",\"user\":\"u%d-%d\",\"request\":\"r\",\"qty\":1}\n", k, i);
+                             "{\"op\":\"hold\",\"event\":\"crowd\",\"user\":\"u%d-%d\",\"request\":\"r\",\"qty\":1}\n",
+                             k, i);
             ASSERT_EQ(slot_client_send_raw(cs[k], line, (size_t)n), 0);
         }
     }
@@ -242,7 +243,8 @@ TEST_IMPL(limits_reset_after_many_requests_keeps_serving)
         char line[160];
         for (int i = 0; i < 3000; i++) {
             int n = snprintf(line, sizeof(line),
-                             "{\"op\":\"hold\",\"event\":\"reset\",\"user\":\"r%d-%d\",\"request\":\"r\",\"qty\":1}\n", round, i);
+                             "{\"op\":\"hold\",\"event\":\"reset\",\"user\":\"r%d-%d\",\"request\":\"r\",\"qty\":1}\n",
+                             round, i);
             if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n)
                 break;
         }
@@ -259,5 +261,3 @@ TEST_IMPL(limits_reset_after_many_requests_keeps_serving)
     slot_reply_clear(&v);
     slot_test_stop(&srv);
 }
-
-

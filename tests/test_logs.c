@@ -20,11 +20,11 @@ TEST_DECLARE(logs_bad_flags_refused)
 TEST_DECLARE(logs_format_from_the_config_file)
 
 TEST_LIST_START
-    TEST_ENTRY(logs_json_every_line_parses)
-    TEST_ENTRY(logs_text_lines_have_time_and_level)
-    TEST_ENTRY(logs_level_error_leaves_info_out)
-    TEST_ENTRY(logs_bad_flags_refused)
-    TEST_ENTRY(logs_format_from_the_config_file)
+TEST_ENTRY(logs_json_every_line_parses)
+TEST_ENTRY(logs_text_lines_have_time_and_level)
+TEST_ENTRY(logs_level_error_leaves_info_out)
+TEST_ENTRY(logs_bad_flags_refused)
+TEST_ENTRY(logs_format_from_the_config_file)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000
@@ -49,8 +49,8 @@ static void run_start(run *r, const char *const *flags)
     ASSERT_EQ(fclose(f), 0);
     ASSERT_EQ(chmod(tokens, 0600), 0);
     ASSERT(asprintf(&r->log, "%s/slotd.log", r->dir) > 0);
-    const char *extra[16] = {"--token-file", tokens, "--max-line", "1024", "--idle-timeout-ms", "200",
-                             "--sweep-interval-ms", "50"};
+    const char *extra[16] = {"--token-file",      tokens, "--max-line",          "1024",
+                             "--idle-timeout-ms", "200",  "--sweep-interval-ms", "50"};
     size_t n = 8;
     for (size_t i = 0; flags && flags[i]; i++) {
         ASSERT_LT(n, 15);
@@ -142,8 +142,8 @@ TEST_IMPL(logs_json_every_line_parses)
     traffic(&r);
     char *text;
     run_stop(&r, &text);
-    static const char *const want[] = {"starting", "listening", "failed hello (token not shown)", "dropped a client",
-                                       "stopping", "stopped"};
+    static const char *const want[] = {"starting",         "listening", "failed hello (token not shown)",
+                                       "dropped a client", "stopping",  "stopped"};
     bool seen[6] = {false};
     bool dropped_long = false, dropped_idle = false;
     int lines = 0;
@@ -227,8 +227,10 @@ TEST_IMPL(logs_level_error_leaves_info_out)
 TEST_IMPL(logs_bad_flags_refused)
 {
     char err[1024];
-    static const char *const bad[][2] = {{"--log-format", "xml"}, {"--log-level", "verbose"},
-                                         {"--slow-commit-ms", "-1"}, {"--slow-commit-ms", "3600001"}};
+    static const char *const bad[][2] = {{"--log-format", "xml"},
+                                         {"--log-level", "verbose"},
+                                         {"--slow-commit-ms", "-1"},
+                                         {"--slow-commit-ms", "3600001"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *args[] = {"--listen", "127.0.0.1:0", bad[i][0], bad[i][1], NULL};
         ASSERT_EQ(slot_test_run_refused(args, err, sizeof err), 64);

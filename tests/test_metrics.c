@@ -22,10 +22,10 @@ TEST_DECLARE(metrics_refused_to_a_frontend)
 TEST_DECLARE(metrics_examples_pass_promtool)
 
 TEST_LIST_START
-    TEST_ENTRY(metrics_counters_equal_stats_after_hot_release)
-    TEST_ENTRY(metrics_events_on_sale_and_consumers)
-    TEST_ENTRY(metrics_refused_to_a_frontend)
-    TEST_ENTRY(metrics_examples_pass_promtool)
+TEST_ENTRY(metrics_counters_equal_stats_after_hot_release)
+TEST_ENTRY(metrics_events_on_sale_and_consumers)
+TEST_ENTRY(metrics_refused_to_a_frontend)
+TEST_ENTRY(metrics_examples_pass_promtool)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000
@@ -126,12 +126,12 @@ static uint64_t stat_sub(json_t *stats, const char *obj, const char *key)
     return (uint64_t)json_integer_value(v);
 }
 
-#define ASSERT_METRIC(text, series, want)                                                     \
-    do {                                                                                      \
-        double got_ = sample((text), (series));                                               \
-        uint64_t want_ = (want);                                                              \
-        if (got_ != (double)want_)                                                            \
-            T_FAIL_("%s is %.17g, stats says %" PRIu64, (series), got_, want_);              \
+#define ASSERT_METRIC(text, series, want)                                       \
+    do {                                                                        \
+        double got_ = sample((text), (series));                                 \
+        uint64_t want_ = (want);                                                \
+        if (got_ != (double)want_)                                              \
+            T_FAIL_("%s is %.17g, stats says %" PRIu64, (series), got_, want_); \
     } while (0)
 
 /* Writes text to DIR/metrics.txt and runs promtool check metrics on it. */
@@ -169,7 +169,8 @@ TEST_IMPL(metrics_counters_equal_stats_after_hot_release)
     slot_client *c = slot_test_dial(&srv);
     json_decref(call_json(c, "not json\n"));
     json_decref(call_json(c, "{\"op\":\"event\",\"event\":\"no-such-event\"}\n"));
-    json_decref(call_json(c, "{\"op\":\"hold\",\"event\":\"no-such-event\",\"user\":\"u\",\"request\":\"r\",\"qty\":1}\n"));
+    json_decref(
+        call_json(c, "{\"op\":\"hold\",\"event\":\"no-such-event\",\"user\":\"u\",\"request\":\"r\",\"qty\":1}\n"));
     char *text = metrics_text(c);
     json_t *st = call_json(c, "{\"op\":\"stats\"}\n");
 
@@ -177,7 +178,8 @@ TEST_IMPL(metrics_counters_equal_stats_after_hot_release)
     const char *op;
     json_t *v;
     size_t nops = 0;
-    json_object_foreach(req, op, v) {
+    json_object_foreach(req, op, v)
+    {
         char series[128];
         snprintf(series, sizeof series, "slotd_requests_total{op=\"%s\"}", op);
         uint64_t want = (uint64_t)json_integer_value(v) - (strcmp(op, "stats") == 0); /* itself */
@@ -219,8 +221,7 @@ TEST_IMPL(metrics_counters_equal_stats_after_hot_release)
     ASSERT(fabs(sync_us - (double)stat_u64(st, "commit_sync_us")) <= 1.0);
     /* replies by outcome: every hold answered was a hold or a sold_out */
     ASSERT(sample(text, "slotd_replies_total{op=\"hold\",outcome=\"ok\"}") >= (double)stat_u64(st, "holds"));
-    ASSERT(sample(text, "slotd_replies_total{op=\"hold\",outcome=\"sold_out\"}") ==
-           (double)stat_u64(st, "sold_out"));
+    ASSERT(sample(text, "slotd_replies_total{op=\"hold\",outcome=\"sold_out\"}") == (double)stat_u64(st, "sold_out"));
     ASSERT(sample(text, "slotd_replies_total{op=\"invalid\",outcome=\"error\"}") >= 1);
     ASSERT(sample(text, "slotd_cluster_role{role=\"standalone\"}") == 1);
     ASSERT(sample(text, "slotd_cluster_role{role=\"primary\"}") == 0);

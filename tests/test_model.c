@@ -48,8 +48,8 @@ TEST_DECLARE(model_fixed_seeds)
 TEST_DECLARE(model_random_seed)
 
 TEST_LIST_START
-    TEST_ENTRY(model_fixed_seeds)
-    TEST_ENTRY(model_random_seed)
+TEST_ENTRY(model_fixed_seeds)
+TEST_ENTRY(model_random_seed)
 TEST_LIST_END
 
 static volatile uint64_t g_seed, g_op; /* printed when the test fails */
@@ -304,4 +304,3 @@ TEST_IMPL(model_fixed_seeds)
             break;
     }
 }
-

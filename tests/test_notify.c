@@ -23,9 +23,9 @@ TEST_DECLARE(notify_watchdog_pings)
 TEST_DECLARE(notify_watchdog_of_another_pid_silent)
 
 TEST_LIST_START
-    TEST_ENTRY(notify_ready_then_stopping)
-    TEST_ENTRY(notify_watchdog_pings)
-    TEST_ENTRY(notify_watchdog_of_another_pid_silent)
+TEST_ENTRY(notify_ready_then_stopping)
+TEST_ENTRY(notify_watchdog_pings)
+TEST_ENTRY(notify_watchdog_of_another_pid_silent)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000

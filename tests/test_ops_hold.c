@@ -27,23 +27,23 @@ TEST_DECLARE(alloc_confirm_one_ms_before_expiry)
 TEST_DECLARE(alloc_unknown_hold)
 
 TEST_LIST_START
-    TEST_ENTRY(alloc_create_event_defaults_and_even_spread)
-    TEST_ENTRY(alloc_create_event_exists_with_other_settings)
-    TEST_ENTRY(alloc_unknown_event_everywhere)
-    TEST_ENTRY(alloc_hold_held)
-    TEST_ENTRY(alloc_hold_draws_from_several_shards)
-    TEST_ENTRY(alloc_hold_random_start_then_next_shards)
-    TEST_ENTRY(alloc_hold_sold_out_with_available)
-    TEST_ENTRY(alloc_hold_replay_every_status)
-    TEST_ENTRY(alloc_hold_idempotency_conflict_and_other_user)
-    TEST_ENTRY(alloc_hold_order_of_decisions)
-    TEST_ENTRY(alloc_hold_not_on_sale_then_on_sale)
-    TEST_ENTRY(alloc_user_limit)
-    TEST_ENTRY(alloc_user_count_after_lazy_expiry_on_sold_out_path)
-    TEST_ENTRY(alloc_confirm)
-    TEST_ENTRY(alloc_confirm_not_active)
-    TEST_ENTRY(alloc_confirm_one_ms_before_expiry)
-    TEST_ENTRY(alloc_unknown_hold)
+TEST_ENTRY(alloc_create_event_defaults_and_even_spread)
+TEST_ENTRY(alloc_create_event_exists_with_other_settings)
+TEST_ENTRY(alloc_unknown_event_everywhere)
+TEST_ENTRY(alloc_hold_held)
+TEST_ENTRY(alloc_hold_draws_from_several_shards)
+TEST_ENTRY(alloc_hold_random_start_then_next_shards)
+TEST_ENTRY(alloc_hold_sold_out_with_available)
+TEST_ENTRY(alloc_hold_replay_every_status)
+TEST_ENTRY(alloc_hold_idempotency_conflict_and_other_user)
+TEST_ENTRY(alloc_hold_order_of_decisions)
+TEST_ENTRY(alloc_hold_not_on_sale_then_on_sale)
+TEST_ENTRY(alloc_user_limit)
+TEST_ENTRY(alloc_user_count_after_lazy_expiry_on_sold_out_path)
+TEST_ENTRY(alloc_confirm)
+TEST_ENTRY(alloc_confirm_not_active)
+TEST_ENTRY(alloc_confirm_one_ms_before_expiry)
+TEST_ENTRY(alloc_unknown_hold)
 TEST_LIST_END
 
 /* ---- create_event */
@@ -120,11 +120,21 @@ TEST_IMPL(alloc_create_event_exists_with_other_settings)
     for (int which = 0; which < 5; which++) {
         slot_req q = base;
         switch (which) {
-        case 0: q.capacity = 11; break;
-        case 1: q.shards = 16; break;
-        case 2: q.max_per_user = 0; break;
-        case 3: q.max_per_request = 10; break;
-        default: q.hold_ttl_ms = 600000; break;
+        case 0:
+            q.capacity = 11;
+            break;
+        case 1:
+            q.shards = 16;
+            break;
+        case 2:
+            q.max_per_user = 0;
+            break;
+        case 3:
+            q.max_per_request = 10;
+            break;
+        default:
+            q.hold_ttl_ms = 600000;
+            break;
         }
         run(&f, &q, &r);
         expect_err(&r, SLOT_E_EVENT_EXISTS);
@@ -161,9 +171,9 @@ TEST_IMPL(alloc_unknown_event_everywhere)
     char id[SLOT_HOLD_ID_BYTES + 1];
     hold_ok(&f, "E", "u", "r", 1, id);
     fx_commit(&f);
-    static const slot_op ops[] = {SLOT_OP_CONFIRM, SLOT_OP_RELEASE, SLOT_OP_GET_HOLD, SLOT_OP_CANCEL,
-                                  SLOT_OP_EVENT,   SLOT_OP_SHARDS,  SLOT_OP_SET_CAPACITY, SLOT_OP_RESHARD,
-                                  SLOT_OP_SET_STATUS};
+    static const slot_op ops[] = {SLOT_OP_CONFIRM,      SLOT_OP_RELEASE, SLOT_OP_GET_HOLD,
+                                  SLOT_OP_CANCEL,       SLOT_OP_EVENT,   SLOT_OP_SHARDS,
+                                  SLOT_OP_SET_CAPACITY, SLOT_OP_RESHARD, SLOT_OP_SET_STATUS};
     slot_res r = {0};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         slot_req q = req_on(ops[i], "EE", id, "u");
@@ -424,7 +434,7 @@ TEST_IMPL(alloc_hold_order_of_decisions)
     fx_open(&f);
     create_full(&f, "E", 4, 2, 2, 3, TTL_DEFAULT);
     char h1[33];
-    hold_ok(&f, "E", "u", "k1", 2, h1); /* u at its limit of 2 */
+    hold_ok(&f, "E", "u", "k1", 2, h1);   /* u at its limit of 2 */
     hold_ok(&f, "E", "v", "k1", 2, NULL); /* sold out now */
     fx_commit(&f);
     expect_counts(&f, "E", 0, 4, 0);
@@ -689,8 +699,15 @@ TEST_IMPL(alloc_unknown_hold)
     char shorter[33];
     memcpy(shorter, a, 31);
     shorter[31] = 0;
-    const char *bad[] = {wrong_tag, wrong_seq, longer, shorter, "x", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
-                         "0000000000000000000000000000000-", has_letter ? upper : "g", fa};
+    const char *bad[] = {wrong_tag,
+                         wrong_seq,
+                         longer,
+                         shorter,
+                         "x",
+                         "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
+                         "0000000000000000000000000000000-",
+                         has_letter ? upper : "g",
+                         fa};
     static const slot_op ops[] = {SLOT_OP_CONFIRM, SLOT_OP_RELEASE, SLOT_OP_GET_HOLD, SLOT_OP_CANCEL};
     slot_res r = {0};
     for (size_t o = 0; o < 4; o++) {

@@ -30,23 +30,23 @@ TEST_DECLARE(proto_parse_then_encode)
 TEST_DECLARE(proto_v11_encode_replies)
 
 TEST_LIST_START
-    TEST_ENTRY(proto_encode_id_first_and_echo)
-    TEST_ENTRY(proto_encode_hello)
-    TEST_ENTRY(proto_encode_hold_shapes)
-    TEST_ENTRY(proto_encode_confirm_release_cancel)
-    TEST_ENTRY(proto_encode_get_hold)
-    TEST_ENTRY(proto_encode_event_view_ops)
-    TEST_ENTRY(proto_encode_shards)
-    TEST_ENTRY(proto_encode_check)
-    TEST_ENTRY(proto_encode_digest)
-    TEST_ENTRY(proto_encode_stats_extra)
-    TEST_ENTRY(proto_encode_errors)
-    TEST_ENTRY(proto_encode_error_standalone)
-    TEST_ENTRY(proto_encode_escaping)
-    TEST_ENTRY(proto_encode_invalid_utf8_replaced)
-    TEST_ENTRY(proto_encode_small_buffer)
-    TEST_ENTRY(proto_parse_then_encode)
-    TEST_ENTRY(proto_v11_encode_replies)
+TEST_ENTRY(proto_encode_id_first_and_echo)
+TEST_ENTRY(proto_encode_hello)
+TEST_ENTRY(proto_encode_hold_shapes)
+TEST_ENTRY(proto_encode_confirm_release_cancel)
+TEST_ENTRY(proto_encode_get_hold)
+TEST_ENTRY(proto_encode_event_view_ops)
+TEST_ENTRY(proto_encode_shards)
+TEST_ENTRY(proto_encode_check)
+TEST_ENTRY(proto_encode_digest)
+TEST_ENTRY(proto_encode_stats_extra)
+TEST_ENTRY(proto_encode_errors)
+TEST_ENTRY(proto_encode_error_standalone)
+TEST_ENTRY(proto_encode_escaping)
+TEST_ENTRY(proto_encode_invalid_utf8_replaced)
+TEST_ENTRY(proto_encode_small_buffer)
+TEST_ENTRY(proto_parse_then_encode)
+TEST_ENTRY(proto_v11_encode_replies)
 TEST_LIST_END
 
 /* ------------------------------------------------------------------------ */
@@ -507,16 +507,18 @@ TEST_IMPL(proto_parse_then_encode)
     char buf[1024];
     slot_req req;
     slot_res res = {0};
-    ASSERT_EQ(parse("{\"id\":12345678901234,\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":1}",
-                    &req),
-              SLOT_E_OK);
+    ASSERT_EQ(
+        parse("{\"id\":12345678901234,\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":1}",
+              &req),
+        SLOT_E_OK);
     res.sold_out = true;
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     ASSERT_EQ(jint(j, "id"), INT64_C(12345678901234));
     json_decref(j);
     /* A parse error echoes the id it kept. */
     slot_req bad;
-    slot_err e = parse("{\"id\":\"x-1\",\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":1.0}", &bad);
+    slot_err e = parse("{\"id\":\"x-1\",\"op\":\"hold\",\"event\":\"e\",\"user\":\"u\",\"request\":\"r\",\"qty\":1.0}",
+                       &bad);
     ASSERT_EQ(e, SLOT_E_INVALID_ARGUMENT);
     size_t n = slot_proto_encode_error(&bad.id, e, last_msg, buf, sizeof(buf));
     ASSERT_LT(n, sizeof(buf));

@@ -52,45 +52,45 @@ TEST_DECLARE(proto_v11_extend_by_ms)
 TEST_DECLARE(proto_backup_path)
 
 TEST_LIST_START
-    TEST_ENTRY(proto_bad_json_syntax)
-    TEST_ENTRY(proto_bad_json_duplicate_keys)
-    TEST_ENTRY(proto_bad_json_invalid_utf8)
-    TEST_ENTRY(proto_bad_json_nul_escape)
-    TEST_ENTRY(proto_bad_json_lone_surrogate)
-    TEST_ENTRY(proto_bad_json_nan_infinity)
-    TEST_ENTRY(proto_bad_json_depth)
-    TEST_ENTRY(proto_bad_json_top_level)
-    TEST_ENTRY(proto_bad_json_spaces_only)
-    TEST_ENTRY(proto_int_not_integers)
-    TEST_ENTRY(proto_int_ranges)
-    TEST_ENTRY(proto_int_overflow_is_invalid_argument_without_id)
-    TEST_ENTRY(proto_int_minus_zero_is_zero)
-    TEST_ENTRY(proto_int_bounds_of_each_field)
-    TEST_ENTRY(proto_id_string)
-    TEST_ENTRY(proto_id_integer)
-    TEST_ENTRY(proto_id_other_types_not_echoed)
-    TEST_ENTRY(proto_id_checked_before_op_and_echoed_after)
-    TEST_ENTRY(proto_op_missing_or_unknown)
-    TEST_ENTRY(proto_every_op_parses)
-    TEST_ENTRY(proto_every_required_field)
-    TEST_ENTRY(proto_hold_fields_filled)
-    TEST_ENTRY(proto_create_event_defaults_and_has_bits)
-    TEST_ENTRY(proto_set_status_values)
-    TEST_ENTRY(proto_cluster_change_fields)
-    TEST_ENTRY(proto_hello_token)
-    TEST_ENTRY(proto_hold_argument)
-    TEST_ENTRY(proto_check_optional_event)
-    TEST_ENTRY(proto_unknown_and_unused_fields_ignored)
-    TEST_ENTRY(proto_event_and_request_names)
-    TEST_ENTRY(proto_user_names)
-    TEST_ENTRY(proto_non_terminated_input)
-    TEST_ENTRY(proto_tiny_message_buffer)
-    TEST_ENTRY(proto_parse_at_moves_byte_positions)
-    TEST_ENTRY(proto_v11_windows_parse)
-    TEST_ENTRY(proto_v11_create_event_settings)
-    TEST_ENTRY(proto_v11_confirm_qty_and_reacquire)
-    TEST_ENTRY(proto_v11_extend_by_ms)
-    TEST_ENTRY(proto_backup_path)
+TEST_ENTRY(proto_bad_json_syntax)
+TEST_ENTRY(proto_bad_json_duplicate_keys)
+TEST_ENTRY(proto_bad_json_invalid_utf8)
+TEST_ENTRY(proto_bad_json_nul_escape)
+TEST_ENTRY(proto_bad_json_lone_surrogate)
+TEST_ENTRY(proto_bad_json_nan_infinity)
+TEST_ENTRY(proto_bad_json_depth)
+TEST_ENTRY(proto_bad_json_top_level)
+TEST_ENTRY(proto_bad_json_spaces_only)
+TEST_ENTRY(proto_int_not_integers)
+TEST_ENTRY(proto_int_ranges)
+TEST_ENTRY(proto_int_overflow_is_invalid_argument_without_id)
+TEST_ENTRY(proto_int_minus_zero_is_zero)
+TEST_ENTRY(proto_int_bounds_of_each_field)
+TEST_ENTRY(proto_id_string)
+TEST_ENTRY(proto_id_integer)
+TEST_ENTRY(proto_id_other_types_not_echoed)
+TEST_ENTRY(proto_id_checked_before_op_and_echoed_after)
+TEST_ENTRY(proto_op_missing_or_unknown)
+TEST_ENTRY(proto_every_op_parses)
+TEST_ENTRY(proto_every_required_field)
+TEST_ENTRY(proto_hold_fields_filled)
+TEST_ENTRY(proto_create_event_defaults_and_has_bits)
+TEST_ENTRY(proto_set_status_values)
+TEST_ENTRY(proto_cluster_change_fields)
+TEST_ENTRY(proto_hello_token)
+TEST_ENTRY(proto_hold_argument)
+TEST_ENTRY(proto_check_optional_event)
+TEST_ENTRY(proto_unknown_and_unused_fields_ignored)
+TEST_ENTRY(proto_event_and_request_names)
+TEST_ENTRY(proto_user_names)
+TEST_ENTRY(proto_non_terminated_input)
+TEST_ENTRY(proto_tiny_message_buffer)
+TEST_ENTRY(proto_parse_at_moves_byte_positions)
+TEST_ENTRY(proto_v11_windows_parse)
+TEST_ENTRY(proto_v11_create_event_settings)
+TEST_ENTRY(proto_v11_confirm_qty_and_reacquire)
+TEST_ENTRY(proto_v11_extend_by_ms)
+TEST_ENTRY(proto_backup_path)
 TEST_LIST_END
 
 /* ------------------------------------------------------------------------ */
@@ -108,7 +108,7 @@ TEST_IMPL(proto_bad_json_syntax)
     EXPECT("{'op':'stats'}", SLOT_E_BAD_JSON);
     EXPECT("{\"op\":\"stats\",\"a\":01}", SLOT_E_BAD_JSON);
     EXPECT("\xef\xbb\xbf{\"op\":\"stats\"}", SLOT_E_BAD_JSON); /* a BOM is not JSON */
-    EXPECT("{\"op\":\"st\x01\"}", SLOT_E_BAD_JSON);                /* raw control char in a string */
+    EXPECT("{\"op\":\"st\x01\"}", SLOT_E_BAD_JSON);            /* raw control char in a string */
     /* A raw NUL byte inside the line, and one after the object. */
     slot_req r;
     ASSERT_EQ(parse_n("{\"op\":\"st\0ats\"}", 15, &r), SLOT_E_BAD_JSON);
@@ -321,8 +321,7 @@ TEST_IMPL(proto_int_bounds_of_each_field)
         {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "1099511627776", SLOT_E_OK},
         {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "1099511627777",
          SLOT_E_INVALID_ARGUMENT},
-        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "-1",
-         SLOT_E_INVALID_ARGUMENT},
+        {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_per_user\":%s}", "-1", SLOT_E_INVALID_ARGUMENT},
         {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"shards\":%s}", "\"4\"", SLOT_E_INVALID_ARGUMENT},
         {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"shards\":%s}", "null", SLOT_E_INVALID_ARGUMENT},
         {"{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"shards\":%s}", "4.0", SLOT_E_INVALID_ARGUMENT},
@@ -447,13 +446,20 @@ typedef struct op_case {
 static const op_case op_cases[] = {
     {"hello", SLOT_OP_HELLO, 0, {"\"token\":\"t\""}},
     {"hold", SLOT_OP_HOLD, 4, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\"", "\"qty\":2"}},
-    {"confirm", SLOT_OP_CONFIRM, 3,
+    {"confirm",
+     SLOT_OP_CONFIRM,
+     3,
      {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\"", "\"qty\":2", "\"reacquire\":true"}},
     {"extend", SLOT_OP_EXTEND, 4, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\"", "\"by_ms\":60000"}},
     {"release", SLOT_OP_RELEASE, 3, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}},
-    {"get_hold", SLOT_OP_GET_HOLD, 2, {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}}, /* user: worker, admin may leave it out */
+    {"get_hold",
+     SLOT_OP_GET_HOLD,
+     2,
+     {"\"event\":\"e\"", "\"hold\":\"h\"", "\"user\":\"u\""}}, /* user: worker, admin may leave it out */
     {"event", SLOT_OP_EVENT, 1, {"\"event\":\"e\""}},
-    {"create_event", SLOT_OP_CREATE_EVENT, 2,
+    {"create_event",
+     SLOT_OP_CREATE_EVENT,
+     2,
      {"\"event\":\"e\"", "\"capacity\":100", "\"shards\":4", "\"hold_ttl_ms\":5000", "\"max_per_user\":3",
       "\"max_per_request\":2"}},
     {"set_capacity", SLOT_OP_SET_CAPACITY, 2, {"\"event\":\"e\"", "\"capacity\":100"}},
@@ -466,9 +472,14 @@ static const op_case op_cases[] = {
     {"expire", SLOT_OP_EXPIRE, 0, {NULL}},
     {"stats", SLOT_OP_STATS, 0, {NULL}},
     {"digest", SLOT_OP_DIGEST, 0, {NULL}},
-    {"hold_many", SLOT_OP_HOLD_MANY, 3,
+    {"hold_many",
+     SLOT_OP_HOLD_MANY,
+     3,
      {"\"user\":\"u\"", "\"request\":\"r\"", "\"items\":[{\"event\":\"a\",\"qty\":1},{\"event\":\"b\",\"qty\":2}]"}},
-    {"waitlist_join", SLOT_OP_WAITLIST_JOIN, 4, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\"", "\"qty\":2"}},
+    {"waitlist_join",
+     SLOT_OP_WAITLIST_JOIN,
+     4,
+     {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\"", "\"qty\":2"}},
     {"waitlist_leave", SLOT_OP_WAITLIST_LEAVE, 3, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\""}},
     {"waitlist", SLOT_OP_WAITLIST, 3, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\""}},
     {"waitlist_entries", SLOT_OP_WAITLIST_ENTRIES, 1, {"\"event\":\"e\"", "\"limit\":5"}},
@@ -725,8 +736,8 @@ TEST_IMPL(proto_event_and_request_names)
     ASSERT_EQ(parse(line, &r), SLOT_E_INVALID_ARGUMENT);
     ASSERT_STR_EQ(last_msg, "event: must be 1..64 bytes of [A-Za-z0-9._:-]");
     ASSERT_EQ(parse("{\"op\":\"event\",\"event\":\"AZaz09._:-\"}", &r), SLOT_E_OK);
-    const char *bad[] = {"\"\"", "\"bad key!\"", "\"a b\"", "\"a/b\"", "\"caf\xc3\xa9\"", "\"a\\tb\"", "\"a+b\"",
-                         "\"a@b\"", "1", "null", "[\"e\"]"};
+    const char *bad[] = {"\"\"",    "\"bad key!\"", "\"a b\"", "\"a/b\"", "\"caf\xc3\xa9\"", "\"a\\tb\"",
+                         "\"a+b\"", "\"a@b\"",      "1",       "null",    "[\"e\"]"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(line, sizeof(line), "{\"op\":\"event\",\"event\":%s}", bad[i]);
         if (parse(line, &r) != SLOT_E_INVALID_ARGUMENT)
@@ -776,8 +787,8 @@ TEST_IMPL(proto_user_names)
     /* Anything printable goes, quotes and spaces included; U+0080 is not in the banned set. */
     ASSERT_EQ(parse_user("\"Ann \\\"O'Neil\\\" \\\\ \\/ \xe2\x82\xac \\u0080\"", &r), SLOT_E_OK);
     ASSERT_STR_EQ(r.user, "Ann \"O'Neil\" \\ / \xe2\x82\xac \xc2\x80");
-    const char *bad[] = {"\"\"", "\"a\\u0001\"", "\"a\\u001f\"", "\"a\\u007f\"", "\"a\x7f\"", "\"a\\tb\"",
-                         "\"a\\nb\"", "1", "null", "true"};
+    const char *bad[] = {"\"\"", "\"a\\u0001\"", "\"a\\u001f\"", "\"a\\u007f\"", "\"a\x7f\"", "\"a\\tb\"", "\"a\\nb\"",
+                         "1",    "null",         "true"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (parse_user(bad[i], &r) != SLOT_E_INVALID_ARGUMENT)
             T_FAIL_("user %s accepted", bad[i]);
@@ -828,7 +839,8 @@ TEST_IMPL(proto_parse_at_moves_byte_positions)
 TEST_IMPL(proto_v11_windows_parse)
 {
     slot_req r;
-    ASSERT_EQ(parse("{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":1000,\"closes_at\":2000}", &r), SLOT_E_OK);
+    ASSERT_EQ(parse("{\"op\":\"set_sale_window\",\"event\":\"e\",\"opens_at\":1000,\"closes_at\":2000}", &r),
+              SLOT_E_OK);
     ASSERT_EQ(r.op, SLOT_OP_SET_SALE_WINDOW);
     ASSERT_EQ(r.opens_at_ms, 1000u);
     ASSERT_EQ(r.closes_at_ms, 2000u);
@@ -863,7 +875,8 @@ TEST_IMPL(proto_v11_create_event_settings)
     ASSERT_EQ(r.max_hold_ms, 0u); /* the allocator fills in 2 x hold_ttl_ms */
     ASSERT_EQ(r.opens_at_ms, 0u);
     ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_extensions\":100,"
-                    "\"max_hold_ms\":1099511627776,\"opens_at\":10,\"closes_at\":20}", &r),
+                    "\"max_hold_ms\":1099511627776,\"opens_at\":10,\"closes_at\":20}",
+                    &r),
               SLOT_E_OK);
     ASSERT_EQ(r.max_extensions, 100u);
     ASSERT_EQ(r.max_hold_ms, UINT64_C(1) << 40);
@@ -871,8 +884,9 @@ TEST_IMPL(proto_v11_create_event_settings)
     ASSERT_EQ(r.closes_at_ms, 20u);
     ASSERT(r.has & SLOT_HAS_MAX_EXTENSIONS);
     ASSERT(r.has & SLOT_HAS_MAX_HOLD_MS);
-    ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_extensions\":0,\"max_hold_ms\":1000}", &r),
-              SLOT_E_OK);
+    ASSERT_EQ(
+        parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_extensions\":0,\"max_hold_ms\":1000}", &r),
+        SLOT_E_OK);
     ASSERT_EQ(parse("{\"op\":\"create_event\",\"event\":\"e\",\"capacity\":1,\"max_extensions\":101}", &r),
               SLOT_E_INVALID_ARGUMENT);
     ASSERT_STR_EQ(last_msg, "max_extensions: must be an integer in 0..100");
@@ -888,12 +902,14 @@ TEST_IMPL(proto_v11_confirm_qty_and_reacquire)
     ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\"}", &r), SLOT_E_OK);
     ASSERT(!(r.has & SLOT_HAS_QTY));
     ASSERT(!(r.reacquire));
-    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"qty\":3,\"reacquire\":true}", &r),
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"qty\":3,\"reacquire\":true}",
+                    &r),
               SLOT_E_OK);
     ASSERT(r.has & SLOT_HAS_QTY);
     ASSERT_EQ(r.qty, 3u);
     ASSERT(r.reacquire);
-    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"reacquire\":false}", &r), SLOT_E_OK);
+    ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"reacquire\":false}", &r),
+              SLOT_E_OK);
     ASSERT(!(r.reacquire));
     /* qty 0 is invalid_argument before anything looks at the hold (even a replay). */
     ASSERT_EQ(parse("{\"op\":\"confirm\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"qty\":0}", &r),
@@ -911,7 +927,8 @@ TEST_IMPL(proto_v11_extend_by_ms)
     slot_req r;
     ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":1000}", &r), SLOT_E_OK);
     ASSERT_EQ(r.by_ms, 1000u);
-    ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":86400000}", &r), SLOT_E_OK);
+    ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":86400000}", &r),
+              SLOT_E_OK);
     ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":999}", &r),
               SLOT_E_INVALID_ARGUMENT);
     ASSERT_EQ(parse("{\"op\":\"extend\",\"event\":\"e\",\"hold\":\"h\",\"user\":\"u\",\"by_ms\":86400001}", &r),

@@ -42,26 +42,26 @@ TEST_DECLARE(repl_secret_file_rules)
 TEST_DECLARE(repl_bad_options_are_refused)
 
 TEST_LIST_START
-    TEST_ENTRY(repl_streams_1000_records_acked_in_order)
-    TEST_ENTRY(repl_backpressure_bounds_records_in_flight)
-    TEST_ENTRY(repl_backpressure_bounds_bytes_in_flight)
-    TEST_ENTRY(repl_wrong_secret_of_the_primary_is_refused)
-    TEST_ENTRY(repl_wrong_secret_of_the_replica_is_refused)
-    TEST_ENTRY(repl_stale_tenure_is_refused)
-    TEST_ENTRY(repl_sender_not_primary_is_refused)
-    TEST_ENTRY(repl_new_config_fences_the_open_stream)
-    TEST_ENTRY(repl_seq_gap_is_refused)
-    TEST_ENTRY(repl_wrong_prev_epoch_is_refused)
-    TEST_ENTRY(repl_flipped_byte_is_refused)
-    TEST_ENTRY(repl_record_above_its_tenure_is_refused)
-    TEST_ENTRY(repl_oversized_frame_is_refused)
-    TEST_ENTRY(repl_truncated_frame_is_logged)
-    TEST_ENTRY(repl_garbage_instead_of_hello_is_refused)
-    TEST_ENTRY(repl_silent_peer_times_out)
-    TEST_ENTRY(repl_wrong_cluster_is_refused)
-    TEST_ENTRY(repl_heartbeats_carry_commit_seq)
-    TEST_ENTRY(repl_secret_file_rules)
-    TEST_ENTRY(repl_bad_options_are_refused)
+TEST_ENTRY(repl_streams_1000_records_acked_in_order)
+TEST_ENTRY(repl_backpressure_bounds_records_in_flight)
+TEST_ENTRY(repl_backpressure_bounds_bytes_in_flight)
+TEST_ENTRY(repl_wrong_secret_of_the_primary_is_refused)
+TEST_ENTRY(repl_wrong_secret_of_the_replica_is_refused)
+TEST_ENTRY(repl_stale_tenure_is_refused)
+TEST_ENTRY(repl_sender_not_primary_is_refused)
+TEST_ENTRY(repl_new_config_fences_the_open_stream)
+TEST_ENTRY(repl_seq_gap_is_refused)
+TEST_ENTRY(repl_wrong_prev_epoch_is_refused)
+TEST_ENTRY(repl_flipped_byte_is_refused)
+TEST_ENTRY(repl_record_above_its_tenure_is_refused)
+TEST_ENTRY(repl_oversized_frame_is_refused)
+TEST_ENTRY(repl_truncated_frame_is_logged)
+TEST_ENTRY(repl_garbage_instead_of_hello_is_refused)
+TEST_ENTRY(repl_silent_peer_times_out)
+TEST_ENTRY(repl_wrong_cluster_is_refused)
+TEST_ENTRY(repl_heartbeats_carry_commit_seq)
+TEST_ENTRY(repl_secret_file_rules)
+TEST_ENTRY(repl_bad_options_are_refused)
 TEST_LIST_END
 
 static const char SECRET[] = "0123456789abcdef-the-cluster-secret";
@@ -75,13 +75,13 @@ static uv_timer_t watchdog;
 typedef struct node {
     slot_repl *r;
     const char *id;
-    int port;                 /* listening port, when it listens */
+    int port; /* listening port, when it listens */
     /* replica side */
     slot_rlog *log;
     char *dir;
-    bool delay_acks;          /* acks wait for ack_upto() */
+    bool delay_acks; /* acks wait for ack_upto() */
     uint64_t delivered, acked, max_unacked;
-    int records;              /* on_record calls */
+    int records; /* on_record calls */
     uint64_t commit;
     /* primary side */
     uint64_t last_ack;
@@ -171,14 +171,22 @@ static void node_start(node *n, const char *id, const node_cfg *cfg)
         cfg = &d;
     const char *secret = cfg->secret ? cfg->secret : SECRET;
     slot_repl_opts o = {
-        .cluster = cfg->cluster ? cfg->cluster : "c1", .node_id = id,
-        .secret = (const uint8_t *)secret, .secret_bytes = strlen(secret),
-        .inflight_records_max = cfg->inflight_records_max, .inflight_bytes_max = cfg->inflight_bytes_max,
+        .cluster = cfg->cluster ? cfg->cluster : "c1",
+        .node_id = id,
+        .secret = (const uint8_t *)secret,
+        .secret_bytes = strlen(secret),
+        .inflight_records_max = cfg->inflight_records_max,
+        .inflight_bytes_max = cfg->inflight_bytes_max,
         .record_bytes_max = cfg->record_bytes_max,
         .heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000,
         .handshake_timeout_ms = cfg->handshake_timeout_ms,
-        .cbs = {.ctx = n, .on_ready = cb_ready, .on_record = cb_record, .on_commit = cb_commit,
-                .on_ack = cb_ack, .on_close = cb_close, .log = cb_log},
+        .cbs = {.ctx = n,
+                .on_ready = cb_ready,
+                .on_record = cb_record,
+                .on_commit = cb_commit,
+                .on_ack = cb_ack,
+                .on_close = cb_close,
+                .log = cb_log},
     };
     ASSERT_EQ(slot_repl_new(&loop, &o, &n->r), 0);
 }
@@ -225,8 +233,14 @@ static void run_until(pred_fn pred, void *arg)
     uv_timer_stop(&watchdog);
 }
 
-static bool is_ready(void *arg) { return ((node *)arg)->readies > 0; }
-static bool is_closed(void *arg) { return ((node *)arg)->closes > 0; }
+static bool is_ready(void *arg)
+{
+    return ((node *)arg)->readies > 0;
+}
+static bool is_closed(void *arg)
+{
+    return ((node *)arg)->closes > 0;
+}
 
 static void setup(void)
 {
@@ -259,8 +273,8 @@ static rec make_rec(uint64_t tenure, uint64_t seq, uint64_t prev, size_t vlen)
     uint8_t *v = malloc(vlen + 1);
     for (size_t i = 0; i < vlen; i++)
         v[i] = (uint8_t)(seq * 31 + i);
-    slot_wset_hdr h = {.epoch = tenure, .seq = seq, .prev_epoch = prev, .commit_seq = seq - 1,
-                       .timestamp_ms = 1700000000000ull + seq};
+    slot_wset_hdr h = {
+        .epoch = tenure, .seq = seq, .prev_epoch = prev, .commit_seq = seq - 1, .timestamp_ms = 1700000000000ull + seq};
     const uint8_t *p;
     ASSERT_EQ(slot_wset_init(&ws, 0), 0);
     ASSERT_EQ(slot_wset_put(&ws, 1, key, (size_t)klen, v, vlen), 0);
@@ -484,8 +498,8 @@ typedef struct raw {
     uv_connect_t creq;
     uint8_t in[65536];
     size_t in_len;
-    int want_frames;          /* raw_wait_frames */
-    int writes;               /* not yet completed */
+    int want_frames; /* raw_wait_frames */
+    int writes;      /* not yet completed */
     bool connected, eof, closed;
 } raw;
 
@@ -603,7 +617,10 @@ static void raw_wait_frames(raw *w, int n)
     run_until(raw_has_frames, w);
 }
 
-static bool raw_eof(void *arg) { return ((raw *)arg)->eof; }
+static bool raw_eof(void *arg)
+{
+    return ((raw *)arg)->eof;
+}
 
 /* A HELLO/CHALLENGE payload as slot/repl.h lays it out. */
 static size_t hello_payload(uint8_t *out, const char *cluster, const char *id)
@@ -789,10 +806,22 @@ static void refuse_record_case(uint64_t tenure, int good, rec (*bad)(uint64_t te
     teardown();
 }
 
-static rec bad_gap(uint64_t t, uint64_t seq) { return make_rec(t, seq + 1, t, 10); }
-static rec bad_prev(uint64_t t, uint64_t seq) { return make_rec(t, seq, t - 1, 10); }
-static rec bad_tenure(uint64_t t, uint64_t seq) { return make_rec(t + 1, seq, t, 10); }
-static rec bad_big(uint64_t t, uint64_t seq) { return make_rec(t, seq, t, 5000); }
+static rec bad_gap(uint64_t t, uint64_t seq)
+{
+    return make_rec(t, seq + 1, t, 10);
+}
+static rec bad_prev(uint64_t t, uint64_t seq)
+{
+    return make_rec(t, seq, t - 1, 10);
+}
+static rec bad_tenure(uint64_t t, uint64_t seq)
+{
+    return make_rec(t + 1, seq, t, 10);
+}
+static rec bad_big(uint64_t t, uint64_t seq)
+{
+    return make_rec(t, seq, t, 5000);
+}
 static rec bad_flip(uint64_t t, uint64_t seq)
 {
     rec x = make_rec(t, seq, t, 40);
@@ -800,9 +829,18 @@ static rec bad_flip(uint64_t t, uint64_t seq)
     return x;
 }
 
-TEST_IMPL(repl_seq_gap_is_refused) { refuse_record_case(2, 4, bad_gap, SLOT_REPL_R_GAP, NULL); }
-TEST_IMPL(repl_wrong_prev_epoch_is_refused) { refuse_record_case(2, 4, bad_prev, SLOT_REPL_R_BAD_PREV, NULL); }
-TEST_IMPL(repl_flipped_byte_is_refused) { refuse_record_case(2, 4, bad_flip, SLOT_REPL_R_CORRUPT, NULL); }
+TEST_IMPL(repl_seq_gap_is_refused)
+{
+    refuse_record_case(2, 4, bad_gap, SLOT_REPL_R_GAP, NULL);
+}
+TEST_IMPL(repl_wrong_prev_epoch_is_refused)
+{
+    refuse_record_case(2, 4, bad_prev, SLOT_REPL_R_BAD_PREV, NULL);
+}
+TEST_IMPL(repl_flipped_byte_is_refused)
+{
+    refuse_record_case(2, 4, bad_flip, SLOT_REPL_R_CORRUPT, NULL);
+}
 TEST_IMPL(repl_record_above_its_tenure_is_refused)
 {
     refuse_record_case(2, 4, bad_tenure, SLOT_REPL_R_CORRUPT, NULL);
@@ -899,8 +937,14 @@ static bool commit_at(void *arg)
     return a->p->commit >= a->seq;
 }
 
-static void pause_cb(uv_timer_t *t) { t->data = t; }
-static bool pause_over(void *arg) { return ((uv_timer_t *)arg)->data != NULL; }
+static void pause_cb(uv_timer_t *t)
+{
+    t->data = t;
+}
+static bool pause_over(void *arg)
+{
+    return ((uv_timer_t *)arg)->data != NULL;
+}
 
 TEST_IMPL(repl_heartbeats_carry_commit_seq)
 {
@@ -987,7 +1031,9 @@ TEST_IMPL(repl_bad_options_are_refused)
 {
     setup();
     slot_repl *r = NULL;
-    slot_repl_opts o = {.cluster = "c1", .node_id = "n1", .secret = (const uint8_t *)SECRET,
+    slot_repl_opts o = {.cluster = "c1",
+                        .node_id = "n1",
+                        .secret = (const uint8_t *)SECRET,
                         .secret_bytes = strlen(SECRET)};
     slot_repl_opts b = o;
     b.node_id = "bad id";

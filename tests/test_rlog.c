@@ -43,18 +43,18 @@ TEST_DECLARE(rlog_bad_options)
 TEST_DECLARE(rlog_random_model)
 
 TEST_LIST_START
-    TEST_ENTRY(rlog_append_read_reopen)
-    TEST_ENTRY(rlog_append_rules)
-    TEST_ENTRY(rlog_torn_tail_every_offset)
-    TEST_ENTRY(rlog_torn_segment_header)
-    TEST_ENTRY(rlog_corrupt_middle)
-    TEST_ENTRY(rlog_rollover)
-    TEST_ENTRY(rlog_truncate_after)
-    TEST_ENTRY(rlog_trim_before)
-    TEST_ENTRY(rlog_reset)
-    TEST_ENTRY(rlog_failed_write)
-    TEST_ENTRY(rlog_bad_options)
-    TEST_ENTRY(rlog_random_model)
+TEST_ENTRY(rlog_append_read_reopen)
+TEST_ENTRY(rlog_append_rules)
+TEST_ENTRY(rlog_torn_tail_every_offset)
+TEST_ENTRY(rlog_torn_segment_header)
+TEST_ENTRY(rlog_corrupt_middle)
+TEST_ENTRY(rlog_rollover)
+TEST_ENTRY(rlog_truncate_after)
+TEST_ENTRY(rlog_trim_before)
+TEST_ENTRY(rlog_reset)
+TEST_ENTRY(rlog_failed_write)
+TEST_ENTRY(rlog_bad_options)
+TEST_ENTRY(rlog_random_model)
 TEST_LIST_END
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -165,10 +165,12 @@ static slot_rlog *open_log(const char *dir, uint64_t seg_bytes, slot_rlog_open_i
 }
 
 /* Append records seq from..to (epoch of each from epoch_at), keeping copies. */
-static uint64_t epoch_at(uint64_t seq) { return seq <= 30 ? 1 : seq <= 70 ? 2 : 5; }
+static uint64_t epoch_at(uint64_t seq)
+{
+    return seq <= 30 ? 1 : seq <= 70 ? 2 : 5;
+}
 
-static int append_range(slot_rlog *log, rec *keep, uint64_t from, uint64_t to, unsigned max_ops,
-                        size_t max_val)
+static int append_range(slot_rlog *log, rec *keep, uint64_t from, uint64_t to, unsigned max_ops, size_t max_val)
 {
     for (uint64_t s = from; s <= to; s++) {
         rec r = make_rec(s, epoch_at(s), s > 1 ? epoch_at(s - 1) : 0, max_ops, max_val);
@@ -277,9 +279,9 @@ TEST_IMPL(rlog_append_rules)
     off_t size = file_size(path);
     rec r7 = make_rec(7, 3, 3, 3, 20), r4 = make_rec(4, 2, 1, 3, 20);
     rec r6bad = make_rec(6, 3, 1, 3, 20), r6 = make_rec(6, 3, 2, 3, 20);
-    ASSERT_EQ(slot_rlog_append(log, r7.b, r7.len), SLOT_RLOG_E_SEQ);       /* a gap */
-    ASSERT_EQ(slot_rlog_append(log, r5.b, r5.len), SLOT_RLOG_E_SEQ);       /* again */
-    ASSERT_EQ(slot_rlog_append(log, r4.b, r4.len), SLOT_RLOG_E_SEQ);       /* backwards */
+    ASSERT_EQ(slot_rlog_append(log, r7.b, r7.len), SLOT_RLOG_E_SEQ);         /* a gap */
+    ASSERT_EQ(slot_rlog_append(log, r5.b, r5.len), SLOT_RLOG_E_SEQ);         /* again */
+    ASSERT_EQ(slot_rlog_append(log, r4.b, r4.len), SLOT_RLOG_E_SEQ);         /* backwards */
     ASSERT_EQ(slot_rlog_append(log, r6bad.b, r6bad.len), SLOT_RLOG_E_EPOCH); /* prevLogTerm */
     uint8_t *junk = malloc(r6.len + 1);
     memcpy(junk, r6.b, r6.len);
@@ -338,12 +340,10 @@ TEST_IMPL(rlog_torn_tail_every_offset)
         }
         uint64_t e, s;
         slot_rlog_last(log, &e, &s);
-        if (s != 4 || info.records != 4 || info.truncated_bytes != cut - last_off ||
-            file_size(path) != (off_t)last_off)
+        if (s != 4 || info.records != 4 || info.truncated_bytes != cut - last_off || file_size(path) != (off_t)last_off)
             bad++;
         /* Appending works again, and the log reopens clean with it. */
-        if (slot_rlog_append(log, keep[5].b, keep[5].len) || slot_rlog_sync(log) ||
-            !read_equals(log, 5, &keep[5]))
+        if (slot_rlog_append(log, keep[5].b, keep[5].len) || slot_rlog_sync(log) || !read_equals(log, 5, &keep[5]))
             bad++;
         slot_rlog_close(log);
         log = open_log(dir, 0, &info, &rc);
@@ -831,7 +831,7 @@ TEST_IMPL(rlog_bad_options)
 TEST_IMPL(rlog_random_model)
 {
     enum { STEPS = 1500, MAXSEQ = 4000 };
-    static rec m[MAXSEQ + 2];   /* m[seq]: the record the log must hold */
+    static rec m[MAXSEQ + 2]; /* m[seq]: the record the log must hold */
     static uint64_t ep[MAXSEQ + 2];
     char dir[300];
     make_dir(dir, sizeof(dir));
@@ -901,11 +901,11 @@ TEST_IMPL(rlog_random_model)
         uint64_t le, ls;
         slot_rlog_last(log, &le, &ls);
         uint64_t want_e = last >= first ? ep[last] : base_epoch;
-        if (ls != last || le != want_e || slot_rlog_first(log) != first ||
-            slot_rlog_count(log) != last + 1 - first) {
-            fprintf(stderr, "  step %d: log first %" PRIu64 " last (%" PRIu64 ", %" PRIu64
-                    "), model first %" PRIu64 " last (%" PRIu64 ", %" PRIu64 ")\n", step,
-                    slot_rlog_first(log), le, ls, first, want_e, last);
+        if (ls != last || le != want_e || slot_rlog_first(log) != first || slot_rlog_count(log) != last + 1 - first) {
+            fprintf(stderr,
+                    "  step %d: log first %" PRIu64 " last (%" PRIu64 ", %" PRIu64 "), model first %" PRIu64
+                    " last (%" PRIu64 ", %" PRIu64 ")\n",
+                    step, slot_rlog_first(log), le, ls, first, want_e, last);
             bad++;
         }
     }

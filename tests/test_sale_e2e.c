@@ -14,8 +14,8 @@ TEST_DECLARE(sale_e2e_features_window_extend_partial)
 TEST_DECLARE(sale_e2e_reacquire_races_buyers_for_the_last_units)
 
 TEST_LIST_START
-    TEST_ENTRY(sale_e2e_features_window_extend_partial)
-    TEST_ENTRY(sale_e2e_reacquire_races_buyers_for_the_last_units)
+TEST_ENTRY(sale_e2e_features_window_extend_partial)
+TEST_ENTRY(sale_e2e_reacquire_races_buyers_for_the_last_units)
 TEST_LIST_END
 
 #define TIMEOUT_MS 10000

@@ -36,32 +36,31 @@ TEST_DECLARE(store_map_max_below_initial)
 TEST_DECLARE(store_state_names)
 
 TEST_LIST_START
-    TEST_ENTRY(store_hold_add_in_and_out_of_order)
-    TEST_ENTRY(store_open_creates_folder_and_schema)
-    TEST_ENTRY(store_reopen_keeps_records)
-    TEST_ENTRY(store_open_read_only_missing_folder_fails)
-    TEST_ENTRY(store_open_missing_parent_fails)
-    TEST_ENTRY(store_open_refuses_newer_schema)
-    TEST_ENTRY(store_open_refuses_foreign_magic)
-    TEST_ENTRY(store_open_refuses_other_lmdb_file)
-    TEST_ENTRY(store_open_refuses_other_lmdb_with_named_dbs)
-    TEST_ENTRY(store_open_refuses_non_lmdb_file)
-    TEST_ENTRY(store_event_roundtrip)
-    TEST_ENTRY(store_shard_roundtrip)
-    TEST_ENTRY(store_hold_roundtrip_many_parts_max_user)
-    TEST_ENTRY(store_expiry_roundtrip)
-    TEST_ENTRY(store_user_roundtrip_zero_deletes)
-    TEST_ENTRY(store_events_scan_key_order)
-    TEST_ENTRY(store_holds_scan_one_event_only)
-    TEST_ENTRY(store_expiry_scan_bound)
-    TEST_ENTRY(store_expiry_first)
-    TEST_ENTRY(store_map_grows_once_then_full)
-    TEST_ENTRY(store_map_growth_refused_at_max)
-    TEST_ENTRY(store_map_grow_doubles_then_caps)
-    TEST_ENTRY(store_map_max_below_initial)
-    TEST_ENTRY(store_state_names)
+TEST_ENTRY(store_hold_add_in_and_out_of_order)
+TEST_ENTRY(store_open_creates_folder_and_schema)
+TEST_ENTRY(store_reopen_keeps_records)
+TEST_ENTRY(store_open_read_only_missing_folder_fails)
+TEST_ENTRY(store_open_missing_parent_fails)
+TEST_ENTRY(store_open_refuses_newer_schema)
+TEST_ENTRY(store_open_refuses_foreign_magic)
+TEST_ENTRY(store_open_refuses_other_lmdb_file)
+TEST_ENTRY(store_open_refuses_other_lmdb_with_named_dbs)
+TEST_ENTRY(store_open_refuses_non_lmdb_file)
+TEST_ENTRY(store_event_roundtrip)
+TEST_ENTRY(store_shard_roundtrip)
+TEST_ENTRY(store_hold_roundtrip_many_parts_max_user)
+TEST_ENTRY(store_expiry_roundtrip)
+TEST_ENTRY(store_user_roundtrip_zero_deletes)
+TEST_ENTRY(store_events_scan_key_order)
+TEST_ENTRY(store_holds_scan_one_event_only)
+TEST_ENTRY(store_expiry_scan_bound)
+TEST_ENTRY(store_expiry_first)
+TEST_ENTRY(store_map_grows_once_then_full)
+TEST_ENTRY(store_map_growth_refused_at_max)
+TEST_ENTRY(store_map_grow_doubles_then_caps)
+TEST_ENTRY(store_map_max_below_initial)
+TEST_ENTRY(store_state_names)
 TEST_LIST_END
-
 
 #define ERRBUF 256
 
@@ -1021,5 +1020,3 @@ TEST_IMPL(store_hold_add_in_and_out_of_order)
     mdb_txn_abort(t);
     fx_close(&f);
 }
-
-

@@ -23,16 +23,16 @@ TEST_DECLARE(waitlist_positions_after_leaves)
 TEST_DECLARE(waitlist_offers_whatever_the_status)
 
 TEST_LIST_START
-    TEST_ENTRY(waitlist_join_when_free_is_a_hold)
-    TEST_ENTRY(waitlist_join_leave_replay)
-    TEST_ENTRY(waitlist_release_hands_to_the_head)
-    TEST_ENTRY(waitlist_head_blocks_those_behind)
-    TEST_ENTRY(waitlist_expiry_and_cancel_hand_out)
-    TEST_ENTRY(waitlist_capacity_increase_and_partial_confirm)
-    TEST_ENTRY(waitlist_full_and_disabled)
-    TEST_ENTRY(waitlist_user_limit_counts_waiting)
-    TEST_ENTRY(waitlist_positions_after_leaves)
-    TEST_ENTRY(waitlist_offers_whatever_the_status)
+TEST_ENTRY(waitlist_join_when_free_is_a_hold)
+TEST_ENTRY(waitlist_join_leave_replay)
+TEST_ENTRY(waitlist_release_hands_to_the_head)
+TEST_ENTRY(waitlist_head_blocks_those_behind)
+TEST_ENTRY(waitlist_expiry_and_cancel_hand_out)
+TEST_ENTRY(waitlist_capacity_increase_and_partial_confirm)
+TEST_ENTRY(waitlist_full_and_disabled)
+TEST_ENTRY(waitlist_user_limit_counts_waiting)
+TEST_ENTRY(waitlist_positions_after_leaves)
+TEST_ENTRY(waitlist_offers_whatever_the_status)
 TEST_LIST_END
 
 static void create_wl(fx *f, const char *ev, uint64_t cap, uint32_t wmax, uint64_t mpu)
@@ -125,7 +125,7 @@ TEST_IMPL(waitlist_join_when_free_is_a_hold)
     run(&f, &q, &r); /* replay */
     ASSERT(r.replay);
     ASSERT_STR_EQ(r.hold, h);
-    expect_state(&f, "e", "u", "k", SLOT_WAIT_NONE); /* held at once: no entry */
+    expect_state(&f, "e", "u", "k", SLOT_WAIT_NONE);             /* held at once: no entry */
     hold_err(&f, "e", "u", "k", 2, SLOT_E_IDEMPOTENCY_CONFLICT); /* one key space per (event, user) */
     expect_counts(&f, "e", 1, 2, 0);
     expect_waiting(&f, "e", 0, 0);
@@ -145,7 +145,7 @@ TEST_IMPL(waitlist_join_leave_replay)
     slot_req q = req_wait(SLOT_OP_WAITLIST_JOIN, "e", "b", "k", 2);
     slot_res r = {0};
     run(&f, &q, &r);
-    expect_err(&r, SLOT_E_IDEMPOTENCY_CONFLICT); /* other qty */
+    expect_err(&r, SLOT_E_IDEMPOTENCY_CONFLICT);                 /* other qty */
     hold_err(&f, "e", "b", "k", 1, SLOT_E_IDEMPOTENCY_CONFLICT); /* a plain hold with an entry's key */
     hold_sold_out(&f, "e", "d", "k", 1, 0);
     expect_waiting(&f, "e", 2, 2);
@@ -433,7 +433,7 @@ TEST_IMPL(waitlist_offers_whatever_the_status)
     slot_req q = req_wait(SLOT_OP_WAITLIST_JOIN, "e", "c", "k", 1);
     slot_res r = {0};
     run(&f, &q, &r);
-    expect_err(&r, SLOT_E_NOT_ON_SALE); /* a join is decided like a hold */
+    expect_err(&r, SLOT_E_NOT_ON_SALE);    /* a join is decided like a hold */
     join_waiting(&f, "e", "b", "k", 1, 1); /* a replay answers while closed */
     on(&f, SLOT_OP_RELEASE, "e", h, "a", &r);
     expect_offered(&f, "e", "b", "k", 1, NULL); /* those waiting joined while it was selling */

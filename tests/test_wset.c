@@ -26,12 +26,12 @@ TEST_DECLARE(wset_decode_flip_every_byte)
 TEST_DECLARE(wset_decode_error_classes)
 
 TEST_LIST_START
-    TEST_ENTRY(wset_roundtrip)
-    TEST_ENTRY(wset_empty_set)
-    TEST_ENTRY(wset_builder_errors)
-    TEST_ENTRY(wset_size_bound)
-    TEST_ENTRY(wset_decode_flip_every_byte)
-    TEST_ENTRY(wset_decode_error_classes)
+TEST_ENTRY(wset_roundtrip)
+TEST_ENTRY(wset_empty_set)
+TEST_ENTRY(wset_builder_errors)
+TEST_ENTRY(wset_size_bound)
+TEST_ENTRY(wset_decode_flip_every_byte)
+TEST_ENTRY(wset_decode_error_classes)
 TEST_LIST_END
 
 /* ---- codec ------------------------------------------------------------- */
@@ -67,8 +67,7 @@ TEST_IMPL(wset_roundtrip)
             ASSERT_EQ(rc, 0);
         }
         ASSERT_EQ(slot_wset_ops(&ws), n);
-        slot_wset_hdr h = {.epoch = rnd() | 1, .seq = 1 + rnd_below(UINT64_MAX - 1),
-                           .timestamp_ms = rnd()};
+        slot_wset_hdr h = {.epoch = rnd() | 1, .seq = 1 + rnd_below(UINT64_MAX - 1), .timestamp_ms = rnd()};
         h.prev_epoch = rnd_below(h.epoch + 1);
         h.commit_seq = rnd_below(h.seq + 1);
         const uint8_t *p;
@@ -149,7 +148,7 @@ TEST_IMPL(wset_builder_errors)
     ASSERT_EQ(slot_wset_put(&ws, 1, key, 3, NULL, 4), -EINVAL);
     ASSERT_EQ(slot_wset_del(&ws, SLOT_WSET_DBS_MAX - 1, key, SLOT_WSET_KEY_BYTES_MAX), 0);
     ASSERT_EQ(slot_wset_put(&ws, 2, key, 1, NULL, 0), 0); /* an empty value is a value */
-    ASSERT_EQ(slot_wset_ops(&ws), 3);                    /* the refused ones left no trace */
+    ASSERT_EQ(slot_wset_ops(&ws), 3);                     /* the refused ones left no trace */
     const uint8_t *p;
     size_t len;
     slot_wset_hdr h = {.epoch = 2, .seq = 5, .prev_epoch = 2, .commit_seq = 4};
@@ -285,26 +284,86 @@ static int decode_changed(const rec *r, void (*fn)(uint8_t *b, size_t *len), boo
 /* Offsets in small_record's payload: ops start at 60; op 1 (put k1=value) is
  * 8+2+5 = 15 bytes, op 2 (del \0\xff) 8+2 = 10, op 3 (put key3="") 8+4 = 12. */
 enum { OP1 = 60, OP2 = 75, OP3 = 85, SMALL_END = 97 };
-static void ch_magic(uint8_t *b, size_t *l) { (void)l, b[0] = 'X'; }
-static void ch_version(uint8_t *b, size_t *l) { (void)l, set_le16(b + 4, 2); }
-static void ch_flags(uint8_t *b, size_t *l) { (void)l, set_le16(b + 6, 1); }
-static void ch_payload_small(uint8_t *b, size_t *l) { (void)l, set_le32(b + 8, 3); }
-static void ch_payload_huge(uint8_t *b, size_t *l) { (void)l, set_le32(b + 8, SLOT_WSET_BYTES_MAX + 1); }
-static void ch_payload_longer(uint8_t *b, size_t *l) { (void)l, set_le32(b + 8, le32(b + 8) + 1); }
-static void ch_crc(uint8_t *b, size_t *l) { (void)l, b[12] ^= 1; }
-static void ch_seq0(uint8_t *b, size_t *l) { (void)l, set_le64(b + 24, 0), set_le64(b + 40, 0); }
-static void ch_commit(uint8_t *b, size_t *l) { (void)l, set_le64(b + 40, 78); }
-static void ch_epoch(uint8_t *b, size_t *l) { (void)l, set_le64(b + 32, 5); }
-static void ch_count_more(uint8_t *b, size_t *l) { (void)l, set_le32(b + 56, 4); }
-static void ch_count_less(uint8_t *b, size_t *l) { (void)l, set_le32(b + 56, 2); }
-static void ch_type0(uint8_t *b, size_t *l) { (void)l, b[OP2] = 0; }
-static void ch_type3(uint8_t *b, size_t *l) { (void)l, b[OP3] = 3; }
-static void ch_db(uint8_t *b, size_t *l) { (void)l, b[OP1 + 1] = SLOT_WSET_DBS_MAX; }
-static void ch_klen0(uint8_t *b, size_t *l) { (void)l, set_le16(b + OP2 + 2, 0); }
-static void ch_klen512(uint8_t *b, size_t *l) { (void)l, set_le16(b + OP3 + 2, 512); }
-static void ch_klen_past(uint8_t *b, size_t *l) { (void)l, set_le16(b + OP3 + 2, 5); }
-static void ch_vlen_past(uint8_t *b, size_t *l) { (void)l, set_le32(b + OP1 + 4, 0xffffffffu); }
-static void ch_del_val(uint8_t *b, size_t *l) { (void)l, set_le32(b + OP2 + 4, 1); }
+static void ch_magic(uint8_t *b, size_t *l)
+{
+    (void)l, b[0] = 'X';
+}
+static void ch_version(uint8_t *b, size_t *l)
+{
+    (void)l, set_le16(b + 4, 2);
+}
+static void ch_flags(uint8_t *b, size_t *l)
+{
+    (void)l, set_le16(b + 6, 1);
+}
+static void ch_payload_small(uint8_t *b, size_t *l)
+{
+    (void)l, set_le32(b + 8, 3);
+}
+static void ch_payload_huge(uint8_t *b, size_t *l)
+{
+    (void)l, set_le32(b + 8, SLOT_WSET_BYTES_MAX + 1);
+}
+static void ch_payload_longer(uint8_t *b, size_t *l)
+{
+    (void)l, set_le32(b + 8, le32(b + 8) + 1);
+}
+static void ch_crc(uint8_t *b, size_t *l)
+{
+    (void)l, b[12] ^= 1;
+}
+static void ch_seq0(uint8_t *b, size_t *l)
+{
+    (void)l, set_le64(b + 24, 0), set_le64(b + 40, 0);
+}
+static void ch_commit(uint8_t *b, size_t *l)
+{
+    (void)l, set_le64(b + 40, 78);
+}
+static void ch_epoch(uint8_t *b, size_t *l)
+{
+    (void)l, set_le64(b + 32, 5);
+}
+static void ch_count_more(uint8_t *b, size_t *l)
+{
+    (void)l, set_le32(b + 56, 4);
+}
+static void ch_count_less(uint8_t *b, size_t *l)
+{
+    (void)l, set_le32(b + 56, 2);
+}
+static void ch_type0(uint8_t *b, size_t *l)
+{
+    (void)l, b[OP2] = 0;
+}
+static void ch_type3(uint8_t *b, size_t *l)
+{
+    (void)l, b[OP3] = 3;
+}
+static void ch_db(uint8_t *b, size_t *l)
+{
+    (void)l, b[OP1 + 1] = SLOT_WSET_DBS_MAX;
+}
+static void ch_klen0(uint8_t *b, size_t *l)
+{
+    (void)l, set_le16(b + OP2 + 2, 0);
+}
+static void ch_klen512(uint8_t *b, size_t *l)
+{
+    (void)l, set_le16(b + OP3 + 2, 512);
+}
+static void ch_klen_past(uint8_t *b, size_t *l)
+{
+    (void)l, set_le16(b + OP3 + 2, 5);
+}
+static void ch_vlen_past(uint8_t *b, size_t *l)
+{
+    (void)l, set_le32(b + OP1 + 4, 0xffffffffu);
+}
+static void ch_del_val(uint8_t *b, size_t *l)
+{
+    (void)l, set_le32(b + OP2 + 4, 1);
+}
 static void ch_op_hdr_cut(uint8_t *b, size_t *l)
 {
     /* Drop op 3's body and half its header: 4 bytes of an op remain. */
@@ -353,10 +412,10 @@ TEST_IMPL(wset_decode_error_classes)
      * ranges) has its own message. */
     int codes[64];
     size_t n = 0;
-#define SLOT__CODE(wing, name, value, msg)                                                       \
-    if (SLOT_RC_##wing##_HI == SLOT_RC_WSET_HI || SLOT_RC_##wing##_HI == SLOT_RC_RLOG_HI) {      \
-        ASSERT(n < sizeof(codes) / sizeof(codes[0]));                                            \
-        codes[n++] = (value);                                                                    \
+#define SLOT__CODE(wing, name, value, msg)                                                  \
+    if (SLOT_RC_##wing##_HI == SLOT_RC_WSET_HI || SLOT_RC_##wing##_HI == SLOT_RC_RLOG_HI) { \
+        ASSERT(n < sizeof(codes) / sizeof(codes[0]));                                       \
+        codes[n++] = (value);                                                               \
     }
     SLOT_RC_MAP(SLOT__CODE)
 #undef SLOT__CODE

@@ -205,7 +205,6 @@ int ctl_event_req(const ctl *x, slot_req *req, slot_op op, const char *event)
     return 0;
 }
 
-
 static int cmd_help(ctl *x, int argc, char **argv);
 
 static const ctl_cmd commands[] = {
@@ -262,8 +261,7 @@ static const ctl_cmd commands[] = {
      cmd_check},
     {"expire", "", "run the hold sweeper now (expire)", "Expires every hold whose time is up and prints how many.\n",
      cmd_expire},
-    {"stats", "", "print the server's counters (stats)", "Prints the server's counters as indented JSON.\n",
-     cmd_stats},
+    {"stats", "", "print the server's counters (stats)", "Prints the server's counters as indented JSON.\n", cmd_stats},
     {"metrics", "", "print the server's metrics in the Prometheus text format (metrics)", NULL, cmd_metrics},
     {"digest", "", "print the seq and SHA-256 digest of the server's state (digest)",
      "Prints the number of write batches the state has seen (seq) and a hash of every event,\n"
@@ -271,8 +269,7 @@ static const ctl_cmd commands[] = {
      cmd_digest},
     {"feed", "[--from N] [--consumer NAME] [--follow] | --consumers",
      "print the feed's entries, or the consumers' positions and lag", NULL, cmd_feed},
-    {"cluster", "[add|remove|promote NODE]",
-     "show the replica set, or change its members (cluster, cluster_change)",
+    {"cluster", "[add|remove|promote NODE]", "show the replica set, or change its members (cluster, cluster_change)",
      "Without arguments: asks any node (the first of --host that answers) for the replica set's\n"
      "configuration and prints a table of its members. A standalone server says so.\n"
      "With a change, the primary (followed through --host) changes the configuration by a\n"
@@ -404,10 +401,10 @@ static int parse_addr(ctl *x, const char *what, const char *s)
 static int parse_global(ctl *x, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"host", required_argument, NULL, 'H'}, {"port", required_argument, NULL, 'p'},
-        {"token", required_argument, NULL, 't'}, {"json", no_argument, NULL, 'j'},
+        {"host", required_argument, NULL, 'H'},    {"port", required_argument, NULL, 'p'},
+        {"token", required_argument, NULL, 't'},   {"json", no_argument, NULL, 'j'},
         {"timeout", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},     {0}};
+        {"version", no_argument, NULL, 'V'},       {0}};
     uint64_t v = 0;
     int o;
     while ((o = getopt_long(argc, argv, "+:H:p:t:jhV", opts, NULL)) != -1) {
@@ -422,17 +419,27 @@ static int parse_global(ctl *x, int argc, char **argv)
                 return EXIT_USAGE;
             x->port = (uint16_t)v;
             break;
-        case 't': x->token = optarg; break;
-        case 'j': x->json = true; break;
+        case 't':
+            x->token = optarg;
+            break;
+        case 'j':
+            x->json = true;
+            break;
         case 'T':
             if (ctl_parse_num(x, "--timeout", optarg, SLOT_CTL_TIMEOUT_S_MIN, SLOT_CTL_TIMEOUT_S_MAX, &v))
                 return EXIT_USAGE;
             x->timeout_ms = (int)v * 1000;
             break;
-        case 'h': print_help(stdout); return 0;
-        case 'V': printf("slotctl %s (protocol %d)\n", SLOT_VERSION, SLOT_PROTOCOL_VERSION); return 0;
-        case ':': return ctl_usage_error(x, "option '%s' needs a value", argv[optind - 1]);
-        default: return ctl_usage_error(x, "unknown option '%s'", argv[optind - 1]);
+        case 'h':
+            print_help(stdout);
+            return 0;
+        case 'V':
+            printf("slotctl %s (protocol %d)\n", SLOT_VERSION, SLOT_PROTOCOL_VERSION);
+            return 0;
+        case ':':
+            return ctl_usage_error(x, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return ctl_usage_error(x, "unknown option '%s'", argv[optind - 1]);
         }
     }
     return -1;

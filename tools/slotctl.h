@@ -21,26 +21,26 @@
 
 #define EXIT_SERVER_ERROR 1
 #define EXIT_CONNECTION 2
-#define EXIT_USAGE 64                  /* sysexits.h EX_USAGE */
+#define EXIT_USAGE 64 /* sysexits.h EX_USAGE */
 /* --host: up to SLOT_FOLLOW_NODES_MAX entries of HOST[:PORT], commas between. */
 #define CTL_HOSTS_BYTES_MAX (SLOT_FOLLOW_NODES_MAX * (SLOT_CLIENT_ADDR_BYTES_MAX + 1))
-#define CTL_ATTEMPTS_PER_NODE 3u       /* sends of one request per node of the list (at least 4 in all) */
+#define CTL_ATTEMPTS_PER_NODE 3u /* sends of one request per node of the list (at least 4 in all) */
 
 typedef struct ctl {
     char host[CTL_HOSTS_BYTES_MAX + 1]; /* as given: HOST or HOST:PORT entries, comma-separated */
     uint16_t port;                      /* for the entries without a port */
     const char *token;
-    bool json;                         /* print the raw reply lines */
-    int timeout_ms;                    /* for each reply */
-    const char *cmd;                   /* the command's name, for messages */
-    slot_follow *follow;               /* the connection, following the primary */
+    bool json;           /* print the raw reply lines */
+    int timeout_ms;      /* for each reply */
+    const char *cmd;     /* the command's name, for messages */
+    slot_follow *follow; /* the connection, following the primary */
 } ctl;
 
 typedef struct ctl_cmd {
     const char *name;
-    const char *args;                  /* synopsis after the name */
-    const char *summary;               /* one line, for `slotctl --help` */
-    const char *help;                  /* the rest of `slotctl help NAME` */
+    const char *args;    /* synopsis after the name */
+    const char *summary; /* one line, for `slotctl --help` */
+    const char *help;    /* the rest of `slotctl help NAME` */
     int (*run)(ctl *x, int argc, char **argv);
 } ctl_cmd;
 

@@ -134,8 +134,9 @@ static int parse(const char *cmd, int argc, char **argv, const struct option *op
 
 int slotctl_restore(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"data", required_argument, NULL, 'd'}, {"force", no_argument, NULL, 'f'}, {0}};
+    static const struct option opts[] = {{"data", required_argument, NULL, 'd'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {0}};
     const char *data = NULL;
     bool force = false;
     int rc = parse("restore", argc, argv, opts, &data, &force);

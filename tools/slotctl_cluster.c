@@ -19,7 +19,8 @@ void slotctl_cluster_print(const slot_reply *r)
         return;
     }
     printf("cluster %s: node %s is %s, epoch %" PRIu64 ", seq %" PRIu64 ", primary %s\n\n", r->cluster,
-           r->node[0] ? r->node : "?", r->role[0] ? r->role : "?", r->epoch, r->seq, r->primary[0] ? r->primary : "unknown");
+           r->node[0] ? r->node : "?", r->role[0] ? r->role : "?", r->epoch, r->seq,
+           r->primary[0] ? r->primary : "unknown");
     printf("%-16s %-24s %-8s %12s %10s\n", "node", "addr", "role", "seq", "lag_ms");
     for (uint32_t i = 0; i < r->nmembers; i++) {
         const slot_member *m = &r->members[i];

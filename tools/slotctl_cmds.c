@@ -180,13 +180,18 @@ static int call_show_view(ctl *x, const slot_req *req)
 
 int cmd_create(ctl *x, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"capacity", required_argument, NULL, 'c'},        {"shards", required_argument, NULL, 's'},
-        {"hold-ttl-ms", required_argument, NULL, 't'},     {"max-per-user", required_argument, NULL, 'u'},
-        {"max-per-request", required_argument, NULL, 'r'}, {"opens-at", required_argument, NULL, 'o'},
-        {"closes-at", required_argument, NULL, 'e'},       {"max-extensions", required_argument, NULL, 'x'},
-        {"max-hold-ms", required_argument, NULL, 'm'},     {"waitlist-max", required_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},                  {0}};
+    static const struct option opts[] = {{"capacity", required_argument, NULL, 'c'},
+                                         {"shards", required_argument, NULL, 's'},
+                                         {"hold-ttl-ms", required_argument, NULL, 't'},
+                                         {"max-per-user", required_argument, NULL, 'u'},
+                                         {"max-per-request", required_argument, NULL, 'r'},
+                                         {"opens-at", required_argument, NULL, 'o'},
+                                         {"closes-at", required_argument, NULL, 'e'},
+                                         {"max-extensions", required_argument, NULL, 'x'},
+                                         {"max-hold-ms", required_argument, NULL, 'm'},
+                                         {"waitlist-max", required_argument, NULL, 'w'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
     slot_req req;
     slot_req_init(&req, SLOT_OP_CREATE_EVENT);
     bool have_capacity = false;
@@ -233,7 +238,9 @@ int cmd_show(ctl *x, int argc, char **argv)
 /* reshard, capacity: one number for one event, the event view back. */
 static int cmd_event_number(ctl *x, int argc, char **argv, slot_op op)
 {
-    static const struct option opts[] = {{"shards", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option opts[] = {{"shards", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
     uint64_t v = 0;
     bool have = false;
     int o, rc = 0;
@@ -396,7 +403,9 @@ int cmd_digest(ctl *x, int argc, char **argv)
 /* waitlist: the list's length and units, and its first entries (waitlist_entries). */
 int cmd_waitlist(ctl *x, int argc, char **argv)
 {
-    static const struct option opts[] = {{"limit", required_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option opts[] = {{"limit", required_argument, NULL, 'l'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
     uint64_t limit = 10;
     int o, rc = 0;
     while ((o = ctl_next_opt(x, argc, argv, opts, &rc)) >= 0)
@@ -420,7 +429,8 @@ int cmd_waitlist(ctl *x, int argc, char **argv)
             printf("\n%8s %5s %-24s %s\n", "position", "qty", "user", "request");
         size_t i;
         json_t *e;
-        json_array_foreach(list, i, e) {
+        json_array_foreach(list, i, e)
+        {
             printf("%8" JSON_INTEGER_FORMAT " %5" JSON_INTEGER_FORMAT " %-24s %s\n",
                    json_integer_value(json_object_get(e, "position")), json_integer_value(json_object_get(e, "qty")),
                    json_string_value(json_object_get(e, "user")), json_string_value(json_object_get(e, "request")));

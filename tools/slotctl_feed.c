@@ -38,7 +38,8 @@ static json_t *recv_json(slot_client *c, int timeout_ms, const char **raw)
 {
     long n = slot_client_recv_line(c, raw, timeout_ms);
     if (n < 0) {
-        fprintf(stderr, "slotctl: feed: %s\n", n == -ECONNRESET ? "the server closed the connection" : strerror((int)-n));
+        fprintf(stderr, "slotctl: feed: %s\n",
+                n == -ECONNRESET ? "the server closed the connection" : strerror((int)-n));
         return NULL;
     }
     json_error_t e;
@@ -53,7 +54,7 @@ static json_t *recv_json(slot_client *c, int timeout_ms, const char **raw)
  * which the subscription's pushes and replies arrive in order. */
 typedef struct feed_conn {
     slot_follow *f;
-    slot_client *c;                    /* NULL before the first answer */
+    slot_client *c; /* NULL before the first answer */
 } feed_conn;
 
 /* The first request, through the follower; its reply as JSON, NULL after a message. */
@@ -77,7 +78,8 @@ static json_t *first_call(feed_conn *fc, const char *line)
 }
 
 /* Sends line, reads lines up to the first reply (pushes before it are printed by show). */
-static json_t *call(feed_conn *fc, const char *line, int timeout_ms, bool json, void (*show)(json_t *, const char *, bool))
+static json_t *call(feed_conn *fc, const char *line, int timeout_ms, bool json,
+                    void (*show)(json_t *, const char *, bool))
 {
     if (!fc->c)
         return first_call(fc, line);
@@ -118,10 +120,12 @@ static void show_entry(json_t *v, const char *raw, bool json)
     if (gmtime_r(&secs, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     printf("%" JSON_INTEGER_FORMAT "  %s.%03dZ  %-14s  %s", json_integer_value(json_object_get(v, "feed")), when,
-           (int)(at % 1000), json_string_value(json_object_get(v, "type")), json_string_value(json_object_get(v, "event")));
+           (int)(at % 1000), json_string_value(json_object_get(v, "type")),
+           json_string_value(json_object_get(v, "event")));
     const char *k;
     json_t *m;
-    json_object_foreach(v, k, m) {
+    json_object_foreach(v, k, m)
+    {
         if (!strcmp(k, "feed") || !strcmp(k, "at") || !strcmp(k, "type") || !strcmp(k, "event"))
             continue;
         if (json_is_string(m))
@@ -167,9 +171,9 @@ static uint64_t after_consumer(feed_conn *c, const char *name, int timeout_ms)
     if (r && !json_is_true(json_object_get(r, "ok")))
         server_error(r);
     else if (r)
-        json_array_foreach(json_object_get(r, "consumers"), i, e)
-            if (strcmp(json_string_value(json_object_get(e, "consumer")), name) == 0)
-                from = (uint64_t)json_integer_value(json_object_get(e, "acked")) + 1;
+        json_array_foreach(json_object_get(r, "consumers"), i,
+                           e) if (strcmp(json_string_value(json_object_get(e, "consumer")), name) == 0)
+            from = (uint64_t)json_integer_value(json_object_get(e, "acked")) + 1;
     if (r && json_is_true(json_object_get(r, "ok")) && !from)
         fprintf(stderr, "slotctl: feed: --consumer: no consumer '%s' is known\n", name);
     json_decref(r);
@@ -181,8 +185,8 @@ static int read_entries(feed_conn *c, const char *me, uint64_t from, bool follow
 {
     char line[256];
     if (from)
-        snprintf(line, sizeof line, "{\"op\":\"subscribe\",\"consumer\":\"%s\",\"from\":%" PRIu64 ",\"window\":%d}\n", me,
-                 from, FEED_WINDOW);
+        snprintf(line, sizeof line, "{\"op\":\"subscribe\",\"consumer\":\"%s\",\"from\":%" PRIu64 ",\"window\":%d}\n",
+                 me, from, FEED_WINDOW);
     else
         snprintf(line, sizeof line, "{\"op\":\"subscribe\",\"consumer\":\"%s\",\"from\":\"start\",\"window\":%d}\n", me,
                  FEED_WINDOW);
@@ -244,9 +248,15 @@ int slotctl_feed(slot_follow *f, bool json, int timeout_ms, int argc, char **arg
                 return 64;
             }
             break;
-        case 'c': consumer = optarg; break;
-        case 'F': follow = true; break;
-        case 'C': consumers = true; break;
+        case 'c':
+            consumer = optarg;
+            break;
+        case 'F':
+            follow = true;
+            break;
+        case 'C':
+            consumers = true;
+            break;
         default:
             fprintf(stderr, "slotctl: feed: bad option '%s' (see 'slotctl feed --help')\n", argv[optind - 1]);
             return 64;

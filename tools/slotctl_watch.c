@@ -30,7 +30,7 @@
 #define WATCH_INTERVAL_MS_DEFAULT 1000
 #define WATCH_INTERVAL_MS_MIN 100
 #define WATCH_INTERVAL_MS_MAX 60000
-#define WATCH_BAR_COLS_MAX 60   /* the units-left bar; narrower terminals get less */
+#define WATCH_BAR_COLS_MAX 60 /* the units-left bar; narrower terminals get less */
 #define WATCH_BAR_COLS_MIN 10
 
 const char *slotctl_watch_help(void)
@@ -46,9 +46,9 @@ const char *slotctl_watch_help(void)
 }
 
 typedef struct sample {
-    uint64_t t_ms;                     /* monotonic */
+    uint64_t t_ms; /* monotonic */
     bool have_event;
-    json_t *stats, *event;             /* replies (owned) */
+    json_t *stats, *event; /* replies (owned) */
 } sample;
 
 static uint64_t mono_ms(void)
@@ -80,7 +80,8 @@ static int ask(slot_follow *f, const slot_req *req, json_t **out, char *why, siz
         return EXIT_CONNECTION;
     }
     if (!r.ok) {
-        snprintf(why, whylen, "%s: %s", r.error[0] ? r.error : "error", r.message[0] ? r.message : slot_err_message(r.err));
+        snprintf(why, whylen, "%s: %s", r.error[0] ? r.error : "error",
+                 r.message[0] ? r.message : slot_err_message(r.err));
         slot_reply_clear(&r);
         return EXIT_FAIL;
     }
@@ -128,7 +129,8 @@ static uint64_t requests_total(json_t *stats)
     uint64_t n = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(stats, "requests"), k, v) n += json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+    json_object_foreach(json_object_get(stats, "requests"), k, v)
+        n += json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
     return n;
 }
 
@@ -208,7 +210,7 @@ static void draw(const char *addr, const char *event, const sample *a, const sam
 
 static struct termios saved;
 static bool raw_on;
-static bool keys_on;                   /* stdin is the terminal, read for q */
+static bool keys_on; /* stdin is the terminal, read for q */
 static volatile sig_atomic_t stop_sig;
 
 static void on_stop(int sig)
@@ -267,8 +269,9 @@ static bool wait_key(int ms)
 
 int slotctl_watch(slot_follow *f, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"once", no_argument, NULL, 'o'}, {"interval", required_argument, NULL, 'i'}, {0}};
+    static const struct option opts[] = {{"once", no_argument, NULL, 'o'},
+                                         {"interval", required_argument, NULL, 'i'},
+                                         {0}};
     bool once = false;
     int interval_ms = WATCH_INTERVAL_MS_DEFAULT;
     int o;

@@ -23,7 +23,6 @@
 #include "slot/ops.h"
 #include "slot/store.h"
 
-
 /*
  * The allocator's per-thread state: the store it runs on and its random
  * generator (the start shard of each hold, the random tag of each hold id).
@@ -34,9 +33,9 @@ struct slot__cold;
 
 typedef struct slot_alloc {
     slot_store *store;
-    uint64_t rng[4];                   /* xoshiro256** state, seeded from getrandom() */
-    struct slot__idem *idem;           /* idempotency index (src/alloc/idem.h); see slot_alloc_load */
-    struct slot__cold *cold;           /* cold events queued for loading (src/alloc/cold.c); NULL: none yet */
+    uint64_t rng[4];         /* xoshiro256** state, seeded from getrandom() */
+    struct slot__idem *idem; /* idempotency index (src/alloc/idem.h); see slot_alloc_load */
+    struct slot__cold *cold; /* cold events queued for loading (src/alloc/cold.c); NULL: none yet */
 } slot_alloc;
 
 /*
@@ -163,7 +162,6 @@ int slot_alloc_expire_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t
  * waiting. False on any doubt or storage error: the caller takes the write
  * path, which answers exactly. Thread: rtxn's.
  */
-bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req *req, uint64_t now_ms,
-                              slot_res *res);
+bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req *req, uint64_t now_ms, slot_res *res);
 
 #endif

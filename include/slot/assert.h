@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define SLOT_ASSERT(cond)                                                                   \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
+#define SLOT_ASSERT(cond)                                                                        \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
             fprintf(stderr, "slotd: assertion failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-            abort();                                                                        \
-        }                                                                                   \
+            abort();                                                                             \
+        }                                                                                        \
     } while (0)
 
 #endif

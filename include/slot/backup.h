@@ -40,11 +40,11 @@
 #include "slot/ops.h"
 #include "slot/store.h"
 
-#define SLOT_BACKUP_MAGIC "SLOTBAK1"   /* 8 bytes at offset 0 */
-#define SLOT_BACKUP_VERSION 1u         /* a newer file is refused */
-#define SLOT_BACKUP_HEADER_BYTES 128u  /* the data starts here */
+#define SLOT_BACKUP_MAGIC "SLOTBAK1"     /* 8 bytes at offset 0 */
+#define SLOT_BACKUP_VERSION 1u           /* a newer file is refused */
+#define SLOT_BACKUP_HEADER_BYTES 128u    /* the data starts here */
 #define SLOT_BACKUP_PATH_BYTES_MAX 1023u /* the backup op's "path": longer ones are invalid_argument */
-#define SLOT_BACKUP_IO_BYTES (1u << 20) /* one read/write of a stream copy (a heap buffer) */
+#define SLOT_BACKUP_IO_BYTES (1u << 20)  /* one read/write of a stream copy (a heap buffer) */
 
 /*
  * Errors, in the registry of slot/error.h (SLOT_RC_MAP, the BACKUP range):
@@ -61,13 +61,13 @@
 
 /* What a backup was taken at; filled by each function below. */
 typedef struct slot_backup_info {
-    uint64_t seq, epoch;               /* the store's seq and its epoch in the copy */
+    uint64_t seq, epoch;                    /* the store's seq and its epoch in the copy */
     char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* slot_store_digest of the copy, lowercase hex */
-    uint64_t data_bytes;               /* LMDB data after the header */
-    uint64_t file_bytes;               /* header + data */
-    uint64_t created_at_ms;            /* when the copy was taken, ms since the Unix epoch */
-    uint64_t copy_ms;                  /* slot_store_backup*: time the LMDB copy took (ms) */
-    uint64_t total_ms;                 /* slot_store_backup*: the whole call (ms) */
+    uint64_t data_bytes;                    /* LMDB data after the header */
+    uint64_t file_bytes;                    /* header + data */
+    uint64_t created_at_ms;                 /* when the copy was taken, ms since the Unix epoch */
+    uint64_t copy_ms;                       /* slot_store_backup*: time the LMDB copy took (ms) */
+    uint64_t total_ms;                      /* slot_store_backup*: the whole call (ms) */
 } slot_backup_info;
 
 /*
@@ -104,8 +104,8 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
  *   path: the backup file; its folder must exist and be writable.
  * Returns 0 or an error (PATH.tmp is removed then). Thread: as above.
  */
-int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lock, slot_backup_info *out,
-                      char *err, size_t errlen);
+int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lock, slot_backup_info *out, char *err,
+                      size_t errlen);
 
 /*
  * slot_backup_read_header — read and check file's header: magic, version,
@@ -116,8 +116,9 @@ int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lo
 int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, size_t errlen);
 
 /* Flags of slot_backup_restore. */
-#define SLOT_BACKUP_RESTORE_FORCE 1u   /* replace a store already in the folder (not one in use) */
-#define SLOT_BACKUP_RESTORE_LOCK_HELD 2u /* the caller is the slotd that holds the folder's slotd.lock
+#define SLOT_BACKUP_RESTORE_FORCE 1u /* replace a store already in the folder (not one in use) */
+#define SLOT_BACKUP_RESTORE_LOCK_HELD \
+    2u /* the caller is the slotd that holds the folder's slotd.lock
                                             (and has closed its store): do not take the lock */
 
 /*
@@ -155,8 +156,8 @@ int slot_backup_restore(const char *file, const char *data_dir, unsigned flags, 
  * its arg), or an error. Thread: any. Cost: O(data).
  */
 typedef int (*slot_backup_inspect_fn)(slot_store *copy, MDB_txn *txn, void *arg);
-int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out,
-                       slot_backup_inspect_fn inspect, void *arg, char *err, size_t errlen);
+int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out, slot_backup_inspect_fn inspect,
+                       void *arg, char *err, size_t errlen);
 
 /*
  * slot_backup_install — replace the data of a live store by a backup's, in
@@ -178,8 +179,8 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
  * the map and install again); the caller aborts txn on any error.
  * Thread: the write transaction's. Cost: O(data) (a copy, a digest, the puts).
  */
-int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir,
-                        slot_backup_info *out, char *err, size_t errlen);
+int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir, slot_backup_info *out,
+                        char *err, size_t errlen);
 
 /*
  * slot_backup_refused — true when rc (a return value above) says the file is

@@ -12,7 +12,6 @@
 #include "slot/ops.h"
 #include "slot/store.h"
 
-
 /*
  * slot_check — full scan of the seven invariants (docs/protocol.md,
  * "Invariants"; 5 and 6 are about answers and are checked by tests, the scan

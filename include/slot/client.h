@@ -28,8 +28,8 @@
 /* "host:port" as slotd sends it in not_primary and cluster replies: a DNS name
  * (255 bytes) or a bracketed IPv6 address, ":" and up to 5 digits. */
 #define SLOT_CLIENT_ADDR_BYTES_MAX 262
-#define SLOT_CLUSTER_MEMBERS_MAX 16     /* members a cluster reply keeps; a replica set is usually 3 */
-#define SLOT_CLUSTER_NAME_BYTES_MAX 64  /* cluster name and node id (as event names) */
+#define SLOT_CLUSTER_MEMBERS_MAX 16    /* members a cluster reply keeps; a replica set is usually 3 */
+#define SLOT_CLUSTER_NAME_BYTES_MAX 64 /* cluster name and node id (as event names) */
 /* The cluster op's request line (docs/protocol.md, "Clients following the primary"),
  * for slot_client_send_raw and slot_follow_call_line; it is what
  * slot_req_init(&req, SLOT_OP_CLUSTER) encodes to, less the id. */
@@ -47,8 +47,10 @@ void slot_req_set_id_int(slot_req *req, int64_t id);
 int slot_req_set_id_str(slot_req *req, const char *id);
 /* Shorthands for the common requests. */
 int slot_req_hold(slot_req *req, const char *event, const char *user, const char *request, uint32_t qty);
-int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *hold, const char *user); /* confirm, release, get_hold, cancel */
-int slot_req_event(slot_req *req, slot_op op, const char *event); /* event, shards, check (event may be NULL), set_status... */
+int slot_req_hold_op(slot_req *req, slot_op op, const char *event, const char *hold,
+                     const char *user); /* confirm, release, get_hold, cancel */
+int slot_req_event(slot_req *req, slot_op op,
+                   const char *event); /* event, shards, check (event may be NULL), set_status... */
 /* v1.1 (docs/protocol.md, "extend", "Partial confirm", "Reacquire", "Sale windows"). */
 /* slot_req_extend — extend hold by by_ms (1000..86400000 ms; the server checks the range). 0 or -EINVAL. */
 int slot_req_extend(slot_req *req, const char *event, const char *hold, const char *user, uint32_t by_ms);
@@ -85,16 +87,16 @@ int slot_req_backup(slot_req *req, const char *path);
  * a zeroed struct is an event with every default.
  */
 typedef struct slot_event_settings {
-    uint32_t shards;             /* 1..SLOT_SHARDS_MAX; 0: SLOT_SHARDS_DEFAULT (16) */
-    uint32_t hold_ttl_ms;        /* ms, SLOT_HOLD_TTL_MS_MIN..MAX; 0: SLOT_HOLD_TTL_MS_DEFAULT (10 min) */
-    uint64_t max_per_user;       /* units a user may hold and own, 1..SLOT_CAPACITY_MAX; 0: no limit */
-    uint32_t max_per_request;    /* units of one hold, 1..SLOT_MAX_PER_REQUEST_MAX; 0: SLOT_MAX_PER_REQUEST_DEFAULT */
-    uint64_t opens_at_ms;        /* ms since the epoch, up to SLOT_TIME_MS_MAX; 0: open now */
-    uint64_t closes_at_ms;       /* ms since the epoch, > opens_at_ms when both are set; 0: never closes */
-    bool has_max_extensions;     /* send max_extensions (its 0 means "no extend"); false: SLOT_MAX_EXTENSIONS_DEFAULT */
-    uint32_t max_extensions;     /* 0..SLOT_MAX_EXTENSIONS_MAX, sent only with has_max_extensions */
-    uint64_t max_hold_ms;        /* ms, SLOT_MAX_HOLD_MS_MIN..MAX; 0: 2 x hold_ttl_ms */
-    uint32_t waitlist_max;       /* entries, 1..SLOT_WAITLIST_MAX_MAX; 0: no waitlist */
+    uint32_t shards;          /* 1..SLOT_SHARDS_MAX; 0: SLOT_SHARDS_DEFAULT (16) */
+    uint32_t hold_ttl_ms;     /* ms, SLOT_HOLD_TTL_MS_MIN..MAX; 0: SLOT_HOLD_TTL_MS_DEFAULT (10 min) */
+    uint64_t max_per_user;    /* units a user may hold and own, 1..SLOT_CAPACITY_MAX; 0: no limit */
+    uint32_t max_per_request; /* units of one hold, 1..SLOT_MAX_PER_REQUEST_MAX; 0: SLOT_MAX_PER_REQUEST_DEFAULT */
+    uint64_t opens_at_ms;     /* ms since the epoch, up to SLOT_TIME_MS_MAX; 0: open now */
+    uint64_t closes_at_ms;    /* ms since the epoch, > opens_at_ms when both are set; 0: never closes */
+    bool has_max_extensions;  /* send max_extensions (its 0 means "no extend"); false: SLOT_MAX_EXTENSIONS_DEFAULT */
+    uint32_t max_extensions;  /* 0..SLOT_MAX_EXTENSIONS_MAX, sent only with has_max_extensions */
+    uint64_t max_hold_ms;     /* ms, SLOT_MAX_HOLD_MS_MIN..MAX; 0: 2 x hold_ttl_ms */
+    uint32_t waitlist_max;    /* entries, 1..SLOT_WAITLIST_MAX_MAX; 0: no waitlist */
 } slot_event_settings;
 /* slot_req_create_event — an admin create_event of event (1..SLOT_EVENT_BYTES_MAX bytes; its
  * alphabet is the server's check) with capacity units (0..SLOT_CAPACITY_MAX) and the settings s
@@ -119,54 +121,54 @@ long slot_req_encode(const slot_req *req, char *buf, size_t cap);
 typedef struct slot_member {
     char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
     char addr[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* "host:port" clients reach it at */
-    char role[16];                     /* "primary", "replica", "joining" */
-    uint64_t seq;                      /* last batch it applied */
-    uint64_t lag_ms;                   /* how far it is behind the primary; 0 when not sent */
+    char role[16];                             /* "primary", "replica", "joining" */
+    uint64_t seq;                              /* last batch it applied */
+    uint64_t lag_ms;                           /* how far it is behind the primary; 0 when not sent */
 } slot_member;
 
 /* A parsed reply. Fields the reply did not carry are zero / empty. */
 typedef struct slot_reply {
     bool ok;
-    slot_err err;                      /* SLOT_E_OK when ok; SLOT_E__COUNT for an unknown code */
-    char error[32];                    /* the wire code as sent */
+    slot_err err;   /* SLOT_E_OK when ok; SLOT_E__COUNT for an unknown code */
+    char error[32]; /* the wire code as sent */
     char message[256];
-    slot_id id;                        /* kind SLOT_ID_NONE when absent */
-    char status[16];                   /* "held", "sold_out", "confirmed", "on_sale", ... */
+    slot_id id;      /* kind SLOT_ID_NONE when absent */
+    char status[16]; /* "held", "sold_out", "confirmed", "on_sale", ... */
     bool replay, released, cancelled;
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     char user[SLOT_USER_BYTES_MAX + 1];
     char event[SLOT_EVENT_BYTES_MAX + 1];
-    char role[16];                     /* hello: the connection's role; cluster: the node's */
+    char role[16]; /* hello: the connection's role; cluster: the node's */
     char version[32];
-    char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1]; /* not_primary, cluster: the primary's "host:port" ("" unknown) */
+    char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1];  /* not_primary, cluster: the primary's "host:port" ("" unknown) */
     char cluster[SLOT_CLUSTER_NAME_BYTES_MAX + 1]; /* cluster: the set's name ("" standalone) */
     char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1];    /* cluster: this node's id */
-    uint64_t epoch;                    /* cluster: the configuration's epoch */
-    uint32_t nmembers;                 /* cluster: entries of members (at most SLOT_CLUSTER_MEMBERS_MAX) */
-    uint32_t nmembers_total;           /* cluster: members the server listed (more than nmembers when cut) */
-    slot_member *members;              /* heap, owned; freed by slot_reply_clear */
+    uint64_t epoch;                                /* cluster: the configuration's epoch */
+    uint32_t nmembers;                             /* cluster: entries of members (at most SLOT_CLUSTER_MEMBERS_MAX) */
+    uint32_t nmembers_total; /* cluster: members the server listed (more than nmembers when cut) */
+    slot_member *members;    /* heap, owned; freed by slot_reply_clear */
     int64_t protocol;
     uint64_t qty, expires_at_ms, created_at_ms, available;
     uint64_t capacity, held, confirmed, shards, hold_ttl_ms, max_per_user, max_per_request;
-    uint64_t events, holds, expired;   /* check, expire */
-    uint64_t seq;                      /* digest, cluster: the last batch applied */
-    uint64_t opens_at_ms, closes_at_ms; /* the event view; not_on_sale errors */
-    uint64_t max_extensions, max_hold_ms; /* the event view */
-    uint64_t returned, extensions;     /* confirm, get_hold; extend */
+    uint64_t events, holds, expired;               /* check, expire */
+    uint64_t seq;                                  /* digest, cluster: the last batch applied */
+    uint64_t opens_at_ms, closes_at_ms;            /* the event view; not_on_sale errors */
+    uint64_t max_extensions, max_hold_ms;          /* the event view */
+    uint64_t returned, extensions;                 /* confirm, get_hold; extend */
     char replaces[SLOT_HOLD_ARG_BYTES_MAX + 1];    /* confirm (reacquire), get_hold */
     char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold */
-    char features[160];                /* hello: the "features" names joined by commas */
-    uint64_t position;                 /* waitlist_join, waitlist: 1 = next */
-    uint64_t waitlist_max, waiting, waiting_qty; /* the event view */
-    bool left, waitlist_full, offered; /* waitlist_leave; waitlist_join's sold_out; a join's offered hold */
-    char hold_status[16];              /* waitlist: the offered hold's own status */
-    uint32_t nholds;                   /* hold_many: length of "holds" (each hold is in `line`) */
-    char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: 64 hex digits */
-    uint32_t nviolations;              /* check: violations found: "violations_total" when the
+    char features[160];                            /* hello: the "features" names joined by commas */
+    uint64_t position;                             /* waitlist_join, waitlist: 1 = next */
+    uint64_t waitlist_max, waiting, waiting_qty;   /* the event view */
+    bool left, waitlist_full, offered;             /* waitlist_leave; waitlist_join's sold_out; a join's offered hold */
+    char hold_status[16];                          /* waitlist: the offered hold's own status */
+    uint32_t nholds;                               /* hold_many: length of "holds" (each hold is in `line`) */
+    char digest[SLOT_DIGEST_HEX_BYTES + 1];        /* digest: 64 hex digits */
+    uint32_t nviolations;                          /* check: violations found: "violations_total" when the
                                           server sends it, else the length of "violations" */
-    uint32_t nshard_free;              /* shards: length of shard_free */
-    uint64_t *shard_free;              /* heap, owned; freed by slot_reply_clear */
-    char *line;                        /* heap copy of the whole reply line (NUL-terminated), owned */
+    uint32_t nshard_free;                          /* shards: length of shard_free */
+    uint64_t *shard_free;                          /* heap, owned; freed by slot_reply_clear */
+    char *line;                                    /* heap copy of the whole reply line (NUL-terminated), owned */
 } slot_reply;
 
 /*
@@ -256,34 +258,35 @@ int slot_addr_split(const char *s, size_t len, char *host, size_t host_cap, uint
  *
  * Not thread-safe: one slot_follow per thread.
  */
-#define SLOT_FOLLOW_NODES_MAX 16              /* addresses in the list, learned ones included */
-#define SLOT_FOLLOW_ATTEMPTS_DEFAULT 16u      /* sends of one request */
+#define SLOT_FOLLOW_NODES_MAX 16         /* addresses in the list, learned ones included */
+#define SLOT_FOLLOW_ATTEMPTS_DEFAULT 16u /* sends of one request */
 #define SLOT_FOLLOW_ATTEMPTS_MAX 1024u
-#define SLOT_FOLLOW_DEADLINE_MS_DEFAULT 10000 /* one call, every attempt and pause included: a failover
+#define SLOT_FOLLOW_DEADLINE_MS_DEFAULT \
+    10000                                    /* one call, every attempt and pause included: a failover
                                                  (kill to a new primary's first write) takes 1-3 s */
-#define SLOT_FOLLOW_DEADLINE_MS_MAX 86400000  /* a day: beyond that a bound means nothing */
-#define SLOT_FOLLOW_CONNECT_MS_DEFAULT 2000   /* one connect */
-#define SLOT_FOLLOW_REPLY_MS_DEFAULT 5000     /* one reply: past it the node counts as gone */
-#define SLOT_FOLLOW_BACKOFF_MS_DEFAULT 20     /* the first pause before another node */
+#define SLOT_FOLLOW_DEADLINE_MS_MAX 86400000 /* a day: beyond that a bound means nothing */
+#define SLOT_FOLLOW_CONNECT_MS_DEFAULT 2000  /* one connect */
+#define SLOT_FOLLOW_REPLY_MS_DEFAULT 5000    /* one reply: past it the node counts as gone */
+#define SLOT_FOLLOW_BACKOFF_MS_DEFAULT 20    /* the first pause before another node */
 #define SLOT_FOLLOW_BACKOFF_MAX_MS_DEFAULT 500
 
 typedef struct slot_follow_opts {
-    uint32_t attempts_max;      /* 1..SLOT_FOLLOW_ATTEMPTS_MAX */
-    int deadline_ms;            /* 1..SLOT_FOLLOW_DEADLINE_MS_MAX */
-    int connect_timeout_ms;     /* > 0; each connect also stops at the deadline */
-    int reply_timeout_ms;       /* > 0; each reply also stops at the deadline */
+    uint32_t attempts_max;          /* 1..SLOT_FOLLOW_ATTEMPTS_MAX */
+    int deadline_ms;                /* 1..SLOT_FOLLOW_DEADLINE_MS_MAX */
+    int connect_timeout_ms;         /* > 0; each connect also stops at the deadline */
+    int reply_timeout_ms;           /* > 0; each reply also stops at the deadline */
     int backoff_ms, backoff_max_ms; /* 0..deadline_ms, backoff_ms <= backoff_max_ms */
-    const char *token;          /* sent in hello after every connect; NULL: none. Copied. */
+    const char *token;              /* sent in hello after every connect; NULL: none. Copied. */
 } slot_follow_opts;
 
 /* What a slot_follow did, summed over its calls. */
 typedef struct slot_follow_stats {
-    uint64_t calls;             /* slot_follow_call* */
-    uint64_t sends;             /* requests sent, first sends and resends */
-    uint64_t retries;           /* resends: sends - first sends */
-    uint64_t redirects;         /* not_primary answers with an address that was followed */
-    uint64_t connects;          /* connections opened */
-    uint64_t primary_changes;   /* a call answered by another node than the call before */
+    uint64_t calls;           /* slot_follow_call* */
+    uint64_t sends;           /* requests sent, first sends and resends */
+    uint64_t retries;         /* resends: sends - first sends */
+    uint64_t redirects;       /* not_primary answers with an address that was followed */
+    uint64_t connects;        /* connections opened */
+    uint64_t primary_changes; /* a call answered by another node than the call before */
 } slot_follow_stats;
 
 typedef struct slot_follow slot_follow;

@@ -38,40 +38,41 @@
 #define SLOT_ERROR_H
 
 /* X(NAME, wire code, default human message) */
-#define SLOT_ERR_MAP(X)                                                                  \
-    X(OK, "ok", "success")                                                               \
-    X(BAD_JSON, "bad_json", "the line is not one valid JSON object")                     \
-    X(LINE_TOO_LONG, "line_too_long", "line longer than the server's --max-line")        \
-    X(UNKNOWN_OP, "unknown_op", "op missing or not known")                               \
-    X(INVALID_ARGUMENT, "invalid_argument", "a field is missing, of the wrong type or out of range") \
-    X(UNAUTHENTICATED, "unauthenticated", "send a valid hello first")                    \
-    X(FORBIDDEN, "forbidden", "this connection's role may not run this op")              \
-    X(UNKNOWN_EVENT, "unknown_event", "no such event")                                   \
-    X(EVENT_EXISTS, "event_exists", "the event exists with different settings")          \
-    X(NOT_ON_SALE, "not_on_sale", "the event is closed")                                 \
-    X(UNKNOWN_HOLD, "unknown_hold", "no such hold for this user")                        \
-    X(HOLD_NOT_ACTIVE, "hold_not_active", "the hold is not held any more")               \
-    X(IDEMPOTENCY_CONFLICT, "idempotency_conflict", "this request key was used with a different qty") \
-    X(USER_LIMIT, "user_limit", "the user's held and confirmed quantity would pass max_per_user") \
-    X(EXTEND_LIMIT, "extend_limit", "the extension would pass max_extensions or max_hold_ms") \
-    X(CAPACITY_BELOW_ALLOCATED, "capacity_below_allocated", "capacity below held + confirmed") \
-    X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")  \
+#define SLOT_ERR_MAP(X)                                                                                 \
+    X(OK, "ok", "success")                                                                              \
+    X(BAD_JSON, "bad_json", "the line is not one valid JSON object")                                    \
+    X(LINE_TOO_LONG, "line_too_long", "line longer than the server's --max-line")                       \
+    X(UNKNOWN_OP, "unknown_op", "op missing or not known")                                              \
+    X(INVALID_ARGUMENT, "invalid_argument", "a field is missing, of the wrong type or out of range")    \
+    X(UNAUTHENTICATED, "unauthenticated", "send a valid hello first")                                   \
+    X(FORBIDDEN, "forbidden", "this connection's role may not run this op")                             \
+    X(UNKNOWN_EVENT, "unknown_event", "no such event")                                                  \
+    X(EVENT_EXISTS, "event_exists", "the event exists with different settings")                         \
+    X(NOT_ON_SALE, "not_on_sale", "the event is closed")                                                \
+    X(UNKNOWN_HOLD, "unknown_hold", "no such hold for this user")                                       \
+    X(HOLD_NOT_ACTIVE, "hold_not_active", "the hold is not held any more")                              \
+    X(IDEMPOTENCY_CONFLICT, "idempotency_conflict", "this request key was used with a different qty")   \
+    X(USER_LIMIT, "user_limit", "the user's held and confirmed quantity would pass max_per_user")       \
+    X(EXTEND_LIMIT, "extend_limit", "the extension would pass max_extensions or max_hold_ms")           \
+    X(CAPACITY_BELOW_ALLOCATED, "capacity_below_allocated", "capacity below held + confirmed")          \
+    X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")                 \
     X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later") \
-    X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")     \
-    X(NOT_PRIMARY, "not_primary", "this node is not the primary; nothing was changed")   \
-    X(UNAVAILABLE, "unavailable", "the write could not be made durable on the replica set in time; " \
-      "the outcome is unknown: retry with the same request key")                         \
-    X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")        \
-    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer") \
-    X(BUSY, "busy", "another backup is running; retry when it ends")                      \
-    X(BACKUP_FAILED, "backup_failed", "the backup could not be written; the store is unchanged") \
+    X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")                    \
+    X(NOT_PRIMARY, "not_primary", "this node is not the primary; nothing was changed")                  \
+    X(UNAVAILABLE, "unavailable",                                                                       \
+      "the write could not be made durable on the replica set in time; "                                \
+      "the outcome is unknown: retry with the same request key")                                        \
+    X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")                       \
+    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer")           \
+    X(BUSY, "busy", "another backup is running; retry when it ends")                                    \
+    X(BACKUP_FAILED, "backup_failed", "the backup could not be written; the store is unchanged")        \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {
 #define SLOT__ERR_ENUM(name, code, msg) SLOT_E_##name,
     SLOT_ERR_MAP(SLOT__ERR_ENUM)
 #undef SLOT__ERR_ENUM
-    SLOT_E__COUNT
+        SLOT_E__COUNT
 } slot_err;
 
 /*
@@ -98,12 +99,12 @@ slot_err slot_err_from_name(const char *name);
  * Each range is hi..lo (hi > lo, both negative); a range starts below the one
  * before it. A wing with no codes has no range.
  */
-#define SLOT_RC_WING_MAP(X)                                                                                  \
-    X(WSET, -20001, -20100, "the write set and replication record codec (slot/wset.h)")                      \
-    X(RLOG, -20101, -20200, "the batch log (slot/rlog.h)")                                                   \
-    X(STORE, -20201, -20300, "the store's replication apply (slot/store.h)")                                 \
-    X(ALLOC, -20301, -20400, "the allocator's op helpers (src/alloc/alloc_int.h)")                           \
-    X(ETCD, -20401, -20500, "the etcd client (slot/etcd.h)")                                                 \
+#define SLOT_RC_WING_MAP(X)                                                             \
+    X(WSET, -20001, -20100, "the write set and replication record codec (slot/wset.h)") \
+    X(RLOG, -20101, -20200, "the batch log (slot/rlog.h)")                              \
+    X(STORE, -20201, -20300, "the store's replication apply (slot/store.h)")            \
+    X(ALLOC, -20301, -20400, "the allocator's op helpers (src/alloc/alloc_int.h)")      \
+    X(ETCD, -20401, -20500, "the etcd client (slot/etcd.h)")                            \
     X(BACKUP, -21001, -21100, "backups and restores (slot/backup.h)")
 
 #define SLOT_RC_HI (-20001) /* the registry's codes are within SLOT_RC_HI..SLOT_RC_LO */
@@ -115,54 +116,51 @@ slot_err slot_err_from_name(const char *name);
  * says which of its functions return it); the message is what slot_strerror
  * returns for it.
  */
-#define SLOT_RC_MAP(X)                                                                                       \
-    X(WSET, SLOT_WSET_E_TRUNCATED_HEADER, -20001, "record shorter than its fixed header")                    \
-    X(WSET, SLOT_WSET_E_MAGIC, -20002, "bad record magic")                                                   \
-    X(WSET, SLOT_WSET_E_VERSION, -20003, "unknown record version")                                           \
-    X(WSET, SLOT_WSET_E_FLAGS, -20004, "unknown record flags")                                               \
-    X(WSET, SLOT_WSET_E_TOO_BIG, -20005, "payload_bytes out of range")                                       \
-    X(WSET, SLOT_WSET_E_TRUNCATED_PAYLOAD, -20006, "record shorter than header + payload_bytes")             \
-    X(WSET, SLOT_WSET_E_CRC, -20007, "record checksum mismatch")                                             \
-    X(WSET, SLOT_WSET_E_SEQ, -20008, "seq is 0 or commit_seq is above seq")                                  \
-    X(WSET, SLOT_WSET_E_EPOCH, -20009, "prev_epoch is above epoch")                                          \
-    X(WSET, SLOT_WSET_E_OP_TRUNCATED, -20010, "an operation runs past the end of the payload")               \
-    X(WSET, SLOT_WSET_E_OP_TYPE, -20011, "unknown operation type")                                           \
-    X(WSET, SLOT_WSET_E_DB_ID, -20012, "database id out of range")                                           \
-    X(WSET, SLOT_WSET_E_KEY_LEN, -20013, "key length 0 or above SLOT_WSET_KEY_BYTES_MAX")                    \
-    X(WSET, SLOT_WSET_E_VAL_LEN, -20014, "a delete with a value")                                            \
-    X(WSET, SLOT_WSET_E_TRAILING, -20015, "bytes after the last operation")                                  \
-    X(WSET, SLOT_WSET_E_FULL, -20016, "the write set would pass its size limit")                             \
-    X(RLOG, SLOT_RLOG_E_CORRUPT, -20101,                                                                     \
-      "the log is damaged before its tail (a bad record, a gap or a bad segment)")                           \
-    X(RLOG, SLOT_RLOG_E_SEQ, -20102, "the record's seq is not the log's last seq + 1")                       \
-    X(RLOG, SLOT_RLOG_E_EPOCH, -20103, "the record's prev_epoch is not the epoch of the record before it")   \
-    X(RLOG, SLOT_RLOG_E_BROKEN, -20104, "a failed write could not be undone; reopen the log")                \
-    X(STORE, SLOT_STORE_E_SEQ, -20201, "record seq is not the store's seq + 1")                              \
-    X(STORE, SLOT_STORE_E_DB, -20202, "record names a database that is not replicated state")                \
-    X(ALLOC, SLOT_ALLOC_E_ANSWERED, -20301,                                                                  \
-      "the op's answer (a wire error) is in its result; nothing was written")                                \
-    X(ETCD, SLOT_ETCD_ETIMEDOUT, -20401, "etcd did not answer within the request timeout")                   \
-    X(ETCD, SLOT_ETCD_ECONNECT, -20402, "could not connect to any etcd endpoint")                            \
-    X(ETCD, SLOT_ETCD_EDISCONNECT, -20403, "the connection to etcd was lost")                                \
-    X(ETCD, SLOT_ETCD_EPROTO, -20404,                                                                        \
-      "etcd's response is not what the v3 JSON gateway sends (bad JSON, field or base64)")                   \
-    X(ETCD, SLOT_ETCD_ESERVER, -20405, "etcd answered with an error")                                        \
-    X(ETCD, SLOT_ETCD_ENOTFOUND, -20406, "no such lease")                                                    \
-    X(ETCD, SLOT_ETCD_ECOMPACTED, -20407, "the watch's start revision has been compacted away")              \
-    X(ETCD, SLOT_ETCD_ECANCELLED, -20408, "cancelled: the client was closed or the watch cancelled")         \
-    X(ETCD, SLOT_ETCD_EFULL, -20409, "too many requests in flight; nothing was sent")                        \
-    X(ETCD, SLOT_ETCD_EINVAL, -20410, "invalid argument")                                                    \
-    X(ETCD, SLOT_ETCD_ETOOBIG, -20411, "etcd's response is larger than the client's bound")                  \
-    X(ETCD, SLOT_ETCD_ENOMEM, -20412, "out of memory")                                                       \
-    X(BACKUP, SLOT_BACKUP_E_MAGIC, -21001, "not a slotd backup")                                             \
-    X(BACKUP, SLOT_BACKUP_E_VERSION, -21002, "a backup of a newer format")                                   \
-    X(BACKUP, SLOT_BACKUP_E_HEADER, -21003, "the backup's header is damaged")                                \
-    X(BACKUP, SLOT_BACKUP_E_LENGTH, -21004, "the backup is truncated or has extra bytes")                    \
-    X(BACKUP, SLOT_BACKUP_E_CHECKSUM, -21005, "the backup's data does not match its SHA-256")                \
-    X(BACKUP, SLOT_BACKUP_E_DIGEST, -21006,                                                                  \
-      "the backup's data is not the seq, epoch and digest its header names")                                 \
-    X(BACKUP, SLOT_BACKUP_E_NOT_EMPTY, -21007, "the data folder is not empty")                               \
-    X(BACKUP, SLOT_BACKUP_E_IN_USE, -21008, "the data folder is in use by a slotd")                          \
+#define SLOT_RC_MAP(X)                                                                                                \
+    X(WSET, SLOT_WSET_E_TRUNCATED_HEADER, -20001, "record shorter than its fixed header")                             \
+    X(WSET, SLOT_WSET_E_MAGIC, -20002, "bad record magic")                                                            \
+    X(WSET, SLOT_WSET_E_VERSION, -20003, "unknown record version")                                                    \
+    X(WSET, SLOT_WSET_E_FLAGS, -20004, "unknown record flags")                                                        \
+    X(WSET, SLOT_WSET_E_TOO_BIG, -20005, "payload_bytes out of range")                                                \
+    X(WSET, SLOT_WSET_E_TRUNCATED_PAYLOAD, -20006, "record shorter than header + payload_bytes")                      \
+    X(WSET, SLOT_WSET_E_CRC, -20007, "record checksum mismatch")                                                      \
+    X(WSET, SLOT_WSET_E_SEQ, -20008, "seq is 0 or commit_seq is above seq")                                           \
+    X(WSET, SLOT_WSET_E_EPOCH, -20009, "prev_epoch is above epoch")                                                   \
+    X(WSET, SLOT_WSET_E_OP_TRUNCATED, -20010, "an operation runs past the end of the payload")                        \
+    X(WSET, SLOT_WSET_E_OP_TYPE, -20011, "unknown operation type")                                                    \
+    X(WSET, SLOT_WSET_E_DB_ID, -20012, "database id out of range")                                                    \
+    X(WSET, SLOT_WSET_E_KEY_LEN, -20013, "key length 0 or above SLOT_WSET_KEY_BYTES_MAX")                             \
+    X(WSET, SLOT_WSET_E_VAL_LEN, -20014, "a delete with a value")                                                     \
+    X(WSET, SLOT_WSET_E_TRAILING, -20015, "bytes after the last operation")                                           \
+    X(WSET, SLOT_WSET_E_FULL, -20016, "the write set would pass its size limit")                                      \
+    X(RLOG, SLOT_RLOG_E_CORRUPT, -20101, "the log is damaged before its tail (a bad record, a gap or a bad segment)") \
+    X(RLOG, SLOT_RLOG_E_SEQ, -20102, "the record's seq is not the log's last seq + 1")                                \
+    X(RLOG, SLOT_RLOG_E_EPOCH, -20103, "the record's prev_epoch is not the epoch of the record before it")            \
+    X(RLOG, SLOT_RLOG_E_BROKEN, -20104, "a failed write could not be undone; reopen the log")                         \
+    X(STORE, SLOT_STORE_E_SEQ, -20201, "record seq is not the store's seq + 1")                                       \
+    X(STORE, SLOT_STORE_E_DB, -20202, "record names a database that is not replicated state")                         \
+    X(ALLOC, SLOT_ALLOC_E_ANSWERED, -20301, "the op's answer (a wire error) is in its result; nothing was written")   \
+    X(ETCD, SLOT_ETCD_ETIMEDOUT, -20401, "etcd did not answer within the request timeout")                            \
+    X(ETCD, SLOT_ETCD_ECONNECT, -20402, "could not connect to any etcd endpoint")                                     \
+    X(ETCD, SLOT_ETCD_EDISCONNECT, -20403, "the connection to etcd was lost")                                         \
+    X(ETCD, SLOT_ETCD_EPROTO, -20404,                                                                                 \
+      "etcd's response is not what the v3 JSON gateway sends (bad JSON, field or base64)")                            \
+    X(ETCD, SLOT_ETCD_ESERVER, -20405, "etcd answered with an error")                                                 \
+    X(ETCD, SLOT_ETCD_ENOTFOUND, -20406, "no such lease")                                                             \
+    X(ETCD, SLOT_ETCD_ECOMPACTED, -20407, "the watch's start revision has been compacted away")                       \
+    X(ETCD, SLOT_ETCD_ECANCELLED, -20408, "cancelled: the client was closed or the watch cancelled")                  \
+    X(ETCD, SLOT_ETCD_EFULL, -20409, "too many requests in flight; nothing was sent")                                 \
+    X(ETCD, SLOT_ETCD_EINVAL, -20410, "invalid argument")                                                             \
+    X(ETCD, SLOT_ETCD_ETOOBIG, -20411, "etcd's response is larger than the client's bound")                           \
+    X(ETCD, SLOT_ETCD_ENOMEM, -20412, "out of memory")                                                                \
+    X(BACKUP, SLOT_BACKUP_E_MAGIC, -21001, "not a slotd backup")                                                      \
+    X(BACKUP, SLOT_BACKUP_E_VERSION, -21002, "a backup of a newer format")                                            \
+    X(BACKUP, SLOT_BACKUP_E_HEADER, -21003, "the backup's header is damaged")                                         \
+    X(BACKUP, SLOT_BACKUP_E_LENGTH, -21004, "the backup is truncated or has extra bytes")                             \
+    X(BACKUP, SLOT_BACKUP_E_CHECKSUM, -21005, "the backup's data does not match its SHA-256")                         \
+    X(BACKUP, SLOT_BACKUP_E_DIGEST, -21006, "the backup's data is not the seq, epoch and digest its header names")    \
+    X(BACKUP, SLOT_BACKUP_E_NOT_EMPTY, -21007, "the data folder is not empty")                                        \
+    X(BACKUP, SLOT_BACKUP_E_IN_USE, -21008, "the data folder is in use by a slotd")                                   \
     X(BACKUP, SLOT_BACKUP_E_SHORT, -21009, "the file ended early")
 
 /* Each wing's bounds: SLOT_RC_<WING>_HI and SLOT_RC_<WING>_LO. */

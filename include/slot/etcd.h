@@ -94,20 +94,20 @@ typedef struct slot_etcd_kv {
 typedef struct slot_etcd_get_result {
     int64_t revision; /* the store's revision when etcd answered (the response header's) */
     bool found;
-    slot_etcd_kv kv;  /* zero when !found */
+    slot_etcd_kv kv; /* zero when !found */
 } slot_etcd_get_result;
 
 typedef struct slot_etcd_range_result {
     int64_t revision;
-    size_t count;            /* kvs[0..count) in key order */
+    size_t count; /* kvs[0..count) in key order */
     const slot_etcd_kv *kvs;
-    bool more;               /* more keys match than the limit let through */
+    bool more; /* more keys match than the limit let through */
 } slot_etcd_range_result;
 
 typedef struct slot_etcd_cas_result {
     int64_t revision; /* the header revision; on success it is the key's new mod_revision */
     bool succeeded;
-    bool found;       /* on failure: whether the key exists; then current is its value */
+    bool found; /* on failure: whether the key exists; then current is its value */
     slot_etcd_kv current;
 } slot_etcd_cas_result;
 

@@ -30,15 +30,15 @@
 #include <stdbool.h>
 
 /* X(NAME, spelling) — in write-path order. */
-#define SLOT_FAILPOINT_MAP(X)                            \
-    X(AFTER_SHARD_UPDATE, "after_shard_update")          \
-    X(AFTER_HOLD_INSERT, "after_hold_insert")            \
+#define SLOT_FAILPOINT_MAP(X)                               \
+    X(AFTER_SHARD_UPDATE, "after_shard_update")             \
+    X(AFTER_HOLD_INSERT, "after_hold_insert")               \
     X(AFTER_IDEMPOTENCY_INSERT, "after_idempotency_insert") \
-    X(BEFORE_COMMIT, "before_commit")                    \
-    X(COMMIT_FAIL, "commit_fail")                        \
-    X(MAP_FULL, "map_full")                              \
-    X(KILL_BEFORE_HANDOUT, "kill_before_handout")        \
-    X(SLOW_HANDBACK, "slow_handback")                    \
+    X(BEFORE_COMMIT, "before_commit")                       \
+    X(COMMIT_FAIL, "commit_fail")                           \
+    X(MAP_FULL, "map_full")                                 \
+    X(KILL_BEFORE_HANDOUT, "kill_before_handout")           \
+    X(SLOW_HANDBACK, "slow_handback")                       \
     X(CAS_LOST, "cas_lost")
 
 #define SLOT_FP_SLOW_HANDBACK_MS 10000 /* slow_handback's sleep */
@@ -47,7 +47,7 @@ typedef enum slot_failpoint {
 #define SLOT__FP_ENUM(name, spelling) SLOT_FP_##name,
     SLOT_FAILPOINT_MAP(SLOT__FP_ENUM)
 #undef SLOT__FP_ENUM
-    SLOT_FP__COUNT
+        SLOT_FP__COUNT
 } slot_failpoint;
 
 #ifdef SLOT_FAILPOINTS

@@ -38,22 +38,22 @@
 #include "slot/store.h"
 
 /* The entry types of docs/protocol.md, "Feed": X(NAME, wire type). */
-#define SLOT_FEED_TYPE_MAP(X)              \
-    X(HOLD_HELD, "hold.held")              \
-    X(HOLD_CONFIRMED, "hold.confirmed")    \
-    X(HOLD_RELEASED, "hold.released")      \
-    X(HOLD_EXPIRED, "hold.expired")        \
-    X(HOLD_CANCELLED, "hold.cancelled")    \
-    X(HOLD_EXTENDED, "hold.extended")      \
-    X(HOLD_OFFERED, "hold.offered")        \
-    X(EVENT_CREATED, "event.created")      \
+#define SLOT_FEED_TYPE_MAP(X)           \
+    X(HOLD_HELD, "hold.held")           \
+    X(HOLD_CONFIRMED, "hold.confirmed") \
+    X(HOLD_RELEASED, "hold.released")   \
+    X(HOLD_EXPIRED, "hold.expired")     \
+    X(HOLD_CANCELLED, "hold.cancelled") \
+    X(HOLD_EXTENDED, "hold.extended")   \
+    X(HOLD_OFFERED, "hold.offered")     \
+    X(EVENT_CREATED, "event.created")   \
     X(EVENT_CHANGED, "event.changed")
 
 typedef enum slot_feed_type {
 #define SLOT__FT_ENUM(name, wire) SLOT_FEED_##name,
     SLOT_FEED_TYPE_MAP(SLOT__FT_ENUM)
 #undef SLOT__FT_ENUM
-    SLOT_FEED__COUNT
+        SLOT_FEED__COUNT
 } slot_feed_type;
 
 /* slot_feed_type_name — the wire type ("hold.held", ...); static; "?" out of range. */
@@ -65,13 +65,13 @@ slot_feed_type slot_feed_type_of_status(slot_hold_status s);
 
 /* One entry, decoded. Strings are NUL-terminated, lengths beside them. */
 typedef struct slot_feed_entry {
-    uint64_t seq;                      /* 1.. ; set by slot_feed_append */
+    uint64_t seq; /* 1.. ; set by slot_feed_append */
     slot_feed_type type;
-    uint64_t at_ms;                    /* ms since the Unix epoch, the commit's clock */
+    uint64_t at_ms; /* ms since the Unix epoch, the commit's clock */
     uint8_t event_len, user_len, request_len;
     char event[SLOT_EVENT_BYTES_MAX + 1];
     /* hold.* */
-    uint64_t hold_seq, hold_tag;       /* the hold id is hex(seq) + hex(tag) */
+    uint64_t hold_seq, hold_tag; /* the hold id is hex(seq) + hex(tag) */
     char user[SLOT_USER_BYTES_MAX + 1];
     char request[SLOT_REQUEST_BYTES_MAX + 1];
     uint32_t qty, returned;
@@ -120,8 +120,7 @@ size_t slot_feed_encode(const slot_feed_entry *e, char *buf, size_t cap);
 /* slot_feed_consumer_get — the consumer's acked seq into *acked; MDB_NOTFOUND when not known. */
 int slot_feed_consumer_get(slot_store *st, MDB_txn *txn, const char *name, size_t len, uint64_t *acked);
 /* slot_feed_consumer_put — store acked for the consumer (the caller keeps it from moving back). */
-int slot_feed_consumer_put(slot_store *st, MDB_txn *txn, const char *name, size_t len, uint64_t acked,
-                           uint64_t now_ms);
+int slot_feed_consumer_put(slot_store *st, MDB_txn *txn, const char *name, size_t len, uint64_t acked, uint64_t now_ms);
 /* slot_feed_consumer_del — forget the consumer; MDB_NOTFOUND when not known. */
 int slot_feed_consumer_del(slot_store *st, MDB_txn *txn, const char *name, size_t len);
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SLOT_HIST_SUB_BITS 11                         /* 2048 sub-buckets: error < 0.05% */
+#define SLOT_HIST_SUB_BITS 11 /* 2048 sub-buckets: error < 0.05% */
 #define SLOT_HIST_SUB (1u << SLOT_HIST_SUB_BITS)
 #define SLOT_HIST_BUCKETS (64 - SLOT_HIST_SUB_BITS + 1) /* covers every uint64_t */
 #define SLOT_HIST_SLOTS (SLOT_HIST_BUCKETS * (SLOT_HIST_SUB / 2) + SLOT_HIST_SUB / 2)

@@ -10,44 +10,46 @@
 #include <stdint.h>
 
 /* Names (docs/protocol.md, "Names and numbers"). */
-#define SLOT_EVENT_BYTES_MAX 64   /* event id: 1..64 bytes of [A-Za-z0-9._:-] */
-#define SLOT_REQUEST_BYTES_MAX 64 /* idempotency key: same alphabet and length */
-#define SLOT_USER_BYTES_MAX 128   /* user: 1..128 bytes of UTF-8, no controls */
-#define SLOT_ID_BYTES_MAX 64      /* a request's "id" when it is a string */
-#define SLOT_TOKEN_BYTES_MAX 256  /* hello token; longer tokens are refused */
-#define SLOT_HOLD_ID_BYTES 32     /* hold id: 16 hex digits of sequence + 16 of random tag */
+#define SLOT_EVENT_BYTES_MAX 64     /* event id: 1..64 bytes of [A-Za-z0-9._:-] */
+#define SLOT_REQUEST_BYTES_MAX 64   /* idempotency key: same alphabet and length */
+#define SLOT_USER_BYTES_MAX 128     /* user: 1..128 bytes of UTF-8, no controls */
+#define SLOT_ID_BYTES_MAX 64        /* a request's "id" when it is a string */
+#define SLOT_TOKEN_BYTES_MAX 256    /* hello token; longer tokens are refused */
+#define SLOT_HOLD_ID_BYTES 32       /* hold id: 16 hex digits of sequence + 16 of random tag */
 #define SLOT_HOLD_ARG_BYTES_MAX 128 /* a "hold" argument longer than this is invalid_argument */
-#define SLOT_DIGEST_HEX_BYTES 64  /* digest: SHA-256 as lowercase hex */
-#define SLOT_PATH_BYTES_MAX 1023  /* backup: the server-side file's absolute path (kept in a request's cart space) */
+#define SLOT_DIGEST_HEX_BYTES 64    /* digest: SHA-256 as lowercase hex */
+#define SLOT_PATH_BYTES_MAX 1023    /* backup: the server-side file's absolute path (kept in a request's cart space) */
 
 /* Numbers (docs/protocol.md, "Names and numbers"). */
-#define SLOT_CAPACITY_MAX (UINT64_C(1) << 40)  /* capacity and max_per_user: 0..2^40 */
-#define SLOT_SHARDS_MAX 1024                   /* shards: 1..1024 */
+#define SLOT_CAPACITY_MAX (UINT64_C(1) << 40) /* capacity and max_per_user: 0..2^40 */
+#define SLOT_SHARDS_MAX 1024                  /* shards: 1..1024 */
 #define SLOT_SHARDS_DEFAULT 16
-#define SLOT_HOLD_TTL_MS_MIN 1000              /* hold_ttl_ms: 1 s .. 1 day */
+#define SLOT_HOLD_TTL_MS_MIN 1000 /* hold_ttl_ms: 1 s .. 1 day */
 #define SLOT_HOLD_TTL_MS_MAX 86400000
-#define SLOT_HOLD_TTL_MS_DEFAULT 600000        /* 10 minutes */
-#define SLOT_MAX_PER_REQUEST_MAX 1000          /* max_per_request: 1..1000 */
+#define SLOT_HOLD_TTL_MS_DEFAULT 600000 /* 10 minutes */
+#define SLOT_MAX_PER_REQUEST_MAX 1000   /* max_per_request: 1..1000 */
 #define SLOT_MAX_PER_REQUEST_DEFAULT 10
-#define SLOT_JSON_DEPTH_MAX 32                 /* nesting; the top-level object is level 1 */
+#define SLOT_JSON_DEPTH_MAX 32 /* nesting; the top-level object is level 1 */
 
 /* v1.1 (docs/protocol.md, "Sale windows", "extend"). */
-#define SLOT_TIME_MS_MAX (UINT64_C(1) << 53)   /* opens_at, closes_at: 0 (none)..2^53 ms since the epoch (JSON-safe integers) */
-#define SLOT_MAX_EXTENSIONS_MAX 100            /* max_extensions: 0..100 */
+#define SLOT_TIME_MS_MAX \
+    (UINT64_C(1) << 53)             /* opens_at, closes_at: 0 (none)..2^53 ms since the epoch (JSON-safe integers) */
+#define SLOT_MAX_EXTENSIONS_MAX 100 /* max_extensions: 0..100 */
 #define SLOT_MAX_EXTENSIONS_DEFAULT 1
-#define SLOT_MAX_HOLD_MS_MIN 1000              /* max_hold_ms: 1 s..2^40 ms; default 2 x hold_ttl_ms */
+#define SLOT_MAX_HOLD_MS_MIN 1000 /* max_hold_ms: 1 s..2^40 ms; default 2 x hold_ttl_ms */
 #define SLOT_MAX_HOLD_MS_MAX (UINT64_C(1) << 40)
-#define SLOT_EXTEND_BY_MS_MIN 1000             /* extend's by_ms: 1 s..1 day */
+#define SLOT_EXTEND_BY_MS_MIN 1000 /* extend's by_ms: 1 s..1 day */
 #define SLOT_EXTEND_BY_MS_MAX 86400000
 _Static_assert(SLOT_MAX_HOLD_MS_MIN <= 2 * SLOT_HOLD_TTL_MS_MIN, "the default max_hold_ms is in range");
 _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default max_hold_ms is in range");
 
 /* v1.1 carts and waitlists (docs/protocol.md, "hold_many", "Waitlist"). */
-#define SLOT_CART_ITEMS_MAX 16                 /* hold_many: 1..16 items, distinct events */
-#define SLOT_WAITLIST_MAX_MAX 10000000         /* waitlist_max: 0 (no waitlist, the default)..10,000,000 entries */
-#define SLOT_JOIN_SEQ_BITS 40                  /* join sequence numbers of an event: 1..2^40-1 (the order-statistics
+#define SLOT_CART_ITEMS_MAX 16         /* hold_many: 1..16 items, distinct events */
+#define SLOT_WAITLIST_MAX_MAX 10000000 /* waitlist_max: 0 (no waitlist, the default)..10,000,000 entries */
+#define SLOT_JOIN_SEQ_BITS \
+    40                             /* join sequence numbers of an event: 1..2^40-1 (the order-statistics
                                                   tree of leaves spans them; a join past that is waitlist_full) */
-#define SLOT_WAITLIST_SHOW_MAX 100             /* the waitlist_entries op shows at most this many entries */
+#define SLOT_WAITLIST_SHOW_MAX 100 /* the waitlist_entries op shows at most this many entries */
 
 /* A hold takes at most qty units from at most min(qty, shards) shards. */
 #define SLOT_PARTS_MAX SLOT_MAX_PER_REQUEST_MAX
@@ -56,76 +58,82 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
  * slotd's flags: for each numeric flag its default, and the range the
  * command line accepts (inclusive); slotd --help prints both.
  */
-#define SLOT_LINE_BYTES_DEFAULT 65536          /* --max-line, without the \n or \r\n */
-#define SLOT_LINE_BYTES_MIN 1024               /* smaller lines cannot carry a full request */
-#define SLOT_LINE_BYTES_MAX (16u << 20)        /* 16 MiB: a line is buffered whole in memory */
+#define SLOT_LINE_BYTES_DEFAULT 65536            /* --max-line, without the \n or \r\n */
+#define SLOT_LINE_BYTES_MIN 1024                 /* smaller lines cannot carry a full request */
+#define SLOT_LINE_BYTES_MAX (16u << 20)          /* 16 MiB: a line is buffered whole in memory */
 #define SLOT_MAP_BYTES_MAX_DEFAULT (64ull << 30) /* --map-size-max: 64 GiB of address space, not of disk */
-#define SLOT_MAP_BYTES_MAX_MIN (1ull << 20)    /* 1 MiB */
-#define SLOT_MAP_BYTES_MAX_MAX (1ull << 44)    /* 16 TiB */
-#define SLOT_SWEEP_INTERVAL_MS_DEFAULT 1000    /* --sweep-interval-ms; docs/protocol.md: units back within interval + 1 s */
+#define SLOT_MAP_BYTES_MAX_MIN (1ull << 20)      /* 1 MiB */
+#define SLOT_MAP_BYTES_MAX_MAX (1ull << 44)      /* 16 TiB */
+#define SLOT_SWEEP_INTERVAL_MS_DEFAULT \
+    1000 /* --sweep-interval-ms; docs/protocol.md: units back within interval + 1 s */
 #define SLOT_SWEEP_INTERVAL_MS_MIN 10
-#define SLOT_SWEEP_INTERVAL_MS_MAX 60000       /* a minute: expired units must come back promptly */
-#define SLOT_QUEUE_REQUESTS_DEFAULT 100000     /* --max-queue: queued write requests before overloaded */
+#define SLOT_SWEEP_INTERVAL_MS_MAX 60000   /* a minute: expired units must come back promptly */
+#define SLOT_QUEUE_REQUESTS_DEFAULT 100000 /* --max-queue: queued write requests before overloaded */
 #define SLOT_QUEUE_REQUESTS_MIN 1
 #define SLOT_QUEUE_REQUESTS_MAX 10000000
-#define SLOT_CONN_INFLIGHT_DEFAULT 1024        /* --max-inflight: per connection, reading stops above this many unanswered */
+#define SLOT_CONN_INFLIGHT_DEFAULT 1024 /* --max-inflight: per connection, reading stops above this many unanswered */
 #define SLOT_CONN_INFLIGHT_MIN 1
 #define SLOT_CONN_INFLIGHT_MAX 1000000
-#define SLOT_CONNS_DEFAULT 10000               /* --max-connections; accept pauses at the limit */
+#define SLOT_CONNS_DEFAULT 10000 /* --max-connections; accept pauses at the limit */
 #define SLOT_CONNS_MIN 1
 #define SLOT_CONNS_MAX 1000000
-#define SLOT_CONN_OUT_BYTES_DEFAULT (4u << 20) /* --max-output: per connection, reading stops above this many unsent bytes */
+#define SLOT_CONN_OUT_BYTES_DEFAULT \
+    (4u << 20) /* --max-output: per connection, reading stops above this many unsent bytes */
 #define SLOT_CONN_OUT_BYTES_MIN 4096
 #define SLOT_CONN_OUT_BYTES_MAX (1u << 30)
-#define SLOT_IDLE_TIMEOUT_MS_DEFAULT 300000    /* --idle-timeout-ms: 5 min without a byte, nothing pending; 0 never */
+#define SLOT_IDLE_TIMEOUT_MS_DEFAULT 300000 /* --idle-timeout-ms: 5 min without a byte, nothing pending; 0 never */
 #define SLOT_IDLE_TIMEOUT_MS_MIN 0
-#define SLOT_IDLE_TIMEOUT_MS_MAX 86400000      /* a day, as for the two below */
-#define SLOT_LINE_TIMEOUT_MS_DEFAULT 30000     /* --line-timeout-ms: a started line must end within 30 s */
+#define SLOT_IDLE_TIMEOUT_MS_MAX 86400000  /* a day, as for the two below */
+#define SLOT_LINE_TIMEOUT_MS_DEFAULT 30000 /* --line-timeout-ms: a started line must end within 30 s */
 #define SLOT_LINE_TIMEOUT_MS_MIN 10
 #define SLOT_LINE_TIMEOUT_MS_MAX 86400000
-#define SLOT_WRITE_TIMEOUT_MS_DEFAULT 30000    /* --write-timeout-ms: replies must make progress within 30 s */
+#define SLOT_WRITE_TIMEOUT_MS_DEFAULT 30000 /* --write-timeout-ms: replies must make progress within 30 s */
 #define SLOT_WRITE_TIMEOUT_MS_MIN 10
 #define SLOT_WRITE_TIMEOUT_MS_MAX 86400000
-#define SLOT_SLOW_COMMIT_MS_DEFAULT 100        /* --slow-commit-ms: a group commit this slow is logged (warn) */
-#define SLOT_SLOW_COMMIT_MS_MIN 0              /* 0: never */
+#define SLOT_SLOW_COMMIT_MS_DEFAULT 100 /* --slow-commit-ms: a group commit this slow is logged (warn) */
+#define SLOT_SLOW_COMMIT_MS_MIN 0       /* 0: never */
 #define SLOT_SLOW_COMMIT_MS_MAX 3600000
-#define SLOT_HOST_DEFAULT "127.0.0.1"          /* --listen's host, slotctl's --host */
+#define SLOT_HOST_DEFAULT "127.0.0.1" /* --listen's host, slotctl's --host */
 #define SLOT_PORT_DEFAULT 7420
-#define SLOT_PORT_MIN 1                        /* slotctl --port (slotd --listen also takes 0: any free port) */
+#define SLOT_PORT_MIN 1 /* slotctl --port (slotd --listen also takes 0: any free port) */
 #define SLOT_PORT_MAX 65535
-#define SLOT_CTL_TIMEOUT_S_DEFAULT 60          /* slotctl --timeout: check scans every hold, allow a big database */
+#define SLOT_CTL_TIMEOUT_S_DEFAULT 60 /* slotctl --timeout: check scans every hold, allow a big database */
 #define SLOT_CTL_TIMEOUT_S_MIN 1
 #define SLOT_CTL_TIMEOUT_S_MAX 86400
-#define SLOT_CTL_CONNECT_TIMEOUT_MS 5000       /* slotctl's connect */
-#define SLOT_CTL_HOST_BYTES_MAX 255            /* slotctl --host */
+#define SLOT_CTL_CONNECT_TIMEOUT_MS 5000 /* slotctl's connect */
+#define SLOT_CTL_HOST_BYTES_MAX 255      /* slotctl --host */
 #define SLOT__STR(x) #x
 #define SLOT__XSTR(x) SLOT__STR(x)
 #define SLOT_LISTEN_DEFAULT SLOT_HOST_DEFAULT ":" SLOT__XSTR(SLOT_PORT_DEFAULT)
 #define SLOT_DATA_DEFAULT "./slotd-data"
 
 /* slotd's fixed bounds (no flag). */
-#define SLOT_BATCH_REQUESTS_MAX 4096           /* one group commit runs at most this many */
-#define SLOT_SWEEP_BATCH_MAX 1024              /* holds expired per sweeper batch, so sales never stall */
-#define SLOT_EXPIRE_CHUNK 256                  /* due holds collected per expiry-index scan */
-#define SLOT_EXPIRE_OP_MAX 1000000             /* the admin "expire" op expires at most this many */
-#define SLOT_MAP_BYTES_INITIAL (64ull << 20)   /* 64 MiB; grows on MDB_MAP_FULL */
-#define SLOT_MAP_GROW_ATTEMPTS_MAX 64          /* map doublings one batch may try before storage_full */
-#define SLOT_READ_BUF_BYTES (64u << 10)        /* one shared read buffer: the loop reads one socket at a time */
-#define SLOT_ENTRIES_MAX (256u << 10)          /* requests alive at once (~1.3 KiB each): reading pauses above */
-#define SLOT_TOKENS_MAX 64                     /* lines in --token-file */
-#define SLOT_TOKEN_LINE_BYTES_MAX (SLOT_TOKEN_BYTES_MAX + 63) /* a --token-file line without its newline:
+#define SLOT_BATCH_REQUESTS_MAX 4096         /* one group commit runs at most this many */
+#define SLOT_SWEEP_BATCH_MAX 1024            /* holds expired per sweeper batch, so sales never stall */
+#define SLOT_EXPIRE_CHUNK 256                /* due holds collected per expiry-index scan */
+#define SLOT_EXPIRE_OP_MAX 1000000           /* the admin "expire" op expires at most this many */
+#define SLOT_MAP_BYTES_INITIAL (64ull << 20) /* 64 MiB; grows on MDB_MAP_FULL */
+#define SLOT_MAP_GROW_ATTEMPTS_MAX 64        /* map doublings one batch may try before storage_full */
+#define SLOT_READ_BUF_BYTES (64u << 10)      /* one shared read buffer: the loop reads one socket at a time */
+#define SLOT_ENTRIES_MAX (256u << 10)        /* requests alive at once (~1.3 KiB each): reading pauses above */
+#define SLOT_TOKENS_MAX 64                   /* lines in --token-file */
+#define SLOT_TOKEN_LINE_BYTES_MAX \
+    (SLOT_TOKEN_BYTES_MAX + 63)     /* a --token-file line without its newline:
                                                   a role, blanks and a token; a longer line is refused */
-#define SLOT_LISTEN_BACKLOG 1024               /* listen(2) backlog */
-#define SLOT_DRAIN_MS 2000                     /* how long a closing connection's unread input is discarded */
-#define SLOT_SHUTDOWN_FLUSH_MS 5000            /* on stop, how long slow clients get to take their replies */
-#define SLOT_STOP_POLL_MS 10                   /* while stopping, how often the stop timer looks */
-#define SLOT_DISK_FULL_BYTES (256u << 10)     /* EIO from a commit with less free than this is a full disk: LMDB
+#define SLOT_LISTEN_BACKLOG 1024    /* listen(2) backlog */
+#define SLOT_DRAIN_MS 2000          /* how long a closing connection's unread input is discarded */
+#define SLOT_SHUTDOWN_FLUSH_MS 5000 /* on stop, how long slow clients get to take their replies */
+#define SLOT_STOP_POLL_MS 10        /* while stopping, how often the stop timer looks */
+#define SLOT_DISK_FULL_BYTES \
+    (256u << 10)                        /* EIO from a commit with less free than this is a full disk: LMDB
                                                   reports a short page write (64 pages at most) as EIO */
-#define SLOT_PARTIAL_BYTES_INITIAL 1024        /* first buffer for an unfinished line (grows by doubling) */
-#define SLOT_OUT_BYTES_INITIAL 4096            /* first reply buffer of a connection (grows by doubling) */
-#define SLOT_HTTP_HEAD_BYTES_MAX (32u << 10)   /* --http: a request line and headers over this are answered 431
+#define SLOT_PARTIAL_BYTES_INITIAL 1024 /* first buffer for an unfinished line (grows by doubling) */
+#define SLOT_OUT_BYTES_INITIAL 4096     /* first reply buffer of a connection (grows by doubling) */
+#define SLOT_HTTP_HEAD_BYTES_MAX \
+    (32u << 10) /* --http: a request line and headers over this are answered 431
                                                   (JSON, line_too_long) and the connection closed */
-#define SLOT_HTTP_CONN_MEMORY_BYTES (64u << 10) /* --http: libmicrohttpd's memory per connection, its read buffer
+#define SLOT_HTTP_CONN_MEMORY_BYTES \
+    (64u << 10) /* --http: libmicrohttpd's memory per connection, its read buffer
                                                   included: a head must fit it whole before slotd sees it, and
                                                   one too big for it gets libmicrohttpd's own 431 page */
 
@@ -134,52 +142,55 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
  * of its list, so it takes at most SLOT_ETCD_ATTEMPTS_MAX attempts, each of
  * at most timeout_ms (slot_etcd_opts); a watch's stream has no timeout.
  */
-#define SLOT_ETCD_ENDPOINTS_MAX 16             /* endpoints in one list: etcd advises clusters of 3 to 7 members */
+#define SLOT_ETCD_ENDPOINTS_MAX 16 /* endpoints in one list: etcd advises clusters of 3 to 7 members */
 #define SLOT_ETCD_ATTEMPTS_MAX SLOT_ETCD_ENDPOINTS_MAX /* attempts per request: one per endpoint, none twice */
-#define SLOT_ETCD_ENDPOINT_BYTES_MAX 200       /* one "http://host:port", held in a fixed array */
+#define SLOT_ETCD_ENDPOINT_BYTES_MAX 200               /* one "http://host:port", held in a fixed array */
 #define SLOT_ETCD_URL_BYTES_MAX (SLOT_ETCD_ENDPOINT_BYTES_MAX + 32) /* an endpoint plus the longest gateway path */
 #define SLOT_ETCD_KEY_BYTES_MAX 1024           /* slotd's keys are short paths (/slotd/<cluster>/node/<id>) */
 #define SLOT_ETCD_VALUE_BYTES_MAX (256u << 10) /* base64 (x4/3) plus JSON stays below the default body bound */
 #define SLOT_ETCD_RANGE_LIMIT_MAX 10000        /* keys in one get_prefix answer */
 #define SLOT_ETCD_TTL_S_MAX 9000000000ll       /* lease TTL, s: etcd's own cap (lease.MaxLeaseTTL) */
-#define SLOT_ETCD_TIMEOUT_MS_DEFAULT 2000u     /* one attempt, connect included: twice etcd's default election
+#define SLOT_ETCD_TIMEOUT_MS_DEFAULT \
+    2000u                                       /* one attempt, connect included: twice etcd's default election
                                                   timeout (1 s), so an attempt can outlast a leader change */
-#define SLOT_ETCD_TIMEOUT_MS_MAX 600000u       /* 10 min: a longer wait is a hang, not a slow answer */
-#define SLOT_ETCD_INFLIGHT_DEFAULT 64u         /* requests and watches in flight; slotd needs a few at a time */
-#define SLOT_ETCD_INFLIGHT_MAX 4096u           /* each holds a curl handle, a socket and its buffers */
+#define SLOT_ETCD_TIMEOUT_MS_MAX 600000u        /* 10 min: a longer wait is a hang, not a slow answer */
+#define SLOT_ETCD_INFLIGHT_DEFAULT 64u          /* requests and watches in flight; slotd needs a few at a time */
+#define SLOT_ETCD_INFLIGHT_MAX 4096u            /* each holds a curl handle, a socket and its buffers */
 #define SLOT_ETCD_BODY_BYTES_DEFAULT (1u << 20) /* one answer, or a watch's undelivered stream, buffered whole */
-#define SLOT_ETCD_BODY_BYTES_MIN (4u << 10)    /* below this not even a small key's answer fits */
-#define SLOT_ETCD_BODY_BYTES_MAX (64u << 20)   /* 64 MiB: an answer is held in memory until delivered */
-#define SLOT_ETCD_RESP_BYTES_INITIAL 1024      /* first buffer of an answer (grows by doubling, to the body bound) */
-#define SLOT_ETCD_WATCH_KEEPIDLE_S 2           /* a watch's TCP keep-alive: the first probe after 2 s idle, */
-#define SLOT_ETCD_WATCH_KEEPINTVL_S 1          /* then one a second, so a vanished etcd ends it (EDISCONNECT) */
+#define SLOT_ETCD_BODY_BYTES_MIN (4u << 10)     /* below this not even a small key's answer fits */
+#define SLOT_ETCD_BODY_BYTES_MAX (64u << 20)    /* 64 MiB: an answer is held in memory until delivered */
+#define SLOT_ETCD_RESP_BYTES_INITIAL 1024       /* first buffer of an answer (grows by doubling, to the body bound) */
+#define SLOT_ETCD_WATCH_KEEPIDLE_S 2            /* a watch's TCP keep-alive: the first probe after 2 s idle, */
+#define SLOT_ETCD_WATCH_KEEPINTVL_S 1           /* then one a second, so a vanished etcd ends it (EDISCONNECT) */
 
 /* The feed (slot/feed.h; docs/protocol.md, "Feed"). */
-#define SLOT_CONSUMER_BYTES_MAX 64             /* consumer names follow the event rule: 1..64 of [A-Za-z0-9._:-] */
-#define SLOT_FEED_WINDOW_DEFAULT 1000          /* subscribe's window: entries pushed past the last ack */
+#define SLOT_CONSUMER_BYTES_MAX 64    /* consumer names follow the event rule: 1..64 of [A-Za-z0-9._:-] */
+#define SLOT_FEED_WINDOW_DEFAULT 1000 /* subscribe's window: entries pushed past the last ack */
 #define SLOT_FEED_WINDOW_MAX 10000
 #define SLOT_FEED_RETENTION_MS_DEFAULT 604800000ull /* --feed-retention-ms: 7 days */
-#define SLOT_FEED_RETENTION_MS_MIN 0ull        /* 0: trim as soon as every consumer acked */
-#define SLOT_FEED_RETENTION_MS_MAX 31536000000ull /* 365 days */
-#define SLOT_FEED_TRIM_BATCH_MAX 1024          /* entries one sweep trims, so trimming never stalls a sale */
-#define SLOT_FEED_PUSH_BYTES_HINT 512          /* most push lines fit; an event entry may need more */
-#define SLOT_FEED_CONSUMERS_MAX 1024           /* known consumers feed_consumers lists and a trim considers */
+#define SLOT_FEED_RETENTION_MS_MIN 0ull             /* 0: trim as soon as every consumer acked */
+#define SLOT_FEED_RETENTION_MS_MAX 31536000000ull   /* 365 days */
+#define SLOT_FEED_TRIM_BATCH_MAX 1024               /* entries one sweep trims, so trimming never stalls a sale */
+#define SLOT_FEED_PUSH_BYTES_HINT 512               /* most push lines fit; an event entry may need more */
+#define SLOT_FEED_CONSUMERS_MAX 1024                /* known consumers feed_consumers lists and a trim considers */
 
 /* The idempotency index (src/alloc/idem.c says why these sizes). */
-#define SLOT_IDEM_BUCKETS_LOG2 12              /* 4096 buckets to start with; doubles incrementally */
-#define SLOT_IDEM_MOVE_BUCKETS 8               /* buckets a call moves while the table doubles */
-#define SLOT_IDEM_BLOCK_BYTES (1u << 20)       /* arena block: ~10,000 entries */
+#define SLOT_IDEM_BUCKETS_LOG2 12        /* 4096 buckets to start with; doubles incrementally */
+#define SLOT_IDEM_MOVE_BUCKETS 8         /* buckets a call moves while the table doubles */
+#define SLOT_IDEM_BLOCK_BYTES (1u << 20) /* arena block: ~10,000 entries */
 
 /* Cold events (docs/design.md, "Cold events load in slices"): a closed,
  * settled event's keys are loaded into the index a slice per batch while the
  * requests that need them wait, parked, and everyone else's go on. */
-#define SLOT_COLD_LOAD_KEYS_DEFAULT 1024u      /* --cold-load-keys: holds walked per batch, ~1 ms of the commit
+#define SLOT_COLD_LOAD_KEYS_DEFAULT \
+    1024u /* --cold-load-keys: holds walked per batch, ~1 ms of the commit
                                                   thread (1.0-1.6 us a key on the reference machine) */
 #define SLOT_COLD_LOAD_KEYS_MIN 1u
-#define SLOT_COLD_LOAD_KEYS_MAX 1000000u       /* a slice this large is the one-off stall this exists to avoid */
-#define SLOT_COLD_LOADS_MAX 64u                /* cold events queued for loading at once; the next is overloaded */
-#define SLOT_COLD_PARKED_MAX 4096u             /* requests parked until their event's keys are in; then overloaded */
-#define SLOT_COLD_CONN_SET_SLOTS 8192u         /* the commit thread's set of a batch's parked connections: a
+#define SLOT_COLD_LOAD_KEYS_MAX 1000000u /* a slice this large is the one-off stall this exists to avoid */
+#define SLOT_COLD_LOADS_MAX 64u          /* cold events queued for loading at once; the next is overloaded */
+#define SLOT_COLD_PARKED_MAX 4096u       /* requests parked until their event's keys are in; then overloaded */
+#define SLOT_COLD_CONN_SET_SLOTS \
+    8192u /* the commit thread's set of a batch's parked connections: a
                                                   power of two, at least twice the batch, so probing ends */
 
 _Static_assert(SLOT_LINE_BYTES_DEFAULT >= SLOT_LINE_BYTES_MIN, "default line limit below minimum");
@@ -207,25 +218,29 @@ _Static_assert(SLOT_FEED_TRIM_BATCH_MAX <= SLOT_BATCH_REQUESTS_MAX, "a trim fits
 _Static_assert(SLOT_CONSUMER_BYTES_MAX == SLOT_EVENT_BYTES_MAX, "consumer names follow the event rule");
 
 /* Replica sets (docs/design.md, "Replica sets"; docs/operations.md, "Flags"). */
-#define SLOT_FAILOVER_TIMEOUT_MS_DEFAULT 500   /* --failover-timeout-ms: a replica that hears nothing this long campaigns (failover median 0.88 s measured) */
+#define SLOT_FAILOVER_TIMEOUT_MS_DEFAULT \
+    500 /* --failover-timeout-ms: a replica that hears nothing this long campaigns (failover median 0.88 s measured) */
 #define SLOT_FAILOVER_TIMEOUT_MS_MIN 10
 #define SLOT_FAILOVER_TIMEOUT_MS_MAX 600000
-#define SLOT_REPL_TIMEOUT_MS_DEFAULT 300       /* --repl-timeout-ms: a batch's acks must come within this (well above a replica's fdatasync) */
+#define SLOT_REPL_TIMEOUT_MS_DEFAULT \
+    300 /* --repl-timeout-ms: a batch's acks must come within this (well above a replica's fdatasync) */
 #define SLOT_REPL_TIMEOUT_MS_MIN 10
 #define SLOT_REPL_TIMEOUT_MS_MAX 600000
-#define SLOT_LOG_KEEP_RECORDS_DEFAULT 1000000ull /* --log-keep-records: the batch log keeps at least this many records */
+#define SLOT_LOG_KEEP_RECORDS_DEFAULT \
+    1000000ull /* --log-keep-records: the batch log keeps at least this many records */
 #define SLOT_LOG_KEEP_RECORDS_MIN 16ull
 #define SLOT_LOG_KEEP_RECORDS_MAX (1ull << 40)
-#define SLOT_LOG_SEGMENT_BYTES_DEFAULT (64ull << 20) /* --log-segment-bytes: the batch log is trimmed a segment at a time */
+#define SLOT_LOG_SEGMENT_BYTES_DEFAULT \
+    (64ull << 20) /* --log-segment-bytes: the batch log is trimmed a segment at a time */
 #define SLOT_LOG_SEGMENT_BYTES_MIN 4096ull
 #define SLOT_LOG_SEGMENT_BYTES_MAX (1ull << 30)
-#define SLOT_MIN_REPLICAS_DEFAULT 1            /* --min-replicas: fewer replicas than this: writes unavailable */
+#define SLOT_MIN_REPLICAS_DEFAULT 1 /* --min-replicas: fewer replicas than this: writes unavailable */
 #define SLOT_MIN_REPLICAS_MIN 0
-#define SLOT_CLUSTER_MEMBERS_MAX 16            /* members of one configuration, and nodes a primary tracks */
+#define SLOT_CLUSTER_MEMBERS_MAX 16 /* members of one configuration, and nodes a primary tracks */
 #define SLOT_MIN_REPLICAS_MAX (SLOT_CLUSTER_MEMBERS_MAX - 1)
-#define SLOT_CLUSTER_LEASE_TTL_S 2             /* a node key's lease: gone 2 s after its node stopped */
-#define SLOT_CLUSTER_APPLY_RECORDS_MAX 1024    /* records one apply transaction of a replica takes */
-#define SLOT_CLUSTER_NAME_BYTES_MAX 64         /* --cluster and --node: as the replication channel's names */
+#define SLOT_CLUSTER_LEASE_TTL_S 2          /* a node key's lease: gone 2 s after its node stopped */
+#define SLOT_CLUSTER_APPLY_RECORDS_MAX 1024 /* records one apply transaction of a replica takes */
+#define SLOT_CLUSTER_NAME_BYTES_MAX 64      /* --cluster and --node: as the replication channel's names */
 /* A replica about to take over first dials the other members (the pre-vote,
  * docs/design.md "Partitions"); one that reached too few of them within a
  * failover timeout waits before it tries again: one timeout after the first
@@ -242,62 +257,75 @@ _Static_assert((SLOT_COLD_CONN_SET_SLOTS & (SLOT_COLD_CONN_SET_SLOTS - 1)) == 0,
  * loop's clock unless said otherwise.
  */
 #define SLOT_CLUSTER_NAME_BYTES (SLOT_CLUSTER_NAME_BYTES_MAX + 1) /* a name's buffer, its NUL included */
-#define SLOT_CLUSTER_ADDR_BYTES 80             /* an address's buffer "[v6-host]:port" and its NUL: a node key's
+#define SLOT_CLUSTER_ADDR_BYTES \
+    80 /* an address's buffer "[v6-host]:port" and its NUL: a node key's
                                                   addresses are parsed into buffers of this size */
-#define SLOT_CLUSTER_NODE_PUT_MS 500           /* the node key is rewritten this often (and on every change of
+#define SLOT_CLUSTER_NODE_PUT_MS \
+    500 /* the node key is rewritten this often (and on every change of
                                                   role): others see our log position within this */
-#define SLOT_CLUSTER_LEASE_KEEPALIVE_MS (SLOT_CLUSTER_LEASE_TTL_S * 1000u / 4u) /* four keepalives per TTL, not
+#define SLOT_CLUSTER_LEASE_KEEPALIVE_MS \
+    (SLOT_CLUSTER_LEASE_TTL_S * 1000u / 4u) /* four keepalives per TTL, not
                                                   one per tick (at --heartbeat-ms 50 that was 20 a second per
                                                   node, each a write etcd logs) */
-#define SLOT_CLUSTER_POLL_WATCHED_MS 500       /* the configuration is polled this often while it is watched (a
+#define SLOT_CLUSTER_POLL_WATCHED_MS \
+    500 /* the configuration is polled this often while it is watched (a
                                                   watch can lag behind a silently dead etcd connection); every
                                                   tick while it is not */
-#define SLOT_CLUSTER_ETCD_TIMEOUT_MS 1000u     /* one etcd attempt of the replica set: half a lease TTL, so a
+#define SLOT_CLUSTER_ETCD_TIMEOUT_MS \
+    1000u                            /* one etcd attempt of the replica set: half a lease TTL, so a
                                                   keepalive tried on two endpoints still lands within the TTL */
-#define SLOT_CLUSTER_REDIAL_MS 200             /* a primary dials a member that is not connected this often */
-#define SLOT_CLUSTER_CHANGE_MS 10000           /* cluster_change add and remove end (are answered) within this */
-#define SLOT_CLUSTER_SWITCH_MIN_MS 1000        /* cluster_change promote: the drain is given up after
+#define SLOT_CLUSTER_REDIAL_MS 200   /* a primary dials a member that is not connected this often */
+#define SLOT_CLUSTER_CHANGE_MS 10000 /* cluster_change add and remove end (are answered) within this */
+#define SLOT_CLUSTER_SWITCH_MIN_MS \
+    1000                              /* cluster_change promote: the drain is given up after
                                                   max(this, 2 x --repl-timeout-ms) */
-#define SLOT_CLUSTER_TRIM_MS 1000              /* the batch log is trimmed at most this often */
-#define SLOT_CLUSTER_CAS_WHY_BYTES 48          /* a CAS's reason in its log lines: callers pass short phrases */
+#define SLOT_CLUSTER_TRIM_MS 1000     /* the batch log is trimmed at most this often */
+#define SLOT_CLUSTER_CAS_WHY_BYTES 48 /* a CAS's reason in its log lines: callers pass short phrases */
 _Static_assert(SLOT_CLUSTER_LEASE_KEEPALIVE_MS * 2 <= SLOT_CLUSTER_LEASE_TTL_S * 1000u,
                "a lost keepalive is retried before the lease runs out");
-_Static_assert(SLOT_CLUSTER_ETCD_TIMEOUT_MS * 2 <= SLOT_CLUSTER_LEASE_TTL_S * 1000u, "see SLOT_CLUSTER_ETCD_TIMEOUT_MS");
+_Static_assert(SLOT_CLUSTER_ETCD_TIMEOUT_MS * 2 <= SLOT_CLUSTER_LEASE_TTL_S * 1000u,
+               "see SLOT_CLUSTER_ETCD_TIMEOUT_MS");
 
 /*
  * The replication channel (slot/repl.h; its wire format stays there): slotd's
  * own bounds on its buffers, connections and timers.
  */
-#define SLOT_REPL_SECRET_BYTES_MIN 16          /* --cluster-secret-file: a shorter shared secret is too easy to guess */
-#define SLOT_REPL_SECRET_BYTES_MAX 4096        /* the file is read whole into a fixed buffer */
-#define SLOT_REPL_READ_CHUNK_BYTES 65536       /* one read of a connection */
-#define SLOT_REPL_KEEP_BYTES (1u << 20)        /* a frame body buffer up to this size is reused, a larger one freed */
-#define SLOT_REPL_HANDSHAKES_MAX 16            /* inbound connections in their handshake at once (the rest wait in
+#define SLOT_REPL_SECRET_BYTES_MIN 16    /* --cluster-secret-file: a shorter shared secret is too easy to guess */
+#define SLOT_REPL_SECRET_BYTES_MAX 4096  /* the file is read whole into a fixed buffer */
+#define SLOT_REPL_READ_CHUNK_BYTES 65536 /* one read of a connection */
+#define SLOT_REPL_KEEP_BYTES (1u << 20)  /* a frame body buffer up to this size is reused, a larger one freed */
+#define SLOT_REPL_HANDSHAKES_MAX \
+    16                                        /* inbound connections in their handshake at once (the rest wait in
                                                   the backlog): a flood of dials cannot take the memory */
-#define SLOT_REPL_LINGER_MS 1000               /* after a REFUSE: wait this long for the peer's close */
-#define SLOT_REPL_SNAP_QUEUE_BYTES (4u << 20)  /* a SNAP is sent only while less than this waits to be written */
+#define SLOT_REPL_LINGER_MS 1000              /* after a REFUSE: wait this long for the peer's close */
+#define SLOT_REPL_SNAP_QUEUE_BYTES (4u << 20) /* a SNAP is sent only while less than this waits to be written */
 /* Options of slot_repl_new, each with its range (inclusive) and default (given as 0). */
-#define SLOT_REPL_INFLIGHT_RECORDS_DEFAULT 64  /* per replica: records sent, not yet acked (the window) */
+#define SLOT_REPL_INFLIGHT_RECORDS_DEFAULT 64 /* per replica: records sent, not yet acked (the window) */
 #define SLOT_REPL_INFLIGHT_RECORDS_MAX 65536
 #define SLOT_REPL_INFLIGHT_BYTES_DEFAULT (64ull << 20) /* per replica: bytes of those records */
-#define SLOT_REPL_INFLIGHT_BYTES_MIN 4096ull   /* one record always fits an empty window, whatever its size */
+#define SLOT_REPL_INFLIGHT_BYTES_MIN 4096ull           /* one record always fits an empty window, whatever its size */
 #define SLOT_REPL_INFLIGHT_BYTES_MAX (4ull << 30)
-#define SLOT_REPL_HEARTBEAT_MS_DEFAULT 50      /* --heartbeat-ms: a tenth of the failover timeout, so a lost beat
+#define SLOT_REPL_HEARTBEAT_MS_DEFAULT \
+    50 /* --heartbeat-ms: a tenth of the failover timeout, so a lost beat
                                                   or two is no failover */
 #define SLOT_REPL_HEARTBEAT_MS_MIN 1
 #define SLOT_REPL_HEARTBEAT_MS_MAX 60000
-#define SLOT_REPL_HANDSHAKE_MS_DEFAULT 5000    /* a handshake not done within this is closed */
+#define SLOT_REPL_HANDSHAKE_MS_DEFAULT 5000 /* a handshake not done within this is closed */
 #define SLOT_REPL_HANDSHAKE_MS_MIN 10
 #define SLOT_REPL_HANDSHAKE_MS_MAX 600000
 
 /* The idempotency index's internals (src/alloc/idem.c). */
-#define SLOT_IDEM_KEY_BYTES_MAX (3 * 256)      /* one lookup key: event, user and request id, each bounded by
+#define SLOT_IDEM_KEY_BYTES_MAX \
+    (3 * 256) /* one lookup key: event, user and request id, each bounded by
                                                   the protocol's name limits (all well under 256 bytes) */
-#define SLOT_IDEM_EMPTY_VISITS_PER_MOVE 10     /* empty buckets a doubling step may pass per bucket it may move,
+#define SLOT_IDEM_EMPTY_VISITS_PER_MOVE \
+    10 /* empty buckets a doubling step may pass per bucket it may move,
                                                   so a step's time stays bounded over a sparse table */
-#define SLOT_IDEM_RELEASE_BYTES ((size_t)64 << 10) /* the old table's moved part is unmapped in pieces of this
+#define SLOT_IDEM_RELEASE_BYTES \
+    ((size_t)64 << 10) /* the old table's moved part is unmapped in pieces of this
                                                   while a doubling runs: a 64 MiB table in one munmap took 65 ms */
-#define SLOT_IDEM_PENDING 8                    /* a bulk load's queue of puts, their buckets prefetched: several
+#define SLOT_IDEM_PENDING \
+    8 /* a bulk load's queue of puts, their buckets prefetched: several
                                                   cache misses in flight instead of one */
 _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_MAX + 3 <= SLOT_IDEM_KEY_BYTES_MAX,
                "a key of the longest names fits");

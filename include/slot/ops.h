@@ -31,7 +31,7 @@ typedef enum slot_hold_status {
 #define SLOT__HS_ENUM(name, wire) SLOT_HOLD_##name,
     SLOT_HOLD_STATUS_MAP(SLOT__HS_ENUM)
 #undef SLOT__HS_ENUM
-    SLOT_HOLD__COUNT
+        SLOT_HOLD__COUNT
 } slot_hold_status;
 
 /* slot_hold_status_name — wire name ("held", ...); static; "?" when out of range. */
@@ -42,45 +42,45 @@ const char *slot_event_status_name(slot_event_status s);
 bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
 
 /* The ops of docs/protocol.md, in one list: X(NAME, wire name, writes?, admin?) */
-#define SLOT_OP_MAP(X)                           \
-    X(HELLO, "hello", false, false)              \
-    X(HOLD, "hold", true, false)                 \
-    X(CONFIRM, "confirm", true, false)           \
-    X(EXTEND, "extend", true, false)             \
-    X(RELEASE, "release", true, false)           \
-    X(GET_HOLD, "get_hold", false, false)        \
-    X(EVENT, "event", false, false)              \
-    X(CREATE_EVENT, "create_event", true, true)  \
-    X(SET_CAPACITY, "set_capacity", true, true)  \
-    X(RESHARD, "reshard", true, true)            \
-    X(SET_STATUS, "set_status", true, true)      \
-    X(SET_SALE_WINDOW, "set_sale_window", true, true) \
-    X(CANCEL, "cancel", true, true)              \
-    X(SHARDS, "shards", false, true)             \
-    X(CHECK, "check", false, true)               \
-    X(EXPIRE, "expire", true, true)              \
-    X(STATS, "stats", false, true)               \
-    X(DIGEST, "digest", false, true)             \
-    X(HOLD_MANY, "hold_many", true, false)       \
-    X(WAITLIST_JOIN, "waitlist_join", true, false) \
-    X(WAITLIST_LEAVE, "waitlist_leave", true, false) \
-    X(WAITLIST, "waitlist", false, false)        \
+#define SLOT_OP_MAP(X)                                   \
+    X(HELLO, "hello", false, false)                      \
+    X(HOLD, "hold", true, false)                         \
+    X(CONFIRM, "confirm", true, false)                   \
+    X(EXTEND, "extend", true, false)                     \
+    X(RELEASE, "release", true, false)                   \
+    X(GET_HOLD, "get_hold", false, false)                \
+    X(EVENT, "event", false, false)                      \
+    X(CREATE_EVENT, "create_event", true, true)          \
+    X(SET_CAPACITY, "set_capacity", true, true)          \
+    X(RESHARD, "reshard", true, true)                    \
+    X(SET_STATUS, "set_status", true, true)              \
+    X(SET_SALE_WINDOW, "set_sale_window", true, true)    \
+    X(CANCEL, "cancel", true, true)                      \
+    X(SHARDS, "shards", false, true)                     \
+    X(CHECK, "check", false, true)                       \
+    X(EXPIRE, "expire", true, true)                      \
+    X(STATS, "stats", false, true)                       \
+    X(DIGEST, "digest", false, true)                     \
+    X(HOLD_MANY, "hold_many", true, false)               \
+    X(WAITLIST_JOIN, "waitlist_join", true, false)       \
+    X(WAITLIST_LEAVE, "waitlist_leave", true, false)     \
+    X(WAITLIST, "waitlist", false, false)                \
     X(WAITLIST_ENTRIES, "waitlist_entries", false, true) \
-    X(SUBSCRIBE, "subscribe", true, false)       \
-    X(ACK, "ack", true, false)                   \
-    X(UNSUBSCRIBE, "unsubscribe", false, false)  \
-    X(FEED_CONSUMERS, "feed_consumers", false, true) \
-    X(FEED_FORGET, "feed_forget", true, true) \
-    X(CLUSTER, "cluster", false, false)          \
-    X(METRICS, "metrics", false, true)         \
-    X(BACKUP, "backup", false, true)           \
+    X(SUBSCRIBE, "subscribe", true, false)               \
+    X(ACK, "ack", true, false)                           \
+    X(UNSUBSCRIBE, "unsubscribe", false, false)          \
+    X(FEED_CONSUMERS, "feed_consumers", false, true)     \
+    X(FEED_FORGET, "feed_forget", true, true)            \
+    X(CLUSTER, "cluster", false, false)                  \
+    X(METRICS, "metrics", false, true)                   \
+    X(BACKUP, "backup", false, true)                     \
     X(CLUSTER_CHANGE, "cluster_change", false, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
     SLOT_OP_MAP(SLOT__OP_ENUM)
 #undef SLOT__OP_ENUM
-    SLOT_OP__COUNT
+        SLOT_OP__COUNT
 } slot_op;
 
 /* slot_op_name — wire name of an op; static string ("?" when out of range). */
@@ -104,7 +104,7 @@ typedef enum slot_id_kind { SLOT_ID_NONE = 0, SLOT_ID_INT, SLOT_ID_STR } slot_id
 typedef struct slot_id {
     slot_id_kind kind;
     int64_t i;
-    uint8_t len;                       /* bytes of s without the NUL */
+    uint8_t len; /* bytes of s without the NUL */
     char s[SLOT_ID_BYTES_MAX + 1];
 } slot_id;
 
@@ -127,7 +127,7 @@ enum {
 /* One item of a cart (hold_many): an event and the units wanted of it. */
 typedef struct slot_item {
     uint8_t event_len;
-    uint16_t qty;                      /* 1..SLOT_MAX_PER_REQUEST_MAX */
+    uint16_t qty; /* 1..SLOT_MAX_PER_REQUEST_MAX */
     char event[SLOT_EVENT_BYTES_MAX + 1];
 } slot_item;
 
@@ -137,9 +137,9 @@ typedef enum slot_feed_from { SLOT_FEED_FROM_ACKED = 0, SLOT_FEED_FROM_START, SL
 /* cluster_change's "change" (docs/protocol.md, "cluster_change"). */
 typedef enum slot_cluster_change {
     SLOT_CHANGE_NONE = 0,
-    SLOT_CHANGE_ADD,                   /* "add": the node may join (again) and becomes a member */
-    SLOT_CHANGE_REMOVE,                /* "remove": a replica leaves the configuration */
-    SLOT_CHANGE_PROMOTE,               /* "promote": a planned switchover to that member */
+    SLOT_CHANGE_ADD,     /* "add": the node may join (again) and becomes a member */
+    SLOT_CHANGE_REMOVE,  /* "remove": a replica leaves the configuration */
+    SLOT_CHANGE_PROMOTE, /* "promote": a planned switchover to that member */
 } slot_cluster_change;
 
 /* slot_cluster_change_name — "add", "remove", "promote" or "?"; static. */
@@ -147,8 +147,8 @@ const char *slot_cluster_change_name(slot_cluster_change c);
 
 typedef struct slot_req {
     slot_op op;
-    uint32_t has;                      /* SLOT_HAS_* bits */
-    slot_id id;                        /* echoed in the reply */
+    uint32_t has; /* SLOT_HAS_* bits */
+    slot_id id;   /* echoed in the reply */
     uint8_t event_len, request_len, user_len, hold_len;
     uint16_t token_len;
     char event[SLOT_EVENT_BYTES_MAX + 1];
@@ -156,32 +156,32 @@ typedef struct slot_req {
     char user[SLOT_USER_BYTES_MAX + 1]; /* get_hold: user_len 0 = any user's (worker, admin) */
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     char token[SLOT_TOKEN_BYTES_MAX + 1];
-    uint32_t qty;                      /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
-    uint64_t capacity;                 /* 0..SLOT_CAPACITY_MAX */
-    uint32_t shards;                   /* 1..SLOT_SHARDS_MAX */
-    uint32_t hold_ttl_ms;              /* SLOT_HOLD_TTL_MS_MIN..MAX */
-    uint64_t max_per_user;             /* 0 (no limit)..SLOT_CAPACITY_MAX */
-    uint32_t max_per_request;          /* 1..SLOT_MAX_PER_REQUEST_MAX */
-    slot_event_status status;          /* set_status */
-    uint64_t opens_at_ms, closes_at_ms; /* create_event, set_sale_window: 0 (none)..SLOT_TIME_MS_MAX */
-    uint32_t max_extensions;           /* create_event: 0..SLOT_MAX_EXTENSIONS_MAX */
-    uint64_t max_hold_ms;              /* create_event: SLOT_MAX_HOLD_MS_MIN..MAX; 0 = 2 x hold_ttl_ms */
-    uint32_t by_ms;                    /* extend: SLOT_EXTEND_BY_MS_MIN..MAX */
-    bool reacquire;                    /* confirm: take fresh units for an expired or released hold */
-    uint32_t waitlist_max;             /* create_event: 0 (no waitlist)..SLOT_WAITLIST_MAX_MAX */
-    uint32_t limit;                    /* waitlist_entries: 1..SLOT_WAITLIST_SHOW_MAX */
-    uint8_t nitems;                    /* hold_many: 1..SLOT_CART_ITEMS_MAX, distinct events */
-    uint16_t path_len;                 /* backup: bytes of path without the NUL */
-    union {                            /* one op uses one of them: no entry pays for both */
+    uint32_t qty;                             /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
+    uint64_t capacity;                        /* 0..SLOT_CAPACITY_MAX */
+    uint32_t shards;                          /* 1..SLOT_SHARDS_MAX */
+    uint32_t hold_ttl_ms;                     /* SLOT_HOLD_TTL_MS_MIN..MAX */
+    uint64_t max_per_user;                    /* 0 (no limit)..SLOT_CAPACITY_MAX */
+    uint32_t max_per_request;                 /* 1..SLOT_MAX_PER_REQUEST_MAX */
+    slot_event_status status;                 /* set_status */
+    uint64_t opens_at_ms, closes_at_ms;       /* create_event, set_sale_window: 0 (none)..SLOT_TIME_MS_MAX */
+    uint32_t max_extensions;                  /* create_event: 0..SLOT_MAX_EXTENSIONS_MAX */
+    uint64_t max_hold_ms;                     /* create_event: SLOT_MAX_HOLD_MS_MIN..MAX; 0 = 2 x hold_ttl_ms */
+    uint32_t by_ms;                           /* extend: SLOT_EXTEND_BY_MS_MIN..MAX */
+    bool reacquire;                           /* confirm: take fresh units for an expired or released hold */
+    uint32_t waitlist_max;                    /* create_event: 0 (no waitlist)..SLOT_WAITLIST_MAX_MAX */
+    uint32_t limit;                           /* waitlist_entries: 1..SLOT_WAITLIST_SHOW_MAX */
+    uint8_t nitems;                           /* hold_many: 1..SLOT_CART_ITEMS_MAX, distinct events */
+    uint16_t path_len;                        /* backup: bytes of path without the NUL */
+    union {                                   /* one op uses one of them: no entry pays for both */
         slot_item items[SLOT_CART_ITEMS_MAX]; /* hold_many */
         char path[SLOT_PATH_BYTES_MAX + 1];   /* backup: the file the server writes, absolute */
     };
     /* feed ops (docs/protocol.md, "Feed") */
     uint8_t consumer_len;
     char consumer[SLOT_CONSUMER_BYTES_MAX + 1]; /* subscribe, ack, feed_forget */
-    slot_feed_from from;               /* subscribe */
-    uint64_t feed_seq;                 /* subscribe from SEQ (1..), ack seq (0..) */
-    uint32_t window;                   /* subscribe: 1..SLOT_FEED_WINDOW_MAX */
+    slot_feed_from from;                        /* subscribe */
+    uint64_t feed_seq;                          /* subscribe from SEQ (1..), ack seq (0..) */
+    uint32_t window;                            /* subscribe: 1..SLOT_FEED_WINDOW_MAX */
     /* cluster_change (docs/protocol.md, "cluster_change") */
     slot_cluster_change change;
     uint8_t node_len;
@@ -204,16 +204,16 @@ typedef struct slot_event_view {
     uint64_t opens_at_ms, closes_at_ms; /* the sale window; 0 = none */
     uint32_t max_extensions;
     uint64_t max_hold_ms;
-    uint32_t waitlist_max;             /* 0 = no waitlist */
-    uint64_t waiting, waiting_qty;     /* entries waiting, and the units they want */
+    uint32_t waitlist_max;         /* 0 = no waitlist */
+    uint64_t waiting, waiting_qty; /* entries waiting, and the units they want */
 } slot_event_view;
 
 /* A waitlist entry's state (docs/protocol.md, "Waitlist"): the waitlist op's "status". */
 typedef enum slot_wait_state {
-    SLOT_WAIT_NONE = 0,                /* no entry for the key */
+    SLOT_WAIT_NONE = 0, /* no entry for the key */
     SLOT_WAIT_WAITING = 1,
-    SLOT_WAIT_OFFERED = 2,             /* given a held hold, in join order */
-    SLOT_WAIT_LEFT = 3,                /* left: the key is spent */
+    SLOT_WAIT_OFFERED = 2, /* given a held hold, in join order */
+    SLOT_WAIT_LEFT = 3,    /* left: the key is spent */
 } slot_wait_state;
 
 /* slot_wait_state_name — "none", "waiting", "offered" or "left"; static. */
@@ -231,7 +231,7 @@ typedef struct slot_cart_hold {
 /* The stats op's numbers (docs/protocol.md, "stats"), filled by the server
  * and written by proto in this order. Counters since start unless noted. */
 typedef struct slot_stats {
-    uint64_t connections;              /* open now */
+    uint64_t connections; /* open now */
     uint64_t connections_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, sold_out_fast;
     uint64_t cold_parked, cold_waiting, cold_loading, cold_loaded, cold_walked, cold_slices;
     uint64_t errors, commits, commit_failures;
@@ -239,7 +239,7 @@ typedef struct slot_stats {
     double batch_mean;
     uint64_t latency_count, latency_p50, latency_p99, latency_p999, latency_max; /* microseconds */
     uint64_t queue, db_bytes, map_bytes;
-    bool nosync;                       /* "durability": "nosync" when true, else "sync" */
+    bool nosync; /* "durability": "nosync" when true, else "sync" */
     uint64_t reads_paused, accepts_paused, connections_timed_out;
     uint64_t commit_busy_us, commit_sync_us, backups, backups_running;
 } slot_stats;
@@ -252,7 +252,7 @@ typedef struct slot_consumer_pos {
 
 /* One waiting entry, as waitlist_entries shows it (in join order). */
 typedef struct slot_wait_entry {
-    uint64_t position;                 /* 1 = next */
+    uint64_t position; /* 1 = next */
     uint64_t joined_at_ms;
     uint32_t qty;
     char user[SLOT_USER_BYTES_MAX + 1];
@@ -261,12 +261,12 @@ typedef struct slot_wait_entry {
 
 /* One invariant violation found by check (docs/protocol.md, "Invariants"). */
 typedef struct slot_violation {
-    int invariant;                     /* 1..7 */
+    int invariant; /* 1..7 */
     char event[SLOT_EVENT_BYTES_MAX + 1];
     char detail[160];
 } slot_violation;
 
-#define SLOT_CHECK_VIOLATIONS_MAX 100  /* check reports at most this many; the count is exact */
+#define SLOT_CHECK_VIOLATIONS_MAX 100 /* check reports at most this many; the count is exact */
 
 /*
  * Result of one op. `err` is SLOT_E_OK for every "ok":true answer (sold out
@@ -276,59 +276,58 @@ typedef struct slot_violation {
  */
 typedef struct slot_res {
     slot_err err;
-    char message[160];                 /* human text for errors; empty = default */
-    bool replay;                       /* "replay":true */
-    bool sold_out;                     /* hold: status sold_out */
-    bool done;                         /* release "released" / cancel "cancelled" */
-    slot_hold_status hold_status;      /* hold, confirm, release, cancel, get_hold, hold_not_active */
+    char message[160];            /* human text for errors; empty = default */
+    bool replay;                  /* "replay":true */
+    bool sold_out;                /* hold: status sold_out */
+    bool done;                    /* release "released" / cancel "cancelled" */
+    slot_hold_status hold_status; /* hold, confirm, release, cancel, get_hold, hold_not_active */
     char hold[SLOT_HOLD_ID_BYTES + 1];
     char user[SLOT_USER_BYTES_MAX + 1];
     uint32_t qty;
-    uint64_t available;                /* sold_out: units free across all shards */
+    uint64_t available; /* sold_out: units free across all shards */
     uint64_t expires_at_ms, created_at_ms;
-    uint32_t returned;                 /* confirm, get_hold: units a partial confirm gave back */
-    uint32_t extensions;               /* extend, get_hold: extensions taken */
+    uint32_t returned;                        /* confirm, get_hold: units a partial confirm gave back */
+    uint32_t extensions;                      /* extend, get_hold: extensions taken */
     char replaces[SLOT_HOLD_ID_BYTES + 1];    /* confirm (reacquire), get_hold: the hold this one replaced; "" = none */
     char replaced_by[SLOT_HOLD_ID_BYTES + 1]; /* get_hold: the hold a reacquire made for this one; "" = none */
-    uint64_t opens_at_ms, closes_at_ms; /* not_on_sale: the event's window */
-    slot_event_view view;              /* create_event, set_capacity, reshard, set_status, event */
-    uint32_t nshards;                  /* shards op */
-    uint64_t *shard_free;              /* shards op: nshards values, heap */
+    uint64_t opens_at_ms, closes_at_ms;       /* not_on_sale: the event's window */
+    slot_event_view view;                     /* create_event, set_capacity, reshard, set_status, event */
+    uint32_t nshards;                         /* shards op */
+    uint64_t *shard_free;                     /* shards op: nshards values, heap */
     uint64_t events_checked, holds_checked, expired; /* check, expire */
-    uint32_t nviolations;              /* check: total found */
-    uint64_t seq;                      /* digest: the store's seq (slot/store.h) */
-    char digest[SLOT_DIGEST_HEX_BYTES + 1]; /* digest: SHA-256, lowercase hex */
-    slot_violation *violations;        /* check: min(nviolations, MAX), heap */
-    slot_role role;                    /* hello */
-    uint64_t feed_from, feed_head;     /* subscribe: first seq it sends, the head; feed_truncated: oldest in feed_from */
-    uint64_t feed_acked;               /* subscribe: the window's base; ack: the stored position */
-    uint64_t feed_trimmed;             /* the sweeper's: feed entries trimmed */
-    bool cluster;                      /* hello: a replica-set member; "features" then lists "cluster" too */
-    bool http;                         /* hello: the server has --http; "features" then lists "http" too */
-    const char *version;               /* hello: the server's version (static text), or NULL */
-    uint64_t backup_bytes, backup_ms;  /* backup: the file's size in bytes, the whole backup's time in ms */
-    char *text;                        /* metrics: the Prometheus text, heap, text_len bytes; or NULL */
+    uint32_t nviolations;                            /* check: total found */
+    uint64_t seq;                                    /* digest: the store's seq (slot/store.h) */
+    char digest[SLOT_DIGEST_HEX_BYTES + 1];          /* digest: SHA-256, lowercase hex */
+    slot_violation *violations;                      /* check: min(nviolations, MAX), heap */
+    slot_role role;                                  /* hello */
+    uint64_t feed_from, feed_head;    /* subscribe: first seq it sends, the head; feed_truncated: oldest in feed_from */
+    uint64_t feed_acked;              /* subscribe: the window's base; ack: the stored position */
+    uint64_t feed_trimmed;            /* the sweeper's: feed entries trimmed */
+    bool cluster;                     /* hello: a replica-set member; "features" then lists "cluster" too */
+    bool http;                        /* hello: the server has --http; "features" then lists "http" too */
+    const char *version;              /* hello: the server's version (static text), or NULL */
+    uint64_t backup_bytes, backup_ms; /* backup: the file's size in bytes, the whole backup's time in ms */
+    char *text;                       /* metrics: the Prometheus text, heap, text_len bytes; or NULL */
     size_t text_len;
-    slot_stats *stats;                 /* stats: the numbers, heap; or NULL */
-    slot_consumer_pos *consumers;      /* feed_consumers: nconsumers known consumers, heap (feed_head: the head) */
-    uint32_t nconsumers;               /* at most SLOT_FEED_CONSUMERS_MAX */
-    char *extra;                       /* heap JSON object text whose members are appended to the
+    slot_stats *stats;            /* stats: the numbers, heap; or NULL */
+    slot_consumer_pos *consumers; /* feed_consumers: nconsumers known consumers, heap (feed_head: the head) */
+    uint32_t nconsumers;          /* at most SLOT_FEED_CONSUMERS_MAX */
+    char *extra;                  /* heap JSON object text whose members are appended to the
                                           reply (cluster, not_primary's primary); or NULL */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */
-    bool waitlist_full;                /* waitlist_join: sold_out with "waitlist_full":true */
-    slot_wait_state wait_state;        /* waitlist_join, waitlist: the entry's state (NONE: a hold answer) */
-    uint64_t position;                 /* waiting: 1 = next */
-    uint32_t ncart;                    /* hold_many: holds in cart */
-    slot_cart_hold *cart;              /* hold_many: ncart holds, request order, heap */
-    uint32_t nentries;                 /* waitlist_entries: entries in `entries` */
-    slot_wait_entry *entries;          /* waitlist_entries: heap */
+    bool waitlist_full;                        /* waitlist_join: sold_out with "waitlist_full":true */
+    slot_wait_state wait_state;                /* waitlist_join, waitlist: the entry's state (NONE: a hold answer) */
+    uint64_t position;                         /* waiting: 1 = next */
+    uint32_t ncart;                            /* hold_many: holds in cart */
+    slot_cart_hold *cart;                      /* hold_many: ncart holds, request order, heap */
+    uint32_t nentries;                         /* waitlist_entries: entries in `entries` */
+    slot_wait_entry *entries;                  /* waitlist_entries: heap */
 } slot_res;
 
 /* slot_res_clear — free a result's heap parts and zero it. `res` may be zeroed already. */
 void slot_res_clear(slot_res *res);
 
 /* Set res to an error with a message (printf-style; NULL fmt = default message). */
-void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

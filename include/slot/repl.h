@@ -114,19 +114,20 @@
 /* Wire format (docs/design.md, "The replication channel"): these fix the
  * frames' layout and bounds that both ends must agree on; slotd's own
  * limits and timeouts of the channel are in slot/limits.h. */
-#define SLOT_REPL_MAGIC 0x50524c53u     /* bytes "SLRP" */
+#define SLOT_REPL_MAGIC 0x50524c53u /* bytes "SLRP" */
 #define SLOT_REPL_VERSION 1
 #define SLOT_REPL_NONCE_BYTES 32
-#define SLOT_REPL_MAC_BYTES 32          /* HMAC-SHA256 */
-#define SLOT_REPL_NAME_BYTES_MAX 64     /* cluster name and node id, as event ids */
-#define SLOT_REPL_HELLO_FIXED_BYTES 82  /* a HELLO without its two names */
+#define SLOT_REPL_MAC_BYTES 32         /* HMAC-SHA256 */
+#define SLOT_REPL_NAME_BYTES_MAX 64    /* cluster name and node id, as event ids */
+#define SLOT_REPL_HELLO_FIXED_BYTES 82 /* a HELLO without its two names */
 #define SLOT_REPL_HELLO_BYTES_MAX (SLOT_REPL_HELLO_FIXED_BYTES + 2 * SLOT_REPL_NAME_BYTES_MAX)
-#define SLOT_REPL_FRAME_HEADER_BYTES 5  /* u32 body_bytes, u8 type */
+#define SLOT_REPL_FRAME_HEADER_BYTES 5                              /* u32 body_bytes, u8 type */
 #define SLOT_REPL_FRAME_BYTES_MAX (1u + SLOT_WSET_RECORD_BYTES_MAX) /* a RECORD frame's body */
-#define SLOT_REPL_TEXT_BYTES_MAX 200    /* a REFUSE's text; longer text is cut */
-#define SLOT_REPL_SNAP_CHUNK_BYTES (1u << 20)  /* data bytes of one SNAP frame, at most */
-#define SLOT_REPL_SNAP_BYTES_MAX (1ull << 40)  /* a snapshot's total size, at most (LMDB's map is far smaller) */
-#define SLOT_REPL_RECORD_BYTES_MIN (SLOT_WSET_HEADER_BYTES + SLOT_WSET_PAYLOAD_MIN_BYTES) /* a record's header and
+#define SLOT_REPL_TEXT_BYTES_MAX 200                                /* a REFUSE's text; longer text is cut */
+#define SLOT_REPL_SNAP_CHUNK_BYTES (1u << 20)                       /* data bytes of one SNAP frame, at most */
+#define SLOT_REPL_SNAP_BYTES_MAX (1ull << 40) /* a snapshot's total size, at most (LMDB's map is far smaller) */
+#define SLOT_REPL_RECORD_BYTES_MIN \
+    (SLOT_WSET_HEADER_BYTES + SLOT_WSET_PAYLOAD_MIN_BYTES) /* a record's header and
                                                                                          its smallest payload */
 
 _Static_assert(SLOT_REPL_HELLO_BYTES_MAX == 210, "hello layout above");
@@ -150,22 +151,22 @@ enum {
  * REFUSE frame's reason byte; an unknown code read from a peer counts as
  * PROTOCOL.
  */
-#define SLOT_REPL_REASON_MAP(X)                                                            \
-    X(CLOSED, 1, "closed", "the connection closed or could not be made")                  \
-    X(BAD_SECRET, 2, "bad_secret", "the peer does not hold the cluster secret")           \
+#define SLOT_REPL_REASON_MAP(X)                                                                 \
+    X(CLOSED, 1, "closed", "the connection closed or could not be made")                        \
+    X(BAD_SECRET, 2, "bad_secret", "the peer does not hold the cluster secret")                 \
     X(STALE_TENURE, 3, "stale_tenure", "the sender's tenure is older than the configuration's") \
-    X(NOT_PRIMARY, 4, "not_primary", "the sender is not the primary of the configuration") \
-    X(GAP, 5, "gap", "the record's seq is not the last seq + 1")                          \
-    X(BAD_PREV, 6, "bad_prev", "the record's prev_epoch is not the tenure of the last record") \
-    X(CORRUPT, 7, "corrupt", "the record does not decode (crc or a length)")              \
-    X(TOO_BIG, 8, "too_big", "a frame above the size bound")                              \
-    X(TRUNCATED, 9, "truncated", "the peer closed in the middle of a frame")              \
-    X(PROTOCOL, 10, "protocol", "not this protocol, or a frame out of order")             \
-    X(WRONG_CLUSTER, 11, "wrong_cluster", "the peer belongs to another cluster")          \
-    X(WRONG_NODE, 12, "wrong_node", "the peer is not the node that was dialled")          \
-    X(TIMEOUT, 13, "timeout", "no handshake within handshake_timeout_ms")                 \
-    X(STORAGE, 14, "storage", "the owner could not take the record")                      \
-    X(SUPERSEDED, 15, "superseded", "a newer connection of the same primary replaced it") \
+    X(NOT_PRIMARY, 4, "not_primary", "the sender is not the primary of the configuration")      \
+    X(GAP, 5, "gap", "the record's seq is not the last seq + 1")                                \
+    X(BAD_PREV, 6, "bad_prev", "the record's prev_epoch is not the tenure of the last record")  \
+    X(CORRUPT, 7, "corrupt", "the record does not decode (crc or a length)")                    \
+    X(TOO_BIG, 8, "too_big", "a frame above the size bound")                                    \
+    X(TRUNCATED, 9, "truncated", "the peer closed in the middle of a frame")                    \
+    X(PROTOCOL, 10, "protocol", "not this protocol, or a frame out of order")                   \
+    X(WRONG_CLUSTER, 11, "wrong_cluster", "the peer belongs to another cluster")                \
+    X(WRONG_NODE, 12, "wrong_node", "the peer is not the node that was dialled")                \
+    X(TIMEOUT, 13, "timeout", "no handshake within handshake_timeout_ms")                       \
+    X(STORAGE, 14, "storage", "the owner could not take the record")                            \
+    X(SUPERSEDED, 15, "superseded", "a newer connection of the same primary replaced it")       \
     X(BUSY, 16, "busy", "too many handshakes in progress")
 
 typedef enum slot_repl_reason {
@@ -204,21 +205,21 @@ void slot_repl_secret_clear(slot_repl_secret *s);
 /* A peer's hello, as on_ready shows it. Strings NUL-terminated; valid during the call. */
 typedef struct slot_repl_peer {
     const char *node_id;
-    const char *addr;        /* "H:P" of the peer */
-    int inbound;             /* 1: it connected to us (we are its replica); 0: we dialled it */
-    uint64_t epoch, tenure;  /* the configuration it knows */
+    const char *addr;               /* "H:P" of the peer */
+    int inbound;                    /* 1: it connected to us (we are its replica); 0: we dialled it */
+    uint64_t epoch, tenure;         /* the configuration it knows */
     uint64_t last_tenure, last_seq; /* the last record of its log */
     uint64_t time_ms;
 } slot_repl_peer;
 
 /* Why one connection ended, for on_close. Strings valid during the call. */
 typedef struct slot_repl_close_info {
-    const char *node_id;     /* the peer's node id; "" when it never said */
+    const char *node_id; /* the peer's node id; "" when it never said */
     const char *addr;
     int inbound;
     slot_repl_reason reason;
-    int by_peer;             /* 1: the peer sent REFUSE; 0: this node refused it or saw the close */
-    const char *text;        /* details, never NULL */
+    int by_peer;      /* 1: the peer sent REFUSE; 0: this node refused it or saw the close */
+    const char *text; /* details, never NULL */
 } slot_repl_close_info;
 
 typedef struct slot_repl_cbs {
@@ -231,8 +232,7 @@ typedef struct slot_repl_cbs {
      * module then counts it as the log's last record. Any other value
      * refuses it (reason STORAGE) and closes the stream; the module's last
      * record stays as it was. Ack it later with slot_repl_ack. */
-    int (*on_record)(void *ctx, const char *from_node, const uint8_t *rec, size_t rec_bytes,
-                     const slot_wset_rec *dec);
+    int (*on_record)(void *ctx, const char *from_node, const uint8_t *rec, size_t rec_bytes, const slot_wset_rec *dec);
     /* Replica side: the primary's commit point rose (a record's or a
      * heartbeat's commit_seq). It may be above the log's last seq (a replica
      * behind): apply only up to min(commit_seq, last durable seq). */
@@ -249,16 +249,16 @@ typedef struct slot_repl_cbs {
      * last when offset + n == total. Return 0 when taken; anything else
      * refuses it (reason STORAGE) and closes the stream. NULL: SNAP frames
      * are refused (PROTOCOL). */
-    int (*on_snap)(void *ctx, const char *from_node, uint64_t seq, uint64_t tenure, uint64_t offset,
-                   uint64_t total, const uint8_t *data, size_t n);
+    int (*on_snap)(void *ctx, const char *from_node, uint64_t seq, uint64_t tenure, uint64_t offset, uint64_t total,
+                   const uint8_t *data, size_t n);
     /* A log line (refusals and losses, with the peer; the secret never). */
     void (*log)(void *ctx, const char *msg);
 } slot_repl_cbs;
 
 typedef struct slot_repl_opts {
-    const char *cluster;        /* the cluster name; copied */
-    const char *node_id;        /* this node's id; copied */
-    const uint8_t *secret;      /* secret_bytes bytes (SLOT_REPL_SECRET_BYTES_MIN..MAX); copied */
+    const char *cluster;   /* the cluster name; copied */
+    const char *node_id;   /* this node's id; copied */
+    const uint8_t *secret; /* secret_bytes bytes (SLOT_REPL_SECRET_BYTES_MIN..MAX); copied */
     size_t secret_bytes;
     uint32_t inflight_records_max; /* 1..SLOT_REPL_INFLIGHT_RECORDS_MAX; 0: the default */
     uint64_t inflight_bytes_max;   /* SLOT_REPL_INFLIGHT_BYTES_MIN..MAX; 0: the default */
@@ -403,11 +403,11 @@ int slot_repl_snap_done(slot_repl *r, uint64_t tenure, uint64_t seq);
 /* One outbound replica's state, for slotctl cluster and the owner's timeouts. */
 typedef struct slot_repl_peer_info {
     char node_id[SLOT_REPL_NAME_BYTES_MAX + 1];
-    int ready;                    /* handshake done */
-    uint32_t inflight_records;    /* sent, not yet acked */
+    int ready;                 /* handshake done */
+    uint32_t inflight_records; /* sent, not yet acked */
     uint64_t inflight_bytes;
     uint64_t last_sent_seq, last_acked_seq;
-    uint64_t silence_ms;          /* since any frame from it (or since the connection began) */
+    uint64_t silence_ms; /* since any frame from it (or since the connection began) */
 } slot_repl_peer_info;
 
 /*

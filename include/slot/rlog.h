@@ -69,7 +69,7 @@
 
 #include "slot/error.h"
 
-#define SLOT_RLOG_SEG_MAGIC 0x47534c53u            /* bytes "SLSG" */
+#define SLOT_RLOG_SEG_MAGIC 0x47534c53u /* bytes "SLSG" */
 #define SLOT_RLOG_SEG_VERSION 1
 #define SLOT_RLOG_SEG_HEADER_BYTES 32
 #define SLOT_RLOG_SEGMENT_BYTES_DEFAULT (64u << 20) /* 64 MiB: trim_before frees this much at a time */
@@ -89,17 +89,17 @@ typedef struct slot_rlog slot_rlog;
 typedef void (*slot_rlog_log_fn)(void *ctx, const char *msg);
 
 typedef struct slot_rlog_opts {
-    uint64_t segment_bytes;   /* SLOT_RLOG_SEGMENT_BYTES_MIN..MAX; 0 = the default */
-    slot_rlog_log_fn log;     /* NULL: no log lines */
+    uint64_t segment_bytes; /* SLOT_RLOG_SEGMENT_BYTES_MIN..MAX; 0 = the default */
+    slot_rlog_log_fn log;   /* NULL: no log lines */
     void *log_ctx;
 } slot_rlog_opts;
 
 /* What open found and repaired. */
 typedef struct slot_rlog_open_info {
-    uint64_t records;           /* records in the log after open */
-    uint64_t segments;          /* segment files after open */
-    uint64_t truncated_bytes;   /* bytes of torn tail cut off (0: the log was clean) */
-    uint64_t removed_files;     /* empty torn last segments and leftover *.seg.tmp removed */
+    uint64_t records;         /* records in the log after open */
+    uint64_t segments;        /* segment files after open */
+    uint64_t truncated_bytes; /* bytes of torn tail cut off (0: the log was clean) */
+    uint64_t removed_files;   /* empty torn last segments and leftover *.seg.tmp removed */
 } slot_rlog_open_info;
 
 /*
@@ -118,8 +118,7 @@ typedef struct slot_rlog_open_info {
  *   left exactly as they were, and the callback says where); -errno.
  *   Cost: reads every segment once.
  */
-int slot_rlog_open(const char *dir, const slot_rlog_opts *opts, slot_rlog **out,
-                   slot_rlog_open_info *info);
+int slot_rlog_open(const char *dir, const slot_rlog_opts *opts, slot_rlog **out, slot_rlog_open_info *info);
 
 /* slot_rlog_close — close the files and free the log (NULL-safe). Does not
  * sync: call slot_rlog_sync first for what must be durable. */

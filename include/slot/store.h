@@ -38,41 +38,42 @@
 #include "slot/ops.h"
 #include "slot/wset.h"
 
-#define SLOT_SCHEMA_MAGIC "SLOTDB01"   /* 8 bytes at the start of meta["schema"] */
-#define SLOT_SCHEMA_VERSION 1u         /* a newer file is refused at open */
-#define SLOT_RECORD_VERSION 3u         /* first byte of every packed record written; versions 1
+#define SLOT_SCHEMA_MAGIC "SLOTDB01" /* 8 bytes at the start of meta["schema"] */
+#define SLOT_SCHEMA_VERSION 1u       /* a newer file is refused at open */
+#define SLOT_RECORD_VERSION \
+    3u                         /* first byte of every packed record written; versions 1
                                           (before v1.1) and 2 (before carts and waitlists) are still read */
-#define SLOT_STORE_DBS 9               /* the nine above (feed, consumers: slot/feed.h) */
-#define SLOT_STORE_READERS 256         /* LMDB reader slots: the loop thread and tools use a few */
+#define SLOT_STORE_DBS 9       /* the nine above (feed, consumers: slot/feed.h) */
+#define SLOT_STORE_READERS 256 /* LMDB reader slots: the loop thread and tools use a few */
 
 /* events[ev] */
 typedef struct slot_event_rec {
     slot_event_status status;
-    uint16_t shards;                   /* 1..SLOT_SHARDS_MAX */
-    uint16_t max_per_request;          /* 1..SLOT_MAX_PER_REQUEST_MAX */
+    uint16_t shards;          /* 1..SLOT_SHARDS_MAX */
+    uint16_t max_per_request; /* 1..SLOT_MAX_PER_REQUEST_MAX */
     uint32_t hold_ttl_ms;
     uint64_t capacity, held, confirmed; /* free = capacity - held - confirmed */
-    uint64_t max_per_user;             /* 0 = no limit */
-    uint64_t next_seq;                 /* next hold sequence number, from 1 */
+    uint64_t max_per_user;              /* 0 = no limit */
+    uint64_t next_seq;                  /* next hold sequence number, from 1 */
     uint64_t created_at_ms;
     /* Record version 2 (a version-1 record reads as: no window, 1 extension,
      * max_hold_ms = 2 x hold_ttl_ms, the defaults of docs/protocol.md). */
     uint64_t opens_at_ms, closes_at_ms; /* the sale window; 0 = none */
-    uint16_t max_extensions;           /* 0..SLOT_MAX_EXTENSIONS_MAX */
-    uint64_t max_hold_ms;              /* expires_at never passes created_at + this */
+    uint16_t max_extensions;            /* 0..SLOT_MAX_EXTENSIONS_MAX */
+    uint64_t max_hold_ms;               /* expires_at never passes created_at + this */
     /* Record version 3 (an older record reads as: no waitlist, nobody waiting). */
-    uint32_t waitlist_max;             /* 0..SLOT_WAITLIST_MAX_MAX entries; 0 = no waitlist */
-    uint64_t waiting, waiting_qty;     /* entries waiting and the units they want */
-    uint64_t next_join;                /* the next join's sequence number, from 1 */
-    uint64_t served;                   /* entries offered a hold so far (all precede every waiting one) */
+    uint32_t waitlist_max;         /* 0..SLOT_WAITLIST_MAX_MAX entries; 0 = no waitlist */
+    uint64_t waiting, waiting_qty; /* entries waiting and the units they want */
+    uint64_t next_join;            /* the next join's sequence number, from 1 */
+    uint64_t served;               /* entries offered a hold so far (all precede every waiting one) */
 } slot_event_rec;
 
 /* How a hold was made: its request key's kind of use (docs/protocol.md,
  * "Clarifications of v1.1", Keys: one key space per (event, user)). */
 typedef enum slot_hold_kind {
-    SLOT_HOLD_KIND_PLAIN = 0,          /* hold (or a reacquire) */
-    SLOT_HOLD_KIND_CART = 1,           /* an item of hold_many; origin = the cart's fingerprint */
-    SLOT_HOLD_KIND_WAITLIST = 2,       /* waitlist_join: origin = the entry's join seq (an offer), 0 = held at once */
+    SLOT_HOLD_KIND_PLAIN = 0,    /* hold (or a reacquire) */
+    SLOT_HOLD_KIND_CART = 1,     /* an item of hold_many; origin = the cart's fingerprint */
+    SLOT_HOLD_KIND_WAITLIST = 2, /* waitlist_join: origin = the entry's join seq (an offer), 0 = held at once */
 } slot_hold_kind;
 
 typedef struct slot_hold_part {
@@ -82,8 +83,8 @@ typedef struct slot_hold_part {
 
 /* holds[ev, seq] */
 typedef struct slot_hold_rec {
-    uint64_t seq;                      /* from the key */
-    uint64_t tag;                      /* random; the hold id is hex(seq) + hex(tag) */
+    uint64_t seq; /* from the key */
+    uint64_t tag; /* random; the hold id is hex(seq) + hex(tag) */
     slot_hold_status status;
     uint16_t qty;
     uint16_t nparts;
@@ -93,22 +94,22 @@ typedef struct slot_hold_rec {
     char request[SLOT_REQUEST_BYTES_MAX + 1];
     slot_hold_part parts[SLOT_PARTS_MAX];
     /* Record version 2 (a version-1 record reads as zeros). */
-    uint16_t extensions;               /* extends taken */
-    uint16_t returned;                 /* units a partial confirm gave back (qty is then the confirmed part) */
+    uint16_t extensions;                       /* extends taken */
+    uint16_t returned;                         /* units a partial confirm gave back (qty is then the confirmed part) */
     uint64_t replaced_by_seq, replaced_by_tag; /* the hold a reacquire made for this one; seq 0 = none */
     uint64_t replaces_seq, replaces_tag;       /* the hold this one (made by a reacquire) replaced; seq 0 = none */
     /* Record version 3 (an older record reads as a plain hold). */
     slot_hold_kind kind;
-    uint64_t origin;                   /* see slot_hold_kind */
+    uint64_t origin; /* see slot_hold_kind */
 } slot_hold_rec;
 
 typedef struct slot_store slot_store;
 
 typedef struct slot_store_opts {
-    const char *dir;                   /* data folder; created (0700) when missing */
-    bool nosync;                       /* true: MDB_NOSYNC (a crash of the machine may lose commits) */
-    uint64_t map_bytes_max;             /* bytes; growth stops here (storage_full) */
-    bool read_only;                    /* open for reading only (tools) */
+    const char *dir;        /* data folder; created (0700) when missing */
+    bool nosync;            /* true: MDB_NOSYNC (a crash of the machine may lose commits) */
+    uint64_t map_bytes_max; /* bytes; growth stops here (storage_full) */
+    bool read_only;         /* open for reading only (tools) */
 } slot_store_opts;
 
 /*
@@ -190,8 +191,10 @@ int slot_store_sync(slot_store *st);
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out);
 int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_event_rec *rec);
 
-int slot_store_shard_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t *free_units);
-int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t free_units);
+int slot_store_shard_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard,
+                         uint64_t *free_units);
+int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard,
+                         uint64_t free_units);
 int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard);
 
 int slot_store_hold_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_hold_rec *out);
@@ -200,7 +203,8 @@ int slot_store_hold_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
  * database's last (MDB_APPEND fills pages), else put as usual. */
 int slot_store_hold_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_hold_rec *rec);
 
-int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
+int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len,
+                          uint64_t seq);
 /*
  * slot_store_expiry_first — the earliest expires_at (ms since the epoch) of any
  * held hold, into *expires_at_ms. One cursor step (keys sort by time first).
@@ -208,12 +212,16 @@ int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, 
  */
 int slot_store_expiry_first(slot_store *st, MDB_txn *txn, uint64_t *expires_at_ms);
 /* slot_store_expiry_has — 0 when the entry exists, MDB_NOTFOUND when not. */
-int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
-int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
+int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len,
+                          uint64_t seq);
+int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len,
+                          uint64_t seq);
 
 /* users[ev, user]: a missing record reads as 0; writing 0 deletes it. */
-int slot_store_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len, uint64_t *qty);
-int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len, uint64_t qty);
+int slot_store_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                        uint64_t *qty);
+int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user, size_t user_len,
+                        uint64_t qty);
 
 /*
  * Scans. Each calls `fn` once per record in key order and stops early when
@@ -225,7 +233,8 @@ typedef int (*slot_store_user_fn)(void *ctx, const char *user, size_t user_len, 
 typedef int (*slot_store_expiry_fn)(void *ctx, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
 
 int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx);
-int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_hold_fn fn, void *ctx);
+int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_hold_fn fn,
+                          void *ctx);
 /*
  * slot_store_holds_scan_from — a bounded piece of slot_store_holds_scan:
  * the holds of ev with seq >= from_seq (seqs start at 1), in seq order, at
@@ -239,7 +248,8 @@ int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t e
  */
 int slot_store_holds_scan_from(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t from_seq,
                                uint32_t holds_max, slot_store_hold_fn fn, void *ctx, uint64_t *next_seq);
-int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_user_fn fn, void *ctx);
+int slot_store_users_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_user_fn fn,
+                          void *ctx);
 /* Expiry entries with expires_at_ms <= until_ms, oldest first (all events). */
 int slot_store_expiry_scan(slot_store *st, MDB_txn *txn, uint64_t until_ms, slot_store_expiry_fn fn, void *ctx);
 /* Count of shards records of an event (check compares it with the event's shard count). */
@@ -252,11 +262,11 @@ int slot_store_shards_count(slot_store *st, MDB_txn *txn, const char *ev, size_t
  * left, so a position is O(log) reads, never a scan.
  */
 typedef struct slot_wait_rec {
-    uint64_t join;                     /* the entry's join seq, 1..2^40-1 */
+    uint64_t join; /* the entry's join seq, 1..2^40-1 */
     slot_wait_state state;
     uint16_t qty;
     uint64_t joined_at_ms;
-    uint64_t hold_seq, hold_tag;       /* offered: the hold */
+    uint64_t hold_seq, hold_tag; /* offered: the hold */
     uint8_t user_len, request_len;
     char user[SLOT_USER_BYTES_MAX + 1];
     char request[SLOT_REQUEST_BYTES_MAX + 1];

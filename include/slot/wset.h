@@ -48,16 +48,18 @@
 
 #include "slot/error.h"
 
-#define SLOT_WSET_MAGIC 0x53574c53u          /* bytes "SLWS" */
+#define SLOT_WSET_MAGIC 0x53574c53u /* bytes "SLWS" */
 #define SLOT_WSET_VERSION 1
-#define SLOT_WSET_HEADER_BYTES 56            /* fixed header above */
-#define SLOT_WSET_OP_HEADER_BYTES 8          /* type, db, klen, vlen */
-#define SLOT_WSET_PAYLOAD_MIN_BYTES 4        /* op_count alone: an empty write set */
-#define SLOT_WSET_BYTES_MAX (64u << 20)      /* 64 MiB of payload: a record is held whole in memory
+#define SLOT_WSET_HEADER_BYTES 56     /* fixed header above */
+#define SLOT_WSET_OP_HEADER_BYTES 8   /* type, db, klen, vlen */
+#define SLOT_WSET_PAYLOAD_MIN_BYTES 4 /* op_count alone: an empty write set */
+#define SLOT_WSET_BYTES_MAX \
+    (64u << 20) /* 64 MiB of payload: a record is held whole in memory
                                                 on both sides; a batch that writes more fails */
 #define SLOT_WSET_RECORD_BYTES_MAX (SLOT_WSET_HEADER_BYTES + SLOT_WSET_BYTES_MAX)
-#define SLOT_WSET_KEY_BYTES_MAX 511          /* LMDB's default MDB_MAXKEYSIZE */
-#define SLOT_WSET_DBS_MAX 16                 /* named databases a record may name: db ids 0..15
+#define SLOT_WSET_KEY_BYTES_MAX 511 /* LMDB's default MDB_MAXKEYSIZE */
+#define SLOT_WSET_DBS_MAX \
+    16 /* named databases a record may name: db ids 0..15
                                                 (slotd's store has SLOT_STORE_DBS of them) */
 
 _Static_assert(SLOT_WSET_BYTES_MAX <= UINT32_MAX - SLOT_WSET_HEADER_BYTES, "payload_bytes is 32-bit");
@@ -80,9 +82,9 @@ enum { SLOT_WSET_PUT = 1, SLOT_WSET_DEL = 2 };
  * copies nothing. Fields are private; use the functions below. */
 typedef struct slot_wset {
     uint8_t *buf;
-    size_t len;           /* header + payload so far */
+    size_t len; /* header + payload so far */
     size_t cap;
-    size_t payload_max;   /* bound on the payload, bytes */
+    size_t payload_max; /* bound on the payload, bytes */
     uint32_t ops;
 } slot_wset;
 
@@ -118,8 +120,7 @@ void slot_wset_clear(slot_wset *ws);
  *   error the set is unchanged.
  *   Invalidates any record returned by slot_wset_finish.
  */
-int slot_wset_put(slot_wset *ws, uint8_t db_id, const void *key, size_t klen, const void *val,
-                  size_t vlen);
+int slot_wset_put(slot_wset *ws, uint8_t db_id, const void *key, size_t klen, const void *val, size_t vlen);
 
 /*
  * slot_wset_del — append "delete key from database db_id". Arguments, errors
@@ -133,9 +134,9 @@ uint32_t slot_wset_ops(const slot_wset *ws);
 /* The header fields the caller chooses (see the layout above). */
 typedef struct slot_wset_hdr {
     uint64_t epoch;
-    uint64_t seq;          /* >= 1 */
-    uint64_t prev_epoch;   /* <= epoch */
-    uint64_t commit_seq;   /* <= seq */
+    uint64_t seq;        /* >= 1 */
+    uint64_t prev_epoch; /* <= epoch */
+    uint64_t commit_seq; /* <= seq */
     uint64_t timestamp_ms;
 } slot_wset_hdr;
 
@@ -148,8 +149,7 @@ typedef struct slot_wset_hdr {
  *   Returns 0; SLOT_WSET_E_SEQ or SLOT_WSET_E_EPOCH for inconsistent fields;
  *   -ENOMEM.
  */
-int slot_wset_finish(slot_wset *ws, const slot_wset_hdr *hdr, const uint8_t **rec,
-                     size_t *rec_bytes);
+int slot_wset_finish(slot_wset *ws, const slot_wset_hdr *hdr, const uint8_t **rec, size_t *rec_bytes);
 
 /* A decoded record: pointers into the caller's buffer, nothing copied. */
 typedef struct slot_wset_rec {
@@ -157,9 +157,9 @@ typedef struct slot_wset_rec {
     uint16_t version;
     uint16_t flags;
     uint32_t op_count;
-    const uint8_t *ops;      /* first op (after op_count) */
-    size_t ops_bytes;        /* bytes of ops */
-    size_t record_bytes;     /* header + payload: where the next record would start */
+    const uint8_t *ops;  /* first op (after op_count) */
+    size_t ops_bytes;    /* bytes of ops */
+    size_t record_bytes; /* header + payload: where the next record would start */
 } slot_wset_rec;
 
 /*
@@ -186,12 +186,12 @@ int slot_wset_decode(const void *buf, size_t len, slot_wset_rec *out);
 
 /* One operation, pointing into the record's buffer. */
 typedef struct slot_wset_op {
-    uint8_t type;            /* SLOT_WSET_PUT or SLOT_WSET_DEL */
+    uint8_t type; /* SLOT_WSET_PUT or SLOT_WSET_DEL */
     uint8_t db_id;
     uint16_t klen;
-    uint32_t vlen;           /* 0 for a delete */
+    uint32_t vlen; /* 0 for a delete */
     const uint8_t *key;
-    const uint8_t *val;      /* vlen bytes; not NULL */
+    const uint8_t *val; /* vlen bytes; not NULL */
 } slot_wset_op;
 
 typedef struct slot_wset_iter {

@@ -296,7 +296,7 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
         return slot_alloc_expire_due(a, txn, now_ms, SLOT_EXPIRE_OP_MAX, &res->expired);
     case SLOT_OP_CHECK:
         return slot_check(a->store, txn, (req->has & SLOT_HAS_EVENT) ? req->event : NULL,
-                                (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
+                          (req->has & SLOT_HAS_EVENT) ? req->event_len : 0, res);
     case SLOT_OP_DIGEST:
         return slot_store_digest(a->store, txn, &res->seq, res->digest);
     case SLOT_OP_HOLD_MANY:

@@ -69,7 +69,8 @@ static int hold_load(ctx *c, const slot_req *req, const char *user, slot_hold_re
     int rc = MDB_NOTFOUND;
     if (hold_id_parse(req->hold, req->hold_len, &seq, &tag))
         rc = slot_store_hold_get(c->st, c->txn, c->ev, c->ev_len, seq, h);
-    if (rc == 0 && (h->tag != tag || (user && (h->user_len != req->user_len || memcmp(h->user, user, h->user_len) != 0))))
+    if (rc == 0 &&
+        (h->tag != tag || (user && (h->user_len != req->user_len || memcmp(h->user, user, h->user_len) != 0))))
         rc = MDB_NOTFOUND;
     if (rc == MDB_NOTFOUND) {
         slot_res_error(res, SLOT_E_UNKNOWN_HOLD, "no hold \"%s\"%s in event \"%s\"", req->hold,
@@ -188,8 +189,8 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
             if (rc == 0)
                 rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
             if (rc == 0 && *user_qty + req->qty > e->max_per_user) {
-                slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of max_per_user %llu", (unsigned long long)*user_qty,
-                               (unsigned long long)e->max_per_user);
+                slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of max_per_user %llu",
+                               (unsigned long long)*user_qty, (unsigned long long)e->max_per_user);
                 return 0;
             }
         }

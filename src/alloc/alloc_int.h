@@ -42,7 +42,7 @@ typedef struct slot__alloc_ctx {
     MDB_txn *txn;
     const char *ev;
     size_t ev_len;
-    uint64_t now_ms;        /* ms since the Unix epoch */
+    uint64_t now_ms; /* ms since the Unix epoch */
 } slot__alloc_ctx;
 
 /* ---- alloc_rng.c: the random numbers (called by hold.c and confirm.c) */

@@ -24,7 +24,7 @@ typedef slot__alloc_ctx ctx;
 typedef struct cart {
     const slot_req *req;
     uint32_t n;
-    uint64_t print;                            /* the fingerprint */
+    uint64_t print; /* the fingerprint */
     ctx c[SLOT_CART_ITEMS_MAX];
     slot_event_rec e[SLOT_CART_ITEMS_MAX];
     slot_hold_rec h[SLOT_CART_ITEMS_MAX];

@@ -154,8 +154,8 @@ static int check_wait_row(void *p, const slot_wait_rec *w)
         violation(k, 2, "waiting entry %llu is past the next join seq %llu", (unsigned long long)w->join,
                   (unsigned long long)k->e->next_join);
     slot_wait_rec key;
-    int rc = slot_store_wait_key_get(k->st, k->txn, k->ev, k->ev_len, w->user, w->user_len, w->request,
-                                     w->request_len, &key);
+    int rc = slot_store_wait_key_get(k->st, k->txn, k->ev, k->ev_len, w->user, w->user_len, w->request, w->request_len,
+                                     &key);
     if (rc != 0 && rc != MDB_NOTFOUND)
         return rc;
     if (rc == MDB_NOTFOUND || key.state != SLOT_WAIT_WAITING || key.join != w->join || key.qty != w->qty)

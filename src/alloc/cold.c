@@ -143,7 +143,6 @@ int slot_alloc_load(slot_alloc *a, MDB_txn *txn)
     return idem_build(&c, now_ms);
 }
 
-
 /* ---- the load queue: a ring of at most SLOT_COLD_LOADS_MAX events */
 
 typedef struct cold_load {

@@ -45,8 +45,8 @@ static bool type_is_event(slot_feed_type t)
 
 /* ---- packing */
 
-#define ENTRY_BYTES_MAX (2 + 8 + 1 + SLOT_EVENT_BYTES_MAX + 16 + 1 + SLOT_USER_BYTES_MAX + 2 + 8 + 1 + \
-                         SLOT_REQUEST_BYTES_MAX + 2 + 16)
+#define ENTRY_BYTES_MAX \
+    (2 + 8 + 1 + SLOT_EVENT_BYTES_MAX + 16 + 1 + SLOT_USER_BYTES_MAX + 2 + 8 + 1 + SLOT_REQUEST_BYTES_MAX + 2 + 16)
 #define CONSUMER_REC_BYTES 16
 
 static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
@@ -312,8 +312,7 @@ static int trim_bound(slot_store *st, MDB_txn *txn, uint64_t *bound)
 }
 
 /* Whether entry seq (which exists) is old enough to go. */
-static int trim_old_enough(slot_store *st, MDB_txn *txn, uint64_t seq, uint64_t now_ms, uint64_t retention_ms,
-                           bool *ok)
+static int trim_old_enough(slot_store *st, MDB_txn *txn, uint64_t seq, uint64_t now_ms, uint64_t retention_ms, bool *ok)
 {
     slot_feed_entry e;
     int rc = slot_feed_get(st, txn, seq, &e);

@@ -159,16 +159,16 @@ int slot_feed_run(slot_store *st, MDB_txn *txn, const slot_req *req, uint64_t no
 
 typedef struct seen {
     uint8_t key[1 + SLOT_EVENT_BYTES_MAX + 8]; /* event length, event, hold seq */
-    uint64_t seq;          /* the hold's */
+    uint64_t seq;                              /* the hold's */
     uint8_t ev_len;
     char ev[SLOT_EVENT_BYTES_MAX + 1];
     slot_feed_type last;
-    bool born;             /* its hold.held / hold.offered is kept */
+    bool born; /* its hold.held / hold.offered is kept */
     UT_hash_handle hh;
 } seen;
 
 typedef struct check_ctx {
-    seen *by_hold;         /* uthash, keyed by key */
+    seen *by_hold; /* uthash, keyed by key */
     const char *only;
     size_t only_len;
 } check_ctx;
@@ -234,7 +234,8 @@ int slot_feed_check_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t e
     check_ctx k = {.only = ev, .only_len = ev_len};
     int rc = slot_feed_scan(st, txn, 1, 0, check_collect, &k);
     seen *s, *tmp;
-    HASH_ITER(hh, k.by_hold, s, tmp) {
+    HASH_ITER(hh, k.by_hold, s, tmp)
+    {
         slot_hold_rec h;
         char detail[160];
         int g = rc == 0 ? slot_store_hold_get(st, txn, s->ev, s->ev_len, s->seq, &h) : rc;

@@ -252,9 +252,9 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
     /* The caller's slot__request_find found no entry for this key (or dropped
      * a stale one), and nothing since added one: add without looking again. */
     bool offer = h->kind == SLOT_HOLD_KIND_WAITLIST && h->origin != 0; /* its key was never looked up here */
-    SLOT_ASSERT(!slot__idem_cold(c->a->idem, c->ev, c->ev_len)); /* slot__idem_event_ready ran */
+    SLOT_ASSERT(!slot__idem_cold(c->a->idem, c->ev, c->ev_len));       /* slot__idem_event_ready ran */
     if (rc == 0 && (offer ? slot__idem_put : slot__idem_add)(c->a->idem, c->ev, c->ev_len, h->user, h->user_len,
-                                                            h->request, h->request_len, h->seq) != 0)
+                                                             h->request, h->request_len, h->seq) != 0)
         rc = ENOMEM; /* the batch aborts; the entry, if any, is dropped as stale later */
     if (rc == 0 && SLOT_FAIL(AFTER_IDEMPOTENCY_INSERT))
         rc = EIO; /* leaves a stale index entry: slot__request_find must see through it */
@@ -404,7 +404,7 @@ static int expire_one(slot_alloc *a, MDB_txn *txn, const due *d, uint64_t now_ms
  * most `limit`, in chunks of SLOT_EXPIRE_CHUNK. Each chunk is collected before it
  * is changed, so no cursor walks a database being written. */
 int slot__expire_due(slot_alloc *a, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t now_ms, uint64_t limit,
-                      uint64_t *expired)
+                     uint64_t *expired)
 {
     due_list list, *l = &list;
     int rc = 0;
@@ -431,4 +431,3 @@ int slot_alloc_expire_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t
 {
     return slot__expire_due(a, txn, NULL, 0, now_ms, limit, expired);
 }
-

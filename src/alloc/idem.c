@@ -90,8 +90,8 @@ struct slot__idem {
 
 /* ---- keys and their hash */
 
-static size_t key_build(char *out, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                        const char *req, size_t req_len)
+static size_t key_build(char *out, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                        size_t req_len)
 {
     size_t n = 0;
     const char *parts[3] = {ev, user, req};
@@ -415,8 +415,8 @@ int slot__idem_flush(slot__idem *ix)
     return rc;
 }
 
-int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                   const char *req, size_t req_len, uint64_t seq)
+int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                   size_t req_len, uint64_t seq)
 {
     pending_apply(ix);
     lookup l;
@@ -424,8 +424,8 @@ int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *us
     return put_one(ix, &l, seq);
 }
 
-int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                   const char *req, size_t req_len, uint64_t seq)
+int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                   size_t req_len, uint64_t seq)
 {
     pending_apply(ix);
     lookup l;
@@ -434,8 +434,8 @@ int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *us
     return map_add(ix, &ix->keys, &l, seq);
 }
 
-int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                   const char *req, size_t req_len, uint64_t *seq)
+int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                   size_t req_len, uint64_t *seq)
 {
     pending_apply(ix);
     lookup l;
@@ -480,8 +480,8 @@ int slot__idem_peek(const slot__idem *ix, const char *ev, size_t ev_len, const c
     return map_has(&ix->keys, &l) ? 0 : -1;
 }
 
-void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                    const char *req, size_t req_len)
+void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                    size_t req_len)
 {
     pending_apply(ix);
     lookup l;

@@ -49,8 +49,8 @@ void slot__idem_free(slot__idem *ix);
  * blocks of SLOT_IDEM_BLOCK_BYTES; a doubling's table is one calloc). When
  * the larger table cannot be had the index keeps working with longer chains.
  */
-int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                   const char *req, size_t req_len, uint64_t seq);
+int slot__idem_put(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                   size_t req_len, uint64_t seq);
 /*
  * slot__idem_put_deferred — slot__idem_put for a bulk load (building the
  * index from the holds database): the put waits in a short queue (8) with
@@ -72,11 +72,11 @@ int slot__idem_flush(slot__idem *ix);
  * present leaves two entries for it — a caller's bug.
  * Returns 0, or -ENOMEM.
  */
-int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                   const char *req, size_t req_len, uint64_t seq);
+int slot__idem_add(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                   size_t req_len, uint64_t seq);
 /* slot__idem_get — 0 and *seq when the key is known, -1 when not (*seq untouched). */
-int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                   const char *req, size_t req_len, uint64_t *seq);
+int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                   size_t req_len, uint64_t *seq);
 /*
  * slot__idem_peek — a lookup that changes nothing (no deferred put applied,
  * no rehash step), for a thread that reads the index while its owner is
@@ -90,8 +90,8 @@ int slot__idem_get(slot__idem *ix, const char *ev, size_t ev_len, const char *us
 int slot__idem_peek(const slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
                     const char *req, size_t req_len);
 /* slot__idem_del — forget key (a stale entry). */
-void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len,
-                    const char *req, size_t req_len);
+void slot__idem_del(slot__idem *ix, const char *ev, size_t ev_len, const char *user, size_t user_len, const char *req,
+                    size_t req_len);
 /* slot__idem_count — keys held; slot__idem_bytes — memory held (arena
  * blocks and bucket tables), bytes. */
 size_t slot__idem_count(const slot__idem *ix);

@@ -10,9 +10,9 @@ static uint32_t slot_index(uint64_t v)
 {
     if (v < SLOT_HIST_SUB)
         return (uint32_t)v;
-    int msb = 63 - __builtin_clzll(v);           /* >= SUB_BITS */
-    int shift = msb - (SLOT_HIST_SUB_BITS - 1);  /* >= 1 */
-    uint64_t sub = v >> shift;                   /* in [SUB/2, SUB) */
+    int msb = 63 - __builtin_clzll(v);          /* >= SUB_BITS */
+    int shift = msb - (SLOT_HIST_SUB_BITS - 1); /* >= 1 */
+    uint64_t sub = v >> shift;                  /* in [SUB/2, SUB) */
     return (uint32_t)((uint64_t)shift * (SLOT_HIST_SUB / 2) + sub);
 }
 

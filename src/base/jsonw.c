@@ -78,12 +78,18 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 static char short_escape(unsigned char ch)
 {
     switch (ch) {
-    case '\b': return 'b';
-    case '\t': return 't';
-    case '\n': return 'n';
-    case '\f': return 'f';
-    case '\r': return 'r';
-    default: return 0;
+    case '\b':
+        return 'b';
+    case '\t':
+        return 't';
+    case '\n':
+        return 'n';
+    case '\f':
+        return 'f';
+    case '\r':
+        return 'r';
+    default:
+        return 0;
     }
 }
 

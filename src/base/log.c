@@ -9,7 +9,6 @@
 #include <time.h>
 #include "slot/limits.h"
 
-
 static slot__log_format log_format = SLOT__LOG_TEXT;
 static slot__log_level log_level = SLOT__LOG_INFO;
 
@@ -133,9 +132,17 @@ static void emit_text(const char *ts, slot__log_level level, const char *msg, co
         t_str(&t, f[i].key);
         t_put(&t, "=", 1);
         switch (f[i].kind) {
-        case SLOT__LF_STR: t_value(&t, f[i].s ? f[i].s : ""); break;
-        case SLOT__LF_U64: snprintf(num, sizeof num, "%" PRIu64, f[i].u); t_str(&t, num); break;
-        case SLOT__LF_I64: snprintf(num, sizeof num, "%" PRId64, f[i].i); t_str(&t, num); break;
+        case SLOT__LF_STR:
+            t_value(&t, f[i].s ? f[i].s : "");
+            break;
+        case SLOT__LF_U64:
+            snprintf(num, sizeof num, "%" PRIu64, f[i].u);
+            t_str(&t, num);
+            break;
+        case SLOT__LF_I64:
+            snprintf(num, sizeof num, "%" PRId64, f[i].i);
+            t_str(&t, num);
+            break;
         }
     }
     t.b[t.n++] = '\n';

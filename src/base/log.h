@@ -32,7 +32,7 @@ typedef enum slot__log_level {
 #define SLOT__LL_ENUM(name, text) SLOT__LOG_##name,
     SLOT__LOG_LEVEL_MAP(SLOT__LL_ENUM)
 #undef SLOT__LL_ENUM
-    SLOT__LOG__COUNT
+        SLOT__LOG__COUNT
 } slot__log_level;
 
 typedef enum slot__log_format { SLOT__LOG_TEXT = 0, SLOT__LOG_JSON } slot__log_format;
@@ -74,8 +74,8 @@ bool slot__log_on(slot__log_level level);
 void slot__log_emit(slot__log_level level, const char *msg, const slot__log_field *fields, size_t n);
 
 /* slot__log — slot__log_emit with the fields listed after msg (none or more). */
-#define slot__log(level, msg, ...)                                                                \
-    slot__log_emit((level), (msg), (const slot__log_field[]){{0}, __VA_ARGS__} + 1,               \
+#define slot__log(level, msg, ...)                                                  \
+    slot__log_emit((level), (msg), (const slot__log_field[]){{0}, __VA_ARGS__} + 1, \
                    sizeof((const slot__log_field[]){{0}, __VA_ARGS__}) / sizeof(slot__log_field) - 1)
 
 /* slot__wall_ms — the server clock (CLOCK_REALTIME), ms since the Unix

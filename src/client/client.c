@@ -20,16 +20,16 @@
 
 /* ---------------------------------------------------------------- connection */
 
-#define CLIENT_BUF_BYTES_INITIAL (64u << 10) /* most replies are < 512 bytes: one read fills many */
+#define CLIENT_BUF_BYTES_INITIAL (64u << 10)             /* most replies are < 512 bytes: one read fills many */
 #define CLIENT_BUF_BYTES_MAX (SLOT_CLIENT_LINE_MAX + 1u) /* a longest line plus its "\n" */
 
 struct slot_client {
     int fd;
-    char *buf;          /* received bytes: [start, end) not yet returned */
+    char *buf; /* received bytes: [start, end) not yet returned */
     size_t cap, start, end;
-    size_t scan;        /* bytes before this offset are known to hold no "\n" */
-    size_t pending;     /* length (with "\n") of the line last returned, consumed on the next call */
-    int err;            /* sticky: -EMSGSIZE once a line was too long, -ECONNRESET after EOF */
+    size_t scan;    /* bytes before this offset are known to hold no "\n" */
+    size_t pending; /* length (with "\n") of the line last returned, consumed on the next call */
+    int err;        /* sticky: -EMSGSIZE once a line was too long, -ECONNRESET after EOF */
 };
 
 static int64_t now_ms(void)

@@ -14,13 +14,13 @@
 
 struct slot_follow {
     char nodes[SLOT_FOLLOW_NODES_MAX][ADDR_CAP];
-    uint32_t nnodes, ngiven;    /* [0, ngiven) from the caller's list; then learned ones */
-    uint32_t cur;               /* the node connected now, or to try next */
+    uint32_t nnodes, ngiven; /* [0, ngiven) from the caller's list; then learned ones */
+    uint32_t cur;            /* the node connected now, or to try next */
     slot_client *c;
     slot_follow_opts o;
     char token[SLOT_TOKEN_BYTES_MAX + 1];
     slot_follow_stats st;
-    char answered[ADDR_CAP];    /* the node of the last answer; "" before any */
+    char answered[ADDR_CAP]; /* the node of the last answer; "" before any */
     char err[600];
 };
 
@@ -117,13 +117,14 @@ int slot_follow_new(const char *addrs, const slot_follow_opts *opts, slot_follow
         strcpy(f->token, f->o.token);
         f->o.token = f->token;
     }
-    for (const char *p = addrs; ; p++) {
+    for (const char *p = addrs;; p++) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         if (f->nnodes >= SLOT_FOLLOW_NODES_MAX || node_index(f, p, n) < 0) {
             if (err)
-                snprintf(err, errlen, f->nnodes >= SLOT_FOLLOW_NODES_MAX ? "more than %d addresses"
-                                                                         : "expected HOST:PORT, not '%.*s'",
+                snprintf(err, errlen,
+                         f->nnodes >= SLOT_FOLLOW_NODES_MAX ? "more than %d addresses"
+                                                            : "expected HOST:PORT, not '%.*s'",
                          f->nnodes >= SLOT_FOLLOW_NODES_MAX ? SLOT_FOLLOW_NODES_MAX : (int)n, p);
             free(f);
             return -EINVAL;
@@ -167,11 +168,11 @@ static void pause_ms(int ms)
 
 static const char *why(int rc)
 {
-    return rc == -ECONNRESET ? "the connection was closed"
-           : rc == -ENXIO    ? "host name not found"
-           : rc == -EINVAL   ? "the reply is not a slotd reply"
+    return rc == -ECONNRESET  ? "the connection was closed"
+           : rc == -ENXIO     ? "host name not found"
+           : rc == -EINVAL    ? "the reply is not a slotd reply"
            : rc == -ETIMEDOUT ? "no answer in time"
-                             : strerror(-rc);
+                              : strerror(-rc);
 }
 
 /* Connect to the current node and, with a token, say hello. 0; 1 when hello

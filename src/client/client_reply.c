@@ -24,37 +24,65 @@ static void copy_str(char *dst, size_t size, const char *src, size_t n)
     dst[n] = 0;
 }
 
-#define REPLY_STR(key, field) {key, offsetof(slot_reply, field), sizeof(((slot_reply *)0)->field)}
+#define REPLY_STR(key, field)                                              \
+    {                                                                      \
+        key, offsetof(slot_reply, field), sizeof(((slot_reply *)0)->field) \
+    }
 static const struct {
     const char *key;
     size_t off, size;
 } reply_strs[] = {
-    REPLY_STR("error", error),     REPLY_STR("message", message), REPLY_STR("status", status),
-    REPLY_STR("hold", hold),       REPLY_STR("user", user),       REPLY_STR("event", event),
-    REPLY_STR("role", role),       REPLY_STR("version", version), REPLY_STR("digest", digest),
-    REPLY_STR("primary", primary), REPLY_STR("cluster", cluster), REPLY_STR("node", node),
-    REPLY_STR("replaces", replaces), REPLY_STR("replaced_by", replaced_by),
+    REPLY_STR("error", error),
+    REPLY_STR("message", message),
+    REPLY_STR("status", status),
+    REPLY_STR("hold", hold),
+    REPLY_STR("user", user),
+    REPLY_STR("event", event),
+    REPLY_STR("role", role),
+    REPLY_STR("version", version),
+    REPLY_STR("digest", digest),
+    REPLY_STR("primary", primary),
+    REPLY_STR("cluster", cluster),
+    REPLY_STR("node", node),
+    REPLY_STR("replaces", replaces),
+    REPLY_STR("replaced_by", replaced_by),
     REPLY_STR("hold_status", hold_status),
 };
 
-#define REPLY_U64(key, field) {key, offsetof(slot_reply, field)}
+#define REPLY_U64(key, field)            \
+    {                                    \
+        key, offsetof(slot_reply, field) \
+    }
 static const struct {
     const char *key;
     size_t off;
 } reply_u64s[] = {
-    REPLY_U64("qty", qty),           REPLY_U64("expires_at", expires_at_ms),
-    REPLY_U64("created_at", created_at_ms), REPLY_U64("available", available),
-    REPLY_U64("capacity", capacity), REPLY_U64("held", held),
-    REPLY_U64("confirmed", confirmed), REPLY_U64("shards", shards),
-    REPLY_U64("hold_ttl_ms", hold_ttl_ms), REPLY_U64("max_per_user", max_per_user),
-    REPLY_U64("max_per_request", max_per_request), REPLY_U64("events", events),
-    REPLY_U64("holds", holds),       REPLY_U64("expired", expired), REPLY_U64("seq", seq),
+    REPLY_U64("qty", qty),
+    REPLY_U64("expires_at", expires_at_ms),
+    REPLY_U64("created_at", created_at_ms),
+    REPLY_U64("available", available),
+    REPLY_U64("capacity", capacity),
+    REPLY_U64("held", held),
+    REPLY_U64("confirmed", confirmed),
+    REPLY_U64("shards", shards),
+    REPLY_U64("hold_ttl_ms", hold_ttl_ms),
+    REPLY_U64("max_per_user", max_per_user),
+    REPLY_U64("max_per_request", max_per_request),
+    REPLY_U64("events", events),
+    REPLY_U64("holds", holds),
+    REPLY_U64("expired", expired),
+    REPLY_U64("seq", seq),
     REPLY_U64("epoch", epoch),
-    REPLY_U64("opens_at", opens_at_ms), REPLY_U64("closes_at", closes_at_ms),
-    REPLY_U64("max_extensions", max_extensions), REPLY_U64("max_hold_ms", max_hold_ms),
-    REPLY_U64("returned", returned), REPLY_U64("extensions", extensions),
-    REPLY_U64("position", position), REPLY_U64("waitlist_max", waitlist_max),
-    REPLY_U64("waiting", waiting), REPLY_U64("waiting_qty", waiting_qty),
+    REPLY_U64("opens_at", opens_at_ms),
+    REPLY_U64("closes_at", closes_at_ms),
+    REPLY_U64("max_extensions", max_extensions),
+    REPLY_U64("max_hold_ms", max_hold_ms),
+    REPLY_U64("returned", returned),
+    REPLY_U64("extensions", extensions),
+    REPLY_U64("position", position),
+    REPLY_U64("waitlist_max", waitlist_max),
+    REPLY_U64("waiting", waiting),
+    REPLY_U64("waiting_qty", waiting_qty),
 };
 
 /* A string member of a JSON object into a fixed field ("" when absent or not a string). */
@@ -102,7 +130,8 @@ static void parse_features(json_t *arr, slot_reply *out)
 {
     size_t i, n = 0;
     json_t *m;
-    json_array_foreach(arr, i, m) {
+    json_array_foreach(arr, i, m)
+    {
         size_t len = json_string_length(m);
         if (!json_is_string(m) || n + len + 2 > sizeof(out->features))
             continue;
@@ -222,4 +251,3 @@ void slot_reply_clear(slot_reply *r)
     free(r->line);
     memset(r, 0, sizeof(*r));
 }
-

@@ -126,8 +126,7 @@ int slot_req_cart_add(slot_req *req, const char *event, uint32_t qty)
     return 0;
 }
 
-int slot_req_waitlist(slot_req *req, slot_op op, const char *event, const char *user, const char *request,
-                      uint32_t qty)
+int slot_req_waitlist(slot_req *req, slot_op op, const char *event, const char *user, const char *request, uint32_t qty)
 {
     if (op != SLOT_OP_WAITLIST_JOIN && op != SLOT_OP_WAITLIST_LEAVE && op != SLOT_OP_WAITLIST)
         return -EINVAL;

@@ -18,7 +18,6 @@
 #include "server/loop.h"
 #include "slot/assert.h"
 
-
 void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...)
 {
     if (!slot__log_on(level))
@@ -90,7 +89,9 @@ static void job_done(server *s)
     c->job = CLU_JOB_NONE;
     if (c->job_rc != 0)
         slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s",
-                      job == CLU_JOB_PROMOTE ? "promote" : job == CLU_JOB_SNAP ? "snapshot install" : "apply",
+                      job == CLU_JOB_PROMOTE ? "promote"
+                      : job == CLU_JOB_SNAP  ? "snapshot install"
+                                             : "apply",
                       slot_strerror(c->job_rc));
     else
         c->applied = c->job_applied;
@@ -261,7 +262,8 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
     }
     clu_config cfg = {.mod_rev = r->kv.mod_revision};
     if (slot__clu_config_parse(r->kv.value, r->kv.value_len, &cfg) != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "the configuration key holds something else: %.*s", (int)r->kv.value_len, r->kv.value);
+        slot__clu_log(c, SLOT__LOG_ERROR, "the configuration key holds something else: %.*s", (int)r->kv.value_len,
+                      r->kv.value);
         return;
     }
     slot__clu_config_seen(c, &cfg);
@@ -406,8 +408,10 @@ static int log_open(clu *c)
     uint64_t last_t = 0, last = 0;
     slot_rlog_last(c->rlog, &last_t, &last);
     if (rc != 0 || c->applied > last) {
-        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "the store is ahead of its batch log: this data folder was not made by a member "
-                      "of a replica set", SLOT__LF_U("seq", c->applied), SLOT__LF_U("log_seq", last));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR,
+                      "the store is ahead of its batch log: this data folder was not made by a member "
+                      "of a replica set",
+                      SLOT__LF_U("seq", c->applied), SLOT__LF_U("log_seq", last));
         return -1;
     }
     /* What is surely committed: the commit point the last record carried. */
@@ -461,10 +465,19 @@ static int repl_start(clu *c, const slot_repl_secret *secret)
     server *s = c->s;
     const slot__server_opts *o = &s->opts;
     slot_repl_opts ro = {
-        .cluster = o->cluster, .node_id = c->self, .secret = secret->bytes, .secret_bytes = secret->len,
+        .cluster = o->cluster,
+        .node_id = c->self,
+        .secret = secret->bytes,
+        .secret_bytes = secret->len,
         .heartbeat_ms = o->heartbeat_ms,
-        .cbs = {.ctx = c, .on_ready = on_ready, .on_record = slot__clu_on_record, .on_commit = slot__clu_on_commit,
-                .on_ack = slot__clu_on_ack, .on_close = on_close, .on_snap = slot__clu_on_snap, .log = on_repl_log},
+        .cbs = {.ctx = c,
+                .on_ready = on_ready,
+                .on_record = slot__clu_on_record,
+                .on_commit = slot__clu_on_commit,
+                .on_ack = slot__clu_on_ack,
+                .on_close = on_close,
+                .on_snap = slot__clu_on_snap,
+                .log = on_repl_log},
     };
     int rc = slot_repl_new(s->loop, &ro, &c->repl);
     if (rc != 0) {
@@ -535,8 +548,9 @@ int slot__cluster_start(server *s)
     c->sync_check.data = c;
     c->check_open = true;
     uv_check_start(&c->sync_check, slot__clu_on_sync_check);
-    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "replica set node started", SLOT__LF_S("cluster", o->cluster), SLOT__LF_S("addr", c->adv),
-                  SLOT__LF_S("repl", c->repl_addr), SLOT__LF_U("seq", c->verified), SLOT__LF_U("applied", c->applied));
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "replica set node started", SLOT__LF_S("cluster", o->cluster),
+                  SLOT__LF_S("addr", c->adv), SLOT__LF_S("repl", c->repl_addr), SLOT__LF_U("seq", c->verified),
+                  SLOT__LF_U("applied", c->applied));
     return 0;
 }
 

@@ -57,8 +57,8 @@ int slot__clu_config_parse(const uint8_t *v, size_t n, clu_config *out)
     memset(out, 0, sizeof(*out));
     out->mod_rev = rev;
     bool ok = json_is_object(o) && get_u64(o, "epoch", &out->epoch) && get_u64(o, "tenure", &out->tenure) &&
-              get_str(o, "primary", out->primary, sizeof(out->primary)) && out->epoch >= 1 &&
-              out->tenure >= 1 && out->tenure <= out->epoch && name_ok(out->primary);
+              get_str(o, "primary", out->primary, sizeof(out->primary)) && out->epoch >= 1 && out->tenure >= 1 &&
+              out->tenure <= out->epoch && name_ok(out->primary);
     json_t *m = ok ? json_object_get(o, "members") : NULL;
     ok = ok && json_is_array(m) && json_array_size(m) >= 1 && json_array_size(m) <= SLOT_CLUSTER_MEMBERS_MAX;
     for (size_t i = 0; ok && i < json_array_size(m); i++) {
@@ -86,7 +86,8 @@ int slot__clu_config_parse(const uint8_t *v, size_t n, clu_config *out)
 size_t slot__clu_config_json(const clu_config *cfg, char *buf, size_t cap)
 {
     SLOT_ASSERT(cfg->nmembers <= SLOT_CLUSTER_MEMBERS_MAX && cfg->nremoved <= SLOT_CLUSTER_MEMBERS_MAX);
-    size_t n = (size_t)snprintf(buf, cap, "{\"epoch\":%" PRIu64 ",\"tenure\":%" PRIu64 ",\"primary\":\"%s\",\"members\":[",
+    size_t n = (size_t)snprintf(buf, cap,
+                                "{\"epoch\":%" PRIu64 ",\"tenure\":%" PRIu64 ",\"primary\":\"%s\",\"members\":[",
                                 cfg->epoch, cfg->tenure, cfg->primary);
     for (size_t i = 0; i < cfg->nmembers && n < cap; i++)
         n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", i ? "," : "", cfg->members[i]);
@@ -119,8 +120,8 @@ size_t slot__clu_node_json(clu *c, char *buf, size_t cap)
     uint64_t t = 0, s = 0;
     slot__clu_log_last(c, &t, &s);
     int n = snprintf(buf, cap,
-                     "{\"addr\":\"%s\",\"repl\":\"%s\",\"tenure\":%" PRIu64 ",\"seq\":%" PRIu64
-                     ",\"applied\":%" PRIu64 ",\"role\":\"%s\",\"http\":\"%s\"}",
+                     "{\"addr\":\"%s\",\"repl\":\"%s\",\"tenure\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"applied\":%" PRIu64
+                     ",\"role\":\"%s\",\"http\":\"%s\"}",
                      c->adv, c->repl_addr, t, s, c->applied, slot__clu_role_name(c->role), c->http_addr);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
@@ -191,8 +192,7 @@ char *slot__clu_cluster_json(server *s)
         json_t *e = json_object();
         bool me = strcmp(id, c->self) == 0;
         clu_node *n = slot__clu_node(c, id, false);
-        const char *role = me ? slot__clu_role_name(c->role)
-                              : strcmp(id, c->cfg.primary) == 0 ? "primary" : "replica";
+        const char *role = me ? slot__clu_role_name(c->role) : strcmp(id, c->cfg.primary) == 0 ? "primary" : "replica";
         /* As the primary sees a member: joining while it is not connected, waits for a
          * snapshot or has not acked up to the commit point (it catches up). */
         if (!me && primary && strcmp(id, c->cfg.primary) != 0 &&

@@ -34,7 +34,6 @@
 #include "server/loop.h"
 #include "slot/assert.h"
 
-
 bool slot__clu_is_removed(const clu_config *cfg, const char *id)
 {
     for (size_t i = 0; i < cfg->nremoved; i++)
@@ -158,8 +157,8 @@ static void step_promote(clu *c)
     next.tenure = next.epoch;
     snprintf(next.primary, sizeof(next.primary), "%s", c->chg_node);
     c->chg_cas = true;
-    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "switchover: drained", SLOT__LF_S("peer", c->chg_node), SLOT__LF_U("seq", c->applied),
-                  SLOT__LF_U("took_ms", uv_now(s->loop) - c->switch_since_ms));
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "switchover: drained", SLOT__LF_S("peer", c->chg_node),
+                  SLOT__LF_U("seq", c->applied), SLOT__LF_U("took_ms", uv_now(s->loop) - c->switch_since_ms));
     slot__clu_cas(c, &next, "cluster_change promote");
     c->chg_cas = c->cas_busy;
 }
@@ -293,7 +292,8 @@ slot__change_state slot__clu_change(server *s, entry *e)
     c->chg_cas = false;
     e->change_tag = c->chg_tag;
     if (c->chg == SLOT_CHANGE_PROMOTE) {
-        uint64_t drain_ms = 2u * c->repl_to_ms > SLOT_CLUSTER_SWITCH_MIN_MS ? 2u * c->repl_to_ms : SLOT_CLUSTER_SWITCH_MIN_MS;
+        uint64_t drain_ms = 2u * c->repl_to_ms > SLOT_CLUSTER_SWITCH_MIN_MS ? 2u * c->repl_to_ms
+                                                                            : SLOT_CLUSTER_SWITCH_MIN_MS;
         c->chg_deadline_ms = now + drain_ms;
         c->switching = true;
         c->switch_since_ms = now;
@@ -301,8 +301,8 @@ slot__change_state slot__clu_change(server *s, entry *e)
                       SLOT__LF_U("seq", c->applied));
     } else {
         c->chg_deadline_ms = now + SLOT_CLUSTER_CHANGE_MS;
-        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "cluster_change started", SLOT__LF_S("change", slot_cluster_change_name(c->chg)),
-                      SLOT__LF_S("peer", c->chg_node));
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "cluster_change started",
+                      SLOT__LF_S("change", slot_cluster_change_name(c->chg)), SLOT__LF_S("peer", c->chg_node));
     }
     slot__clu_change_step(c);
     if (c->chg_done) {

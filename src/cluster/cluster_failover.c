@@ -154,4 +154,3 @@ void slot__clu_failover_tick(clu *c)
     slot_repl_set_config(c->repl, c->cfg.epoch, c->cfg.tenure, ""); /* fence: its stream is refused from now */
     slot__clu_take_over(c);
 }
-

@@ -28,7 +28,6 @@
 #include "slot/rlog.h"
 #include "slot/wset.h"
 
-
 /* The node's role. PROMOTING: won the configuration, bringing the members to
  * its log and waiting for the acks of its tenure's first record. It changes
  * only in slot__clu_set_role, by the table of slot__clu_role_ok:
@@ -38,11 +37,11 @@
  *   PRIMARY                -> REPLICA
  *
  * Nothing goes back to INIT; a primary steps down through REPLICA. */
-#define CLU_ROLE_MAP(X)          \
-    X(INIT, "joining")           \
-    X(JOINING, "joining")        \
-    X(REPLICA, "replica")        \
-    X(PROMOTING, "primary")      \
+#define CLU_ROLE_MAP(X)     \
+    X(INIT, "joining")      \
+    X(JOINING, "joining")   \
+    X(REPLICA, "replica")   \
+    X(PROMOTING, "primary") \
     X(PRIMARY, "primary")
 typedef enum clu_role {
 #define CLU__ROLE_ENUM(name, text) CLU_##name,
@@ -67,23 +66,23 @@ typedef struct clu_config {
 /* A node as its key in etcd shows it, and what this node knows of it as primary. */
 typedef struct clu_node {
     char id[SLOT_CLUSTER_NAME_BYTES];
-    char addr[SLOT_CLUSTER_ADDR_BYTES];  /* client address (--advertise) */
-    char repl[SLOT_CLUSTER_ADDR_BYTES];  /* replication address */
-    char http[SLOT_CLUSTER_ADDR_BYTES];  /* HTTP address (--http), "" when it has none */
-    uint64_t tenure, seq;     /* its log's last record, as it published it */
-    uint64_t applied;         /* its applied seq, as published */
+    char addr[SLOT_CLUSTER_ADDR_BYTES]; /* client address (--advertise) */
+    char repl[SLOT_CLUSTER_ADDR_BYTES]; /* replication address */
+    char http[SLOT_CLUSTER_ADDR_BYTES]; /* HTTP address (--http), "" when it has none */
+    uint64_t tenure, seq;               /* its log's last record, as it published it */
+    uint64_t applied;                   /* its applied seq, as published */
     char role[16];
-    bool live;                /* its key was in the last listing */
+    bool live; /* its key was in the last listing */
     /* primary side */
-    bool dialing, ready;      /* slot_repl_connect in progress / handshake done */
-    bool counted;             /* its acks are waited for (member, or a joiner caught up) */
-    uint64_t next_send;       /* the next seq to send it */
-    uint64_t acked;           /* every record up to this is durable on it */
-    uint64_t last_ack_ms;     /* loop time of its last ack (or of ready) */
+    bool dialing, ready;  /* slot_repl_connect in progress / handshake done */
+    bool counted;         /* its acks are waited for (member, or a joiner caught up) */
+    uint64_t next_send;   /* the next seq to send it */
+    uint64_t acked;       /* every record up to this is durable on it */
+    uint64_t last_ack_ms; /* loop time of its last ack (or of ready) */
     uint64_t last_dial_ms;
     /* primary side: joining by snapshot (cluster_snap.c) */
-    uint8_t snap;             /* CLU_SNAP_*: NONE, WANT (made next), SENDING, ACK (waiting for its ACK) */
-    uint64_t snap_seq;        /* the snapshot's seq, once SENDING */
+    uint8_t snap;      /* CLU_SNAP_*: NONE, WANT (made next), SENDING, ACK (waiting for its ACK) */
+    uint64_t snap_seq; /* the snapshot's seq, once SENDING */
     /* a replica's pre-vote (cluster.c, failover): the loop time at which a
      * dial of ours last reached it (it answered the handshake: a refusal
      * counts), 0 never */
@@ -102,27 +101,27 @@ typedef struct slot__cluster {
     server *s;
     clu_role role;
     char self[SLOT_CLUSTER_NAME_BYTES];
-    char adv[SLOT_CLUSTER_ADDR_BYTES];        /* our client address */
-    char repl_addr[SLOT_CLUSTER_ADDR_BYTES];  /* our bound replication address */
-    char http_addr[SLOT_CLUSTER_ADDR_BYTES];  /* our HTTP address, "" without --http */
+    char adv[SLOT_CLUSTER_ADDR_BYTES];       /* our client address */
+    char repl_addr[SLOT_CLUSTER_ADDR_BYTES]; /* our bound replication address */
+    char http_addr[SLOT_CLUSTER_ADDR_BYTES]; /* our HTTP address, "" without --http */
     uint32_t hb_ms, failover_ms, repl_to_ms, min_replicas;
 
     slot_etcd *etcd;
     slot_repl *repl;
     uv_timer_t tick;
-    uv_check_t sync_check;        /* replica: sync the log and ack once per loop turn */
+    uv_check_t sync_check; /* replica: sync the log and ack once per loop turn */
     bool stopping, tick_open, check_open;
     char key_config[128], key_node_prefix[128], key_node[200];
 
     /* etcd state */
-    int64_t lease;                /* 0: none yet */
+    int64_t lease; /* 0: none yet */
     bool lease_busy, node_put_busy, poll_cfg_busy, poll_nodes_busy, cas_busy;
-    uint64_t node_put_ms;         /* loop time of the last node key put */
-    uint64_t lease_ms;            /* loop time of the last lease grant or keepalive sent */
-    slot_etcd_watch *watch;       /* the configuration key's watch (NULL: none now) */
-    int64_t watch_rev;            /* re-arm from here (0: from now on) */
-    uint64_t poll_cfg_ms;         /* loop time of the last configuration poll */
-    clu_config cfg;               /* the latest configuration known */
+    uint64_t node_put_ms;   /* loop time of the last node key put */
+    uint64_t lease_ms;      /* loop time of the last lease grant or keepalive sent */
+    slot_etcd_watch *watch; /* the configuration key's watch (NULL: none now) */
+    int64_t watch_rev;      /* re-arm from here (0: from now on) */
+    uint64_t poll_cfg_ms;   /* loop time of the last configuration poll */
+    clu_config cfg;         /* the latest configuration known */
     size_t nnodes;
     clu_node nodes[SLOT_CLUSTER_MEMBERS_MAX];
 
@@ -132,19 +131,19 @@ typedef struct slot__cluster {
     slot_wset wset;
 
     /* positions */
-    uint64_t tenure;              /* primary: ours; commit thread reads it in a batch */
-    uint64_t commit_seq;          /* the commit point known */
-    uint64_t applied;             /* LMDB's seq (what apply reached) */
-    uint64_t verified;            /* replica: our log agrees with the stream's primary up to here */
-    bool rebuild;                 /* replica: LMDB holds records cut from the log: rebuild it */
+    uint64_t tenure;     /* primary: ours; commit thread reads it in a batch */
+    uint64_t commit_seq; /* the commit point known */
+    uint64_t applied;    /* LMDB's seq (what apply reached) */
+    uint64_t verified;   /* replica: our log agrees with the stream's primary up to here */
+    bool rebuild;        /* replica: LMDB holds records cut from the log: rebuild it */
 
     /* primary: the batch (or tenure record) waiting for its acks */
-    uint64_t pending_seq;         /* 0: none */
+    uint64_t pending_seq; /* 0: none */
     uint64_t pending_since_ms;
-    bool batch_held;              /* a batch's answers wait for pending_seq */
-    bool unavailable;             /* a record timed out: writes unavailable until it is acked */
-    uint64_t batch_seq;           /* commit thread: the record the running batch appended (0: none) */
-    uint64_t batch_prev_tenure;   /* commit thread: for undoing it */
+    bool batch_held;            /* a batch's answers wait for pending_seq */
+    bool unavailable;           /* a record timed out: writes unavailable until it is acked */
+    uint64_t batch_seq;         /* commit thread: the record the running batch appended (0: none) */
+    uint64_t batch_prev_tenure; /* commit thread: for undoing it */
 
     /* replica: what the stream delivered and is not yet synced and acked */
     uint64_t unsynced_seq;
@@ -153,8 +152,8 @@ typedef struct slot__cluster {
 
     /* failover */
     bool campaigning;
-    bool promote_wanted;          /* the promote job has not run yet */
-    bool cas_drop;                /* the CAS in flight drops silent members */
+    bool promote_wanted; /* the promote job has not run yet */
+    bool cas_drop;       /* the CAS in flight drops silent members */
     /* primary: a CAS that adds members is in doubt from its send until a
      * definite answer, or until the key is seen past the revision it
      * compared: etcd may have applied it although its answer timed out. Till
@@ -162,54 +161,54 @@ typedef struct slot__cluster {
      * (docs/design.md, "A CAS in doubt"); the union of such CASes on one
      * revision. */
     bool doubt;
-    int64_t doubt_rev;            /* the revision those CASes compared */
-    clu_config doubt_cfg;         /* nmembers, members: the members they add */
-    uint64_t defer_until_ms;      /* waiting for a more complete member until then */
-    uint64_t probe_since_ms;      /* the pre-vote's dials went out then (0: none out) */
-    uint64_t probe_next_ms;       /* after a pre-vote that reached too few: none before then */
-    uint32_t probe_misses;        /* pre-votes in a row that reached too few members */
-    uint64_t probes_failed;       /* pre-votes that reached too few members, since start */
+    int64_t doubt_rev;       /* the revision those CASes compared */
+    clu_config doubt_cfg;    /* nmembers, members: the members they add */
+    uint64_t defer_until_ms; /* waiting for a more complete member until then */
+    uint64_t probe_since_ms; /* the pre-vote's dials went out then (0: none out) */
+    uint64_t probe_next_ms;  /* after a pre-vote that reached too few: none before then */
+    uint32_t probe_misses;   /* pre-votes in a row that reached too few members */
+    uint64_t probes_failed;  /* pre-votes that reached too few members, since start */
 
     /* a planned change (cluster_change.c): one at a time */
-    slot_cluster_change chg;      /* the change running (SLOT_CHANGE_NONE: none) */
+    slot_cluster_change chg; /* the change running (SLOT_CHANGE_NONE: none) */
     char chg_node[SLOT_CLUSTER_NAME_BYTES];
-    uint64_t chg_tag, chg_tags;   /* the running or last change's tag; tags handed out */
-    uint64_t chg_deadline_ms;     /* loop time: given up then */
-    bool chg_done;                /* the change of chg_tag ended: chg_err, chg_msg */
+    uint64_t chg_tag, chg_tags; /* the running or last change's tag; tags handed out */
+    uint64_t chg_deadline_ms;   /* loop time: given up then */
+    bool chg_done;              /* the change of chg_tag ended: chg_err, chg_msg */
     slot_err chg_err;
     char chg_msg[160];
-    bool chg_cas;                 /* the CAS in flight is the change's */
-    bool switching;               /* promote: new batches wait while what is in flight drains */
+    bool chg_cas;   /* the CAS in flight is the change's */
+    bool switching; /* promote: new batches wait while what is in flight drains */
     uint64_t switch_since_ms;
 
     /* snapshots (cluster_snap.c) */
-    uint64_t keep_records;        /* --log-keep-records */
-    uint64_t trim_ms;             /* loop time of the last trim */
+    uint64_t keep_records; /* --log-keep-records */
+    uint64_t trim_ms;      /* loop time of the last trim */
     /* primary: the one snapshot being made or sent */
-    bool snap_making;             /* the copy runs on the thread pool */
+    bool snap_making; /* the copy runs on the thread pool */
     uv_work_t snap_work;
     char snap_node[SLOT_CLUSTER_NAME_BYTES]; /* for whom */
-    char snap_path[4200];         /* DATA/snap-send.bak */
-    int snap_rc;                  /* the backup's result (pool thread, then loop) */
-    char snap_err[1024];          /* its message when snap_rc != 0 */
+    char snap_path[4200];                    /* DATA/snap-send.bak */
+    int snap_rc;                             /* the backup's result (pool thread, then loop) */
+    char snap_err[1024];                     /* its message when snap_rc != 0 */
     uint64_t snap_seq, snap_tenure, snap_bytes, snap_off;
-    int snap_fd;                  /* -1: none being sent */
+    int snap_fd; /* -1: none being sent */
     uint64_t snap_since_ms;
-    uint8_t *snap_buf;            /* SLOT_REPL_SNAP_CHUNK_BYTES, while sending */
+    uint8_t *snap_buf; /* SLOT_REPL_SNAP_CHUNK_BYTES, while sending */
     uint64_t snaps_sent;
     /* replica: the one being received */
-    bool snap_recv;               /* chunks are coming: no apply job meanwhile */
-    bool snap_ready;              /* DATA/snap is whole: the install job is wanted */
+    bool snap_recv;  /* chunks are coming: no apply job meanwhile */
+    bool snap_ready; /* DATA/snap is whole: the install job is wanted */
     int snap_in_fd;
     uint64_t snap_in_seq, snap_in_tenure, snap_in_since_ms;
-    bool need_snap;               /* our log cannot bring LMDB back: ask for a snapshot */
+    bool need_snap; /* our log cannot bring LMDB back: ask for a snapshot */
     uint64_t snaps_installed;
 
     /* the commit thread's job */
-    clu_job job;                  /* the job in flight */
-    int job_rc;                   /* commit thread: its result */
-    uint64_t job_applied;         /* commit thread: LMDB's seq after it */
-    uint64_t job_target;          /* apply up to here */
+    clu_job job;          /* the job in flight */
+    int job_rc;           /* commit thread: its result */
+    uint64_t job_applied; /* commit thread: LMDB's seq after it */
+    uint64_t job_target;  /* apply up to here */
     bool job_rebuild;
 } slot__cluster;
 
@@ -224,7 +223,7 @@ void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...) __attrib
  * configuration's epoch it knows), then the caller's fields (at least one,
  * SLOT__LF_S/U/I: another node as "peer", positions as "seq", "tenure"...).
  * What varies goes in fields, so JSON logs can be searched by them. */
-#define SLOT__CLU_LOG(c, level, msg, ...)                                                                          \
+#define SLOT__CLU_LOG(c, level, msg, ...)                                                                        \
     slot__log((level), (msg), SLOT__LF_S("node", (c)->self), SLOT__LF_S("role", slot__clu_role_name((c)->role)), \
               SLOT__LF_U("epoch", (c)->cfg.epoch), __VA_ARGS__)
 /* the node entry for id; add: make one when missing (NULL when full). */

@@ -20,7 +20,6 @@
 #include "server/loop.h"
 #include "slot/assert.h"
 
-
 static bool is_primary(const clu *c)
 {
     return c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
@@ -47,8 +46,11 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
     }
     const uint8_t *rec = NULL;
     size_t n = 0;
-    slot_wset_hdr h = {.epoch = c->tenure, .seq = seq, .prev_epoch = prev_t,
-                       .commit_seq = commit_seq < seq ? commit_seq : seq - 1, .timestamp_ms = slot__wall_ms()};
+    slot_wset_hdr h = {.epoch = c->tenure,
+                       .seq = seq,
+                       .prev_epoch = prev_t,
+                       .commit_seq = commit_seq < seq ? commit_seq : seq - 1,
+                       .timestamp_ms = slot__wall_ms()};
     SLOT_ASSERT(h.epoch >= 1 && h.seq >= 1 && h.commit_seq < h.seq); /* a record never commits itself */
     if (rc == 0 && (rc = slot_wset_finish(&c->wset, &h, &rec, &n)) != 0)
         rc = rc == -ENOMEM ? ENOMEM : EIO;
@@ -101,9 +103,9 @@ bool slot__clu_batch_hold(server *s)
     uint64_t seq = c->batch_seq;
     c->batch_seq = 0;
     if (!seq)
-        return false; /* nothing was written, nothing was logged: the errors go out now */
+        return false;              /* nothing was written, nothing was logged: the errors go out now */
     SLOT_ASSERT(seq > c->applied); /* the batch's record follows what LMDB held (no job ran meanwhile) */
-    SLOT_ASSERT(!c->batch_held); /* one batch in flight */
+    SLOT_ASSERT(!c->batch_held);   /* one batch in flight */
     c->applied = seq;
     if (c->role != CLU_PRIMARY) {
         slot__batch_finish(s, SLOT_E_UNAVAILABLE, "this node stopped being primary; the outcome is unknown");
@@ -137,7 +139,8 @@ void slot__clu_pump(clu *c, clu_node *n)
             return; /* its window is full: on_ack pumps again */
         if (rc < 0) {
             SLOT__CLU_LOG(c, SLOT__LOG_WARN, "sending a record failed", SLOT__LF_S("peer", n->id),
-                          SLOT__LF_U("seq", n->next_send), SLOT__LF_S("error", rc < -4095 ? slot_strerror(rc) : uv_strerror(rc)));
+                          SLOT__LF_U("seq", n->next_send),
+                          SLOT__LF_S("error", rc < -4095 ? slot_strerror(rc) : uv_strerror(rc)));
             slot_repl_disconnect(c->repl, n->id);
             return;
         }
@@ -233,8 +236,7 @@ void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer)
         n->last_ack_ms = uv_now(c->s->loop);
         return;
     }
-    if (peer->last_seq > c->applied ||
-        (peer->last_seq && slot__clu_epoch_of(c, peer->last_seq) != peer->last_tenure)) {
+    if (peer->last_seq > c->applied || (peer->last_seq && slot__clu_epoch_of(c, peer->last_seq) != peer->last_tenure)) {
         /* A member names its log's base when that is above the commit point
          * it knows (a snapshot it was sent beyond it): a position we do not
          * hold means its state is not a prefix of ours: it gets ours. */
@@ -375,8 +377,7 @@ static void ack_timeout(clu *c)
     next.nmembers = 0;
     size_t silent = 0;
     for (size_t i = 0; i < c->nnodes; i++) /* joiners that fell silent are simply waited for no more */
-        if (c->nodes[i].counted && !slot__clu_is_member(&c->cfg, c->nodes[i].id) &&
-            c->nodes[i].acked < c->pending_seq)
+        if (c->nodes[i].counted && !slot__clu_is_member(&c->cfg, c->nodes[i].id) && c->nodes[i].acked < c->pending_seq)
             c->nodes[i].counted = false;
     for (size_t i = 0; i < c->cfg.nmembers; i++) {
         const char *id = c->cfg.members[i];
@@ -433,19 +434,21 @@ void slot__clu_unavailable(clu *c)
     if (!is_primary(c) || !c->pending_seq)
         return;
     if (!c->unavailable) {
-        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "a record not acknowledged in time and no member could be dropped: unavailable",
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR,
+                      "a record not acknowledged in time and no member could be dropped: unavailable",
                       SLOT__LF_U("seq", c->pending_seq));
         for (size_t i = 0; i < c->nnodes; i++) {
             const clu_node *n = &c->nodes[i];
-            SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "unavailable: a node", SLOT__LF_S("peer", n->id), SLOT__LF_U("live", n->live),
-                          SLOT__LF_U("ready", n->ready), SLOT__LF_U("dialing", n->dialing), SLOT__LF_U("acked", n->acked),
-                          SLOT__LF_S("repl", n->repl));
+            SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "unavailable: a node", SLOT__LF_S("peer", n->id),
+                          SLOT__LF_U("live", n->live), SLOT__LF_U("ready", n->ready), SLOT__LF_U("dialing", n->dialing),
+                          SLOT__LF_U("acked", n->acked), SLOT__LF_S("repl", n->repl));
         }
         c->unavailable = true;
     }
     if (c->batch_held) {
         c->batch_held = false;
-        slot__batch_finish(c->s, SLOT_E_UNAVAILABLE, "the replicas did not acknowledge in time; the outcome is unknown");
+        slot__batch_finish(c->s, SLOT_E_UNAVAILABLE,
+                           "the replicas did not acknowledge in time; the outcome is unknown");
     }
 }
 
@@ -467,7 +470,8 @@ void slot__clu_primary_tick(clu *c)
     size_t np = slot_repl_peers(c->repl, pi, SLOT_CLUSTER_MEMBERS_MAX);
     for (size_t k = 0; k < np && k < SLOT_CLUSTER_MEMBERS_MAX; k++) {
         clu_node *n = slot__clu_node(c, pi[k].node_id, false);
-        if (!n || !pi[k].ready || !n->ready || n->snap != CLU_SNAP_NONE || pi[k].silence_ms <= 2 * (uint64_t)c->repl_to_ms)
+        if (!n || !pi[k].ready || !n->ready || n->snap != CLU_SNAP_NONE ||
+            pi[k].silence_ms <= 2 * (uint64_t)c->repl_to_ms)
             continue;
         SLOT__CLU_LOG(c, SLOT__LOG_WARN, "a node answered nothing: dialling it anew", SLOT__LF_S("peer", n->id),
                       SLOT__LF_U("silence_ms", pi[k].silence_ms));
@@ -508,8 +512,8 @@ void slot__clu_primary_tick(clu *c)
         for (size_t k = 0; k < np && k < SLOT_CLUSTER_MEMBERS_MAX; k++)
             if (strcmp(pi[k].node_id, n->id) == 0)
                 answering = pi[k].ready && pi[k].silence_ms < c->repl_to_ms;
-        if (!n->ready || !answering || n->snap != CLU_SNAP_NONE || slot__clu_is_member(&c->cfg, n->id) || n->acked < caught_up ||
-            slot__clu_is_removed(&c->cfg, n->id) || next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
+        if (!n->ready || !answering || n->snap != CLU_SNAP_NONE || slot__clu_is_member(&c->cfg, n->id) ||
+            n->acked < caught_up || slot__clu_is_removed(&c->cfg, n->id) || next.nmembers == SLOT_CLUSTER_MEMBERS_MAX)
             continue;
         n->counted = true;
         memcpy(next.members[next.nmembers++], n->id, SLOT_CLUSTER_NAME_BYTES);

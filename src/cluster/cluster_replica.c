@@ -73,9 +73,10 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
                 /* LMDB holds what the log would lose, and the log no longer
                  * starts at seq 1 to rebuild it from: take a snapshot. */
                 pthread_mutex_unlock(&c->rlog_mu);
-                SLOT__CLU_LOG(c, SLOT__LOG_INFO, "a record differs below what LMDB applied and the log is trimmed: "
-                              "asking for a snapshot", SLOT__LF_S("peer", from), SLOT__LF_U("seq", k),
-                              SLOT__LF_U("applied", may_hold));
+                SLOT__CLU_LOG(c, SLOT__LOG_INFO,
+                              "a record differs below what LMDB applied and the log is trimmed: "
+                              "asking for a snapshot",
+                              SLOT__LF_S("peer", from), SLOT__LF_U("seq", k), SLOT__LF_U("applied", may_hold));
                 c->need_snap = true;
                 return -1;
             }
@@ -83,8 +84,8 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
             if (rc == 0 && k - 1 < may_hold)
                 c->rebuild = true; /* LMDB holds (or may hold) what the log no longer has */
             if (rc == 0)
-                SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cut the batch log: the primary's log differs there", SLOT__LF_S("peer", from),
-                              SLOT__LF_U("seq", k - 1), SLOT__LF_U("log_seq", last));
+                SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cut the batch log: the primary's log differs there",
+                              SLOT__LF_S("peer", from), SLOT__LF_U("seq", k - 1), SLOT__LF_U("log_seq", last));
         }
     }
     if (rc == 0 && append)
@@ -96,7 +97,8 @@ int slot__clu_on_record(void *ctx, const char *from, const uint8_t *rec, size_t 
     }
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "cannot take a record", SLOT__LF_U("seq", k), SLOT__LF_S("error", slot_strerror(rc)));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "cannot take a record", SLOT__LF_U("seq", k),
+                      SLOT__LF_S("error", slot_strerror(rc)));
         return -1;
     }
     c->unsynced_seq = k;
@@ -139,8 +141,8 @@ void slot__clu_on_sync_check(uv_check_t *h)
 
 void slot__clu_apply_kick(clu *c)
 {
-    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING || c->job != CLU_JOB_NONE || c->stopping ||
-        c->snap_recv || c->need_snap)
+    if (c->role == CLU_PRIMARY || c->role == CLU_PROMOTING || c->job != CLU_JOB_NONE || c->stopping || c->snap_recv ||
+        c->need_snap)
         return;
     uint64_t target = trusted(c);
     if (!c->rebuild && target <= c->applied)

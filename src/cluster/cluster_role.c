@@ -39,16 +39,15 @@ void slot__clu_set_role(clu *c, clu_role to)
     c->role = to;
 }
 
-
 static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data);
 
 /* The CAS in flight: the configuration it asks for and why (its log lines
  * name the reason, from the send to the outcome). */
 typedef struct clu_cas_want {
-    clu *c;        /* the node that sent it: one per process */
+    clu *c; /* the node that sent it: one per process */
     clu_config cfg;
     char what[SLOT_CLUSTER_CAS_WHY_BYTES]; /* "add caught-up nodes" */
-    int64_t base_rev; /* the revision it compares */
+    int64_t base_rev;                      /* the revision it compares */
 } clu_cas_want;
 
 /* A primary's CAS that adds members goes in doubt at its send (clu.doubt). */
@@ -74,7 +73,7 @@ static void doubt_add(clu *c, const clu_config *next, int64_t base_rev)
 void slot__clu_cas(clu *c, const clu_config *next, const char *what)
 {
     static clu_cas_want want; /* one CAS at a time (cas_busy) */
-    char v[4608]; /* 2 x 16 names of 64 bytes, quoted, and the numbers */
+    char v[4608];             /* 2 x 16 names of 64 bytes, quoted, and the numbers */
     size_t n = slot__clu_config_json(next, v, sizeof(v));
     if (!n || c->cas_busy)
         return;
@@ -94,9 +93,9 @@ void slot__clu_cas(clu *c, const clu_config *next, const char *what)
     }
     c->cas_busy = true;
     doubt_add(c, next, want.base_rev);
-    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "CAS configuration sent", SLOT__LF_S("what", what), SLOT__LF_U("cas_epoch", next->epoch),
-                  SLOT__LF_U("cas_tenure", next->tenure), SLOT__LF_S("cas_primary", next->primary),
-                  SLOT__LF_U("members", next->nmembers));
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "CAS configuration sent", SLOT__LF_S("what", what),
+                  SLOT__LF_U("cas_epoch", next->epoch), SLOT__LF_U("cas_tenure", next->tenure),
+                  SLOT__LF_S("cas_primary", next->primary), SLOT__LF_U("members", next->nmembers));
 }
 
 static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data)
@@ -116,8 +115,8 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
         SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost", SLOT__LF_S("what", w->what),
                       SLOT__LF_U("cas_epoch", want->epoch), SLOT__LF_S("error", slot_strerror(status)));
     else
-        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost: the configuration changed", SLOT__LF_S("what", w->what),
-                      SLOT__LF_U("cas_epoch", want->epoch));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "CAS configuration lost: the configuration changed",
+                      SLOT__LF_S("what", w->what), SLOT__LF_U("cas_epoch", want->epoch));
     if (status == 0 && c->doubt && c->doubt_rev == w->base_rev)
         c->doubt = false; /* a definite answer on that revision: the key has moved past it */
     if (c->stopping)
@@ -137,8 +136,8 @@ static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void
     c->campaigning = false;
     c->chg_cas = false;
     if (got.found) {
-        if (won && strcmp(got.primary, c->self) == 0 && got.tenure != c->tenure &&
-            c->role != CLU_PRIMARY && c->role != CLU_PROMOTING) {
+        if (won && strcmp(got.primary, c->self) == 0 && got.tenure != c->tenure && c->role != CLU_PRIMARY &&
+            c->role != CLU_PROMOTING) {
             c->cfg = got;
             slot__clu_promote(c);
             slot__clu_change_step(c);
@@ -184,7 +183,7 @@ void slot__clu_follow(clu *c)
     if (was_primary)
         slot__clu_step_down(c);
     SLOT_ASSERT(!c->batch_held && c->pending_seq == 0); /* a follower holds no batch */
-    c->doubt = false; /* only a primary commits */
+    c->doubt = false;                                   /* only a primary commits */
     clu_role next = slot__clu_is_member(&c->cfg, c->self) ? CLU_REPLICA : CLU_JOINING;
     bool changed = next != c->role;
     slot__clu_set_role(c, next);
@@ -254,4 +253,3 @@ void slot__clu_config_seen(clu *c, const clu_config *cfg)
     }
     slot__clu_follow(c);
 }
-

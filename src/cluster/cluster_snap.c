@@ -43,10 +43,10 @@
 #include "slot/assert.h"
 #include "slot/backup.h"
 
-#define SNAP_TMP "snap.tmp"        /* a snapshot being received */
-#define SNAP_DIR "snap"            /* a snapshot received whole, until installed */
-#define SNAP_FILE "snap.bak"       /* in either: the backup file (slot/backup.h) */
-#define SNAP_SEND "snap-send.bak"  /* the primary's backup file being sent */
+#define SNAP_TMP "snap.tmp"       /* a snapshot being received */
+#define SNAP_DIR "snap"           /* a snapshot received whole, until installed */
+#define SNAP_FILE "snap.bak"      /* in either: the backup file (slot/backup.h) */
+#define SNAP_SEND "snap-send.bak" /* the primary's backup file being sent */
 
 static bool is_primary(const clu *c)
 {
@@ -88,8 +88,8 @@ bool slot__clu_snap_wanted(clu *c, clu_node *n, const slot_repl_peer *peer)
         return false;
     slot__clu_snap_set(n, CLU_SNAP_WANT);
     n->snap_seq = 0;
-    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "a node joins by snapshot", SLOT__LF_S("peer", n->id), SLOT__LF_U("peer_seq", peer->last_seq),
-                  SLOT__LF_U("log_first", first),
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "a node joins by snapshot", SLOT__LF_S("peer", n->id),
+                  SLOT__LF_U("peer_seq", peer->last_seq), SLOT__LF_U("log_first", first),
                   SLOT__LF_S("why", peer->last_seq ? "the records it needs are trimmed" : "its log is empty"));
     return true;
 }
@@ -195,15 +195,16 @@ static void after_copy(uv_work_t *w, int status)
      * commit point to a member, nothing else would catch it. */
     uint64_t logged = slot__clu_epoch_of(c, c->snap_seq); /* 0: trimmed from our log since */
     if (c->snap_seq > c->applied || (logged != 0 && logged != c->snap_tenure)) {
-        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "a snapshot's copy is not a state of our log: made again", SLOT__LF_S("peer", n->id),
-                      SLOT__LF_U("tenure", c->snap_tenure), SLOT__LF_U("seq", c->snap_seq));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "a snapshot's copy is not a state of our log: made again",
+                      SLOT__LF_S("peer", n->id), SLOT__LF_U("tenure", c->snap_tenure), SLOT__LF_U("seq", c->snap_seq));
         unlink(c->snap_path);
         return; /* still CLU_SNAP_WANT: the next tick makes a new one */
     }
     c->snap_fd = open(c->snap_path, O_RDONLY | O_CLOEXEC);
     c->snap_buf = malloc(SLOT_REPL_SNAP_CHUNK_BYTES);
     if (c->snap_fd < 0 || !c->snap_buf) {
-        slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: cannot read it back: %s", n->id, c->snap_buf ? strerror(errno) : "out of memory");
+        slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: cannot read it back: %s", n->id,
+                      c->snap_buf ? strerror(errno) : "out of memory");
         send_close(c);
         slot_repl_disconnect(c->repl, n->id);
         return;
@@ -242,7 +243,8 @@ static void send_more(clu *c)
         size_t len = left < SLOT_REPL_SNAP_CHUNK_BYTES ? (size_t)left : SLOT_REPL_SNAP_CHUNK_BYTES;
         ssize_t got = pread(c->snap_fd, c->snap_buf, len, (off_t)c->snap_off);
         if (got != (ssize_t)len) {
-            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: read: %s", n->id, got < 0 ? strerror(errno) : "short read");
+            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: read: %s", n->id,
+                          got < 0 ? strerror(errno) : "short read");
             send_close(c);
             slot__clu_snap_set(n, CLU_SNAP_NONE);
             slot_repl_disconnect(c->repl, n->id);
@@ -332,8 +334,7 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
     snprintf(file, sizeof(file), "%s/%s", tmp, SNAP_FILE);
     if (offset == 0) {
         recv_abort(c);
-        if (mkdir(tmp, 0700) != 0 ||
-            (c->snap_in_fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+        if (mkdir(tmp, 0700) != 0 || (c->snap_in_fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
             slot__clu_log(c, SLOT__LOG_WARN, "cannot take a snapshot in %s: %s", tmp, strerror(errno));
             recv_abort(c);
             return -1;
@@ -372,12 +373,14 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
         int h = slot_backup_read_header(file, &hi, why, sizeof(why));
         if (h == 0 && (hi.seq != seq || hi.epoch != tenure)) {
             h = SLOT_BACKUP_E_HEADER;
-            snprintf(why, sizeof(why), "its header names seq %" PRIu64 " epoch %" PRIu64 ", the frames seq %" PRIu64
-                     " tenure %" PRIu64, hi.seq, hi.epoch, seq, tenure);
+            snprintf(why, sizeof(why),
+                     "its header names seq %" PRIu64 " epoch %" PRIu64 ", the frames seq %" PRIu64 " tenure %" PRIu64,
+                     hi.seq, hi.epoch, seq, tenure);
         }
         if (h != 0) {
-            slot__clu_log(c, SLOT__LOG_WARN, "refused the snapshot of seq %" PRIu64 " from %s: %s; a new one is asked for",
-                          seq, from, why);
+            slot__clu_log(c, SLOT__LOG_WARN,
+                          "refused the snapshot of seq %" PRIu64 " from %s: %s; a new one is asked for", seq, from,
+                          why);
             recv_abort(c);
             return -1;
         }
@@ -430,7 +433,8 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
         }
     }
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN, slot_backup_refused(rc) ? "refused the snapshot %s: %s" : "cannot install the snapshot %s: %s",
+        slot__clu_log(c, SLOT__LOG_WARN,
+                      slot_backup_refused(rc) ? "refused the snapshot %s: %s" : "cannot install the snapshot %s: %s",
                       file, err);
         return rc;
     }
@@ -545,9 +549,9 @@ static void trim(clu *c)
         lo = done + 1;
     for (size_t i = 0; is_primary(c) && i < c->nnodes; i++) { /* what a connected member is still to be sent stays */
         const clu_node *n = &c->nodes[i];
-        uint64_t need = n->snap == CLU_SNAP_NONE                                     ? n->next_send
+        uint64_t need = n->snap == CLU_SNAP_NONE                                 ? n->next_send
                         : n->snap == CLU_SNAP_SENDING || n->snap == CLU_SNAP_ACK ? n->snap_seq + 1
-                                                                                     : lo;
+                                                                                 : lo;
         if (n->ready && need < lo)
             lo = need;
     }
@@ -560,7 +564,8 @@ static void trim(clu *c)
     if (rc != 0)
         slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_strerror(rc));
     else if (first2 != first)
-        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "batch log trimmed", SLOT__LF_U("log_first", first2), SLOT__LF_U("log_seq", last));
+        SLOT__CLU_LOG(c, SLOT__LOG_INFO, "batch log trimmed", SLOT__LF_U("log_first", first2),
+                      SLOT__LF_U("log_seq", last));
 }
 
 void slot__clu_snap_tick(clu *c)

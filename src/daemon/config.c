@@ -187,8 +187,8 @@ static int check_setting(setting *s, const struct option *opts, const char *cons
 }
 
 /* Splits buf into lines and checks each; fills set[] (room for every line). */
-static int parse_all(const char *path, char *buf, size_t len, const struct option *opts,
-                     const char *const *refused, setting *set, size_t *nset)
+static int parse_all(const char *path, char *buf, size_t len, const struct option *opts, const char *const *refused,
+                     setting *set, size_t *nset)
 {
     unsigned line = 0;
     *nset = 0;
@@ -239,8 +239,8 @@ static int mark_last(const struct option *opts, setting *set, size_t nset)
     return 0;
 }
 
-static int apply_one(const char *path, const setting *s, const struct option *opts,
-                     slot__config_apply_fn apply, void *ctx)
+static int apply_one(const char *path, const setting *s, const struct option *opts, slot__config_apply_fn apply,
+                     void *ctx)
 {
     bool flag = opts[s->opt].has_arg == no_argument;
     if (flag && (!s->last || strcmp(s->value, "false") == 0))
@@ -252,8 +252,8 @@ static int apply_one(const char *path, const setting *s, const struct option *op
     }
     char *argv[] = {(char *)"slotd", arg, NULL};
     if (apply(2, argv, ctx) != 0) {
-        fprintf(stderr, "slotd: %s:%u: \"%s\": the value is not accepted (the line above says why)\n", path,
-                s->line, s->name);
+        fprintf(stderr, "slotd: %s:%u: \"%s\": the value is not accepted (the line above says why)\n", path, s->line,
+                s->name);
         return -1;
     }
     return 0;

@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include "slot/limits.h"
 
-
 /* Parses the argv {"slotd", "--name=value"} (argc 2) into the caller's
  * options; returns 0, or -1 after printing why on stderr. */
 typedef int (*slot__config_apply_fn)(int argc, char **argv, void *ctx);

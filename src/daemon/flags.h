@@ -21,11 +21,45 @@
 
 /* The flags' ids: getopt_long's values (above any short option's). */
 enum slot__flag_id {
-    OPT_DATA = 256, OPT_LISTEN, OPT_HTTP, OPT_DUR, OPT_LINE, OPT_MAP, OPT_SWEEP, OPT_QUEUE, OPT_INFLIGHT, OPT_CONNS,
-    OPT_OUT, OPT_IDLE, OPT_LINE_TO, OPT_WRITE_TO, OPT_FEED_RET, OPT_LOG_FORMAT, OPT_LOG_LEVEL, OPT_SLOW_COMMIT,
-    OPT_COLD_LOAD_KEYS, OPT_TOKENS, OPT_INSECURE, OPT_NO_READ_PATH, OPT_NO_COLD_PARK, OPT_RESTORE, OPT_CONFIG,
-    OPT_CLUSTER, OPT_NODE, OPT_ETCD, OPT_SECRET, OPT_ADVERTISE, OPT_REPL_LISTEN, OPT_HEARTBEAT, OPT_FAILOVER,
-    OPT_REPL_TO, OPT_MIN_REPLICAS, OPT_LOG_KEEP, OPT_LOG_SEG, OPT_HELP, OPT_VERSION,
+    OPT_DATA = 256,
+    OPT_LISTEN,
+    OPT_HTTP,
+    OPT_DUR,
+    OPT_LINE,
+    OPT_MAP,
+    OPT_SWEEP,
+    OPT_QUEUE,
+    OPT_INFLIGHT,
+    OPT_CONNS,
+    OPT_OUT,
+    OPT_IDLE,
+    OPT_LINE_TO,
+    OPT_WRITE_TO,
+    OPT_FEED_RET,
+    OPT_LOG_FORMAT,
+    OPT_LOG_LEVEL,
+    OPT_SLOW_COMMIT,
+    OPT_COLD_LOAD_KEYS,
+    OPT_TOKENS,
+    OPT_INSECURE,
+    OPT_NO_READ_PATH,
+    OPT_NO_COLD_PARK,
+    OPT_RESTORE,
+    OPT_CONFIG,
+    OPT_CLUSTER,
+    OPT_NODE,
+    OPT_ETCD,
+    OPT_SECRET,
+    OPT_ADVERTISE,
+    OPT_REPL_LISTEN,
+    OPT_HEARTBEAT,
+    OPT_FAILOVER,
+    OPT_REPL_TO,
+    OPT_MIN_REPLICAS,
+    OPT_LOG_KEEP,
+    OPT_LOG_SEG,
+    OPT_HELP,
+    OPT_VERSION,
     OPT_HELP_MAN, /* --help-man: hidden (not in the table), for the man page's build */
 };
 
@@ -48,22 +82,22 @@ typedef enum slot__flag_group {
 
 /* One flag. */
 typedef struct slot__flag {
-    int id;                /* slotd.c's O_* value: getopt_long returns it */
-    char short_name;       /* -h, -V; 0: none */
-    const char *name;      /* the long name without its dashes */
-    const char *arg;       /* the value's name in --help and the man page; NULL: takes no value */
+    int id;           /* slotd.c's O_* value: getopt_long returns it */
+    char short_name;  /* -h, -V; 0: none */
+    const char *name; /* the long name without its dashes */
+    const char *arg;  /* the value's name in --help and the man page; NULL: takes no value */
     slot__flag_kind kind;
     slot__flag_group group;
-    bool needs_cluster;    /* refused without --cluster (check_cluster in slotd.c) */
-    uint64_t def;          /* NUM: the default */
-    uint64_t min, max;     /* NUM: the range; NAME: its length; TEXT: min 1 refuses an empty value */
-    const char *unit;      /* NUM: "ms", "bytes" or NULL (a count); the man page says it */
-    const char *def_text;  /* the default of a flag without a number (TEXT, HOSTPORT: also set); NULL: none */
-    const char *help;      /* --help, one paragraph: "@r" is replaced by MIN..MAX, "@d" by the default */
-    const char *man;       /* the man page's paragraph (scdoc markup); a NUM's range and default are added */
-    size_t off;            /* the field in slot__server_opts; SIZE_MAX: none */
-    size_t size;           /* its size (HOSTPORT: the host's room) */
-    size_t port_off;       /* HOSTPORT: the port field */
+    bool needs_cluster;   /* refused without --cluster (check_cluster in slotd.c) */
+    uint64_t def;         /* NUM: the default */
+    uint64_t min, max;    /* NUM: the range; NAME: its length; TEXT: min 1 refuses an empty value */
+    const char *unit;     /* NUM: "ms", "bytes" or NULL (a count); the man page says it */
+    const char *def_text; /* the default of a flag without a number (TEXT, HOSTPORT: also set); NULL: none */
+    const char *help;     /* --help, one paragraph: "@r" is replaced by MIN..MAX, "@d" by the default */
+    const char *man;      /* the man page's paragraph (scdoc markup); a NUM's range and default are added */
+    size_t off;           /* the field in slot__server_opts; SIZE_MAX: none */
+    size_t size;          /* its size (HOSTPORT: the host's room) */
+    size_t port_off;      /* HOSTPORT: the port field */
 } slot__flag;
 
 #define SLOT__FLAGS_MAX 64 /* the table's entries at most (getopt tables are sized by it) */

@@ -67,7 +67,8 @@ static int check_exposure(const slot__server_opts *o)
         return 0;
     const char *host = listen_bad ? o->host : o->http_host;
     bool v6 = strchr(host, ':') != NULL;
-    fprintf(stderr, "slotd: %s %s%s%s:%u: refusing a non-loopback address without --token-file FILE (or pass --insecure)\n",
+    fprintf(stderr,
+            "slotd: %s %s%s%s:%u: refusing a non-loopback address without --token-file FILE (or pass --insecure)\n",
             listen_bad ? "--listen" : "--http", v6 ? "[" : "", host, v6 ? "]" : "",
             (unsigned)(listen_bad ? o->port : o->http_port));
     return -1;
@@ -109,8 +110,12 @@ static int own_flag(const slot__flag *f, const char *arg, slot__server_opts *o)
             rc = -1;
         }
         break;
-    case OPT_CONFIG: config_path = arg; break;
-    case OPT_RESTORE: restore_path = arg; break;
+    case OPT_CONFIG:
+        config_path = arg;
+        break;
+    case OPT_RESTORE:
+        restore_path = arg;
+        break;
     case OPT_LOG_FORMAT:
         if ((rc = slot__log_format_parse(arg, &log_format)) != 0)
             fprintf(stderr, "slotd: --log-format: want text or json, got \"%s\"\n", arg);
@@ -119,9 +124,14 @@ static int own_flag(const slot__flag *f, const char *arg, slot__server_opts *o)
         if ((rc = slot__log_level_parse(arg, &log_level)) != 0)
             fprintf(stderr, "slotd: --log-level: want error, warn, info or debug, got \"%s\"\n", arg);
         break;
-    case OPT_HELP: slot__flags_usage(stdout); exit(0);
-    case OPT_VERSION: printf("slotd %s\n", SLOT_VERSION); exit(0);
-    default: SLOT_ASSERT(!"own_flag: a flag of kind SLOT__FLAG_OWN without its case");
+    case OPT_HELP:
+        slot__flags_usage(stdout);
+        exit(0);
+    case OPT_VERSION:
+        printf("slotd %s\n", SLOT_VERSION);
+        exit(0);
+    default:
+        SLOT_ASSERT(!"own_flag: a flag of kind SLOT__FLAG_OWN without its case");
     }
     return rc;
 }

@@ -10,7 +10,8 @@
 
 /* ---- errors ---- */
 
-const char *slot_etcd_err_name(int err) {
+const char *slot_etcd_err_name(int err)
+{
     static const char prefix[] = "SLOT_ETCD_";
     if (err == 0)
         return "OK";
@@ -18,9 +19,9 @@ const char *slot_etcd_err_name(int err) {
         return "UNKNOWN";
     const char *name = NULL;
     switch (err) {
-#define SLOT__ETCD_ERR_NAME(wing, code, value, msg)                                             \
-    case value:                                                                                \
-        name = #code;                                                                          \
+#define SLOT__ETCD_ERR_NAME(wing, code, value, msg) \
+    case value:                                     \
+        name = #code;                               \
         break;
         SLOT_RC_MAP(SLOT__ETCD_ERR_NAME)
 #undef SLOT__ETCD_ERR_NAME
@@ -34,7 +35,8 @@ const char *slot_etcd_err_name(int err) {
 
 /* Copy the comma-separated endpoints into c->eps, each without its
  * trailing slashes. 0 or SLOT_ETCD_EINVAL. */
-static int parse_endpoints(slot_etcd *c, const char *list) {
+static int parse_endpoints(slot_etcd *c, const char *list)
+{
     if (!list)
         return SLOT_ETCD_EINVAL;
     const char *p = list;
@@ -58,7 +60,8 @@ static int parse_endpoints(slot_etcd *c, const char *list) {
     }
 }
 
-int slot_etcd_new(uv_loop_t *loop, const char *endpoints, const slot_etcd_opts *opts, slot_etcd **out) {
+int slot_etcd_new(uv_loop_t *loop, const char *endpoints, const slot_etcd_opts *opts, slot_etcd **out)
+{
     slot_etcd_opts o = opts ? *opts : (slot_etcd_opts){0};
     if (!loop || !out)
         return SLOT_ETCD_EINVAL;
@@ -94,7 +97,8 @@ int slot_etcd_new(uv_loop_t *loop, const char *endpoints, const slot_etcd_opts *
     return 0;
 }
 
-void slot_etcd_close(slot_etcd *c) {
+void slot_etcd_close(slot_etcd *c)
+{
     if (!c || c->closing)
         return;
     c->closing = true;

@@ -10,7 +10,8 @@
 
 static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-long slot_etcd_b64_encode(const void *src, size_t n, char *dst, size_t cap) {
+long slot_etcd_b64_encode(const void *src, size_t n, char *dst, size_t cap)
+{
     const uint8_t *s = src;
     if (n > ((size_t)LONG_MAX / 4) * 3 - 3)
         return SLOT_ETCD_EINVAL;
@@ -34,7 +35,8 @@ long slot_etcd_b64_encode(const void *src, size_t n, char *dst, size_t cap) {
     return (long)o;
 }
 
-static int b64_value(char ch) {
+static int b64_value(char ch)
+{
     if (ch >= 'A' && ch <= 'Z')
         return ch - 'A';
     if (ch >= 'a' && ch <= 'z')
@@ -48,7 +50,8 @@ static int b64_value(char ch) {
     return -1;
 }
 
-long slot_etcd_b64_decode(const char *src, size_t n, uint8_t *dst, size_t cap) {
+long slot_etcd_b64_decode(const char *src, size_t n, uint8_t *dst, size_t cap)
+{
     if (n % 4 != 0 || n > (size_t)LONG_MAX)
         return SLOT_ETCD_EPROTO;
     size_t pad = 0;

@@ -22,21 +22,23 @@
 #include "slot/assert.h"
 
 /* The gateway's path for each kind, in slot__etcd_kind's order. */
-static const char *const kind_path[] = {"/v3/kv/range",     "/v3/kv/range",        "/v3/kv/txn",
-                                        "/v3/kv/put",       "/v3/kv/deleterange",  "/v3/lease/grant",
-                                        "/v3/lease/keepalive", "/v3/lease/revoke", "/v3/watch"};
+static const char *const kind_path[] = {"/v3/kv/range",        "/v3/kv/range",       "/v3/kv/txn",
+                                        "/v3/kv/put",          "/v3/kv/deleterange", "/v3/lease/grant",
+                                        "/v3/lease/keepalive", "/v3/lease/revoke",   "/v3/watch"};
 _Static_assert(sizeof kind_path / sizeof kind_path[0] == SLOT__ETCD_WATCH + 1, "a path per kind");
 _Static_assert(SLOT_ETCD_ENDPOINT_BYTES_MAX + sizeof "/v3/lease/keepalive" <= SLOT_ETCD_URL_BYTES_MAX,
                "an endpoint and the longest path fit a URL");
 
 /* ---- uv handles ---- */
 
-static void client_maybe_free(slot_etcd *c) {
+static void client_maybe_free(slot_etcd *c)
+{
     if (c->torn_down && c->open_handles == 0)
         free(c);
 }
 
-static void on_poll_closed(uv_handle_t *h) {
+static void on_poll_closed(uv_handle_t *h)
+{
     slot__etcd_poll *p = h->data;
     slot_etcd *c = p->c;
     free(p);
@@ -45,7 +47,8 @@ static void on_poll_closed(uv_handle_t *h) {
     client_maybe_free(c);
 }
 
-static void poll_close(slot_etcd *c, slot__etcd_poll *p) {
+static void poll_close(slot_etcd *c, slot__etcd_poll *p)
+{
     uv_poll_stop(&p->poll);
     if (p->prev)
         p->prev->next = p->next;
@@ -57,7 +60,8 @@ static void poll_close(slot_etcd *c, slot__etcd_poll *p) {
     uv_close((uv_handle_t *)&p->poll, on_poll_closed);
 }
 
-static void on_timer_closed(uv_handle_t *h) {
+static void on_timer_closed(uv_handle_t *h)
+{
     slot_etcd *c = h->data;
     SLOT_ASSERT(c->open_handles > 0);
     c->open_handles--;
@@ -66,7 +70,8 @@ static void on_timer_closed(uv_handle_t *h) {
 
 /* ---- requests ---- */
 
-void slot__etcd_req_unlink(slot__etcd_req *r) {
+void slot__etcd_req_unlink(slot__etcd_req *r)
+{
     slot_etcd *c = r->c;
     c->ended++;
     if (r->prev)
@@ -80,7 +85,8 @@ void slot__etcd_req_unlink(slot__etcd_req *r) {
     c->inflight--;
 }
 
-void slot__etcd_req_free(slot__etcd_req *r) {
+void slot__etcd_req_free(slot__etcd_req *r)
+{
     if (r->easy)
         curl_easy_cleanup(r->easy);
     free(r->body);
@@ -88,14 +94,16 @@ void slot__etcd_req_free(slot__etcd_req *r) {
     free(r);
 }
 
-void slot__etcd_req_detach(slot__etcd_req *r) {
+void slot__etcd_req_detach(slot__etcd_req *r)
+{
     if (r->attached) {
         curl_multi_remove_handle(r->c->multi, r->easy);
         r->attached = false;
     }
 }
 
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud) {
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
     slot__etcd_req *r = ud;
     size_t n = size * nmemb;
     if (n == 0)
@@ -126,7 +134,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud) {
 }
 
 /* Start (or restart) the attempt on endpoint r->ep. */
-static int req_attach(slot__etcd_req *r) {
+static int req_attach(slot__etcd_req *r)
+{
     slot_etcd *c = r->c;
     char url[SLOT_ETCD_URL_BYTES_MAX];
     snprintf(url, sizeof url, "%s%s", c->eps[r->ep], kind_path[r->kind]);
@@ -140,17 +149,18 @@ static int req_attach(slot__etcd_req *r) {
     return 0;
 }
 
-static int req_setup_easy(slot__etcd_req *r) {
+static int req_setup_easy(slot__etcd_req *r)
+{
     slot_etcd *c = r->c;
     CURL *e = curl_easy_init();
     if (!e)
         return SLOT_ETCD_ENOMEM;
     r->easy = e;
     CURLcode rc = CURLE_OK;
-#define SET(opt, val)                                                                           \
-    do {                                                                                        \
-        if (rc == CURLE_OK)                                                                     \
-            rc = curl_easy_setopt(e, opt, val);                                                 \
+#define SET(opt, val)                           \
+    do {                                        \
+        if (rc == CURLE_OK)                     \
+            rc = curl_easy_setopt(e, opt, val); \
     } while (0)
     SET(CURLOPT_PRIVATE, (void *)r);
     SET(CURLOPT_NOSIGNAL, 1L);
@@ -175,7 +185,8 @@ static int req_setup_easy(slot__etcd_req *r) {
 }
 
 /* Make a request of `kind` with `body` (stolen, may be NULL on ENOMEM). */
-int slot__etcd_req_start(slot_etcd *c, slot__etcd_kind kind, json_t *body, void *cb, void *data, slot__etcd_req **out) {
+int slot__etcd_req_start(slot_etcd *c, slot__etcd_kind kind, json_t *body, void *cb, void *data, slot__etcd_req **out)
+{
     if (!body)
         return SLOT_ETCD_ENOMEM;
     int rc = 0;
@@ -222,7 +233,8 @@ int slot__etcd_req_start(slot_etcd *c, slot__etcd_kind kind, json_t *body, void 
 
 /* Parse the first JSON value of the body (a streaming answer may carry a
  * newline after it). */
-json_t *slot__etcd_body_json(slot__etcd_req *r) {
+json_t *slot__etcd_body_json(slot__etcd_req *r)
+{
     if (!r->resp)
         return NULL;
     json_error_t jerr;
@@ -235,7 +247,8 @@ json_t *slot__etcd_body_json(slot__etcd_req *r) {
 }
 
 /* End a request: unlink, run its callback once, free. */
-static void req_finish(slot__etcd_req *r, int status) {
+static void req_finish(slot__etcd_req *r, int status)
+{
     slot__etcd_req_detach(r);
     slot__etcd_req_unlink(r);
     slot__etcd_deliver(r, status);
@@ -246,7 +259,8 @@ static void req_finish(slot__etcd_req *r, int status) {
 
 /* The outcome of one attempt: 0, or an error; *retry when another endpoint
  * may do better. */
-static int attempt_status(slot__etcd_req *r, CURLcode rc, bool *retry) {
+static int attempt_status(slot__etcd_req *r, CURLcode rc, bool *retry)
+{
     *retry = false;
     switch (rc) {
     case CURLE_OK:
@@ -288,7 +302,8 @@ static int attempt_status(slot__etcd_req *r, CURLcode rc, bool *retry) {
     return SLOT_ETCD_ESERVER;
 }
 
-static void attempt_done(slot__etcd_req *r, CURLcode rc) {
+static void attempt_done(slot__etcd_req *r, CURLcode rc)
+{
     slot_etcd *c = r->c;
     bool retry;
     int status = attempt_status(r, rc, &retry);
@@ -317,7 +332,8 @@ static void attempt_done(slot__etcd_req *r, CURLcode rc) {
         req_finish(r, status);
 }
 
-static void check_done(slot_etcd *c) {
+static void check_done(slot_etcd *c)
+{
     CURLMsg *m;
     int left;
     while (!c->closing && (m = curl_multi_info_read(c->multi, &left))) {
@@ -334,7 +350,8 @@ static void check_done(slot_etcd *c) {
     }
 }
 
-void slot__etcd_teardown(slot_etcd *c) {
+void slot__etcd_teardown(slot_etcd *c)
+{
     SLOT_ASSERT(c->closing && !c->torn_down && c->busy == 0);
     c->torn_down = true;
     /* Each pass ends the head; a cancelled callback may end others (a watch
@@ -357,7 +374,8 @@ void slot__etcd_teardown(slot_etcd *c) {
 }
 
 /* One step of curl on the loop, then what it finished. */
-static void drive(slot_etcd *c, curl_socket_t fd, int flags) {
+static void drive(slot_etcd *c, curl_socket_t fd, int flags)
+{
     SLOT_ASSERT(!c->torn_down);
     c->busy++;
     int running = 0;
@@ -369,7 +387,8 @@ static void drive(slot_etcd *c, curl_socket_t fd, int flags) {
         slot__etcd_teardown(c);
 }
 
-static void on_poll(uv_poll_t *h, int status, int events) {
+static void on_poll(uv_poll_t *h, int status, int events)
+{
     slot__etcd_poll *p = h->data;
     int flags = 0;
     if (status < 0)
@@ -383,11 +402,13 @@ static void on_poll(uv_poll_t *h, int status, int events) {
     drive(p->c, p->fd, flags);
 }
 
-static void on_timer(uv_timer_t *t) {
+static void on_timer(uv_timer_t *t)
+{
     drive(t->data, CURL_SOCKET_TIMEOUT, 0);
 }
 
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp) {
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
     (void)multi;
     slot_etcd *c = userp;
     if (c->torn_down)
@@ -402,7 +423,8 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp) {
     return 0;
 }
 
-static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp) {
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
     (void)easy;
     slot_etcd *c = userp;
     slot__etcd_poll *p = socketp;
@@ -445,17 +467,20 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_FAILED_INIT;
 
-static void curl_init(void) {
+static void curl_init(void)
+{
     /* process-wide, never cleaned up: other users of libcurl may share it */
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-int slot__etcd_curl_init(void) {
+int slot__etcd_curl_init(void)
+{
     pthread_once(&curl_once, curl_init);
     return curl_init_rc == CURLE_OK ? 0 : SLOT_ETCD_ENOMEM;
 }
 
-int slot__etcd_http_open(slot_etcd *c) {
+int slot__etcd_http_open(slot_etcd *c)
+{
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL; /* no 100-continue round trip */
     c->multi = curl_multi_init();

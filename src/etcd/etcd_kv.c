@@ -16,7 +16,8 @@
 /* ---- keys and values: base64 in JSON strings ---- */
 
 /* A heap base64 copy of n bytes as a new JSON string (NULL on ENOMEM). */
-static json_t *b64_json(const void *src, size_t n) {
+static json_t *b64_json(const void *src, size_t n)
+{
     size_t cap = (n + 2) / 3 * 4 + 1;
     char *t = malloc(cap);
     if (!t)
@@ -30,7 +31,8 @@ static json_t *b64_json(const void *src, size_t n) {
 
 /* Decode the base64 JSON string `j` (absent = empty) into a new heap
  * buffer. Returns 0 or EPROTO / ENOMEM. */
-static int b64_from_json(json_t *j, uint8_t **out, size_t *out_len) {
+static int b64_from_json(json_t *j, uint8_t **out, size_t *out_len)
+{
     const char *s = "";
     size_t n = 0;
     if (j) {
@@ -57,7 +59,8 @@ static int b64_from_json(json_t *j, uint8_t **out, size_t *out_len) {
 
 /* An int64 field that etcd writes as a string (or, from other writers, a
  * number); absent means 0, as the gateway leaves zeros out. */
-int slot__etcd_json_i64(json_t *obj, const char *name, int64_t *out) {
+int slot__etcd_json_i64(json_t *obj, const char *name, int64_t *out)
+{
     json_t *v = obj ? json_object_get(obj, name) : NULL;
     *out = 0;
     if (!v)
@@ -78,27 +81,31 @@ int slot__etcd_json_i64(json_t *obj, const char *name, int64_t *out) {
     return 0;
 }
 
-json_t *slot__etcd_json_i64_str(int64_t v) {
+json_t *slot__etcd_json_i64_str(int64_t v)
+{
     char t[24];
     snprintf(t, sizeof t, "%" PRId64, v);
     return json_string(t);
 }
 
-int slot__etcd_header_revision(json_t *root, int64_t *rev) {
+int slot__etcd_header_revision(json_t *root, int64_t *rev)
+{
     json_t *h = json_object_get(root, "header");
     if (h && !json_is_object(h))
         return SLOT_ETCD_EPROTO;
     return slot__etcd_json_i64(h, "revision", rev);
 }
 
-void slot__etcd_kv_free(slot_etcd_kv *kv) {
+void slot__etcd_kv_free(slot_etcd_kv *kv)
+{
     free((void *)kv->key);
     free((void *)kv->value);
     memset(kv, 0, sizeof *kv);
 }
 
 /* Parse one etcd KeyValue object into kv (heap key and value; slot__etcd_kv_free). */
-int slot__etcd_kv_parse(json_t *o, slot_etcd_kv *kv) {
+int slot__etcd_kv_parse(json_t *o, slot_etcd_kv *kv)
+{
     memset(kv, 0, sizeof *kv);
     if (!json_is_object(o))
         return SLOT_ETCD_EPROTO;
@@ -126,20 +133,23 @@ int slot__etcd_kv_parse(json_t *o, slot_etcd_kv *kv) {
 
 /* ---- argument checks ---- */
 
-bool slot__etcd_key_ok(const char *key) {
+bool slot__etcd_key_ok(const char *key)
+{
     if (!key)
         return false;
     size_t n = strnlen(key, SLOT_ETCD_KEY_BYTES_MAX + 1);
     return n >= 1 && n <= SLOT_ETCD_KEY_BYTES_MAX;
 }
 
-static bool value_ok(const void *value, size_t len) {
+static bool value_ok(const void *value, size_t len)
+{
     return len <= SLOT_ETCD_VALUE_BYTES_MAX && (value || len == 0);
 }
 
 /* ---- results by kind ---- */
 
-static void deliver_get(slot__etcd_req *r, int status, json_t *root) {
+static void deliver_get(slot__etcd_req *r, int status, json_t *root)
+{
     slot_etcd_get_result res = {0};
     if (status == 0) {
         status = slot__etcd_header_revision(root, &res.revision);
@@ -157,7 +167,8 @@ static void deliver_get(slot__etcd_req *r, int status, json_t *root) {
     slot__etcd_kv_free(&res.kv);
 }
 
-static void deliver_range(slot__etcd_req *r, int status, json_t *root) {
+static void deliver_range(slot__etcd_req *r, int status, json_t *root)
+{
     slot_etcd_range_result res = {0};
     slot_etcd_kv *kvs = NULL;
     size_t n = 0;
@@ -189,7 +200,8 @@ static void deliver_range(slot__etcd_req *r, int status, json_t *root) {
     free(kvs);
 }
 
-static void deliver_cas(slot__etcd_req *r, int status, json_t *root) {
+static void deliver_cas(slot__etcd_req *r, int status, json_t *root)
+{
     slot_etcd_cas_result res = {0};
     if (status == 0)
         status = slot__etcd_header_revision(root, &res.revision);
@@ -216,7 +228,8 @@ static void deliver_cas(slot__etcd_req *r, int status, json_t *root) {
     slot__etcd_kv_free(&res.current);
 }
 
-static void deliver_write(slot__etcd_req *r, int status, json_t *root) {
+static void deliver_write(slot__etcd_req *r, int status, json_t *root)
+{
     slot_etcd_write_result res = {0};
     if (status == 0)
         status = slot__etcd_header_revision(root, &res.revision);
@@ -227,7 +240,8 @@ static void deliver_write(slot__etcd_req *r, int status, json_t *root) {
     ((slot_etcd_write_cb)r->cb)(r->c, status, &res, r->data);
 }
 
-static void deliver_lease(slot__etcd_req *r, int status, json_t *root) {
+static void deliver_lease(slot__etcd_req *r, int status, json_t *root)
+{
     slot_etcd_lease_result res = {0};
     json_t *o = root;
     if (status == 0 && r->kind == SLOT__ETCD_KEEPALIVE) {
@@ -236,7 +250,7 @@ static void deliver_lease(slot__etcd_req *r, int status, json_t *root) {
         json_t *e = json_object_get(root, "error");
         json_int_t code = json_integer_value(json_object_get(e, "grpc_code"));
         if (!json_is_object(o))
-            status = !json_is_object(e) ? SLOT_ETCD_EPROTO
+            status = !json_is_object(e)        ? SLOT_ETCD_EPROTO
                      : code == 14 || code == 1 ? SLOT_ETCD_EDISCONNECT
                                                : SLOT_ETCD_ESERVER;
     }
@@ -256,7 +270,8 @@ static void deliver_lease(slot__etcd_req *r, int status, json_t *root) {
     ((slot_etcd_lease_cb)r->cb)(r->c, status, &res, r->data);
 }
 
-void slot__etcd_deliver(slot__etcd_req *r, int status) {
+void slot__etcd_deliver(slot__etcd_req *r, int status)
+{
     json_t *root = NULL;
     if (status == 0) {
         root = slot__etcd_body_json(r);
@@ -291,7 +306,8 @@ void slot__etcd_deliver(slot__etcd_req *r, int status) {
 /* ---- requests ---- */
 
 /* A request object with a base64 "key". */
-json_t *slot__etcd_key_body(const char *key) {
+json_t *slot__etcd_key_body(const char *key)
+{
     json_t *b = json_object();
     if (b && json_object_set_new(b, "key", b64_json(key, strlen(key))) != 0) {
         json_decref(b);
@@ -300,7 +316,8 @@ json_t *slot__etcd_key_body(const char *key) {
     return b;
 }
 
-int slot_etcd_get(slot_etcd *c, const char *key, slot_etcd_get_cb cb, void *data) {
+int slot_etcd_get(slot_etcd *c, const char *key, slot_etcd_get_cb cb, void *data)
+{
     if (!c || !cb || !slot__etcd_key_ok(key))
         return SLOT_ETCD_EINVAL;
     return slot__etcd_req_start(c, SLOT__ETCD_GET, slot__etcd_key_body(key), (void *)cb, data, NULL);
@@ -308,7 +325,8 @@ int slot_etcd_get(slot_etcd *c, const char *key, slot_etcd_get_cb cb, void *data
 
 /* The end of a prefix range: the prefix with its last byte below 0xff
  * raised by one, the 0xff bytes after it dropped ("\0" = to the end). */
-json_t *slot__etcd_prefix_end_json(const char *prefix) {
+json_t *slot__etcd_prefix_end_json(const char *prefix)
+{
     size_t n = strlen(prefix);
     char end[SLOT_ETCD_KEY_BYTES_MAX];
     memcpy(end, prefix, n);
@@ -320,7 +338,8 @@ json_t *slot__etcd_prefix_end_json(const char *prefix) {
     return b64_json(end, n);
 }
 
-int slot_etcd_get_prefix(slot_etcd *c, const char *prefix, uint32_t limit, slot_etcd_range_cb cb, void *data) {
+int slot_etcd_get_prefix(slot_etcd *c, const char *prefix, uint32_t limit, slot_etcd_range_cb cb, void *data)
+{
     if (!c || !cb || !slot__etcd_key_ok(prefix) || limit < 1 || limit > SLOT_ETCD_RANGE_LIMIT_MAX)
         return SLOT_ETCD_EINVAL;
     json_t *b = slot__etcd_key_body(prefix);
@@ -333,7 +352,8 @@ int slot_etcd_get_prefix(slot_etcd *c, const char *prefix, uint32_t limit, slot_
 }
 
 /* {"key":..., "value":..., "lease":...} for a put. */
-static json_t *put_body(const char *key, const void *value, size_t value_len, int64_t lease_id) {
+static json_t *put_body(const char *key, const void *value, size_t value_len, int64_t lease_id)
+{
     json_t *b = slot__etcd_key_body(key);
     if (b && json_object_set_new(b, "value", b64_json(value ? value : "", value_len)) != 0) {
         json_decref(b);
@@ -347,7 +367,8 @@ static json_t *put_body(const char *key, const void *value, size_t value_len, in
 }
 
 int slot_etcd_cas(slot_etcd *c, const char *key, int64_t expected_mod_revision, const void *value, size_t value_len,
-                  int64_t lease_id, slot_etcd_cas_cb cb, void *data) {
+                  int64_t lease_id, slot_etcd_cas_cb cb, void *data)
+{
     if (!c || !cb || !slot__etcd_key_ok(key) || expected_mod_revision < 0 || !value_ok(value, value_len) ||
         lease_id < 0)
         return SLOT_ETCD_EINVAL;
@@ -367,10 +388,9 @@ int slot_etcd_cas(slot_etcd *c, const char *key, int64_t expected_mod_revision, 
     }
     json_t *put = put_body(key, value, value_len, lease_id);
     json_t *range = slot__etcd_key_body(key);
-    json_t *b = (cmp && put && range)
-                    ? json_pack("{s:[o], s:[{s:o}], s:[{s:o}]}", "compare", cmp, "success", "request_put", put,
-                                "failure", "request_range", range)
-                    : NULL;
+    json_t *b = (cmp && put && range) ? json_pack("{s:[o], s:[{s:o}], s:[{s:o}]}", "compare", cmp, "success",
+                                                  "request_put", put, "failure", "request_range", range)
+                                      : NULL;
     if (!b) { /* json_pack steals its "o" arguments even when it fails */
         if (!(cmp && put && range)) {
             json_decref(cmp);
@@ -382,19 +402,22 @@ int slot_etcd_cas(slot_etcd *c, const char *key, int64_t expected_mod_revision, 
 }
 
 int slot_etcd_put(slot_etcd *c, const char *key, const void *value, size_t value_len, int64_t lease_id,
-                  slot_etcd_write_cb cb, void *data) {
+                  slot_etcd_write_cb cb, void *data)
+{
     if (!c || !cb || !slot__etcd_key_ok(key) || !value_ok(value, value_len) || lease_id < 0)
         return SLOT_ETCD_EINVAL;
     return slot__etcd_req_start(c, SLOT__ETCD_PUT, put_body(key, value, value_len, lease_id), (void *)cb, data, NULL);
 }
 
-int slot_etcd_del(slot_etcd *c, const char *key, slot_etcd_write_cb cb, void *data) {
+int slot_etcd_del(slot_etcd *c, const char *key, slot_etcd_write_cb cb, void *data)
+{
     if (!c || !cb || !slot__etcd_key_ok(key))
         return SLOT_ETCD_EINVAL;
     return slot__etcd_req_start(c, SLOT__ETCD_DEL, slot__etcd_key_body(key), (void *)cb, data, NULL);
 }
 
-static json_t *lease_body(const char *name, int64_t v) {
+static json_t *lease_body(const char *name, int64_t v)
+{
     json_t *b = json_object();
     if (b && json_object_set_new(b, name, slot__etcd_json_i64_str(v)) != 0) {
         json_decref(b);
@@ -403,13 +426,15 @@ static json_t *lease_body(const char *name, int64_t v) {
     return b;
 }
 
-int slot_etcd_lease_grant(slot_etcd *c, int64_t ttl_s, slot_etcd_lease_cb cb, void *data) {
+int slot_etcd_lease_grant(slot_etcd *c, int64_t ttl_s, slot_etcd_lease_cb cb, void *data)
+{
     if (!c || !cb || ttl_s < 1 || ttl_s > SLOT_ETCD_TTL_S_MAX)
         return SLOT_ETCD_EINVAL;
     return slot__etcd_req_start(c, SLOT__ETCD_GRANT, lease_body("TTL", ttl_s), (void *)cb, data, NULL);
 }
 
-static int lease_req(slot_etcd *c, slot__etcd_kind kind, int64_t lease_id, slot_etcd_lease_cb cb, void *data) {
+static int lease_req(slot_etcd *c, slot__etcd_kind kind, int64_t lease_id, slot_etcd_lease_cb cb, void *data)
+{
     if (!c || !cb || lease_id <= 0)
         return SLOT_ETCD_EINVAL;
     slot__etcd_req *r = NULL;
@@ -419,10 +444,12 @@ static int lease_req(slot_etcd *c, slot__etcd_kind kind, int64_t lease_id, slot_
     return rc;
 }
 
-int slot_etcd_lease_keepalive(slot_etcd *c, int64_t lease_id, slot_etcd_lease_cb cb, void *data) {
+int slot_etcd_lease_keepalive(slot_etcd *c, int64_t lease_id, slot_etcd_lease_cb cb, void *data)
+{
     return lease_req(c, SLOT__ETCD_KEEPALIVE, lease_id, cb, data);
 }
 
-int slot_etcd_lease_revoke(slot_etcd *c, int64_t lease_id, slot_etcd_lease_cb cb, void *data) {
+int slot_etcd_lease_revoke(slot_etcd *c, int64_t lease_id, slot_etcd_lease_cb cb, void *data)
+{
     return lease_req(c, SLOT__ETCD_REVOKE, lease_id, cb, data);
 }

@@ -12,7 +12,8 @@
 
 /* ---- ending ---- */
 
-void slot__etcd_watch_end(slot__etcd_req *r, int status) {
+void slot__etcd_watch_end(slot__etcd_req *r, int status)
+{
     SLOT_ASSERT(r->kind == SLOT__ETCD_WATCH);
     SLOT_ASSERT(!r->ending);
     r->ending = true;
@@ -26,7 +27,8 @@ void slot__etcd_watch_end(slot__etcd_req *r, int status) {
 
 /* Deliver the events of one watch message. Returns 0 to go on, or the
  * status the watch ends with. */
-static int watch_message(slot__etcd_req *r, const char *msg, size_t len) {
+static int watch_message(slot__etcd_req *r, const char *msg, size_t len)
+{
     json_error_t jerr;
     json_t *root = json_loadb(msg, len, 0, &jerr);
     if (!root || !json_is_object(root)) {
@@ -41,7 +43,7 @@ static int watch_message(slot__etcd_req *r, const char *msg, size_t len) {
          * etcd stops: UNAVAILABLE (14) and CANCELED (1) are a lost stream */
         json_t *e = json_object_get(root, "error");
         json_int_t code = json_integer_value(json_object_get(e, "grpc_code"));
-        rc = !json_is_object(e)           ? SLOT_ETCD_EPROTO
+        rc = !json_is_object(e)        ? SLOT_ETCD_EPROTO
              : code == 14 || code == 1 ? SLOT_ETCD_EDISCONNECT
                                        : SLOT_ETCD_ESERVER;
     }
@@ -111,7 +113,8 @@ static int watch_message(slot__etcd_req *r, const char *msg, size_t len) {
  * survives between calls so each byte is looked at once. Returns 1 with
  * [*start, *end) set, 0 when more bytes are needed, EPROTO on junk between
  * messages. */
-static int watch_next(slot__etcd_req *r, size_t *start, size_t *end) {
+static int watch_next(slot__etcd_req *r, size_t *start, size_t *end)
+{
     for (; r->scan_pos < r->resp_len; r->scan_pos++) {
         char ch = r->resp[r->scan_pos];
         if (r->depth == 0) {
@@ -148,7 +151,8 @@ static int watch_next(slot__etcd_req *r, size_t *start, size_t *end) {
     return 0;
 }
 
-static void watch_dispatch(slot__etcd_req *r) {
+static void watch_dispatch(slot__etcd_req *r)
+{
     r->dirty = false;
     r->dispatching = true;
     int rc = 0;
@@ -176,7 +180,8 @@ static void watch_dispatch(slot__etcd_req *r) {
         slot__etcd_watch_end(r, SLOT_ETCD_ECANCELLED);
 }
 
-void slot__etcd_dispatch_watches(slot_etcd *c) {
+void slot__etcd_dispatch_watches(slot_etcd *c)
+{
     /* A callback may end any request, the next one in the list included:
      * then start again from the head. Each watch is dispatched at most once
      * (dispatch clears dirty), so this ends; it costs O(requests) per pass. */
@@ -196,7 +201,8 @@ void slot__etcd_dispatch_watches(slot_etcd *c) {
 /* ---- starting and cancelling ---- */
 
 int slot_etcd_watch_start(slot_etcd *c, const char *key, bool prefix, int64_t start_revision, slot_etcd_event_cb ev_cb,
-                          slot_etcd_watch_end_cb end_cb, void *data, slot_etcd_watch **out) {
+                          slot_etcd_watch_end_cb end_cb, void *data, slot_etcd_watch **out)
+{
     if (!c || !ev_cb || !end_cb || !out || !slot__etcd_key_ok(key) || start_revision < 0)
         return SLOT_ETCD_EINVAL;
     json_t *cr = slot__etcd_key_body(key);
@@ -221,7 +227,8 @@ int slot_etcd_watch_start(slot_etcd *c, const char *key, bool prefix, int64_t st
     return 0;
 }
 
-void slot_etcd_watch_cancel(slot_etcd_watch *w) {
+void slot_etcd_watch_cancel(slot_etcd_watch *w)
+{
     if (!w)
         return;
     slot__etcd_req *r = &w->r;

@@ -26,11 +26,11 @@
 /* Parsing                                                                   */
 /* ------------------------------------------------------------------------ */
 
-#define TRY(expr)                        \
-    do {                                 \
-        slot_err try_err_ = (expr);      \
-        if (try_err_ != SLOT_E_OK)       \
-            return try_err_;             \
+#define TRY(expr)                   \
+    do {                            \
+        slot_err try_err_ = (expr); \
+        if (try_err_ != SLOT_E_OK)  \
+            return try_err_;        \
     } while (0)
 
 /* What the field checks share: the parsed object and where messages go. */
@@ -43,8 +43,7 @@ typedef struct parse_ctx {
 /* Required or optional, for the field getters. */
 enum { OPTIONAL = 0, REQUIRED = 1 };
 
-__attribute__((format(printf, 4, 5)))
-static slot_err fail(char *msg, size_t msglen, slot_err err, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static slot_err fail(char *msg, size_t msglen, slot_err err, const char *fmt, ...)
 {
     if (msg && msglen > 0) {
         va_list ap;
@@ -59,8 +58,8 @@ static slot_err fail(char *msg, size_t msglen, slot_err err, const char *fmt, ..
  * A field is missing or bad: "<key>: must be <spec>", or "<key>: missing;
  * must be <spec>" when absent, so every message names the field.
  */
-__attribute__((format(printf, 4, 5)))
-static slot_err field_fail(const parse_ctx *c, const char *key, const json_t *v, const char *spec_fmt, ...)
+__attribute__((format(printf, 4, 5))) static slot_err field_fail(const parse_ctx *c, const char *key, const json_t *v,
+                                                                 const char *spec_fmt, ...)
 {
     if (c->msg && c->msglen > 0) {
         char spec[96];
@@ -81,14 +80,16 @@ static bool too_deep(json_t *v, int depth)
     if (json_is_object(v)) {
         const char *key;
         json_t *m;
-        json_object_foreach(v, key, m) {
+        json_object_foreach(v, key, m)
+        {
             if ((json_is_object(m) || json_is_array(m)) && too_deep(m, depth + 1))
                 return true;
         }
     } else if (json_is_array(v)) {
         size_t i;
         json_t *m;
-        json_array_foreach(v, i, m) {
+        json_array_foreach(v, i, m)
+        {
             if ((json_is_object(m) || json_is_array(m)) && too_deep(m, depth + 1))
                 return true;
         }
@@ -176,8 +177,7 @@ static slot_err parse_id(const parse_ctx *c, slot_id *id)
         id->kind = SLOT_ID_STR;
         return SLOT_E_OK;
     }
-    return field_fail(c, "id", v, "a string of at most %d bytes or an integer that fits in int64",
-                      SLOT_ID_BYTES_MAX);
+    return field_fail(c, "id", v, "a string of at most %d bytes or an integer that fits in int64", SLOT_ID_BYTES_MAX);
 }
 
 static slot_err parse_op(const parse_ctx *c, slot_op *op)
@@ -194,8 +194,8 @@ static slot_err parse_op(const parse_ctx *c, slot_op *op)
 /* docs/protocol.md, "Names and numbers": the alphabet of event and request names. */
 static bool name_char(unsigned char ch)
 {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-           ch == '_' || ch == ':' || ch == '-';
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+           ch == ':' || ch == '-';
 }
 
 /* User names: any UTF-8 (jansson checked it) except U+0000..U+001F and U+007F. */
@@ -287,8 +287,7 @@ static slot_err get_user(const parse_ctx *c, slot_req *r)
 static slot_err get_hold(const parse_ctx *c, slot_req *r)
 {
     size_t n = 0;
-    TRY(get_string(c, "hold", REQUIRED, SLOT_HOLD_ARG_BYTES_MAX, NULL, "a string of 1..128 bytes", r->hold, &n,
-                   NULL));
+    TRY(get_string(c, "hold", REQUIRED, SLOT_HOLD_ARG_BYTES_MAX, NULL, "a string of 1..128 bytes", r->hold, &n, NULL));
     r->hold_len = (uint8_t)n;
     return SLOT_E_OK;
 }
@@ -491,7 +490,8 @@ static slot_err parse_items(const parse_ctx *c, slot_req *r)
         return field_fail(c, "items", arr, "an array of 1..%d items {\"event\",\"qty\"}", SLOT_CART_ITEMS_MAX);
     size_t i;
     json_t *m;
-    json_array_foreach(arr, i, m) {
+    json_array_foreach(arr, i, m)
+    {
         char key[32];
         snprintf(key, sizeof(key), "items[%zu]", i);
         if (!json_is_object(m))
@@ -663,7 +663,8 @@ slot_err slot_proto_parse(const char *line, size_t len, slot_req *req, char *msg
     return slot_proto_parse_at(line, len, 0, req, msg, msglen);
 }
 
-slot_err slot_proto_parse_at(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg, size_t msglen)
+slot_err slot_proto_parse_at(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg,
+                             size_t msglen)
 {
     memset(req, 0, sizeof(*req));
     if (msg && msglen > 0)

@@ -503,7 +503,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         if (res->err == SLOT_E_FEED_TRUNCATED)
             slot__jw_key_u64(&w, "oldest", res->feed_from);
         if (res->err == SLOT_E_NOT_PRIMARY)
-            put_extra(&w, res->extra); /* {"primary":"H:P"} when known (docs/protocol.md, "Clients following the primary") */
+            put_extra(
+                &w, res->extra); /* {"primary":"H:P"} when known (docs/protocol.md, "Clients following the primary") */
         return finish(&w);
     }
     put_head(&w, &req->id, true);

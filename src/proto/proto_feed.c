@@ -11,8 +11,8 @@
 
 static bool name_char(unsigned char ch)
 {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-           ch == '_' || ch == ':' || ch == '-';
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+           ch == ':' || ch == '-';
 }
 
 static slot_err bad(char *msg, size_t msglen, const char *key, const json_t *v, const char *spec)
@@ -42,8 +42,8 @@ static slot_err get_consumer(json_t *root, slot_req *r, char *msg, size_t msglen
 }
 
 /* An integer in lo..INT64_MAX into *out; `dflt` when absent and optional. */
-static slot_err get_count(json_t *root, const char *key, bool required, int64_t lo, int64_t hi, int64_t *out,
-                          char *msg, size_t msglen)
+static slot_err get_count(json_t *root, const char *key, bool required, int64_t lo, int64_t hi, int64_t *out, char *msg,
+                          size_t msglen)
 {
     json_t *v = json_object_get(root, key);
     if (!v && !required)

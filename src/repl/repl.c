@@ -221,8 +221,7 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
     (void)status; /* the linger timer or the peer's EOF closes the handles */
 }
 
-void slot__repl_end(slot__repl_conn *c, slot_repl_reason reason, bool refuse, bool by_peer,
-                    const char *fmt, ...)
+void slot__repl_end(slot__repl_conn *c, slot_repl_reason reason, bool refuse, bool by_peer, const char *fmt, ...)
 {
     if (c->state == SLOT__REPL_CLOSING)
         return;
@@ -239,7 +238,9 @@ void slot__repl_end(slot__repl_conn *c, slot_repl_reason reason, bool refuse, bo
     if (!c->reported) {
         c->reported = true;
         slot__repl_log(r, "repl: %s %s %s (node %s): %s: %s",
-                       by_peer ? "refused by" : refuse ? "refused" : "lost",
+                       by_peer  ? "refused by"
+                       : refuse ? "refused"
+                                : "lost",
                        c->inbound ? "inbound" : "outbound", c->addr, c->node[0] ? c->node : "?",
                        slot_repl_reason_name(reason), text);
         if (r->opts.cbs.on_close) {
@@ -299,8 +300,8 @@ static bool frame_begin(slot__repl_conn *c)
         if (c->state == SLOT__REPL_READY)
             slot__repl_end(c, SLOT_REPL_R_TOO_BIG, true, false, "a frame of %u bytes, at most %zu", blen, max);
         else
-            slot__repl_end(c, SLOT_REPL_R_PROTOCOL, true, false,
-                           "a first frame of %u bytes: not a replication hello", blen);
+            slot__repl_end(c, SLOT_REPL_R_PROTOCOL, true, false, "a first frame of %u bytes: not a replication hello",
+                           blen);
         return false;
     }
     if (c->body_cap < blen) {
@@ -540,12 +541,12 @@ static void endpoint_handle_closed(uv_handle_t *h)
 /* Options: 0 picks the default; anything else must be in range. */
 static int fill_opts(slot_repl_opts *o)
 {
-#define SLOT__REPL_OPT(field, def, lo, hi)                                                 \
-    do {                                                                                   \
-        if (o->field == 0)                                                                 \
-            o->field = (def);                                                              \
-        else if (o->field < (lo) || o->field > (hi))                                       \
-            return -EINVAL;                                                                \
+#define SLOT__REPL_OPT(field, def, lo, hi)           \
+    do {                                             \
+        if (o->field == 0)                           \
+            o->field = (def);                        \
+        else if (o->field < (lo) || o->field > (hi)) \
+            return -EINVAL;                          \
     } while (0)
     SLOT__REPL_OPT(inflight_records_max, SLOT_REPL_INFLIGHT_RECORDS_DEFAULT, 1, SLOT_REPL_INFLIGHT_RECORDS_MAX);
     SLOT__REPL_OPT(inflight_bytes_max, SLOT_REPL_INFLIGHT_BYTES_DEFAULT, SLOT_REPL_INFLIGHT_BYTES_MIN,
@@ -564,8 +565,8 @@ int slot_repl_new(uv_loop_t *loop, const slot_repl_opts *opts, slot_repl **out)
 {
     *out = NULL;
     if (!loop || !opts || !opts->cluster || !opts->node_id || !slot__repl_name_ok(opts->cluster) ||
-        !slot__repl_name_ok(opts->node_id) || !opts->secret ||
-        opts->secret_bytes < SLOT_REPL_SECRET_BYTES_MIN || opts->secret_bytes > SLOT_REPL_SECRET_BYTES_MAX)
+        !slot__repl_name_ok(opts->node_id) || !opts->secret || opts->secret_bytes < SLOT_REPL_SECRET_BYTES_MIN ||
+        opts->secret_bytes > SLOT_REPL_SECRET_BYTES_MAX)
         return -EINVAL;
     slot_repl_opts o = *opts;
     if (fill_opts(&o) != 0)

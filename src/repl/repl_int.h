@@ -16,13 +16,13 @@
 
 /* Connection states. Outbound: CONNECTING -> HELLO_SENT -> AUTH_SENT -> READY;
  * inbound: ACCEPTED -> CHALLENGED -> READY; any -> CLOSING (once). */
-#define SLOT_REPL_STATE_MAP(X)                                                             \
-    X(CONNECTING, "connecting")                                                            \
-    X(HELLO_SENT, "hello_sent")                                                            \
-    X(AUTH_SENT, "auth_sent")                                                              \
-    X(ACCEPTED, "accepted")                                                                \
-    X(CHALLENGED, "challenged")                                                            \
-    X(READY, "ready")                                                                      \
+#define SLOT_REPL_STATE_MAP(X)  \
+    X(CONNECTING, "connecting") \
+    X(HELLO_SENT, "hello_sent") \
+    X(AUTH_SENT, "auth_sent")   \
+    X(ACCEPTED, "accepted")     \
+    X(CHALLENGED, "challenged") \
+    X(READY, "ready")           \
     X(CLOSING, "closing")
 
 typedef enum {
@@ -55,15 +55,15 @@ typedef struct slot__repl_sent {
 typedef struct slot__repl_conn slot__repl_conn;
 struct slot__repl_conn {
     uv_tcp_t tcp;
-    uv_timer_t timer;           /* handshake timeout, then the linger after a refusal */
+    uv_timer_t timer; /* handshake timeout, then the linger after a refusal */
     uv_connect_t creq;
     uv_shutdown_t sreq;
     slot_repl *r;
     slot__repl_conn *prev, *next;
-    int handles;                /* handles not yet closed; freed at 0 */
+    int handles; /* handles not yet closed; freed at 0 */
     bool inbound;
-    bool tcp_open;              /* tcp initialized (and must be closed) */
-    bool reported;              /* on_close called (or suppressed) */
+    bool tcp_open; /* tcp initialized (and must be closed) */
+    bool reported; /* on_close called (or suppressed) */
     bool reading;
     slot__repl_state state;
     char node[SLOT_REPL_NAME_BYTES_MAX + 1]; /* dialled id (outbound); the hello's (inbound) */
@@ -76,22 +76,22 @@ struct slot__repl_conn {
     /* reading */
     uint8_t hdr[SLOT_REPL_FRAME_HEADER_BYTES];
     size_t hdr_len;
-    uint8_t *body;              /* the current frame's body (type + payload) */
+    uint8_t *body; /* the current frame's body (type + payload) */
     size_t body_len, body_need, body_cap;
-    uint8_t *chunk;             /* SLOT_REPL_READ_CHUNK_BYTES */
-    uint64_t last_heard_ms;     /* loop time of the last frame from the peer */
+    uint8_t *chunk;         /* SLOT_REPL_READ_CHUNK_BYTES */
+    uint64_t last_heard_ms; /* loop time of the last frame from the peer */
     /* outbound: the window */
-    slot__repl_sent *ring;      /* inflight_records_max entries */
+    slot__repl_sent *ring; /* inflight_records_max entries */
     uint32_t ring_head, ring_count;
     uint64_t inflight_bytes;
     uint64_t last_sent_seq, last_acked_seq;
     /* inbound: the primary's stream */
-    uint64_t delivered_seq;     /* the last record the owner took on this stream */
-    uint64_t ack_floor;         /* the log's last when the stream began */
-    uint64_t acked_seq;         /* the last ACK sent on this stream (0: none) */
+    uint64_t delivered_seq; /* the last record the owner took on this stream */
+    uint64_t ack_floor;     /* the log's last when the stream began */
+    uint64_t acked_seq;     /* the last ACK sent on this stream (0: none) */
     /* inbound: a snapshot being received (repl_snap.c) */
     uint64_t snap_seq, snap_tenure, snap_total, snap_next; /* snap_next: the next offset expected */
-    bool snap_whole;            /* every byte of snap_total came */
+    bool snap_whole;                                       /* every byte of snap_total came */
 };
 
 struct slot_repl {
@@ -100,21 +100,21 @@ struct slot_repl {
     uv_timer_t heartbeat;
     bool listening;
     bool freeing;
-    int handles;                /* the endpoint's own open handles */
-    slot_repl_opts opts;        /* names and secret point into the fields below */
+    int handles;         /* the endpoint's own open handles */
+    slot_repl_opts opts; /* names and secret point into the fields below */
     char cluster[SLOT_REPL_NAME_BYTES_MAX + 1];
     char node[SLOT_REPL_NAME_BYTES_MAX + 1];
     uint8_t secret[SLOT_REPL_SECRET_BYTES_MAX];
     slot__repl_conn *conns;
-    uint32_t handshakes;        /* inbound connections before READY */
+    uint32_t handshakes; /* inbound connections before READY */
     /* the configuration and the log, as the owner set them */
     uint64_t epoch, tenure;
     char primary[SLOT_REPL_NAME_BYTES_MAX + 1];
     uint64_t last_tenure, last_seq;
-    uint64_t commit_seq;        /* primary side: what heartbeats carry */
-    uint64_t seen_commit_seq;   /* replica side: the highest commit point reported */
-    uint64_t last_heard_ms;     /* replica side: silence detector */
-    slot__repl_conn *stream;    /* replica side: the accepted primary stream, or NULL */
+    uint64_t commit_seq;      /* primary side: what heartbeats carry */
+    uint64_t seen_commit_seq; /* replica side: the highest commit point reported */
+    uint64_t last_heard_ms;   /* replica side: silence detector */
+    slot__repl_conn *stream;  /* replica side: the accepted primary stream, or NULL */
 };
 
 /* ---- repl_wire.c */
@@ -129,9 +129,8 @@ size_t slot__repl_hello_encode(const slot__repl_hello *h, uint8_t *out);
 /* Parses a payload; returns 0 or -EPROTO (text in err, err_bytes). */
 int slot__repl_hello_parse(const uint8_t *p, size_t len, slot__repl_hello *h, char *err, size_t err_bytes);
 /* HMAC-SHA256 over label and the two hello payloads (slot/repl.h, AUTH). */
-int slot__repl_mac(const uint8_t *key, size_t key_len, const char *label, const uint8_t *hello,
-                   size_t hello_len, const uint8_t *chal, size_t chal_len,
-                   uint8_t out[SLOT_REPL_MAC_BYTES]);
+int slot__repl_mac(const uint8_t *key, size_t key_len, const char *label, const uint8_t *hello, size_t hello_len,
+                   const uint8_t *chal, size_t chal_len, uint8_t out[SLOT_REPL_MAC_BYTES]);
 bool slot__repl_mac_equal(const uint8_t *a, const uint8_t *b);
 int slot__repl_random(uint8_t *out, size_t len);
 
@@ -144,8 +143,8 @@ void slot__repl_buf_unref(slot__repl_buf *b);
 /* Ends c for reason: log it, tell on_close (unless told already), send
  * REFUSE when refuse is true, then shut down, linger and close. Safe to call
  * again (later calls do nothing). */
-void slot__repl_end(slot__repl_conn *c, slot_repl_reason reason, bool refuse, bool by_peer,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void slot__repl_end(slot__repl_conn *c, slot_repl_reason reason, bool refuse, bool by_peer, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 void slot__repl_log(slot_repl *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void slot__repl_set_state(slot__repl_conn *c, slot__repl_state to);
 

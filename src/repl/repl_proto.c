@@ -52,7 +52,7 @@ static void report_ready(slot__repl_conn *c)
     slot_repl *r = c->r;
     if (!r->opts.cbs.on_ready)
         return;
-    slot_repl_peer p = {c->peer.node, c->addr, c->inbound, c->peer.epoch, c->peer.tenure,
+    slot_repl_peer p = {c->peer.node,        c->addr,          c->inbound,     c->peer.epoch, c->peer.tenure,
                         c->peer.last_tenure, c->peer.last_seq, c->peer.time_ms};
     r->opts.cbs.on_ready(r->opts.cbs.ctx, &p);
 }
@@ -83,8 +83,7 @@ static int expected_mac(slot__repl_conn *c, const char *label, uint8_t mac[SLOT_
     size_t hello_len = c->inbound ? c->peer_hello_len : c->my_hello_len;
     const uint8_t *chal = c->inbound ? c->my_hello : c->peer_hello;
     size_t chal_len = c->inbound ? c->my_hello_len : c->peer_hello_len;
-    return slot__repl_mac(c->r->secret, c->r->opts.secret_bytes, label, hello, hello_len, chal,
-                          chal_len, mac);
+    return slot__repl_mac(c->r->secret, c->r->opts.secret_bytes, label, hello, hello_len, chal, chal_len, mac);
 }
 
 /* Replica side: is c's sender the primary of the configuration, with a
@@ -100,9 +99,8 @@ bool slot__repl_sender_ok(slot__repl_conn *c)
     }
     if (c->peer.tenure < r->tenure) {
         slot__repl_end(c, SLOT_REPL_R_STALE_TENURE, true, false,
-                       "tenure %llu, below the configuration's %llu (epoch %llu)",
-                       (unsigned long long)c->peer.tenure, (unsigned long long)r->tenure,
-                       (unsigned long long)r->epoch);
+                       "tenure %llu, below the configuration's %llu (epoch %llu)", (unsigned long long)c->peer.tenure,
+                       (unsigned long long)r->tenure, (unsigned long long)r->epoch);
         return false;
     }
     return true;
@@ -217,8 +215,7 @@ static void on_record(slot__repl_conn *c, const uint8_t *p, size_t len)
     slot_wset_rec d;
     int rc = slot_wset_decode(p, len, &d);
     if (rc != 0 || d.record_bytes != len) {
-        slot__repl_end(c, SLOT_REPL_R_CORRUPT, true, false, "%s",
-                       rc ? slot_strerror(rc) : "bytes after the record");
+        slot__repl_end(c, SLOT_REPL_R_CORRUPT, true, false, "%s", rc ? slot_strerror(rc) : "bytes after the record");
         return;
     }
     if (d.hdr.epoch > c->peer.tenure) {
@@ -228,15 +225,15 @@ static void on_record(slot__repl_conn *c, const uint8_t *p, size_t len)
         return;
     }
     if (d.hdr.seq != r->last_seq + 1) {
-        slot__repl_end(c, SLOT_REPL_R_GAP, true, false, "record %llu, expected %llu",
-                       (unsigned long long)d.hdr.seq, (unsigned long long)r->last_seq + 1);
+        slot__repl_end(c, SLOT_REPL_R_GAP, true, false, "record %llu, expected %llu", (unsigned long long)d.hdr.seq,
+                       (unsigned long long)r->last_seq + 1);
         return;
     }
     if (d.hdr.prev_epoch != r->last_tenure) {
         slot__repl_end(c, SLOT_REPL_R_BAD_PREV, true, false,
-                       "record %llu has prev_epoch %llu, record %llu has tenure %llu",
-                       (unsigned long long)d.hdr.seq, (unsigned long long)d.hdr.prev_epoch,
-                       (unsigned long long)r->last_seq, (unsigned long long)r->last_tenure);
+                       "record %llu has prev_epoch %llu, record %llu has tenure %llu", (unsigned long long)d.hdr.seq,
+                       (unsigned long long)d.hdr.prev_epoch, (unsigned long long)r->last_seq,
+                       (unsigned long long)r->last_tenure);
         return;
     }
     SLOT_ASSERT(d.hdr.seq >= 1 && d.hdr.prev_epoch <= d.hdr.epoch && d.hdr.commit_seq <= d.hdr.seq);
@@ -253,8 +250,8 @@ static void on_record(slot__repl_conn *c, const uint8_t *p, size_t len)
         r->last_tenure = old_tenure;
         r->last_seq = old_seq;
         c->delivered_seq = old_delivered;
-        slot__repl_end(c, SLOT_REPL_R_STORAGE, true, false, "record %llu not taken (%d)",
-                       (unsigned long long)d.hdr.seq, rc);
+        slot__repl_end(c, SLOT_REPL_R_STORAGE, true, false, "record %llu not taken (%d)", (unsigned long long)d.hdr.seq,
+                       rc);
         return;
     }
     if (c->state == SLOT__REPL_READY)
@@ -423,8 +420,7 @@ void slot__repl_heartbeat(slot_repl *r)
     for (slot__repl_conn *c = r->conns; c; c = c->next) {
         /* A queue that has not drained means the peer is not reading; the
          * records queued carry the commit point, and nothing piles up. */
-        if (c->inbound || c->state != SLOT__REPL_READY ||
-            uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) != 0)
+        if (c->inbound || c->state != SLOT__REPL_READY || uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) != 0)
             continue;
         int rc = slot__repl_write(c, SLOT_REPL_F_HEARTBEAT, p, sizeof(p));
         if (rc < 0)

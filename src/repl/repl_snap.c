@@ -17,8 +17,8 @@
 int slot_repl_send_snap(slot_repl *r, const char *node_id, uint64_t seq, uint64_t tenure, uint64_t offset,
                         uint64_t total, const uint8_t *data, size_t n)
 {
-    if (!node_id || seq == 0 || n > SLOT_REPL_SNAP_CHUNK_BYTES || total > SLOT_REPL_SNAP_BYTES_MAX ||
-        offset > total || n > total - offset || (n && !data))
+    if (!node_id || seq == 0 || n > SLOT_REPL_SNAP_CHUNK_BYTES || total > SLOT_REPL_SNAP_BYTES_MAX || offset > total ||
+        n > total - offset || (n && !data))
         return -EINVAL;
     slot__repl_conn *c = r->conns;
     while (c && (c->inbound || c->state != SLOT__REPL_READY || strcmp(c->node, node_id) != 0))

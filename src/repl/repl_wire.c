@@ -19,8 +19,8 @@
 const char *slot_repl_reason_name(int reason)
 {
     switch (reason) {
-#define SLOT__REPL_REASON_NAME(name, code, wire, msg)                                      \
-    case code:                                                                             \
+#define SLOT__REPL_REASON_NAME(name, code, wire, msg) \
+    case code:                                        \
         return wire;
         SLOT_REPL_REASON_MAP(SLOT__REPL_REASON_NAME)
 #undef SLOT__REPL_REASON_NAME
@@ -37,8 +37,8 @@ bool slot__repl_name_ok(const char *s)
         return false;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                  ch == '.' || ch == '_' || ch == ':' || ch == '-';
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                  ch == '_' || ch == ':' || ch == '-';
         if (!ok)
             return false;
     }
@@ -119,8 +119,8 @@ int slot__repl_hello_parse(const uint8_t *p, size_t len, slot__repl_hello *h, ch
     }
     unsigned version = p[4] | (unsigned)p[5] << 8, flags = p[6] | (unsigned)p[7] << 8;
     if (version != SLOT_REPL_VERSION || flags != 0) {
-        snprintf(err, err_bytes, "hello version %u flags %u, want version %d flags 0", version,
-                 flags, SLOT_REPL_VERSION);
+        snprintf(err, err_bytes, "hello version %u flags %u, want version %d flags 0", version, flags,
+                 SLOT_REPL_VERSION);
         return -EPROTO;
     }
     memcpy(h->nonce, p + 8, SLOT_REPL_NONCE_BYTES);
@@ -137,9 +137,8 @@ int slot__repl_hello_parse(const uint8_t *p, size_t len, slot__repl_hello *h, ch
     return 0;
 }
 
-int slot__repl_mac(const uint8_t *key, size_t key_len, const char *label, const uint8_t *hello,
-                   size_t hello_len, const uint8_t *chal, size_t chal_len,
-                   uint8_t out[SLOT_REPL_MAC_BYTES])
+int slot__repl_mac(const uint8_t *key, size_t key_len, const char *label, const uint8_t *hello, size_t hello_len,
+                   const uint8_t *chal, size_t chal_len, uint8_t out[SLOT_REPL_MAC_BYTES])
 {
     uint8_t msg[64 + 8 + 2 * SLOT_REPL_HELLO_BYTES_MAX];
     size_t ll = strlen(label);
@@ -199,8 +198,8 @@ int slot_repl_secret_load(const char *path, slot_repl_secret *out, char *err, si
     }
     if ((st.st_mode & 077) != 0) {
         close(fd);
-        snprintf(err, err_bytes, "--cluster-secret-file %s: open to group or others (mode %03o); chmod 600 it",
-                 path, (unsigned)(st.st_mode & 0777));
+        snprintf(err, err_bytes, "--cluster-secret-file %s: open to group or others (mode %03o); chmod 600 it", path,
+                 (unsigned)(st.st_mode & 0777));
         return -EPERM;
     }
     /* Room for the longest secret plus trailing white space; a file that

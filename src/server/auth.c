@@ -54,7 +54,8 @@ slot__auth_verdict slot__authorize(server *s, conn *c, entry *e)
     if (s->auth.ntokens == 0)
         return SLOT__AUTH_OK; /* development mode: loopback only, every connection admin */
     if (e->req.op == SLOT_OP_HELLO) {
-        slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? slot__token_role(s, e->req.token, e->req.token_len) : SLOT_ROLE_NONE;
+        slot_role role = (e->req.has & SLOT_HAS_TOKEN) ? slot__token_role(s, e->req.token, e->req.token_len)
+                                                       : SLOT_ROLE_NONE;
         if (role == SLOT_ROLE_NONE) {
             c->role = SLOT_ROLE_NONE;
             slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "invalid token");
@@ -112,15 +113,16 @@ int slot__tokens_load(server *s, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        slot__log(SLOT__LOG_ERROR, "--token-file cannot be read", SLOT__LF_S("path", path), SLOT__LF_S("error", strerror(errno)));
+        slot__log(SLOT__LOG_ERROR, "--token-file cannot be read", SLOT__LF_S("path", path),
+                  SLOT__LF_S("error", strerror(errno)));
         return -1;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || (st.st_mode & 077) != 0) {
         char mode[8];
         snprintf(mode, sizeof mode, "%03o", (unsigned)(st.st_mode & 0777));
-        slot__log(SLOT__LOG_ERROR, "--token-file is readable by group or others; chmod 600 it", SLOT__LF_S("path", path),
-                  SLOT__LF_S("mode", mode));
+        slot__log(SLOT__LOG_ERROR, "--token-file is readable by group or others; chmod 600 it",
+                  SLOT__LF_S("path", path), SLOT__LF_S("mode", mode));
         fclose(f);
         return -1;
     }
@@ -141,8 +143,10 @@ int slot__tokens_load(server *s, const char *path)
             /* the line itself is not shown: it may hold a token */
             slot__log(SLOT__LOG_ERROR,
                       "--token-file: want \"frontend TOKEN\", \"worker TOKEN\" or \"admin TOKEN\" lines",
-                      SLOT__LF_S("path", path), SLOT__LF_I("line", lineno), SLOT__LF_U("token_bytes_max", SLOT_TOKEN_BYTES_MAX),
-                      SLOT__LF_U("line_bytes_max", SLOT_TOKEN_LINE_BYTES_MAX), SLOT__LF_U("lines_max", SLOT_TOKENS_MAX));
+                      SLOT__LF_S("path", path), SLOT__LF_I("line", lineno),
+                      SLOT__LF_U("token_bytes_max", SLOT_TOKEN_BYTES_MAX),
+                      SLOT__LF_U("line_bytes_max", SLOT_TOKEN_LINE_BYTES_MAX),
+                      SLOT__LF_U("lines_max", SLOT_TOKENS_MAX));
             rc = -1;
             break;
         }

@@ -218,13 +218,14 @@ static void batch_run(server *s)
             return;
         }
         if (disk_full(s, rc)) {
-            slot__log(SLOT__LOG_ERROR, "storage full: the disk is full; answered storage_full", SLOT__LF_S("reason", "disk"),
-                      SLOT__LF_S("error", strerror(rc)), SLOT__LF_U("requests", s->batch.n));
+            slot__log(SLOT__LOG_ERROR, "storage full: the disk is full; answered storage_full",
+                      SLOT__LF_S("reason", "disk"), SLOT__LF_S("error", strerror(rc)),
+                      SLOT__LF_U("requests", s->batch.n));
             batch_fail(s, SLOT_E_STORAGE_FULL, "the disk is full; nothing was changed");
             return;
         }
-        slot__log(SLOT__LOG_ERROR, "write transaction failed; answered internal", SLOT__LF_S("error", slot_strerror(rc)),
-                  SLOT__LF_U("requests", s->batch.n));
+        slot__log(SLOT__LOG_ERROR, "write transaction failed; answered internal",
+                  SLOT__LF_S("error", slot_strerror(rc)), SLOT__LF_U("requests", s->batch.n));
         batch_fail(s, SLOT_E_INTERNAL, "storage error; nothing was changed");
         return;
     }
@@ -357,8 +358,8 @@ void slot__batch_finish(server *s, slot_err err, const char *why)
         }
         if (e->sweep) {
             s->sweep_pending = false;
-            sweep_again = e->res.err == SLOT_E_OK && (e->res.expired >= SLOT_SWEEP_BATCH_MAX ||
-                                                      e->res.feed_trimmed >= SLOT_FEED_TRIM_BATCH_MAX);
+            sweep_again = e->res.err == SLOT_E_OK &&
+                          (e->res.expired >= SLOT_SWEEP_BATCH_MAX || e->res.feed_trimmed >= SLOT_FEED_TRIM_BATCH_MAX);
             slot__entry_put(s, e);
             continue;
         }

@@ -44,7 +44,8 @@ bool slot__conn_state_ok(conn_state from, conn_state to)
 static void conn_set_state(conn *c, conn_state to)
 {
     if (!slot__conn_state_ok(c->state, to)) {
-        fprintf(stderr, "slotd: connection state %s -> %s\n", slot__conn_state_name(c->state), slot__conn_state_name(to));
+        fprintf(stderr, "slotd: connection state %s -> %s\n", slot__conn_state_name(c->state),
+                slot__conn_state_name(to));
         SLOT_ASSERT(slot__conn_state_ok(c->state, to));
     }
     c->state = to;
@@ -216,8 +217,8 @@ bool slot__conn_encode(conn *c, const entry *e)
         char *dst = c->out ? c->out + c->out_len : NULL; /* no arithmetic on a NULL buffer */
         size_t room = c->out_cap - c->out_len;
         size_t n = e->parsed ? slot_proto_encode(&e->req, &e->res, dst, room)
-                             : slot_proto_encode_error(&e->req.id, e->res.err, e->res.message[0] ? e->res.message : NULL,
-                                                       dst, room);
+                             : slot_proto_encode_error(&e->req.id, e->res.err,
+                                                       e->res.message[0] ? e->res.message : NULL, dst, room);
         if (n < room) {
             c->out_len += n;
             return true;

@@ -183,7 +183,8 @@ void slot__feed_fill(conn *c)
         rc = 0;
     if (f.oom || rc != 0) {
         slot__log(SLOT__LOG_ERROR, "feed push failed: closing the consumer's connection",
-                  SLOT__LF_S("consumer", sub->consumer), SLOT__LF_S("error", f.oom ? "out of memory" : mdb_strerror(rc)));
+                  SLOT__LF_S("consumer", sub->consumer),
+                  SLOT__LF_S("error", f.oom ? "out of memory" : mdb_strerror(rc)));
         slot__conn_close(c);
     }
 }

@@ -21,8 +21,8 @@ typedef struct slot__feed_sub {
     struct slot__feed_sub *prev, *next; /* s->subs */
     uint8_t consumer_len;
     char consumer[SLOT_CONSUMER_BYTES_MAX + 1];
-    uint64_t next_seq;  /* the next entry to push */
-    uint64_t base;      /* the window counts from here: the later of the last ack and from - 1 */
+    uint64_t next_seq; /* the next entry to push */
+    uint64_t base;     /* the window counts from here: the later of the last ack and from - 1 */
     uint32_t window;
 } slot__feed_sub;
 

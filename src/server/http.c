@@ -59,11 +59,11 @@ typedef struct slot__http {
     struct MHD_Daemon *d;
     uv_poll_t poll;
     uv_timer_t timer;
-    bool handles;    /* poll and timer are initialized (closed by the loop's walk) */
+    bool handles; /* poll and timer are initialized (closed by the loop's walk) */
     bool quiesced;
-    uint32_t live;   /* hreqs not yet freed */
-    uint32_t nconns; /* open HTTP connections (MHD_OPTION_NOTIFY_CONNECTION) */
-    bool at_limit;   /* refusing connections at --max-connections (logged once) */
+    uint32_t live;           /* hreqs not yet freed */
+    uint32_t nconns;         /* open HTTP connections (MHD_OPTION_NOTIFY_CONNECTION) */
+    bool at_limit;           /* refusing connections at --max-connections (logged once) */
     struct slot__hreq *pool; /* free request states, linked by c.next */
     uint32_t npool;
 } slot__http;
@@ -72,23 +72,22 @@ typedef struct slot__http {
 typedef enum hreq_kind { HR_OP, HR_EVENT, HR_HEALTH, HR_PRIMARY, HR_METRICS } hreq_kind;
 
 /* The fields below `kind` are zeroed for each request; the buffers are kept. */
-
 typedef struct slot__hreq {
-    conn c;                    /* the stand-in: c.http == this; c.head is the request's entry */
+    conn c; /* the stand-in: c.http == this; c.head is the request's entry */
     slot__http *h;
     struct MHD_Connection *mc;
-    char *body;                /* the body so far (GET /v1/events/E: {"event":E}) */
+    char *body; /* the body so far (GET /v1/events/E: {"event":E}) */
     size_t body_cap;
-    char *line;                /* the request line made of it */
+    char *line; /* the request line made of it */
     size_t line_cap;
-    hreq_kind kind;            /* HR_OP, HR_EVENT: an entry; HR_HEALTH..: none */
+    hreq_kind kind; /* HR_OP, HR_EVENT: an entry; HR_HEALTH..: none */
     size_t body_len;
-    bool suspended;            /* waiting for its batch (or its read's turn) */
-    bool too_long;             /* the body passed --max-line: 413 */
-    bool head_too_long;        /* the head passed SLOT_HTTP_HEAD_BYTES_MAX: 431 */
-    size_t dropped_bytes;      /* of a body past --max-line, read and dropped */
-    bool answered;             /* c.out holds the reply; err is its code */
-    bool queued;               /* the reply was handed to libmicrohttpd */
+    bool suspended;       /* waiting for its batch (or its read's turn) */
+    bool too_long;        /* the body passed --max-line: 413 */
+    bool head_too_long;   /* the head passed SLOT_HTTP_HEAD_BYTES_MAX: 431 */
+    size_t dropped_bytes; /* of a body past --max-line, read and dropped */
+    bool answered;        /* c.out holds the reply; err is its code */
+    bool queued;          /* the reply was handed to libmicrohttpd */
     slot_err err;
     char op[SLOT_HTTP_OP_BYTES_MAX + 1];
 } hreq;
@@ -508,7 +507,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         if (r->too_long)
             r->dropped_bytes += *upload_size;
         *upload_size = 0;
-        return r->dropped_bytes > 2 * (size_t)h->s->opts.line_bytes_max + SLOT_HTTP_CONN_MEMORY_BYTES ? MHD_NO : MHD_YES;
+        return r->dropped_bytes > 2 * (size_t)h->s->opts.line_bytes_max + SLOT_HTTP_CONN_MEMORY_BYTES ? MHD_NO
+                                                                                                      : MHD_YES;
     }
     if (r->kind != HR_OP && r->kind != HR_EVENT) {
         r->queued = true;
@@ -554,7 +554,8 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
     return MHD_NO;
 }
 
-static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx, enum MHD_ConnectionNotificationCode what)
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode what)
 {
     slot__http *h = cls;
     (void)mc;
@@ -620,12 +621,12 @@ int slot__http_start(server *s, const struct sockaddr *sa)
     if (o->idle_timeout_ms && o->idle_timeout_ms < to_ms)
         to_ms = o->idle_timeout_ms;
     unsigned to_s = (to_ms + 999) / 1000;
-    h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->conns_max + 64u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, to_s ? to_s : 1u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                            (size_t)SLOT_HTTP_CONN_MEMORY_BYTES, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-                            (unsigned)SLOT_LISTEN_BACKLOG, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
+    h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request,
+                            h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_SOCK_ADDR, sa,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->conns_max + 64u, MHD_OPTION_CONNECTION_TIMEOUT,
+                            to_s ? to_s : 1u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SLOT_HTTP_CONN_MEMORY_BYTES,
+                            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)SLOT_LISTEN_BACKLOG, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
     if (!h->d) {
         slot__log(SLOT__LOG_ERROR, "--http: libmicrohttpd could not listen there (the address may be taken)",
                   SLOT__LF_S("host", o->http_host), SLOT__LF_U("port", o->http_port));

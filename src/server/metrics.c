@@ -23,7 +23,6 @@
 /* ---- the output buffer: grows by doubling; after a failed allocation it
  * only records that (oom) and the text is given up. */
 
-
 typedef struct mbuf {
     char *p;
     size_t len, cap;
@@ -118,31 +117,29 @@ static void labelled_u64(mbuf *b, const char *name, const char *key, const char 
 /* ---- histograms: slot_hist's slots summed at fixed bounds (slot/hist.h) */
 
 typedef struct bucket {
-    uint64_t bound;    /* in the histogram's unit */
-    const char *le;    /* the bound in the metric's unit, as text */
+    uint64_t bound; /* in the histogram's unit */
+    const char *le; /* the bound in the metric's unit, as text */
 } bucket;
 
 /* Request latency, in microseconds; le in seconds. */
 static const bucket latency_buckets[] = {
-    {50, "0.00005"},   {100, "0.0001"},  {250, "0.00025"}, {500, "0.0005"},     {1000, "0.001"},
-    {2500, "0.0025"},  {5000, "0.005"},  {10000, "0.01"},  {25000, "0.025"},    {50000, "0.05"},
-    {100000, "0.1"},   {250000, "0.25"}, {500000, "0.5"},  {1000000, "1"},      {2500000, "2.5"},
-    {5000000, "5"},    {10000000, "10"},
+    {50, "0.00005"}, {100, "0.0001"}, {250, "0.00025"}, {500, "0.0005"}, {1000, "0.001"},  {2500, "0.0025"},
+    {5000, "0.005"}, {10000, "0.01"}, {25000, "0.025"}, {50000, "0.05"}, {100000, "0.1"},  {250000, "0.25"},
+    {500000, "0.5"}, {1000000, "1"},  {2500000, "2.5"}, {5000000, "5"},  {10000000, "10"},
 };
 
 /* Commit and fsync times, in nanoseconds; le in seconds. */
 static const bucket commit_buckets[] = {
-    {50000, "0.00005"},     {100000, "0.0001"},     {250000, "0.00025"},   {500000, "0.0005"},
-    {1000000, "0.001"},     {2500000, "0.0025"},    {5000000, "0.005"},    {10000000, "0.01"},
-    {25000000, "0.025"},    {50000000, "0.05"},     {100000000, "0.1"},    {250000000, "0.25"},
-    {500000000, "0.5"},     {1000000000, "1"},      {2500000000u, "2.5"},  {5000000000u, "5"},
-    {10000000000u, "10"},
+    {50000, "0.00005"},  {100000, "0.0001"},   {250000, "0.00025"}, {500000, "0.0005"},  {1000000, "0.001"},
+    {2500000, "0.0025"}, {5000000, "0.005"},   {10000000, "0.01"},  {25000000, "0.025"}, {50000000, "0.05"},
+    {100000000, "0.1"},  {250000000, "0.25"},  {500000000, "0.5"},  {1000000000, "1"},   {2500000000u, "2.5"},
+    {5000000000u, "5"},  {10000000000u, "10"},
 };
 
 /* Requests per batch: powers of two up to SLOT_BATCH_REQUESTS_MAX. */
 static const bucket batch_buckets[] = {
-    {1, "1"},     {2, "2"},     {4, "4"},       {8, "8"},       {16, "16"},     {32, "32"},   {64, "64"},
-    {128, "128"}, {256, "256"}, {512, "512"},   {1024, "1024"}, {2048, "2048"}, {4096, "4096"},
+    {1, "1"},     {2, "2"},     {4, "4"},     {8, "8"},       {16, "16"},     {32, "32"},     {64, "64"},
+    {128, "128"}, {256, "256"}, {512, "512"}, {1024, "1024"}, {2048, "2048"}, {4096, "4096"},
 };
 _Static_assert(SLOT_BATCH_REQUESTS_MAX == 4096, "batch_buckets ends at the batch bound");
 
@@ -313,21 +310,21 @@ static void write_commits(mbuf *b, const server *s)
             s->stats.commit_failures);
     histogram(b, "slotd_batch_size_requests", "Requests per group commit (stats: batch_size).", s->stats.batch_sizes,
               batch_buckets, sizeof batch_buckets / sizeof batch_buckets[0], 1.0);
-    histogram(b, "slotd_request_duration_seconds", "From a request's arrival to its reply being encoded (stats: latency_us).",
-              s->stats.latency_us, latency_buckets, sizeof latency_buckets / sizeof latency_buckets[0], 1e6);
+    histogram(b, "slotd_request_duration_seconds",
+              "From a request's arrival to its reply being encoded (stats: latency_us).", s->stats.latency_us,
+              latency_buckets, sizeof latency_buckets / sizeof latency_buckets[0], 1e6);
     histogram(b, "slotd_commit_duration_seconds",
               "The commit thread's time per batch: its write transaction and commit (sum: stats' commit_busy_us).",
               s->stats.commit_ns, commit_buckets, sizeof commit_buckets / sizeof commit_buckets[0], 1e9);
     histogram(b, "slotd_commit_fsync_duration_seconds",
               "Per batch, the time in LMDB's commit: page writes and fsync (sum: stats' commit_sync_us).",
-              s->stats.sync_ns,
-              commit_buckets, sizeof commit_buckets / sizeof commit_buckets[0], 1e9);
+              s->stats.sync_ns, commit_buckets, sizeof commit_buckets / sizeof commit_buckets[0], 1e9);
 }
 
 static void write_store(mbuf *b, server *s, const store_view *v)
 {
-    one_u64(b, "slotd_metrics_store_up", "gauge", "1 when the store's series below could be read, 0 on a storage error.",
-            v->ok);
+    one_u64(b, "slotd_metrics_store_up", "gauge",
+            "1 when the store's series below could be read, 0 on a storage error.", v->ok);
     one_u64(b, "slotd_db_used_bytes", "gauge", "Bytes of the database in use (stats: db_bytes).",
             slot_store_used_bytes(s->store));
     one_u64(b, "slotd_map_size_bytes", "gauge", "The LMDB map's size now; it doubles when full (stats: map_bytes).",
@@ -376,7 +373,8 @@ static void write_cluster(mbuf *b, server *s, const store_view *v)
     if (s->clu && s->clu_up->metrics)
         s->clu_up->metrics(s, &m);
     static const char *const roles[] = {"standalone", "joining", "replica", "primary"};
-    family(b, "slotd_cluster_role", "gauge", "1 for this node's role in its replica set (standalone without --cluster).");
+    family(b, "slotd_cluster_role", "gauge",
+           "1 for this node's role in its replica set (standalone without --cluster).");
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
         labelled_u64(b, "slotd_cluster_role", "role", roles[i], strcmp(m.role, roles[i]) == 0);
     one_u64(b, "slotd_cluster_epoch", "gauge", "The replica set's configuration epoch (0 standalone).", m.epoch);

@@ -11,7 +11,6 @@
 #include "server_int.h"
 #include "slot/limits.h"
 
-
 /*
  * slot__metrics_text — every metric of the server now, as Prometheus text
  * (format 0.0.4: "# HELP", "# TYPE", one sample per line, "\n" ended).

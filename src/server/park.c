@@ -43,8 +43,7 @@ bool slot__park_admit(server *s, conn *c, entry *e)
     if (c->parked == 0)
         return false;
     if (s->park.n >= SLOT_COLD_PARKED_MAX) {
-        slot_res_error(&e->res, SLOT_E_OVERLOADED, "%u requests wait for closed events' keys; retry later",
-                       s->park.n);
+        slot_res_error(&e->res, SLOT_E_OVERLOADED, "%u requests wait for closed events' keys; retry later", s->park.n);
         slot__count_error(s, SLOT_E_OVERLOADED);
         return true;
     }

@@ -90,9 +90,9 @@ void slot__run_read(server *s, entry *e)
          * it may have changed that. Without tokens every connection is admin. */
         if (res->role == SLOT_ROLE_NONE)
             res->role = e->conn->role;
-        res->cluster = s->clu != NULL; /* "features" adds "cluster" (docs/protocol.md, "hello") */
-        res->http = s->http.listener != NULL;   /* and "http" with --http */
-        res->version = SLOT_VERSION; /* static text; proto writes it as "version" */
+        res->cluster = s->clu != NULL;        /* "features" adds "cluster" (docs/protocol.md, "hello") */
+        res->http = s->http.listener != NULL; /* and "http" with --http */
+        res->version = SLOT_VERSION;          /* static text; proto writes it as "version" */
         return;
     }
     if (e->req.op == SLOT_OP_STATS) {
@@ -144,8 +144,8 @@ void slot__run_read(server *s, entry *e)
         rc = slot_alloc_run(&s->read_alloc, s->rtxn, &e->req, slot__wall_ms(), res);
     slot__read_end(s);
     if (rc != 0) {
-        slot__log(SLOT__LOG_ERROR, "read transaction failed; answered internal", SLOT__LF_S("op", slot_op_name(e->req.op)),
-                  SLOT__LF_S("error", mdb_strerror(rc)));
+        slot__log(SLOT__LOG_ERROR, "read transaction failed; answered internal",
+                  SLOT__LF_S("op", slot_op_name(e->req.op)), SLOT__LF_S("error", mdb_strerror(rc)));
         slot_res_clear(res);
         slot_res_error(res, SLOT_E_INTERNAL, "storage error");
     }

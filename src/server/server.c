@@ -129,8 +129,8 @@ static int addr_parse(const char *flag, const char *host, uint16_t port, struct 
     if (rc != 0)
         rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss);
     if (rc != 0) {
-        slot__log(SLOT__LOG_ERROR, "not a numeric IPv4 or IPv6 address", SLOT__LF_S("flag", flag), SLOT__LF_S("host", host),
-                  SLOT__LF_U("port", port));
+        slot__log(SLOT__LOG_ERROR, "not a numeric IPv4 or IPv6 address", SLOT__LF_S("flag", flag),
+                  SLOT__LF_S("host", host), SLOT__LF_U("port", port));
         return -1;
     }
     return 0;
@@ -247,8 +247,8 @@ static int data_lock(server *s)
     snprintf(path, sizeof(path), "%s/slotd.lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        slot__log(SLOT__LOG_ERROR, "--data: cannot open the lock file", SLOT__LF_S("data", dir), SLOT__LF_S("path", path),
-                  SLOT__LF_S("error", strerror(errno)));
+        slot__log(SLOT__LOG_ERROR, "--data: cannot open the lock file", SLOT__LF_S("data", dir),
+                  SLOT__LF_S("path", path), SLOT__LF_S("error", strerror(errno)));
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -280,7 +280,8 @@ static int store_start(server *s)
     slot_store_opts so = {.dir = s->opts.data_dir, .nosync = s->opts.nosync, .map_bytes_max = s->opts.map_bytes_max};
     int rc = slot_store_open(&so, &s->store, err, sizeof(err));
     if (rc != 0) {
-        slot__log(SLOT__LOG_ERROR, "cannot open the store", SLOT__LF_S("data", s->opts.data_dir), SLOT__LF_S("error", err));
+        slot__log(SLOT__LOG_ERROR, "cannot open the store", SLOT__LF_S("data", s->opts.data_dir),
+                  SLOT__LF_S("error", err));
         return -1;
     }
     if (slot_alloc_init(&s->read_alloc, s->store) != 0 || slot_alloc_init(&s->write_alloc, s->store) != 0) {
@@ -314,15 +315,14 @@ static int server_start(server *s)
 #endif
     if (s->opts.token_file && slot__tokens_load(s, s->opts.token_file) != 0)
         return -1;
-    s->conn_up = (slot__conn_upcalls){
-        .flush = conn_flush_any,
-        .pace = slot__conn_pace,
-        .reap = slot__conns_reap,
-        .feed = slot__feed_pump,
-        .feed_admit = slot__feed_admit,
-        .feed_answered = slot__feed_answered,
-        .feed_fill = slot__feed_fill,
-        .feed_gone = slot__feed_conn_gone};
+    s->conn_up = (slot__conn_upcalls){.flush = conn_flush_any,
+                                      .pace = slot__conn_pace,
+                                      .reap = slot__conns_reap,
+                                      .feed = slot__feed_pump,
+                                      .feed_admit = slot__feed_admit,
+                                      .feed_answered = slot__feed_answered,
+                                      .feed_fill = slot__feed_fill,
+                                      .feed_gone = slot__feed_conn_gone};
     s->loop = uv_default_loop();
     s->loop->data = s;
     if (listen_start(s) != 0 || http_start(s) != 0 || store_start(s) != 0 ||

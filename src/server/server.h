@@ -37,7 +37,6 @@ typedef struct slot__server_hooks {
     void (*stopping)(void);
 } slot__server_hooks;
 
-
 /*
  * slot__server_run — open the store, listen, print "listening on HOST:PORT"
  * on stdout, and serve until SIGINT or SIGTERM; then stop accepting, finish

@@ -19,8 +19,8 @@
 static void backup_work(uv_work_t *w)
 {
     server *s = w->data;
-    s->backup.rc = slot_store_backup(s->store, s->backup.entry->req.path, &s->map_lock, &s->backup.info,
-                                     s->backup.err, sizeof(s->backup.err));
+    s->backup.rc = slot_store_backup(s->store, s->backup.entry->req.path, &s->map_lock, &s->backup.info, s->backup.err,
+                                     sizeof(s->backup.err));
 }
 
 /* Loop thread: answer the entry. */

@@ -59,7 +59,7 @@ typedef enum slot__outcome {
 #define SLOT__OC_ENUM(name, text) SLOT__OUTCOME_##name,
     SLOT__OUTCOME_MAP(SLOT__OC_ENUM)
 #undef SLOT__OC_ENUM
-    SLOT__OUTCOME_COUNT
+        SLOT__OUTCOME_COUNT
 } slot__outcome;
 
 typedef struct conn conn;
@@ -70,7 +70,7 @@ typedef struct entry {
     struct entry *qnext; /* the write queue */
     conn *conn;          /* NULL: the sweeper's, or its connection went away */
     entry_state state;
-    bool parsed;         /* false: an error for a line that is not a request (no id unless parsed) */
+    bool parsed; /* false: an error for a line that is not a request (no id unless parsed) */
     bool sweep;
     bool cold_step;      /* the cold-event loader's entry: a slice of keys (slot_alloc_cold_step) */
     bool cold_park;      /* commit thread: not run, it waits for a cold event's keys (parked on hand-back) */
@@ -97,33 +97,33 @@ typedef enum conn_state {
 #define SLOT__CS_ENUM(name, text) CONN_##name,
     SLOT__CONN_STATE_MAP(SLOT__CS_ENUM)
 #undef SLOT__CS_ENUM
-    CONN__COUNT
+        CONN__COUNT
 } conn_state;
 
 struct conn {
     uv_tcp_t tcp;
     server *srv;
-    conn *prev, *next;        /* all connections */
-    conn *dirty_next;         /* has entries that became DONE this batch */
+    conn *prev, *next; /* all connections */
+    conn *dirty_next;  /* has entries that became DONE this batch */
     bool dirty;
     conn_state state;
-    bool reading;             /* uv_read_start in effect */
-    bool close_after_flush;   /* line_too_long, unauthenticated */
-    bool writing;             /* a uv_write is in flight */
+    bool reading;           /* uv_read_start in effect */
+    bool close_after_flush; /* line_too_long, unauthenticated */
+    bool writing;           /* a uv_write is in flight */
     uint64_t drain_deadline_ms;
-    uint64_t last_read_ms;    /* loop time (uv_now) of the last bytes read */
+    uint64_t last_read_ms;     /* loop time (uv_now) of the last bytes read */
     uint64_t partial_since_ms; /* when the unfinished line started */
-    uint64_t write_since_ms;  /* when the uv_write in flight started */
+    uint64_t write_since_ms;   /* when the uv_write in flight started */
     uv_shutdown_t sreq;
     slot_role role;
     entry *head, *tail;
-    uint32_t pending;         /* entries in the FIFO */
-    uint32_t parked;          /* of them, ENTRY_PARKED: its later writes park behind them */
-    char *partial;            /* bytes of a line not ended yet */
+    uint32_t pending; /* entries in the FIFO */
+    uint32_t parked;  /* of them, ENTRY_PARKED: its later writes park behind them */
+    char *partial;    /* bytes of a line not ended yet */
     size_t partial_len, partial_cap;
-    char *out;                /* replies being collected */
+    char *out; /* replies being collected */
     size_t out_len, out_cap;
-    char *wbuf;               /* replies being written */
+    char *wbuf; /* replies being written */
     size_t wbuf_cap;
     uv_write_t wreq;
     struct slot__feed_sub *sub; /* subscribed as a feed consumer (feed_sub.c), or NULL */
@@ -149,10 +149,10 @@ typedef struct token {
  * src/server stays a tree of layers (tools/wings.py).
  */
 typedef struct slot__conn_upcalls {
-    void (*flush)(conn *c);      /* slot__conn_flush: write what is answered, in request order */
-    void (*pace)(conn *c);       /* slot__conn_pace: pause or resume reading by c's bounds */
-    void (*reap)(server *s);     /* slot__conns_reap: close connections past a time bound */
-    void (*feed)(server *s);     /* slot__feed_pump: push what the last batch added to the feed */
+    void (*flush)(conn *c);  /* slot__conn_flush: write what is answered, in request order */
+    void (*pace)(conn *c);   /* slot__conn_pace: pause or resume reading by c's bounds */
+    void (*reap)(server *s); /* slot__conns_reap: close connections past a time bound */
+    void (*feed)(server *s); /* slot__feed_pump: push what the last batch added to the feed */
     /* From the connections (conn.c) and the router (admit.c) up to the feed's
      * subscriptions (feed_sub.c), which call conn.c: */
     bool (*feed_admit)(server *s, conn *c, entry *e); /* slot__feed_admit */
@@ -165,16 +165,16 @@ typedef struct slot__conn_upcalls {
  * cluster op shows them: its hook fills one of these on the loop thread. */
 typedef struct slot__clu_member_metrics {
     char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
-    uint64_t lag_records;          /* the commit point minus what it acked */
-    uint64_t silence_ms;           /* since it last acked or answered a heartbeat */
+    uint64_t lag_records; /* the commit point minus what it acked */
+    uint64_t silence_ms;  /* since it last acked or answered a heartbeat */
 } slot__clu_member_metrics;
 
 typedef struct slot__clu_metrics {
-    const char *role;              /* "joining", "replica" or "primary"; static */
+    const char *role; /* "joining", "replica" or "primary"; static */
     uint64_t epoch;
-    uint64_t applied;              /* LMDB's seq: what this node applied */
-    uint64_t commit_seq;           /* the commit point this node knows */
-    size_t nmembers;               /* primary: the other members (others: 0) */
+    uint64_t applied;    /* LMDB's seq: what this node applied */
+    uint64_t commit_seq; /* the commit point this node knows */
+    size_t nmembers;     /* primary: the other members (others: 0) */
     slot__clu_member_metrics members[SLOT_CLUSTER_MEMBERS_MAX];
 } slot__clu_metrics;
 
@@ -243,33 +243,33 @@ struct slot__cluster;
 
 /* The entry pool (loop.c). Loop thread. */
 typedef struct slot__entry_pool {
-    uint64_t live;                 /* entries taken from the pool and not yet back */
-    entry *free;                   /* the free list (via next) */
-    bool mem_paused;               /* some connection stopped reading at SLOT_ENTRIES_MAX */
+    uint64_t live;   /* entries taken from the pool and not yet back */
+    entry *free;     /* the free list (via next) */
+    bool mem_paused; /* some connection stopped reading at SLOT_ENTRIES_MAX */
 } slot__entry_pool;
 
 /* The write queue the next batch is taken from (loop.c). Loop thread. */
 typedef struct slot__write_queue {
-    entry *head, *tail;            /* via qnext */
+    entry *head, *tail; /* via qnext */
     uint32_t len;
 } slot__write_queue;
 
 /* The writes that wait for cold events' keys, and the loader's state
  * (park.c; loop.h, "Parking"). Loop thread. */
 typedef struct slot__park_list {
-    entry *head, *tail;            /* in order, via qnext */
-    uint32_t n;                    /* at most SLOT_COLD_PARKED_MAX */
-    bool step_pending;             /* the loader's entry is queued or in the batch */
-    uint32_t loading;              /* the commit thread's slot_alloc_cold_loading at the last hand-back */
-    uint64_t loaded_seen;          /* its slot_alloc_cold_loaded then */
-    bool unpark;                   /* that number moved: the parked writes go back to the queue */
+    entry *head, *tail;   /* in order, via qnext */
+    uint32_t n;           /* at most SLOT_COLD_PARKED_MAX */
+    bool step_pending;    /* the loader's entry is queued or in the batch */
+    uint32_t loading;     /* the commit thread's slot_alloc_cold_loading at the last hand-back */
+    uint64_t loaded_seen; /* its slot_alloc_cold_loaded then */
+    bool unpark;          /* that number moved: the parked writes go back to the queue */
 } slot__park_list;
 
 /* The --http side (http.c). Loop thread. */
 typedef struct slot__http_side {
-    conn *conns;                   /* the stand-ins of HTTP requests in progress */
-    struct slot__http *listener;   /* the --http listener; NULL without --http */
-    char addr[80];                 /* its bound "HOST:PORT"; "" without --http */
+    conn *conns;                 /* the stand-ins of HTTP requests in progress */
+    struct slot__http *listener; /* the --http listener; NULL without --http */
+    char addr[80];               /* its bound "HOST:PORT"; "" without --http */
 } slot__http_side;
 
 /* The batch hand-off between the loop and the commit thread (commit.c).
@@ -284,19 +284,19 @@ typedef struct slot__batch_hand {
     bool thread_started;
     entry *items[SLOT_BATCH_REQUESTS_MAX];
     size_t n;
-    bool busy;                     /* loop: a batch is with the commit thread */
+    bool busy; /* loop: a batch is with the commit thread */
     bool ready, done, stop;
-    bool job_cluster;              /* the commit thread's work is clu_up.job_run, not a batch */
-    uint64_t run_ns;               /* commit thread: time of the last run (alloc + commit) */
-    uint64_t sync_ns;              /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
-    uint64_t failures;             /* commit thread: failed attempts of the last run */
-    uint32_t cold_loading;         /* commit thread: slot_alloc_cold_loading after the last run */
-    uint64_t cold_loaded;          /* commit thread: slot_alloc_cold_loaded after the last run */
-    uint64_t cold_walked;          /* commit thread: holds the last run's slice walked */
+    bool job_cluster;                               /* the commit thread's work is clu_up.job_run, not a batch */
+    uint64_t run_ns;                                /* commit thread: time of the last run (alloc + commit) */
+    uint64_t sync_ns;                               /* commit thread: of that, in mdb_txn_commit (writes + fsync) */
+    uint64_t failures;                              /* commit thread: failed attempts of the last run */
+    uint32_t cold_loading;                          /* commit thread: slot_alloc_cold_loading after the last run */
+    uint64_t cold_loaded;                           /* commit thread: slot_alloc_cold_loaded after the last run */
+    uint64_t cold_walked;                           /* commit thread: holds the last run's slice walked */
     uintptr_t cold_conns[SLOT_COLD_CONN_SET_SLOTS]; /* commit thread: owners with a parked entry in
                                       the batch being run (open addressing, 0 = empty) */
     uint32_t cold_conns_n;
-    slot_wset *wset;               /* commit thread: where each batch's write set is captured,
+    slot_wset *wset; /* commit thread: where each batch's write set is captured,
                                       for the replication layer to ship; NULL (standalone): no
                                       capture, seq still counts the batches that wrote */
 } slot__batch_hand;
@@ -306,12 +306,12 @@ typedef struct slot__batch_hand {
  * after it. */
 typedef struct slot__backup_state {
     uv_work_t work;
-    bool busy;                     /* a backup runs; entry is its request */
+    bool busy; /* a backup runs; entry is its request */
     entry *entry;
-    int rc;                        /* worker: slot_store_backup's */
-    slot_backup_info info;         /* worker */
-    char err[512];                 /* worker */
-    uint64_t written;              /* backups written */
+    int rc;                /* worker: slot_store_backup's */
+    slot_backup_info info; /* worker */
+    char err[512];         /* worker */
+    uint64_t written;      /* backups written */
 } slot__backup_state;
 
 /* The --token-file's tokens (auth.c). Read by the loop thread; written
@@ -325,16 +325,16 @@ typedef struct slot__auth_tokens {
  * and metrics.c show them). Loop thread. */
 typedef struct slot__server_stats {
     uint64_t conns_total, requests[SLOT_OP__COUNT], bad_lines, holds, sold_out, errors;
-    uint64_t sold_out_fast;        /* of sold_out, those answered by the read path (slot__hold_read) */
-    uint64_t cold_parked;          /* writes parked for a cold event's keys (each parking counted) */
-    uint64_t cold_loaded;          /* cold events whose keys were loaded in slices */
-    uint64_t cold_walked;          /* holds those slices walked */
-    uint64_t cold_slices;          /* batches that walked a slice */
-    uint64_t errors_by_code[SLOT_E__COUNT];  /* errors split by code (slot__count_error); sums to errors */
+    uint64_t sold_out_fast;                 /* of sold_out, those answered by the read path (slot__hold_read) */
+    uint64_t cold_parked;                   /* writes parked for a cold event's keys (each parking counted) */
+    uint64_t cold_loaded;                   /* cold events whose keys were loaded in slices */
+    uint64_t cold_walked;                   /* holds those slices walked */
+    uint64_t cold_slices;                   /* batches that walked a slice */
+    uint64_t errors_by_code[SLOT_E__COUNT]; /* errors split by code (slot__count_error); sums to errors */
     uint64_t replies[SLOT_OP__COUNT + 1][SLOT__OUTCOME_COUNT]; /* replies written, by op (the last
                                                              row: lines that did not parse) and outcome */
-    uint64_t slow_logged_ms;       /* loop time of the last slow-commit line (0: none yet) */
-    uint64_t slow_unlogged;        /* slow commits since then not logged (at most one line a second) */
+    uint64_t slow_logged_ms; /* loop time of the last slow-commit line (0: none yet) */
+    uint64_t slow_unlogged;  /* slow commits since then not logged (at most one line a second) */
     uint64_t reads_paused, accepts_paused, conns_timed_out;
     uint64_t commits, commit_failures;
     uint64_t commit_busy_ns, commit_sync_ns; /* sums of batch.run_ns, batch.sync_ns */
@@ -344,11 +344,11 @@ typedef struct slot__server_stats {
 
 struct server {
     slot__server_opts opts;
-    struct slot__cluster *clu;     /* the replica-set layer; NULL standalone */
+    struct slot__cluster *clu;         /* the replica-set layer; NULL standalone */
     const slot__cluster_hooks *clu_up; /* set with clu: the replica-set layer's static table */
-    bool reads_waiting;            /* a read waits for the commit point (read_gate said SLOT__READ_WAIT) */
-    slot__conn_upcalls conn_up;  /* set by server.c; never NULL while the loop runs */
-    slot__server_hooks hooks;    /* the daemon's (slot__server_run): the replica set, sd_notify */
+    bool reads_waiting;                /* a read waits for the commit point (read_gate said SLOT__READ_WAIT) */
+    slot__conn_upcalls conn_up;        /* set by server.c; never NULL while the loop runs */
+    slot__server_hooks hooks;          /* the daemon's (slot__server_run): the replica set, sd_notify */
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_signal_t sigint, sigterm;
@@ -357,9 +357,9 @@ struct server {
     uv_timer_t sweep_timer, stop_timer;
     slot_store *store;
     slot_alloc read_alloc, write_alloc;
-    MDB_txn *rtxn;                 /* the loop's read transaction, reset between uses */
-    bool rtxn_live;                /* rtxn is renewed: between read_begin and read_end */
-    pthread_rwlock_t map_lock;     /* read: a read txn is active; write: the map grows */
+    MDB_txn *rtxn;             /* the loop's read transaction, reset between uses */
+    bool rtxn_live;            /* rtxn is renewed: between read_begin and read_end */
+    pthread_rwlock_t map_lock; /* read: a read txn is active; write: the map grows */
 
     slot__entry_pool pool;
     slot__write_queue queue;
@@ -369,21 +369,20 @@ struct server {
     conn *dirty;
     uint32_t nconns;
     bool stopping, listener_open, sweep_pending, loop_done;
-    bool accept_paused;            /* a connection waits in libuv until one closes */
-    int lock_fd;                   /* flock on DATA/slotd.lock; -1 before data_lock */
+    bool accept_paused; /* a connection waits in libuv until one closes */
+    int lock_fd;        /* flock on DATA/slotd.lock; -1 before data_lock */
     uint64_t stop_deadline_ms;
 
     slot__batch_hand batch;
 
-    struct slot__feed_sub *subs;   /* the subscribed connections (feed_sub.c) */
-    MDB_txn *feed_rtxn;            /* feed_sub.c's read transaction, reset between uses */
+    struct slot__feed_sub *subs; /* the subscribed connections (feed_sub.c) */
+    MDB_txn *feed_rtxn;          /* feed_sub.c's read transaction, reset between uses */
 
     slot__backup_state backup;
     slot__auth_tokens auth;
     slot__server_stats stats;
-    uint64_t start_ms;             /* wall clock when the server started */
+    uint64_t start_ms; /* wall clock when the server started */
     char read_buf[SLOT_READ_BUF_BYTES];
 };
-
 
 #endif

@@ -92,7 +92,10 @@ int slot__rlog_grow_offs(slot_rlog *log, uint64_t need)
     return rc;
 }
 
-static uint64_t log_first(const slot_rlog *log) { return log->nsegs ? log->segs[0].first_seq : 1; }
+static uint64_t log_first(const slot_rlog *log)
+{
+    return log->nsegs ? log->segs[0].first_seq : 1;
+}
 
 uint64_t slot__rlog_last_epoch(const slot_rlog *log)
 {
@@ -119,8 +122,7 @@ static void close_rfd(slot_rlog *log)
 
 /* ---- open and close --------------------------------------------------- */
 
-int slot_rlog_open(const char *dir, const slot_rlog_opts *opts, slot_rlog **out,
-                   slot_rlog_open_info *info)
+int slot_rlog_open(const char *dir, const slot_rlog_opts *opts, slot_rlog **out, slot_rlog_open_info *info)
 {
     *out = NULL;
     slot_rlog_opts o = {0};
@@ -128,8 +130,8 @@ int slot_rlog_open(const char *dir, const slot_rlog_opts *opts, slot_rlog **out,
         o = *opts;
     if (o.segment_bytes == 0)
         o.segment_bytes = SLOT_RLOG_SEGMENT_BYTES_DEFAULT;
-    if (o.segment_bytes < SLOT_RLOG_SEGMENT_BYTES_MIN || o.segment_bytes > SLOT_RLOG_SEGMENT_BYTES_MAX ||
-        dir == NULL || dir[0] == '\0')
+    if (o.segment_bytes < SLOT_RLOG_SEGMENT_BYTES_MIN || o.segment_bytes > SLOT_RLOG_SEGMENT_BYTES_MAX || dir == NULL ||
+        dir[0] == '\0')
         return -EINVAL;
     slot_rlog *log = calloc(1, sizeof(*log));
     if (!log)
@@ -219,8 +221,10 @@ static int new_segment(slot_rlog *log, uint64_t first_seq, uint64_t prev_epoch)
     log->wfd = fd;
     log->wdirty = true;
     log->dir_dirty = true;
-    log->segs[log->nsegs++] = (slot__rlog_seg){.first_seq = first_seq, .prev_epoch = prev_epoch,
-                                    .size = SLOT_RLOG_SEG_HEADER_BYTES, .idx = log->noffs};
+    log->segs[log->nsegs++] = (slot__rlog_seg){.first_seq = first_seq,
+                                               .prev_epoch = prev_epoch,
+                                               .size = SLOT_RLOG_SEG_HEADER_BYTES,
+                                               .idx = log->noffs};
     return 0;
 }
 
@@ -259,8 +263,10 @@ int slot_rlog_append(slot_rlog *log, const void *rec, size_t rec_bytes)
     SLOT_ASSERT(s->size + rec_bytes < UINT32_MAX);
     if ((rc = pwrite_all(log->wfd, rec, rec_bytes, s->size))) {
         if (ftruncate(log->wfd, (off_t)s->size) < 0) {
-            slot__rlog_logf(log, "rlog: append of seq %" PRIu64 " failed (%s) and cutting it off "
-                            "failed too (%s)", r.hdr.seq, strerror(-rc), strerror(errno));
+            slot__rlog_logf(log,
+                            "rlog: append of seq %" PRIu64 " failed (%s) and cutting it off "
+                            "failed too (%s)",
+                            r.hdr.seq, strerror(-rc), strerror(errno));
             log->broken = true;
         }
         return rc;
@@ -297,9 +303,15 @@ void slot_rlog_last(const slot_rlog *log, uint64_t *epoch, uint64_t *seq)
         *seq = log->nsegs ? log_first(log) + log->noffs - 1 : 0;
 }
 
-uint64_t slot_rlog_first(const slot_rlog *log) { return log_first(log); }
+uint64_t slot_rlog_first(const slot_rlog *log)
+{
+    return log_first(log);
+}
 
-uint64_t slot_rlog_count(const slot_rlog *log) { return log->noffs; }
+uint64_t slot_rlog_count(const slot_rlog *log)
+{
+    return log->noffs;
+}
 
 int slot_rlog_epoch_of(const slot_rlog *log, uint64_t seq, uint64_t *epoch)
 {
@@ -373,10 +385,11 @@ int slot_rlog_read(slot_rlog *log, uint64_t seq, const uint8_t **rec, size_t *re
     if ((rc = pread_all(fd, log->rbuf, len, off)) < 0)
         return rc;
     slot_wset_rec r;
-    if (rc == 1 || slot_wset_decode(log->rbuf, len, &r) != 0 || r.record_bytes != len ||
-        r.hdr.seq != seq) {
-        slot__rlog_logf(log, "rlog: seq %" PRIu64 " at offset %" PRIu64 " of segment %016" PRIx64
-                        " no longer reads back: corrupt", seq, off, s->first_seq);
+    if (rc == 1 || slot_wset_decode(log->rbuf, len, &r) != 0 || r.record_bytes != len || r.hdr.seq != seq) {
+        slot__rlog_logf(log,
+                        "rlog: seq %" PRIu64 " at offset %" PRIu64 " of segment %016" PRIx64
+                        " no longer reads back: corrupt",
+                        seq, off, s->first_seq);
         return SLOT_RLOG_E_CORRUPT;
     }
     *rec = log->rbuf;
@@ -415,8 +428,7 @@ int slot_rlog_truncate_after(slot_rlog *log, uint64_t seq)
         const slot__rlog_seg *s = &log->segs[log->nsegs - 1];
         if ((rc = slot__rlog_unlink_seg(log, s->first_seq)))
             goto fail;
-        slot__rlog_logf(log, "rlog: truncate_after %" PRIu64 ": removed segment %016" PRIx64, seq,
-                        s->first_seq);
+        slot__rlog_logf(log, "rlog: truncate_after %" PRIu64 ": removed segment %016" PRIx64, seq, s->first_seq);
         log->nsegs--;
         log->dir_dirty = true;
         if (log->wfd >= 0) {
@@ -538,14 +550,15 @@ int slot_rlog_reset(slot_rlog *log, uint64_t start_seq, uint64_t prev_epoch)
     }
     log->wfd = fd;
     log->wdirty = false;
-    log->segs[0] = (slot__rlog_seg){.first_seq = start_seq, .prev_epoch = prev_epoch,
-                         .size = SLOT_RLOG_SEG_HEADER_BYTES, .idx = 0};
+    log->segs[0] = (slot__rlog_seg){.first_seq = start_seq,
+                                    .prev_epoch = prev_epoch,
+                                    .size = SLOT_RLOG_SEG_HEADER_BYTES,
+                                    .idx = 0};
     log->nsegs = 1;
     if ((rc = slot__rlog_fsync_dir(log)))
         goto fail;
     log->broken = false;
-    slot__rlog_logf(log, "rlog: reset: empty, next seq %" PRIu64 ", prev_epoch %" PRIu64, start_seq,
-                    prev_epoch);
+    slot__rlog_logf(log, "rlog: reset: empty, next seq %" PRIu64 ", prev_epoch %" PRIu64, start_seq, prev_epoch);
     return 0;
 fail:
     slot__rlog_logf(log, "rlog: reset to %" PRIu64 " failed: %s; reopen the log", start_seq, strerror(-rc));

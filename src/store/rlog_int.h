@@ -22,15 +22,15 @@
 /* One segment file, as the index knows it. */
 typedef struct slot__rlog_seg {
     uint64_t first_seq;
-    uint64_t prev_epoch;  /* epoch of record first_seq-1 */
-    uint64_t count;       /* records */
-    uint64_t size;        /* file bytes: header + records */
-    uint64_t idx;         /* index of its first record in log->offs */
+    uint64_t prev_epoch; /* epoch of record first_seq-1 */
+    uint64_t count;      /* records */
+    uint64_t size;       /* file bytes: header + records */
+    uint64_t idx;        /* index of its first record in log->offs */
 } slot__rlog_seg;
 
 /* A change of epoch: from seq on (up to the next run), records have epoch. */
 typedef struct slot__rlog_run {
-    uint64_t seq;   /* first seq with this epoch */
+    uint64_t seq; /* first seq with this epoch */
     uint64_t epoch;
 } slot__rlog_run;
 
@@ -42,15 +42,15 @@ struct slot_rlog {
     void *log_ctx;
     slot__rlog_seg *segs; /* sorted by first_seq, contiguous; the last one is active */
     size_t nsegs, segs_cap;
-    uint32_t *offs;       /* offs[i]: offset of record first+i in its segment */
+    uint32_t *offs; /* offs[i]: offset of record first+i in its segment */
     uint64_t noffs, offs_cap;
     slot__rlog_run *runs; /* epoch changes, by seq */
     size_t nruns, runs_cap;
-    int wfd;              /* the active segment, or -1 when there is none */
-    bool wdirty;          /* written since its last fdatasync */
-    bool dir_dirty;       /* a segment was created since the last directory fsync */
+    int wfd;        /* the active segment, or -1 when there is none */
+    bool wdirty;    /* written since its last fdatasync */
+    bool dir_dirty; /* a segment was created since the last directory fsync */
     bool broken;
-    int rfd;              /* a cached read fd of an older segment */
+    int rfd; /* a cached read fd of an older segment */
     uint64_t rfd_first;
     uint8_t *rbuf;
     size_t rcap;

@@ -29,7 +29,10 @@ static uint32_t get32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32); }
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32);
+}
 static void put32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -75,8 +78,7 @@ void slot__rlog_seg_header(uint8_t h[SLOT_RLOG_SEG_HEADER_BYTES], uint64_t first
 
 static bool seg_header_ok(const uint8_t *h, uint64_t *first_seq, uint64_t *prev_epoch)
 {
-    if (get32(h) != SLOT_RLOG_SEG_MAGIC || h[4] != SLOT_RLOG_SEG_VERSION || h[5] || h[6] || h[7] ||
-        get32(h + 24) != 0)
+    if (get32(h) != SLOT_RLOG_SEG_MAGIC || h[4] != SLOT_RLOG_SEG_VERSION || h[5] || h[6] || h[7] || get32(h + 24) != 0)
         return false;
     if (get32(h + 28) != (uint32_t)crc32(crc32(0L, Z_NULL, 0), h, 28))
         return false;
@@ -177,8 +179,8 @@ static bool valid_record_after(const uint8_t *map, uint64_t from, uint64_t size)
 }
 
 typedef struct scan_result {
-    bool drop_file;       /* last segment whose header was torn */
-    uint64_t cut_at;      /* last segment: truncate to this size (== size: nothing) */
+    bool drop_file;  /* last segment whose header was torn */
+    uint64_t cut_at; /* last segment: truncate to this size (== size: nothing) */
 } scan_result;
 
 /* Validate one segment's records, appending them to the index. */
@@ -194,25 +196,29 @@ static int scan_records(slot_rlog *log, slot__rlog_seg *s, const uint8_t *map, b
         if (rc != 0) {
             uint64_t tail = s->size - off;
             if (!last || tail > SLOT_WSET_RECORD_BYTES_MAX || valid_record_after(map, off + 1, s->size)) {
-                slot__rlog_logf(log, "rlog: %s: record at offset %" PRIu64 " (seq %" PRIu64 "): %s, "
-                                "with more after it: corrupt", name, off, expect, slot_strerror(rc));
+                slot__rlog_logf(log,
+                                "rlog: %s: record at offset %" PRIu64 " (seq %" PRIu64 "): %s, "
+                                "with more after it: corrupt",
+                                name, off, expect, slot_strerror(rc));
                 return SLOT_RLOG_E_CORRUPT;
             }
-            slot__rlog_logf(log, "rlog: %s: torn tail at offset %" PRIu64 " (seq %" PRIu64 ", %" PRIu64
-                            " bytes: %s): cutting it off", name, off, expect, tail, slot_strerror(rc));
+            slot__rlog_logf(log,
+                            "rlog: %s: torn tail at offset %" PRIu64 " (seq %" PRIu64 ", %" PRIu64
+                            " bytes: %s): cutting it off",
+                            name, off, expect, tail, slot_strerror(rc));
             res->cut_at = off;
             break;
         }
         if (r.hdr.seq != expect || r.hdr.prev_epoch != epoch) {
-            slot__rlog_logf(log, "rlog: %s: record at offset %" PRIu64 " has seq %" PRIu64
-                            " prev_epoch %" PRIu64 ", expected seq %" PRIu64 " prev_epoch %" PRIu64
-                            ": corrupt", name, off, r.hdr.seq, r.hdr.prev_epoch, expect, epoch);
+            slot__rlog_logf(log,
+                            "rlog: %s: record at offset %" PRIu64 " has seq %" PRIu64 " prev_epoch %" PRIu64
+                            ", expected seq %" PRIu64 " prev_epoch %" PRIu64 ": corrupt",
+                            name, off, r.hdr.seq, r.hdr.prev_epoch, expect, epoch);
             return SLOT_RLOG_E_CORRUPT;
         }
         int grc = slot__rlog_grow_offs(log, log->noffs + 1);
         if (!grc)
-            grc = slot__rlog_grow((void **)&log->runs, &log->runs_cap, log->nruns + 1,
-                                  sizeof(slot__rlog_run));
+            grc = slot__rlog_grow((void **)&log->runs, &log->runs_cap, log->nruns + 1, sizeof(slot__rlog_run));
         if (grc)
             return grc;
         log->offs[log->noffs++] = (uint32_t)off;
@@ -242,8 +248,7 @@ static int scan_seg(slot_rlog *log, const scan_file *f, bool last, scan_result *
     res->cut_at = size;
     uint8_t *map = NULL;
     if (size > (uint64_t)SLOT_RLOG_SEGMENT_BYTES_MAX + 2u * SLOT_WSET_RECORD_BYTES_MAX) {
-        slot__rlog_logf(log, "rlog: %s: %" PRIu64 " bytes, more than a segment can hold: corrupt",
-                        f->name, size);
+        slot__rlog_logf(log, "rlog: %s: %" PRIu64 " bytes, more than a segment can hold: corrupt", f->name, size);
         close(fd);
         return SLOT_RLOG_E_CORRUPT;
     }
@@ -258,11 +263,9 @@ static int scan_seg(slot_rlog *log, const scan_file *f, bool last, scan_result *
     close(fd);
     uint64_t first = 0, prev_epoch = 0;
     int rc = 0;
-    if (size < SLOT_RLOG_SEG_HEADER_BYTES || !seg_header_ok(map, &first, &prev_epoch) ||
-        first != f->first_seq) {
+    if (size < SLOT_RLOG_SEG_HEADER_BYTES || !seg_header_ok(map, &first, &prev_epoch) || first != f->first_seq) {
         if (last && size <= SLOT_RLOG_SEG_HEADER_BYTES) {
-            slot__rlog_logf(log, "rlog: %s: torn segment header (%" PRIu64 " bytes): removing it",
-                            f->name, size);
+            slot__rlog_logf(log, "rlog: %s: torn segment header (%" PRIu64 " bytes): removing it", f->name, size);
             res->drop_file = true;
         } else {
             slot__rlog_logf(log, "rlog: %s: bad segment header: corrupt", f->name);
@@ -273,9 +276,10 @@ static int scan_seg(slot_rlog *log, const scan_file *f, bool last, scan_result *
     if (log->nsegs) {
         const slot__rlog_seg *p = &log->segs[log->nsegs - 1];
         if (first != p->first_seq + p->count || prev_epoch != slot__rlog_last_epoch(log)) {
-            slot__rlog_logf(log, "rlog: %s: starts at seq %" PRIu64 " prev_epoch %" PRIu64 ", expected seq %"
-                            PRIu64 " prev_epoch %" PRIu64 ": corrupt", f->name, first, prev_epoch,
-                            p->first_seq + p->count, slot__rlog_last_epoch(log));
+            slot__rlog_logf(log,
+                            "rlog: %s: starts at seq %" PRIu64 " prev_epoch %" PRIu64 ", expected seq %" PRIu64
+                            " prev_epoch %" PRIu64 ": corrupt",
+                            f->name, first, prev_epoch, p->first_seq + p->count, slot__rlog_last_epoch(log));
             rc = SLOT_RLOG_E_CORRUPT;
             goto out;
         }

@@ -19,8 +19,9 @@
 
 #include "store_int.h"
 
-const char *const slot__store_db_names[SLOT_STORE_DBS] = {"meta", "events", "shards", "holds", "expiry", "users",
-                                                        "feed", "consumers", "waitlist"}; /* feed, consumers: slot/feed.h */
+const char *const slot__store_db_names[SLOT_STORE_DBS] = {
+    "meta",  "events", "shards",    "holds",   "expiry",
+    "users", "feed",   "consumers", "waitlist"}; /* feed, consumers: slot/feed.h */
 
 /* ---- the folders' own entries (docs/design.md, "Durability and stopping") */
 
@@ -270,7 +271,7 @@ int slot_store_sync(slot_store *st)
 
 #define EVENT_REC_V1_BYTES 58
 #define EVENT_REC_V2_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
-#define EVENT_REC_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4) /* version 3: the waitlist's setting and counters */
+#define EVENT_REC_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4)        /* version 3: the waitlist's setting and counters */
 
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
 {
@@ -358,7 +359,8 @@ static void shard_key(key *k, const char *ev, size_t ev_len, uint16_t shard)
     put_be(&k->b, shard, 2);
 }
 
-int slot_store_shard_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t *free_units)
+int slot_store_shard_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard,
+                         uint64_t *free_units)
 {
     key k;
     shard_key(&k, ev, ev_len, shard);
@@ -372,7 +374,8 @@ int slot_store_shard_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     return 0;
 }
 
-int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard, uint64_t free_units)
+int slot_store_shard_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint16_t shard,
+                         uint64_t free_units)
 {
     key k;
     shard_key(&k, ev, ev_len, shard);
@@ -396,7 +399,7 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 
 #define HOLD_REC_V2_BYTES (2 + 2 + 8 * 4) /* after the parts: extensions, returned, the two links */
 #define HOLD_REC_V3_BYTES (1 + 8)         /* then: kind, origin */
-#define HOLD_REC_BYTES_MAX                                                                                       \
+#define HOLD_REC_BYTES_MAX                                                                               \
     (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX + \
      HOLD_REC_V2_BYTES + HOLD_REC_V3_BYTES)
 
@@ -535,7 +538,8 @@ static void expiry_key(key *k, uint64_t expires_at_ms, const char *ev, size_t ev
     put_be(&k->b, seq, 8);
 }
 
-int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
+int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len,
+                          uint64_t seq)
 {
     key k;
     expiry_key(&k, expires_at_ms, ev, ev_len, seq);
@@ -544,7 +548,8 @@ int slot_store_expiry_put(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, 
     return put_maybe_append(st, txn, DB_EXPIRY, &kv, &v, true);
 }
 
-int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
+int slot_store_expiry_del(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len,
+                          uint64_t seq)
 {
     key k;
     expiry_key(&k, expires_at_ms, ev, ev_len, seq);
@@ -599,7 +604,8 @@ int slot_store_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     return store_put(st, txn, DB_USERS, &kv, &v, 0);
 }
 
-int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq)
+int slot_store_expiry_has(slot_store *st, MDB_txn *txn, uint64_t expires_at_ms, const char *ev, size_t ev_len,
+                          uint64_t seq)
 {
     key k;
     expiry_key(&k, expires_at_ms, ev, ev_len, seq);

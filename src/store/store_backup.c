@@ -54,8 +54,7 @@ static uint64_t mono_ms(void)
  * same read transaction: slot_check_backup_copy for slotctl verify-backup). `name` is the file the messages name.
  */
 static int copy_inspect(const char *copy, const char *name, slot_backup_info *info, slot_backup_inspect_fn inspect,
-                        void *arg, char *err,
-                        size_t errlen)
+                        void *arg, char *err, size_t errlen)
 {
     slot_store *cst;
     char why[256];
@@ -93,7 +92,8 @@ int slot_store_backup_fd(slot_store *st, const char *scratch_dir, int fd, pthrea
     char scratch[PATH_BYTES];
     int sfd;
     bool linked;
-    int rc = slot__backup_scratch_open(scratch_dir, ".slot-backup-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
+    int rc = slot__backup_scratch_open(scratch_dir, ".slot-backup-", &sfd, scratch, sizeof scratch, &linked, err,
+                                       errlen);
     if (rc != 0)
         return rc;
     h.info.created_at_ms = wall_ms();
@@ -153,8 +153,8 @@ static void dir_of(const char *path, char *dir, size_t cap)
         snprintf(dir, cap, "%.*s", (int)(slash - path), path);
 }
 
-int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lock, slot_backup_info *out,
-                      char *err, size_t errlen)
+int slot_store_backup(slot_store *st, const char *path, pthread_rwlock_t *map_lock, slot_backup_info *out, char *err,
+                      size_t errlen)
 {
     char tmp[PATH_BYTES], dir[PATH_BYTES];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
@@ -228,8 +228,8 @@ static int extract(int fd, const backup_header *h, const char *file, int out_fd,
     return rc;
 }
 
-int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out,
-                       slot_backup_inspect_fn inspect, void *arg, char *err, size_t errlen)
+int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_info *out, slot_backup_inspect_fn inspect,
+                       void *arg, char *err, size_t errlen)
 {
     backup_header h;
     int fd;
@@ -255,8 +255,8 @@ int slot_backup_verify(const char *file, const char *scratch_dir, slot_backup_in
  * (every entry, in key order: MDB_APPEND) and its seq by info's, in txn.
  * `name` is the file the messages name.
  */
-static int copy_install(slot_store *st, MDB_txn *txn, const char *copy, const char *name,
-                        const slot_backup_info *info, char *err, size_t errlen)
+static int copy_install(slot_store *st, MDB_txn *txn, const char *copy, const char *name, const slot_backup_info *info,
+                        char *err, size_t errlen)
 {
     slot_store *cst;
     char why[256];
@@ -298,8 +298,8 @@ static int copy_install(slot_store *st, MDB_txn *txn, const char *copy, const ch
     return rc;
 }
 
-int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir,
-                        slot_backup_info *out, char *err, size_t errlen)
+int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const char *scratch_dir, slot_backup_info *out,
+                        char *err, size_t errlen)
 {
     backup_header h;
     int fd;
@@ -313,7 +313,8 @@ int slot_backup_install(slot_store *st, MDB_txn *txn, const char *file, const ch
     bool linked;
     rc = slot__backup_scratch_open(scratch_dir, ".slot-install-", &sfd, scratch, sizeof scratch, &linked, err, errlen);
     if (rc == 0) {
-        rc = extract(fd, &h, file, sfd, scratch, false, NULL, NULL, err, errlen); /* txn is untouched until this passed */
+        rc = extract(fd, &h, file, sfd, scratch, false, NULL, NULL, err,
+                     errlen); /* txn is untouched until this passed */
         if (rc == 0)
             rc = copy_install(st, txn, scratch, file, &h.info, err, errlen);
         slot__backup_scratch_close(sfd, scratch, linked);
@@ -375,8 +376,10 @@ static int dir_claim(const char *data_dir, bool force, bool lock_held, int *lock
         if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strcmp(n, "slotd.lock") == 0 || force)
             continue;
         rc = SLOT_BACKUP_E_NOT_EMPTY;
-        snprintf(err, errlen, "the data folder %s is not empty (it has %s); restore into an empty folder, or "
-                 "force it to replace the store (slotctl restore --force)", data_dir, n);
+        snprintf(err, errlen,
+                 "the data folder %s is not empty (it has %s); restore into an empty folder, or "
+                 "force it to replace the store (slotctl restore --force)",
+                 data_dir, n);
     }
     closedir(d);
     if (rc != 0) {

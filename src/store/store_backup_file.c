@@ -177,7 +177,8 @@ int slot__backup_header_open(const char *file, int *fd_out, backup_header *h, ch
     uint8_t raw[SLOT_BACKUP_HEADER_BYTES];
     int rc = fstat(fd, &sb) != 0 ? -errno : 0;
     if (rc == 0 && (uint64_t)sb.st_size < SLOT_BACKUP_HEADER_BYTES) {
-        rc = (uint64_t)sb.st_size >= 8 && slot__backup_read_all(fd, raw, 8) == 0 && memcmp(raw, SLOT_BACKUP_MAGIC, 8) == 0
+        rc = (uint64_t)sb.st_size >= 8 && slot__backup_read_all(fd, raw, 8) == 0 &&
+                     memcmp(raw, SLOT_BACKUP_MAGIC, 8) == 0
                  ? SLOT_BACKUP_E_LENGTH
                  : SLOT_BACKUP_E_MAGIC;
         snprintf(err, errlen, "%s: %s (%jd bytes, shorter than a header)", file, slot_strerror(rc),
@@ -189,15 +190,15 @@ int slot__backup_header_open(const char *file, int *fd_out, backup_header *h, ch
         snprintf(err, errlen, "%s: %s (bad magic)", file, slot_strerror(rc));
     } else if (rc == 0 && get32(raw + 8) > SLOT_BACKUP_VERSION) {
         rc = SLOT_BACKUP_E_VERSION;
-        snprintf(err, errlen, "%s: written by a newer slotd (backup format %" PRIu32 "); this one reads up to %u",
-                 file, get32(raw + 8), SLOT_BACKUP_VERSION);
+        snprintf(err, errlen, "%s: written by a newer slotd (backup format %" PRIu32 "); this one reads up to %u", file,
+                 get32(raw + 8), SLOT_BACKUP_VERSION);
     } else if (rc == 0 && get32(raw + HDR_CRC_AT) != crc_of(raw, HDR_CRC_AT)) {
         rc = SLOT_BACKUP_E_HEADER;
         snprintf(err, errlen, "%s: %s (its CRC-32 does not match)", file, slot_strerror(rc));
     } else if (rc == 0 && (get32(raw + 8) == 0 || get32(raw + 12) != SLOT_BACKUP_HEADER_BYTES)) {
         rc = SLOT_BACKUP_E_HEADER;
-        snprintf(err, errlen, "%s: %s (version %" PRIu32 ", header bytes %" PRIu32 ")", file,
-                 slot_strerror(rc), get32(raw + 8), get32(raw + 12));
+        snprintf(err, errlen, "%s: %s (version %" PRIu32 ", header bytes %" PRIu32 ")", file, slot_strerror(rc),
+                 get32(raw + 8), get32(raw + 12));
     } else if (rc != 0) {
         snprintf(err, errlen, "cannot stat %s: %s", file, strerror(-rc));
     }
@@ -211,8 +212,8 @@ int slot__backup_header_open(const char *file, int *fd_out, backup_header *h, ch
         h->info.file_bytes = (uint64_t)sb.st_size;
         if (h->info.data_bytes != (uint64_t)sb.st_size - SLOT_BACKUP_HEADER_BYTES) {
             rc = SLOT_BACKUP_E_LENGTH;
-            snprintf(err, errlen, "%s: %s (%jd bytes; the header says %" PRIu64 " + %u)", file,
-                     slot_strerror(rc), (intmax_t)sb.st_size, h->info.data_bytes, SLOT_BACKUP_HEADER_BYTES);
+            snprintf(err, errlen, "%s: %s (%jd bytes; the header says %" PRIu64 " + %u)", file, slot_strerror(rc),
+                     (intmax_t)sb.st_size, h->info.data_bytes, SLOT_BACKUP_HEADER_BYTES);
         }
     }
     if (rc != 0) {
@@ -243,7 +244,7 @@ int slot_backup_read_header(const char *file, slot_backup_info *out, char *err, 
  * its name until slot__backup_scratch_close.
  */
 int slot__backup_scratch_open(const char *dir, const char *prefix, int *fd_out, char *name, size_t cap, bool *linked,
-                        char *err, size_t errlen)
+                              char *err, size_t errlen)
 {
     *fd_out = -1;
     *linked = false;

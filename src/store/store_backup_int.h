@@ -15,8 +15,8 @@
 
 #include "slot/backup.h"
 
-#define SHA_BYTES 32     /* a SHA-256 */
-#define PATH_BYTES 4096  /* a path the backup code builds (scratch files, the data folder's files) */
+#define SHA_BYTES 32    /* a SHA-256 */
+#define PATH_BYTES 4096 /* a path the backup code builds (scratch files, the data folder's files) */
 
 /* A backup file's header, as read or to be written. */
 typedef struct backup_header {

@@ -153,7 +153,6 @@ static inline uint64_t load_be64(const void *p)
     return get_be(&b, 8);
 }
 
-
 /* ---- keys */
 
 typedef struct key {

@@ -11,7 +11,7 @@
 
 #include "store_int.h"
 
-#define SEQ_REC_BYTES 16 /* u64 seq, u64 epoch */
+#define SEQ_REC_BYTES 16            /* u64 seq, u64 epoch */
 #define DIGEST_TAG "slotd-digest-1" /* hashed first, so another layout never collides */
 
 /* ---- capture */

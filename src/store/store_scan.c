@@ -9,7 +9,6 @@
 
 #include "store_int.h"
 
-
 /* Walks the records of `dbi` whose key starts with `prefix`, calling fn. */
 typedef int (*raw_fn)(void *ctx, const MDB_val *k, const MDB_val *v);
 
@@ -40,7 +39,6 @@ struct scan_ctx {
     void *ctx;
     size_t skip; /* prefix bytes before what the callback wants */
 };
-
 
 struct event_scan {
     slot_store *st;
@@ -206,4 +204,3 @@ int slot_store_expiry_first(slot_store *st, MDB_txn *txn, uint64_t *expires_at_m
     mdb_cursor_close(cur);
     return rc;
 }
-

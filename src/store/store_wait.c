@@ -63,7 +63,8 @@ int slot_store_wait_key_get(slot_store *st, MDB_txn *txn, const char *ev, size_t
     out->joined_at_ms = get_be(&b, 8);
     out->hold_seq = get_be(&b, 8);
     out->hold_tag = get_be(&b, 8);
-    if (b.bad || b.len != v.mv_size || version != WAIT_REC_VERSION || state < SLOT_WAIT_WAITING || state > SLOT_WAIT_LEFT)
+    if (b.bad || b.len != v.mv_size || version != WAIT_REC_VERSION || state < SLOT_WAIT_WAITING ||
+        state > SLOT_WAIT_LEFT)
         return MDB_CORRUPTED;
     out->state = (slot_wait_state)state;
     memcpy(out->user, user, user_len);

@@ -23,12 +23,18 @@ enum {
 };
 _Static_assert(OFF_TIMESTAMP + 8 == SLOT_WSET_HEADER_BYTES, "header layout");
 
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
 static uint32_t get32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32); }
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32);
+}
 static void put16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)v;
@@ -82,7 +88,10 @@ void slot_wset_clear(slot_wset *ws)
     ws->len = SLOT_WSET_HEADER_BYTES + SLOT_WSET_PAYLOAD_MIN_BYTES;
 }
 
-uint32_t slot_wset_ops(const slot_wset *ws) { return ws->ops; }
+uint32_t slot_wset_ops(const slot_wset *ws)
+{
+    return ws->ops;
+}
 
 /* Make room for `need` bytes in all (header + payload). Doubling, capped at
  * the bound, so a batch costs O(log) reallocations at most, none once grown. */
@@ -104,8 +113,8 @@ static int reserve(slot_wset *ws, size_t need)
     return 0;
 }
 
-static int add_op(slot_wset *ws, uint8_t type, uint8_t db_id, const void *key, size_t klen,
-                  const void *val, size_t vlen)
+static int add_op(slot_wset *ws, uint8_t type, uint8_t db_id, const void *key, size_t klen, const void *val,
+                  size_t vlen)
 {
     SLOT_ASSERT(ws->payload_max >= SLOT_WSET_PAYLOAD_MIN_BYTES);
     if (db_id >= SLOT_WSET_DBS_MAX)
@@ -135,8 +144,7 @@ static int add_op(slot_wset *ws, uint8_t type, uint8_t db_id, const void *key, s
     return 0;
 }
 
-int slot_wset_put(slot_wset *ws, uint8_t db_id, const void *key, size_t klen, const void *val,
-                  size_t vlen)
+int slot_wset_put(slot_wset *ws, uint8_t db_id, const void *key, size_t klen, const void *val, size_t vlen)
 {
     if (vlen && val == NULL)
         return -EINVAL;
@@ -157,8 +165,7 @@ static int check_hdr(const slot_wset_hdr *h)
     return 0;
 }
 
-int slot_wset_finish(slot_wset *ws, const slot_wset_hdr *hdr, const uint8_t **rec,
-                     size_t *rec_bytes)
+int slot_wset_finish(slot_wset *ws, const slot_wset_hdr *hdr, const uint8_t **rec, size_t *rec_bytes)
 {
     int rc = check_hdr(hdr);
     if (rc)

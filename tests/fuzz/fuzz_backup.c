@@ -48,12 +48,12 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
             fprintf(stderr, "fuzz_backup: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                    \
-        }                                                                               \
+            abort();                                                                       \
+        }                                                                                  \
     } while (0)
 
 #define FILE_BYTES_MAX (256u << 10)
@@ -129,8 +129,14 @@ static slot_store *make_store(const char *dir, const char *event, uint64_t epoch
     CHECK(slot_store_open(&o, &st, err, sizeof err) == 0);
     MDB_txn *t;
     CHECK(mdb_txn_begin(slot_store_env(st), NULL, 0, &t) == 0);
-    slot_event_rec ev = {.status = SLOT_EVENT_ON_SALE, .shards = 1, .max_per_request = 4, .hold_ttl_ms = 60000,
-                         .capacity = 100, .next_seq = 1, .created_at_ms = 1700000000000, .max_extensions = 1,
+    slot_event_rec ev = {.status = SLOT_EVENT_ON_SALE,
+                         .shards = 1,
+                         .max_per_request = 4,
+                         .hold_ttl_ms = 60000,
+                         .capacity = 100,
+                         .next_seq = 1,
+                         .created_at_ms = 1700000000000,
+                         .max_extensions = 1,
                          .max_hold_ms = 120000};
     CHECK(slot_store_event_put(st, t, event, strlen(event), &ev) == 0);
     CHECK(slot_store_shard_put(st, t, event, strlen(event), 0, 100) == 0);
@@ -256,8 +262,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     slot_res_clear(&check);
     if (v != 0) {
         if (!slot_backup_refused(v)) {
-            fprintf(stderr, "fuzz_backup: verify failed for the machine's sake (%d %s): %s\n", v,
-                    slot_strerror(v), err);
+            fprintf(stderr, "fuzz_backup: verify failed for the machine's sake (%d %s): %s\n", v, slot_strerror(v),
+                    err);
             abort();
         }
         if (h != 0)

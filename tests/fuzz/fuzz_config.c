@@ -51,12 +51,12 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
             fprintf(stderr, "fuzz_config: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                    \
-        }                                                                               \
+            abort();                                                                       \
+        }                                                                                  \
     } while (0)
 
 /* auth.c's hello and authorize paths need these; the token reader never
@@ -75,14 +75,19 @@ void slot__conn_dropped(conn *c, const char *reason, const char *detail)
 }
 
 /* A part of slotd's table: flags with a value, flags without, refused ones. */
-static const struct option opts[] = {
-    {"data", required_argument, NULL, 'd'},      {"listen", required_argument, NULL, 'l'},
-    {"max-line", required_argument, NULL, 'm'},  {"token-file", required_argument, NULL, 't'},
-    {"log-level", required_argument, NULL, 'L'}, {"http", required_argument, NULL, 'H'},
-    {"insecure", no_argument, NULL, 'i'},        {"no-read-path", no_argument, NULL, 'n'},
-    {"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
-    {"config", required_argument, NULL, 'c'},    {"restore", required_argument, NULL, 'r'},
-    {NULL, 0, NULL, 0}};
+static const struct option opts[] = {{"data", required_argument, NULL, 'd'},
+                                     {"listen", required_argument, NULL, 'l'},
+                                     {"max-line", required_argument, NULL, 'm'},
+                                     {"token-file", required_argument, NULL, 't'},
+                                     {"log-level", required_argument, NULL, 'L'},
+                                     {"http", required_argument, NULL, 'H'},
+                                     {"insecure", no_argument, NULL, 'i'},
+                                     {"no-read-path", no_argument, NULL, 'n'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {"version", no_argument, NULL, 'V'},
+                                     {"config", required_argument, NULL, 'c'},
+                                     {"restore", required_argument, NULL, 'r'},
+                                     {NULL, 0, NULL, 0}};
 #define NOPTS (sizeof opts / sizeof opts[0] - 1)
 static const char *const refused[] = {"config", "restore", "help", "version", NULL};
 

@@ -34,9 +34,9 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define REPLY_WAIT_MS 5000         /* every request is answered well within this */
-#define MAX_LINE "1024"            /* slotd's smallest --max-line, so inputs reach line_too_long */
-#define READ_BYTES_MAX (8u << 20)  /* replies to one input: far below this */
+#define REPLY_WAIT_MS 5000        /* every request is answered well within this */
+#define MAX_LINE "1024"           /* slotd's smallest --max-line, so inputs reach line_too_long */
+#define READ_BYTES_MAX (8u << 20) /* replies to one input: far below this */
 
 static pid_t server_pid;
 static uint16_t server_port;
@@ -198,9 +198,9 @@ static void note_answer(const char *error)
 {
     static volatile unsigned seen[SLOT_E__COUNT];
     switch (error ? slot_err_from_name(error) : SLOT_E_OK) {
-#define NOTE_CASE(name, code, msg)  \
-    case SLOT_E_##name:             \
-        seen[SLOT_E_##name]++;      \
+#define NOTE_CASE(name, code, msg) \
+    case SLOT_E_##name:            \
+        seen[SLOT_E_##name]++;     \
         break;
         SLOT_ERR_MAP(NOTE_CASE)
 #undef NOTE_CASE
@@ -224,9 +224,9 @@ static int check_line(const char *line, size_t len, const char *sentinel)
     }
     json_t *id = json_object_get(o, "id"), *err = json_object_get(o, "error");
     note_answer(json_is_string(err) ? json_string_value(err) : NULL);
-    int kind = json_is_string(id) && strcmp(json_string_value(id), sentinel) == 0 ? 1
+    int kind = json_is_string(id) && strcmp(json_string_value(id), sentinel) == 0            ? 1
                : json_is_string(err) && strcmp(json_string_value(err), "line_too_long") == 0 ? 2
-                                                                                          : 0;
+                                                                                             : 0;
     json_decref(o);
     return kind;
 }

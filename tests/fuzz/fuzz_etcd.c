@@ -39,12 +39,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "fuzz_etcd: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                  \
-        }                                                                             \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 #define EVENTS_MAX 4096
@@ -195,9 +195,9 @@ static void on_lease(slot_etcd *c, int status, const slot_etcd_lease_result *r, 
 static void fuzz_answer(slot__etcd_kind kind, int64_t lease_id, const uint8_t *body, size_t n)
 {
     static void *const cbs[] = {
-        [SLOT__ETCD_GET] = (void *)on_get,       [SLOT__ETCD_RANGE] = (void *)on_range,
-        [SLOT__ETCD_CAS] = (void *)on_cas,       [SLOT__ETCD_PUT] = (void *)on_write,
-        [SLOT__ETCD_DEL] = (void *)on_write,     [SLOT__ETCD_GRANT] = (void *)on_lease,
+        [SLOT__ETCD_GET] = (void *)on_get,         [SLOT__ETCD_RANGE] = (void *)on_range,
+        [SLOT__ETCD_CAS] = (void *)on_cas,         [SLOT__ETCD_PUT] = (void *)on_write,
+        [SLOT__ETCD_DEL] = (void *)on_write,       [SLOT__ETCD_GRANT] = (void *)on_lease,
         [SLOT__ETCD_KEEPALIVE] = (void *)on_lease, [SLOT__ETCD_REVOKE] = (void *)on_lease,
     };
     seen s;

@@ -35,12 +35,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
+#define CHECK(cond)                                                                           \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
             fprintf(stderr, "fuzz_http_line: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                       \
-        }                                                                                  \
+            abort();                                                                          \
+        }                                                                                     \
     } while (0)
 
 #define KEY_BYTES_MAX 300 /* longer than any key the parser takes, so both ends are reached */
@@ -110,8 +110,8 @@ static void check_parse(const char *line, size_t len, const char *op, const char
     if (len == 0 || slot_proto_parse(line, len, &q, msg, sizeof msg) != SLOT_E_OK)
         return;
     if (strcmp(slot_op_name(q.op), op) != 0) {
-        fprintf(stderr, "fuzz_http_line: the path's op is %s, the parser read %s from:\n%.*s\n", op,
-                slot_op_name(q.op), (int)len, line);
+        fprintf(stderr, "fuzz_http_line: the path's op is %s, the parser read %s from:\n%.*s\n", op, slot_op_name(q.op),
+                (int)len, line);
         abort();
     }
     /* A request key the parser read (ops that write read one) is the

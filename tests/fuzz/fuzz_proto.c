@@ -23,12 +23,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
+#define CHECK(cond)                                                                       \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
             fprintf(stderr, "fuzz_proto: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                              \
-        }                                                                         \
+            abort();                                                                      \
+        }                                                                                 \
     } while (0)
 
 /* A field of the request: NUL-terminated, its length kept beside it. */
@@ -83,7 +83,8 @@ static void synth_res(const slot_req *req, const uint8_t *data, size_t size, slo
     memset(res, 0, sizeof *res);
     if ((h & 7) == 0) {
         res->err = (slot_err)(1 + (h >> 3) % (SLOT_E__COUNT - 1));
-        slot_res_error(res, res->err, "no hold \"%s\" for user \"%s\" in event \"%s\"", req->hold, req->user, req->event);
+        slot_res_error(res, res->err, "no hold \"%s\" for user \"%s\" in event \"%s\"", req->hold, req->user,
+                       req->event);
     }
     res->sold_out = (h >> 8) & 1;
     res->replay = (h >> 9) & 1;
@@ -143,7 +144,8 @@ static void check_reply(const char *buf, size_t len, const slot_id *id)
     if (id && id->kind == SLOT_ID_INT)
         CHECK(json_is_integer(jid) && json_integer_value(jid) == id->i);
     else if (id && id->kind == SLOT_ID_STR)
-        CHECK(json_is_string(jid) && json_string_length(jid) == id->len && memcmp(json_string_value(jid), id->s, id->len) == 0);
+        CHECK(json_is_string(jid) && json_string_length(jid) == id->len &&
+              memcmp(json_string_value(jid), id->s, id->len) == 0);
     else
         CHECK(jid == NULL);
     json_decref(o);

@@ -56,21 +56,21 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "fuzz_repl: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                  \
-        }                                                                             \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
-#define WAIT_MS 5000          /* every step is loopback work of well under this */
+#define WAIT_MS 5000 /* every step is loopback work of well under this */
 #define CLUSTER "c1"
 #define CONF_EPOCH 3
 #define CONF_TENURE 2
 #define LOG_TENURE 1
 #define LOG_SEQ 5
-#define FRAME_COPY_MAX 16384  /* the input is at most 8 KiB; its frames are copied to fix them up */
+#define FRAME_COPY_MAX 16384 /* the input is at most 8 KiB; its frames are copied to fix them up */
 
 static const uint8_t secret[] = "fuzz-repl-test-secret-0123456789";
 static const char LABEL_PRIMARY[] = "slotd-repl-v1 primary";
@@ -84,7 +84,7 @@ static int r_port, p_listen_fd, p_listen_port;
 static struct {
     int ready, records, snaps, commits, acks, closes;
     slot_repl_reason close_reason;
-    bool authed;              /* case 1: the handshake completed with a real AUTH */
+    bool authed; /* case 1: the handshake completed with a real AUTH */
     uint64_t hello_tenure;
     uint64_t last_tenure, last_seq; /* the replica's log as slot/repl.h keeps it */
     uint64_t commit;
@@ -549,9 +549,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     signal(SIGPIPE, SIG_IGN);
     CHECK(uv_loop_init(&loop) == 0);
-    slot_repl_opts o = {.cluster = CLUSTER, .node_id = "r1", .secret = secret, .secret_bytes = sizeof secret - 1,
-                        .cbs = {.ctx = &R, .on_ready = on_ready, .on_record = on_record, .on_commit = on_commit,
-                                .on_ack = on_ack, .on_close = on_close, .on_snap = on_snap, .log = on_log}};
+    slot_repl_opts o = {.cluster = CLUSTER,
+                        .node_id = "r1",
+                        .secret = secret,
+                        .secret_bytes = sizeof secret - 1,
+                        .cbs = {.ctx = &R,
+                                .on_ready = on_ready,
+                                .on_record = on_record,
+                                .on_commit = on_commit,
+                                .on_ack = on_ack,
+                                .on_close = on_close,
+                                .on_snap = on_snap,
+                                .log = on_log}};
     CHECK(slot_repl_new(&loop, &o, &R) == 0);
     CHECK(slot_repl_listen(R, "127.0.0.1", 0, &r_port) == 0);
     o.node_id = "p1";

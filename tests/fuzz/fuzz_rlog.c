@@ -44,12 +44,12 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "fuzz_rlog: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                  \
-        }                                                                             \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 #define SEGS_MAX 4
@@ -216,8 +216,8 @@ static void check_append_reopen(slot_rlog *log, const slot_rlog_opts *o)
     CHECK(slot_wset_finish(&ws, &h, &rec, &n) == 0);
     int rc = slot_rlog_append(log, rec, n);
     if (rc != 0) {
-        fprintf(stderr, "fuzz_rlog: the opened log refused its next record (seq %llu): %s\n",
-                (unsigned long long)h.seq, slot_strerror(rc));
+        fprintf(stderr, "fuzz_rlog: the opened log refused its next record (seq %llu): %s\n", (unsigned long long)h.seq,
+                slot_strerror(rc));
         abort();
     }
     CHECK(slot_rlog_sync(log) == 0);
