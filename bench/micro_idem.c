@@ -1,5 +1,5 @@
 /*
- * micro_idem — the idempotency index (src/alloc/idem.h) alone: the time of every
+ * micro_idem — the idempotency index (src/alloc/alloc_int.h) alone: the time of every
  * single call across N inserts of hold-shaped keys, as the commit thread
  * makes them (a lookup that misses, then an add), and the p50, p99, p99.9,
  * p99.99 and max of those times. The max is the number that matters: a
@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "micro.h"
-#include "alloc/idem.h" /* internal to libslot, measured directly */
+#include "alloc/alloc_int.h" /* internal to libslot, measured directly */
 
 #define MICRO_IDEM_KEYS_DEFAULT 10000000u /* --max-keys */
 #define MICRO_IDEM_KEYS_MAX 100000000u

@@ -26,6 +26,7 @@ TEST_DECLARE(auth_token_file_readable_by_others_refused)
 TEST_DECLARE(auth_token_file_malformed_lines_refused)
 TEST_DECLARE(auth_non_loopback_without_tokens_refused)
 TEST_DECLARE(auth_non_loopback_with_insecure_starts)
+TEST_DECLARE(auth_host_name_is_a_usage_error)
 TEST_DECLARE(auth_no_tokens_every_connection_admin)
 TEST_DECLARE(auth_hold_of_another_user_is_unknown)
 TEST_DECLARE(auth_hold_ids_not_guessable)
@@ -41,6 +42,7 @@ TEST_ENTRY(auth_token_file_readable_by_others_refused)
 TEST_ENTRY(auth_token_file_malformed_lines_refused)
 TEST_ENTRY(auth_non_loopback_without_tokens_refused)
 TEST_ENTRY(auth_non_loopback_with_insecure_starts)
+TEST_ENTRY(auth_host_name_is_a_usage_error)
 TEST_ENTRY(auth_no_tokens_every_connection_admin)
 TEST_ENTRY(auth_hold_of_another_user_is_unknown)
 TEST_ENTRY(auth_hold_ids_not_guessable)
@@ -504,6 +506,31 @@ TEST_IMPL(auth_non_loopback_without_tokens_refused)
         if (!strstr(err, "--insecure") || !strstr(err, "--token-file") || !strstr(err, cases[i].flag))
             T_FAIL_("%s %s: the message should name the flag, --token-file and --insecure: \"%s\"", cases[i].flag,
                     cases[i].addr, err);
+    }
+    slot_test_rmdir(dir);
+    free(dir);
+}
+
+/* A host name where an address belongs (--listen localhost:7420) is a usage
+ * error that says so, with or without --insecure: not "non-loopback". */
+TEST_IMPL(auth_host_name_is_a_usage_error)
+{
+    char *dir = slot_test_tmpdir();
+    char err[1024];
+    static const char *cases[][6] = {{"--listen", "localhost:0", NULL},
+                                     {"--listen", "localhost:0", "--insecure", NULL},
+                                     {"--listen", "127.0.0.1:0", "--http", "localhost:0", NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[8];
+        size_t n = 0;
+        for (size_t k = 0; cases[i][k]; k++)
+            args[n++] = cases[i][k];
+        args[n++] = "--data";
+        args[n++] = dir;
+        args[n] = NULL;
+        ASSERT_EQ(slot_test_run_refused(args, err, sizeof err), 64);
+        if (!strstr(err, "numeric") || strstr(err, "non-loopback"))
+            T_FAIL_("case %zu: the message should say the host must be numeric: \"%s\"", i, err);
     }
     slot_test_rmdir(dir);
     free(dir);

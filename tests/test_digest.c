@@ -436,7 +436,7 @@ static void differential(uint64_t seed, uint64_t ops, tally *n)
         n->batches++;
         n->ops += k;
         if (abort_it) {       /* a failed batch: nothing of it may reach B */
-            mdb_txn_abort(t); /* the allocator drops what its index kept of it (src/alloc/idem.h) */
+            mdb_txn_abort(t); /* the allocator drops what its index kept of it (src/alloc/alloc_int.h) */
             n->aborted++;
             continue;
         }

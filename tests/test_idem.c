@@ -1,5 +1,5 @@
 /*
- * test_idem.c — the allocator's in-memory idempotency index (src/alloc/idem.h) on
+ * test_idem.c — the allocator's in-memory idempotency index (src/alloc/alloc_int.h) on
  * its own: put, get, delete and replace under enough keys that it doubles
  * several times, checked against a plain array in the middle of every
  * doubling; its cold-event set; and, through the allocator, a restart that
@@ -9,7 +9,7 @@
 #include "alloc_fixture.h"
 #include "harness.h"
 #include "slot/client.h"
-#include "alloc/idem.h" /* internal to libslot, tested directly */
+#include "alloc/alloc_int.h" /* internal to libslot, tested directly */
 
 TEST_DECLARE(idem_index_many_keys)
 TEST_DECLARE(idem_incremental_rehash_matches_reference)

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "alloc_int.h"
-#include "idem.h"
 #include "slot/assert.h"
 
 typedef slot__alloc_ctx ctx;

@@ -1,5 +1,5 @@
 /*
- * alloc_idem.c — the ops' lookup in the idempotency index (idem.h): the hold
+ * alloc_idem.c — the ops' lookup in the idempotency index (alloc_int.h): the hold
  * made earlier for a key, checked against the store. The index is built and
  * its cold events loaded by cold.c (slot__idem_event_ready). Internal to
  * libslot; see alloc_int.h.
@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "alloc_int.h"
-#include "idem.h"
 
 typedef slot__alloc_ctx ctx;
 

@@ -1,5 +1,5 @@
 /*
- * cold.c — building the idempotency index (idem.h) from the holds database,
+ * cold.c — building the idempotency index (alloc_int.h) from the holds database,
  * and the loading of cold events (docs/design.md, "The idempotency index,
  * and why it is in memory", "Cold events load in slices").
  *
@@ -27,7 +27,6 @@
 #include <time.h>
 
 #include "alloc_int.h"
-#include "idem.h"
 #include "slot/assert.h"
 
 typedef slot__alloc_ctx ctx;
@@ -82,7 +81,7 @@ static int idem_add_event(void *p, const char *ev, size_t ev_len, const slot_eve
     return slot_store_holds_scan(c->st, c->txn, ev, ev_len, idem_add, c);
 }
 
-/* Builds the idempotency index from the holds database (idem.h says why it
+/* Builds the idempotency index from the holds database (alloc_int.h says why it
  * is in memory): every event's keys, less those of events settled at now_ms
  * (marked cold, loaded on first use). O(holds of the other events), once
  * per allocator. */

@@ -5,7 +5,7 @@
  * confirm and extend, the feed entries of each move, the hand-out of
  * returned units to those waiting (slot__waitlist_serve) and the expiry of
  * due holds (the sweeper and the "expire" op). It calls only the random
- * numbers (alloc_rng.c), the idempotency index (idem.h, cold.c) and the
+ * numbers (alloc_rng.c), the idempotency index (alloc_int.h, cold.c) and the
  * store, never an op file or alloc_core.c. Internal to libslot; see alloc_int.h.
  */
 #include <errno.h>
@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "alloc_int.h"
-#include "idem.h"
 #include "slot/assert.h"
 #include "slot/failpoint.h"
 #include "slot/feed.h"

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "alloc_int.h"
-#include "idem.h"
 
 bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req *req, uint64_t now_ms, slot_res *res)
 {

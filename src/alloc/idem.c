@@ -1,5 +1,5 @@
 /*
- * idem.c — the in-memory idempotency index (see idem.h): a chained hash
+ * idem.c — the in-memory idempotency index (see alloc_int.h): a chained hash
  * table that grows by incremental rehash, entries from an arena.
  *
  * Growth without a stall. A table that doubles in one step rehashes every
@@ -23,7 +23,7 @@
  * keys the caller chose not to load (slot_alloc_load leaves out events that
  * are closed and settled), so that it loads them before it asks about them.
  */
-#include "idem.h"
+#include "alloc_int.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -2,7 +2,7 @@
  * config.c — slotd's --config FILE (config.h): reads `name = value` lines
  * and hands each to the flag parser as --name=value.
  */
-#include "config.h"
+#include "daemon_int.h"
 
 #include <errno.h>
 #include <stdbool.h>

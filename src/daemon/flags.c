@@ -1,11 +1,11 @@
 /*
- * flags.c — the table of slotd's flags (flags.h) and what comes from it:
+ * flags.c — the table of slotd's flags (daemon_int.h) and what comes from it:
  * getopt's long options, the defaults, reading one value (numbers with
  * their ranges, HOST:PORT, names), `slotd --help` and the man page's
  * OPTIONS list (`slotd --help-man`). The flags slotd.c reads itself (kind
  * SLOT__FLAG_OWN) are here too, for --help and the man page.
  */
-#include "flags.h"
+#include "daemon_int.h"
 
 #include <errno.h>
 #include <inttypes.h>

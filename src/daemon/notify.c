@@ -1,7 +1,7 @@
 /*
- * notify.c — sd_notify for slotd (notify.h).
+ * notify.c — sd_notify for slotd (daemon_int.h).
  */
-#include "notify.h"
+#include "daemon_int.h"
 
 #include "slot_config.h"
 

@@ -1,6 +1,6 @@
 /*
  * slotd.c — the daemon's command line (docs/operations.md, "Flags"): the
- * flags come from the table in flags.c (flags.h), which also writes --help
+ * flags come from the table in flags.c (daemon_int.h), which also writes --help
  * and the man page's list; this file reads them (the ones of kind
  * SLOT__FLAG_OWN itself), the --config file after them, checks the flags
  * that go together, and starts the server. Everything else starts in
@@ -14,9 +14,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
-#include "config.h"
-#include "flags.h"
-#include "notify.h"
+#include "daemon_int.h"
 #include "base/log.h"
 #include "slot/assert.h"
 #include "server/server.h"
@@ -58,8 +56,24 @@ static bool host_is_loopback(const char *host)
 /* Without --token-file every connection is admin: a non-loopback --listen
  * or --http then needs --insecure (docs/operations.md, "Tokens"). A usage
  * error, found before anything starts. */
+static bool host_is_numeric(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    return inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+}
+
 static int check_exposure(const slot__server_opts *o)
 {
+    /* HOST is an address, not a name (no resolver runs at start): a usage
+     * error, said as such before the loopback rule would call it exposed. */
+    if (!host_is_numeric(o->host) || (o->http && !host_is_numeric(o->http_host))) {
+        const char *host = !host_is_numeric(o->host) ? o->host : o->http_host;
+        fprintf(stderr,
+                "slotd: %s %s: HOST must be a numeric IPv4 or IPv6 address (e.g. 127.0.0.1, [::1]), not a name\n",
+                host == o->host ? "--listen" : "--http", host);
+        return -1;
+    }
     if (o->token_file || o->insecure)
         return 0;
     bool listen_bad = !host_is_loopback(o->host);
@@ -82,7 +96,7 @@ static slot__log_level log_level = SLOT__LOG_INFO;
  * parsed again so that its flags win. */
 static const char *config_path;
 static const char *restore_path; /* --restore FILE: command line only */
-/* getopt_long's tables, from the flag table (flags.h): the command line's
+/* getopt_long's tables, from the flag table (daemon_int.h): the command line's
  * (with the hidden --help-man) and the config file's (the table's flags
  * only: config.c checks a file's names against it). */
 static struct option cmdline_opts[SLOT__FLAGS_MAX + 2], config_opts[SLOT__FLAGS_MAX + 1];

@@ -20,7 +20,7 @@
 
 #include "base/jsonw.h"
 #include "slot/assert.h"
-#include "proto_feed.h"
+#include "proto_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                   */

@@ -13,8 +13,7 @@
 #include <string.h>
 
 #include "base/jsonw.h"
-#include "proto_feed.h"
-#include "proto_view.h"
+#include "proto_int.h"
 #include "slot/assert.h"
 
 /* ------------------------------------------------------------------------ */

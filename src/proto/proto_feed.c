@@ -1,9 +1,9 @@
 /*
- * proto_feed.c — the feed ops' fields and replies (proto_feed.h), beside
+ * proto_feed.c — the feed ops' fields and replies (proto_int.h), beside
  * proto.c, whose strictness they follow: only a JSON integer is a number,
  * names follow the event rule, and every message names its field.
  */
-#include "proto_feed.h"
+#include "proto_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * event.changed entries, and the feed's push line (slot_feed_encode,
  * slot/feed.h; docs/protocol.md, "Feed"). Calls only base. Any thread.
  */
-#include "proto_view.h"
+#include "proto_int.h"
 
 #include <string.h>
 

@@ -177,7 +177,7 @@ static int listen_start(server *s)
 }
 
 /* The first line on stdout, once the server is ready: tests and scripts wait
- * for it; systemd hears the same as READY=1 (notify.h). */
+ * for it; systemd hears the same as READY=1 (daemon_int.h). */
 static void listen_announce(server *s)
 {
     struct sockaddr_storage ss;
@@ -201,7 +201,7 @@ static void listen_announce(server *s)
 
 /*
  * One slotd per data folder: LMDB would let two processes share the files,
- * but the idempotency index lives in the writer's memory (src/alloc/idem.h), so a
+ * but the idempotency index lives in the writer's memory (src/alloc/alloc_int.h), so a
  * second writer would grant a second hold for a replayed key. An flock on
  * DIR/slotd.lock (released by the kernel when the process dies, kill -9
  * included) keeps the second one out.

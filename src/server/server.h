@@ -18,7 +18,7 @@ typedef struct uv_loop_s uv_loop_t;
 /*
  * What the composition root (src/daemon/slotd.c) hands the server, so that
  * the server wing calls nothing above it: the replica set's start, stop and
- * free (src/cluster/cluster.h) and systemd's READY/STOPPING (src/daemon/notify.h).
+ * free (src/cluster/cluster.h) and systemd's READY/STOPPING (src/daemon/daemon_int.h).
  * All run on the loop thread. A NULL member is skipped.
  *
  *   cluster_start  after the store opened and before the commit thread

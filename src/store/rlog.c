@@ -1,8 +1,8 @@
 /* rlog.c — the batch log's API: open and close, append and sync, reading,
  * truncate_after, trim_before and reset, over the in-memory index; see
  * slot/rlog.h. The segment files themselves (names, header, open's scan and
- * repair) are rlog_seg.c's (rlog_int.h). */
-#include "rlog_int.h"
+ * repair) are rlog_seg.c's (store_int.h). */
+#include "store_int.h"
 
 #include "slot/assert.h"
 #include "slot/wset.h"
@@ -31,9 +31,9 @@ void slot__rlog_logf(slot_rlog *log, const char *fmt, ...)
 
 /* ---- little helpers ---------------------------------------------------- */
 
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+static int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
 {
-    const uint8_t *p = buf;
+    const uint8_t *p = data;
     while (len) {
         ssize_t n = pwrite(fd, p, len, (off_t)off);
         if (n < 0) {
@@ -50,9 +50,9 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 }
 
 /* Returns 0, -errno, or 1 when the file ended first. */
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+static int pread_all(int fd, void *data, size_t len, uint64_t off)
 {
-    uint8_t *p = buf;
+    uint8_t *p = data;
     while (len) {
         ssize_t n = pread(fd, p, len, (off_t)off);
         if (n < 0) {

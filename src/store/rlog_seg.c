@@ -1,7 +1,7 @@
 /* rlog_seg.c — the batch log's segment files: names, the header, and open's
  * scan, validation and torn-tail repair; see slot/rlog.h (the format) and
- * rlog_int.h (the split). */
-#include "rlog_int.h"
+ * store_int.h (the split). */
+#include "store_int.h"
 
 #include "slot/assert.h"
 #include "slot/store.h" /* slot_store_mkdir */

@@ -13,7 +13,7 @@
  * commit's, and the header's seq and digest describe the data exactly.
  *
  * The file's format (the header, streaming through SHA-256, the scratch
- * files) is in store_backup_file.c (store_backup_int.h).
+ * files) is in store_backup_file.c (store_int.h).
  */
 #include "slot/backup.h"
 
@@ -29,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store_backup_int.h"
 #include "store_int.h"
 
 static uint64_t wall_ms(void)

@@ -1,6 +1,6 @@
 /*
  * store_backup_file.c — the backup file's format and its bytes
- * (store_backup_int.h, slot/backup.h; docs/design.md, "Backups"): the
+ * (store_int.h, slot/backup.h; docs/design.md, "Backups"): the
  * 128-byte header (magic, version, seq, epoch, data length, time, digest,
  * the data's SHA-256, a CRC-32), packed and read back with every check;
  * streaming the data through SHA-256; the scratch files a copy is written
@@ -20,7 +20,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "store_backup_int.h"
 #include "store_int.h"
 
 #define HDR_CRC_AT 124 /* the CRC-32 covers bytes 0..123 */

@@ -16,7 +16,10 @@
 #include "slot/assert.h"
 #include "slot/store.h"
 #include "slot/wset.h"
+#include "slot/rlog.h"
+#include "slot/backup.h"
 
+/* ==== from store_int.h ======================================================= */
 #define KEY_BYTES_MAX 512 /* LMDB's default mdb_env_get_maxkeysize() is 511 */
 /* The longest key (users: two names, each a length byte plus its bytes). */
 _Static_assert(2 + SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX <= 511, "keys fit LMDB's key size");
@@ -185,5 +188,178 @@ static inline void key_event(key *k, const char *ev, size_t ev_len)
 /* slot__store_hold_decode — unpack a holds record (value v of key seq) into
  * out. Returns 0, or MDB_CORRUPTED when it is not a version-1 record. */
 int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out);
+
+/* ==== from rlog_int.h ======================================================== */
+/*
+ * rlog_int.h — what the two halves of the batch log share (internal; the
+ * public API is slot/rlog.h). rlog_seg.c owns the segment files: their
+ * names, their 32-byte header, and open's scan, validation and torn-tail
+ * repair. rlog.c owns the log API on top: append, sync, read, truncate_after,
+ * trim_before, reset, and the in-memory index both halves fill.
+ *
+ * Threads: as slot/rlog.h — a log belongs to one thread at a time.
+ */
+/* A segment's file name: 16 lower-case hex digits + ".seg" + NUL. */
+#define SLOT__RLOG_SEG_NAME_BYTES 21
+
+/* One segment file, as the index knows it. */
+typedef struct slot__rlog_seg {
+    uint64_t first_seq;
+    uint64_t prev_epoch; /* epoch of record first_seq-1 */
+    uint64_t count;      /* records */
+    uint64_t size;       /* file bytes: header + records */
+    uint64_t idx;        /* index of its first record in log->offs */
+} slot__rlog_seg;
+
+/* A change of epoch: from seq on (up to the next run), records have epoch. */
+typedef struct slot__rlog_run {
+    uint64_t seq; /* first seq with this epoch */
+    uint64_t epoch;
+} slot__rlog_run;
+
+struct slot_rlog {
+    char *dir;
+    int dirfd;
+    uint64_t seg_bytes;
+    slot_rlog_log_fn logfn;
+    void *log_ctx;
+    slot__rlog_seg *segs; /* sorted by first_seq, contiguous; the last one is active */
+    size_t nsegs, segs_cap;
+    uint32_t *offs; /* offs[i]: offset of record first+i in its segment */
+    uint64_t noffs, offs_cap;
+    slot__rlog_run *runs; /* epoch changes, by seq */
+    size_t nruns, runs_cap;
+    int wfd;        /* the active segment, or -1 when there is none */
+    bool wdirty;    /* written since its last fdatasync */
+    bool dir_dirty; /* a segment was created since the last directory fsync */
+    bool broken;
+    int rfd; /* a cached read fd of an older segment */
+    uint64_t rfd_first;
+    uint8_t *rbuf;
+    size_t rcap;
+};
+
+/* ---- rlog.c: the log's messages and its in-memory index ---------------- */
+
+/* slot__rlog_logf — format one line (at most 511 bytes, cut beyond) and pass
+ * it to the log's callback (slot_rlog_opts.log); nothing when there is none. */
+void slot__rlog_logf(slot_rlog *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* slot__rlog_grow — make *arr (of elem-byte elements, capacity *cap) hold at
+ * least need elements, doubling from 16. Returns 0 or -ENOMEM (then *arr and
+ * *cap are as they were). */
+int slot__rlog_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* slot__rlog_grow_offs — room for need record offsets in log->offs; 0 or -ENOMEM. */
+int slot__rlog_grow_offs(slot_rlog *log, uint64_t need);
+
+/* slot__rlog_last_epoch — the epoch of the last record, or the log's base
+ * epoch (its first segment's prev_epoch) when it holds none; 0 for no segment. */
+uint64_t slot__rlog_last_epoch(const slot_rlog *log);
+
+/* slot__rlog_note_epoch — note that the record just indexed at seq has
+ * epoch; a new run when it differs from the last one. The caller has made
+ * room for one more run (slot__rlog_grow). */
+void slot__rlog_note_epoch(slot_rlog *log, uint64_t seq, uint64_t epoch);
+
+/* ---- rlog_seg.c: segment files ----------------------------------------- */
+
+/* slot__rlog_seg_name — the file name of the segment that starts at first_seq. */
+void slot__rlog_seg_name(char out[SLOT__RLOG_SEG_NAME_BYTES], uint64_t first_seq);
+
+/* slot__rlog_seg_header — the 32-byte segment header (layout: slot/rlog.h)
+ * for a segment starting at first_seq after a record of epoch prev_epoch. */
+void slot__rlog_seg_header(uint8_t h[SLOT_RLOG_SEG_HEADER_BYTES], uint64_t first_seq, uint64_t prev_epoch);
+
+/* slot__rlog_open_seg — openat(2) the segment that starts at first_seq in the
+ * log's directory with flags (| O_CLOEXEC, mode 0600). Returns the fd (the
+ * caller's to close) or -errno. */
+int slot__rlog_open_seg(slot_rlog *log, uint64_t first_seq, int flags);
+
+/* slot__rlog_unlink_seg — remove that segment's file; a missing one is not
+ * an error. Returns 0 or -errno. The directory still needs an fsync. */
+int slot__rlog_unlink_seg(slot_rlog *log, uint64_t first_seq);
+
+/* slot__rlog_fsync_dir — fsync the log's directory and clear log->dir_dirty.
+ * Returns 0 or -errno (dir_dirty then stays set). */
+int slot__rlog_fsync_dir(slot_rlog *log);
+
+/*
+ * slot__rlog_recover — open's work on disk, for a log whose fields
+ * slot_rlog_open has set (dir, seg_bytes, logfn, the fds at -1) and whose
+ * index is empty: create log->dir when missing (slot_store_mkdir: its parent
+ * is fsynced either way), read every segment, validate it record by record
+ * into the index, then — only once everything validated — remove leftover
+ * "*.seg.tmp" files and a last segment with a torn header, cut a torn tail
+ * off the last segment, open that segment as log->wfd, and fsync log->dir. Counts what it removed and cut in
+ * info->removed_files and info->truncated_bytes.
+ * Returns 0, -errno, -ENOMEM, or SLOT_RLOG_E_CORRUPT (then nothing on disk was changed);
+ * on error the caller closes the log (slot_rlog_close frees what was built).
+ */
+int slot__rlog_recover(slot_rlog *log, slot_rlog_open_info *info);
+
+/* ==== from store_backup_int.h ================================================ */
+/*
+ * store_backup_int.h — what store_backup.c (taking, verifying, installing
+ * and restoring backups) and store_backup_file.c (the backup file's header,
+ * its bytes and the scratch files) share; not seen outside src/store/. The
+ * format is slot/backup.h's: a SLOT_BACKUP_HEADER_BYTES header, then the
+ * LMDB copy (docs/design.md, "Backups"). Any thread: nothing here keeps
+ * state between calls.
+ */
+#define SHA_BYTES 32    /* a SHA-256 */
+#define PATH_BYTES 4096 /* a path the backup code builds (scratch files, the data folder's files) */
+
+/* A backup file's header, as read or to be written. */
+typedef struct backup_header {
+    slot_backup_info info;       /* seq, epoch, data_bytes, created_at_ms, digest (file_bytes: when read) */
+    uint8_t data_sha[SHA_BYTES]; /* the SHA-256 of the data after the header */
+} backup_header;
+
+/* slot__backup_write_all — writes n bytes of p to fd, again after EINTR. 0 or -errno. */
+int slot__backup_write_all(int fd, const void *p, size_t n);
+
+/* slot__backup_read_all — reads exactly n bytes from fd into p. 0, -EPIPE (the end came first) or -errno. */
+int slot__backup_read_all(int fd, void *p, size_t n);
+
+/* slot__backup_hex_of — n bytes of raw as 2n lowercase hex digits and a NUL into hex (room for 2n + 1). */
+void slot__backup_hex_of(const uint8_t *raw, size_t n, char *hex);
+
+/*
+ * slot__backup_stream — copies n bytes from in (at its offset) to out (-1:
+ * nowhere), hashing them into sha. A buffer of SLOT_BACKUP_IO_BYTES from
+ * the heap. 0, -EPIPE (in ended early), -ENOMEM, -errno, or EIO (libcrypto
+ * failed).
+ */
+int slot__backup_stream(int in, int out, uint64_t n, uint8_t sha[SHA_BYTES]);
+
+/*
+ * slot__backup_header_pack — h as the file's SLOT_BACKUP_HEADER_BYTES bytes
+ * (big-endian fields, the CRC-32 last) into raw. h->info.digest must be 64
+ * lowercase hex digits (slot_store_digest's); asserted.
+ */
+void slot__backup_header_pack(const backup_header *h, uint8_t raw[SLOT_BACKUP_HEADER_BYTES]);
+
+/*
+ * slot__backup_header_open — opens file and reads its header into h,
+ * checking it (magic, version, CRC-32, fields, the file's length). Returns 0
+ * with *fd_out at the data's first byte (the caller closes it); else -errno
+ * or a SLOT_BACKUP_E_* code, *fd_out = -1, and err[errlen] says why.
+ */
+int slot__backup_header_open(const char *file, int *fd_out, backup_header *h, char *err, size_t errlen);
+
+/*
+ * slot__backup_scratch_open — a scratch file in dir (prefix names it,
+ * "XXXXXX" is appended), open on *fd_out; name[cap] gets the path to open
+ * it by. Where /proc/self/fd is there (Linux), the file is unlinked at once
+ * and name is /proc/self/fd/N, so a killed slotd or slotctl leaves no
+ * scratch file behind (*linked = false); elsewhere it keeps its name until
+ * slot__backup_scratch_close (*linked = true). 0, or -errno with err set.
+ */
+int slot__backup_scratch_open(const char *dir, const char *prefix, int *fd_out, char *name, size_t cap, bool *linked,
+                              char *err, size_t errlen);
+
+/* slot__backup_scratch_close — closes fd (unless -1) and, when linked, removes the file name. */
+void slot__backup_scratch_close(int fd, const char *name, bool linked);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c — libFuzzer target for slotd's two settings readers: the
- * --config FILE reader (src/daemon/config.h) and the --token-file reader
+ * --config FILE reader (src/daemon/daemon_int.h) and the --token-file reader
  * (src/server/auth.h). Byte 0 of the input picks the reader (bit 0) and, for the
  * token file, whether the file is open to group (bit 1); the rest is the
  * file's content.
@@ -291,13 +291,13 @@ static int reference_tokens(const uint8_t *p, size_t n, token *out)
 static void fuzz_token_file(const uint8_t *p, size_t n, bool open_to_group)
 {
     write_file(p, n, open_to_group ? 0640 : 0600);
-    srv.ntokens = 0;
+    srv.auth.ntokens = 0;
     int q = quiet_begin();
     int rc = slot__tokens_load(&srv, path);
     quiet_end(q);
     CHECK(rc == 0 || rc == -1);
     if (open_to_group) {
-        CHECK(rc == -1 && srv.ntokens == 0);
+        CHECK(rc == -1 && srv.auth.ntokens == 0);
         return;
     }
     static token want[SLOT_TOKENS_MAX];
@@ -309,18 +309,18 @@ static void fuzz_token_file(const uint8_t *p, size_t n, bool open_to_group)
         }
         return;
     }
-    if (nwant != (int)srv.ntokens) {
-        fprintf(stderr, "fuzz_config: the reader took %zu tokens, the file's lines say %d\n", srv.ntokens, nwant);
+    if (nwant != (int)srv.auth.ntokens) {
+        fprintf(stderr, "fuzz_config: the reader took %zu tokens, the file's lines say %d\n", srv.auth.ntokens, nwant);
         abort();
     }
-    for (size_t i = 0; i < srv.ntokens; i++) {
-        const token *t = &srv.tokens[i];
+    for (size_t i = 0; i < srv.auth.ntokens; i++) {
+        const token *t = &srv.auth.tokens[i];
         CHECK(t->len >= 1 && t->len <= SLOT_TOKEN_BYTES_MAX && strlen(t->value) == t->len);
         CHECK(t->role == want[i].role && t->len == want[i].len && memcmp(t->value, want[i].value, t->len) == 0);
         slot_role last = SLOT_ROLE_NONE; /* the last line with this token decides */
-        for (size_t k = 0; k < srv.ntokens; k++)
-            if (srv.tokens[k].len == t->len && memcmp(srv.tokens[k].value, t->value, t->len) == 0)
-                last = srv.tokens[k].role;
+        for (size_t k = 0; k < srv.auth.ntokens; k++)
+            if (srv.auth.tokens[k].len == t->len && memcmp(srv.auth.tokens[k].value, t->value, t->len) == 0)
+                last = srv.auth.tokens[k].role;
         CHECK(slot__token_role(&srv, t->value, t->len) == last);
     }
 }

@@ -1,4 +1,58 @@
 /*
+ * daemon_int.h — the daemon wing's one internal header: --config FILE
+ * (config.c), the flag table (flags.c) and sd_notify (notify.c), for slotd.c,
+ * the composition root.
+ */
+#ifndef SLOT_DAEMON_INT_H
+#define SLOT_DAEMON_INT_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "slot/limits.h"
+#include "server/server_opts.h"
+
+/* ==== from config.h ========================================================== */
+/*
+ * config.h — slotd's --config FILE (docs/operations.md, "The config file"):
+ * `name = value` lines, each handed to the daemon's own flag parser as the
+ * flag --name=value, so a setting in the file means exactly what the flag
+ * means and is checked by the same code. Internal to the daemon.
+ */
+/* Parses the argv {"slotd", "--name=value"} (argc 2) into the caller's
+ * options; returns 0, or -1 after printing why on stderr. */
+typedef int (*slot__config_apply_fn)(int argc, char **argv, void *ctx);
+
+/*
+ * slot__config_read — read the settings file at path and apply each line.
+ *   A line is blank, a comment (first non-blank character '#'), or
+ *   `name = value`: name is a long flag of opts without its dashes; value is
+ *   the rest of the line, trimmed, up to a '#' that follows a blank (a
+ *   comment), or a double-quoted string (the quotes removed; it may hold '#').
+ *   A flag that takes no value (opts' no_argument) is written `name = true`
+ *   or `name = false`; false leaves it off. Of several lines with one such
+ *   name the last counts; a flag with a value is applied line by line, so the
+ *   last value wins as on a command line.
+ *   opts: the parser's long options, ended by a zero entry; refused: names
+ *   (NULL-ended) that may not appear in a file (help, version, config).
+ *   apply(argc, argv, ctx) is called once per applied line, in file order;
+ *   the argv strings are heap copies that stay valid until the process exits
+ *   (the parser may keep pointers to them, as it does to the real argv's;
+ *   an atexit handler frees them).
+ * Returns 0, or -1 after printing "slotd: PATH:LINE: why" (or "slotd:
+ * --config PATH: why" when the file cannot be read or is over
+ * SLOT_CONFIG_BYTES_MAX) on stderr: a usage error. Lines before the bad one
+ * may have been applied already. Main thread, before the server starts.
+ */
+int slot__config_read(const char *path, const struct option *opts, const char *const *refused,
+                      slot__config_apply_fn apply, void *ctx);
+
+/* ==== from flags.h =========================================================== */
+/*
  * flags.h — slotd's flags in one table (flags.c; docs/operations.md,
  * "Flags"): each flag's name, argument, default, range, unit, --help text,
  * man page text and the field of slot__server_opts it sets. getopt's long
@@ -8,17 +62,6 @@
  * --config FILE (config.c) reads the same flags, by the same long options.
  * Main thread only, before the server starts.
  */
-#ifndef SLOT_DAEMON_FLAGS_H
-#define SLOT_DAEMON_FLAGS_H
-
-#include <getopt.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-
-#include "server/server_opts.h"
-
 /* The flags' ids: getopt_long's values (above any short option's). */
 enum slot__flag_id {
     OPT_DATA = 256,
@@ -144,5 +187,33 @@ void slot__flags_usage(FILE *out);
  * default from the table. docs/man/meson.build splices it into slotd.8.scd.
  */
 void slot__flags_man(FILE *out);
+
+/* ==== from notify.h ========================================================== */
+/*
+ * notify.h — telling systemd how slotd is doing (sd_notify(3); the unit in
+ * docs/systemd/slotd.service.in uses Type=notify): READY=1 once it listens,
+ * STOPPING=1 when it begins to stop, WATCHDOG=1 pings while the unit sets
+ * WatchdogSec=. Built with libsystemd when meson finds it (-Dsystemd);
+ * without it, or when slotd does not run under systemd (no $NOTIFY_SOCKET),
+ * nothing is sent. Internal to the daemon; every call on the loop thread.
+ */
+/*
+ * slot__notify_ready — send "READY=1" with "STATUS=<status>" (e.g.
+ * "listening on 127.0.0.1:7420"; copied), and, when the service manager asked
+ * for a watchdog (sd_watchdog_enabled: $WATCHDOG_USEC, and $WATCHDOG_PID
+ * unset or this process), send "WATCHDOG=1" now and then every half of
+ * WATCHDOG_USEC (at least every SLOT_NOTIFY_WATCHDOG_MS_MIN ms) from a timer
+ * on loop. The timer does not keep the loop alive and is closed with the
+ * loop's other handles. Call once, after the listening socket is announced.
+ * Errors sending are ignored: systemd's view is advisory for slotd.
+ */
+void slot__notify_ready(uv_loop_t *loop, const char *status);
+
+/* slot__notify_stopping — send "STOPPING=1" and "STATUS=stopping" (at the
+ * first SIGTERM/SIGINT); the watchdog pings go on until the loop closes. */
+void slot__notify_stopping(void);
+
+/* The shortest ping interval: a WATCHDOG_USEC under 2 ms is pinged this often. */
+#define SLOT_NOTIFY_WATCHDOG_MS_MIN 1u
 
 #endif

@@ -1,0 +1,51 @@
+/*
+ * proto_int.h — the proto wing's one internal header: what its files share
+ * (the feed ops' fields, the one event-view writer). The public face is
+ * slot/proto.h and slot/feed.h.
+ */
+#ifndef SLOT_PROTO_INT_H
+#define SLOT_PROTO_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/jsonw.h"
+#include "slot/ops.h"
+
+/* ==== from proto_feed.h ====================================================== */
+/*
+ * proto_feed.h — the wire format of the feed ops (docs/protocol.md, "Feed"):
+ * their fields and their replies, for proto.c. Internal to libslot.
+ */
+/*
+ * slot__proto_feed_parse — the fields of r->op (subscribe, ack, unsubscribe,
+ * feed_consumers, feed_forget) from root into r. consumer: 1..64 bytes of
+ * [A-Za-z0-9._:-]; subscribe's from: "acked" (default), "start" or an
+ * integer 1..2^63-1, window 1..SLOT_FEED_WINDOW_MAX (default
+ * SLOT_FEED_WINDOW_DEFAULT); ack's seq 0..2^63-1. Anything else is
+ * SLOT_E_INVALID_ARGUMENT with msg naming the field; another op is
+ * SLOT_E_UNKNOWN_OP. Thread-safe.
+ */
+slot_err slot__proto_feed_parse(json_t *root, slot_req *r, char *msg, size_t msglen);
+
+/* slot__proto_feed_put — the op's own fields of a feed op's success reply
+ * into w (nothing for other ops). */
+void slot__proto_feed_put(slot__jw *w, const slot_req *req, const slot_res *res);
+
+/* ==== from proto_view.h ====================================================== */
+/*
+ * proto_view.h — the one writer of an event view's JSON members, shared by
+ * the replies (proto_enc.c) and the feed's push line (proto_view.c).
+ * Internal to libslot.
+ */
+/*
+ * slot__proto_put_view — v's members after the event's name, each with its
+ * leading comma: "status", "capacity", "available", "held", "confirmed",
+ * "shards", "hold_ttl_ms", "max_per_user", "max_per_request", "opens_at",
+ * "closes_at", "max_extensions", "max_hold_ms", "waitlist_max", "waiting",
+ * "waiting_qty" (docs/protocol.md, "event"). The caller writes "event"
+ * (a reply from v->event, a feed entry from its own name). Any thread.
+ */
+void slot__proto_put_view(slot__jw *w, const slot_event_view *v);
+
+#endif
