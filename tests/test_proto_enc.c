@@ -20,7 +20,7 @@ TEST_DECLARE(proto_encode_event_view_ops)
 TEST_DECLARE(proto_encode_shards)
 TEST_DECLARE(proto_encode_check)
 TEST_DECLARE(proto_encode_digest)
-TEST_DECLARE(proto_encode_stats_extra)
+TEST_DECLARE(proto_encode_cluster_view)
 TEST_DECLARE(proto_encode_errors)
 TEST_DECLARE(proto_encode_error_standalone)
 TEST_DECLARE(proto_encode_escaping)
@@ -39,7 +39,7 @@ TEST_ENTRY(proto_encode_event_view_ops)
 TEST_ENTRY(proto_encode_shards)
 TEST_ENTRY(proto_encode_check)
 TEST_ENTRY(proto_encode_digest)
-TEST_ENTRY(proto_encode_stats_extra)
+TEST_ENTRY(proto_encode_cluster_view)
 TEST_ENTRY(proto_encode_errors)
 TEST_ENTRY(proto_encode_error_standalone)
 TEST_ENTRY(proto_encode_escaping)
@@ -97,7 +97,7 @@ TEST_IMPL(proto_encode_hello)
     slot_res res = {0};
     req_for(&req, SLOT_OP_HELLO, NULL);
     res.role = SLOT_ROLE_FRONTEND;
-    res.version = "0.1.0"; /* typed (was extra's {"version":"0.1.0"}): same bytes on the wire */
+    res.version = "0.1.0"; /* static text, written as "version" */
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     ASSERT_STR_EQ(jstr(j, "server"), "slotd");
     ASSERT_EQ(jint(j, "protocol"), 1);
@@ -345,38 +345,65 @@ TEST_IMPL(proto_encode_check)
     slot_res_clear(&res);
 }
 
-TEST_IMPL(proto_encode_stats_extra)
+TEST_IMPL(proto_encode_cluster_view)
 {
-    char buf[1024];
+    char buf[2048];
     slot_req req;
     slot_res res = {0};
-    req_for(&req, SLOT_OP_STATS, "s");
-    res.extra = strdup("{\"connections\": 3,\n \"ops\": {\"hold\": 10},\r\n \"db\": \"x\\ny\"}\n");
+    /* A standalone server's: the exact bytes slotd wrote when jansson built them; no stray comma in "members". */
+    req_for(&req, SLOT_OP_CLUSTER, NULL);
+    res.cluster_view = calloc(1, sizeof(*res.cluster_view));
+    ASSERT(res.cluster_view != NULL);
+    res.cluster_view->role = "standalone";
+    res.cluster_view->seq = 7;
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf)); /* roundtrip asserts one line */
-    ASSERT_EQ(jint(j, "connections"), 3);
-    ASSERT_EQ(jint(json_object_get(j, "ops"), "hold"), 10);
-    ASSERT_STR_EQ(jstr(j, "db"), "x\ny");
-    ASSERT_EQ(json_object_size(j), 5);
     json_decref(j);
-    /* An empty object adds nothing (and no stray comma). */
-    free(res.extra);
-    res.extra = strdup(" { } ");
+    ASSERT_STR_EQ(buf,
+                  "{\"ok\":true,\"cluster\":\"\",\"node\":\"\",\"role\":\"standalone\",\"epoch\":0,\"primary\":\"\","
+                  "\"seq\":7,\"members\":[]}\n");
+    /* A member's, as a 3-node set's primary answered before: snapshots_*, then members in order. */
+    slot_cluster_view *v = res.cluster_view;
+    snprintf(v->cluster, sizeof v->cluster, "demo");
+    snprintf(v->node, sizeof v->node, "n1");
+    v->role = "primary";
+    v->epoch = 3;
+    snprintf(v->primary, sizeof v->primary, "127.0.0.1:57789");
+    v->seq = 2;
+    v->member = true;
+    v->snapshots_sent = 2;
+    v->nmembers = 2;
+    snprintf(v->members[0].node, sizeof v->members[0].node, "n1");
+    snprintf(v->members[0].addr, sizeof v->members[0].addr, "127.0.0.1:57789");
+    v->members[0].role = "primary";
+    v->members[0].seq = 2;
+    snprintf(v->members[1].node, sizeof v->members[1].node, "n2");
+    v->members[1].role = "joining";
+    v->members[1].seq = 1;
+    v->members[1].lag_ms = 4;
+    req_for(&req, SLOT_OP_CLUSTER_CHANGE, "c");
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    json_decref(j);
+    ASSERT_STR_EQ(buf,
+                  "{\"id\":\"c\",\"ok\":true,\"cluster\":\"demo\",\"node\":\"n1\",\"role\":\"primary\",\"epoch\":3,"
+                  "\"primary\":\"127.0.0.1:57789\",\"seq\":2,\"snapshots_installed\":0,\"snapshots_sent\":2,"
+                  "\"members\":[{\"node\":\"n1\",\"addr\":\"127.0.0.1:57789\",\"role\":\"primary\",\"seq\":2,"
+                  "\"lag_ms\":0},{\"node\":\"n2\",\"addr\":\"\",\"role\":\"joining\",\"seq\":1,\"lag_ms\":4}]}\n");
+    /* Names are escaped (the reply stays one line), \n short as jansson wrote it; a large number as it is. */
+    snprintf(v->cluster, sizeof v->cluster, "x\ny\"");
+    v->epoch = UINT64_C(1) << 62;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "cluster"), "x\ny\"");
+    ASSERT(strstr(buf, "\"cluster\":\"x\\ny\\\"\"") != NULL);
+    ASSERT(strstr(buf, "\"epoch\":4611686018427387904,") != NULL);
+    ASSERT_EQ(json_array_size(json_object_get(j, "members")), 2u);
+    json_decref(j);
+    /* No view: the op's head alone. */
+    free(res.cluster_view);
+    res.cluster_view = NULL;
+    req_for(&req, SLOT_OP_CLUSTER, "s");
     j = roundtrip(&req, &res, buf, sizeof(buf));
     ASSERT_STR_EQ(buf, "{\"id\":\"s\",\"ok\":true}\n");
     json_decref(j);
-    /* Not an object: ignored rather than breaking the reply. */
-    free(res.extra);
-    res.extra = strdup("[1,2]");
-    j = roundtrip(&req, &res, buf, sizeof(buf));
-    ASSERT_EQ(json_object_size(j), 2);
-    json_decref(j);
-    /* Spliced after the op's own fields for any op. */
-    free(res.extra);
-    res.extra = strdup("{\"a\":1,\"b\":\"x\"}");
-    req_for(&req, SLOT_OP_EXPIRE, NULL);
-    res.expired = 4;
-    slot_proto_encode(&req, &res, buf, sizeof(buf));
-    ASSERT_STR_EQ(buf, "{\"ok\":true,\"expired\":4,\"a\":1,\"b\":\"x\"}\n");
     slot_res_clear(&res);
 }
 
@@ -387,7 +414,9 @@ TEST_IMPL(proto_encode_errors)
     slot_res res = {0};
     req_for(&req, SLOT_OP_HOLD, "e1");
     slot_res_error(&res, SLOT_E_UNKNOWN_EVENT, NULL);
-    res.extra = strdup("{\"leak\":1}");
+    snprintf(res.primary, sizeof res.primary, "127.0.0.1:1"); /* only not_primary writes it */
+    res.cluster_view = calloc(1, sizeof(*res.cluster_view));  /* and no error reply a view */
+    ASSERT(res.cluster_view != NULL);
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     ASSERT_STR_EQ(jstr(j, "id"), "e1");
     ASSERT(json_is_false(json_object_get(j, "ok")));
@@ -546,7 +575,7 @@ TEST_IMPL(proto_v11_encode_replies)
     json_decref(j);
     /* A replica-set member's hello: one "features", with "cluster" last, and the server facts. */
     res.cluster = true;
-    res.extra = strdup("{\"version\":\"9.9\"}");
+    res.version = "9.9";
     j = roundtrip(&req, &res, buf, sizeof(buf)); /* duplicate keys are refused */
     f = json_object_get(j, "features");
     ASSERT_EQ(json_array_size(f), 8u);
@@ -557,7 +586,7 @@ TEST_IMPL(proto_v11_encode_replies)
     /* not_primary names the primary when the server knows it; without it, the plain error shape. */
     req_for(&req, SLOT_OP_HOLD, "p");
     slot_res_error(&res, SLOT_E_NOT_PRIMARY, NULL);
-    res.extra = strdup("{\"primary\":\"127.0.0.1:7420\"}");
+    snprintf(res.primary, sizeof res.primary, "127.0.0.1:7420");
     j = roundtrip(&req, &res, buf, sizeof(buf));
     ASSERT_STR_EQ(jstr(j, "error"), "not_primary");
     ASSERT_STR_EQ(jstr(j, "primary"), "127.0.0.1:7420");

@@ -244,6 +244,35 @@ typedef struct slot_stats {
     uint64_t commit_busy_us, commit_sync_us, backups, backups_running;
 } slot_stats;
 
+/* One member of a replica set as the cluster op shows it (docs/protocol.md,
+ * "Clients following the primary"), in the configuration's order. */
+typedef struct slot_cluster_member {
+    char node[SLOT_CLUSTER_NAME_BYTES]; /* its id, NUL-terminated */
+    char addr[SLOT_CLUSTER_ADDR_BYTES]; /* its client address "H:P"; "" when unknown */
+    const char *role;                   /* static text: "primary", "replica", "joining", ... */
+    uint64_t seq;                       /* the last seq it applied (the primary: acked, at most the commit point) */
+    uint64_t lag_ms;                    /* the primary's view: ms since it last heard from it; else 0 */
+} slot_cluster_member;
+
+/*
+ * The cluster op's body, and cluster_change's when it succeeds, filled by the
+ * server (standalone) or src/cluster and written by proto in this order:
+ * cluster, node, role, epoch, primary, seq, then (a replica-set member only)
+ * snapshots_installed and snapshots_sent, then members.
+ */
+typedef struct slot_cluster_view {
+    char cluster[SLOT_CLUSTER_NAME_BYTES]; /* --cluster; "" standalone */
+    char node[SLOT_CLUSTER_NAME_BYTES];    /* --node; "" standalone */
+    const char *role;                      /* static text: "standalone", "primary", "replica", ... */
+    uint64_t epoch;                        /* the configuration's epoch; 0 standalone */
+    char primary[SLOT_CLUSTER_ADDR_BYTES]; /* the primary's client address; "" when unknown or standalone */
+    uint64_t seq;                          /* the last seq this node applied (standalone: the store's) */
+    bool member;                           /* a replica-set member: snapshots_* are written */
+    uint64_t snapshots_installed, snapshots_sent;
+    uint32_t nmembers; /* entries of members, at most SLOT_CLUSTER_MEMBERS_MAX; 0 standalone */
+    slot_cluster_member members[SLOT_CLUSTER_MEMBERS_MAX];
+} slot_cluster_view;
+
 /* One known feed consumer, as feed_consumers shows it (in name order). */
 typedef struct slot_consumer_pos {
     char name[SLOT_CONSUMER_BYTES_MAX + 1]; /* NUL-terminated */
@@ -309,11 +338,11 @@ typedef struct slot_res {
     uint64_t backup_bytes, backup_ms; /* backup: the file's size in bytes, the whole backup's time in ms */
     char *text;                       /* metrics: the Prometheus text, heap, text_len bytes; or NULL */
     size_t text_len;
-    slot_stats *stats;            /* stats: the numbers, heap; or NULL */
-    slot_consumer_pos *consumers; /* feed_consumers: nconsumers known consumers, heap (feed_head: the head) */
-    uint32_t nconsumers;          /* at most SLOT_FEED_CONSUMERS_MAX */
-    char *extra;                  /* heap JSON object text whose members are appended to the
-                                          reply (cluster, not_primary's primary); or NULL */
+    slot_stats *stats;                     /* stats: the numbers, heap; or NULL */
+    slot_consumer_pos *consumers;          /* feed_consumers: nconsumers known consumers, heap (feed_head: the head) */
+    uint32_t nconsumers;                   /* at most SLOT_FEED_CONSUMERS_MAX */
+    slot_cluster_view *cluster_view;       /* cluster, cluster_change: the set as this node sees it, heap; or NULL */
+    char primary[SLOT_CLUSTER_ADDR_BYTES]; /* not_primary: the primary's client address "H:P"; "" = unknown */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */
     bool waitlist_full;                        /* waitlist_join: sold_out with "waitlist_full":true */
     slot_wait_state wait_state;                /* waitlist_join, waitlist: the entry's state (NONE: a hold answer) */

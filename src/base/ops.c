@@ -118,7 +118,7 @@ void slot_res_clear(slot_res *res)
 {
     free(res->shard_free);
     free(res->violations);
-    free(res->extra);
+    free(res->cluster_view);
     free(res->text);
     free(res->cart);
     free(res->entries);

@@ -172,24 +172,27 @@ const char *slot__clu_primary_http(server *s)
     return n && n->live ? n->http : "";
 }
 
-char *slot__clu_cluster_json(server *s)
+slot_cluster_view *slot__clu_cluster_view(server *s)
 {
     clu *c = s->clu;
     uint64_t now = uv_now(s->loop);
-    json_t *o = json_object();
-    json_t *m = json_array();
-    json_object_set_new(o, "cluster", json_string(s->opts.cluster));
-    json_object_set_new(o, "node", json_string(c->self));
-    json_object_set_new(o, "role", json_string(slot__clu_role_name(c->role)));
-    json_object_set_new(o, "epoch", json_integer((json_int_t)c->cfg.epoch));
-    json_object_set_new(o, "primary", json_string(c->cfg.found ? addr_of(c, c->cfg.primary) : ""));
-    json_object_set_new(o, "seq", json_integer((json_int_t)c->applied));
-    json_object_set_new(o, "snapshots_installed", json_integer((json_int_t)c->snaps_installed));
-    json_object_set_new(o, "snapshots_sent", json_integer((json_int_t)c->snaps_sent));
+    slot_cluster_view *v = calloc(1, sizeof(*v));
+    if (!v)
+        return NULL;
+    snprintf(v->cluster, sizeof v->cluster, "%s", s->opts.cluster ? s->opts.cluster : "");
+    snprintf(v->node, sizeof v->node, "%s", c->self);
+    v->role = slot__clu_role_name(c->role);
+    v->epoch = c->cfg.epoch;
+    snprintf(v->primary, sizeof v->primary, "%s", c->cfg.found ? addr_of(c, c->cfg.primary) : "");
+    v->seq = c->applied;
+    v->member = true;
+    v->snapshots_installed = c->snaps_installed;
+    v->snapshots_sent = c->snaps_sent;
     bool primary = c->role == CLU_PRIMARY || c->role == CLU_PROMOTING;
+    SLOT_ASSERT(c->cfg.nmembers <= SLOT_CLUSTER_MEMBERS_MAX);
     for (size_t i = 0; i < c->cfg.nmembers; i++) {
         const char *id = c->cfg.members[i];
-        json_t *e = json_object();
+        slot_cluster_member *e = &v->members[v->nmembers++];
         bool me = strcmp(id, c->self) == 0;
         clu_node *n = slot__clu_node(c, id, false);
         const char *role = me ? slot__clu_role_name(c->role) : strcmp(id, c->cfg.primary) == 0 ? "primary" : "replica";
@@ -209,17 +212,13 @@ char *slot__clu_cluster_json(server *s)
                 if (strcmp(pi[k].node_id, id) == 0 && pi[k].ready)
                     lag = pi[k].silence_ms;
         }
-        json_object_set_new(e, "node", json_string(id));
-        json_object_set_new(e, "addr", json_string(addr_of(c, id)));
-        json_object_set_new(e, "role", json_string(role));
-        json_object_set_new(e, "seq", json_integer((json_int_t)seq));
-        json_object_set_new(e, "lag_ms", json_integer((json_int_t)lag));
-        json_array_append_new(m, e);
+        snprintf(e->node, sizeof e->node, "%s", id);
+        snprintf(e->addr, sizeof e->addr, "%s", addr_of(c, id));
+        e->role = role;
+        e->seq = seq;
+        e->lag_ms = lag;
     }
-    json_object_set_new(o, "members", m);
-    char *text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    return text;
+    return v;
 }
 
 void slot__clu_metrics_get(server *s, slot__clu_metrics *out)

@@ -205,8 +205,8 @@ static void answer(server *s, entry *e)
         slot_res_error(&e->res, c->chg_err, "%s", c->chg_msg);
         return;
     }
-    e->res.extra = slot__clu_cluster_json(s);
-    if (!e->res.extra)
+    e->res.cluster_view = slot__clu_cluster_view(s);
+    if (!e->res.cluster_view)
         slot_res_error(&e->res, SLOT_E_INTERNAL, "out of memory");
 }
 
@@ -251,8 +251,8 @@ static bool admit(server *s, entry *e)
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "change: \"add\", \"remove\" or \"promote\"");
         return false;
     }
-    e->res.extra = slot__clu_cluster_json(s);
-    if (!e->res.extra)
+    e->res.cluster_view = slot__clu_cluster_view(s);
+    if (!e->res.cluster_view)
         slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
     return false;
 }

@@ -305,8 +305,9 @@ size_t slot__clu_config_json(const clu_config *cfg, char *buf, size_t cap);
 int slot__clu_node_parse(const uint8_t *v, size_t len, clu_node *n);
 /* our node key's value into buf; its length (0: does not fit). */
 size_t slot__clu_node_json(clu *c, char *buf, size_t cap);
-/* the cluster op (s->clu_up->cluster_json). */
-char *slot__clu_cluster_json(server *s);
+/* the cluster op's body (s->clu_up->cluster_view): loop thread; heap, the
+ * caller's (slot_res_clear frees it as res->cluster_view); NULL: out of memory. */
+slot_cluster_view *slot__clu_cluster_view(server *s);
 /* the metrics' numbers (s->clu_up->metrics): role, epoch, positions, members' lag. */
 void slot__clu_metrics_get(server *s, slot__clu_metrics *out);
 /* slot__clu_is_primary — this node is the primary now (GET /primary's 200). */

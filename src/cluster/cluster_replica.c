@@ -227,11 +227,7 @@ static void not_primary(clu *c, slot_res *res)
     if (n && n->live && strcmp(c->cfg.primary, c->self) != 0)
         addr = n->addr;
     slot_res_error(res, SLOT_E_NOT_PRIMARY, NULL);
-    if (addr[0]) {
-        char buf[SLOT_CLUSTER_ADDR_BYTES + 32];
-        snprintf(buf, sizeof(buf), "{\"primary\":\"%s\"}", addr);
-        res->extra = strdup(buf);
-    }
+    snprintf(res->primary, sizeof res->primary, "%s", addr); /* proto writes it as "primary" when not "" */
 }
 
 bool slot__clu_write_gate(server *s, slot_res *res)

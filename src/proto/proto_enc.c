@@ -66,37 +66,48 @@ static void put_error_body(slot__jw *w, slot_err err, const char *message, size_
         kv_cstr(w, "message", slot_err_message(err));
 }
 
-/*
- * res->extra's members after ours: the text between its outer braces, with
- * raw CR/LF (only ever whitespace in valid JSON) made spaces so the reply
- * stays one line. Text that is not an object is ignored.
- */
-static void put_extra(slot__jw *w, const char *extra)
+/* A NUL-terminated string member of the cluster view: well-formed UTF-8 as it
+ * is, \b \t \n \f \r short (as jansson's JSON_COMPACT wrote them before). */
+static void kv_view_str(slot__jw *w, const char *key, const char *s, size_t cap)
 {
-    if (!extra)
-        return;
-    const char *b = extra, *e = extra + strlen(extra);
-    while (b < e && strchr(" \t\r\n", *b))
-        b++;
-    while (e > b && strchr(" \t\r\n", e[-1]))
-        e--;
-    if (e - b < 2 || *b != '{' || e[-1] != '}')
-        return;
-    b++, e--;
-    while (b < e && strchr(" \t\r\n", *b))
-        b++;
-    if (b == e)
-        return;
-    SLOT__JW_LIT(w, ",");
-    for (const char *run = b; run < e;) {
-        const char *nl = run;
-        while (nl < e && *nl != '\n' && *nl != '\r')
-            nl++;
-        slot__jw_mem(w, run, (size_t)(nl - run));
-        if (nl < e)
-            SLOT__JW_LIT(w, " ");
-        run = nl + 1;
+    slot__jw_key_str(w, key, s, strnlen(s, cap), SLOT__JW_STR_SHORT_ESC);
+}
+
+/*
+ * The cluster op's members after ours (docs/protocol.md, "Clients following
+ * the primary"), in the order and number format the jansson object it
+ * replaces had: cluster, node, role, epoch, primary, seq, snapshots_installed
+ * and snapshots_sent (a member only), then members [{node, addr, role, seq,
+ * lag_ms}...].
+ */
+static void put_cluster_view(slot__jw *w, const slot_cluster_view *v)
+{
+    kv_view_str(w, "cluster", v->cluster, sizeof v->cluster);
+    kv_view_str(w, "node", v->node, sizeof v->node);
+    kv_cstr(w, "role", v->role ? v->role : "");
+    slot__jw_key_u64(w, "epoch", v->epoch);
+    kv_view_str(w, "primary", v->primary, sizeof v->primary);
+    slot__jw_key_u64(w, "seq", v->seq);
+    if (v->member) {
+        slot__jw_key_u64(w, "snapshots_installed", v->snapshots_installed);
+        slot__jw_key_u64(w, "snapshots_sent", v->snapshots_sent);
     }
+    slot__jw_key(w, "members");
+    SLOT__JW_LIT(w, "[");
+    uint32_t n = v->nmembers < SLOT_CLUSTER_MEMBERS_MAX ? v->nmembers : SLOT_CLUSTER_MEMBERS_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const slot_cluster_member *m = &v->members[i];
+        if (i)
+            SLOT__JW_LIT(w, ",");
+        SLOT__JW_LIT(w, "{\"node\":");
+        slot__jw_str(w, m->node, strnlen(m->node, sizeof m->node), SLOT__JW_STR_SHORT_ESC);
+        kv_view_str(w, "addr", m->addr, sizeof m->addr);
+        kv_cstr(w, "role", m->role ? m->role : "");
+        slot__jw_key_u64(w, "seq", m->seq);
+        slot__jw_key_u64(w, "lag_ms", m->lag_ms);
+        SLOT__JW_LIT(w, "}");
+    }
+    SLOT__JW_LIT(w, "]");
 }
 
 /* A real number as jansson's JSON_COMPACT writes one (the stats reply
@@ -467,7 +478,7 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
     case SLOT_OP_WAITLIST_ENTRIES:
         put_entries(w, res);
         break;
-    default: /* the feed ops (proto_feed.c); stats, cluster: res->extra carries it all */
+    default: /* the feed ops (proto_feed.c); stats; cluster and cluster_change: put_cluster_view, last */
         slot__proto_feed_put(w, req, res);
         break;
     }
@@ -485,7 +496,7 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     slot__jw w;
     slot__jw_init(&w, buf, cap);
     if (res->err != SLOT_E_OK) {
-        /* Error replies have the fixed shape of docs/protocol.md; extra is spliced only into not_primary. */
+        /* Error replies have the fixed shape of docs/protocol.md; not_primary adds "primary" when known. */
         put_head(&w, &req->id, false);
         size_t mlen = strnlen(res->message, sizeof(res->message));
         put_error_body(&w, res->err, mlen ? res->message : NULL, mlen);
@@ -501,9 +512,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         }
         if (res->err == SLOT_E_FEED_TRUNCATED)
             slot__jw_key_u64(&w, "oldest", res->feed_from);
-        if (res->err == SLOT_E_NOT_PRIMARY)
-            put_extra(
-                &w, res->extra); /* {"primary":"H:P"} when known (docs/protocol.md, "Clients following the primary") */
+        if (res->err == SLOT_E_NOT_PRIMARY && res->primary[0]) /* docs/protocol.md, "Clients following the primary" */
+            kv_view_str(&w, "primary", res->primary, sizeof res->primary);
         return finish(&w);
     }
     put_head(&w, &req->id, true);
@@ -511,7 +521,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     if (res->replay)
         kv_bool(&w, "replay", true);
     put_server_facts(&w, req, res);
-    put_extra(&w, res->extra);
+    if (res->cluster_view)
+        put_cluster_view(&w, res->cluster_view);
     return finish(&w);
 }
 

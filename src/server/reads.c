@@ -69,13 +69,13 @@ static int standalone_cluster(server *s, slot_res *res)
     int rc = slot_store_seq_get(s->store, s->rtxn, &seq, NULL);
     if (rc != 0)
         return rc;
-    char buf[160];
-    snprintf(buf, sizeof(buf),
-             "{\"cluster\":\"\",\"node\":\"\",\"role\":\"standalone\",\"epoch\":0,\"primary\":\"\",\"seq\":%llu,"
-             "\"members\":[]}",
-             (unsigned long long)seq);
-    res->extra = strdup(buf);
-    return res->extra ? 0 : ENOMEM;
+    slot_cluster_view *v = calloc(1, sizeof(*v)); /* cluster, node, primary "", epoch 0, no members */
+    if (!v)
+        return ENOMEM;
+    v->role = "standalone";
+    v->seq = seq;
+    res->cluster_view = v;
+    return 0;
 }
 
 /* Runs a read-only op now: every earlier entry of its connection is answered,
@@ -114,8 +114,8 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     if (e->req.op == SLOT_OP_CLUSTER && s->clu) {
-        res->extra = s->clu_up->cluster_json(s);
-        if (!res->extra)
+        res->cluster_view = s->clu_up->cluster_view(s);
+        if (!res->cluster_view)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }

@@ -218,8 +218,9 @@ typedef struct slot__cluster_hooks {
     void (*job_run)(server *s);
     /* loop: that job is done. */
     void (*job_done)(server *s);
-    /* loop: the cluster op's members, as heap JSON object text (NULL: out of memory). */
-    char *(*cluster_json)(server *s);
+    /* loop: the cluster op's body, heap, owned by the caller's res (freed by
+     * slot_res_clear); NULL: out of memory. */
+    slot_cluster_view *(*cluster_view)(server *s);
     /* loop: the node's role, epoch, positions and members' lag, for the metrics. */
     void (*metrics)(server *s, slot__clu_metrics *out);
     /* loop: a cluster_change entry (docs/protocol.md, "cluster_change"):
