@@ -240,8 +240,8 @@ TEST_IMPL(cluster_replica_wiped_rejoins_by_snapshot)
     int before = log_count(r, "joined by snapshot"); /* its first join, at the set's start */
     node_start(&nodes[r]);
     assert_rejoined_by_snapshot(r, before);
-    ASSERT(node_log_has(r, "that an earlier run received: it is damaged", NULL));
-    ASSERT(node_log_has(r, "does not match its SHA-256", NULL));
+    ASSERT(node_log_has(r, "that an earlier run received: it is damaged", " path="));
+    ASSERT(node_log_has(r, "refused the snapshot", "does not match its SHA-256"));
     ASSERT(cluster_u64(p, "snapshots_sent") >= 1);
     /* A crash after the snapshot was whole on disk (DATA/snap) but before it was
      * installed: the next start installs it, and r goes on by records from there. */

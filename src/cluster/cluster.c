@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +16,6 @@
 #include "server/commit.h"
 #include "server/loop.h"
 #include "slot/assert.h"
-
-void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...)
-{
-    if (!slot__log_on(level))
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    slot__log(level, msg, SLOT__LF_S("node", c->self), SLOT__LF_S("role", slot__clu_role_name(c->role)),
-              SLOT__LF_U("epoch", c->cfg.epoch));
-}
 
 clu_node *slot__clu_node(clu *c, const char *id, bool add)
 {
@@ -88,11 +74,11 @@ static void job_done(server *s)
     SLOT_ASSERT(job != CLU_JOB_NONE);
     c->job = CLU_JOB_NONE;
     if (c->job_rc != 0)
-        slot__clu_log(c, SLOT__LOG_ERROR, "%s job failed: %s",
-                      job == CLU_JOB_PROMOTE ? "promote"
-                      : job == CLU_JOB_SNAP  ? "snapshot install"
-                                             : "apply",
-                      slot_strerror(c->job_rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "a commit-thread job failed",
+                      SLOT__LF_S("job", job == CLU_JOB_PROMOTE ? "promote"
+                                        : job == CLU_JOB_SNAP  ? "snapshot_install"
+                                                               : "apply"),
+                      SLOT__LF_S("error", slot_strerror(c->job_rc)));
     else
         c->applied = c->job_applied;
     if (c->job_rc == 0 && c->job_rebuild)
@@ -262,8 +248,9 @@ static void on_config(slot_etcd *e, int status, const slot_etcd_get_result *r, v
     }
     clu_config cfg = {.mod_rev = r->kv.mod_revision};
     if (slot__clu_config_parse(r->kv.value, r->kv.value_len, &cfg) != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "the configuration key holds something else: %.*s", (int)r->kv.value_len,
-                      r->kv.value);
+        char value[256]; /* the value is not NUL-ended; its start is enough to tell what it is */
+        snprintf(value, sizeof(value), "%.*s", (int)r->kv.value_len, r->kv.value);
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "the configuration key holds something else", SLOT__LF_S("value", value));
         return;
     }
     slot__clu_config_seen(c, &cfg);
@@ -373,12 +360,14 @@ static void on_close(void *ctx, const slot_repl_close_info *info)
 
 static void on_repl_log(void *ctx, const char *msg)
 {
-    slot__clu_log(ctx, SLOT__LOG_WARN, "replication: %s", msg);
+    clu *c = ctx;
+    SLOT__CLU_LOG(c, SLOT__LOG_WARN, "replication", SLOT__LF_S("detail", msg)); /* the channel formats its own text */
 }
 
 static void rlog_log(void *ctx, const char *msg)
 {
-    slot__clu_log(ctx, SLOT__LOG_WARN, "batch log: %s", msg);
+    clu *c = ctx;
+    SLOT__CLU_LOG(c, SLOT__LOG_WARN, "batch log", SLOT__LF_S("detail", msg)); /* the log formats its own text */
 }
 
 /* ---- start and stop */
@@ -394,7 +383,8 @@ static int log_open(clu *c)
     if (rc == 0)
         rc = slot_rlog_sync(c->rlog); /* what a crash left in the page cache is on disk before we ack it */
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "cannot open the batch log %s: %s", dir, slot_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "cannot open the batch log", SLOT__LF_S("path", dir),
+                      SLOT__LF_S("error", slot_strerror(rc)));
         return -1;
     }
     if (slot__clu_snap_recover(c) != 0)
@@ -481,14 +471,15 @@ static int repl_start(clu *c, const slot_repl_secret *secret)
     };
     int rc = slot_repl_new(s->loop, &ro, &c->repl);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "replication: %s", uv_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "cannot set up replication", SLOT__LF_S("error", uv_strerror(rc)));
         return -1;
     }
     const char *host = o->repl_host[0] ? o->repl_host : o->host;
     int port = 0;
     rc = slot_repl_listen(c->repl, host, o->repl_host[0] ? o->repl_port : 0, &port);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "--repl-listen %s:%u: %s", host, o->repl_port, uv_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "--repl-listen: cannot listen", SLOT__LF_S("host", host),
+                      SLOT__LF_U("port", o->repl_port), SLOT__LF_S("error", uv_strerror(rc)));
         return -1;
     }
     snprintf(c->repl_addr, sizeof(c->repl_addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);

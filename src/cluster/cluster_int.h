@@ -215,14 +215,14 @@ typedef struct slot__cluster {
 typedef slot__cluster clu;
 
 /* ---- cluster.c */
-/* one log line of the replica-set layer at level: the message as fmt says,
- * with the fields node, role and epoch (log.h). Never the cluster secret. */
-void slot__clu_log(clu *c, slot__log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* one structured log line of the replica-set layer at level: the constant
- * message msg, the fields node, role and epoch (this node, its role, the
- * configuration's epoch it knows), then the caller's fields (at least one,
- * SLOT__LF_S/U/I: another node as "peer", positions as "seq", "tenure"...).
- * What varies goes in fields, so JSON logs can be searched by them. */
+/* one structured log line of the replica-set layer at level (every line of
+ * it comes through here): the constant message msg, the fields node, role
+ * and epoch (this node, its role, the configuration's epoch it knows), then
+ * the caller's fields (at least one, SLOT__LF_S/U/I: another node as "peer",
+ * positions as "seq", "tenure", a file as "path", a failure as "error"...).
+ * What varies goes in fields, so JSON logs can be searched by them. Never
+ * the cluster secret. The loop thread, or the commit thread in its jobs
+ * (cluster_snap.c's install); a line is one write (log.h). */
 #define SLOT__CLU_LOG(c, level, msg, ...)                                                                        \
     slot__log((level), (msg), SLOT__LF_S("node", (c)->self), SLOT__LF_S("role", slot__clu_role_name((c)->role)), \
               SLOT__LF_U("epoch", (c)->cfg.epoch), __VA_ARGS__)

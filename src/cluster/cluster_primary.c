@@ -355,7 +355,8 @@ void slot__clu_promote_done(clu *c)
     if (c->role != CLU_PROMOTING)
         return;
     if (c->job_rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN, "could not take over; following the configuration");
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "could not take over; following the configuration",
+                      SLOT__LF_S("error", slot_strerror(c->job_rc)));
         slot__clu_follow(c);
         return;
     }

@@ -131,7 +131,8 @@ void slot__clu_on_sync_check(uv_check_t *h)
     int rc = slot_rlog_sync(c->rlog);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_ERROR, "batch log sync failed: %s; not acking", slot_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_ERROR, "batch log sync failed: not acking", SLOT__LF_U("seq", seq),
+                      SLOT__LF_S("error", slot_strerror(rc)));
         return;
     }
     int a = slot_repl_ack(c->repl, seq);

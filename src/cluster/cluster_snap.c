@@ -182,8 +182,8 @@ static void after_copy(uv_work_t *w, int status)
     if (c->stopping || status != 0 || c->snap_rc != 0 || !n || n->snap != CLU_SNAP_WANT || !n->ready ||
         !is_primary(c)) {
         if (!c->stopping && (status != 0 || c->snap_rc != 0)) {
-            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s failed: %s", c->snap_node,
-                          status ? uv_strerror(status) : c->snap_err);
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "snapshot failed", SLOT__LF_S("peer", c->snap_node),
+                          SLOT__LF_S("error", status ? uv_strerror(status) : c->snap_err));
             if (n)
                 slot_repl_disconnect(c->repl, n->id); /* it is dialled again and asks again */
         }
@@ -203,8 +203,9 @@ static void after_copy(uv_work_t *w, int status)
     c->snap_fd = open(c->snap_path, O_RDONLY | O_CLOEXEC);
     c->snap_buf = malloc(SLOT_REPL_SNAP_CHUNK_BYTES);
     if (c->snap_fd < 0 || !c->snap_buf) {
-        slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: cannot read it back: %s", n->id,
-                      c->snap_buf ? strerror(errno) : "out of memory");
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "snapshot: cannot read it back", SLOT__LF_S("peer", n->id),
+                      SLOT__LF_S("path", c->snap_path),
+                      SLOT__LF_S("error", c->snap_buf ? strerror(errno) : "out of memory"));
         send_close(c);
         slot_repl_disconnect(c->repl, n->id);
         return;
@@ -243,8 +244,9 @@ static void send_more(clu *c)
         size_t len = left < SLOT_REPL_SNAP_CHUNK_BYTES ? (size_t)left : SLOT_REPL_SNAP_CHUNK_BYTES;
         ssize_t got = pread(c->snap_fd, c->snap_buf, len, (off_t)c->snap_off);
         if (got != (ssize_t)len) {
-            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: read: %s", n->id,
-                          got < 0 ? strerror(errno) : "short read");
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "snapshot: read failed", SLOT__LF_S("peer", n->id),
+                          SLOT__LF_U("offset", c->snap_off),
+                          SLOT__LF_S("error", got < 0 ? strerror(errno) : "short read"));
             send_close(c);
             slot__clu_snap_set(n, CLU_SNAP_NONE);
             slot_repl_disconnect(c->repl, n->id);
@@ -255,7 +257,8 @@ static void send_more(clu *c)
         if (rc == -EAGAIN)
             return; /* its queue is full: the next loop turn or tick goes on */
         if (rc < 0) {
-            slot__clu_log(c, SLOT__LOG_WARN, "snapshot for %s: send: %s", n->id, uv_strerror(rc));
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "snapshot: send failed", SLOT__LF_S("peer", n->id),
+                          SLOT__LF_S("error", uv_strerror(rc)));
             send_close(c);
             slot__clu_snap_set(n, CLU_SNAP_NONE);
             slot_repl_disconnect(c->repl, n->id);
@@ -335,7 +338,8 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
     if (offset == 0) {
         recv_abort(c);
         if (mkdir(tmp, 0700) != 0 || (c->snap_in_fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
-            slot__clu_log(c, SLOT__LOG_WARN, "cannot take a snapshot in %s: %s", tmp, strerror(errno));
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot take a snapshot", SLOT__LF_S("peer", from),
+                          SLOT__LF_S("path", tmp), SLOT__LF_S("error", strerror(errno)));
             recv_abort(c);
             return -1;
         }
@@ -351,7 +355,8 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
     for (size_t done = 0; done < n;) {
         ssize_t w = pwrite(c->snap_in_fd, data + done, n - done, (off_t)(offset + done));
         if (w <= 0) {
-            slot__clu_log(c, SLOT__LOG_WARN, "snapshot write: %s", w < 0 ? strerror(errno) : "no progress");
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "snapshot write failed", SLOT__LF_S("peer", from), SLOT__LF_U("seq", seq),
+                          SLOT__LF_S("error", w < 0 ? strerror(errno) : "no progress"));
             recv_abort(c);
             return -1;
         }
@@ -378,9 +383,8 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
                      hi.seq, hi.epoch, seq, tenure);
         }
         if (h != 0) {
-            slot__clu_log(c, SLOT__LOG_WARN,
-                          "refused the snapshot of seq %" PRIu64 " from %s: %s; a new one is asked for", seq, from,
-                          why);
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "refused the snapshot: a new one is asked for", SLOT__LF_S("peer", from),
+                          SLOT__LF_U("seq", seq), SLOT__LF_S("why", why));
             recv_abort(c);
             return -1;
         }
@@ -394,7 +398,8 @@ int slot__clu_on_snap(void *ctx, const char *from, uint64_t seq, uint64_t tenure
     if (rc == 0)
         rc = slot_store_fsync_dir(datadir);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN, "cannot put the snapshot in place: %s", strerror(-rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot put the snapshot in place", SLOT__LF_S("peer", from),
+                      SLOT__LF_U("seq", seq), SLOT__LF_S("error", strerror(-rc)));
         recv_abort(c);
         return -1;
     }
@@ -433,9 +438,11 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
         }
     }
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN,
-                      slot_backup_refused(rc) ? "refused the snapshot %s: %s" : "cannot install the snapshot %s: %s",
-                      file, err);
+        if (slot_backup_refused(rc))
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "refused the snapshot", SLOT__LF_S("path", file), SLOT__LF_S("why", err));
+        else
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot install the snapshot", SLOT__LF_S("path", file),
+                          SLOT__LF_S("error", err));
         return rc;
     }
     *seq = info.seq;
@@ -444,7 +451,8 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
     rc = slot_rlog_reset(c->rlog, *seq + 1, *tenure);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        slot__clu_log(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot: %s", slot_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot", SLOT__LF_U("seq", *seq),
+                      SLOT__LF_S("error", slot_strerror(rc)));
         return rc;
     }
     rm_dir(dir);
@@ -501,7 +509,8 @@ int slot__clu_snap_recover(clu *c)
     data_path(c, send, sizeof(send), SNAP_SEND);
     snprintf(file, sizeof(file), "%s/%s", dir, SNAP_FILE);
     if (rm_dir(tmp) != 0 || (unlink(send) != 0 && errno != ENOENT)) {
-        slot__clu_log(c, SLOT__LOG_WARN, "cannot remove what an earlier run left of a snapshot (%s, %s)", tmp, send);
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot remove what an earlier run left of a snapshot",
+                      SLOT__LF_S("path", tmp), SLOT__LF_S("send_path", send), SLOT__LF_S("error", strerror(errno)));
         return -1;
     }
     struct stat sb;
@@ -511,7 +520,8 @@ int slot__clu_snap_recover(clu *c)
     int rc = install(c, &seq, &tenure);
     if (rc != 0 && slot_backup_refused(rc) && rm_dir(dir) == 0) {
         /* As a crash before the rename: the store is as it was, the primary sends a new one. */
-        slot__clu_log(c, SLOT__LOG_WARN, "removed the snapshot %s that an earlier run received: it is damaged", file);
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "removed the snapshot that an earlier run received: it is damaged",
+                      SLOT__LF_S("path", file));
         return 0;
     }
     if (rc != 0)
@@ -562,7 +572,8 @@ static void trim(clu *c)
     uint64_t first2 = slot_rlog_first(c->rlog);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0)
-        slot__clu_log(c, SLOT__LOG_WARN, "trimming the batch log: %s", slot_strerror(rc));
+        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot trim the batch log", SLOT__LF_U("trim_before", lo),
+                      SLOT__LF_S("error", slot_strerror(rc)));
     else if (first2 != first)
         SLOT__CLU_LOG(c, SLOT__LOG_INFO, "batch log trimmed", SLOT__LF_U("log_first", first2),
                       SLOT__LF_U("log_seq", last));
