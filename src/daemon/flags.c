@@ -342,6 +342,8 @@ int slot__flag_apply(const slot__flag *f, const char *arg, slot__server_opts *o)
 {
     char flag[64];
     snprintf(flag, sizeof flag, "--%s", f->name);
+    if (f->off == SIZE_MAX) /* NO_FIELD: a flag slotd.c handles itself */
+        return 1;
     char *field = (char *)o + f->off;
     uint64_t v = 0;
     switch (f->kind) {
@@ -380,6 +382,8 @@ void slot__flags_defaults(slot__server_opts *o)
 {
     for (size_t i = 0; i < slot__flags_n; i++) {
         const slot__flag *f = &slot__flags[i];
+        if (f->off == SIZE_MAX)
+            continue; /* NO_FIELD: no default to set (o + SIZE_MAX would overflow the pointer) */
         char *field = (char *)o + f->off;
         if (f->kind == SLOT__FLAG_NUM && f->size == sizeof(uint32_t)) {
             uint32_t v32 = (uint32_t)f->def;

@@ -113,17 +113,31 @@ static void synth_res(const slot_req *req, const uint8_t *data, size_t size, slo
         fill(res->message, sizeof res->message, &p, &n);
 }
 
-/* The extra members a stats reply carries: valid JSON from jansson (the
- * server's contract), here with the request's strings and line breaks. */
-static char *synth_extra(const slot_req *req)
+/* A cluster reply's view (slot_cluster_view, typed: the encoder writes and
+ * escapes every string of it), here with the request's strings, which may
+ * hold quotes, line breaks and bytes that are not UTF-8. Heap; NULL when out
+ * of memory (the reply then has no view). */
+static slot_cluster_view *synth_view(const slot_req *req)
 {
-    json_t *o = json_pack("{s:s, s:s, s:i, s:[i,i]}", "user", req->user, "event", req->event, "requests", 3,
-                          "latency_us", 1, 2);
-    if (!o)
+    slot_cluster_view *v = calloc(1, sizeof(*v));
+    if (!v)
         return NULL;
-    char *s = json_dumps(o, JSON_INDENT(2));
-    json_decref(o);
-    return s;
+    snprintf(v->cluster, sizeof(v->cluster), "%s", req->event);
+    snprintf(v->node, sizeof(v->node), "%s", req->user);
+    v->role = "replica";
+    v->epoch = req->qty;
+    snprintf(v->primary, sizeof(v->primary), "%s", req->request);
+    v->seq = req->qty * 3u;
+    v->member = req->qty & 1;
+    v->nmembers = (uint32_t)(req->qty % (SLOT_CLUSTER_MEMBERS_MAX + 1));
+    for (uint32_t i = 0; i < v->nmembers; i++) {
+        snprintf(v->members[i].node, sizeof(v->members[i].node), "%s", i & 1 ? req->user : req->event);
+        snprintf(v->members[i].addr, sizeof(v->members[i].addr), "%s", req->request);
+        v->members[i].role = i ? "replica" : "primary";
+        v->members[i].seq = i;
+        v->members[i].lag_ms = UINT64_MAX - i;
+    }
+    return v;
 }
 
 /* One line of one JSON object with a boolean "ok", echoing the id. */
@@ -216,11 +230,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     slot_res res;
     uint64_t shards[8];
     synth_res(&req, data, size, &res, shards);
-    if (req.op == SLOT_OP_STATS)
-        res.extra = synth_extra(&req);
+    if (req.op == SLOT_OP_CLUSTER || req.op == SLOT_OP_CLUSTER_CHANGE)
+        res.cluster_view = synth_view(&req);
     buf = encode(&req, &res, &len);
     check_reply(buf, len, &req.id);
     free(buf);
-    free(res.extra);
+    free(res.cluster_view);
     return 0;
 }
