@@ -111,9 +111,10 @@ static int own_flag(const slot__flag *f, const char *arg, slot__server_opts *o)
         o->http = rc == 0;
         break;
     case OPT_DUR:
-        if (strcmp(arg, "sync") != 0 && strcmp(arg, "nosync") != 0) {
-            fprintf(stderr, "slotd: --durability: want sync or nosync, got \"%s\"\n", arg);
+        if (!arg || (strcmp(arg, "sync") != 0 && strcmp(arg, "nosync") != 0)) {
+            fprintf(stderr, "slotd: --durability: want sync or nosync, got \"%s\"\n", arg ? arg : "");
             rc = -1;
+            break;
         }
         o->nosync = strcmp(arg, "nosync") == 0;
         break;
@@ -132,11 +133,11 @@ static int own_flag(const slot__flag *f, const char *arg, slot__server_opts *o)
         break;
     case OPT_LOG_FORMAT:
         if ((rc = slot__log_format_parse(arg, &log_format)) != 0)
-            fprintf(stderr, "slotd: --log-format: want text or json, got \"%s\"\n", arg);
+            fprintf(stderr, "slotd: --log-format: want text or json, got \"%s\"\n", arg ? arg : "");
         break;
     case OPT_LOG_LEVEL:
         if ((rc = slot__log_level_parse(arg, &log_level)) != 0)
-            fprintf(stderr, "slotd: --log-level: want error, warn, info or debug, got \"%s\"\n", arg);
+            fprintf(stderr, "slotd: --log-level: want error, warn, info or debug, got \"%s\"\n", arg ? arg : "");
         break;
     case OPT_HELP:
         slot__flags_usage(stdout);
