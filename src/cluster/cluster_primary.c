@@ -149,27 +149,29 @@ void slot__clu_pump(clu *c, clu_node *n)
     SLOT_ASSERT(n->next_send == c->applied + 1);
 }
 
-/* Whether every node whose acks count has acked seq. */
+/* The members of cfg, other than this node, that have not acked seq. */
+static size_t unacked_in(clu *c, const clu_config *cfg, uint64_t seq)
+{
+    size_t n_unacked = 0;
+    for (size_t i = 0; i < cfg->nmembers; i++) {
+        if (strcmp(cfg->members[i], c->self) == 0)
+            continue;
+        clu_node *n = slot__clu_node(c, cfg->members[i], false);
+        n_unacked += !n || n->acked < seq;
+    }
+    return n_unacked;
+}
+
+/* Whether every node whose acks count has acked seq: the configuration's
+ * members, the counted joiners, and the members a CAS in doubt may have added. */
 static bool all_acked(clu *c, uint64_t seq)
 {
-    for (size_t i = 0; i < c->cfg.nmembers; i++) {
-        if (strcmp(c->cfg.members[i], c->self) == 0)
-            continue;
-        clu_node *n = slot__clu_node(c, c->cfg.members[i], false);
-        if (!n || n->acked < seq)
-            return false;
-    }
+    if (unacked_in(c, &c->cfg, seq) != 0)
+        return false;
     for (size_t i = 0; i < c->nnodes; i++)
         if (c->nodes[i].counted && c->nodes[i].acked < seq)
             return false;
-    for (size_t i = 0; c->doubt && i < c->doubt_cfg.nmembers; i++) { /* members a CAS in doubt may have added */
-        if (strcmp(c->doubt_cfg.members[i], c->self) == 0)
-            continue;
-        clu_node *n = slot__clu_node(c, c->doubt_cfg.members[i], false);
-        if (!n || n->acked < seq)
-            return false;
-    }
-    return true;
+    return !c->doubt || unacked_in(c, &c->doubt_cfg, seq) == 0;
 }
 
 void slot__clu_commit_check(clu *c)
@@ -394,11 +396,8 @@ static void ack_timeout(clu *c)
     SLOT_ASSERT(next.nmembers + silent == c->cfg.nmembers); /* each member kept or counted silent */
     /* A member a CAS in doubt may have added, silent too: a CAS on the
      * configuration (the drop, even of nobody) settles what etcd holds. */
-    for (size_t i = 0; c->doubt && i < c->doubt_cfg.nmembers; i++) {
-        clu_node *n = slot__clu_node(c, c->doubt_cfg.members[i], false);
-        if (strcmp(c->doubt_cfg.members[i], c->self) != 0 && (!n || n->acked < c->pending_seq))
-            silent++;
-    }
+    if (c->doubt)
+        silent += unacked_in(c, &c->doubt_cfg, c->pending_seq);
     slot__clu_commit_check(c);
     if (!c->pending_seq || silent == 0)
         return;

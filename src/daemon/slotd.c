@@ -67,11 +67,13 @@ static int check_exposure(const slot__server_opts *o)
 {
     /* HOST is an address, not a name (no resolver runs at start): a usage
      * error, said as such before the loopback rule would call it exposed. */
-    if (!host_is_numeric(o->host) || (o->http && !host_is_numeric(o->http_host))) {
-        const char *host = !host_is_numeric(o->host) ? o->host : o->http_host;
+    const char *name = !host_is_numeric(o->host)                   ? o->host
+                       : o->http && !host_is_numeric(o->http_host) ? o->http_host
+                                                                   : NULL;
+    if (name) {
         fprintf(stderr,
                 "slotd: %s %s: HOST must be a numeric IPv4 or IPv6 address (e.g. 127.0.0.1, [::1]), not a name\n",
-                host == o->host ? "--listen" : "--http", host);
+                name == o->host ? "--listen" : "--http", name);
         return -1;
     }
     if (o->token_file || o->insecure)
