@@ -22,8 +22,12 @@ class _Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b''
         if token is not None:
-            self.send(_core.encode(_core.hello_request(token)))
-            _core.check_hello(self.recv(time.monotonic() + timeout_s))
+            try:
+                self.send(_core.encode(_core.hello_request(token)))
+                _core.check_hello(self.recv(time.monotonic() + timeout_s))
+            except (ConnectionLost, SlotError):
+                self.close()
+                raise
 
     def send(self, data: bytes) -> None:
         try:
