@@ -14,9 +14,9 @@ unavailable and lost connections retried with the same request key, everything e
 returned at once; after `retries` the client's own SlotError('unavailable').
 """
 from ._async import AsyncClient, AsyncFeed, AsyncFeedEntry
-from ._core import KEYED_OPS, Options, Reply, SlotError, new_key
+from ._core import KEYED_OPS, Options, Reply, SlotError, Stats, new_key
 from ._sync import Client, Feed, FeedEntry
 
 __version__ = '0.1.0'
 __all__ = ['AsyncClient', 'AsyncFeed', 'AsyncFeedEntry', 'Client', 'Feed', 'FeedEntry', 'KEYED_OPS', 'Options',
-           'Reply', 'SlotError', 'new_key', '__version__']
+           'Reply', 'SlotError', 'Stats', 'new_key', '__version__']

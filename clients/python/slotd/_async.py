@@ -117,6 +117,7 @@ class AsyncClient(Ops[Awaitable[Reply]]):
         self._lock: Optional[asyncio.Lock] = None
         self._sem: Optional[asyncio.Semaphore] = None
         self._closed = False
+        self.stats = _core.Stats()
 
     async def __aenter__(self) -> 'AsyncClient':
         return self
@@ -194,9 +195,11 @@ class AsyncClient(Ops[Awaitable[Reply]]):
         assert self._sem is not None
         att = _core.Attempt(_core.build(op, dict(fields or {}, **kw)), self.opts)
         timeout_s = self.opts.timeout_ms / 1000.0
+        self.stats.calls += 1
         async with self._sem:
             while True:
                 att.sends += 1
+                self.stats.attempt(att)
                 epoch = self._epoch
                 addr = self.hosts.current()
                 try:
@@ -216,6 +219,8 @@ class AsyncClient(Ops[Awaitable[Reply]]):
                         raise SlotError('unavailable', {'ok': False, 'error': 'unavailable', 'client': True,
                                                         'message': 'the client is closed'}) from None
                     action, to, wait_s = att.on_lost(addr, str(e))
+                if action == _core.FOLLOW_ADDR:
+                    self.stats.follows += 1
                 if wait_s > 0:
                     await asyncio.sleep(wait_s)
                 self._move(epoch, action, to)

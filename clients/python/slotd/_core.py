@@ -150,6 +150,20 @@ def build(op: str, fields: Dict[str, Any], allow_feed: bool = False) -> Reply:
     return req
 
 
+@dataclass
+class Stats:
+    """What a client did, summed over its calls (as the C client's slot_follow_stats)."""
+    calls: int = 0  # calls made
+    sends: int = 0  # attempts: first sends and retries
+    retries: int = 0  # attempts after a call's first
+    follows: int = 0  # not_primary / wrong_set answers whose primary was followed
+
+    def attempt(self, att: 'Attempt') -> None:
+        self.sends += 1
+        if att.sends > 1:
+            self.retries += 1
+
+
 class Hosts:
     """The address list and which one the connection goes to."""
 

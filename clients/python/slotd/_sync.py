@@ -84,6 +84,7 @@ class Client(Ops[Reply]):
         self.hosts = _core.Hosts(self.opts.hosts)
         self._conn: Optional[_Conn] = None
         self._lock = threading.Lock()
+        self.stats = _core.Stats()
 
     def __enter__(self) -> 'Client':
         return self
@@ -112,6 +113,7 @@ class Client(Ops[Reply]):
 
     def _move(self, action: str, addr: Optional[str], wait_s: float) -> None:
         if action == _core.FOLLOW_ADDR and addr is not None:
+            self.stats.follows += 1
             self._drop()
             self.hosts.go(addr)
         elif action == _core.NEXT:
@@ -130,6 +132,7 @@ class Client(Ops[Reply]):
         in order; each is retried on its own as request() would. Returns their replies in
         order; with return_errors a SlotError is returned in its place instead of raised."""
         atts = [_core.Attempt(_core.build(op, dict(f)), self.opts) for op, f in calls]
+        self.stats.calls += len(atts)
         out: List[Any] = [None] * len(atts)
         pending = list(range(len(atts)))
         with self._lock:
@@ -148,6 +151,7 @@ class Client(Ops[Reply]):
         moves = []
         for i in pending:
             atts[i].sends += 1
+            self.stats.attempt(atts[i])
         addr = self.hosts.current()
         got = 0
         try:

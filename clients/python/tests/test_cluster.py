@@ -75,11 +75,13 @@ class Failover(unittest.TestCase):
                 killed.set()
                 await asyncio.wait_for(done.wait(), RUN_S)
                 await asyncio.gather(*tasks)
-                return view
+                return view, c.stats
 
-        view = asyncio.run(sale())
-        print('\nkilled %s, new primary %s; %d holds acknowledged, %d calls gave up (retried after)' % (
-            view['killed'], view['primary'], len(acked), len(unknown)), flush=True)
+        view, st = asyncio.run(sale())
+        print('\nkilled %s, new primary %s; %d holds acknowledged, %d calls gave up (retried after); client: %s' % (
+            view['killed'], view['primary'], len(acked), len(unknown), st), flush=True)
+        self.assertGreater(st.follows, 0, 'the first host is a replica: its not_primary was followed')
+        self.assertGreater(st.retries, st.follows, 'calls in flight at the kill were sent again')
         self.assertNotEqual(view['primary'], view['killed'])
         self.assertGreaterEqual(len(acked), BEFORE + AFTER)
         with slotd.Client(srv.hosts, token=srv.token, retries=40) as c:
