@@ -74,6 +74,13 @@ class _AConn:
             self.task.cancel()
 
 
+def _expire(conn: _AConn, fut: 'asyncio.Future[Reply]') -> None:
+    """A call's reply did not come in time: the connection counts as lost (the replies
+    behind it cannot be matched any more), so every call on it is retried."""
+    if not fut.done():
+        conn.fail('no reply in time')
+
+
 async def _open(addr: str, timeout_s: float, token: Optional[str], epoch: int) -> _AConn:
     host, port = _core.split_addr(addr)
     try:
@@ -206,11 +213,11 @@ class AsyncClient(Ops[Awaitable[Reply]]):
                     conn = await self._get_conn()
                     epoch, addr = conn.epoch, conn.addr
                     fut = conn.send(att.line)
+                    timer = asyncio.get_running_loop().call_later(timeout_s, _expire, conn, fut)
                     try:
-                        reply = await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-                    except asyncio.TimeoutError:
-                        conn.fail('no reply in time')
-                        raise ConnectionLost('no reply in time') from None
+                        reply = await fut  # ConnectionLost when the connection fails (or the timer fires)
+                    finally:
+                        timer.cancel()
                     action, to, wait_s = att.on_reply(addr, reply)
                     if action == _core.RETURN:
                         return reply

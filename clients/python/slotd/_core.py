@@ -4,6 +4,7 @@ Request building (one request line per call, its idempotency key made once), rep
 parsing, and the retry/follow rule of clients/fixtures/README.md: what to do after
 each reply or lost attempt, and when to give up.
 """
+import itertools
 import json
 import secrets
 from dataclasses import dataclass, field
@@ -92,9 +93,14 @@ def split_addr(addr: str) -> Tuple[str, int]:
     return host, int(port)
 
 
+_KEY_PREFIX = 'py-%s-' % secrets.token_hex(KEY_BYTES // 2)  # this process's: random, so keys never collide
+_key_seq = itertools.count(1)
+
+
 def new_key() -> str:
-    """A fresh idempotency key: unguessable, in the `request` alphabet, 35 bytes."""
-    return 'py-' + secrets.token_hex(KEY_BYTES)
+    """A fresh idempotency key in the `request` alphabet: this process's random prefix (64
+    bits) and a counter, so never the same twice (at most 40 bytes)."""
+    return '%s%x' % (_KEY_PREFIX, next(_key_seq))
 
 
 def encode(obj: Reply) -> bytes:
