@@ -276,6 +276,7 @@ class AsyncFeed:
         self.task: Optional['asyncio.Task[None]'] = None
         self.wake = asyncio.Event()
         self.lost = True
+        self.subscribes = 0  # subscriptions made: 1, and one more after each lost connection
 
     async def close(self) -> None:
         if self.writer is not None:
@@ -318,6 +319,7 @@ class AsyncFeed:
                 action, to, wait_s = att.on_reply(addr, reply)
                 if action == _core.RETURN:
                     self.subscribed = reply
+                    self.subscribes += 1
                     self.reader, self.writer = reader, writer
                     self.lost = False
                     self.task = asyncio.ensure_future(self._read(reader))

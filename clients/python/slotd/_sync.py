@@ -228,6 +228,7 @@ class Feed:
         self.last_seq = 0  # the last entry given out
         self.queue: List[Reply] = []  # entries read while waiting for an ack's reply
         self.subscribed: Optional[Reply] = None
+        self.subscribes = 0  # subscriptions made: 1, and one more after each lost connection
 
     def __enter__(self) -> 'Feed':
         return self
@@ -255,6 +256,7 @@ class Feed:
                 action, to, wait_s = att.on_reply(addr, reply)
                 if action == _core.RETURN:
                     self.subscribed = reply
+                    self.subscribes += 1
                     self.conn = conn
                     return conn
                 conn.close()

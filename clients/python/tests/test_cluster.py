@@ -1,7 +1,8 @@
 """slotd.AsyncClient and slotd.Client against a 3-node replica set (etcd + three slotd,
 clients/fixtures/servers.py) whose primary is killed with kill -9 in the middle of a
 sale: every acknowledged hold is found afterwards, and no purchase is made twice by a
-retry (the units held are exactly those acknowledged). Skipped without $SLOTD or etcd."""
+retry (the units held are exactly those acknowledged), and a feed consumer that lives
+through the failover is given a hold.held entry of every acknowledged hold. Skipped without $SLOTD or etcd."""
 import asyncio
 import os
 import sys
@@ -39,6 +40,7 @@ class Failover(unittest.TestCase):
         hosts = [h for h in srv.hosts if h != srv.primary] + [srv.primary]
         acked = {}  # request key -> (hold id, qty) of every hold the client was answered held
         unknown = []  # (user, key, qty) of calls that gave up (outcome unknown)
+        fed = set()  # holds of the hold.held entries the feed consumer was given
 
         async def sale():
             async with slotd.AsyncClient(hosts, token=srv.token, timeout_ms=2000, retries=40) as c:
@@ -66,6 +68,19 @@ class Failover(unittest.TestCase):
                             if after[0] >= AFTER:
                                 done.set()
 
+                feed = c.feed('fo-worker', from_='start', window=1000)
+
+                async def worker():  # a feed consumer through the failover: every hold.held
+                    async for e in feed:
+                        if e.type == 'hold.held' and e.get('event') == 'fo':
+                            fed.add(e['hold'])
+                        if e.seq % 25 == 0:
+                            try:
+                                await e.ack()
+                            except slotd.SlotError as err:  # the connection went with the primary
+                                self.assertEqual(err.code, 'unavailable', err.reply)
+
+                feeder = asyncio.ensure_future(worker())
                 tasks = [asyncio.ensure_future(buyer(b)) for b in range(BUYERS)]
                 for _ in range(RUN_S * 100):
                     if len(acked) >= BEFORE:
@@ -75,6 +90,15 @@ class Failover(unittest.TestCase):
                 killed.set()
                 await asyncio.wait_for(done.wait(), RUN_S)
                 await asyncio.gather(*tasks)
+                for _ in range(RUN_S * 100):  # the feed catches up with the last acknowledged holds
+                    if all(h in fed for h, _, _ in acked.values()) or feeder.done():
+                        break
+                    await asyncio.sleep(0.01)
+                if feeder.done():
+                    feeder.result()  # a failed check inside the worker fails the test
+                feeder.cancel()
+                await feed.close()
+                self.assertGreaterEqual(feed.subscribes, 2, 'the feed resubscribed after the kill')
                 return view, c.stats
 
         view, st = asyncio.run(sale())
@@ -84,6 +108,7 @@ class Failover(unittest.TestCase):
         self.assertGreater(st.retries, st.follows, 'calls in flight at the kill were sent again')
         self.assertNotEqual(view['primary'], view['killed'])
         self.assertGreaterEqual(len(acked), BEFORE + AFTER)
+        self.assertEqual([k for k, (h, _, _) in acked.items() if h not in fed], [], 'acknowledged, not in the feed')
         with slotd.Client(srv.hosts, token=srv.token, retries=40) as c:
             # Calls that gave up: their key tells (a replay when they had committed).
             for user, key, qty in unknown:
