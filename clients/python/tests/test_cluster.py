@@ -15,7 +15,7 @@ sys.path.insert(0, HERE)
 import slotd  # noqa: E402
 import servers_kit  # noqa: E402
 
-BUYERS = 32  # concurrent buyers, one call at a time each, all pipelined on one connection
+BUYERS = 128  # concurrent buyers, one call at a time each, all pipelined on one connection (many in flight at the kill)
 BEFORE = 150  # acknowledged holds before the kill
 AFTER = 150  # acknowledged holds after the new primary answered
 RUN_S = 60  # the whole sale gives up after this (a failure)
