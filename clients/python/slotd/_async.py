@@ -21,6 +21,9 @@ class _AConn:
         self.pending: Deque['asyncio.Future[Reply]'] = collections.deque()
         self.closed = False
         self.why = ''
+        self.deadlines: Deque[float] = collections.deque()  # loop.time() by which each pending reply is due
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.out: List[bytes] = []  # lines waiting for the end of this loop tick (at most max_in_flight + 1)
         self.task = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
@@ -33,6 +36,7 @@ class _AConn:
                     why = 'a reply to no request'
                     break
                 fut = self.pending.popleft()
+                self.deadlines.popleft()
                 if not fut.done():
                     fut.set_result(reply)
         except asyncio.IncompleteReadError:
@@ -47,13 +51,36 @@ class _AConn:
             why = 'closed by the client'
         self.fail(why)
 
-    def send(self, line: bytes) -> 'asyncio.Future[Reply]':
+    def send(self, line: bytes, timeout_s: float) -> 'asyncio.Future[Reply]':
+        """Queues line; the future gets its reply, or ConnectionLost when the connection
+        fails first or no reply came within timeout_s (the connection is then dropped: the
+        replies behind a missing one cannot be matched)."""
         if self.closed:
             raise ConnectionLost(self.why)
-        fut: 'asyncio.Future[Reply]' = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: 'asyncio.Future[Reply]' = loop.create_future()
         self.pending.append(fut)
-        self.writer.write(line)
+        self.deadlines.append(loop.time() + timeout_s)
+        if self.timer is None:  # one timer per connection, at the oldest unanswered request's deadline
+            self.timer = loop.call_at(self.deadlines[0], self._watch)
+        if not self.out:  # the lines of one loop tick go out in one write
+            loop.call_soon(self._flush)
+        self.out.append(line)
         return fut
+
+    def _watch(self) -> None:
+        self.timer = None
+        if self.closed or not self.deadlines:
+            return
+        if self.deadlines[0] <= asyncio.get_running_loop().time():
+            self.fail('no reply in time')
+            return
+        self.timer = asyncio.get_running_loop().call_at(self.deadlines[0], self._watch)
+
+    def _flush(self) -> None:
+        if self.out and not self.closed:
+            self.writer.write(b''.join(self.out))
+        self.out.clear()
 
     def fail(self, why: str) -> None:
         """Closes the connection; every call waiting on it sees ConnectionLost(why)."""
@@ -61,6 +88,10 @@ class _AConn:
             return
         self.closed = True
         self.why = why
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.deadlines.clear()
         try:
             self.writer.close()
         except (OSError, RuntimeError):
@@ -74,13 +105,6 @@ class _AConn:
             self.task.cancel()
 
 
-def _expire(conn: _AConn, fut: 'asyncio.Future[Reply]') -> None:
-    """A call's reply did not come in time: the connection counts as lost (the replies
-    behind it cannot be matched any more), so every call on it is retried."""
-    if not fut.done():
-        conn.fail('no reply in time')
-
-
 async def _open(addr: str, timeout_s: float, token: Optional[str], epoch: int) -> _AConn:
     host, port = _core.split_addr(addr)
     try:
@@ -92,11 +116,7 @@ async def _open(addr: str, timeout_s: float, token: Optional[str], epoch: int) -
         raise ConnectionLost('connect: %s' % (e.strerror or e)) from None
     conn = _AConn(addr, reader, writer, epoch)
     if token is not None:
-        try:
-            reply = await asyncio.wait_for(conn.send(_core.encode(_core.hello_request(token))), timeout_s)
-        except asyncio.TimeoutError:
-            conn.fail('hello: no reply in time')
-            raise ConnectionLost('hello: no reply in time') from None
+        reply = await conn.send(_core.encode(_core.hello_request(token)), timeout_s)  # ConnectionLost as any call
         if reply.get('ok') is not True:
             conn.fail('hello refused')
         _core.check_hello(reply)
@@ -212,12 +232,7 @@ class AsyncClient(Ops[Awaitable[Reply]]):
                 try:
                     conn = await self._get_conn()
                     epoch, addr = conn.epoch, conn.addr
-                    fut = conn.send(att.line)
-                    timer = asyncio.get_running_loop().call_later(timeout_s, _expire, conn, fut)
-                    try:
-                        reply = await fut  # ConnectionLost when the connection fails (or the timer fires)
-                    finally:
-                        timer.cancel()
+                    reply = await conn.send(att.line, timeout_s)  # ConnectionLost: failed or timed out
                     action, to, wait_s = att.on_reply(addr, reply)
                     if action == _core.RETURN:
                         return reply
