@@ -13,5 +13,7 @@ set -euo pipefail
 # strace: traces slotd's folder fsyncs (tests/test_fsync.c);
 # nftables: the partition tests cut links between network namespaces (tests/netns_fixture.c).
 slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables
+# python3-venv, -setuptools, -wheel: pip installs clients/python offline (clients/python/tests/test_install.py).
+slot_need_packages python3-venv python3-setuptools python3-wheel
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"
