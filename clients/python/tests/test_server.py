@@ -101,6 +101,27 @@ class Sync(unittest.TestCase):
             e.ack()
 
 
+    def test_feed_resubscribes_and_skips_what_it_gave(self):
+        c = self.c
+        c.create_event('fd2', 10, shards=1)
+        with c.feed('sync-forgot', from_='start', window=10000) as f:
+            first = f.next_entry(10)
+            self.assertIsNotNone(first)
+            while True:  # up to the head
+                e = f.next_entry(0.3)
+                if e is None:
+                    break
+                last = e
+            c.feed_forget('sync-forgot')  # its subscription ends: the server closes that connection
+            h = c.hold('fd2', 'ann', 1)
+            # The consumer resubscribes (forgotten: from the oldest entry kept) and gives only
+            # what it had not given: the new hold.held, nothing again.
+            e = f.next_entry(10)
+            self.assertIsNotNone(e)
+            self.assertEqual((e.seq, e.type, e['hold']), (last.seq + 1, 'hold.held', h['hold']))
+            self.assertEqual(f.subscribes, 2)
+
+
 class Async(unittest.TestCase):
     def test_concurrent_holds_sell_exactly_capacity(self):
         async def go():
@@ -150,6 +171,25 @@ class Async(unittest.TestCase):
         h, got, ack = asyncio.run(go())
         self.assertEqual(ack['acked'], got[-1].seq)
         self.assertEqual((got[-1]['qty'], got[-1]['user']), (2, 'ann'))
+
+    def test_feed_resubscribes_and_skips_what_it_gave(self):
+        async def go():
+            async with slotd.AsyncClient(SRV.hosts, token=SRV.token) as c:
+                await c.create_event('afd2', 10, shards=1)
+                h1 = await c.hold('afd2', 'ann', 1)
+                async with c.feed('async-forgot', from_='start', window=10000) as f:
+                    it = f.__aiter__()
+                    while True:
+                        e = await asyncio.wait_for(it.__anext__(), 10)
+                        if e.type == 'hold.held' and e['hold'] == h1['hold']:
+                            break
+                    await c.feed_forget('async-forgot')
+                    h2 = await c.hold('afd2', 'bob', 1)
+                    nxt = await asyncio.wait_for(it.__anext__(), 10)
+                    return e, nxt, h2, f.subscribes
+        e, nxt, h2, subs = asyncio.run(go())
+        self.assertEqual((nxt.seq, nxt.type, nxt['hold']), (e.seq + 1, 'hold.held', h2['hold']))
+        self.assertEqual(subs, 2)
 
 
 if __name__ == '__main__':
