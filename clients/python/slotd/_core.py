@@ -7,7 +7,7 @@ each reply or lost attempt, and when to give up.
 import itertools
 import json
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 Reply = Dict[str, Any]
@@ -64,7 +64,6 @@ class Options:
     backoff_max_ms: int = 500
     moving_wait_max_ms: int = 5000
     max_in_flight: int = 1024
-    extra: Dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         if isinstance(self.hosts, str):
@@ -260,11 +259,6 @@ class Attempt:
         if self.last_reply is not None:
             reply['last'] = self.last_reply
         return SlotError('unavailable', reply, msg)
-
-
-def result(reply: Reply) -> Reply:
-    """The value a call returns for a final reply (ok:false ones were raised already)."""
-    return reply
 
 
 def hello_request(token: Optional[str]) -> Reply:
