@@ -25,11 +25,12 @@ export const LIMITS = Object.freeze({
   maxInFlight: 1024,
   /** requests waiting for an in-flight slot per connection before calls are refused */
   maxQueued: 65536,
-  /** backoff before a resend to the next host: 20 ms doubling up to 500 ms (the C client's) */
+  /** the pause before a resend: 20 ms doubling up to 500 ms (the C client's; no jitter, so
+   * calls that lost one connection are resent in the order they were first sent) */
   backoffMinMs: 20,
   backoffMaxMs: 500,
   /** the longest `retry_after_ms` of a `moving` reply the client waits */
-  maxRetryAfterMs: 10000,
+  maxRetryAfterMs: 5000,
 });
 
 /**
@@ -74,9 +75,9 @@ export const OPS = Object.freeze({
 
 /** Ops the client gives a fresh `request` key per call when the caller passes none. */
 const KEYED = new Set(['hold', 'hold_many', 'waitlist_join']);
-/** Ops that are never resent after an unknown outcome: a second run could apply twice
- * (extend moves expires_at again) or is bound to one connection (the feed's). */
-const NOT_RESENT_UNKNOWN = new Set(['extend', 'feed_forget', 'subscribe', 'ack', 'unsubscribe']);
+/** Ops bound to one connection (the feed's): never resent on another after an unknown
+ * outcome. Every other op is resent as it was (clients/fixtures/README.md, the retry rule). */
+const NOT_RESENT_UNKNOWN = new Set(['subscribe', 'ack', 'unsubscribe']);
 /** Errors that say nothing changed and that another try (after a pause, elsewhere) may pass. */
 const RETRY_NOTHING_CHANGED = new Set(['not_primary', 'wrong_set', 'moving', 'overloaded', 'shutting_down']);
 /** The key charset and length the protocol allows for `request` (docs/protocol.md, "Names"). */
@@ -410,6 +411,7 @@ export class Client {
     const unknownOk = !NOT_RESENT_UNKNOWN.has(op);
     const started = Date.now();
     let last = '';
+    let lastReply;
     let pauses = 0;
     const ev = typeof body.event === 'string' ? body.event : undefined;
     for (let attempt = 0; attempt <= retries; attempt++) {
@@ -427,8 +429,9 @@ export class Client {
           throw err;
         }
         last = `${host}: ${err.message}`;
+        lastReply = undefined;
         if (!unknownOk) {
-          throw new SlotError({ ok: false, error: 'unavailable', message: `outcome unknown, not resent (${op} could apply twice): ${last}`, outcome_unknown: true, client: true }, { request: key, host });
+          throw new SlotError({ ok: false, error: 'unavailable', message: `outcome unknown, not resent (${op} belongs to its connection): ${last}`, outcome_unknown: true, client: true }, { request: key, host });
         }
         if (ev !== undefined) this.routes.delete(ev);
         this.moveOn(host);
@@ -438,6 +441,7 @@ export class Client {
       if (reply.ok !== false) return reply;
       const code = reply.error;
       last = `${host}: ${code}: ${reply.message ?? ''}`;
+      lastReply = reply;
       if (attempt === retries) {
         if (code === 'unavailable' || RETRY_NOTHING_CHANGED.has(code)) break;
         throw new SlotError(reply, { request: key, host });
@@ -475,10 +479,9 @@ export class Client {
       }
     }
     const n = retries + 1;
-    throw new SlotError(
-      { ok: false, error: 'unavailable', message: `gave up after ${n} attempts in ${Date.now() - started} ms; last: ${last}`, gave_up: true, attempts: n, client: true },
-      { request: key },
-    );
+    const gaveUp = { ok: false, error: 'unavailable', message: `gave up after ${n} attempts in ${Date.now() - started} ms; last: ${last}`, client: true, attempts: n, gave_up: true };
+    if (lastReply) gaveUp.last = lastReply;
+    throw new SlotError(gaveUp, { request: key });
   }
 
   /** @private where a wrong_set reply points: its `primary`, else the `placement` op's set */
@@ -495,10 +498,9 @@ export class Client {
     }
   }
 
-  /** @private the pause before the `n`-th resend: 20 ms doubling to 500 ms, jittered 50..100 % */
+  /** @private the pause before the `n`-th resend: 20 ms doubling to 500 ms */
   backoff(n) {
-    const ms = Math.min(LIMITS.backoffMaxMs, LIMITS.backoffMinMs * 2 ** Math.min(n, 10));
-    return Math.round(ms * (0.5 + Math.random() / 2));
+    return Math.min(LIMITS.backoffMaxMs, LIMITS.backoffMinMs * 2 ** Math.min(n, 10));
   }
 
   /**

@@ -160,19 +160,20 @@ test('sold_out, invalid_argument, idempotency_conflict are never resent', async 
   p.stop();
 });
 
-test('extend is not resent after an unknown outcome; retries run out as unavailable', async () => {
-  const p = await fakePeer((req) => (req.op === 'extend' ? 'close' : { ok: false, error: 'unavailable', message: 'no quorum' }));
+test('every op is resent as it was (extend too); retries run out as unavailable with the last reply', async () => {
+  let n = 0;
+  const p = await fakePeer((req) =>
+    req.op === 'extend' ? (n++ === 0 ? 'close' : { ok: true, status: 'held', hold: 'h', expires_at: 2, extensions: 1 }) : { ok: false, error: 'unavailable', message: 'no quorum' });
   const c = await connect({ hosts: [p.host], timeoutMs: 1000, retries: 2 });
-  await assert.rejects(c.extend({ event: 'E', hold: 'h', user: 'u', by_ms: 1000 }), (e) => {
-    assert.equal(e.code, 'unavailable');
-    assert.equal(e.reply.outcome_unknown, true);
-    return true;
-  });
-  assert.equal(p.seen.filter((r) => r.op === 'extend').length, 1);
+  assert.equal((await c.extend({ event: 'E', hold: 'h', user: 'u', by_ms: 1000 })).extensions, 1);
+  const ex = p.seen.filter((r) => r.op === 'extend');
+  assert.deepEqual(ex[1], ex[0], 'the same fields');
   await assert.rejects(c.hold({ event: 'E', user: 'u', qty: 1, request: 'mine' }), (e) => {
     assert.ok(e instanceof SlotError);
     assert.equal(e.code, 'unavailable');
-    assert.equal(e.reply.gave_up, true);
+    assert.equal(e.reply.client, true);
+    assert.equal(e.reply.attempts, 3);
+    assert.equal(e.reply.last.message, 'no quorum');
     assert.equal(e.request, 'mine', 'the key to retry with later');
     return true;
   });
