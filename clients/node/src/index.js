@@ -145,7 +145,9 @@ class Conn {
     this.onPush = onPush; // feed connections: pushed {"feed":SEQ,...} lines
     this.sock = null;
     this.buf = '';
-    this.inflight = []; // {resolve, reject, timer}, in send order
+    this.inflight = []; // {resolve, reject, deadline}, in send order
+    this.timer = null; // one timer, armed for the oldest unanswered request's deadline
+    this.corked = false; // lines written in one tick go out in one write
     this.head = 0; // index of the oldest unanswered entry in inflight
     this.waiting = []; // {line, timeoutMs, resolve, reject} waiting for an in-flight slot
     this.dead = null; // the TransportError once closed
@@ -234,13 +236,13 @@ class Conn {
         this.inflight = this.inflight.slice(this.head);
         this.head = 0;
       }
-      clearTimeout(e.timer);
       e.resolve(obj);
       this.pump();
       if (this.dead) return;
     }
     this.buf = start === 0 ? this.buf : this.buf.slice(start);
-    if (Buffer.byteLength(this.buf) > this.client.opts.maxReplyBytes) {
+    const max = this.client.opts.maxReplyBytes;
+    if (this.buf.length * 3 > max && Buffer.byteLength(this.buf) > max) {
       this.fail(new TransportError(`${this.host}: reply line over ${this.client.opts.maxReplyBytes} bytes`, this.host));
     }
   }
@@ -249,13 +251,33 @@ class Conn {
   sendNow(line, timeoutMs) {
     return new Promise((resolve, reject) => {
       if (this.dead) return reject(this.dead);
-      const e = { resolve, reject, timer: null };
-      e.timer = setTimeout(() => {
-        this.fail(new TransportError(`${this.host}: no reply within ${timeoutMs} ms`, this.host));
-      }, timeoutMs);
+      const e = { resolve, reject, deadline: Date.now() + timeoutMs, timeoutMs };
       this.inflight.push(e);
+      if (!this.timer) this.arm(timeoutMs);
+      if (!this.corked) {
+        this.corked = true;
+        this.sock.cork();
+        process.nextTick(() => {
+          this.corked = false;
+          if (!this.dead) this.sock.uncork();
+        });
+      }
       this.sock.write(line);
     });
+  }
+
+  /** The reply timeout: one timer for the oldest unanswered request (replies come in order,
+   * so it is the one that must come first); when it fires early for a newer head, re-armed. */
+  arm(ms) {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.dead || this.head >= this.inflight.length) return;
+      const e = this.inflight[this.head];
+      const left = e.deadline - Date.now();
+      if (left <= 0) this.fail(new TransportError(`${this.host}: no reply within ${e.timeoutMs} ms`, this.host));
+      else this.arm(left);
+    }, ms);
+    this.timer.unref?.();
   }
 
   /** Sends `line` when an in-flight slot is free; the reply object, or a TransportError. */
@@ -296,10 +318,9 @@ class Conn {
     this.inflight = [];
     this.head = 0;
     this.waiting = [];
-    for (const e of pending) {
-      clearTimeout(e.timer);
-      e.reject(err);
-    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const e of pending) e.reject(err);
     for (const w of waiting) w.reject(err);
     if (this.onClose) this.onClose(err);
   }
@@ -403,7 +424,7 @@ export class Client {
       throw new SlotError({ ok: false, error: 'invalid_argument', message: 'request: must be 1 to 64 bytes of [A-Za-z0-9._:-]', client: true }, { request: key });
     }
     const line = JSON.stringify(body);
-    if (Buffer.byteLength(line) > this.opts.maxLineBytes) {
+    if (line.length * 3 > this.opts.maxLineBytes && Buffer.byteLength(line) > this.opts.maxLineBytes) {
       throw new SlotError({ ok: false, error: 'line_too_long', message: `client: request of ${Buffer.byteLength(line)} bytes is over maxLineBytes ${this.opts.maxLineBytes}`, client: true }, { request: key });
     }
     const timeoutMs = callOpts.timeoutMs ?? this.opts.timeoutMs;
