@@ -152,7 +152,8 @@ class Conn {
     this.waiting = []; // {line, timeoutMs, resolve, reject} waiting for an in-flight slot
     this.dead = null; // the TransportError once closed
     this.features = [];
-    this.ready = this.open();
+    this.isReady = false; // hello answered: calls skip awaiting `ready`
+    this.ready = this.open().then((c) => ((this.isReady = true), c));
     this.ready.catch(() => {});
   }
 
@@ -441,7 +442,7 @@ export class Client {
       let reply;
       try {
         const c = this.conn(host);
-        await c.ready;
+        if (!c.isReady) await c.ready;
         reply = await c.send(line + '\n', timeoutMs);
       } catch (err) {
         if (err instanceof SlotError) {
