@@ -2,24 +2,26 @@
 // one client the whole time: every acknowledged hold is found afterwards on the new primary,
 // and no purchase was made twice by a resend (one purchase attempt per user; the feed and the
 // event's counters show at most one hold per user, and exactly the acknowledged ones).
-// Skipped without etcd (Debian's etcd-server).
+// The set comes from clients/fixtures/servers.py (with a token); skipped without etcd
+// (Debian's etcd-server).
 
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from '../src/index.js';
-import { slotdBinary, etcdBinary, startSet } from './servers.js';
+import { slotdBinary, etcdBinary, serversPyPath, startServers } from './servers.js';
 
 const USERS = 2000; // one purchase attempt (a hold of 1 unit) each
 const WORKERS = 256; // calls in flight at once on the client's one connection
 const KILL_AT = 600; // acknowledged holds before the kill
 
-const skip = !slotdBinary() ? 'no slotd binary ($SLOTD)' : !etcdBinary() ? 'no etcd (Debian package etcd-server)' : false;
+const skip = !slotdBinary() ? 'no slotd binary ($SLOTD)' : !etcdBinary() ? 'no etcd (Debian package etcd-server)'
+  : !serversPyPath() ? 'no clients/fixtures/servers.py' : false;
 
 test('kill -9 of the primary mid-run: no acknowledged hold lost, no purchase twice', { skip, timeout: 90000 }, async () => {
-  const set = await startSet();
+  const set = await startServers({ nodes: 3, durability: 'nosync' });
   let client;
   try {
-    client = await connect({ hosts: set.hosts, timeoutMs: 2000, retries: 40 });
+    client = await connect({ hosts: set.hosts, token: set.token, timeoutMs: 2000, retries: 40 });
     await client.createEvent({ event: 'sale', capacity: 100000, shards: 4 });
     const acked = new Map(); // user -> hold id
     const failed = [];
@@ -72,7 +74,7 @@ test('kill -9 of the primary mid-run: no acknowledged hold lost, no purchase twi
     }
     assert.equal(perUser.size, USERS);
     for (const [user, n] of perUser) assert.equal(n, 1, `${user} has ${n} holds`);
-    console.log(`# failover: ${USERS} holds acknowledged, ${replays} answered as replays after a resend; new primary ${killed.host}`);
+    console.log(`# failover: ${USERS} holds acknowledged, ${replays} answered as replays after a resend; ${killed.killed} killed, new primary ${killed.primary}`);
   } finally {
     if (client) await client.close();
     await set.stop();

@@ -1,13 +1,13 @@
-// Real servers for the Node tests: a standalone slotd, or a private etcd and a 3-node replica
-// set, on ephemeral loopback ports in a temporary folder, stopped by PID. The slotd binary is
-// $SLOTD (tests/meson.build sets it to the build's), else ../../build/slotd of this checkout;
-// etcd is $ETCD or /usr/bin/etcd.
+// Real servers for the Node tests, on ephemeral loopback ports in temporary folders, stopped by
+// PID: a standalone slotd started here (startSlotd: any flags, e.g. a token file of several
+// roles), and clients/fixtures/servers.py for a private etcd and a 3-node replica set
+// (startServers). The slotd binary is $SLOTD (tests/meson.build sets it to the build's), else
+// ../../build/slotd of this checkout; etcd is $ETCD or /usr/bin/etcd.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -16,6 +16,12 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export function slotdBinary() {
   const b = process.env.SLOTD || path.resolve(here, '../../../build/slotd');
   return fs.existsSync(b) ? b : null;
+}
+
+/** clients/fixtures/servers.py, or null when this checkout has none. */
+const serversPy = path.resolve(here, '../../fixtures/servers.py');
+export function serversPyPath() {
+  return fs.existsSync(serversPy) ? serversPy : null;
 }
 
 /** The etcd binary, or null when there is none (the replica-set tests then skip). */
@@ -80,18 +86,6 @@ function killWait(proc, sig = 'SIGTERM', ms = 10000) {
   });
 }
 
-/** A free loopback port (the kernel's pick; the caller retries a clash at bind). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * Starts slotd --data TMP --listen 127.0.0.1:0 EXTRA...; resolves {host, pid, dir, stop()}.
  * @param {string[]} [extra]
@@ -121,132 +115,60 @@ export async function startSlotd(extra = [], opts = {}) {
   return s;
 }
 
-async function etcdHealthy(url) {
-  try {
-    const r = await fetch(url + '/health', { signal: AbortSignal.timeout(1000) });
-    return (await r.text()).includes('"health":"true"');
-  } catch {
-    return false;
-  }
-}
-
-/** A raw NDJSON exchange with one host: sends `req`, resolves the reply object. */
-export function rawRequest(host, req, ms = 2000) {
-  return new Promise((resolve, reject) => {
-    const [h, p] = [host.slice(0, host.lastIndexOf(':')), Number(host.slice(host.lastIndexOf(':') + 1))];
-    const s = net.connect({ host: h, port: p });
-    let buf = '';
-    const t = setTimeout(() => {
-      s.destroy();
-      reject(new Error(`${host}: no reply`));
-    }, ms);
-    s.on('connect', () => s.write(JSON.stringify(req) + '\n'));
-    s.setEncoding('utf8');
-    s.on('data', (d) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) {
-        clearTimeout(t);
-        s.destroy();
-        resolve(JSON.parse(buf.slice(0, nl)));
-      }
-    });
-    s.on('error', (e) => {
-      clearTimeout(t);
-      reject(e);
-    });
-  });
-}
-
 /**
- * A private etcd and a 3-node replica set (the way tools/cluster-lib.sh starts one):
- * resolves {hosts, primary(), nodes, killPrimary(), stop()}.
+ * clients/fixtures/servers.py (the shared real-server starter): a standalone slotd, or with
+ * nodes 3 a private etcd and a 3-node replica set, on ephemeral loopback ports in one temporary
+ * folder, with an admin token. Resolves {hosts, primary, token, killPrimary(), stop()}.
+ * @param {{nodes?: 1|3, durability?: 'sync'|'nosync'}} [opts]
  */
-export async function startSet(opts = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotd-node-set-'));
-  const secret = path.join(dir, 'secret');
-  fs.writeFileSync(secret, Buffer.from(Array.from({ length: 32 }, () => Math.floor(Math.random() * 256))).toString('hex'), { mode: 0o600 });
-  let etcd = null;
-  let etcdUrl = '';
-  for (let tries = 0; tries < 3 && !etcd; tries++) {
-    const c = await freePort();
-    const p = await freePort();
-    etcdUrl = `http://127.0.0.1:${c}`;
-    const log = fs.openSync(path.join(dir, 'etcd.log'), 'a');
-    const proc = spawn(etcdBinary(), ['--name', 'n', '--data-dir', path.join(dir, `etcd${tries}`), '--listen-client-urls', etcdUrl,
-      '--advertise-client-urls', etcdUrl, '--listen-peer-urls', `http://127.0.0.1:${p}`,
-      '--initial-advertise-peer-urls', `http://127.0.0.1:${p}`, '--initial-cluster', `n=http://127.0.0.1:${p}`],
-    { stdio: ['ignore', log, log] });
-    fs.closeSync(log);
-    started.add(proc);
-    for (let i = 0; i < 100 && proc.exitCode === null; i++) {
-      if (await etcdHealthy(etcdUrl)) {
-        etcd = proc;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 100));
+export async function startServers(opts = {}) {
+  const py = process.env.PYTHON || 'python3';
+  const argv = [serversPy, '--slotd', slotdBinary(), '--nodes', String(opts.nodes || 1), '--durability', opts.durability || 'nosync'];
+  if (etcdBinary()) argv.push('--etcd', etcdBinary());
+  const proc = spawn(py, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+  started.add(proc);
+  proc.stdout.setEncoding('utf8');
+  let buf = '';
+  const lines = [];
+  let wake = null;
+  proc.stdout.on('data', (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      lines.push(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
     }
-    if (!etcd) await killWait(proc, 'SIGKILL');
-  }
-  if (!etcd) throw new Error(`etcd did not start (see ${dir}/etcd.log)`);
-  const flags = opts.flags || ['--heartbeat-ms', '50', '--failover-timeout-ms', '500', '--repl-timeout-ms', '300'];
-  const nodes = [];
-  const set = {
-    dir,
-    nodes,
-    get hosts() {
-      return nodes.map((n) => n.host);
-    },
-    /** The member whose `cluster` op says primary, waited for (bounded). */
-    async primary(ms = 30000, not = null) {
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
-        for (const n of nodes) {
-          if (n.dead || n.host === not) continue;
-          try {
-            const r = await rawRequest(n.host, { op: 'cluster' }, 1000);
-            if (r.ok && r.role === 'primary') return n;
-          } catch {
-            /* not answering yet */
-          }
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error('no primary within ' + ms + ' ms');
-    },
-    async members(want, ms = 60000) {
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
-        try {
-          const p = await set.primary(2000);
-          const r = await rawRequest(p.host, { op: 'cluster' }, 1000);
-          if (r.ok && Array.isArray(r.members) && r.members.filter((m) => m.role !== 'joining').length >= want) return r;
-        } catch {
-          /* retry */
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      throw new Error(`fewer than ${want} members within ${ms} ms`);
-    },
-    /** kill -9 of the primary; resolves the new primary once one is elected. */
+    if (wake) wake();
+  });
+  proc.once('exit', () => wake && wake());
+  const nextLine = async (ms) => {
+    const end = Date.now() + ms;
+    while (lines.length === 0) {
+      if (proc.exitCode !== null || Date.now() > end) throw new Error('servers.py: no line (it exited or took too long)');
+      await new Promise((r) => {
+        wake = r;
+        setTimeout(r, 200);
+      });
+      wake = null;
+    }
+    return JSON.parse(lines.shift());
+  };
+  const view = await nextLine(90000);
+  const s = {
+    ...view,
+    /** kill -9 of the primary; resolves the new view (with `killed`) once another is primary */
     async killPrimary() {
-      const p = await set.primary();
-      p.dead = true;
-      await p.kill();
-      return set.primary(30000, p.host);
+      proc.stdin.write('kill-primary\n');
+      const v = await nextLine(60000);
+      if (v.error) throw new Error('servers.py: ' + v.error);
+      Object.assign(s, v);
+      return v;
     },
     async stop() {
-      for (const n of nodes) await killWait(n.proc, 'SIGTERM');
-      await killWait(etcd, 'SIGTERM');
-      fs.rmSync(dir, { recursive: true, force: true });
+      if (proc.exitCode === null) proc.stdin.end('stop\n');
+      await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
+      started.delete(proc);
     },
   };
-  for (let i = 1; i <= 3; i++) {
-    const n = await startSlotd(['--durability', 'nosync', '--cluster', 'nodetest', '--node', `n${i}`, '--etcd', etcdUrl,
-      '--cluster-secret-file', secret, ...flags], { dir, dataName: `n${i}`, logName: `n${i}.log` });
-    nodes.push(n);
-    if (i === 1) await set.primary();
-  }
-  await set.members(3);
-  return set;
+  return s;
 }
