@@ -335,8 +335,12 @@ class Conn {
 }
 
 /**
- * A slotd client: a connection per host, opened on first use.
- * Create it with {@link connect}.
+ * A slotd client: a connection per host, opened on first use (hello with the token first),
+ * requests pipelined on it. Create it with {@link connect}. Besides request(), feed() and
+ * close() it has one method per op of {@link OPS} (camelCase: hold, confirm, getHold,
+ * createEvent, ...), each `(fields, callOpts?) => Promise<reply>`: the op's fields as one
+ * object, resolving to every ok:true reply, rejecting with {@link SlotError} otherwise.
+ * Not safe to share across worker threads (one per thread); any number of calls at once.
  */
 export class Client {
   /**
@@ -369,6 +373,8 @@ export class Client {
     this.conns = new Map();
     /** @private event -> host, learnt from wrong_set and placement */
     this.routes = new Map();
+    /** @private the feeds made by feed(), closed by close() */
+    this.feeds = new Set();
     this.closed = false;
   }
 
@@ -541,7 +547,9 @@ export class Client {
    * @returns {AsyncIterable<FeedEntry> & {close(): Promise<void>}}
    */
   feed(opts) {
-    return new Feed(this, opts);
+    const f = new Feed(this, opts);
+    this.feeds.add(f);
+    return f;
   }
 
   /**
@@ -550,11 +558,14 @@ export class Client {
    */
   async close() {
     this.closed = true;
+    for (const f of [...this.feeds]) await f.close();
     for (const c of [...this.conns.values()]) c.close();
     this.conns.clear();
   }
 }
 
+// One method per op of OPS: client.getHold(fields, callOpts) is client.request('get_hold',
+// fields, callOpts) (their types are in src/index.d.ts).
 for (const [method, op] of Object.entries(OPS)) {
   if (method === 'subscribe' || method === 'unsubscribe' || method === 'ack') continue;
   Object.defineProperty(Client.prototype, method, {
@@ -740,6 +751,7 @@ class Feed {
   async close() {
     if (this.done) return;
     this.done = true;
+    this.client.feeds.delete(this);
     const c = this.conn;
     this.conn = null;
     if (c) {
