@@ -61,6 +61,8 @@ export declare const LIMITS: Readonly<{
   maxQueued: number;
   backoffMinMs: number;
   backoffMaxMs: number;
+  maxHosts: number;
+  maxRoutes: number;
   maxRetryAfterMs: number;
 }>;
 

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 /**
  * The bounds the client keeps, from the server's documented defaults (docs/protocol.md,
  * "Limits and flow control"; slotd --help).
- * @type {Readonly<{maxLineBytes: number, maxReplyBytes: number, maxInFlight: number, maxQueued: number, backoffMinMs: number, backoffMaxMs: number, maxRetryAfterMs: number}>}
+ * @type {Readonly<{maxLineBytes: number, maxReplyBytes: number, maxInFlight: number, maxQueued: number, backoffMinMs: number, backoffMaxMs: number, maxHosts: number, maxRoutes: number, maxRetryAfterMs: number}>}
  */
 export const LIMITS = Object.freeze({
   /** longest request line sent, without its newline: slotd's default --max-line (65,536) */
@@ -29,6 +29,11 @@ export const LIMITS = Object.freeze({
    * calls that lost one connection are resent in the order they were first sent) */
   backoffMinMs: 20,
   backoffMaxMs: 500,
+  /** hosts kept: the given ones plus primaries named by replies (a new one past this takes
+   * the place of the host it was named by) */
+  maxHosts: 64,
+  /** events whose set was learnt from wrong_set (the oldest is forgotten past this) */
+  maxRoutes: 10000,
   /** the longest `retry_after_ms` of a `moving` reply the client waits */
   maxRetryAfterMs: 5000,
 });
@@ -135,6 +140,18 @@ function parseHost(h) {
   const port = Number(m[2]);
   if (port < 1 || port > 65535) throw new TypeError(`slotd-client: bad port in ${JSON.stringify(h)}`);
   return { host: m[1], port };
+}
+
+/** True when `h` is a "HOST:PORT" the client can connect to (a reply's `primary` that is
+ * not is treated as absent). */
+function isHost(h) {
+  if (typeof h !== 'string' || h === '' || h.length > 300) return false;
+  try {
+    parseHost(h);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** One connection to one host: pipelined requests, replies matched in send order. */
@@ -403,10 +420,23 @@ export class Client {
     let i = this.hosts.indexOf(host);
     if (i < 0) {
       parseHost(host);
-      this.hosts.push(host);
-      i = this.hosts.length - 1;
+      if (this.hosts.length < LIMITS.maxHosts) {
+        this.hosts.push(host);
+        i = this.hosts.length - 1;
+      } else {
+        i = this.cur;
+        this.hosts[i] = host;
+      }
     }
     this.cur = i;
+  }
+
+  /** @private remembers that `event` is served at `host` (bounded: the oldest goes) */
+  route(event, host) {
+    parseHost(host);
+    this.routes.delete(event);
+    if (this.routes.size >= LIMITS.maxRoutes) this.routes.delete(this.routes.keys().next().value);
+    this.routes.set(event, host);
   }
 
   /** @private the next host after `host`, unless another call moved on already */
@@ -478,7 +508,7 @@ export class Client {
         throw new SlotError(reply, { request: key, host });
       }
       if (code === 'not_primary') {
-        if (typeof reply.primary === 'string' && reply.primary !== '' && reply.primary !== host) {
+        if (isHost(reply.primary) && reply.primary !== host) {
           this.moveTo(reply.primary);
           if (ev !== undefined) this.routes.delete(ev);
         } else {
@@ -487,7 +517,7 @@ export class Client {
         }
       } else if (code === 'wrong_set') {
         const to = await this.placementOf(reply, host, timeoutMs);
-        if (to && ev !== undefined) this.routes.set(ev, to);
+        if (to && ev !== undefined) this.route(ev, to);
         else if (to) this.moveTo(to);
         else {
           this.moveOn(host);
@@ -517,13 +547,13 @@ export class Client {
 
   /** @private where a wrong_set reply points: its `primary`, else the `placement` op's set */
   async placementOf(reply, host, timeoutMs) {
-    if (typeof reply.primary === 'string' && reply.primary !== '') return reply.primary;
+    if (isHost(reply.primary)) return reply.primary;
     const c = this.conns.get(host);
     if (!c || !c.features.includes('placement') || typeof reply.set !== 'string') return null;
     try {
       const p = await c.send(JSON.stringify({ op: 'placement', event: reply.event }) + '\n', timeoutMs);
       const s = p.ok && p.sets && p.sets[reply.set];
-      return s && typeof s.primary === 'string' ? s.primary : null;
+      return s && isHost(s.primary) ? s.primary : null;
     } catch {
       return null;
     }
@@ -642,7 +672,7 @@ class Feed {
         }
         c.close();
         last = `${host}: ${r.error}: ${r.message ?? ''}`;
-        if (r.error === 'not_primary' && typeof r.primary === 'string' && r.primary && r.primary !== host) {
+        if (r.error === 'not_primary' && isHost(r.primary) && r.primary !== host) {
           cl.moveTo(r.primary);
           continue;
         }

@@ -85,6 +85,17 @@ test('not_primary with primary is followed; the primary dying moves to the next 
   q.stop();
 });
 
+test('a primary that is not HOST:PORT is treated as absent: the next host', async () => {
+  const b = await fakePeer(() => HELD);
+  const a = await fakePeer(() => ({ ok: false, error: 'not_primary', message: 'replica', primary: 'not an address' }));
+  const c = await connect({ hosts: [a.host, b.host], timeoutMs: 1000, retries: 3 });
+  assert.equal((await c.hold({ event: 'E', user: 'u', qty: 1 })).hold, 'h1');
+  assert.deepEqual(c.hosts, [a.host, b.host], 'nothing added');
+  await c.close();
+  a.stop();
+  b.stop();
+});
+
 test('wrong_set: its primary followed for that event; moving: retry_after_ms waited', async () => {
   const t = await fakePeer(() => HELD);
   const s = await fakePeer((req) =>
