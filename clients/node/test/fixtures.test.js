@@ -46,8 +46,11 @@ function lineReader(stream) {
       const left = end - Date.now();
       if (left <= 0) return null;
       await new Promise((r) => {
-        waiter = r;
-        setTimeout(r, left);
+        const t = setTimeout(r, left); // cleared below: a pending timer keeps the process alive
+        waiter = () => {
+          clearTimeout(t);
+          r();
+        };
       });
       waiter = null;
     }
