@@ -5,13 +5,16 @@
 # SLOTD: the slotd binary (argument, or $SLOTD); CHROMIUM: the browser (default
 # /usr/bin/chromium, Debian's chromium); SLOT_ARTIFACTS: where the screenshots go.
 set -u
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+src=${BASH_SOURCE[0]}
+[[ $src == */* ]] || src=./$src
+here=$(cd "${src%/*}/.." && pwd)
 skip() {
     echo "storefront: skipped: $*"
     exit 77
 }
 export SLOTD=${1:-${SLOTD:-}}
 [ -n "$SLOTD" ] && [ -x "$SLOTD" ] || { echo "storefront: no slotd binary (argument or \$SLOTD)"; exit 1; }
+[[ $SLOTD == /* ]] || SLOTD=$PWD/$SLOTD
 command -v node >/dev/null || skip "node is not installed (Debian: apt-get install nodejs npm; tools/test.sh does)"
 node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
     skip "node $(node --version) is older than 20, which playwright-core needs"
