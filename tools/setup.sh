@@ -21,6 +21,25 @@ slot_need_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 }
 
+# slot_npm_ci DIR — the npm packages DIR's package-lock.json pins (clients/node: typescript,
+# a devDependency), with `npm ci --ignore-scripts --no-audit --no-fund`; skipped when DIR's
+# node_modules was made from this very lock file (a copy kept as node_modules/.slot-lock).
+# Without npm, or when the registry cannot be reached, it warns and returns 0: the tests that
+# need the packages then report themselves skipped.
+slot_npm_ci() {
+    local dir=$1
+    command -v npm >/dev/null 2>&1 || { echo "setup: npm is missing; not installing $dir's packages" >&2; return 0; }
+    if [ -f "$dir/node_modules/.slot-lock" ] && cmp -s "$dir/package-lock.json" "$dir/node_modules/.slot-lock"; then
+        return 0
+    fi
+    echo "setup: npm ci in $dir" >&2
+    if (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund >&2); then
+        cp "$dir/package-lock.json" "$dir/node_modules/.slot-lock"
+    else
+        echo "setup: npm ci in $dir failed; its tests that need those packages will skip" >&2
+    fi
+}
+
 # slot_build [MESON OPTIONS...] — configure $SLOT_BUILD (once) and build it.
 # SLOT_MESON_ARGS: more meson options, split on blanks, appended to the
 # setup's and applied to a build folder that exists already (meson

@@ -11,7 +11,15 @@ set -euo pipefail
 # prometheus: promtool checks the metrics and examples/prometheus (tests/test_metrics.c);
 # haproxy: sends HTTP to the primary of a replica set (tests/test_haproxy.sh);
 # strace: traces slotd's folder fsyncs (tests/test_fsync.c);
-# nftables: the partition tests cut links between network namespaces (tests/netns_fixture.c).
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables
+# nftables: the partition tests cut links between network namespaces (tests/netns_fixture.c);
+# nodejs, npm: the Node client (clients/node, tests/test_node_client.sh), its devDependencies
+# from its package-lock.json (npm ci, slot_npm_ci in tools/setup.sh). Asked for only when the
+# command is missing: a nodejs of another origin (NodeSource's) brings its own npm, and
+# Debian's npm package would conflict with it.
+node_pkgs=()
+command -v node >/dev/null 2>&1 || node_pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || node_pkgs+=(npm)
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables ${node_pkgs[@]+"${node_pkgs[@]}"}
+slot_npm_ci "$SLOT_ROOT/clients/node"
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"
