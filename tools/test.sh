@@ -16,10 +16,13 @@ set -euo pipefail
 # from its package-lock.json (npm ci, slot_npm_ci in tools/setup.sh). Asked for only when the
 # command is missing: a nodejs of another origin (NodeSource's) brings its own npm, and
 # Debian's npm package would conflict with it.
+# chromium: the storefront's browser test drives it headless (examples/storefront/test), with
+# playwright-core from examples/storefront/package-lock.json (npm ci).
 node_pkgs=()
 command -v node >/dev/null 2>&1 || node_pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || node_pkgs+=(npm)
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables ${node_pkgs[@]+"${node_pkgs[@]}"}
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables ${node_pkgs[@]+"${node_pkgs[@]}"} chromium
 slot_npm_ci "$SLOT_ROOT/clients/node"
+slot_npm_ci "$SLOT_ROOT/examples/storefront"
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"

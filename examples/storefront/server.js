@@ -222,7 +222,7 @@ function statusOf(code) {
 
 /** Plain words for the slotd errors a buyer can meet. */
 const WORDS = {
-  unavailable: 'The ticket service cannot be reached right now. Nothing was bought; try again in a moment.',
+  unavailable: 'The ticket service did not answer. Nothing was charged. Try again: tickets already held for you are not held twice.',
   overloaded: 'The ticket service is too busy right now. Nothing was bought; try again in a moment.',
   shutting_down: 'The ticket service is restarting. Nothing was bought; try again in a moment.',
   not_on_sale: 'This event is not on sale right now.',

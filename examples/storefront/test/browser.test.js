@@ -3,7 +3,8 @@
 // storefront server (node server.js, ephemeral port), stops both by PID, and drives two buyers
 // (two browser contexts, two cookies): buyer 1 holds the last units, extends, has a card
 // declined, pays; buyer 2 then sees sold out; a hold of a short-ttl event expires on screen and
-// is paid late (reacquire); slotd going away is shown as an error and "Try again" then holds.
+// is paid late (reacquire); a hold whose reply is lost (slotd stopped) is the same hold when
+// tried again; slotd going away is shown as an error and "Try again" then holds.
 // After each step the page is checked against slotd's own counters (check clean at the end),
 // and a screenshot is written to $SLOT_ARTIFACTS (meson: the build folder) as NN-step.png.
 //
@@ -105,6 +106,12 @@ const state = (page) => page.locator('#panel').getAttribute('data-state');
 const waitState = (page, s) => page.waitForSelector(`#panel[data-state="${s}"]`, { timeout: WAIT_MS });
 const text = (page, sel) => page.locator(sel).innerText();
 
+/** Waits until the page's list shows `what` for the event (its list reloaded). */
+const listShows = (page, event, what) => page.waitForFunction(([e, w]) => {
+  const el = document.querySelector(`#events li[data-event="${e}"] .left`);
+  return el !== null && el.textContent === w;
+}, [event, what], { timeout: WAIT_MS });
+
 async function openShop(ctx) {
   const page = await ctx.newPage();
   page.setDefaultTimeout(WAIT_MS);
@@ -128,9 +135,11 @@ before(async () => {
   admin = await connect({ hosts: [slotdAddr], timeoutMs: 5000, retries: 20 });
   // gig: 2 units, both for buyer 1; flash: a short hold time, for the expiry
   await admin.createEvent({ event: 'gig', capacity: 2, shards: 2, max_per_request: 2 });
-  await admin.createEvent({ event: 'flash', capacity: 3, shards: 1, hold_ttl_ms: SHORT_TTL_MS });
+  await admin.createEvent({ event: 'flash', capacity: 4, shards: 1, hold_ttl_ms: SHORT_TTL_MS });
+  // drop: 2 units with the default 10-minute holds, for the lost reply and slotd going away
+  await admin.createEvent({ event: 'drop', capacity: 2, shards: 1 });
   const { m } = await startProc(process.execPath, [path.join(HERE, '..', 'server.js'), '--slotd', slotdAddr,
-    '--listen', '127.0.0.1:0', '--event', 'gig', '--event', 'flash', '--timeout-ms', '1000', '--retries', '3'],
+    '--listen', '127.0.0.1:0', '--event', 'gig', '--event', 'flash', '--event', 'drop', '--timeout-ms', '1000', '--retries', '3'],
   /^storefront listening on (http:\S+)$/, 'storefront');
   shopUrl = m[1];
   browser = await chromium.launch({ executablePath: CHROMIUM });
@@ -152,11 +161,11 @@ after(async () => {
 test('both buyers see the events with what is left', async () => {
   for (const page of [buyer1, buyer2]) {
     assert.match(await text(page, '#events li[data-event="gig"] .left'), /^2 of 2 left$/);
-    assert.match(await text(page, '#events li[data-event="flash"] .left'), /^3 of 3 left$/);
+    assert.match(await text(page, '#events li[data-event="flash"] .left'), /^4 of 4 left$/);
   }
   // buyer 2 picks gig now, while it has units, and presses Hold only after buyer 1 paid
   await buyer2.click('#events li.event[data-event="gig"]');
-  await screenshot(buyer1, 'events', 'the two events, 2 of 2 and 3 of 3 left, gig picked');
+  await screenshot(buyer1, 'events', 'the three events, 2 of 2, 4 of 4 and 2 of 2 left, gig picked');
 });
 
 test('buyer 1 holds the last 2 units and sees the countdown run', async () => {
@@ -204,7 +213,7 @@ test('buyer 1 pays and the purchase is confirmed, once', async () => {
   const v = await admin.event({ event: 'gig' });
   assert.equal(v.confirmed, 2);
   assert.equal(v.held, 0);
-  await buyer1.waitForFunction(() => document.querySelector('#events li[data-event="gig"] .left').textContent === 'Sold out');
+  await listShows(buyer1, 'gig', 'Sold out');
   await screenshot(buyer1, 'confirmed', 'paid: 2 tickets for gig, the hold id, card 4242; gig now sold out in the list');
 });
 
@@ -214,7 +223,7 @@ test('buyer 2 holds after that and sees sold out', async () => {
   await buyer2.click('#hold');
   await waitState(buyer2, 'sold_out');
   assert.equal(await text(buyer2, '#sold-text'), 'Every ticket for gig is taken. Nothing was charged.');
-  await buyer2.waitForFunction(() => document.querySelector('#events li[data-event="gig"] .left').textContent === 'Sold out');
+  await listShows(buyer2, 'gig', 'Sold out');
   assert.equal((await admin.event({ event: 'gig' })).confirmed, 2);
   await screenshot(buyer2, 'sold-out', 'buyer 2: sold out, nothing charged; gig marked sold out in the list');
 });
@@ -235,9 +244,9 @@ test('a short hold expires on screen and the late payment gets the units again',
     await new Promise((r) => setTimeout(r, 100));
   }
   assert.equal(v0.held, 0, 'the expired hold\'s units went back');
-  assert.equal(v0.available, 3);
-  await buyer2.waitForFunction(() => document.querySelector('#events li[data-event="flash"] .left').textContent === '3 of 3 left');
-  await screenshot(buyer2, 'expired', 'flash: the hold expired, its 2 units back on sale (3 of 3 left), the late-payment form');
+  assert.equal(v0.available, 4);
+  await listShows(buyer2, 'flash', '4 of 4 left');
+  await screenshot(buyer2, 'expired', 'flash: the hold expired, its 2 units back on sale (4 of 4 left), the late-payment form');
 
   await buyer2.fill('#late-card', CARD_DECLINED);
   await buyer2.click('#late-pay');
@@ -260,17 +269,46 @@ test('a short hold expires on screen and the late payment gets the units again',
   assert.equal(old.replaced_by, newHold);
   const v = await admin.event({ event: 'flash' });
   assert.equal(v.confirmed, 2);
-  assert.equal(v.available, 1);
+  assert.equal(v.available, 2);
   await screenshot(buyer2, 'late-paid', 'paid late: 2 tickets for flash on a new hold in place of the expired one');
+});
+
+test('a hold whose reply was lost is the same hold when tried again (the attempt keeps its key)', async () => {
+  await buyer1.click('[data-for="confirmed"] button.again');
+  await listShows(buyer1, 'drop', '2 of 2 left');
+  slotdProc.kill('SIGSTOP'); // the hold reaches slotd's socket; no reply comes
+  try {
+    await pickAndHold(buyer1, 'drop', 1);
+    await buyer1.waitForSelector('#error:not([hidden])');
+    assert.equal(await text(buyer1, '#error-title'), 'Error: unavailable');
+  } finally {
+    slotdProc.kill('SIGCONT');
+  }
+  // slotd now answers what was sent while it was stopped: the attempt's hold is made
+  let v;
+  for (let i = 0; i < 100; i++) {
+    v = await admin.event({ event: 'drop' });
+    if (v.held > 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(v.held, 1, 'the hold sent while slotd was stopped was made');
+  await screenshot(buyer1, 'lost-reply', 'slotd stopped: the hold timed out, "Error: unavailable", Try again');
+  await buyer1.click('#retry');
+  await waitState(buyer1, 'held');
+  v = await admin.event({ event: 'drop' });
+  assert.equal(v.held, 1, 'Try again sent the same key: the same hold, not a second one');
+  assert.equal(v.available, 1);
+  await screenshot(buyer1, 'lost-reply-retried', 'Try again: the one hold (a replay), 1 ticket for drop held');
 });
 
 test('slotd going away is shown plainly; Try again then holds with the same attempt', async () => {
   await buyer2.click('[data-for="confirmed"] button.again');
+  await listShows(buyer2, 'drop', '1 of 2 left');
   await stopProc(slotdProc, 'SIGKILL');
-  await pickAndHold(buyer2, 'flash', 1);
+  await pickAndHold(buyer2, 'drop', 1);
   await buyer2.waitForSelector('#error:not([hidden])');
   assert.equal(await text(buyer2, '#error-title'), 'Error: unavailable');
-  assert.match(await text(buyer2, '#error-text'), /cannot be reached/);
+  assert.match(await text(buyer2, '#error-text'), /did not answer\. Nothing was charged\./);
   assert.ok(await buyer2.locator('#retry').isVisible());
   await screenshot(buyer2, 'error', 'slotd down: "Error: unavailable" in plain words, a Try again button');
 
@@ -278,12 +316,11 @@ test('slotd going away is shown plainly; Try again then holds with the same atte
   await buyer2.click('#retry');
   await waitState(buyer2, 'held');
   assert.ok(await buyer2.locator('#error').isHidden());
-  const v = await admin.event({ event: 'flash' });
-  assert.equal(v.held, 1);
-  assert.equal(v.confirmed, 2);
+  const v = await admin.event({ event: 'drop' });
+  assert.equal(v.held, 2);
   assert.equal(v.available, 0);
-  await buyer2.waitForFunction(() => document.querySelector('#events li[data-event="flash"] .left').textContent === 'Sold out');
+  await listShows(buyer2, 'drop', 'Sold out');
   const c = await admin.request('check', {});
   assert.deepEqual(c.violations, []);
-  await screenshot(buyer2, 'retried', 'slotd back: Try again held 1 ticket for flash, now sold out');
+  await screenshot(buyer2, 'retried', 'slotd back: Try again held 1 ticket for drop, now sold out');
 });
