@@ -36,6 +36,8 @@ const LIMITS = Object.freeze({
   slotdTimeoutMs: 5000,
   /** slotd resends per call (the client's bounded backoff between them) */
   slotdRetries: 8,
+  /** open HTTP connections; more are refused until some close (each may hold a slotd call) */
+  connectionsMax: 4096,
   /** highest quantity the page offers, whatever the event allows */
   qtyMax: 10,
 });
@@ -236,7 +238,8 @@ const WORDS = {
 function fromSlot(err) {
   if (!(err instanceof SlotError)) throw err;
   const r = err.reply || {};
-  return httpError(statusOf(err.code), err.code, WORDS[err.code] || r.message || err.message,
+  const words = err.code === 'hold_not_active' && r.status ? `This hold is ${r.status}.` : WORDS[err.code];
+  return httpError(statusOf(err.code), err.code, words || r.message || err.message,
     r.status !== undefined ? { status: r.status } : {});
 }
 
@@ -487,6 +490,7 @@ export async function start(o) {
   server.headersTimeout = 10000;
   server.requestTimeout = 30000;
   server.maxHeadersCount = 64;
+  server.maxConnections = LIMITS.connectionsMax;
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.listen.port, o.listen.host, resolve);
@@ -497,8 +501,9 @@ export async function start(o) {
     server,
     url: `http://${host}:${addr.port}`,
     close: async () => {
-      await new Promise((r) => server.close(r));
-      server.closeAllConnections?.();
+      const closed = new Promise((r) => server.close(r));
+      server.closeAllConnections(); // keep-alive and in-flight ones too: a stop does not wait on browsers
+      await closed;
       if (pending) await (await pending.catch(() => null))?.close();
     },
   };
