@@ -299,6 +299,8 @@ test('a hold whose reply was lost is the same hold when tried again (the attempt
   assert.equal(v.held, 1, 'Try again sent the same key: the same hold, not a second one');
   assert.equal(v.available, 1);
   await screenshot(buyer1, 'lost-reply-retried', 'Try again: the one hold (a replay), 1 ticket for drop held');
+  await buyer1.setViewportSize({ width: 390, height: 844 }); // a phone: one column
+  await screenshot(buyer1, 'narrow', 'the same page 390 px wide: the list above the purchase, nothing cut off');
 });
 
 test('slotd going away is shown plainly; Try again then holds with the same attempt', async () => {
