@@ -159,6 +159,7 @@ typedef struct slot_reply {
     char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold */
     char features[160];                            /* hello: the "features" names joined by commas */
     uint64_t position;                             /* waitlist_join, waitlist: 1 = next */
+    uint64_t retry_after_ms;                       /* moving, rate_limited: when to try again */
     uint64_t waitlist_max, waiting, waiting_qty;   /* the event view */
     bool left, waitlist_full, offered;             /* waitlist_leave; waitlist_join's sold_out; a join's offered hold */
     char hold_status[16];                          /* waitlist: the offered hold's own status */
@@ -234,14 +235,21 @@ int slot_addr_split(const char *s, size_t len, char *host, size_t host_cap, uint
 /* ---- following the primary of a replica set (src/client/client_follow.c)
  *
  * A slot_follow holds a list of node addresses and at most one connection,
- * and sends each request until a node gives a real answer:
- *   - not_primary with "primary":"H:P": it connects there at once (a learned
- *     address joins the list) and sends the SAME request again;
- *   - not_primary without an address, unavailable, a connect that fails, a
- *     connection closed or reset, or no reply within reply_timeout_ms: it
- *     closes the connection, pauses (backoff_ms, doubling up to
- *     backoff_max_ms, never past the deadline) and tries the next node of the
- *     list, in order, wrapping around.
+ * and sends each request until a node gives a real answer (the rule every
+ * client of slotd follows: clients/fixtures/README.md, whose cases
+ * tests/test_client_fixtures.c runs through this follower):
+ *   - not_primary or wrong_set with "primary":"H:P": it connects there at once
+ *     (a learned address joins the list) and sends the SAME request again;
+ *   - not_primary or wrong_set without an address, unavailable,
+ *     shutting_down, a connect that fails, a connection closed or reset, or no
+ *     reply within reply_timeout_ms: it closes the connection, pauses
+ *     (backoff_ms, doubling up to backoff_max_ms, never past the deadline) and
+ *     tries the next node of the list, in order, wrapping around;
+ *   - moving: it waits retry_after_ms (at most SLOT_FOLLOW_MOVING_WAIT_MS_MAX;
+ *     the backoff pause when absent), overloaded: the backoff pause; then the
+ *     same request again to the same node, on the same connection.
+ * Every other answer (ok:true, sold_out included, and every other error) is
+ * the server's decision and is returned at once.
  * Every call is bounded by attempts_max sends and by deadline_ms in total.
  *
  * Why sending the same request again is safe (docs/protocol.md, "Clients
@@ -269,6 +277,7 @@ int slot_addr_split(const char *s, size_t len, char *host, size_t host_cap, uint
 #define SLOT_FOLLOW_REPLY_MS_DEFAULT 5000    /* one reply: past it the node counts as gone */
 #define SLOT_FOLLOW_BACKOFF_MS_DEFAULT 20    /* the first pause before another node */
 #define SLOT_FOLLOW_BACKOFF_MAX_MS_DEFAULT 500
+#define SLOT_FOLLOW_MOVING_WAIT_MS_MAX 5000 /* the longest wait a moving answer's retry_after_ms gets */
 
 typedef struct slot_follow_opts {
     uint32_t attempts_max;          /* 1..SLOT_FOLLOW_ATTEMPTS_MAX */
@@ -309,8 +318,9 @@ int slot_follow_new(const char *addrs, const slot_follow_opts *opts, slot_follow
 void slot_follow_free(slot_follow *f);
 
 /*
- * slot_follow_call — send req and return the first answer that is neither
- * not_primary nor unavailable, following the primary as above.
+ * slot_follow_call — send req and return the first answer that is not one
+ * of those retried above (not_primary, wrong_set, unavailable, shutting_down,
+ * moving, overloaded), following the primary as above.
  * slot_follow_call_line — the same for a request line as it is (len bytes,
  * ending in "\n"; e.g. SLOT_CLUSTER_REQ_LINE).
  * Returns 0 with the answer in out (ok, or any other error: those are the
@@ -320,7 +330,8 @@ void slot_follow_free(slot_follow *f);
  *   -EAGAIN     attempts_max sends were made;
  *   -EMSGSIZE   the request line is over SLOT_CLIENT_LINE_MAX / req does not encode;
  * and slot_follow_error says what the last attempt met. After a negative
- * return out holds the last not_primary / unavailable answer, or nothing.
+ * return out holds the last retried answer (not_primary, unavailable, ...),
+ * or nothing.
  * out must be cleared with slot_reply_clear in every case.
  */
 int slot_follow_call(slot_follow *f, const slot_req *req, slot_reply *out);

@@ -76,6 +76,18 @@ typedef enum slot_err {
 } slot_err;
 
 /*
+ * Wire codes of the contract that this slotd never sends (so they are not in
+ * SLOT_ERR_MAP and have no slot_err: slot_reply.err is SLOT_E__COUNT for them,
+ * slot_reply.error names them), but that a client meets from a server of a
+ * placement (PROTOCOL v1.2, "Placement"): the C client's follower retries them
+ * (src/client/client_follow.c; the rule is clients/fixtures/README.md's).
+ *   wrong_set — the event is placed on another replica set; "primary" names its primary
+ *   moving    — the event is being moved; retry after "retry_after_ms"; nothing changed
+ */
+#define SLOT_ERR_WIRE_WRONG_SET "wrong_set"
+#define SLOT_ERR_WIRE_MOVING "moving"
+
+/*
  * slot_err_name — the wire code of an error ("sold_out" is not an error).
  *   err: any slot_err; a value outside the enum yields "internal".
  *   Returns a static string; never NULL. Any thread.

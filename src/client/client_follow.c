@@ -240,6 +240,32 @@ static void answered(slot_follow *f)
     f->err[0] = 0;
 }
 
+/* What an answer asks of the follower (slot/client.h, "following the primary"). */
+typedef enum follow_step {
+    STEP_ANSWER, /* the server's decision: returned */
+    STEP_OTHER,  /* another node: the one named in "primary", else the next of the list */
+    STEP_SAME,   /* the same node again, after a wait */
+} follow_step;
+
+static follow_step step_of(int rc, const slot_reply *r)
+{
+    if (rc < 0)
+        return STEP_OTHER;
+    if (r->err == SLOT_E_NOT_PRIMARY || r->err == SLOT_E_UNAVAILABLE || r->err == SLOT_E_SHUTTING_DOWN ||
+        (r->err == SLOT_E__COUNT && strcmp(r->error, SLOT_ERR_WIRE_WRONG_SET) == 0))
+        return STEP_OTHER;
+    if (rc == 0 &&
+        (r->err == SLOT_E_OVERLOADED || (r->err == SLOT_E__COUNT && strcmp(r->error, SLOT_ERR_WIRE_MOVING) == 0)))
+        return STEP_SAME;
+    return STEP_ANSWER;
+}
+
+/* A redirecting answer: not_primary or wrong_set, whose "primary" may name where to go. */
+static bool redirects(const slot_reply *r)
+{
+    return r->err == SLOT_E_NOT_PRIMARY || (r->err == SLOT_E__COUNT && strcmp(r->error, SLOT_ERR_WIRE_WRONG_SET) == 0);
+}
+
 int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_reply *out)
 {
     memset(out, 0, sizeof(*out));
@@ -257,7 +283,8 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
         const char *node = f->nodes[f->cur];
         int rc = attempt(f, line, len, deadline_ms, out);
         /* A hello refused with not_primary (rc 1) is followed like the request's own answer. */
-        if (rc >= 0 && out->err != SLOT_E_NOT_PRIMARY && out->err != SLOT_E_UNAVAILABLE) {
+        follow_step step = step_of(rc, out);
+        if (step == STEP_ANSWER) {
             answered(f);
             return 0;
         }
@@ -265,8 +292,20 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
             snprintf(f->err, sizeof(f->err), "%s: %s", node, why(rc));
         else
             snprintf(f->err, sizeof(f->err), "%s: %s: %.300s", node, out->error, out->message);
+        if (step == STEP_SAME) { /* moving or overloaded: nothing changed; the connection stays */
+            bool told = out->err == SLOT_E__COUNT && out->retry_after_ms > 0;
+            int wait = told ? (out->retry_after_ms < SLOT_FOLLOW_MOVING_WAIT_MS_MAX ? (int)out->retry_after_ms
+                                                                                    : SLOT_FOLLOW_MOVING_WAIT_MS_MAX)
+                            : backoff;
+            if (!told)
+                backoff = backoff * 2 > f->o.backoff_max_ms ? f->o.backoff_max_ms : backoff * 2;
+            if (n < f->o.attempts_max)
+                pause_ms(left_ms(deadline_ms, wait));
+            followed = false;
+            continue;
+        }
         drop_conn(f);
-        int to = rc >= 0 && out->err == SLOT_E_NOT_PRIMARY && out->primary[0] && strcmp(out->primary, node) != 0
+        int to = rc >= 0 && redirects(out) && out->primary[0] && strcmp(out->primary, node) != 0
                      ? node_index(f, out->primary, strlen(out->primary))
                      : -1;
         if (to >= 0 && !followed) {

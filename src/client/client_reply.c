@@ -80,6 +80,7 @@ static const struct {
     REPLY_U64("returned", returned),
     REPLY_U64("extensions", extensions),
     REPLY_U64("position", position),
+    REPLY_U64("retry_after_ms", retry_after_ms),
     REPLY_U64("waitlist_max", waitlist_max),
     REPLY_U64("waiting", waiting),
     REPLY_U64("waiting_qty", waiting_qty),

@@ -147,12 +147,14 @@ class Conn {
     this.buf = '';
     this.inflight = []; // {resolve, reject, deadline}, in send order
     this.timer = null; // one timer, armed for the oldest unanswered request's deadline
-    this.corked = false; // lines written in one tick go out in one write
+    this.out = ''; // lines of this tick not yet written
+    this.flushing = false; // a write of `out` is scheduled
     this.head = 0; // index of the oldest unanswered entry in inflight
     this.waiting = []; // {line, timeoutMs, resolve, reject} waiting for an in-flight slot
     this.dead = null; // the TransportError once closed
     this.features = [];
-    this.ready = this.open();
+    this.isReady = false; // hello answered: calls skip awaiting `ready`
+    this.ready = this.open().then((c) => ((this.isReady = true), c));
     this.ready.catch(() => {});
   }
 
@@ -254,15 +256,17 @@ class Conn {
       const e = { resolve, reject, deadline: Date.now() + timeoutMs, timeoutMs };
       this.inflight.push(e);
       if (!this.timer) this.arm(timeoutMs);
-      if (!this.corked) {
-        this.corked = true;
-        this.sock.cork();
+      // the lines of one tick go out in one write (one string, one syscall)
+      this.out += line;
+      if (!this.flushing) {
+        this.flushing = true;
         process.nextTick(() => {
-          this.corked = false;
-          if (!this.dead) this.sock.uncork();
+          this.flushing = false;
+          const out = this.out;
+          this.out = '';
+          if (!this.dead) this.sock.write(out);
         });
       }
-      this.sock.write(line);
     });
   }
 
@@ -441,7 +445,7 @@ export class Client {
       let reply;
       try {
         const c = this.conn(host);
-        await c.ready;
+        if (!c.isReady) await c.ready;
         reply = await c.send(line + '\n', timeoutMs);
       } catch (err) {
         if (err instanceof SlotError) {
