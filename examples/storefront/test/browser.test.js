@@ -24,7 +24,7 @@ import { connect } from '../../../clients/node/src/index.js';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SLOTD = process.env.SLOTD;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const ARTIFACTS = process.env.SLOT_ARTIFACTS || path.join(process.cwd(), 'storefront-artifacts');
+const ARTIFACTS = process.env.SLOT_ARTIFACTS || path.join(HERE, '..', 'storefront-artifacts');
 /** The bound on any one wait of the test (a browser step, a server's first line). */
 const WAIT_MS = 15000;
 /** The short-ttl event's hold time (slotd's least hold_ttl_ms is 1000). */
