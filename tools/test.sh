@@ -16,12 +16,15 @@ set -euo pipefail
 # from its package-lock.json (npm ci, slot_npm_ci in tools/setup.sh). Asked for only when the
 # command is missing: a nodejs of another origin (NodeSource's) brings its own npm, and
 # Debian's npm package would conflict with it.
+# chromium: the storefront's browser test drives it headless (examples/storefront/test), with
+# playwright-core from examples/storefront/package-lock.json (npm ci).
 node_pkgs=()
 command -v node >/dev/null 2>&1 || node_pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || node_pkgs+=(npm)
-slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables ${node_pkgs[@]+"${node_pkgs[@]}"}
+slot_need_packages redis-server redis-tools libhiredis-dev etcd-server libcurl4-openssl-dev scdoc mandoc systemd prometheus haproxy strace nftables ${node_pkgs[@]+"${node_pkgs[@]}"} chromium
 slot_npm_ci "$SLOT_ROOT/clients/node"
 # python3-venv, -setuptools, -wheel: pip installs clients/python offline (clients/python/tests/test_install.py).
 slot_need_packages python3-venv python3-setuptools python3-wheel
+slot_npm_ci "$SLOT_ROOT/examples/storefront"
 slot_build
 meson test -C "$SLOT_BUILD" --print-errorlogs "$@"
