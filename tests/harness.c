@@ -13,6 +13,7 @@
 
 const char *slot_test_current;
 const char *const *slot_test_wrapper;
+bool slot_test_start_soft;
 
 #define WRAPPER_ARGS_MAX 31
 
@@ -242,6 +243,9 @@ void slot_test_server_start(slot_test_server *s, const char *dir, const char *co
     if (s->port == 0) {
         kill(s->pid, SIGKILL);
         waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+        if (slot_test_start_soft)
+            return;
         T_FAIL_("slotd did not print 'listening on' (got \"%.*s\")", (int)used, buf);
     }
 }

@@ -162,6 +162,10 @@ typedef struct slot_test_server {
  * case runs in its own forked child, so it ends with the case).
  */
 extern const char *const *slot_test_wrapper;
+/* slot_test_start_soft — true: a server that does not announce its listener
+ * is reaped and slot_test_server_start returns with port 0 and pid 0 instead
+ * of failing the case (a test that must see a refused start: test_powercut). */
+extern bool slot_test_start_soft;
 
 /*
  * slot_test_server_start — start $SLOTD (the built daemon) with
