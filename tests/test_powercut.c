@@ -813,7 +813,9 @@ static int standalone_run(int cuts)
     char copy[PATHB + 8], journal[PATHB + 16];
     snprintf(copy, sizeof copy, "%s/round", real);
     snprintf(journal, sizeof journal, "%s/journal", real);
-    const char *flags[] = {"--durability", "sync", NULL};
+    const char *dur = getenv("SLOT_TEST_DURABILITY");
+    const char *flags[] = {"--durability", dur && *dur ? dur : "sync", NULL};
+    printf("  --durability %s\n", flags[1]);
     snprintf(nodes[0].host, sizeof nodes[0].host, "127.0.0.1");
     slot_test_server_start(&nodes[0].srv, work, flags);
     json_t *j = call1(0, "{\"op\":\"create_event\",\"event\":\"" EVENT

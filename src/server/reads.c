@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "loop.h"
+#include "commit.h"
 #include "metrics.h"
 #include "server_backup.h"
 #include "slot/assert.h"
@@ -131,7 +132,9 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     int rc = slot__read_begin(s);
-    slot__read_gate gate = rc == 0 && s->clu ? s->clu_up->read_gate(s, s->rtxn, res) : SLOT__READ_GO;
+    slot__read_gate gate = rc == 0 && s->clu    ? s->clu_up->read_gate(s, s->rtxn, res)
+                           : rc == 0 && s->pipe ? slot__pipe_read_gate(s, s->rtxn)
+                                                : SLOT__READ_GO;
     if (gate == SLOT__READ_WAIT) { /* the state it would read is not committed yet: run it later */
         slot__read_end(s);
         e->state = ENTRY_READ_WAIT;

@@ -296,6 +296,26 @@ int slot_rlog_sync(slot_rlog *log)
     return 0;
 }
 
+int slot_rlog_sync_detach(slot_rlog *log, int *fd, int *dir_fd, uint64_t *seq)
+{
+    *fd = *dir_fd = -1;
+    slot_rlog_last(log, NULL, seq);
+    if (log->broken)
+        return SLOT_RLOG_E_BROKEN;
+    if (log->wfd >= 0 && log->wdirty && (*fd = fcntl(log->wfd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return -errno;
+    if (log->dir_dirty && (*dir_fd = fcntl(log->dirfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+        int rc = -errno;
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        return rc;
+    }
+    log->wdirty = false;
+    log->dir_dirty = false;
+    return 0;
+}
+
 /* ---- reading ----------------------------------------------------------- */
 
 void slot_rlog_last(const slot_rlog *log, uint64_t *epoch, uint64_t *seq)

@@ -147,6 +147,8 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
     unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
     if (opts->nosync || SLOT_ARMED(NO_FLUSH)) /* the planted fault (slot/failpoint.h) */
         flags |= MDB_NOSYNC;
+    if (opts->nometasync)
+        flags |= MDB_NOMETASYNC;
     if (opts->read_only)
         flags |= MDB_RDONLY;
     if (rc == 0)
