@@ -544,15 +544,28 @@ static void pipe_hold(server *s, uint64_t tag)
     pipe_release(s);
 }
 
+static void pipe_ask_commit(server *s)
+{
+    pthread_mutex_lock(&s->batch.mu);
+    s->batch.commit_asked = true;
+    pthread_cond_signal(&s->batch.cv);
+    pthread_mutex_unlock(&s->batch.mu);
+}
+
+bool slot__pipe_fresh(server *s)
+{
+    if (!s->pipe || s->pipe->lmdb_seen >= s->pipe->released)
+        return true;
+    pipe_ask_commit(s);
+    return false;
+}
+
 slot__read_gate slot__pipe_read_gate(server *s, MDB_txn *rtxn)
 {
     uint64_t seq = 0;
     if (slot_store_seq_get(s->store, rtxn, &seq, NULL) != 0 || seq >= s->pipe->released)
         return SLOT__READ_GO; /* an error is the read's own to report */
-    pthread_mutex_lock(&s->batch.mu);
-    s->batch.commit_asked = true;
-    pthread_cond_signal(&s->batch.cv);
-    pthread_mutex_unlock(&s->batch.mu);
+    pipe_ask_commit(s);
     return SLOT__READ_WAIT;
 }
 

@@ -59,6 +59,12 @@ void slot__pipe_quiesce(server *s);
  * server that is not pipelined. Main thread. */
 void slot__pipe_free(server *s);
 
+/* slot__pipe_fresh — true when not pipelined or LMDB's last commit (as the
+ * loop last heard) holds every batch answered so far; else false, and the
+ * commit thread is asked to commit the open state now (a backup waits for
+ * it). Loop thread. */
+bool slot__pipe_fresh(server *s);
+
 /* slot__pipe_read_gate — a read on rtxn may run (SLOT__READ_GO) only when
  * that snapshot holds every batch answered so far; else SLOT__READ_WAIT and
  * the commit thread is asked to commit the open state now. Loop thread. */

@@ -111,6 +111,11 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     if (e->req.op == SLOT_OP_BACKUP) {
+        if (!slot__pipe_fresh(s)) { /* the copy must hold every write answered so far */
+            e->state = ENTRY_READ_WAIT;
+            s->reads_waiting = true;
+            return;
+        }
         slot__backup_start(s, e);
         return;
     }
