@@ -49,12 +49,14 @@
 
 TEST_DECLARE(powercut_standalone)
 TEST_DECLARE(powercut_standalone_planted_fault_is_caught)
+TEST_DECLARE(powercut_pipelined_early_reply_is_caught)
 TEST_DECLARE(powercut_set)
 TEST_DECLARE(powercut_set_planted_fault_is_caught)
 
 TEST_LIST_START
 TEST_ENTRY(powercut_standalone)
 TEST_ENTRY(powercut_standalone_planted_fault_is_caught)
+TEST_ENTRY(powercut_pipelined_early_reply_is_caught)
 TEST_ENTRY(powercut_set)
 TEST_ENTRY(powercut_set_planted_fault_is_caught)
 TEST_LIST_END
@@ -716,6 +718,7 @@ static int verify(int target, bool all, bool quiet)
 
 static char work[PATHB], journal_dir[PATHB];
 static bool planted;
+static const char *plant = "no_flush"; /* the failpoint a planted case arms */
 
 static void preload_env(bool on, const char *dir, const char *journal)
 {
@@ -734,7 +737,7 @@ static void preload_env(bool on, const char *dir, const char *journal)
     /* a sanitizer build: libasan comes after the library (it is its dependency) */
     setenv("ASAN_OPTIONS", "verify_asan_link_order=0:detect_leaks=0", 1);
     if (planted)
-        setenv("SLOT_FAILPOINTS", "no_flush", 1);
+        setenv("SLOT_FAILPOINTS", plant, 1);
     int fd = open(journal, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ASSERT(fd >= 0);
     close(fd);
@@ -889,6 +892,23 @@ TEST_IMPL(powercut_standalone_planted_fault_is_caught)
     int bad = standalone_run(PLANT_CUTS_MAX);
     if (!bad)
         T_FAIL_("no_flush (no flush at all) lost nothing in %d cuts: the test cannot see a lost write", PLANT_CUTS_MAX);
+    printf("  the planted fault was caught at cut %d (%d failures)\n", round_no - 1, bad);
+}
+
+TEST_IMPL(powercut_pipelined_early_reply_is_caught)
+{
+    signal(SIGPIPE, SIG_IGN);
+    seed_once();
+    const char *fp = getenv("SLOTD_FP");
+    ASSERT_NOT_NULL(fp);
+    setenv("SLOTD", fp, 1);
+    setenv("SLOT_TEST_DURABILITY", "pipelined", 1);
+    planted = true;
+    plant = "early_reply"; /* answers when the batch ran, before its record is flushed */
+    int bad = standalone_run(PLANT_CUTS_MAX);
+    if (!bad)
+        T_FAIL_("early_reply lost nothing in %d cuts: the test cannot see answers sent before the flush",
+                PLANT_CUTS_MAX);
     printf("  the planted fault was caught at cut %d (%d failures)\n", round_no - 1, bad);
 }
 

@@ -26,7 +26,10 @@
  * no_flush is the planted fault of the power-cut test (tests/test_powercut.c):
  * while it is armed (SLOT_ARMED, not counted) LMDB is opened MDB_NOSYNC and
  * the batch log's syncs flush nothing, so an answer goes out with its write
- * only in the page cache; that test must see the loss.
+ * only in the page cache; that test must see the loss. early_reply, armed
+ * the same way, is the pipelined path's: a batch's answers go out when it
+ * ran, not when the log's flush reached it (docs/design.md, "Pipelined
+ * group commit"), which the same test must catch.
  */
 #ifndef SLOT_FAILPOINT_H
 #define SLOT_FAILPOINT_H
@@ -44,7 +47,8 @@
     X(KILL_BEFORE_HANDOUT, "kill_before_handout")           \
     X(SLOW_HANDBACK, "slow_handback")                       \
     X(CAS_LOST, "cas_lost")                                 \
-    X(NO_FLUSH, "no_flush")
+    X(NO_FLUSH, "no_flush")                                 \
+    X(EARLY_REPLY, "early_reply")
 
 #define SLOT_FP_SLOW_HANDBACK_MS 10000 /* slow_handback's sleep */
 

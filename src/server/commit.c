@@ -494,6 +494,8 @@ static void pipe_release(server *s)
     pthread_mutex_lock(&p->mu);
     uint64_t durable = p->durable, lmdb = p->lmdb_seq;
     pthread_mutex_unlock(&p->mu);
+    if (SLOT_ARMED(EARLY_REPLY)) /* the planted fault (slot/failpoint.h): answers before the flush */
+        durable = UINT64_MAX;
     bool sweep_again = false, parked = false, any = false;
     while (p->held_n > 0 && p->held[p->held_head].tag <= durable) {
         slot__pipe_held *h = &p->held[p->held_head];
