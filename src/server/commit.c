@@ -195,7 +195,7 @@ static int attempt_sync(server *s, uint64_t now_ms)
 }
 
 static int attempt_pipelined(server *s, uint64_t now_ms);
-static void pipe_commit(server *s);
+static void pipe_commit(server *s, bool in_batch);
 
 static void batch_run(server *s)
 {
@@ -212,7 +212,7 @@ static void batch_run(server *s)
             return;
         if (rc == MDB_MAP_FULL) {
             if (s->pipe)
-                pipe_commit(s); /* the map grows only with no write transaction open */
+                pipe_commit(s, true); /* the map grows only with no write transaction open */
             pthread_rwlock_wrlock(&s->map_lock);
             int g = slot_store_grow(s->store);
             pthread_rwlock_unlock(&s->map_lock);
@@ -368,8 +368,9 @@ static void pipe_unappend(server *s, uint64_t seq)
 
 /* Commit thread: commits the open state once the log holds it durably
  * (LMDB is never ahead of the durable log), with MDB_NOMETASYNC; then trims
- * the log below what LMDB holds durably (the commit before this one). */
-static void pipe_commit(server *s)
+ * the log below what LMDB holds durably (the commit before this one).
+ * in_batch: called while a batch runs (its sync time counts the commit). */
+static void pipe_commit(server *s, bool in_batch)
 {
     slot__pipe *p = s->pipe;
     if (!p->txn)
@@ -385,7 +386,8 @@ static void pipe_commit(server *s)
     pthread_mutex_unlock(&p->mu);
     uint64_t t0_ns = uv_hrtime();
     rc = mdb_txn_commit(p->txn);
-    s->batch.sync_ns += uv_hrtime() - t0_ns;
+    if (in_batch) /* the batch's numbers (handed back under batch.mu); an idle commit counts in none */
+        s->batch.sync_ns += uv_hrtime() - t0_ns;
     p->txn = NULL;
     p->txn_batches = 0;
     if (rc != 0) /* its batches were answered from the log: the start-up replay rebuilds LMDB */
@@ -450,7 +452,7 @@ static int attempt_pipelined(server *s, uint64_t now_ms)
     s->batch.commit_asked = false;
     pthread_mutex_unlock(&s->batch.mu);
     if (asked || p->txn_batches >= SLOT_PIPE_COMMIT_BATCHES || now_ms - p->txn_since_ms >= SLOT_PIPE_COMMIT_MS)
-        pipe_commit(s);
+        pipe_commit(s, true);
     return 0;
 }
 
@@ -474,7 +476,7 @@ static void pipe_idle_wait(server *s)
     if (s->batch.commit_asked || now >= due) {
         s->batch.commit_asked = false;
         pthread_mutex_unlock(&s->batch.mu);
-        pipe_commit(s);
+        pipe_commit(s, false);
         pthread_mutex_lock(&s->batch.mu);
         return;
     }
@@ -607,7 +609,7 @@ int slot__pipe_replay(server *s, bool keep)
         rc = slot_store_seq_get(s->store, txn, &seq, NULL);
     if (rc == 0 && last_epoch != 0)
         why = "it is a replica set's log (epoch above 0)";
-    else if (rc == 0 && slot_rlog_count(p->rlog) > 0 && first > seq + 1)
+    else if (rc == 0 && first > seq + 1)
         why = "it starts above the store's seq + 1 (records are missing)";
     for (uint64_t q = seq + 1; rc == 0 && !why && q <= last; q++) {
         const uint8_t *rec = NULL;
@@ -739,7 +741,7 @@ static void *commit_thread(void *arg)
     }
     pthread_mutex_unlock(&s->batch.mu);
     if (s->pipe)
-        pipe_commit(s); /* stopping: the open state into LMDB */
+        pipe_commit(s, false); /* stopping: the open state into LMDB */
     return NULL;
 }
 
