@@ -105,6 +105,11 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     if (e->req.op == SLOT_OP_METRICS) {
+        if (!slot__pipe_fresh(s)) { /* it reads the store's snapshot: one with every answered write */
+            e->state = ENTRY_READ_WAIT;
+            s->reads_waiting = true;
+            return;
+        }
         res->text = slot__metrics_text(s, &res->text_len); /* proto writes it as one JSON string */
         if (!res->text)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
