@@ -7,12 +7,13 @@
 #   ceiling    slot-bench ping --target redis://   (PING, the stick every ratio is held to)
 #   reference  redis-benchmark -t ping             (its own client; not a ratio's base)
 #              slot-bench ping against slotd       (a hello round trip: slotd has no ping op)
-#   holds      slotd --durability sync / nosync    (slot-bench hot-release)
+#   holds      slotd --durability sync / nosync / pipelined   (slot-bench hot-release;
+#              pipelined: the batch log's flush overlaps the next batch, issue 24)
 #              Redis + Lua, appendfsync always: the full peer (bench/peers/slot_hold.lua)
 #              and the minimal one a user would write (slot_hold_min.lua, --peer min);
 #              the full peer with appendfsync everysec
 #   sold-out   slotd sync, slot-bench sold-out     (answers to holds of a sold-out event)
-#   depth      slotd sync hot-release and slot-bench ping at pipeline 16
+#   depth      slotd sync and pipelined hot-release and slot-bench ping at pipeline 16
 #
 # Each server is started here on a free loopback port with its data in a temporary
 # folder, and stopped by its PID. The result is markdown on stdout (or in --out
@@ -296,6 +297,8 @@ N_EVERYSEC="Redis+Lua full peer, appendfsync everysec"
 N_SOLD="slotd sync, sold-out answers"
 N_PING16="slot-bench ping, Redis, pipeline $DEEP"
 N_SYNC16="slotd sync, pipeline $DEEP"
+N_PIPE="slotd pipelined"
+N_PIPE16="slotd pipelined, pipeline $DEEP"
 
 run_all() {
     local round
@@ -314,6 +317,10 @@ run_all() {
         slotd_start slotd-nosync --durability nosync
         bench_run "$N_NOSYNC" "$round" hot-release --port "$PORT" --capacity "$CAPACITY"
         stop_pid "$PID"
+        slotd_start slotd-pipelined --durability pipelined
+        bench_run "$N_PIPE" "$round" hot-release --port "$PORT" --capacity "$CAPACITY"
+        bench_run "$N_PIPE16" "$round" hot-release --port "$PORT" --capacity "$((CAPACITY * 5))" --pipeline "$DEEP"
+        stop_pid "$PID"
         redis_start redis-always --appendonly yes --appendfsync always
         bench_run "$N_FULL" "$round" hot-release --target "redis://127.0.0.1:$PORT" --capacity "$CAPACITY" --peer full
         bench_run "$N_MIN" "$round" hot-release --target "redis://127.0.0.1:$PORT" --capacity "$CAPACITY" --peer min
@@ -328,7 +335,7 @@ run_all() {
     rb_row
     bench_row "$N_HELLO" requests_per_s
     local name
-    for name in "$N_SYNC" "$N_NOSYNC" "$N_FULL" "$N_MIN" "$N_EVERYSEC"; do
+    for name in "$N_SYNC" "$N_NOSYNC" "$N_PIPE" "$N_FULL" "$N_MIN" "$N_EVERYSEC"; do
         bench_row "$name" holds_per_s
     done
     bench_row "$N_SOLD" sold_out_per_s
@@ -338,6 +345,7 @@ run_all() {
     bench_row "$N_PING16" requests_per_s
     PING_RPS=${RATE[$N_PING16]} PING_P99=${P99[$N_PING16]}
     bench_row "$N_SYNC16" holds_per_s
+    bench_row "$N_PIPE16" holds_per_s
     PING_RPS=$ping_rps PING_P99=$ping_p99
 }
 
@@ -423,6 +431,15 @@ report() {
         "$(round_ratio "$N_SYNC" p99 "$N_PING" p99)"
     target_row "slotd sync holds/s, pipeline $DEEP" "$(printf '%.0f' "${RATE[$N_SYNC16]:-0}")" 300000 ge \
         "$(round_ratio "$N_SYNC16" holds_per_s "" -)"
+    local pipe=${RATE[$N_PIPE]:-0}
+    target_row "slotd pipelined holds/s ÷ PING, pipeline $PIPELINE (issue 24: 0.7)" "$(ratio3 "$pipe" "$PING_RPS")" 0.7 ge \
+        "$(round_ratio "$N_PIPE" holds_per_s "$N_PING" requests_per_s)"
+    target_row "slotd pipelined holds/s ÷ Redis+Lua minimal peer (issue 24: 2.5)" "$(ratio3 "$pipe" "${RATE[$N_MIN]:-0}")" 2.5 ge \
+        "$(round_ratio "$N_PIPE" holds_per_s "$N_MIN" holds_per_s)"
+    target_row "slotd pipelined p99 ÷ PING p99" "$(ratio3 "${P99[$N_PIPE]:-0}" "$PING_P99")" 1.5 le \
+        "$(round_ratio "$N_PIPE" p99 "$N_PING" p99)"
+    target_row "slotd pipelined holds/s, pipeline $DEEP" "$(printf '%.0f' "${RATE[$N_PIPE16]:-0}")" 300000 ge \
+        "$(round_ratio "$N_PIPE16" holds_per_s "" -)"
     target_row "sold-out answers/s ÷ PING" "$(ratio3 "${RATE[$N_SOLD]:-0}" "$PING_RPS")" 0.9 ge \
         "$(round_ratio "$N_SOLD" sold_out_per_s "$N_PING" requests_per_s)"
     target_row "slot-bench PING ÷ redis-benchmark PING (the stick reaches the reference)" \

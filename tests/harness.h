@@ -162,6 +162,14 @@ typedef struct slot_test_server {
  * case runs in its own forked child, so it ends with the case).
  */
 extern const char *const *slot_test_wrapper;
+/* slot_test_start_soft — true: a server that does not announce its listener
+ * is reaped and slot_test_server_start returns with port 0 and pid 0 instead
+ * of failing the case (a test that must see a refused start: test_powercut). */
+extern bool slot_test_start_soft;
+/* $SLOT_TEST_DURABILITY (sync, nosync, pipelined): slot_test_server_start
+ * passes --durability with it before the case's own flags (which win), so a
+ * suite runs on either commit path; pipelined is not given to a replica
+ * set's node (--cluster), which refuses it. */
 
 /*
  * slot_test_server_start — start $SLOTD (the built daemon) with

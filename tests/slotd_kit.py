@@ -60,6 +60,9 @@ class Server:
     def __init__(self, binary, data, extra=(), http=False, env=None, stderr_path=None):
         self.err = open(stderr_path, 'w+') if stderr_path else tempfile.TemporaryFile(mode='w+')
         argv = [binary, '--data', data, '--listen', LOOPBACK + ':0']
+        dur = os.environ.get('SLOT_TEST_DURABILITY', '')
+        if dur:  # the commit path under test (tests/harness.h); the test's own flags come later and win
+            argv += ['--durability', dur]
         if http:
             argv += ['--http', LOOPBACK + ':0']
         argv += list(extra)

@@ -29,12 +29,14 @@ TEST_DECLARE(data_folder_fsynced_after_data_mdb_and_before_the_first_held)
 TEST_DECLARE(data_folder_fsync_failure_refuses_to_start)
 TEST_DECLARE(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
 TEST_DECLARE(rlog_last_segment_synced_at_open_before_its_first_write)
+TEST_DECLARE(pipelined_log_flush_failure_stops_slotd)
 
 TEST_LIST_START
 TEST_ENTRY(data_folder_fsynced_after_data_mdb_and_before_the_first_held)
 TEST_ENTRY(data_folder_fsync_failure_refuses_to_start)
 TEST_ENTRY(rlog_folder_fsynced_after_its_segment_and_before_the_first_held)
 TEST_ENTRY(rlog_last_segment_synced_at_open_before_its_first_write)
+TEST_ENTRY(pipelined_log_flush_failure_stops_slotd)
 TEST_LIST_END
 
 /* Every call that creates, renames or removes a name, the folder fsyncs,
@@ -575,4 +577,53 @@ TEST_IMPL(rlog_last_segment_synced_at_open_before_its_first_write)
            first_write + 1);
     trace_free(&t);
     set_end();
+}
+
+/*
+ * The fsync-error rule of --durability pipelined (docs/design.md,
+ * "Pipelined group commit"): every fdatasync of the batch log's segment fails
+ * (EIO injected), so the first write's record is never durable: slotd must
+ * stop (exit 1) without answering it, rather than answer and flush again.
+ */
+TEST_IMPL(pipelined_log_flush_failure_stops_slotd)
+{
+    need_strace();
+    char *data = real_tmpdir();
+    char seg[PATH_BYTES];
+    snprintf(seg, sizeof seg, "%s/rlog/0000000000000001.seg", data);
+    const char *wrap[] = {strace_bin, "-D",
+                          "-f",       "-q",
+                          "-o",       "/dev/null",
+                          "-P",       seg,
+                          "-e",       "trace=fdatasync",
+                          "-e",       "inject=fdatasync:error=EIO",
+                          NULL};
+    slot_test_wrapper = wrap;
+    const char *flags[] = {"--durability", "pipelined", NULL};
+    slot_test_server s = {0};
+    slot_test_server_start(&s, data, flags);
+    slot_client *c = slot_test_dial(&s);
+    slot_req q;
+    slot_reply r;
+    slot_req_event(&q, SLOT_OP_CREATE_EVENT, "gig");
+    q.capacity = 10;
+    int rc = slot_client_call(c, &q, &r, 10000);
+    if (rc == 0 && r.ok)
+        T_FAIL_("%s", "create_event was answered ok although its record's flush failed");
+    if (rc == 0)
+        slot_reply_clear(&r);
+    slot_client_close(c);
+    int st = 0;
+    uint64_t end = slot_test_now_ms() + TRACE_WAIT_MS;
+    pid_t got = 0;
+    while ((got = waitpid(s.pid, &st, WNOHANG)) == 0 && slot_test_now_ms() < end)
+        sleep_ms(20);
+    ASSERT_EQ(got, s.pid);
+    s.pid = 0;
+    ASSERT(WIFEXITED(st));
+    ASSERT_EQ(WEXITSTATUS(st), 1);
+    printf("  the failed flush of %s stopped slotd (exit 1) before any answer\n", seg);
+    slot_test_server_free(&s);
+    slot_test_rmdir(data);
+    free(data);
 }

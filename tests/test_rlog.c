@@ -34,6 +34,7 @@ TEST_DECLARE(rlog_append_rules)
 TEST_DECLARE(rlog_torn_tail_every_offset)
 TEST_DECLARE(rlog_torn_segment_header)
 TEST_DECLARE(rlog_corrupt_middle)
+TEST_DECLARE(rlog_torn_tail_with_holes)
 TEST_DECLARE(rlog_rollover)
 TEST_DECLARE(rlog_truncate_after)
 TEST_DECLARE(rlog_trim_before)
@@ -48,6 +49,7 @@ TEST_ENTRY(rlog_append_rules)
 TEST_ENTRY(rlog_torn_tail_every_offset)
 TEST_ENTRY(rlog_torn_segment_header)
 TEST_ENTRY(rlog_corrupt_middle)
+TEST_ENTRY(rlog_torn_tail_with_holes)
 TEST_ENTRY(rlog_rollover)
 TEST_ENTRY(rlog_truncate_after)
 TEST_ENTRY(rlog_trim_before)
@@ -920,4 +922,63 @@ TEST_IMPL(rlog_random_model)
     free_recs(m, MAXSEQ + 2);
     memset(m, 0, sizeof(m));
     rm_dir(dir);
+}
+
+/*
+ * Several records appended between two flushes, and a power cut that kept
+ * some of their pages (docs/design.md, "A torn tail with holes"): record 2
+ * zeroed, 3 and 4 whole after it. Their commit_seq is 1 (written before 2
+ * was known durable), so the open cuts the tail at 2 and keeps 1. When 4
+ * says commit_seq 2, record 2 had been flushed: the same damage is
+ * corruption, refused with the files untouched.
+ */
+TEST_IMPL(rlog_torn_tail_with_holes)
+{
+    for (int durable_after = 0; durable_after < 2; durable_after++) {
+        char dir[300], path[400];
+        make_dir(dir, sizeof(dir));
+        int rc;
+        slot_rlog *log = open_log(dir, 0, NULL, &rc);
+        ASSERT_EQ(rc, 0);
+        rec r[5];
+        size_t off[5], at = SLOT_RLOG_SEG_HEADER_BYTES;
+        for (uint64_t q = 1; q <= 4; q++) {
+            r[q] = make_fixed(q, 1, q == 1 ? 0 : 1, 100);
+            set_le64(r[q].b + 40, q == 1 ? 0 : durable_after && q == 4 ? 2 : 1); /* commit_seq */
+            reseal(r[q].b, r[q].len);
+            ASSERT_EQ(slot_rlog_append(log, r[q].b, r[q].len), 0);
+            off[q] = at;
+            at += r[q].len;
+        }
+        ASSERT_EQ(slot_rlog_sync(log), 0);
+        slot_rlog_close(log);
+        seg_path(path, sizeof(path), dir, 1);
+        size_t n;
+        uint8_t *b = read_file(path, &n);
+        ASSERT_EQ(n, at);
+        memset(b + off[2], 0, r[2].len); /* the hole: record 2's page never written */
+        write_file(path, b, n);
+        slot_rlog_open_info info;
+        log = open_log(dir, 0, &info, &rc);
+        if (durable_after) {
+            ASSERT_EQ(rc, SLOT_RLOG_E_CORRUPT);
+            ASSERT(log == NULL);
+            size_t n2;
+            uint8_t *now = read_file(path, &n2);
+            ASSERT(n2 == n && memcmp(now, b, n) == 0); /* refused means untouched */
+            free(now);
+        } else {
+            ASSERT_EQ(rc, 0);
+            uint64_t last = 0;
+            slot_rlog_last(log, NULL, &last);
+            ASSERT_EQ(last, 1);
+            ASSERT_EQ(info.truncated_bytes, at - off[2]);
+            ASSERT_EQ(slot_rlog_append(log, r[2].b, r[2].len), 0); /* the log goes on from 2 */
+            slot_rlog_close(log);
+        }
+        free(b);
+        for (int q = 1; q <= 4; q++)
+            free(r[q].b);
+        slot_test_rmdir(dir);
+    }
 }

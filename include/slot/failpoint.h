@@ -23,6 +23,13 @@
  * cas_lost is not on the write path: slot_etcd_cas (slot/etcd.h) compares a
  * revision the key never had, so etcd refuses that CAS as it refuses one that
  * another node's write overtook (a replica-set test sees a lost CAS logged).
+ * no_flush is the planted fault of the power-cut test (tests/test_powercut.c):
+ * while it is armed (SLOT_ARMED, not counted) LMDB is opened MDB_NOSYNC and
+ * the batch log's syncs flush nothing, so an answer goes out with its write
+ * only in the page cache; that test must see the loss. early_reply, armed
+ * the same way, is the pipelined path's: a batch's answers go out when it
+ * ran, not when the log's flush reached it (docs/design.md, "Pipelined
+ * group commit"), which the same test must catch.
  */
 #ifndef SLOT_FAILPOINT_H
 #define SLOT_FAILPOINT_H
@@ -39,7 +46,9 @@
     X(MAP_FULL, "map_full")                                 \
     X(KILL_BEFORE_HANDOUT, "kill_before_handout")           \
     X(SLOW_HANDBACK, "slow_handback")                       \
-    X(CAS_LOST, "cas_lost")
+    X(CAS_LOST, "cas_lost")                                 \
+    X(NO_FLUSH, "no_flush")                                 \
+    X(EARLY_REPLY, "early_reply")
 
 #define SLOT_FP_SLOW_HANDBACK_MS 10000 /* slow_handback's sleep */
 
@@ -63,8 +72,14 @@ int slot_failpoints_parse(const char *spec, char *err, unsigned errlen);
  * one thread only. */
 bool slot_failpoint_hit(slot_failpoint fp);
 #define SLOT_FAIL(fp) slot_failpoint_hit(SLOT_FP_##fp)
+/* slot_failpoint_armed — whether fp was armed at start (a standing fault:
+ * counts nothing, prints nothing). Any thread: the arming is done before
+ * other threads run and never changes. */
+bool slot_failpoint_armed(slot_failpoint fp);
+#define SLOT_ARMED(fp) slot_failpoint_armed(SLOT_FP_##fp)
 #else
 #define SLOT_FAIL(fp) false
+#define SLOT_ARMED(fp) false
 #endif
 
 #endif

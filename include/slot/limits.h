@@ -108,7 +108,12 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_DATA_DEFAULT "./slotd-data"
 
 /* slotd's fixed bounds (no flag). */
-#define SLOT_BATCH_REQUESTS_MAX 4096         /* one group commit runs at most this many */
+#define SLOT_BATCH_REQUESTS_MAX 4096 /* one group commit runs at most this many */
+/* --durability pipelined (docs/design.md, "Pipelined group commit"). */
+#define SLOT_PIPE_DEPTH 4                    /* batches run whose replies wait for the log's flush, at most */
+#define SLOT_PIPE_COMMIT_MS 5                /* the open LMDB transaction is committed this often ... */
+#define SLOT_PIPE_COMMIT_BATCHES 64          /* ... or after this many batches, whichever comes first */
+#define SLOT_PIPE_WSET_BYTES (16u << 20)     /* one batch's record in the batch log, at most (storage_full past it) */
 #define SLOT_SWEEP_BATCH_MAX 1024            /* holds expired per sweeper batch, so sales never stall */
 #define SLOT_EXPIRE_CHUNK 256                /* due holds collected per expiry-index scan */
 #define SLOT_EXPIRE_OP_MAX 1000000           /* the admin "expire" op expires at most this many */

@@ -149,6 +149,23 @@ int slot_rlog_append(slot_rlog *log, const void *rec, size_t rec_bytes);
 int slot_rlog_sync(slot_rlog *log);
 
 /*
+ * slot_rlog_sync_detach — slot_rlog_sync's work handed to another thread (a
+ * standalone slotd's flusher, --durability pipelined), so that appends go on
+ * while the flush runs: marks the log clean and returns what a flush of
+ * everything appended so far must cover.
+ *   *fd: a duplicate of the active segment's descriptor to fdatasync, or -1
+ *     (nothing written since the last flush); *dir_fd: a duplicate of the
+ *     directory's to fsync, or -1 (no segment created since). The caller
+ *     closes both. *seq: the last record's seq, durable once both succeeded.
+ *   A failed flush of either means the log may have lost pages: the caller
+ *   must not make anything more durable through it (slotd stops; the next
+ *   open reads what is really on disk).
+ *   Returns 0; -errno (dup failed; nothing marked); SLOT_RLOG_E_BROKEN.
+ *   Thread: the log's (under the caller's lock); the flush itself anywhere.
+ */
+int slot_rlog_sync_detach(slot_rlog *log, int *fd, int *dir_fd, uint64_t *seq);
+
+/*
  * slot_rlog_read — the record numbered seq, checked again (crc included)
  * after reading it.
  *   *rec, *rec_bytes: the record, in a buffer the log owns, valid until the

@@ -108,6 +108,7 @@ typedef struct slot_store slot_store;
 typedef struct slot_store_opts {
     const char *dir;        /* data folder; created (0700) when missing */
     bool nosync;            /* true: MDB_NOSYNC (a crash of the machine may lose commits) */
+    bool nometasync;        /* true: MDB_NOMETASYNC (the meta page flushed by the next commit; pipelined) */
     uint64_t map_bytes_max; /* bytes; growth stops here (storage_full) */
     bool read_only;         /* open for reading only (tools) */
 } slot_store_opts;

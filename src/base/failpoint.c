@@ -15,6 +15,7 @@ static const char *const names[] = {
 
 static struct {
     unsigned long skip, times;
+    bool standing; /* armed at start, for slot_failpoint_armed */
 } armed[SLOT_FP__COUNT];
 
 int slot_failpoints_parse(const char *spec, char *err, unsigned errlen)
@@ -44,6 +45,7 @@ int slot_failpoints_parse(const char *spec, char *err, unsigned errlen)
             goto bad;
         armed[fp].skip = skip;
         armed[fp].times = times;
+        armed[fp].standing = true;
         continue;
     bad:
         snprintf(err, errlen, "SLOT_FAILPOINTS: bad item \"%s\" (want NAME[@SKIP][*TIMES])", item);
@@ -63,6 +65,11 @@ bool slot_failpoint_hit(slot_failpoint fp)
     armed[fp].times--;
     fprintf(stderr, "slotd: failpoint %s fired\n", names[fp]);
     return true;
+}
+
+bool slot_failpoint_armed(slot_failpoint fp)
+{
+    return armed[fp].standing;
 }
 
 #endif

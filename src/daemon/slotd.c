@@ -113,12 +113,13 @@ static int own_flag(const slot__flag *f, const char *arg, slot__server_opts *o)
         o->http = rc == 0;
         break;
     case OPT_DUR:
-        if (!arg || (strcmp(arg, "sync") != 0 && strcmp(arg, "nosync") != 0)) {
-            fprintf(stderr, "slotd: --durability: want sync or nosync, got \"%s\"\n", arg ? arg : "");
+        if (!arg || (strcmp(arg, "sync") != 0 && strcmp(arg, "nosync") != 0 && strcmp(arg, "pipelined") != 0)) {
+            fprintf(stderr, "slotd: --durability: want sync, nosync or pipelined, got \"%s\"\n", arg ? arg : "");
             rc = -1;
             break;
         }
         o->nosync = strcmp(arg, "nosync") == 0;
+        o->pipelined = strcmp(arg, "pipelined") == 0;
         break;
     case OPT_ADVERTISE:
         rc = slot__flag_hostport("--advertise", arg, o->adv_host, sizeof(o->adv_host), &o->adv_port);

@@ -33,4 +33,41 @@ void slot__batch_finish(server *s, slot_err err, const char *why);
  * false when a batch or job is in flight (try again after it). Loop thread. */
 bool slot__job_dispatch(server *s);
 
+/* ---- --durability pipelined (docs/design.md, "Pipelined group commit") */
+
+/*
+ * slot__pipe_replay — at start, before the writer's index is built and
+ * before listening: opens DATA/rlog and applies its records above the
+ * store's seq (one transaction, flushed). keep: the server runs pipelined,
+ * the log stays open for it (s->pipe, s->batch.wset set); otherwise (sync
+ * or nosync) the log is replayed only if the folder has one and is closed.
+ * Refuses (logs why, returns -1) a log with a gap above the store's seq or
+ * one of a replica set (epoch above 0). Returns 0 or -1. Main thread, once.
+ */
+int slot__pipe_replay(server *s, bool keep);
+
+/* slot__pipe_start — the loop's wake-up handle and the flusher thread (after
+ * slot__pipe_replay kept the log). Returns 0 or an errno. Loop thread, once. */
+int slot__pipe_start(server *s);
+
+/* slot__pipe_quiesce — before the loop closes its handles: the flusher and
+ * the commit thread stop waking it. No-op when not pipelined. Loop thread. */
+void slot__pipe_quiesce(server *s);
+
+/* slot__pipe_free — after slot__commit_stop (which committed the open state):
+ * stops the flusher (after its last flush), closes the log. NULL-safe on a
+ * server that is not pipelined. Main thread. */
+void slot__pipe_free(server *s);
+
+/* slot__pipe_fresh — true when not pipelined or LMDB's last commit (as the
+ * loop last heard) holds every batch answered so far; else false, and the
+ * commit thread is asked to commit the open state now (a backup waits for
+ * it). Loop thread. */
+bool slot__pipe_fresh(server *s);
+
+/* slot__pipe_read_gate — a read on rtxn may run (SLOT__READ_GO) only when
+ * that snapshot holds every batch answered so far; else SLOT__READ_WAIT and
+ * the commit thread is asked to commit the open state now. Loop thread. */
+slot__read_gate slot__pipe_read_gate(server *s, MDB_txn *rtxn);
+
 #endif

@@ -57,8 +57,8 @@ void slot__queue_push(server *s, entry *e)
  * when a batch completes, so a batch is whatever arrived meanwhile. */
 void slot__dispatch(server *s)
 {
-    if (s->batch.busy || s->queue.len == 0)
-        return;
+    if (s->batch.busy || s->queue.len == 0 || (s->pipe && s->pipe->held_n >= SLOT_PIPE_DEPTH))
+        return; /* pipelined: at most SLOT_PIPE_DEPTH batches wait for the log's flush */
     if (s->clu && s->clu_up->write_pause(s))
         return; /* a switchover drains what is in flight; the queue waits (bounded by --queue-max) */
     if (s->clu && s->clu_up->write_gate(s, NULL)) {
@@ -225,8 +225,9 @@ void slot__read_end(server *s)
 bool slot__hold_read(server *s, entry *e)
 {
     if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch.busy || s->queue.len > 0 || s->park.n > 0 ||
-        s->stopping)
-        return false; /* a parked write is a pending write too (condition 1) */
+        s->stopping || (s->pipe && (s->pipe->held_n > 0 || s->pipe->lmdb_seen < s->pipe->ran)))
+        return false; /* a parked write is a pending write too (condition 1); pipelined: answers held, or
+                       * batches that ran not yet in LMDB (docs/design.md, "Pipelined group commit") */
     if (s->clu && (s->clu_up->write_pause(s) || s->clu_up->write_gate(s, NULL)))
         return false; /* the write path answers (unavailable, not_primary) or waits */
     bool fast = false;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "loop.h"
+#include "commit.h"
 #include "metrics.h"
 #include "server_backup.h"
 #include "slot/assert.h"
@@ -104,12 +105,22 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     if (e->req.op == SLOT_OP_METRICS) {
+        if (!slot__pipe_fresh(s)) { /* it reads the store's snapshot: one with every answered write */
+            e->state = ENTRY_READ_WAIT;
+            s->reads_waiting = true;
+            return;
+        }
         res->text = slot__metrics_text(s, &res->text_len); /* proto writes it as one JSON string */
         if (!res->text)
             slot_res_error(res, SLOT_E_INTERNAL, "out of memory");
         return;
     }
     if (e->req.op == SLOT_OP_BACKUP) {
+        if (!slot__pipe_fresh(s)) { /* the copy must hold every write answered so far */
+            e->state = ENTRY_READ_WAIT;
+            s->reads_waiting = true;
+            return;
+        }
         slot__backup_start(s, e);
         return;
     }
@@ -131,7 +142,9 @@ void slot__run_read(server *s, entry *e)
         return;
     }
     int rc = slot__read_begin(s);
-    slot__read_gate gate = rc == 0 && s->clu ? s->clu_up->read_gate(s, s->rtxn, res) : SLOT__READ_GO;
+    slot__read_gate gate = rc == 0 && s->clu    ? s->clu_up->read_gate(s, s->rtxn, res)
+                           : rc == 0 && s->pipe ? slot__pipe_read_gate(s, s->rtxn)
+                                                : SLOT__READ_GO;
     if (gate == SLOT__READ_WAIT) { /* the state it would read is not committed yet: run it later */
         slot__read_end(s);
         e->state = ENTRY_READ_WAIT;

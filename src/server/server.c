@@ -53,8 +53,8 @@ static void close_handle(uv_handle_t *h, void *arg)
 static void on_stop_timer(uv_timer_t *t)
 {
     server *s = t->data;
-    if (s->batch.busy)
-        return; /* never close the loop under the commit thread */
+    if (s->batch.busy || (s->pipe && s->pipe->held_n > 0))
+        return; /* never close the loop under the commit thread, nor with answers waiting for the log */
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         if (c->state == CONN_OPEN && !c->head && c->out_len == 0)
@@ -63,6 +63,7 @@ static void on_stop_timer(uv_timer_t *t)
     slot__conns_reap(s);
     if ((s->conns || slot__http_busy(s)) && slot__wall_ms() < s->stop_deadline_ms)
         return;
+    slot__pipe_quiesce(s);
     uv_walk(s->loop, close_handle, s);
 }
 
@@ -277,13 +278,20 @@ static int store_start(server *s)
     char err[256];
     if (data_lock(s) != 0)
         return -1;
-    slot_store_opts so = {.dir = s->opts.data_dir, .nosync = s->opts.nosync, .map_bytes_max = s->opts.map_bytes_max};
+    slot_store_opts so = {.dir = s->opts.data_dir,
+                          .nosync = s->opts.nosync,
+                          .nometasync = s->opts.pipelined,
+                          .map_bytes_max = s->opts.map_bytes_max};
     int rc = slot_store_open(&so, &s->store, err, sizeof(err));
     if (rc != 0) {
         slot__log(SLOT__LOG_ERROR, "cannot open the store", SLOT__LF_S("data", s->opts.data_dir),
                   SLOT__LF_S("error", err));
         return -1;
     }
+    /* Standalone: the batch log's records above the store's seq go in first
+     * (docs/design.md, "Pipelined group commit"), so the index sees them. */
+    if (!s->opts.cluster && slot__pipe_replay(s, s->opts.pipelined) != 0)
+        return -1;
     if (slot_alloc_init(&s->read_alloc, s->store) != 0 || slot_alloc_init(&s->write_alloc, s->store) != 0) {
         slot__log(SLOT__LOG_ERROR, "getrandom failed", SLOT__LF_S("error", strerror(errno)));
         return -1;
@@ -306,6 +314,11 @@ static int store_start(server *s)
  * first (a taken port fails before anything is written), and announced last. */
 static int server_start(server *s)
 {
+    if (s->opts.pipelined && s->opts.cluster) {
+        slot__log(SLOT__LOG_ERROR, "--durability pipelined is for a standalone server (a replica set's primary "
+                                   "already logs every batch; use sync or nosync with --cluster)");
+        return -1;
+    }
 #ifdef SLOT_FAILPOINTS
     char err[256];
     if (slot_failpoints_parse(getenv("SLOT_FAILPOINTS"), err, sizeof(err)) != 0) {
@@ -343,6 +356,10 @@ static int server_start(server *s)
     s->sigint.data = s->sigterm.data = s;
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    if (s->pipe && (errno = slot__pipe_start(s)) != 0) {
+        slot__log(SLOT__LOG_ERROR, "cannot start the batch log's flusher", SLOT__LF_S("error", strerror(errno)));
+        return -1;
+    }
     int rc = slot__commit_start(s);
     if (rc != 0) {
         slot__log(SLOT__LOG_ERROR, "cannot start the commit thread", SLOT__LF_S("error", strerror(rc)));
@@ -357,6 +374,7 @@ static void server_free(server *s)
     if (s->hooks.cluster_stop)
         s->hooks.cluster_stop(s); /* a start that failed half way; after a stop, nothing */
     slot__commit_stop(s);
+    slot__pipe_quiesce(s);
     if (s->loop) {
         sigset_t stop_signals;
         sigemptyset(&stop_signals);
@@ -368,6 +386,7 @@ static void server_free(server *s)
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
     }
+    slot__pipe_free(s); /* after the commit thread's last commit and the loop's handles */
     if (s->hooks.cluster_free)
         s->hooks.cluster_free(s);
     if (s->rtxn)
@@ -406,7 +425,10 @@ int slot__server_run(const slot__server_opts *opts, const slot__server_hooks *ho
     s->hooks = *hooks;
     s->lock_fd = -1;
     slot__log(SLOT__LOG_INFO, "starting", SLOT__LF_S("version", SLOT_VERSION), SLOT__LF_I("pid", getpid()),
-              SLOT__LF_S("data", opts->data_dir), SLOT__LF_S("durability", opts->nosync ? "nosync" : "sync"),
+              SLOT__LF_S("data", opts->data_dir),
+              SLOT__LF_S("durability", opts->nosync      ? "nosync"
+                                       : opts->pipelined ? "pipelined"
+                                                         : "sync"),
               SLOT__LF_S("cluster", opts->cluster ? opts->cluster : ""));
     pthread_rwlock_init(&s->map_lock, NULL);
     pthread_mutex_init(&s->batch.mu, NULL);

@@ -38,6 +38,8 @@
 #include "slot/hist.h"
 #include "slot/limits.h"
 #include "slot/ops.h"
+#include "slot/rlog.h"
+#include "slot/wset.h"
 #include "slot/store.h"
 
 /* ---- entries: one request from arrival to reply */
@@ -297,10 +299,52 @@ typedef struct slot__batch_hand {
     uintptr_t cold_conns[SLOT_COLD_CONN_SET_SLOTS]; /* commit thread: owners with a parked entry in
                                       the batch being run (open addressing, 0 = empty) */
     uint32_t cold_conns_n;
-    slot_wset *wset; /* commit thread: where each batch's write set is captured,
+    uint64_t tag;      /* commit thread, under mu (pipelined): the seq the last batch's replies wait for */
+    bool commit_asked; /* loop, under mu (pipelined): a read waits, commit the open state soon */
+    slot_wset *wset;   /* commit thread: where each batch's write set is captured,
                                       for the replication layer to ship; NULL (standalone): no
                                       capture, seq still counts the batches that wrote */
 } slot__batch_hand;
+
+/*
+ * --durability pipelined (commit.c; docs/design.md, "Pipelined group
+ * commit"): the batch log, its flusher thread, the open LMDB transaction and
+ * the batches whose replies wait for the log's flush. mu guards the log and
+ * the counters marked "mu"; cv wakes the flusher (appended moved) and the
+ * commit thread (durable moved).
+ */
+typedef struct slot__pipe_held {
+    entry *items[SLOT_BATCH_REQUESTS_MAX];
+    size_t n;
+    uint64_t tag; /* released once durable >= tag */
+} slot__pipe_held;
+
+typedef struct slot__pipe {
+    bool on;
+    slot_rlog *rlog;
+    slot_wset wset; /* the commit thread's capture (s->batch.wset points here) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t flusher;
+    bool flusher_started, stop; /* stop: mu */
+    uint64_t appended;          /* mu: the log's last seq */
+    uint64_t durable;           /* mu: every record up to this is flushed */
+    uint64_t lmdb_seq;          /* mu: the seq of LMDB's last commit */
+    uint64_t gen;               /* mu: raised by a take-back (a flush begun before it counts for nothing) */
+    uv_async_t async;           /* flusher or commit thread -> loop: durable or lmdb_seq moved */
+    bool async_open;
+    /* commit thread only */
+    MDB_txn *txn;          /* the open state, or NULL */
+    uint32_t txn_batches;  /* batches in it */
+    uint64_t txn_since_ms; /* when it was begun */
+    uint64_t lmdb_prev;    /* the seq of the commit before lmdb_seq: durable in LMDB */
+    /* loop thread only */
+    slot__pipe_held held[SLOT_PIPE_DEPTH]; /* a ring of batches that ran, oldest first */
+    size_t held_head, held_n;
+    uint64_t released;  /* the highest tag whose replies went out */
+    uint64_t lmdb_seen; /* lmdb_seq as the loop last read it */
+    uint64_t ran;       /* the highest tag of a batch that ran */
+} slot__pipe;
 
 /* The backup op (server_backup.c): one at a time, on a libuv worker. Loop
  * thread, but rc, info and err, which the worker writes and the loop reads
@@ -375,6 +419,7 @@ struct server {
     uint64_t stop_deadline_ms;
 
     slot__batch_hand batch;
+    slot__pipe *pipe; /* --durability pipelined, else NULL */
 
     struct slot__feed_sub *subs; /* the subscribed connections (feed_sub.c) */
     MDB_txn *feed_rtxn;          /* feed_sub.c's read transaction, reset between uses */

@@ -16,6 +16,7 @@ typedef struct slot__server_opts {
     char host[64];              /* --listen HOST:PORT */
     uint16_t port;              /* 0: any free port */
     bool nosync;                /* --durability nosync */
+    bool pipelined;             /* --durability pipelined: the batch log is the durability point */
     uint32_t line_bytes_max;    /* --max-line, bytes without \n */
     uint64_t map_bytes_max;     /* --map-size-max, bytes */
     uint32_t sweep_interval_ms; /* --sweep-interval-ms */

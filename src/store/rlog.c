@@ -5,6 +5,7 @@
 #include "store_int.h"
 
 #include "slot/assert.h"
+#include "slot/failpoint.h"
 #include "slot/wset.h"
 
 #include <errno.h>
@@ -283,6 +284,8 @@ int slot_rlog_sync(slot_rlog *log)
 {
     if (log->broken)
         return SLOT_RLOG_E_BROKEN;
+    if (SLOT_ARMED(NO_FLUSH)) /* the planted fault (slot/failpoint.h): nothing reaches the disk */
+        return 0;
     if (log->wfd >= 0 && log->wdirty) {
         if (fdatasync(log->wfd) < 0)
             return sync_failed(log, "fdatasync");
@@ -290,6 +293,26 @@ int slot_rlog_sync(slot_rlog *log)
     }
     if (log->dir_dirty && slot__rlog_fsync_dir(log) < 0)
         return sync_failed(log, "directory fsync");
+    return 0;
+}
+
+int slot_rlog_sync_detach(slot_rlog *log, int *fd, int *dir_fd, uint64_t *seq)
+{
+    *fd = *dir_fd = -1;
+    slot_rlog_last(log, NULL, seq);
+    if (log->broken)
+        return SLOT_RLOG_E_BROKEN;
+    if (log->wfd >= 0 && log->wdirty && (*fd = fcntl(log->wfd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return -errno;
+    if (log->dir_dirty && (*dir_fd = fcntl(log->dirfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+        int rc = -errno;
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        return rc;
+    }
+    log->wdirty = false;
+    log->dir_dirty = false;
     return 0;
 }
 

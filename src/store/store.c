@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "slot/failpoint.h"
 
 const char *const slot__store_db_names[SLOT_STORE_DBS] = {
     "meta",  "events", "shards",    "holds",   "expiry",
@@ -144,8 +145,10 @@ int slot_store_open(const slot_store_opts *opts, slot_store **out, char *errbuf,
     if (rc == 0)
         rc = mdb_env_set_maxreaders(st->env, SLOT_STORE_READERS);
     unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
-    if (opts->nosync)
+    if (opts->nosync || SLOT_ARMED(NO_FLUSH)) /* the planted fault (slot/failpoint.h) */
         flags |= MDB_NOSYNC;
+    if (opts->nometasync)
+        flags |= MDB_NOMETASYNC;
     if (opts->read_only)
         flags |= MDB_RDONLY;
     if (rc == 0)
