@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc_int.h"
@@ -25,34 +26,36 @@ bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms)
     return h->status == SLOT_HOLD_HELD && now_ms >= h->expires_at_ms;
 }
 
-static int shard_add(ctx *c, uint16_t shard, uint64_t units)
+static int shard_add(ctx *c, const char *ev, size_t ev_len, uint16_t shard, uint64_t units)
 {
     uint64_t f;
-    int rc = slot_store_shard_get(c->st, c->txn, c->ev, c->ev_len, shard, &f);
+    int rc = slot_store_shard_get(c->st, c->txn, ev, ev_len, shard, &f);
     if (rc == 0)
-        rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, shard, f + units);
+        rc = slot_store_shard_put(c->st, c->txn, ev, ev_len, shard, f + units);
     return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
 }
 
-/* Gives a hold's units back: each part to the shard it came from when that
- * shard still exists, the rest spread over the current shards starting at
- * one picked by the hold's sequence number (docs/protocol.md, "reshard"). */
-static int units_return(ctx *c, const slot_event_rec *e, const slot_hold_rec *h)
+/* Gives units back to event ev (record e): each part to the shard it came
+ * from when that shard still exists, the rest spread over the current shards
+ * starting at one picked by the hold's sequence number (docs/protocol.md,
+ * "reshard"). */
+static int units_return(ctx *c, const char *ev, size_t ev_len, const slot_event_rec *e, const slot_hold_part *parts,
+                        uint16_t nparts, uint64_t seq)
 {
     uint64_t leftover = 0;
-    for (uint16_t i = 0; i < h->nparts; i++) {
-        if (h->parts[i].shard < e->shards) {
-            int rc = shard_add(c, h->parts[i].shard, h->parts[i].qty);
+    for (uint16_t i = 0; i < nparts; i++) {
+        if (parts[i].shard < e->shards) {
+            int rc = shard_add(c, ev, ev_len, parts[i].shard, parts[i].qty);
             if (rc != 0)
                 return rc;
         } else {
-            leftover += h->parts[i].qty;
+            leftover += parts[i].qty;
         }
     }
     uint32_t n = e->shards;
     for (uint32_t i = 0; leftover > 0 && i < n; i++) {
         uint64_t share = leftover / (n - i) + (leftover % (n - i) ? 1 : 0);
-        int rc = shard_add(c, (uint16_t)((h->seq + i) % n), share);
+        int rc = shard_add(c, ev, ev_len, (uint16_t)((seq + i) % n), share);
         if (rc != 0)
             return rc;
         leftover -= share;
@@ -60,12 +63,142 @@ static int units_return(ctx *c, const slot_event_rec *e, const slot_hold_rec *h)
     return 0;
 }
 
+/* ---- the chain: a hold's event's ancestors (docs/protocol.md, "Ticket types") */
+
+int slot__chain_load(ctx *c, const slot_event_rec *e, slot__chain *ch)
+{
+    ch->n = 0;
+    const slot_event_rec *at = e;
+    while (at->parent_len > 0) {
+        if (ch->n == SLOT_ANCESTORS_MAX)
+            return MDB_CORRUPTED; /* create_event refuses a 4th level */
+        slot__anc *an = &ch->anc[ch->n];
+        an->len = at->parent_len;
+        memcpy(an->name, at->parent, at->parent_len);
+        an->name[an->len] = 0;
+        int rc = slot_store_event_get(c->st, c->txn, an->name, an->len, &an->rec);
+        if (rc != 0)
+            return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc; /* a parent is never removed */
+        ch->n++;
+        at = &an->rec;
+    }
+    return 0;
+}
+
+uint64_t slot__free_units(const slot_event_rec *e)
+{
+    return e->capacity - e->held - e->confirmed - e->allocated;
+}
+
+int slot__chain_free(ctx *c, const slot_event_rec *e, uint32_t qty, uint64_t *avail,
+                     char short_ev[SLOT_EVENT_BYTES_MAX + 1])
+{
+    *avail = slot__free_units(e);
+    if (short_ev)
+        short_ev[0] = 0;
+    if (short_ev && *avail < qty) {
+        memcpy(short_ev, c->ev, c->ev_len);
+        short_ev[c->ev_len] = 0;
+    }
+    if (e->parent_len == 0)
+        return 0;
+    slot__chain ch;
+    int rc = slot__chain_load(c, e, &ch);
+    for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
+        uint64_t f = slot__free_units(&ch.anc[i].rec);
+        if (short_ev && f < qty && short_ev[0] == 0) /* the nearest event that lacked */
+            memcpy(short_ev, ch.anc[i].name, ch.anc[i].len + 1u);
+        if (f < *avail)
+            *avail = f;
+    }
+    return rc;
+}
+
+/* The user's row on an ancestor (its max_per_user counts the units held
+ * through all its descendants): += add, -= sub. No row without a limit. */
+static int anc_user_move(ctx *c, const slot__anc *an, const slot_hold_rec *h, uint64_t add, uint64_t sub)
+{
+    if (an->rec.max_per_user == 0)
+        return 0;
+    uint64_t u;
+    int rc = slot_store_user_get(c->st, c->txn, an->name, an->len, h->user, h->user_len, &u);
+    if (rc == 0 && u + add < sub)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        rc = slot_store_user_put(c->st, c->txn, an->name, an->len, h->user, h->user_len, u + add - sub);
+    return rc;
+}
+
+/* Takes qty units from event ev's shards: random start shard, then the
+ * others in turn (docs/design.md, "The allocation rule"); parts filled. The
+ * caller has checked that the event's free units (equal to the sum over
+ * shards by invariant 1) are at least qty. */
+static int shards_take(ctx *c, const char *ev, size_t ev_len, const slot_event_rec *e, uint32_t qty,
+                       slot_hold_part *parts, uint16_t *nparts)
+{
+    uint32_t n = e->shards;
+    uint32_t start = (uint32_t)(slot__rng_next(c->a) % n);
+    uint32_t taken = 0;
+    *nparts = 0;
+    for (uint32_t i = 0; i < n && taken < qty; i++) {
+        uint16_t s = (uint16_t)((start + i) % n);
+        uint64_t f;
+        int rc = slot_store_shard_get(c->st, c->txn, ev, ev_len, s, &f);
+        if (rc != 0)
+            return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+        if (f == 0)
+            continue;
+        uint32_t want = qty - taken;
+        uint32_t take = f < want ? (uint32_t)f : want;
+        rc = slot_store_shard_put(c->st, c->txn, ev, ev_len, s, f - take);
+        if (rc != 0)
+            return rc;
+        parts[*nparts].shard = s;
+        parts[*nparts].qty = (uint16_t)take;
+        (*nparts)++;
+        taken += take;
+    }
+    return taken == qty ? 0 : MDB_CORRUPTED; /* shards held fewer than the counters said */
+}
+
+/* The ancestors' side of a hold's move: each ancestor's counter `from`
+ * (held or confirmed) loses qty; into confirmed it gains it, else the units
+ * go back to that ancestor's shards (its own parts of the hold) and the
+ * user's row there drops. Each ancestor is written once. */
+static int chain_finish(ctx *c, const slot_event_rec *e, const slot_hold_rec *h, slot_hold_status from,
+                        slot_hold_status to)
+{
+    if (e->parent_len == 0)
+        return 0;
+    slot__chain ch;
+    int rc = slot__chain_load(c, e, &ch);
+    if (rc == 0 && ch.n != h->nanc)
+        rc = MDB_CORRUPTED; /* a hold took from every ancestor of its event */
+    for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
+        slot__anc *an = &ch.anc[i];
+        uint64_t *counter = from == SLOT_HOLD_HELD ? &an->rec.held : &an->rec.confirmed;
+        if (*counter < h->qty)
+            return MDB_CORRUPTED;
+        *counter -= h->qty;
+        if (to == SLOT_HOLD_CONFIRMED) {
+            an->rec.confirmed += h->qty;
+        } else {
+            rc = units_return(c, an->name, an->len, &an->rec, h->anc[i].parts, h->anc[i].nparts, h->seq);
+            if (rc == 0)
+                rc = anc_user_move(c, an, h, 0, h->qty);
+        }
+        if (rc == 0)
+            rc = slot_store_event_put(c->st, c->txn, an->name, an->len, &an->rec);
+    }
+    return rc;
+}
+
 /*
  * hold_finish — the one place a hold changes state. Moves the hold's units
- * (back to the shards, or from held to confirmed), fixes the event and user
- * counters, drops the expiry entry when it leaves "held", and writes the hold
- * and the event. Counters that would go negative mean the store is corrupt:
- * MDB_CORRUPTED, and the batch is aborted.
+ * (back to the shards, or from held to confirmed) on its event and on every
+ * ancestor, fixes the event and user counters, drops the expiry entry when it
+ * leaves "held", and writes the hold and the event. Counters that would go
+ * negative mean the store is corrupt: MDB_CORRUPTED, and the batch is aborted.
  */
 int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_status to)
 {
@@ -79,7 +212,7 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     if (to == SLOT_HOLD_CONFIRMED) {
         e->confirmed += h->qty;
     } else {
-        rc = units_return(c, e, h);
+        rc = units_return(c, c->ev, c->ev_len, e, h->parts, h->nparts, h->seq);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
@@ -89,6 +222,8 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
                 rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - h->qty);
         }
     }
+    if (rc == 0)
+        rc = chain_finish(c, e, h, from, to);
     if (rc == 0 && from == SLOT_HOLD_HELD) {
         rc = slot_store_expiry_del(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
         if (rc == MDB_NOTFOUND)
@@ -116,30 +251,76 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
  * transaction. The hold's parts then add up to its (confirmed) qty, and
  * `returned` records what went back, so a replay tells the first outcome.
  */
+/* Moves the last `back` units of parts (nparts of them) into give (which
+ * starts empty); parts shrink by as much. */
+static void parts_give_back(slot_hold_part *parts, uint16_t *nparts, uint32_t back, slot_hold_part *give,
+                            uint16_t *ngive)
+{
+    *ngive = 0;
+    for (uint32_t need = back; need > 0;) {
+        SLOT_ASSERT(*nparts > 0); /* the parts add up to qty (invariant 3) */
+        slot_hold_part *p = &parts[*nparts - 1];
+        uint16_t take = p->qty <= need ? p->qty : (uint16_t)need;
+        give[*ngive].shard = p->shard;
+        give[(*ngive)++].qty = take;
+        p->qty = (uint16_t)(p->qty - take);
+        if (p->qty == 0)
+            (*nparts)--;
+        need -= take;
+    }
+}
+
+/* A partial confirm's give-back on every ancestor: the last `back` units of
+ * its own parts go back to its shards, its held and the user's row there
+ * drop by as much; each ancestor written once. */
+static int chain_give_back(ctx *c, const slot_event_rec *e, slot_hold_rec *h, uint32_t back)
+{
+    if (e->parent_len == 0)
+        return 0;
+    slot__chain ch;
+    int rc = slot__chain_load(c, e, &ch);
+    if (rc == 0 && ch.n != h->nanc)
+        rc = MDB_CORRUPTED;
+    for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
+        slot__anc *an = &ch.anc[i];
+        slot_hold_part give[SLOT_PARTS_MAX];
+        uint16_t ngive = 0;
+        if (h->alloc_len == 0)
+            parts_give_back(h->anc[i].parts, &h->anc[i].nparts, back, give, &ngive);
+        if (an->rec.held < back)
+            return MDB_CORRUPTED;
+        an->rec.held -= back;
+        rc = units_return(c, an->name, an->len, &an->rec, give, ngive, h->seq);
+        if (rc == 0)
+            rc = anc_user_move(c, an, h, 0, back);
+        if (rc == 0)
+            rc = slot_store_event_put(c->st, c->txn, an->name, an->len, &an->rec);
+    }
+    return rc;
+}
+
+/*
+ * The partial confirm (docs/protocol.md, "Partial confirm"): the last parts
+ * of the hold give back qty - keep units to their shards (on its event and on
+ * every ancestor), the user's totals and the held counts drop by as much, and
+ * the kept part moves from held to confirmed through slot__hold_finish, all in
+ * the caller's transaction. The hold's parts then add up to its (confirmed)
+ * qty, and `returned` records what went back, so a replay tells the first
+ * outcome.
+ */
 int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t keep)
 {
     SLOT_ASSERT(h->status == SLOT_HOLD_HELD);
     SLOT_ASSERT(keep >= 1 && keep <= h->qty);
     uint32_t back = h->qty - keep;
     if (back > 0) {
-        slot_hold_rec give; /* only seq and the parts given back are read */
-        give.seq = h->seq;
-        give.nparts = 0;
-        for (uint32_t need = back; need > 0;) {
-            SLOT_ASSERT(h->nparts > 0); /* the parts add up to qty (invariant 3) */
-            slot_hold_part *p = &h->parts[h->nparts - 1];
-            uint16_t take = p->qty <= need ? p->qty : (uint16_t)need;
-            give.parts[give.nparts].shard = p->shard;
-            give.parts[give.nparts++].qty = take;
-            p->qty = (uint16_t)(p->qty - take);
-            if (p->qty == 0)
-                h->nparts--;
-            need -= take;
-        }
+        slot_hold_part give[SLOT_PARTS_MAX];
+        uint16_t ngive = 0;
+        parts_give_back(h->parts, &h->nparts, back, give, &ngive);
         if (e->held < back)
             return MDB_CORRUPTED;
         e->held -= back;
-        int rc = units_return(c, e, &give);
+        int rc = units_return(c, c->ev, c->ev_len, e, give, ngive, h->seq);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
@@ -148,6 +329,8 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
             if (rc == 0)
                 rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - back);
         }
+        if (rc == 0)
+            rc = chain_give_back(c, e, h, back);
         if (rc != 0)
             return rc;
         h->qty = (uint16_t)keep;
@@ -155,7 +338,7 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
     }
     int rc = slot__hold_finish(c, e, h, SLOT_HOLD_CONFIRMED);
     /* The units given back go to those waiting, after the hold.confirmed entry. */
-    if (rc == 0 && back > 0 && e->waiting > 0) {
+    if (rc == 0 && back > 0) {
         rc = slot__waitlist_serve(c, e);
         if (rc == 0)
             rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
@@ -182,35 +365,37 @@ int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)
 
 /* ---- a new held hold */
 
-/* Takes qty units: random start shard, then the others in turn (docs/design.md,
- * "The allocation rule"). The caller has checked that the event's free units
- * (capacity - held - confirmed, equal to the sum over shards by invariant 1)
- * are at least qty. */
-int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h)
+/* Takes h->qty units from c's event's shards and from every ancestor's
+ * (each by its own random pick and fallback, docs/protocol.md, "Ticket
+ * types"), filling h's parts and ancestors' parts; each ancestor's `as`
+ * counter (held or confirmed) and the user's row there (with max_per_user)
+ * grow by qty and the ancestor is written. The caller checked the units are
+ * free on the whole chain and updates e's counters itself. */
+int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hold_status as)
 {
-    uint32_t n = e->shards;
-    uint32_t start = (uint32_t)(slot__rng_next(c->a) % n);
-    uint32_t taken = 0;
-    h->nparts = 0;
-    for (uint32_t i = 0; i < n && taken < h->qty; i++) {
-        uint16_t s = (uint16_t)((start + i) % n);
-        uint64_t f;
-        int rc = slot_store_shard_get(c->st, c->txn, c->ev, c->ev_len, s, &f);
-        if (rc != 0)
-            return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-        if (f == 0)
-            continue;
-        uint32_t want = h->qty - taken;
-        uint32_t take = f < want ? (uint32_t)f : want;
-        rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, s, f - take);
-        if (rc != 0)
-            return rc;
-        h->parts[h->nparts].shard = s;
-        h->parts[h->nparts].qty = (uint16_t)take;
-        h->nparts++;
-        taken += take;
+    SLOT_ASSERT(as == SLOT_HOLD_HELD || as == SLOT_HOLD_CONFIRMED);
+    int rc = shards_take(c, c->ev, c->ev_len, e, h->qty, h->parts, &h->nparts);
+    h->nanc = 0;
+    if (rc != 0 || e->parent_len == 0)
+        return rc;
+    slot__chain ch;
+    rc = slot__chain_load(c, e, &ch);
+    for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
+        slot__anc *an = &ch.anc[i];
+        if (slot__free_units(&an->rec) < h->qty)
+            return MDB_CORRUPTED; /* the caller checked the chain */
+        rc = shards_take(c, an->name, an->len, &an->rec, h->qty, h->anc[i].parts, &h->anc[i].nparts);
+        if (as == SLOT_HOLD_HELD)
+            an->rec.held += h->qty;
+        else
+            an->rec.confirmed += h->qty;
+        if (rc == 0)
+            rc = anc_user_move(c, an, h, h->qty, 0);
+        if (rc == 0)
+            rc = slot_store_event_put(c->st, c->txn, an->name, an->len, &an->rec);
+        h->nanc = (uint8_t)(i + 1);
     }
-    return taken == h->qty ? 0 : MDB_CORRUPTED; /* shards held fewer than the counters said */
+    return rc;
 }
 
 void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const char *request, size_t request_len,
@@ -228,6 +413,9 @@ void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const c
     memcpy(h->request, request, request_len);
     h->request[request_len] = 0;
     h->kind = SLOT_HOLD_KIND_PLAIN;
+    h->nanc = 0;
+    h->alloc_len = 0;
+    h->alloc[0] = 0;
 }
 
 /* The writes of a new held hold (docs/design.md, "The allocation rule"): its
@@ -240,7 +428,7 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
     h->tag = slot__rng_next(c->a);
     h->created_at_ms = c->now_ms;
     h->expires_at_ms = c->now_ms + e->hold_ttl_ms;
-    int rc = slot__units_take(c, e, h);
+    int rc = slot__units_take(c, e, h, SLOT_HOLD_HELD);
     e->held += h->qty;
     if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
         rc = EIO;
@@ -270,6 +458,26 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
 
 /* ---- the waitlist's hand-out */
 
+int slot__family_note(ctx *c, slot_event_rec *e, int delta, uint64_t *order)
+{
+    slot_event_rec *root = e;
+    slot__chain ch;
+    if (e->parent_len > 0) {
+        int rc = slot__chain_load(c, e, &ch);
+        if (rc != 0)
+            return rc;
+        root = &ch.anc[ch.n - 1].rec;
+    }
+    if (delta < 0 && root->fam_waiting < (uint64_t)-delta)
+        return MDB_CORRUPTED;
+    root->fam_waiting = (uint64_t)((int64_t)root->fam_waiting + delta);
+    if (order)
+        *order = root->fam_next_join++;
+    if (root == e)
+        return 0; /* the caller writes e */
+    return slot_store_event_put(c->st, c->txn, ch.anc[ch.n - 1].name, ch.anc[ch.n - 1].len, root);
+}
+
 /* Offers the hold to the first entry w: a held hold with the event's TTL,
  * kind waitlist, origin its join seq. The user's row already counts the
  * waiting units (a join counts them), so it stays. */
@@ -289,7 +497,9 @@ static int offer(ctx *c, slot_event_rec *e, slot_wait_rec *w)
     e->waiting--;
     e->waiting_qty -= w->qty;
     e->served++;
-    rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w->join);
+    rc = slot__family_note(c, e, -1, NULL);
+    if (rc == 0)
+        rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w->join);
     w->state = SLOT_WAIT_OFFERED;
     w->hold_seq = h->seq;
     w->hold_tag = h->tag;
@@ -298,10 +508,22 @@ static int offer(ctx *c, slot_event_rec *e, slot_wait_rec *w)
     return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
 }
 
-int slot__waitlist_serve(ctx *c, slot_event_rec *e)
+/* Whether the head entry w of c's event (record e) can be served now: its
+ * qty free on the event and on every ancestor. */
+static int head_fits(ctx *c, const slot_event_rec *e, const slot_wait_rec *w, bool *fits)
 {
-    if (e->waiting == 0)
+    uint64_t avail = 0;
+    *fits = false;
+    if (w->qty > slot__free_units(e))
         return 0;
+    int rc = slot__chain_free(c, e, w->qty, &avail, NULL);
+    *fits = rc == 0 && w->qty <= avail;
+    return rc;
+}
+
+/* The one event's hand-out: while its head fits, it is offered. */
+static int serve_one(ctx *c, slot_event_rec *e)
+{
     int rc = slot__idem_event_ready(c); /* the offers' keys go into the index */
     /* Bounded by e->waiting: every turn serves one entry or stops. */
     while (rc == 0 && e->waiting > 0) {
@@ -309,12 +531,154 @@ int slot__waitlist_serve(ctx *c, slot_event_rec *e)
         rc = slot_store_wait_first(c->st, c->txn, c->ev, c->ev_len, &w);
         if (rc == MDB_NOTFOUND)
             return MDB_CORRUPTED; /* the counter says someone waits */
-        if (rc != 0 || w.qty > e->capacity - e->held - e->confirmed)
+        bool fits = false;
+        if (rc == 0)
+            rc = head_fits(c, e, &w, &fits);
+        if (rc != 0 || !fits)
             break; /* the head cannot be met yet: nobody behind it goes first */
         if (SLOT_FAIL(KILL_BEFORE_HANDOUT))
             raise(SIGKILL);
         rc = offer(c, e, &w);
     }
+    return rc;
+}
+
+/* A member of the family being served: its name, and its head entry. */
+typedef struct member {
+    uint8_t len;
+    char name[SLOT_EVENT_BYTES_MAX + 1];
+    bool blocked, head_known;
+    slot_wait_rec head;
+} member;
+
+typedef struct family {
+    ctx *c;
+    const char *root;
+    uint8_t root_len;
+    member *m;
+    uint32_t n;
+    int err;
+} family;
+
+/* events_scan's callback: an event of the root's family with someone waiting joins the list. */
+static int family_collect(void *p, const char *ev, size_t ev_len, const slot_event_rec *rec)
+{
+    family *f = p;
+    if (rec->waiting == 0)
+        return 0;
+    bool in = ev_len == f->root_len && memcmp(ev, f->root, ev_len) == 0;
+    if (!in && rec->parent_len > 0) {
+        slot__alloc_ctx pc = *f->c;
+        pc.ev = ev;
+        pc.ev_len = ev_len;
+        slot__chain ch;
+        int rc = slot__chain_load(&pc, rec, &ch);
+        if (rc != 0)
+            return rc;
+        in = ch.anc[ch.n - 1].len == f->root_len && memcmp(ch.anc[ch.n - 1].name, f->root, f->root_len) == 0;
+    }
+    if (!in)
+        return 0;
+    if (f->n == SLOT_FAMILY_EVENTS_MAX)
+        return MDB_CORRUPTED; /* create_event bounds a family's size */
+    member *m = &f->m[f->n++];
+    m->len = (uint8_t)ev_len;
+    memcpy(m->name, ev, ev_len);
+    m->name[ev_len] = 0;
+    m->blocked = m->head_known = false;
+    return 0;
+}
+
+/*
+ * The family's hand-out (docs/protocol.md, "Ticket types", Waitlists): the
+ * entries of every event of the family are served in one order, that of
+ * joining across the family (their `order`); an entry that cannot be met
+ * (its event or an ancestor lacks) blocks only the entries of its own event
+ * behind it. O(members x entries served) reads, bounded by the family's size
+ * (SLOT_FAMILY_EVENTS_MAX) and the entries waiting.
+ */
+static int serve_family(ctx *c, const char *root, uint8_t root_len)
+{
+    family f = {c, root, root_len, calloc(SLOT_FAMILY_EVENTS_MAX, sizeof(member)), 0, 0};
+    if (!f.m)
+        return ENOMEM;
+    int rc = slot_store_events_scan(c->st, c->txn, family_collect, &f);
+    while (rc == 0) {
+        member *best = NULL;
+        for (uint32_t i = 0; rc == 0 && i < f.n; i++) {
+            member *m = &f.m[i];
+            if (m->blocked)
+                continue;
+            if (!m->head_known) {
+                rc = slot_store_wait_first(c->st, c->txn, m->name, m->len, &m->head);
+                if (rc == MDB_NOTFOUND) {
+                    m->blocked = true; /* nobody waits there any more */
+                    rc = 0;
+                    continue;
+                }
+                m->head_known = true;
+            }
+            if (!best || m->head.order < best->head.order)
+                best = m;
+        }
+        if (rc != 0 || !best)
+            break;
+        ctx mc = *c;
+        mc.ev = best->name;
+        mc.ev_len = best->len;
+        slot_event_rec me;
+        rc = slot_store_event_get(c->st, c->txn, best->name, best->len, &me);
+        bool fits = false;
+        if (rc == 0)
+            rc = head_fits(&mc, &me, &best->head, &fits);
+        if (rc != 0)
+            break;
+        if (!fits) {
+            best->blocked = true; /* blocks only its own event's entries */
+            continue;
+        }
+        rc = slot__idem_event_ready(&mc);
+        if (rc == 0 && SLOT_FAIL(KILL_BEFORE_HANDOUT))
+            raise(SIGKILL);
+        if (rc == 0)
+            rc = offer(&mc, &me, &best->head);
+        if (rc == 0)
+            rc = slot_store_event_put(c->st, c->txn, best->name, best->len, &me);
+        best->head_known = false;
+    }
+    free(f.m);
+    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+}
+
+int slot__waitlist_serve(ctx *c, slot_event_rec *e)
+{
+    if (e->parent_len == 0 && e->children == 0) {
+        if (e->waiting == 0)
+            return 0;
+        return serve_one(c, e);
+    }
+    /* A family: anyone waiting anywhere in it (the root's count)? */
+    const char *root = c->ev;
+    uint8_t root_len = (uint8_t)c->ev_len;
+    uint64_t waiting = e->fam_waiting;
+    slot__chain ch;
+    if (e->parent_len > 0) {
+        int rc = slot__chain_load(c, e, &ch);
+        if (rc != 0)
+            return rc;
+        root = ch.anc[ch.n - 1].name;
+        root_len = ch.anc[ch.n - 1].len;
+        waiting = ch.anc[ch.n - 1].rec.fam_waiting;
+    }
+    if (waiting == 0)
+        return 0;
+    /* e as the caller has it goes to the transaction first; the hand-out
+     * reads and writes every member itself; e is read back after. */
+    int rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
+    if (rc == 0)
+        rc = serve_family(c, root, root_len);
+    if (rc == 0)
+        rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
     return rc;
 }
 
@@ -339,6 +703,22 @@ int slot__hold_feed(ctx *c, const slot_hold_rec *h, slot_feed_type type)
     f.returned = h->returned;
     f.replaces_seq = h->replaces_seq; /* a reacquire's hold: the hold it replaced */
     f.replaces_tag = h->replaces_tag;
+    f.alloc_len = h->alloc_len;
+    memcpy(f.alloc, h->alloc, h->alloc_len + 1u);
+    if (h->nanc > 0) { /* a family's hold: its chain (docs/protocol.md, "Ticket types") */
+        slot_event_rec e;
+        slot__chain ch;
+        int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &e);
+        if (rc == 0)
+            rc = slot__chain_load(c, &e, &ch);
+        if (rc != 0)
+            return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+        f.nchain = ch.n;
+        for (uint8_t i = 0; i < ch.n; i++) {
+            f.chain_len[i] = ch.anc[i].len;
+            memcpy(f.chain[i], ch.anc[i].name, ch.anc[i].len + 1u);
+        }
+    }
     return slot_feed_append(c->st, c->txn, &f);
 }
 

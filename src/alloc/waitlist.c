@@ -126,7 +126,9 @@ static int join_queue(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t u
     memcpy(w.request, req->request, req->request_len + 1u);
     e->waiting++;
     e->waiting_qty += w.qty;
-    int rc = slot_store_wait_put(c->st, c->txn, c->ev, c->ev_len, &w);
+    int rc = slot__family_note(c, e, 1, &w.order); /* the family's one join order */
+    if (rc == 0)
+        rc = slot_store_wait_put(c->st, c->txn, c->ev, c->ev_len, &w);
     if (rc == 0)
         rc = slot_store_wait_key_put(c->st, c->txn, c->ev, c->ev_len, &w);
     if (rc == 0 && e->max_per_user > 0)
@@ -207,7 +209,9 @@ static int op_leave(ctx *c, const slot_req *req, slot_res *res)
     e.waiting--;
     e.waiting_qty -= w.qty;
     w.state = SLOT_WAIT_LEFT;
-    rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w.join);
+    rc = slot__family_note(c, &e, -1, NULL);
+    if (rc == 0)
+        rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w.join);
     if (rc == 0)
         rc = slot_store_wait_key_put(c->st, c->txn, c->ev, c->ev_len, &w);
     if (rc == 0)

@@ -478,6 +478,12 @@ static slot_err parse_create_event(const parse_ctx *c, slot_req *r)
     r->hold_ttl_ms = (uint32_t)ttl;
     r->max_per_user = (uint64_t)mpu;
     r->max_per_request = (uint32_t)mpr;
+    size_t n = 0;
+    TRY(get_string(c, "parent", OPTIONAL, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, r->parent, &n, &given));
+    if (given) {
+        r->parent_len = (uint8_t)n;
+        r->has |= SLOT_HAS_PARENT;
+    }
     return parse_create_v11(c, r);
 }
 
@@ -637,6 +643,8 @@ static void check_parsed(const slot_req *r)
     PARSED_STR(r->token, r->token_len);
     PARSED_STR(r->consumer, r->consumer_len);
     PARSED_STR(r->node, r->node_len);
+    SLOT_ASSERT(r->parent_len <= SLOT_EVENT_BYTES_MAX);
+    PARSED_STR(r->parent, r->parent_len);
     SLOT_ASSERT(r->qty <= SLOT_MAX_PER_REQUEST_MAX && r->max_per_request <= SLOT_MAX_PER_REQUEST_MAX);
     SLOT_ASSERT(r->capacity <= SLOT_CAPACITY_MAX && r->max_per_user <= SLOT_CAPACITY_MAX);
     SLOT_ASSERT(r->shards <= SLOT_SHARDS_MAX && r->hold_ttl_ms <= SLOT_HOLD_TTL_MS_MAX);

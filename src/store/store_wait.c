@@ -15,10 +15,11 @@
 #include "store_int.h"
 
 #define WAIT_REC_VERSION 1
+#define WAIT_ENTRY_VERSION 2 /* a waiting entry's value: version 2 adds the family order (version 1 reads as 0) */
 #define WAIT_ENTRY 'e'
 #define WAIT_KEY 'k'
 #define WAIT_TREE 'f'
-#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX)
+#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 8)
 #define KEY_VAL_BYTES (1 + 1 + 8 + 2 + 8 + 8 + 8)
 #define TREE_SIZE (UINT64_C(1) << SLOT_JOIN_SEQ_BITS) /* nodes 1..TREE_SIZE-1 */
 
@@ -63,6 +64,7 @@ int slot_store_wait_key_get(slot_store *st, MDB_txn *txn, const char *ev, size_t
     out->joined_at_ms = get_be(&b, 8);
     out->hold_seq = get_be(&b, 8);
     out->hold_tag = get_be(&b, 8);
+    out->order = 0; /* kept on the waiting entry only */
     if (b.bad || b.len != v.mv_size || version != WAIT_REC_VERSION || state < SLOT_WAIT_WAITING ||
         state > SLOT_WAIT_LEFT)
         return MDB_CORRUPTED;
@@ -102,11 +104,12 @@ int slot_store_wait_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     uint8_t raw[ENTRY_VAL_BYTES];
     buf b = {.p = raw, .cap = sizeof(raw)};
     SLOT_ASSERT(rec->state == SLOT_WAIT_WAITING);
-    put_u8(&b, WAIT_REC_VERSION);
+    put_u8(&b, WAIT_ENTRY_VERSION);
     put_be(&b, rec->qty, 2);
     put_be(&b, rec->joined_at_ms, 8);
     put_name(&b, rec->user, rec->user_len);
     put_name(&b, rec->request, rec->request_len);
+    put_be(&b, rec->order, 8);
     SLOT_ASSERT(!b.bad && !k.b.bad);
     MDB_val kv = key_val(&k), v = {b.len, raw};
     /* Join seqs grow: the entry is its event's last, and often the database's. */
@@ -134,9 +137,10 @@ static int entry_decode(const MDB_val *k, const MDB_val *v, size_t plen, slot_wa
     out->joined_at_ms = get_be(&b, 8);
     out->user_len = (uint8_t)get_name(&b, out->user, sizeof(out->user));
     out->request_len = (uint8_t)get_name(&b, out->request, sizeof(out->request));
+    out->order = version >= WAIT_ENTRY_VERSION ? get_be(&b, 8) : 0;
     out->state = SLOT_WAIT_WAITING;
     out->hold_seq = out->hold_tag = 0;
-    return b.bad || b.len != v->mv_size || version != WAIT_REC_VERSION ? MDB_CORRUPTED : 0;
+    return b.bad || b.len != v->mv_size || version < 1 || version > WAIT_ENTRY_VERSION ? MDB_CORRUPTED : 0;
 }
 
 int slot_store_wait_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t from,
