@@ -54,6 +54,7 @@ typedef struct mhold {
  * event's entries form a chain in join order (next: index + 1, 0 = the last). */
 typedef struct mwait {
     uint64_t join, joined; /* join seq; joined_at ms */
+    uint64_t order;        /* the family's join order (the root's fam_next when it joined) */
     uint32_t ev, key, next;
     uint32_t hold; /* offered: the hold's index + 1 */
     uint16_t user, qty;
@@ -75,6 +76,10 @@ typedef struct mevent {
     uint32_t wmax;
     uint64_t waiting, waiting_qty, served, next_join;
     uint32_t wfirst, wlast, whead;
+    /* v1.2 ticket types: the parent (index + 1, 0 = a root), children; a root's family join
+     * order and entries waiting in its family. held and confirmed count the descendants'. */
+    uint32_t parent, children;
+    uint64_t fam_next, fam_waiting;
 } mevent;
 
 /* One saved value: `len` bytes at p, the old ones at arena offset off. */
@@ -95,6 +100,8 @@ typedef struct mres {
     uint64_t pos;
     uint32_t wqty;
     bool full;
+    const char *short_ev; /* sold_out over a chain: the nearest event that lacked; NULL = none */
+    const char *sale_ev;  /* not_on_sale of an ancestor: its name; NULL = the event's own */
 } mres;
 
 typedef struct stats {
@@ -105,6 +112,7 @@ typedef struct stats {
     uint64_t carts, cart_replay, cart_sold_out, cart_refused;
     uint64_t joins, join_waiting, join_held, join_full, join_replay, join_refused, leaves, leave_none;
     uint64_t offers, blocked, wstates;
+    uint64_t children, short_parent, family_serves, family_carts; /* v1.2 ticket types */
 } stats;
 
 /* The driver's memory of a user's last cart, to replay it in another order. */
@@ -182,6 +190,13 @@ void kt_put(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t hold_ix
 mwait *wt_get(model *m, uint32_t ev, uint32_t user, uint32_t key);
 void wt_put(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t entry_ix);
 void touch(model *m, uint32_t ev);
+/* The chain of ev: ev, then its parent, then its parent's parent (1..SLOT_FAMILY_DEPTH_MAX). */
+uint32_t m_chain(const model *m, uint32_t ev, uint32_t out[SLOT_FAMILY_DEPTH_MAX]);
+/* An event's free units; the least over its chain (its effective_available). */
+uint64_t m_free(const mevent *e);
+uint64_t m_chain_free(const model *m, uint32_t ev);
+/* Whether ev is in a family (has a parent or children). */
+bool m_family(const model *m, uint32_t ev);
 uint32_t hold_index(const model *m, const mhold *h);
 bool due(const model *m, const mhold *h);
 /* A hold leaves "held" or "confirmed" (the state machine of store.h): units
@@ -315,7 +330,7 @@ void wrong_hold(model *m, const mhold *h, slot_op op, char id[SLOT_HOLD_ID_BYTES
 void op_on_hold(model *m, slot_op op);
 /* The sweeper: all due holds (the admin op) or a few (a bounded sweep). */
 void op_expire(model *m);
-slot_req req_create_of(const mevent *e);
+slot_req req_create_of(const model *m, const mevent *e);
 /* A new event, replacing a live one (whose holds stay in the store). */
 void op_new_event(model *m, uint32_t slot);
 /* create_event of an existing event: its current settings are a replay, any

@@ -204,7 +204,7 @@ void op_expire(model *m)
     m->n.expired += n;
 }
 
-slot_req req_create_of(const mevent *e)
+slot_req req_create_of(const model *m, const mevent *e)
 {
     slot_req q = slot_test_req(SLOT_OP_CREATE_EVENT, e->name);
     q.capacity = e->cap;
@@ -220,6 +220,10 @@ slot_req req_create_of(const mevent *e)
     q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
     if (e->wmax)
         q.has |= SLOT_HAS_WAITLIST_MAX;
+    if (e->parent) { /* v1.2 ticket types */
+        slot_test_set_name(q.parent, &q.parent_len, sizeof q.parent, m->ev[e->parent - 1].name);
+        q.has |= SLOT_HAS_PARENT;
+    }
     return q;
 }
 
@@ -262,7 +266,17 @@ void op_new_event(model *m, uint32_t slot)
         e->cap = 1 + below(m, 12);
         e->opens = e->closes = 0;
     }
-    slot_req q = req_create_of(e);
+    /* v1.2 ticket types: now and then a child of a live event (3 levels at most) */
+    uint32_t pe = m->live[below(m, M_LIVE)], depth[SLOT_FAMILY_DEPTH_MAX];
+    if (ev > 0 && chance(m, 400) && m_chain(m, pe, depth) < SLOT_FAMILY_DEPTH_MAX &&
+        m->ev[pe].children < SLOT_CHILDREN_MAX) {
+        e->parent = pe + 1;
+        U_SET(m, m->ev[pe].children, m->ev[pe].children + 1);
+        touch(m, pe);
+        m->n.children++;
+    }
+    e->fam_next = 1;
+    slot_req q = req_create_of(m, e);
     U_SET(m, m->nev, m->nev + 1);
     U_SET(m, m->live[slot], ev);
     slot_res r = {0};
@@ -281,7 +295,7 @@ void op_create_again(model *m)
 {
     uint32_t ev = pick_event(m);
     mevent *e = &m->ev[ev];
-    slot_req q = req_create_of(e);
+    slot_req q = req_create_of(m, e);
     bool same = chance(m, 500);
     if (!same) {
         switch (below(m, 9)) {
@@ -520,8 +534,10 @@ void op_cart(model *m)
     expect_err(&r, want.err, "hold_many");
     ASSERT_STR_EQ(r.item_event, item >= 0 ? m->ev[c.ev[item]].name : "");
     ASSERT_EQ(r.sold_out, want.sold_out);
-    if (want.sold_out)
+    if (want.sold_out) {
         ASSERT_EQ(r.available, want.available);
+        ASSERT_STR_EQ(r.short_event, want.short_ev ? want.short_ev : ""); /* v1.2 */
+    }
     if (want.err == SLOT_E_OK && !want.sold_out) {
         ASSERT_EQ(r.replay, want.replay);
         ASSERT_EQ(r.ncart, (uint32_t)c.n);

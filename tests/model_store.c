@@ -89,14 +89,17 @@ void expect_hold_fields(const slot_res *r, const mres *want, const char *what)
 void expect_res(const slot_res *r, const mres *want, const char *what)
 {
     expect_err(r, want->err, what);
+    if (want->err == SLOT_E_NOT_ON_SALE)
+        ASSERT_STR_EQ(r->sale_event, want->sale_ev ? want->sale_ev : "");
     if (want->err != SLOT_E_OK && want->err != SLOT_E_HOLD_NOT_ACTIVE)
         return;
     ASSERT_EQ(r->sold_out, want->sold_out);
     ASSERT_EQ(r->replay, want->replay);
     ASSERT_EQ(r->done, want->done);
-    if (want->sold_out)
+    if (want->sold_out) {
         ASSERT_EQ(r->available, want->available);
-    else if (want->h)
+        ASSERT_STR_EQ(r->short_event, want->short_ev ? want->short_ev : ""); /* v1.2: the chain's short event */
+    } else if (want->h)
         expect_hold_fields(r, want, what);
 }
 
@@ -126,6 +129,10 @@ void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     ASSERT_EQ(r.view.waitlist_max, e->wmax);
     ASSERT_U64_EQ(r.view.waiting, e->waiting);
     ASSERT_U64_EQ(r.view.waiting_qty, e->waiting_qty);
+    ASSERT_STR_EQ(r.view.parent, e->parent ? m->ev[e->parent - 1].name : "");
+    ASSERT_EQ(r.view.children, e->children);
+    if (e->parent) /* v1.2: the least available over the chain */
+        ASSERT_U64_EQ(r.view.effective_available, m_chain_free(m, ev));
     q.op = SLOT_OP_SHARDS;
     if (!run_on(m, on, &q, &r))
         return;
@@ -241,6 +248,7 @@ int cmp_waiting(void *p, const slot_wait_rec *rec)
     ASSERT_EQ(rec->state, SLOT_WAIT_WAITING);
     ASSERT_EQ(rec->qty, w->qty);
     ASSERT_U64_EQ(rec->joined_at_ms, w->joined);
+    ASSERT_U64_EQ(rec->order, w->order); /* the family's one join order */
     ASSERT_STR_EQ(rec->user, users[w->user]);
     ASSERT_STR_EQ(rec->request, k);
     c->at = w->next;

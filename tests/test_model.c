@@ -202,6 +202,10 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->join_full, (unsigned long long)n->join_replay, (unsigned long long)n->join_refused,
            (unsigned long long)n->leaves, (unsigned long long)n->leave_none, (unsigned long long)n->offers,
            (unsigned long long)n->blocked, (unsigned long long)n->wstates);
+    printf("  v1.2 types: %llu children, %llu sold_out short on an ancestor, %llu family hand-outs, %llu carts "
+           "refused over a shared event\n",
+           (unsigned long long)n->children, (unsigned long long)n->short_parent, (unsigned long long)n->family_serves,
+           (unsigned long long)n->family_carts);
     fflush(stdout);
 }
 

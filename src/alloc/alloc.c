@@ -196,18 +196,18 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     slot_event_rec e;
     int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &e);
     uint64_t max_hold_ms = req->max_hold_ms ? req->max_hold_ms : 2ull * req->hold_ttl_ms;
-    if (rc == 0 && req->parent_len > 0 && e.children > 0) {
+    bool same_parent = rc == 0 && e.parent_len == req->parent_len && memcmp(e.parent, req->parent, e.parent_len) == 0;
+    if (rc == 0 && req->parent_len > 0 && e.children > 0 && !same_parent) {
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "parent: event \"%s\" has children and cannot be given a parent",
                        c->ev);
         return 0;
     }
     if (rc == 0) {
-        if (e.parent_len != req->parent_len || memcmp(e.parent, req->parent, req->parent_len) != 0 ||
-            e.capacity != req->capacity || e.shards != req->shards || e.hold_ttl_ms != req->hold_ttl_ms ||
-            e.max_per_user != req->max_per_user || e.max_per_request != req->max_per_request ||
-            e.opens_at_ms != req->opens_at_ms || e.closes_at_ms != req->closes_at_ms ||
-            e.max_extensions != req->max_extensions || e.max_hold_ms != max_hold_ms ||
-            e.waitlist_max != req->waitlist_max) {
+        if (!same_parent || e.capacity != req->capacity || e.shards != req->shards ||
+            e.hold_ttl_ms != req->hold_ttl_ms || e.max_per_user != req->max_per_user ||
+            e.max_per_request != req->max_per_request || e.opens_at_ms != req->opens_at_ms ||
+            e.closes_at_ms != req->closes_at_ms || e.max_extensions != req->max_extensions ||
+            e.max_hold_ms != max_hold_ms || e.waitlist_max != req->waitlist_max) {
             slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
             return 0;
         }

@@ -264,6 +264,9 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
         rc = chain_admit(c, req, e, res);
         if (rc != 0 || res->err != SLOT_E_OK)
             return rc;
+        /* its expiry may have returned this user's own units: read the total again */
+        if (e->max_per_user > 0)
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
     }
     if (rc == 0 && e->max_per_user > 0 && *user_qty + req->qty > e->max_per_user) {
         slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of max_per_user %llu", (unsigned long long)*user_qty,

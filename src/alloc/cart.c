@@ -147,7 +147,11 @@ static int cart_admit(cart *k, slot_res *res)
         }
         slot_res r;
         memset(&r, 0, sizeof(r));
-        int rc = slot__hold_admit(c, &one, &k->e[i], &k->user_qty[i], &r);
+        int rc = 0;
+        if (i > 0) /* an earlier item's checks may have expired this event's holds (a family's expire all) */
+            rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &k->e[i]);
+        if (rc == 0)
+            rc = slot__hold_admit(c, &one, &k->e[i], &k->user_qty[i], &r);
         if (rc != 0)
             return rc;
         if (r.err != SLOT_E_OK) {
@@ -212,8 +216,12 @@ static int cart_family(cart *k, slot_res *res)
         return 0;
     for (uint32_t i = 0; i < k->n; i++) {
         uint32_t qty = k->req->items[i].qty;
+        /* a later item's checks may have expired holds (a family's are all expired): read again */
+        int rc = slot_store_event_get(k->c[i].st, k->c[i].txn, k->c[i].ev, k->c[i].ev_len, &k->e[i]);
+        if (rc != 0)
+            return rc;
         shared_add(t, &n, k->c[i].ev, (uint8_t)k->c[i].ev_len, &k->e[i], i, qty);
-        int rc = slot__chain_load(&k->c[i], &k->e[i], &ch[i]);
+        rc = slot__chain_load(&k->c[i], &k->e[i], &ch[i]);
         if (rc != 0)
             return rc;
         for (uint8_t a = 0; a < ch[i].n; a++)
