@@ -18,6 +18,8 @@
  *   waitlist  ev + 'e' + u64 join                           waiting entry: qty, user, request, joined_at, family order
  *   waitlist  ev + 'k' + user + request                     the key's entry: state, join, qty, hold
  *   waitlist  ev + 'f' + u64 node                           u64: a node of the tree counting left entries
+ *   waitlist  ev + 'a' + block                              an allocation block: qty, remaining, held, confirmed, max_per_user
+ *   waitlist  ev + 'b' + block + user                       u64 the user's units held + confirmed from the block
  *
  * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
@@ -321,6 +323,37 @@ int slot_store_wait_left_add(slot_store *st, MDB_txn *txn, const char *ev, size_
 /* Entries that left with join seq <= upto, into *count (<= 40 reads). */
 int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t upto,
                                uint64_t *count);
+
+/*
+ * ---- Allocations (docs/protocol.md, "Allocations"; src/store/store_wait.c):
+ * blocks of an event's capacity set aside, in the waitlist database under the
+ * event's name ('a' rows), and the users' counts of blocks with a
+ * max_per_user ('b' rows). Names are (pointer, length), 1..64 bytes.
+ */
+typedef struct slot_block_rec {
+    uint8_t name_len;
+    char name[SLOT_EVENT_BYTES_MAX + 1];
+    uint64_t qty;          /* the block's total: units allocated to it, less those deallocated */
+    uint64_t remaining;    /* unused units (counted in the event's and its ancestors' allocated) */
+    uint64_t held, confirmed; /* units of the block's holds */
+    uint64_t max_per_user; /* 0 = none; else a user's held + confirmed from the block */
+} slot_block_rec;
+
+/* The block into out (its name set); MDB_NOTFOUND when the event has none of that name. */
+int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
+                         size_t name_len, slot_block_rec *out);
+int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_block_rec *rec);
+int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
+                         size_t name_len);
+/* Every block of the event in name order (the key order: length byte first). */
+typedef int (*slot_store_block_fn)(void *ctx, const slot_block_rec *rec);
+int slot_store_blocks_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_block_fn fn,
+                           void *ctx);
+/* The user's units of a block: a missing row reads 0; writing 0 deletes it. */
+int slot_store_block_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
+                              size_t block_len, const char *user, size_t user_len, uint64_t *qty);
+int slot_store_block_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
+                              size_t block_len, const char *user, size_t user_len, uint64_t qty);
 
 /*
  * ---- Replication groundwork (src/store/store_repl.c; docs/design.md, "Storage",
