@@ -333,15 +333,15 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
 typedef struct slot_block_rec {
     uint8_t name_len;
     char name[SLOT_EVENT_BYTES_MAX + 1];
-    uint64_t qty;          /* the block's total: units allocated to it, less those deallocated */
-    uint64_t remaining;    /* unused units (counted in the event's and its ancestors' allocated) */
+    uint64_t qty;             /* the block's total: units allocated to it, less those deallocated */
+    uint64_t remaining;       /* unused units (counted in the event's and its ancestors' allocated) */
     uint64_t held, confirmed; /* units of the block's holds */
-    uint64_t max_per_user; /* 0 = none; else a user's held + confirmed from the block */
+    uint64_t max_per_user;    /* 0 = none; else a user's held + confirmed from the block */
 } slot_block_rec;
 
 /* The block into out (its name set); MDB_NOTFOUND when the event has none of that name. */
-int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
-                         size_t name_len, slot_block_rec *out);
+int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len,
+                         slot_block_rec *out);
 int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_block_rec *rec);
 int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
                          size_t name_len);

@@ -1,7 +1,7 @@
 /*
  * alloc_int.h — what the allocator's files share, in layers, each calling
  * only those below it: alloc.c (slot_alloc_run, the dispatcher, and the
- * event ops and the plain hold) -> the op files (cart.c, confirm.c,
+ * event ops and the plain hold) -> the op files (block.c, cart.c, confirm.c,
  * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c (the hold's
  * life) -> alloc_idem.c, cold.c, idem.c (the idempotency index) and
  * alloc_rng.c (random numbers). Internal to libslot.
@@ -278,6 +278,18 @@ int slot__op_confirm(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 
 /* slot__op_extend — extend (confirm.c). 0 or an LMDB error. */
 int slot__op_extend(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__op_allocate, slot__op_deallocate — allocate and deallocate (block.c;
+ * docs/protocol.md, "Allocations"). 0 or an LMDB error. */
+int slot__op_allocate(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+int slot__op_deallocate(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__view_blocks — v's "allocations": the blocks of c's event, in name order (block.c). 0 or an LMDB error. */
+int slot__view_blocks(slot__alloc_ctx *c, slot_event_view *v);
+
+/* slot__block_known — 0 when c's event has the block req->alloc names; else
+ * SLOT__ANSWERED with invalid_argument naming allocation (block.c), or an LMDB error. */
+int slot__block_known(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 
 /* slot__op_waitlist — waitlist_join, waitlist_leave, waitlist, waitlist_entries (waitlist.c). */
 int slot__op_waitlist(slot__alloc_ctx *c, const slot_req *req, slot_res *res);

@@ -63,6 +63,62 @@ static int units_return(ctx *c, const char *ev, size_t ev_len, const slot_event_
     return 0;
 }
 
+/* Where a block hold's units go back (docs/protocol.md, "Allocations"): to
+ * its block while the block exists (*alive), else to the free shards. The
+ * block's counters move here: `from` (held or confirmed) loses qty; into
+ * confirmed it gains it, else remaining does, and the user's row drops. */
+static int block_back(ctx *c, const slot_hold_rec *h, uint32_t qty, slot_hold_status from, slot_hold_status to,
+                      bool *alive)
+{
+    *alive = false;
+    if (h->alloc_len == 0)
+        return 0;
+    slot_block_rec b;
+    int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, &b);
+    if (rc == MDB_NOTFOUND)
+        return 0; /* deallocated: the units come back to the free shards */
+    if (rc != 0)
+        return rc;
+    *alive = true;
+    uint64_t *counter = from == SLOT_HOLD_HELD ? &b.held : &b.confirmed;
+    if (*counter < qty)
+        return MDB_CORRUPTED;
+    *counter -= qty;
+    if (to == SLOT_HOLD_CONFIRMED)
+        b.confirmed += qty;
+    else
+        b.remaining += qty;
+    rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
+    if (rc == 0 && to != SLOT_HOLD_CONFIRMED && b.max_per_user > 0) {
+        uint64_t u = 0;
+        rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user, h->user_len,
+                                       &u);
+        if (rc == 0 && u < qty)
+            rc = MDB_CORRUPTED;
+        if (rc == 0)
+            rc = slot_store_block_user_put(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user,
+                                           h->user_len, u - qty);
+    }
+    return rc;
+}
+
+/* Units going back to event ev (record e, written by the caller): into the
+ * block's count (allocated) while it is alive, else to the shards, each part
+ * to its own shard; a block hold's units (no parts) are spread. */
+static int give_back(ctx *c, const char *ev, size_t ev_len, slot_event_rec *e, const slot_hold_part *parts,
+                     uint16_t nparts, uint64_t seq, uint32_t qty, bool to_block)
+{
+    if (to_block) {
+        e->allocated += qty;
+        return 0;
+    }
+    if (nparts == 0 && qty > 0) {
+        slot_hold_part spread = {UINT16_MAX, (uint16_t)qty}; /* no such shard: spread over the shards */
+        return units_return(c, ev, ev_len, e, &spread, 1, seq);
+    }
+    return units_return(c, ev, ev_len, e, parts, nparts, seq);
+}
+
 /* ---- the chain: a hold's event's ancestors (docs/protocol.md, "Ticket types") */
 
 int slot__chain_load(ctx *c, const slot_event_rec *e, slot__chain *ch)
@@ -166,7 +222,7 @@ static int shards_take(ctx *c, const char *ev, size_t ev_len, const slot_event_r
  * go back to that ancestor's shards (its own parts of the hold) and the
  * user's row there drops. Each ancestor is written once. */
 static int chain_finish(ctx *c, const slot_event_rec *e, const slot_hold_rec *h, slot_hold_status from,
-                        slot_hold_status to)
+                        slot_hold_status to, bool to_block)
 {
     if (e->parent_len == 0)
         return 0;
@@ -183,7 +239,7 @@ static int chain_finish(ctx *c, const slot_event_rec *e, const slot_hold_rec *h,
         if (to == SLOT_HOLD_CONFIRMED) {
             an->rec.confirmed += h->qty;
         } else {
-            rc = units_return(c, an->name, an->len, &an->rec, h->anc[i].parts, h->anc[i].nparts, h->seq);
+            rc = give_back(c, an->name, an->len, &an->rec, h->anc[i].parts, h->anc[i].nparts, h->seq, h->qty, to_block);
             if (rc == 0)
                 rc = anc_user_move(c, an, h, 0, h->qty);
         }
@@ -208,11 +264,13 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     if (*counter < h->qty)
         return MDB_CORRUPTED;
     *counter -= h->qty;
-    int rc = 0;
-    if (to == SLOT_HOLD_CONFIRMED) {
+    bool to_block = false;
+    int rc = block_back(c, h, h->qty, from, to, &to_block);
+    if (rc != 0) {
+    } else if (to == SLOT_HOLD_CONFIRMED) {
         e->confirmed += h->qty;
     } else {
-        rc = units_return(c, c->ev, c->ev_len, e, h->parts, h->nparts, h->seq);
+        rc = give_back(c, c->ev, c->ev_len, e, h->parts, h->nparts, h->seq, h->qty, to_block);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
@@ -223,7 +281,7 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
         }
     }
     if (rc == 0)
-        rc = chain_finish(c, e, h, from, to);
+        rc = chain_finish(c, e, h, from, to, to_block);
     if (rc == 0 && from == SLOT_HOLD_HELD) {
         rc = slot_store_expiry_del(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
         if (rc == MDB_NOTFOUND)
@@ -273,7 +331,7 @@ static void parts_give_back(slot_hold_part *parts, uint16_t *nparts, uint32_t ba
 /* A partial confirm's give-back on every ancestor: the last `back` units of
  * its own parts go back to its shards, its held and the user's row there
  * drop by as much; each ancestor written once. */
-static int chain_give_back(ctx *c, const slot_event_rec *e, slot_hold_rec *h, uint32_t back)
+static int chain_give_back(ctx *c, const slot_event_rec *e, slot_hold_rec *h, uint32_t back, bool to_block)
 {
     if (e->parent_len == 0)
         return 0;
@@ -290,7 +348,7 @@ static int chain_give_back(ctx *c, const slot_event_rec *e, slot_hold_rec *h, ui
         if (an->rec.held < back)
             return MDB_CORRUPTED;
         an->rec.held -= back;
-        rc = units_return(c, an->name, an->len, &an->rec, give, ngive, h->seq);
+        rc = give_back(c, an->name, an->len, &an->rec, give, ngive, h->seq, back, to_block);
         if (rc == 0)
             rc = anc_user_move(c, an, h, 0, back);
         if (rc == 0)
@@ -316,11 +374,15 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
     if (back > 0) {
         slot_hold_part give[SLOT_PARTS_MAX];
         uint16_t ngive = 0;
-        parts_give_back(h->parts, &h->nparts, back, give, &ngive);
+        if (h->alloc_len == 0)
+            parts_give_back(h->parts, &h->nparts, back, give, &ngive);
         if (e->held < back)
             return MDB_CORRUPTED;
         e->held -= back;
-        int rc = units_return(c, c->ev, c->ev_len, e, give, ngive, h->seq);
+        bool to_block = false;
+        int rc = block_back(c, h, back, SLOT_HOLD_HELD, SLOT_HOLD_RELEASED, &to_block);
+        if (rc == 0)
+            rc = give_back(c, c->ev, c->ev_len, e, give, ngive, h->seq, back, to_block);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
@@ -330,7 +392,7 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
                 rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - back);
         }
         if (rc == 0)
-            rc = chain_give_back(c, e, h, back);
+            rc = chain_give_back(c, e, h, back, to_block);
         if (rc != 0)
             return rc;
         h->qty = (uint16_t)keep;
@@ -371,10 +433,41 @@ int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)
  * counter (held or confirmed) and the user's row there (with max_per_user)
  * grow by qty and the ancestor is written. The caller checked the units are
  * free on the whole chain and updates e's counters itself. */
+/* A block hold's units come out of the block (docs/protocol.md,
+ * "Allocations"): remaining -= qty, held (or confirmed) += qty, and the
+ * user's row of the block. The caller checked remaining. */
+static int block_take(ctx *c, const slot_hold_rec *h, slot_hold_status as)
+{
+    slot_block_rec b;
+    int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, &b);
+    if (rc == 0 && b.remaining < h->qty)
+        rc = MDB_CORRUPTED;
+    if (rc != 0)
+        return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+    b.remaining -= h->qty;
+    if (as == SLOT_HOLD_HELD)
+        b.held += h->qty;
+    else
+        b.confirmed += h->qty;
+    rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
+    if (rc == 0 && b.max_per_user > 0) {
+        uint64_t u = 0;
+        rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user, h->user_len,
+                                       &u);
+        if (rc == 0)
+            rc = slot_store_block_user_put(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user,
+                                           h->user_len, u + h->qty);
+    }
+    return rc;
+}
+
 int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hold_status as)
 {
     SLOT_ASSERT(as == SLOT_HOLD_HELD || as == SLOT_HOLD_CONFIRMED);
-    int rc = shards_take(c, c->ev, c->ev_len, e, h->qty, h->parts, &h->nparts);
+    bool blk = h->alloc_len > 0;
+    int rc = blk ? block_take(c, h, as) : shards_take(c, c->ev, c->ev_len, e, h->qty, h->parts, &h->nparts);
+    if (blk)
+        h->nparts = 0;
     h->nanc = 0;
     if (rc != 0 || e->parent_len == 0)
         return rc;
@@ -382,9 +475,16 @@ int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hol
     rc = slot__chain_load(c, e, &ch);
     for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
         slot__anc *an = &ch.anc[i];
-        if (slot__free_units(&an->rec) < h->qty)
+        if (blk) { /* the block's units are counted in each ancestor's allocated: they move to held */
+            if (an->rec.allocated < h->qty)
+                return MDB_CORRUPTED;
+            an->rec.allocated -= h->qty;
+            h->anc[i].nparts = 0;
+        } else if (slot__free_units(&an->rec) < h->qty) {
             return MDB_CORRUPTED; /* the caller checked the chain */
-        rc = shards_take(c, an->name, an->len, &an->rec, h->qty, h->anc[i].parts, &h->anc[i].nparts);
+        } else {
+            rc = shards_take(c, an->name, an->len, &an->rec, h->qty, h->anc[i].parts, &h->anc[i].nparts);
+        }
         if (as == SLOT_HOLD_HELD)
             an->rec.held += h->qty;
         else
@@ -430,6 +530,10 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
     h->expires_at_ms = c->now_ms + e->hold_ttl_ms;
     int rc = slot__units_take(c, e, h, SLOT_HOLD_HELD);
     e->held += h->qty;
+    if (h->alloc_len > 0) { /* the block's unused units were counted in allocated */
+        SLOT_ASSERT(e->allocated >= h->qty);
+        e->allocated -= h->qty;
+    }
     if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
         rc = EIO;
     if (rc == 0)

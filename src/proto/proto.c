@@ -266,6 +266,19 @@ static slot_err get_event(const parse_ctx *c, slot_req *r, int required)
     return SLOT_E_OK;
 }
 
+/* allocation: a block's name (the event rule), docs/protocol.md, "Allocations". */
+static slot_err get_alloc(const parse_ctx *c, slot_req *r, int required)
+{
+    size_t n = 0;
+    bool given = false;
+    TRY(get_string(c, "allocation", required, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, r->alloc, &n, &given));
+    if (given) {
+        r->alloc_len = (uint8_t)n;
+        r->has |= SLOT_HAS_ALLOCATION;
+    }
+    return SLOT_E_OK;
+}
+
 static slot_err get_request(const parse_ctx *c, slot_req *r)
 {
     size_t n = 0;
@@ -554,7 +567,31 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_event(c, r, REQUIRED));
         TRY(get_user(c, r));
         TRY(get_request(c, r));
-        return get_qty(c, r);
+        TRY(get_qty(c, r));
+        TRY(get_alloc(c, r, OPTIONAL));
+        if (r->op == SLOT_OP_WAITLIST_JOIN && r->alloc_len > 0) /* not built yet: refused, never ignored */
+            return fail(c->msg, c->msglen, SLOT_E_INVALID_ARGUMENT,
+                        "allocation: waitlist_join from a block is not supported by this server");
+        return SLOT_E_OK;
+    case SLOT_OP_ALLOCATE:
+    case SLOT_OP_DEALLOCATE: {
+        int64_t q = 0, mpu = 0;
+        bool given = false;
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_alloc(c, r, REQUIRED));
+        TRY(get_int(c, "qty", r->op == SLOT_OP_ALLOCATE ? REQUIRED : OPTIONAL, 1, (int64_t)SLOT_CAPACITY_MAX, &q,
+                    &given));
+        r->alloc_qty = (uint64_t)q;
+        if (given)
+            r->has |= SLOT_HAS_ALLOC_QTY;
+        if (r->op == SLOT_OP_ALLOCATE) {
+            TRY(get_int(c, "max_per_user", OPTIONAL, 0, (int64_t)SLOT_CAPACITY_MAX, &mpu, &given));
+            r->max_per_user = (uint64_t)mpu;
+            if (given)
+                r->has |= SLOT_HAS_MAX_PER_USER;
+        }
+        return SLOT_E_OK;
+    }
     case SLOT_OP_WAITLIST_LEAVE:
     case SLOT_OP_WAITLIST:
         TRY(get_event(c, r, REQUIRED));
@@ -643,7 +680,9 @@ static void check_parsed(const slot_req *r)
     PARSED_STR(r->token, r->token_len);
     PARSED_STR(r->consumer, r->consumer_len);
     PARSED_STR(r->node, r->node_len);
-    SLOT_ASSERT(r->parent_len <= SLOT_EVENT_BYTES_MAX);
+    SLOT_ASSERT(r->parent_len <= SLOT_EVENT_BYTES_MAX && r->alloc_len <= SLOT_EVENT_BYTES_MAX);
+    PARSED_STR(r->alloc, r->alloc_len);
+    SLOT_ASSERT(r->alloc_qty <= SLOT_CAPACITY_MAX);
     PARSED_STR(r->parent, r->parent_len);
     SLOT_ASSERT(r->qty <= SLOT_MAX_PER_REQUEST_MAX && r->max_per_request <= SLOT_MAX_PER_REQUEST_MAX);
     SLOT_ASSERT(r->capacity <= SLOT_CAPACITY_MAX && r->max_per_user <= SLOT_CAPACITY_MAX);

@@ -300,8 +300,8 @@ static int block_decode(const MDB_val *v, slot_block_rec *out)
     return b.bad || b.len != v->mv_size || version != BLOCK_REC_VERSION ? MDB_CORRUPTED : 0;
 }
 
-int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
-                         size_t name_len, slot_block_rec *out)
+int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len,
+                         slot_block_rec *out)
 {
     key k;
     block_key(&k, ev, ev_len, name, name_len);
@@ -332,8 +332,7 @@ int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
 }
 
-int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
-                         size_t name_len)
+int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len)
 {
     key k;
     block_key(&k, ev, ev_len, name, name_len);
@@ -367,8 +366,8 @@ int slot_store_blocks_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t 
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-static void block_user_key(key *k, const char *ev, size_t ev_len, const char *block, size_t block_len,
-                           const char *user, size_t user_len)
+static void block_user_key(key *k, const char *ev, size_t ev_len, const char *block, size_t block_len, const char *user,
+                           size_t user_len)
 {
     key_typed(k, ev, ev_len, WAIT_BLOCK_USER);
     put_name(&k->b, block, block_len);
