@@ -2,7 +2,7 @@
  * alloc_int.h — what the allocator's files share, in layers, each calling
  * only those below it: alloc.c (slot_alloc_run, the dispatcher, and the
  * event ops and the plain hold) -> the op files (block.c, cart.c, confirm.c,
- * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c (the hold's
+ * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c and hold_serve.c (the hold's
  * life) -> alloc_idem.c, cold.c, idem.c (the idempotency index) and
  * alloc_rng.c (random numbers). Internal to libslot.
  * Errors follow slot/error.h's internal convention; SLOT__ANSWERED below is
@@ -79,7 +79,7 @@ void slot__cold_free(slot_alloc *a);
 int slot__request_find(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request, size_t request_len,
                        slot_hold_rec *h);
 
-/* ---- hold.c: the hold's life (birth, moves, feed entries, hand-out, expiry) */
+/* ---- hold.c: the hold's life (birth, moves, feed entries, expiry); hold_serve.c: the hand-out */
 
 /* slot__hold_due — true when h is held and its expires_at_ms <= now_ms. */
 bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
