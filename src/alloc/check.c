@@ -41,8 +41,8 @@ typedef struct check_ctx {
     struct {
         slot_block_rec rec;
         uint64_t held, confirmed;
-    } blocks[SLOT_BLOCKS_MAX];
-    const char *desc_ev; /* the descendant whose holds are summed now (family_sums) */
+    } blocks[2 * SLOT_BLOCKS_MAX]; /* open and closed ones */
+    const char *desc_ev;           /* the descendant whose holds are summed now (family_sums) */
     size_t desc_len;
 } check_ctx;
 
@@ -117,7 +117,7 @@ static int own_block(void *p, const slot_block_rec *b)
 {
     check_ctx *k = p;
     k->block_units += b->remaining;
-    if (k->nblocks == SLOT_BLOCKS_MAX) {
+    if (k->nblocks == 2 * SLOT_BLOCKS_MAX) {
         violation(k, 1, "more than %d blocks", SLOT_BLOCKS_MAX);
         return 0;
     }

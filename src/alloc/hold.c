@@ -77,16 +77,21 @@ static int block_back(ctx *c, const slot_hold_rec *h, uint32_t qty, slot_hold_st
         return 0; /* deallocated: the units come back to the free shards */
     if (rc != 0)
         return rc;
-    *alive = true;
+    *alive = !b.closed; /* a closed block's units come back to the free shards */
     uint64_t *counter = from == SLOT_HOLD_HELD ? &b.held : &b.confirmed;
     if (*counter < qty)
         return MDB_CORRUPTED;
     *counter -= qty;
     if (to == SLOT_HOLD_CONFIRMED)
         b.confirmed += qty;
-    else
+    else if (!b.closed)
         b.remaining += qty;
-    rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
+    else
+        b.qty -= qty;
+    if (b.closed && b.held + b.confirmed == 0)
+        rc = slot_store_block_del(c->st, c->txn, c->ev, c->ev_len, b.name, b.name_len); /* its last hold ended */
+    else
+        rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
     if (rc == 0 && to != SLOT_HOLD_CONFIRMED && b.max_per_user > 0) {
         uint64_t u = 0;
         rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user, h->user_len,
