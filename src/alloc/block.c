@@ -114,6 +114,22 @@ int slot__op_allocate(ctx *c, const slot_req *req, slot_res *res)
     int rc = slot__event_load(c, &e, res);
     if (rc != 0)
         return slot__answered_ok(rc);
+    /* Not held back by the waitlist ("Clarifications of v1.2"); due holds are expired first, as a
+     * hold's would, before the block is read: an expired hold of a closed block may end it. */
+    uint64_t avail = 0;
+    rc = slot__chain_free(c, &e, 0, &avail, NULL);
+    if (rc == 0 && avail < req->alloc_qty) {
+        rc = slot__expire_event_due(c, &e);
+        if (rc == 0)
+            rc = slot__chain_free(c, &e, 0, &avail, NULL);
+    }
+    if (rc != 0)
+        return rc;
+    if (avail < req->alloc_qty) {
+        res->sold_out = true;
+        res->available = avail;
+        return 0;
+    }
     slot_block_rec b;
     rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
     if (rc == MDB_NOTFOUND) {
@@ -141,21 +157,6 @@ int slot__op_allocate(ctx *c, const slot_req *req, slot_res *res)
     }
     if (rc != 0)
         return rc;
-    /* Not held back by the waitlist ("Clarifications of v1.2"); due holds are expired first, as a hold's would. */
-    uint64_t avail = 0;
-    rc = slot__chain_free(c, &e, 0, &avail, NULL);
-    if (rc == 0 && avail < req->alloc_qty) {
-        rc = slot__expire_event_due(c, &e);
-        if (rc == 0)
-            rc = slot__chain_free(c, &e, 0, &avail, NULL);
-    }
-    if (rc != 0)
-        return rc;
-    if (avail < req->alloc_qty) {
-        res->sold_out = true;
-        res->available = avail;
-        return 0;
-    }
     rc = chain_move(c, &e, req->alloc_qty, true);
     b.qty += req->alloc_qty;
     b.remaining += req->alloc_qty;

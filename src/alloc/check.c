@@ -369,6 +369,13 @@ static int descends(check_ctx *k, const slot_event_rec *rec, bool *yes)
     return rc;
 }
 
+/* A descendant's waiting entry: its units count in the ancestor's user totals (a join counts them). */
+static int desc_wait(void *p, const slot_wait_rec *w)
+{
+    check_ctx *k = p;
+    return k->e->max_per_user > 0 ? user_add(k, w->user, w->user_len, w->qty) : 0;
+}
+
 static int family_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *rec)
 {
     check_ctx *k = p;
@@ -380,6 +387,8 @@ static int family_event(void *p, const char *ev, size_t ev_len, const slot_event
     k->desc_len = ev_len;
     k->desc_waiting += rec->waiting;
     int brc = slot_store_blocks_scan(k->st, k->txn, ev, ev_len, desc_block, k);
+    if (brc == 0 && rec->waiting > 0)
+        brc = slot_store_wait_scan(k->st, k->txn, ev, ev_len, 0, desc_wait, k);
     if (brc != 0)
         return brc;
     return slot_store_holds_scan(k->st, k->txn, ev, ev_len, desc_hold, k);

@@ -274,7 +274,7 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
  *   ev + 'a' + name(block)                  the block: u8 version, u64 qty, remaining, held,
  *                                           confirmed, max_per_user
  *   ev + 'b' + name(block) + name(user)     u64: the user's units held or confirmed from the
- *                                           block (only with the block's max_per_user) */
+ *                                           block (for every block: allocate may set a max_per_user later) */
 
 #define BLOCK_REC_VERSION 1
 #define WAIT_BLOCK 'a'
