@@ -624,7 +624,7 @@ bool m_admit_(model *m, mevent *e, uint32_t ev, uint32_t user, uint32_t qty, mre
     if (m_chain_free(m, ev) < qty || e->waiting > 0) {
         r.sold_out = true;
         r.available = m_chain_free(m, ev);
-        for (uint32_t i = 0; i < n && m_chain_free(m, ev) < qty; i++)
+        for (uint32_t i = 0; n > 1 && i < n && m_chain_free(m, ev) < qty; i++) /* a chain's: a child's */
             if (m_free(&m->ev[ch[i]]) < qty) {
                 r.short_ev = m->ev[ch[i]].name;
                 m->n.short_parent += i > 0;

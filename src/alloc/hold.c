@@ -155,7 +155,7 @@ int slot__chain_free(ctx *c, const slot_event_rec *e, uint32_t qty, uint64_t *av
     *avail = slot__free_units(e);
     if (short_ev)
         short_ev[0] = 0;
-    if (short_ev && *avail < qty) {
+    if (short_ev && *avail < qty && e->parent_len > 0) { /* "short" names an event of a chain: a child's */
         memcpy(short_ev, c->ev, c->ev_len);
         short_ev[c->ev_len] = 0;
     }
