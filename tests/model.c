@@ -132,6 +132,112 @@ void touch(model *m, uint32_t ev)
         m->touched_all = true;
 }
 
+uint32_t m_chain(const model *m, uint32_t ev, uint32_t out[SLOT_FAMILY_DEPTH_MAX])
+{
+    uint32_t n = 0;
+    for (uint32_t at = ev + 1; at && n < SLOT_FAMILY_DEPTH_MAX; at = m->ev[at - 1].parent)
+        out[n++] = at - 1;
+    return n;
+}
+
+uint64_t m_free(const mevent *e)
+{
+    return e->cap - e->held - e->confirmed - e->allocated;
+}
+
+/* allocated += delta on ev and every ancestor (units into or out of blocks). */
+static void m_alloc_chain(model *m, uint32_t ev, int64_t delta)
+{
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    uint32_t n = m_chain(m, ev, ch);
+    for (uint32_t i = 0; i < n; i++) {
+        mevent *a = &m->ev[ch[i]];
+        U_SET(m, a->allocated, (uint64_t)((int64_t)a->allocated + delta));
+        touch(m, ch[i]);
+    }
+}
+
+/* A block hold's qty units coming back from `from` (1 held, 2 confirmed), into confirmed
+ * (to_confirmed) or out: to the block while it is open (true), else to the free units. */
+static bool m_block_back(model *m, mhold *h, uint32_t qty, int from, bool to_confirmed)
+{
+    if (!h->blk)
+        return false;
+    mevent *e = &m->ev[h->ev];
+    uint32_t b = h->blk - 1u;
+    if (!e->blk[b].exists)
+        return false;
+    bool open = !e->blk[b].closed;
+    if (from == 1)
+        U_SET(m, e->blk[b].held, e->blk[b].held - qty);
+    else
+        U_SET(m, e->blk[b].confirmed, e->blk[b].confirmed - qty);
+    if (to_confirmed) {
+        U_SET(m, e->blk[b].confirmed, e->blk[b].confirmed + qty);
+        return false;
+    }
+    U_SET(m, e->blk[b].user[h->user], e->blk[b].user[h->user] - qty);
+    if (open) {
+        U_SET(m, e->blk[b].remaining, e->blk[b].remaining + qty);
+        m_alloc_chain(m, h->ev, (int64_t)qty);
+    } else {
+        U_SET(m, e->blk[b].qty, e->blk[b].qty - qty);
+        if (e->blk[b].held + e->blk[b].confirmed == 0)
+            U_SET(m, e->blk[b].exists, false); /* its last hold ended */
+    }
+    return open;
+}
+
+uint64_t m_chain_free(const model *m, uint32_t ev)
+{
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    uint32_t n = m_chain(m, ev, ch);
+    uint64_t f = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        f = m_free(&m->ev[ch[i]]) < f ? m_free(&m->ev[ch[i]]) : f;
+    return f;
+}
+
+bool m_family(const model *m, uint32_t ev)
+{
+    return m->ev[ev].parent || m->ev[ev].children;
+}
+
+/* The ancestors' side of a move of qty units of a hold of ev by user: their `from` counter
+ * (1 held, 2 confirmed, 0 none) loses qty, their `to` counter gains it (0: the units go back
+ * to their free units and the user's quantity there drops). */
+static void m_chain_move(model *m, uint32_t ev, uint32_t user, uint32_t qty, int from, int to)
+{
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    uint32_t n = m_chain(m, ev, ch);
+    for (uint32_t i = 1; i < n; i++) {
+        mevent *a = &m->ev[ch[i]];
+        if (from == 1)
+            U_SET(m, a->held, a->held - qty);
+        else if (from == 2)
+            U_SET(m, a->confirmed, a->confirmed - qty);
+        if (to == 1)
+            U_SET(m, a->held, a->held + qty);
+        else if (to == 2)
+            U_SET(m, a->confirmed, a->confirmed + qty);
+        if (from == 0)
+            U_SET(m, a->user_qty[user], a->user_qty[user] + qty);
+        if (to == 0)
+            U_SET(m, a->user_qty[user], a->user_qty[user] - qty);
+        touch(m, ch[i]);
+    }
+}
+
+void m_chain_users(model *m, uint32_t ev, uint32_t user, int64_t delta)
+{
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    uint32_t n = m_chain(m, ev, ch);
+    for (uint32_t i = 1; i < n; i++) {
+        mevent *a = &m->ev[ch[i]];
+        U_SET(m, a->user_qty[user], (uint64_t)((int64_t)a->user_qty[user] + delta));
+    }
+}
+
 uint32_t hold_index(const model *m, const mhold *h)
 {
     return (uint32_t)(h - m->h);
@@ -160,10 +266,12 @@ void m_finish(model *m, mhold *h, slot_hold_status to)
     } else {
         U_SET(m, e->confirmed, e->confirmed - h->qty);
     }
+    m_block_back(m, h, h->qty, h->st == SLOT_HOLD_HELD ? 1 : 2, to == SLOT_HOLD_CONFIRMED);
     if (to == SLOT_HOLD_CONFIRMED)
         U_SET(m, e->confirmed, e->confirmed + h->qty);
     else
         U_SET(m, e->user_qty[h->user], e->user_qty[h->user] - h->qty);
+    m_chain_move(m, h->ev, h->user, h->qty, h->st == SLOT_HOLD_HELD ? 1 : 2, to == SLOT_HOLD_CONFIRMED ? 2 : 0);
     U_SET(m, h->st, (uint8_t)to);
     touch(m, h->ev);
     if (to != SLOT_HOLD_CONFIRMED)
@@ -178,6 +286,8 @@ void m_confirm(model *m, mhold *h, uint32_t keep)
     if (back > 0) {
         U_SET(m, e->held, e->held - back);
         U_SET(m, e->user_qty[h->user], e->user_qty[h->user] - back);
+        m_chain_move(m, h->ev, h->user, back, 1, 0);
+        m_block_back(m, h, back, 1, false);
         U_SET(m, h->qty, (uint16_t)keep);
         U_SET(m, h->returned, (uint16_t)back);
     }
@@ -197,6 +307,8 @@ void m_settle(model *m, mhold *h)
  * hold, set_capacity, reshard). Returns how many. */
 uint64_t m_expire_event(model *m, uint32_t ev)
 {
+    if (m_family(m, ev)) /* a family's event expires every due hold: a sibling's units are shared */
+        return m_expire_due(m, SLOT_EXPIRE_OP_MAX);
     mevent *e = &m->ev[ev];
     uint64_t n = 0;
     for (uint32_t i = 0; i < e->nheld;) {
@@ -236,6 +348,9 @@ mhold *m_new_hold_(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
     U_SET(m, e->held, e->held + qty);
     if (!counted)
         U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
+    m_chain_move(m, ev, user, qty, 0, 1);
+    if (counted) /* an offer: the join counted its units on the ancestors too */
+        m_chain_users(m, ev, user, -(int64_t)qty);
     kt_put(m, ev, user, key, ix);
     touch(m, ev);
     return h;
@@ -271,13 +386,75 @@ uint64_t m_position(const model *m, const mevent *e, const mwait *w)
 /* The hand-out: while the head's qty can be met, it is offered a held hold with the event's
  * TTL (its units were counted for the user at the join); a head that cannot be met blocks
  * those behind it. */
+/* Offers the head w of ev its hold. */
+static void m_offer(model *m, uint32_t ev, mwait *w)
+{
+    mevent *e = &m->ev[ev];
+    mhold *h = m_new_hold_(m, ev, w->user, w->key, w->qty, true);
+    h->wl = true; /* above the old nh: a rollback forgets it */
+    h->tag_unknown = true;
+    h->went = (uint32_t)(w - m->w) + 1;
+    U_SET(m, w->state, (uint8_t)SLOT_WAIT_OFFERED);
+    U_SET(m, w->hold, hold_index(m, h) + 1);
+    U_SET(m, e->waiting, e->waiting - 1);
+    U_SET(m, e->waiting_qty, e->waiting_qty - w->qty);
+    U_SET(m, e->served, e->served + 1);
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    mevent *root = &m->ev[ch[m_chain(m, ev, ch) - 1]];
+    U_SET(m, root->fam_waiting, root->fam_waiting - 1);
+    m->n.offers++;
+}
+
+/* A family's hand-out ("Ticket types", Waitlists): the heads of its events in the family's
+ * one join order; a head that cannot be met (its event or an ancestor lacks) blocks only its
+ * own event. */
+static void m_serve_family(model *m, uint32_t root)
+{
+    bool *blocked = calloc(m->nev, sizeof(bool));
+    ASSERT(blocked != NULL);
+    for (;;) {
+        mwait *best = NULL;
+        uint32_t best_ev = 0;
+        for (uint32_t ev = 0; ev < m->nev; ev++) {
+            uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+            if (blocked[ev] || m->ev[ev].waiting == 0 || ch[m_chain(m, ev, ch) - 1] != root)
+                continue;
+            mwait *w = m_wait_head(m, &m->ev[ev]);
+            ASSERT(w != NULL);
+            if (!best || w->order < best->order) {
+                best = w;
+                best_ev = ev;
+            }
+        }
+        if (!best)
+            break;
+        if (best->qty > m_chain_free(m, best_ev)) {
+            blocked[best_ev] = true;
+            continue;
+        }
+        m_offer(m, best_ev, best);
+        m->n.family_serves++;
+    }
+    free(blocked);
+}
+
+/* The hand-out: while the head's qty can be met, it is offered a held hold with the event's
+ * TTL (its units were counted for the user at the join); a head that cannot be met blocks
+ * those behind it. */
 void m_serve(model *m, uint32_t ev)
 {
     mevent *e = &m->ev[ev];
+    if (m_family(m, ev)) {
+        uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+        uint32_t root = ch[m_chain(m, ev, ch) - 1];
+        if (m->ev[root].fam_waiting > 0)
+            m_serve_family(m, root);
+        return;
+    }
     while (e->waiting > 0) {
         mwait *w = m_wait_head(m, e);
         ASSERT(w != NULL);
-        uint64_t free_units = e->cap - e->held - e->confirmed;
+        uint64_t free_units = m_free(e);
         if (w->qty > free_units) {
             for (uint32_t i = w->next; i; i = m->w[i - 1].next)
                 if (m->w[i - 1].state == SLOT_WAIT_WAITING && m->w[i - 1].qty <= free_units) {
@@ -286,16 +463,7 @@ void m_serve(model *m, uint32_t ev)
                 }
             return;
         }
-        mhold *h = m_new_hold_(m, ev, w->user, w->key, w->qty, true);
-        h->wl = true; /* above the old nh: a rollback forgets it */
-        h->tag_unknown = true;
-        h->went = (uint32_t)(w - m->w) + 1;
-        U_SET(m, w->state, (uint8_t)SLOT_WAIT_OFFERED);
-        U_SET(m, w->hold, hold_index(m, h) + 1);
-        U_SET(m, e->waiting, e->waiting - 1);
-        U_SET(m, e->waiting_qty, e->waiting_qty - w->qty);
-        U_SET(m, e->served, e->served + 1);
-        m->n.offers++;
+        m_offer(m, ev, w);
     }
 }
 
@@ -315,6 +483,11 @@ mwait *m_wait_append(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_
                  .qty = (uint16_t)qty,
                  .state = SLOT_WAIT_WAITING};
     U_SET(m, e->next_join, e->next_join + 1);
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    mevent *root = &m->ev[ch[m_chain(m, ev, ch) - 1]];
+    w->order = root->fam_next;
+    U_SET(m, root->fam_next, root->fam_next + 1);
+    U_SET(m, root->fam_waiting, root->fam_waiting + 1);
     if (e->wlast)
         U_SET(m, m->w[e->wlast - 1].next, ix + 1);
     else
@@ -325,6 +498,7 @@ mwait *m_wait_append(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_
     U_SET(m, e->waiting, e->waiting + 1);
     U_SET(m, e->waiting_qty, e->waiting_qty + qty);
     U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
+    m_chain_users(m, ev, user, (int64_t)qty); /* the ancestors' max_per_user counts waiting units too */
     wt_put(m, ev, user, key, ix);
     touch(m, ev);
     return w;
@@ -351,6 +525,11 @@ mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
         r.st = (slot_hold_status)h->st;
         return r;
     }
+    uint32_t b = m->req_blk;
+    if (b && (!e->blk[b - 1].exists || e->blk[b - 1].closed)) { /* an unknown block, before max_per_request */
+        r.err = SLOT_E_INVALID_ARGUMENT;
+        return r;
+    }
     if (qty > e->mpr) {
         r.err = SLOT_E_INVALID_ARGUMENT;
         return r;
@@ -358,6 +537,15 @@ mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
     if (!m_admit(m, ev, user, qty, &r))
         return r;
     r.h = m_new_hold(m, ev, user, key, qty);
+    if (b) { /* the block's units move to held, out of allocated along the chain */
+        mhold *nh = &m->h[hold_index(m, r.h)];
+        nh->blk = (uint8_t)b; /* above the old nh: a rollback forgets it */
+        U_SET(m, e->blk[b - 1].remaining, e->blk[b - 1].remaining - qty);
+        U_SET(m, e->blk[b - 1].held, e->blk[b - 1].held + qty);
+        U_SET(m, e->blk[b - 1].user[user], e->blk[b - 1].user[user] + qty);
+        m_alloc_chain(m, ev, -(int64_t)qty);
+        m->n.block_holds++;
+    }
     r.st = SLOT_HOLD_HELD;
     return r;
 }
@@ -384,18 +572,64 @@ bool m_admit_(model *m, mevent *e, uint32_t ev, uint32_t user, uint32_t qty, mre
     if (e->mpu > 0 && e->user_qty[user] + qty > e->mpu) {
         settled = true;
         m_expire_event(m, ev);
-        if (e->user_qty[user] + qty > e->mpu) {
+    }
+    /* the ancestors (docs/protocol.md, "Ticket types"): on sale, then their max_per_user */
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    uint32_t n = m_chain(m, ev, ch);
+    for (uint32_t i = 1; i < n; i++) {
+        const mevent *a = &m->ev[ch[i]];
+        if (a->status != SLOT_EVENT_ON_SALE || (a->opens && m->now < a->opens) || (a->closes && m->now >= a->closes)) {
+            rp->err = SLOT_E_NOT_ON_SALE;
+            rp->sale_ev = a->name;
+            return false;
+        }
+    }
+    if (e->mpu > 0 && e->user_qty[user] + qty > e->mpu) {
+        rp->err = SLOT_E_USER_LIMIT;
+        return false;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        const mevent *a = &m->ev[ch[i]];
+        if (a->mpu > 0 && a->user_qty[user] + qty > a->mpu)
+            m_expire_event(m, ev); /* the store expires before each ancestor's user_limit */
+        if (a->mpu > 0 && a->user_qty[user] + qty > a->mpu) {
             rp->err = SLOT_E_USER_LIMIT;
             return false;
         }
     }
+    if (m->req_blk) { /* a hold from a block: its max_per_user, then its remaining */
+        uint32_t b = m->req_blk - 1u;
+        for (int pass = 0; pass < 2; pass++) {
+            bool over = e->blk[b].mpu > 0 && e->blk[b].user[user] + qty > e->blk[b].mpu;
+            if (!over && e->blk[b].remaining >= qty)
+                return true;
+            if (pass == 1) {
+                if (over) {
+                    rp->err = SLOT_E_USER_LIMIT;
+                } else {
+                    r.sold_out = true;
+                    r.available = e->blk[b].remaining;
+                    *rp = r;
+                }
+                m->n.block_refused++;
+                return false;
+            }
+            m_expire_event(m, ev);
+        }
+    }
     /* While people wait, units go to them first: sold_out, after due holds were expired
      * (which may serve the whole list). */
-    if ((e->cap - e->held - e->confirmed < qty || e->waiting > 0) && !settled)
+    if ((m_chain_free(m, ev) < qty || e->waiting > 0) && !settled)
         m_expire_event(m, ev);
-    if (e->cap - e->held - e->confirmed < qty || e->waiting > 0) {
+    if (m_chain_free(m, ev) < qty || e->waiting > 0) {
         r.sold_out = true;
-        r.available = e->cap - e->held - e->confirmed;
+        r.available = m_chain_free(m, ev);
+        for (uint32_t i = 0; n > 1 && i < n && m_chain_free(m, ev) < qty; i++) /* a chain's: a child's */
+            if (m_free(&m->ev[ch[i]]) < qty) {
+                r.short_ev = m->ev[ch[i]].name;
+                m->n.short_parent += i > 0;
+                break;
+            }
         *rp = r;
         return false;
     }
@@ -450,6 +684,7 @@ mhold *m_new_confirmed(model *m, mhold *old, uint32_t qty)
     U_SET(m, e->next_seq, e->next_seq + 1);
     U_SET(m, e->confirmed, e->confirmed + qty);
     U_SET(m, e->user_qty[old->user], e->user_qty[old->user] + qty);
+    m_chain_move(m, old->ev, old->user, qty, 0, 2);
     U_SET(m, old->replaced_by, ix + 1);
     touch(m, old->ev);
     return h;
@@ -588,6 +823,10 @@ bool m_leave(model *m, uint32_t ev, uint32_t user, uint32_t key)
     U_SET(m, e->waiting, e->waiting - 1);
     U_SET(m, e->waiting_qty, e->waiting_qty - w->qty);
     U_SET(m, e->user_qty[user], e->user_qty[user] - w->qty);
+    m_chain_users(m, ev, user, -(int64_t)w->qty);
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    mevent *root = &m->ev[ch[m_chain(m, ev, ch) - 1]];
+    U_SET(m, root->fam_waiting, root->fam_waiting - 1);
     touch(m, ev);
     m_serve(m, ev);
     return true;
@@ -663,6 +902,57 @@ uint64_t m_expire_due(model *m, uint64_t limit)
     return done;
 }
 
+/* ---- allocations */
+
+mres m_allocate(model *m, uint32_t ev, uint32_t b, uint64_t qty, bool has_mpu, uint64_t mpu)
+{
+    mevent *e = &m->ev[ev];
+    mres r = {.err = SLOT_E_OK};
+    if (m_chain_free(m, ev) < qty)
+        m_expire_event(m, ev);
+    if (m_chain_free(m, ev) < qty) {
+        r.sold_out = true;
+        r.available = m_chain_free(m, ev);
+        m->n.alloc_sold_out++;
+        return r;
+    }
+    if (!e->blk[b].exists || e->blk[b].closed) { /* new, or opened again (its max_per_user reset) */
+        U_SET(m, e->blk[b].mpu, 0);
+        U_SET(m, e->blk[b].closed, false);
+        U_SET(m, e->blk[b].exists, true);
+    }
+    U_SET(m, e->blk[b].qty, e->blk[b].qty + qty);
+    U_SET(m, e->blk[b].remaining, e->blk[b].remaining + qty);
+    if (has_mpu)
+        U_SET(m, e->blk[b].mpu, mpu);
+    m_alloc_chain(m, ev, (int64_t)qty);
+    m->n.allocs++;
+    return r;
+}
+
+mres m_deallocate(model *m, uint32_t ev, uint32_t b, uint64_t qty)
+{
+    mevent *e = &m->ev[ev];
+    mres r = {.err = SLOT_E_OK};
+    if (!e->blk[b].exists || e->blk[b].closed || qty > e->blk[b].remaining) {
+        r.err = SLOT_E_INVALID_ARGUMENT;
+        return r;
+    }
+    uint64_t n = qty ? qty : e->blk[b].remaining;
+    U_SET(m, e->blk[b].qty, e->blk[b].qty - n);
+    U_SET(m, e->blk[b].remaining, e->blk[b].remaining - n);
+    m_alloc_chain(m, ev, -(int64_t)n);
+    if (!qty) {
+        U_SET(m, e->blk[b].closed, true);
+        if (e->blk[b].held + e->blk[b].confirmed == 0)
+            U_SET(m, e->blk[b].exists, false);
+    }
+    if (n > 0)
+        m_serve(m, ev); /* the units given back serve the waitlist as a release would */
+    m->n.deallocs++;
+    return r;
+}
+
 /* ---- hold_many */
 
 /* The model's fingerprint of a cart: same items in any order, same print. */
@@ -716,6 +1006,7 @@ mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, co
         else if (!m_admit_(m, e, ev[i], user, qty[i], &t) && t.err == SLOT_E_OK && sold < 0) {
             sold = i;
             r.available = t.available;
+            r.short_ev = t.short_ev;
         }
         if (t.err != SLOT_E_OK) {
             r.err = t.err;
@@ -727,6 +1018,49 @@ mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, co
         r.sold_out = true;
         *item = sold;
         return r;
+    }
+    /* A family's shared units and max_per_user counted once per item ("Ticket types"):
+     * the events on two or more items' chains, in the order first met. */
+    uint32_t sev[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX], sitems[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX];
+    uint64_t sneed[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX];
+    int sfirst[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX];
+    uint32_t ns = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+        uint32_t c = m_chain(m, ev[i], ch);
+        for (uint32_t j = 0; j < c; j++) {
+            uint32_t s = 0;
+            while (s < ns && sev[s] != ch[j])
+                s++;
+            if (s == ns) {
+                sev[ns] = ch[j];
+                sitems[ns] = 0;
+                sneed[ns] = 0;
+                sfirst[ns++] = i;
+            }
+            sitems[s]++;
+            sneed[s] += qty[i];
+        }
+    }
+    for (uint32_t s = 0; s < ns; s++) {
+        const mevent *e = &m->ev[sev[s]];
+        if (sitems[s] >= 2 && e->mpu > 0 && e->user_qty[user] + sneed[s] > e->mpu) {
+            r.err = SLOT_E_USER_LIMIT;
+            *item = sfirst[s];
+            m->n.family_carts++;
+            return r;
+        }
+    }
+    for (uint32_t s = 0; s < ns; s++) {
+        const mevent *e = &m->ev[sev[s]];
+        if (sitems[s] >= 2 && m_free(e) < sneed[s]) {
+            r.sold_out = true;
+            r.available = m_free(e);
+            r.short_ev = e->name;
+            *item = sfirst[s];
+            m->n.family_carts++;
+            return r;
+        }
     }
     for (int i = 0; i < n; i++) {
         hs[i] = m_new_hold(m, ev[i], user, key, qty[i]);

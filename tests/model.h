@@ -29,6 +29,7 @@
 #define M_CART_ITEMS 3                  /* items of a cart the driver makes: 1..this */
 #define M_CART_KEY0 (UINT32_C(1) << 23) /* carts' request keys start here, apart from plain holds' */
 #define M_RECENT 50                     /* ops on holds mostly pick among the newest this many */
+#define M_BLOCKS 2                      /* v1.2 allocations: blocks "b0", "b1" of an event */
 #define M_WAIT_MAX 24                   /* an event's waitlist_max: 0 (none) or 1..this, so the list fills up */
 
 _Static_assert(M_CAP_MAX <= UINT16_MAX, "held-list positions are 16-bit");
@@ -44,6 +45,7 @@ typedef struct mhold {
     uint16_t returned, ext;         /* v1.1: units a partial confirm gave back; extensions taken */
     uint32_t replaced_by, replaces; /* v1.1 reacquire links: hold index + 1, 0 = none */
     bool cart;                      /* an item of a hold_many; print: the cart's items */
+    uint8_t blk;                    /* v1.2: from block index + 1; 0 = the free shards */
     bool wl;                        /* kind waitlist: a join held at once, or an offer (went) */
     bool tag_unknown;               /* an offer: made inside another op, its tag is read from the store */
     uint32_t went;                  /* an offer: its waitlist entry's index + 1 */
@@ -54,6 +56,7 @@ typedef struct mhold {
  * event's entries form a chain in join order (next: index + 1, 0 = the last). */
 typedef struct mwait {
     uint64_t join, joined; /* join seq; joined_at ms */
+    uint64_t order;        /* the family's join order (the root's fam_next when it joined) */
     uint32_t ev, key, next;
     uint32_t hold; /* offered: the hold's index + 1 */
     uint16_t user, qty;
@@ -75,6 +78,18 @@ typedef struct mevent {
     uint32_t wmax;
     uint64_t waiting, waiting_qty, served, next_join;
     uint32_t wfirst, wlast, whead;
+    /* v1.2 ticket types: the parent (index + 1, 0 = a root), children; a root's family join
+     * order and entries waiting in its family. held and confirmed count the descendants'. */
+    uint32_t parent, children;
+    uint64_t fam_next, fam_waiting;
+    /* v1.2 allocations: unused block units of the event and its descendants, and its blocks (a
+     * closed one was deallocated while its holds were active: its row stays until they end) */
+    uint64_t allocated;
+    struct {
+        bool exists, closed;
+        uint64_t qty, remaining, held, confirmed, mpu;
+        uint64_t user[M_USERS];
+    } blk[M_BLOCKS];
 } mevent;
 
 /* One saved value: `len` bytes at p, the old ones at arena offset off. */
@@ -95,6 +110,8 @@ typedef struct mres {
     uint64_t pos;
     uint32_t wqty;
     bool full;
+    const char *short_ev; /* sold_out over a chain: the nearest event that lacked; NULL = none */
+    const char *sale_ev;  /* not_on_sale of an ancestor: its name; NULL = the event's own */
 } mres;
 
 typedef struct stats {
@@ -105,6 +122,8 @@ typedef struct stats {
     uint64_t carts, cart_replay, cart_sold_out, cart_refused;
     uint64_t joins, join_waiting, join_held, join_full, join_replay, join_refused, leaves, leave_none;
     uint64_t offers, blocked, wstates;
+    uint64_t children, short_parent, family_serves, family_carts;          /* v1.2 ticket types */
+    uint64_t allocs, alloc_sold_out, deallocs, block_holds, block_refused; /* v1.2 allocations */
 } stats;
 
 /* The driver's memory of a user's last cart, to replay it in another order. */
@@ -145,6 +164,7 @@ typedef struct model {
     bool strict;   /* every event after every op; full scans after every batch */
     stats n;
     bool small_sale;            /* driver: the next new event is a small sale with a waitlist */
+    uint32_t req_blk;           /* the hold m_hold decides is from block index + 1 (0: the free shards) */
     uint32_t cart_key[M_USERS]; /* driver: the user's next fresh cart key (above M_CART_KEY0) */
     mcart last_cart[M_USERS];
 } model;
@@ -182,6 +202,15 @@ void kt_put(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t hold_ix
 mwait *wt_get(model *m, uint32_t ev, uint32_t user, uint32_t key);
 void wt_put(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t entry_ix);
 void touch(model *m, uint32_t ev);
+/* The chain of ev: ev, then its parent, then its parent's parent (1..SLOT_FAMILY_DEPTH_MAX). */
+uint32_t m_chain(const model *m, uint32_t ev, uint32_t out[SLOT_FAMILY_DEPTH_MAX]);
+/* An event's free units; the least over its chain (its effective_available). */
+uint64_t m_free(const mevent *e);
+uint64_t m_chain_free(const model *m, uint32_t ev);
+/* The user's quantity on every ancestor of ev += delta (a waitlist join's units). */
+void m_chain_users(model *m, uint32_t ev, uint32_t user, int64_t delta);
+/* Whether ev is in a family (has a parent or children). */
+bool m_family(const model *m, uint32_t ev);
 uint32_t hold_index(const model *m, const mhold *h);
 bool due(const model *m, const mhold *h);
 /* A hold leaves "held" or "confirmed" (the state machine of store.h): units
@@ -212,6 +241,9 @@ void m_serve(model *m, uint32_t ev);
 mwait *m_wait_append(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty);
 /* hold, in docs/protocol.md's order of decisions. */
 mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty);
+/* allocate and deallocate (docs/protocol.md, "Allocations"); qty 0 on deallocate: all that remains. */
+mres m_allocate(model *m, uint32_t ev, uint32_t b, uint64_t qty, bool has_mpu, uint64_t mpu);
+mres m_deallocate(model *m, uint32_t ev, uint32_t b, uint64_t qty);
 /* The checks a new hold and a reacquire share after max_per_request:
  * not_on_sale (status, then the window), user_limit, sold_out. */
 bool m_admit(model *m, uint32_t ev, uint32_t user, uint32_t qty, mres *rp);
@@ -315,7 +347,7 @@ void wrong_hold(model *m, const mhold *h, slot_op op, char id[SLOT_HOLD_ID_BYTES
 void op_on_hold(model *m, slot_op op);
 /* The sweeper: all due holds (the admin op) or a few (a bounded sweep). */
 void op_expire(model *m);
-slot_req req_create_of(const mevent *e);
+slot_req req_create_of(const model *m, const mevent *e);
 /* A new event, replacing a live one (whose holds stay in the store). */
 void op_new_event(model *m, uint32_t slot);
 /* create_event of an existing event: its current settings are a replay, any

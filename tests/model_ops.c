@@ -59,7 +59,16 @@ void op_hold(model *m)
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, k);
     q.qty = qty;
+    m->req_blk = 0;
+    if (chance(m, 200)) { /* v1.2: from a block (now and then one that is not there) */
+        uint32_t b = below(m, M_BLOCKS);
+        char name[4] = {'b', (char)('0' + b), 0, 0};
+        slot_test_set_name(q.alloc, &q.alloc_len, sizeof q.alloc, name);
+        q.has |= SLOT_HAS_ALLOCATION;
+        m->req_blk = b + 1;
+    }
     mres want = m_hold(m, ev, user, key, qty);
+    m->req_blk = 0;
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;
@@ -204,7 +213,7 @@ void op_expire(model *m)
     m->n.expired += n;
 }
 
-slot_req req_create_of(const mevent *e)
+slot_req req_create_of(const model *m, const mevent *e)
 {
     slot_req q = slot_test_req(SLOT_OP_CREATE_EVENT, e->name);
     q.capacity = e->cap;
@@ -220,6 +229,10 @@ slot_req req_create_of(const mevent *e)
     q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_USER | SLOT_HAS_MAX_PER_REQUEST;
     if (e->wmax)
         q.has |= SLOT_HAS_WAITLIST_MAX;
+    if (e->parent) { /* v1.2 ticket types */
+        slot_test_set_name(q.parent, &q.parent_len, sizeof q.parent, m->ev[e->parent - 1].name);
+        q.has |= SLOT_HAS_PARENT;
+    }
     return q;
 }
 
@@ -262,7 +275,17 @@ void op_new_event(model *m, uint32_t slot)
         e->cap = 1 + below(m, 12);
         e->opens = e->closes = 0;
     }
-    slot_req q = req_create_of(e);
+    /* v1.2 ticket types: now and then a child of a live event (3 levels at most) */
+    uint32_t pe = m->live[below(m, M_LIVE)], depth[SLOT_FAMILY_DEPTH_MAX];
+    if (ev > 0 && chance(m, 400) && m_chain(m, pe, depth) < SLOT_FAMILY_DEPTH_MAX &&
+        m->ev[pe].children < SLOT_CHILDREN_MAX) {
+        e->parent = pe + 1;
+        U_SET(m, m->ev[pe].children, m->ev[pe].children + 1);
+        touch(m, pe);
+        m->n.children++;
+    }
+    e->fam_next = 1;
+    slot_req q = req_create_of(m, e);
     U_SET(m, m->nev, m->nev + 1);
     U_SET(m, m->live[slot], ev);
     slot_res r = {0};
@@ -281,7 +304,7 @@ void op_create_again(model *m)
 {
     uint32_t ev = pick_event(m);
     mevent *e = &m->ev[ev];
-    slot_req q = req_create_of(e);
+    slot_req q = req_create_of(m, e);
     bool same = chance(m, 500);
     if (!same) {
         switch (below(m, 9)) {
@@ -344,7 +367,7 @@ void op_edit(model *m, slot_op op)
     } else {
         m_expire_event(m, ev);
     }
-    uint64_t allocated = e->held + e->confirmed;
+    uint64_t allocated = e->held + e->confirmed + e->allocated; /* v1.2: the unused block units too */
     if (op == SLOT_OP_RESHARD) {
         q.shards = chance(m, 20) ? SLOT_SHARDS_MAX - below(m, 8) : 1 + below(m, 24);
         U_SET(m, e->shards, q.shards);
@@ -520,8 +543,10 @@ void op_cart(model *m)
     expect_err(&r, want.err, "hold_many");
     ASSERT_STR_EQ(r.item_event, item >= 0 ? m->ev[c.ev[item]].name : "");
     ASSERT_EQ(r.sold_out, want.sold_out);
-    if (want.sold_out)
+    if (want.sold_out) {
         ASSERT_EQ(r.available, want.available);
+        ASSERT_STR_EQ(r.short_event, want.short_ev ? want.short_ev : ""); /* v1.2 */
+    }
     if (want.err == SLOT_E_OK && !want.sold_out) {
         ASSERT_EQ(r.replay, want.replay);
         ASSERT_EQ(r.ncart, (uint32_t)c.n);
@@ -714,6 +739,47 @@ void learn_offer_tags(model *m, uint32_t from)
 }
 
 /* One op, picked by weight (per mille). */
+/* allocate or deallocate (docs/protocol.md, "Allocations") on a random event's block. */
+static void op_alloc(model *m)
+{
+    uint32_t ev = pick_event(m), b = below(m, M_BLOCKS);
+    mevent *e = &m->ev[ev];
+    char name[4] = {'b', (char)('0' + b), 0, 0};
+    bool alloc = chance(m, 600);
+    slot_req q = slot_test_req(alloc ? SLOT_OP_ALLOCATE : SLOT_OP_DEALLOCATE, e->name);
+    slot_test_set_name(q.alloc, &q.alloc_len, sizeof q.alloc, name);
+    q.has |= SLOT_HAS_ALLOCATION;
+    mres want;
+    if (alloc) {
+        q.alloc_qty = 1 + below(m, chance(m, 100) ? M_CAP_MAX : 8);
+        q.has |= SLOT_HAS_ALLOC_QTY;
+        bool has_mpu = chance(m, 300);
+        if (has_mpu) {
+            q.max_per_user = below(m, 5);
+            q.has |= SLOT_HAS_MAX_PER_USER;
+        }
+        want = m_allocate(m, ev, b, q.alloc_qty, has_mpu, q.max_per_user);
+    } else {
+        q.alloc_qty = chance(m, 500) ? 0 : 1 + below(m, 4);
+        if (q.alloc_qty)
+            q.has |= SLOT_HAS_ALLOC_QTY;
+        want = m_deallocate(m, ev, b, q.alloc_qty);
+    }
+    touch(m, ev);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, want.err, slot_op_name(q.op));
+    ASSERT_EQ(r.sold_out, want.sold_out);
+    if (want.sold_out)
+        ASSERT_EQ(r.available, want.available);
+    else if (want.err == SLOT_E_OK) {
+        ASSERT_U64_EQ(r.block_qty, e->blk[b].exists ? e->blk[b].qty : 0);
+        ASSERT_U64_EQ(r.block_remaining, e->blk[b].remaining);
+    }
+    slot_res_clear(&r);
+}
+
 void one_op(model *m)
 {
     uint32_t dice = below(m, 1000);
@@ -752,5 +818,5 @@ void one_op(model *m)
     else if (dice < 995)
         wait_state_on(m, NULL);
     else
-        op_hold(m);
+        op_alloc(m);
 }

@@ -89,14 +89,17 @@ void expect_hold_fields(const slot_res *r, const mres *want, const char *what)
 void expect_res(const slot_res *r, const mres *want, const char *what)
 {
     expect_err(r, want->err, what);
+    if (want->err == SLOT_E_NOT_ON_SALE)
+        ASSERT_STR_EQ(r->sale_event, want->sale_ev ? want->sale_ev : "");
     if (want->err != SLOT_E_OK && want->err != SLOT_E_HOLD_NOT_ACTIVE)
         return;
     ASSERT_EQ(r->sold_out, want->sold_out);
     ASSERT_EQ(r->replay, want->replay);
     ASSERT_EQ(r->done, want->done);
-    if (want->sold_out)
+    if (want->sold_out) {
         ASSERT_EQ(r->available, want->available);
-    else if (want->h)
+        ASSERT_STR_EQ(r->short_event, want->short_ev ? want->short_ev : ""); /* v1.2: the chain's short event */
+    } else if (want->h)
         expect_hold_fields(r, want, what);
 }
 
@@ -114,7 +117,41 @@ void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     ASSERT_EQ(r.view.capacity, e->cap);
     ASSERT_EQ(r.view.held, e->held);
     ASSERT_EQ(r.view.confirmed, e->confirmed);
-    ASSERT_EQ(r.view.available, e->cap - e->held - e->confirmed);
+    ASSERT_EQ(r.view.available, m_free(e));
+    ASSERT_U64_EQ(r.view.allocated, e->allocated); /* v1.2: unused units of its and its descendants' blocks */
+    uint32_t open = 0;
+    for (uint32_t b = 0; b < M_BLOCKS; b++) {
+        if (!e->blk[b].exists || e->blk[b].closed)
+            continue;
+        ASSERT_LT(open, r.view.nblocks);
+        char name[4] = {'b', (char)('0' + b), 0, 0};
+        ASSERT_STR_EQ(r.view.blocks[open].name, name);
+        ASSERT_U64_EQ(r.view.blocks[open].qty, e->blk[b].qty);
+        ASSERT_U64_EQ(r.view.blocks[open].remaining, e->blk[b].remaining);
+        ASSERT_U64_EQ(r.view.blocks[open].held, e->blk[b].held);
+        ASSERT_U64_EQ(r.view.blocks[open].confirmed, e->blk[b].confirmed);
+        open++;
+    }
+    ASSERT_EQ(r.view.nblocks, open);
+    for (uint32_t b = 0; b < M_BLOCKS; b++) { /* every block row, closed ones too */
+        char name[4] = {'b', (char)('0' + b), 0, 0};
+        slot_block_rec br;
+        int brc = slot_store_block_get(m->st, on ? on : m->txn, e->name, strlen(e->name), name, 2, &br);
+        if (!e->blk[b].exists) {
+            ASSERT_EQ(brc, MDB_NOTFOUND);
+            continue;
+        }
+        ASSERT_EQ(brc, 0);
+        if (br.closed != e->blk[b].closed || br.qty != e->blk[b].qty || br.held != e->blk[b].held ||
+            br.confirmed != e->blk[b].confirmed || br.remaining != e->blk[b].remaining)
+            T_FAIL_(
+                "%s block %s: stored closed %d qty %llu held %llu confirmed %llu remaining %llu; model %d %llu %llu "
+                "%llu %llu",
+                e->name, name, br.closed, (unsigned long long)br.qty, (unsigned long long)br.held,
+                (unsigned long long)br.confirmed, (unsigned long long)br.remaining, e->blk[b].closed,
+                (unsigned long long)e->blk[b].qty, (unsigned long long)e->blk[b].held,
+                (unsigned long long)e->blk[b].confirmed, (unsigned long long)e->blk[b].remaining);
+    }
     ASSERT_EQ(r.view.shards, e->shards);
     ASSERT_EQ(r.view.hold_ttl_ms, e->ttl);
     ASSERT_EQ(r.view.max_per_user, e->mpu);
@@ -126,6 +163,10 @@ void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     ASSERT_EQ(r.view.waitlist_max, e->wmax);
     ASSERT_U64_EQ(r.view.waiting, e->waiting);
     ASSERT_U64_EQ(r.view.waiting_qty, e->waiting_qty);
+    ASSERT_STR_EQ(r.view.parent, e->parent ? m->ev[e->parent - 1].name : "");
+    ASSERT_EQ(r.view.children, e->children);
+    if (e->parent) /* v1.2: the least available over the chain */
+        ASSERT_U64_EQ(r.view.effective_available, m_chain_free(m, ev));
     q.op = SLOT_OP_SHARDS;
     if (!run_on(m, on, &q, &r))
         return;
@@ -134,7 +175,7 @@ void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     uint64_t sum = 0;
     for (uint32_t i = 0; i < r.nshards; i++)
         sum += r.shard_free[i];
-    ASSERT_EQ(sum, e->cap - e->held - e->confirmed);
+    ASSERT_EQ(sum, m_free(e));
     slot_res_clear(&r);
 }
 
@@ -241,6 +282,7 @@ int cmp_waiting(void *p, const slot_wait_rec *rec)
     ASSERT_EQ(rec->state, SLOT_WAIT_WAITING);
     ASSERT_EQ(rec->qty, w->qty);
     ASSERT_U64_EQ(rec->joined_at_ms, w->joined);
+    ASSERT_U64_EQ(rec->order, w->order); /* the family's one join order */
     ASSERT_STR_EQ(rec->user, users[w->user]);
     ASSERT_STR_EQ(rec->request, k);
     c->at = w->next;

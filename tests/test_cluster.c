@@ -19,6 +19,7 @@ TEST_DECLARE(cluster_sigstop_primary)
 TEST_DECLARE(cluster_tenure_record_reaches_members_joining_during_promote)
 TEST_DECLARE(cluster_promote_under_load)
 TEST_DECLARE(cluster_remove_and_add_replica)
+TEST_DECLARE(cluster_family_survives_failover)
 
 TEST_LIST_START
 TEST_ENTRY(cluster_hot_release)
@@ -27,6 +28,7 @@ TEST_ENTRY(cluster_sigstop_primary)
 TEST_ENTRY(cluster_tenure_record_reaches_members_joining_during_promote)
 TEST_ENTRY(cluster_promote_under_load)
 TEST_ENTRY(cluster_remove_and_add_replica)
+TEST_ENTRY(cluster_family_survives_failover)
 TEST_LIST_END
 
 /* ---- cases */
@@ -41,8 +43,10 @@ TEST_IMPL(cluster_hot_release)
     json_t *h = call1(p, "{\"op\":\"hello\"}"); /* one "features", "cluster" in it */
     ASSERT(h && jok(h));
     json_t *f = json_object_get(h, "features");
-    ASSERT_EQ(json_array_size(f), 8u);
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "cluster");
+    ASSERT_EQ(json_array_size(f), 10u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "types");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 8)), "allocations");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 9)), "cluster");
     json_decref(h);
     atomic_store(&primary_node, p);
     loader ls[6];
@@ -424,6 +428,100 @@ TEST_IMPL(cluster_remove_and_add_replica)
     for (int i = 0; i < NODES; i++) {
         assert_invariants(i, capacity);
         assert_holds_on(i);
+    }
+    set_end();
+}
+
+/* One request on node i that must succeed; its reply (the caller frees it). */
+static json_t *must(int i, const char *line)
+{
+    json_t *j = call1(i, line);
+    if (!j || !jok(j))
+        T_FAIL_("%s: %s", line, j ? json_dumps(j, JSON_COMPACT) : "no reply");
+    return j;
+}
+
+/* held, confirmed, available of event ev on node i, as "h/c/a" into out. */
+static void counts_of(int i, const char *ev, char *out, size_t cap)
+{
+    char line[160];
+    snprintf(line, sizeof line, "{\"op\":\"event\",\"event\":\"%s\"}", ev);
+    json_t *j = must(i, line);
+    snprintf(out, cap, "%llu/%llu/%llu/%llu", (unsigned long long)ju64(j, "held"),
+             (unsigned long long)ju64(j, "confirmed"), (unsigned long long)ju64(j, "available"),
+             (unsigned long long)ju64(j, "effective_available"));
+    json_decref(j);
+}
+
+/*
+ * Ticket types on a replica set (docs/protocol.md, "Ticket types"): a family's
+ * records are write sets like any other, so a replica has the family's counts
+ * and the parts each hold took from every ancestor. A venue of 30 with two
+ * areas; holds through both and on the venue; kill -9 of the primary: the new
+ * primary shows the same counts, its check is clean, a hold through an area
+ * is sold_out naming the venue, a release returns along the chain there, and
+ * every node converges to one digest with a clean check.
+ */
+TEST_IMPL(cluster_family_survives_failover)
+{
+    set_start();
+    int p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    json_decref(must(p, "{\"op\":\"create_event\",\"event\":\"venue\",\"capacity\":30,\"shards\":4}"));
+    json_decref(must(p, "{\"op\":\"create_event\",\"event\":\"floor\",\"capacity\":20,\"parent\":\"venue\"}"));
+    json_decref(must(p, "{\"op\":\"create_event\",\"event\":\"stand\",\"capacity\":20,\"parent\":\"venue\"}"));
+    char first[40] = "";
+    for (int k = 0; k < 9; k++) {
+        char line[200];
+        snprintf(line, sizeof line, "{\"op\":\"hold\",\"event\":\"%s\",\"user\":\"u%d\",\"request\":\"k\",\"qty\":3}",
+                 k % 3 == 0   ? "venue"
+                 : k % 3 == 1 ? "floor"
+                              : "stand",
+                 k);
+        json_t *j = must(p, line);
+        ASSERT_STR_EQ(jstr(j, "status"), "held");
+        if (k == 1)
+            snprintf(first, sizeof first, "%s", jstr(j, "hold"));
+        json_decref(j);
+    }
+    char before[3][64];
+    const char *evs[3] = {"venue", "floor", "stand"};
+    for (int e = 0; e < 3; e++)
+        counts_of(p, evs[e], before[e], sizeof before[e]);
+    ASSERT_STR_EQ(before[0], "27/0/3/0"); /* the venue counts its areas' units */
+    ASSERT_STR_EQ(before[1], "9/0/11/3");
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    int old = p;
+    slot_test_server_kill9(&nodes[old].srv);
+    nodes[old].up = false;
+    p = find_primary(WAIT_LONG_MS);
+    ASSERT(p >= 0 && p != old);
+    for (int e = 0; e < 3; e++) {
+        char now[64];
+        counts_of(p, evs[e], now, sizeof now);
+        ASSERT_STR_EQ(now, before[e]);
+    }
+    json_t *j = must(p, "{\"op\":\"check\"}");
+    ASSERT_EQ(json_array_size(json_object_get(j, "violations")), 0u);
+    json_decref(j);
+    j = must(p, "{\"op\":\"hold\",\"event\":\"stand\",\"user\":\"late\",\"request\":\"k\",\"qty\":4}");
+    ASSERT_STR_EQ(jstr(j, "status"), "sold_out");
+    ASSERT_STR_EQ(jstr(j, "short"), "venue");
+    json_decref(j);
+    char rel[200];
+    snprintf(rel, sizeof rel, "{\"op\":\"release\",\"event\":\"floor\",\"hold\":\"%s\",\"user\":\"u1\"}", first);
+    json_decref(must(p, rel));
+    char now[64];
+    counts_of(p, "venue", now, sizeof now);
+    ASSERT_STR_EQ(now, "24/0/6/0"); /* the release went back along the chain on the new primary */
+    node_start(&nodes[old]);
+    ASSERT(wait_members(NODES, WAIT_LONG_MS));
+    ASSERT(wait_converged(WAIT_LONG_MS, NULL));
+    for (int i = 0; i < NODES; i++) {
+        j = must(i, "{\"op\":\"check\"}");
+        ASSERT_EQ(json_array_size(json_object_get(j, "violations")), 0u);
+        json_decref(j);
     }
     set_end();
 }

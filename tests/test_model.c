@@ -202,6 +202,14 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->join_full, (unsigned long long)n->join_replay, (unsigned long long)n->join_refused,
            (unsigned long long)n->leaves, (unsigned long long)n->leave_none, (unsigned long long)n->offers,
            (unsigned long long)n->blocked, (unsigned long long)n->wstates);
+    printf("  v1.2 types: %llu children, %llu sold_out short on an ancestor, %llu family hand-outs, %llu carts "
+           "refused over a shared event\n",
+           (unsigned long long)n->children, (unsigned long long)n->short_parent, (unsigned long long)n->family_serves,
+           (unsigned long long)n->family_carts);
+    printf("  v1.2 allocations: %llu allocate (%llu sold_out), %llu deallocate, %llu holds from blocks, %llu refused "
+           "by a block\n",
+           (unsigned long long)n->allocs, (unsigned long long)n->alloc_sold_out, (unsigned long long)n->deallocs,
+           (unsigned long long)n->block_holds, (unsigned long long)n->block_refused);
     fflush(stdout);
 }
 

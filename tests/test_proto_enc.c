@@ -259,7 +259,9 @@ TEST_IMPL(proto_encode_event_view_ops)
         ASSERT_EQ(jint(j, "waitlist_max"), 0);
         ASSERT_EQ(jint(j, "waiting"), 0);
         ASSERT_EQ(jint(j, "waiting_qty"), 0);
-        ASSERT_EQ(json_object_size(j), 19u + (ops[i] == SLOT_OP_CREATE_EVENT));
+        ASSERT_EQ(jint(j, "allocated"), 0); /* v1.2; a root has no parent nor effective_available */
+        ASSERT(!json_object_get(j, "parent") && !json_object_get(j, "effective_available"));
+        ASSERT_EQ(json_object_size(j), 20u + (ops[i] == SLOT_OP_CREATE_EVENT));
         json_decref(j);
     }
 }
@@ -566,20 +568,22 @@ TEST_IMPL(proto_v11_encode_replies)
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     json_t *f = json_object_get(j, "features");
     ASSERT(json_is_array(f));
-    ASSERT_EQ(json_array_size(f), 7u);
+    ASSERT_EQ(json_array_size(f), 9u);
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 0)), "windows");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 3)), "reacquire");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "hold_many");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 5)), "waitlist");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 6)), "feed");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "types"); /* v1.2 */
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 8)), "allocations");
     json_decref(j);
     /* A replica-set member's hello: one "features", with "cluster" last, and the server facts. */
     res.cluster = true;
     res.version = "9.9";
     j = roundtrip(&req, &res, buf, sizeof(buf)); /* duplicate keys are refused */
     f = json_object_get(j, "features");
-    ASSERT_EQ(json_array_size(f), 8u);
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "cluster");
+    ASSERT_EQ(json_array_size(f), 10u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 9)), "cluster");
     ASSERT_STR_EQ(jstr(j, "version"), "9.9");
     json_decref(j);
     slot_res_clear(&res);

@@ -77,6 +77,13 @@ typedef struct slot_feed_entry {
     uint32_t qty, returned;
     uint64_t expires_at_ms;
     uint64_t replaces_seq, replaces_tag; /* hold.confirmed of a reacquire; 0, 0: none */
+    /* record version 4: the hold's ancestors, parent first ("chain" is the
+     * event, then these; docs/protocol.md, "Ticket types"), and its block */
+    uint8_t nchain;
+    uint8_t chain_len[SLOT_ANCESTORS_MAX];
+    char chain[SLOT_ANCESTORS_MAX][SLOT_EVENT_BYTES_MAX + 1];
+    uint8_t alloc_len; /* 0 = not from a block */
+    char alloc[SLOT_EVENT_BYTES_MAX + 1];
     /* event.* */
     slot_event_view view;
 } slot_feed_entry;

@@ -54,6 +54,19 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 /* A hold takes at most qty units from at most min(qty, shards) shards. */
 #define SLOT_PARTS_MAX SLOT_MAX_PER_REQUEST_MAX
 
+/* v1.2 ticket types (docs/protocol.md, "Ticket types"): a family is at most
+ * 3 levels deep (a venue, its areas, their ticket types), so a hold's chain
+ * is its event and at most SLOT_ANCESTORS_MAX ancestors. */
+#define SLOT_FAMILY_DEPTH_MAX 3
+#define SLOT_ANCESTORS_MAX (SLOT_FAMILY_DEPTH_MAX - 1)
+/* An event has at most SLOT_CHILDREN_MAX children (create_event refuses
+ * more), so a family has at most SLOT_FAMILY_EVENTS_MAX events: the bound of
+ * the family's waitlist hand-out, which visits them. */
+#define SLOT_CHILDREN_MAX 64
+/* v1.2 allocations: an event has at most this many blocks (allocate refuses more). */
+#define SLOT_BLOCKS_MAX 16
+#define SLOT_FAMILY_EVENTS_MAX (1 + SLOT_CHILDREN_MAX + SLOT_CHILDREN_MAX * SLOT_CHILDREN_MAX)
+
 /*
  * slotd's flags: for each numeric flag its default, and the range the
  * command line accepts (inclusive); slotd --help prints both.

@@ -74,7 +74,9 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(CLUSTER, "cluster", false, false)                  \
     X(METRICS, "metrics", false, true)                   \
     X(BACKUP, "backup", false, true)                     \
-    X(CLUSTER_CHANGE, "cluster_change", false, true)
+    X(CLUSTER_CHANGE, "cluster_change", false, true)     \
+    X(ALLOCATE, "allocate", true, true)                  \
+    X(DEALLOCATE, "deallocate", true, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -122,6 +124,9 @@ enum {
     SLOT_HAS_MAX_HOLD_MS = 1u << 9,    /* create_event */
     SLOT_HAS_QTY = 1u << 10,           /* confirm: a partial confirm (or a reacquire's qty) */
     SLOT_HAS_WAITLIST_MAX = 1u << 11,  /* create_event */
+    SLOT_HAS_PARENT = 1u << 12,        /* create_event: parent given */
+    SLOT_HAS_ALLOCATION = 1u << 13,    /* hold: from a block; allocate, deallocate: the block */
+    SLOT_HAS_ALLOC_QTY = 1u << 14,     /* allocate, deallocate: qty given */
 };
 
 /* One item of a cart (hold_many): an event and the units wanted of it. */
@@ -156,6 +161,11 @@ typedef struct slot_req {
     char user[SLOT_USER_BYTES_MAX + 1]; /* get_hold: user_len 0 = any user's (worker, admin) */
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     char token[SLOT_TOKEN_BYTES_MAX + 1];
+    uint8_t parent_len;                       /* create_event: 0 = none */
+    uint8_t alloc_len;                        /* hold, allocate, deallocate: the block; 0 = none */
+    char alloc[SLOT_EVENT_BYTES_MAX + 1];     /* the block's name (the event rule) */
+    uint64_t alloc_qty;                       /* allocate, deallocate: 1..SLOT_CAPACITY_MAX units */
+    char parent[SLOT_EVENT_BYTES_MAX + 1];    /* create_event: the parent event (docs/protocol.md, "Ticket types") */
     uint32_t qty;                             /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
     uint64_t capacity;                        /* 0..SLOT_CAPACITY_MAX */
     uint32_t shards;                          /* 1..SLOT_SHARDS_MAX */
@@ -206,6 +216,16 @@ typedef struct slot_event_view {
     uint64_t max_hold_ms;
     uint32_t waitlist_max;         /* 0 = no waitlist */
     uint64_t waiting, waiting_qty; /* entries waiting, and the units they want */
+    /* v1.2 (docs/protocol.md, "Ticket types", "Allocations") */
+    char parent[SLOT_EVENT_BYTES_MAX + 1]; /* "" = a root: no "parent" or "effective_available" on the wire */
+    uint32_t children;                     /* events whose parent this is */
+    uint64_t effective_available;          /* the least available over the chain (a child's) */
+    uint64_t allocated;                    /* unused units of blocks of this event and its descendants */
+    uint32_t nblocks;                      /* the event's own blocks ("allocations"), name order */
+    struct {
+        char name[SLOT_EVENT_BYTES_MAX + 1];
+        uint64_t qty, remaining, held, confirmed;
+    } blocks[SLOT_BLOCKS_MAX];
 } slot_event_view;
 
 /* A waitlist entry's state (docs/protocol.md, "Waitlist"): the waitlist op's "status". */
@@ -320,9 +340,16 @@ typedef struct slot_res {
     char replaces[SLOT_HOLD_ID_BYTES + 1];    /* confirm (reacquire), get_hold: the hold this one replaced; "" = none */
     char replaced_by[SLOT_HOLD_ID_BYTES + 1]; /* get_hold: the hold a reacquire made for this one; "" = none */
     uint64_t opens_at_ms, closes_at_ms;       /* not_on_sale: the event's window */
-    slot_event_view view;                     /* create_event, set_capacity, reshard, set_status, event */
-    uint32_t nshards;                         /* shards op */
-    uint64_t *shard_free;                     /* shards op: nshards values, heap */
+    char
+        sale_event[SLOT_EVENT_BYTES_MAX + 1]; /* not_on_sale of an ancestor: its name ("event"); "" = the event's own */
+    bool block; /* allocate, deallocate: the block's reply; hold: sold_out with remaining */
+    char block_name[SLOT_EVENT_BYTES_MAX + 1]; /* allocate, deallocate: "allocation" */
+    uint64_t block_qty, block_remaining;       /* allocate, deallocate: qty (the block's total), remaining */
+    char short_event[SLOT_EVENT_BYTES_MAX +
+                     1];  /* sold_out over a chain: the nearest event that lacked ("short"); "" = none */
+    slot_event_view view; /* create_event, set_capacity, reshard, set_status, event */
+    uint32_t nshards;     /* shards op */
+    uint64_t *shard_free; /* shards op: nshards values, heap */
     uint64_t events_checked, holds_checked, expired; /* check, expire */
     uint32_t nviolations;                            /* check: total found */
     uint64_t seq;                                    /* digest: the store's seq (slot/store.h) */

@@ -15,9 +15,11 @@
  *   users     ev + user                                     u64 held + confirmed + waiting (max_per_user > 0 only)
  *   feed      u64 seq                                       packed feed entry (slot/feed.h)
  *   consumers name(consumer)                                u64 acked + u64 updated_at_ms (slot/feed.h)
- *   waitlist  ev + 'e' + u64 join                           waiting entry: qty, user, request, joined_at
+ *   waitlist  ev + 'e' + u64 join                           waiting entry: qty, user, request, joined_at, family order
  *   waitlist  ev + 'k' + user + request                     the key's entry: state, join, qty, hold
  *   waitlist  ev + 'f' + u64 node                           u64: a node of the tree counting left entries
+ *   waitlist  ev + 'a' + block                              an allocation block: qty, remaining, held, confirmed, max_per_user
+ *   waitlist  ev + 'b' + block + user                       u64 the user's units held + confirmed from the block
  *
  * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
@@ -41,7 +43,7 @@
 #define SLOT_SCHEMA_MAGIC "SLOTDB01" /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u       /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION \
-    3u                         /* first byte of every packed record written; versions 1
+    4u                         /* first byte of every packed record written; versions 1
                                           (before v1.1) and 2 (before carts and waitlists) are still read */
 #define SLOT_STORE_DBS 9       /* the nine above (feed, consumers: slot/feed.h) */
 #define SLOT_STORE_READERS 256 /* LMDB reader slots: the loop thread and tools use a few */
@@ -66,6 +68,17 @@ typedef struct slot_event_rec {
     uint64_t waiting, waiting_qty; /* entries waiting and the units they want */
     uint64_t next_join;            /* the next join's sequence number, from 1 */
     uint64_t served;               /* entries offered a hold so far (all precede every waiting one) */
+    /* Record version 4 (an older record reads as: no parent, no children,
+     * nothing allocated): ticket types and allocations (docs/protocol.md,
+     * "Ticket types", "Allocations"). held and confirmed above count the
+     * units held in this event directly or through any descendant, so
+     * free = capacity - held - confirmed - allocated for every event. */
+    uint8_t parent_len; /* 0 = a root (no parent); set at create, never changed */
+    char parent[SLOT_EVENT_BYTES_MAX + 1];
+    uint32_t children;      /* events created with this one as parent */
+    uint64_t allocated;     /* unused units of the blocks of this event and its descendants */
+    uint64_t fam_next_join; /* a root's: the family's next join order (waitlists of a family share one order) */
+    uint64_t fam_waiting;   /* a root's: entries waiting on any event of its family */
 } slot_event_rec;
 
 /* How a hold was made: its request key's kind of use (docs/protocol.md,
@@ -80,6 +93,14 @@ typedef struct slot_hold_part {
     uint16_t shard;
     uint16_t qty;
 } slot_hold_part;
+
+/* What a hold took from one ancestor's shards (record version 4): the
+ * ancestor is the i-th of the chain (parent first), its parts add up to the
+ * hold's qty (held), or to its confirmed part after a partial confirm. */
+typedef struct slot_hold_anc {
+    uint16_t nparts;
+    slot_hold_part parts[SLOT_PARTS_MAX];
+} slot_hold_anc;
 
 /* holds[ev, seq] */
 typedef struct slot_hold_rec {
@@ -101,6 +122,11 @@ typedef struct slot_hold_rec {
     /* Record version 3 (an older record reads as a plain hold). */
     slot_hold_kind kind;
     uint64_t origin; /* see slot_hold_kind */
+    /* Record version 4 (an older record reads as: no ancestors, no block). */
+    uint8_t nanc; /* ancestors the hold took units from: its event's depth, 0..SLOT_ANCESTORS_MAX */
+    slot_hold_anc anc[SLOT_ANCESTORS_MAX];
+    uint8_t alloc_len; /* 0 = from the free shards; else the block (of the hold's event) it took from */
+    char alloc[SLOT_EVENT_BYTES_MAX + 1];
 } slot_hold_rec;
 
 typedef struct slot_store slot_store;
@@ -268,6 +294,8 @@ typedef struct slot_wait_rec {
     uint16_t qty;
     uint64_t joined_at_ms;
     uint64_t hold_seq, hold_tag; /* offered: the hold */
+    uint64_t order;              /* a waiting entry's place in its family's one join order (the root's
+                                    fam_next_join when it joined; 0: joined before v1.2) */
     uint8_t user_len, request_len;
     char user[SLOT_USER_BYTES_MAX + 1];
     char request[SLOT_REQUEST_BYTES_MAX + 1];
@@ -296,6 +324,39 @@ int slot_store_wait_left_add(slot_store *st, MDB_txn *txn, const char *ev, size_
 /* Entries that left with join seq <= upto, into *count (<= 40 reads). */
 int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t upto,
                                uint64_t *count);
+
+/*
+ * ---- Allocations (docs/protocol.md, "Allocations"; src/store/store_wait.c):
+ * blocks of an event's capacity set aside, in the waitlist database under the
+ * event's name ('a' rows), and the users' counts of blocks with a
+ * max_per_user ('b' rows). Names are (pointer, length), 1..64 bytes.
+ */
+typedef struct slot_block_rec {
+    uint8_t name_len;
+    char name[SLOT_EVENT_BYTES_MAX + 1];
+    uint64_t qty;             /* the block's total: units allocated to it, less those deallocated */
+    uint64_t remaining;       /* unused units (counted in the event's and its ancestors' allocated) */
+    uint64_t held, confirmed; /* units of the block's holds */
+    uint64_t max_per_user;    /* 0 = none; else a user's held + confirmed from the block */
+    bool closed;              /* deallocated while its holds were active: kept (remaining 0) until they end, so their
+                    counts stay right; their units come back to the free shards; allocate opens it again */
+} slot_block_rec;
+
+/* The block into out (its name set); MDB_NOTFOUND when the event has none of that name. */
+int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len,
+                         slot_block_rec *out);
+int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_block_rec *rec);
+int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
+                         size_t name_len);
+/* Every block of the event in name order (the key order: length byte first). */
+typedef int (*slot_store_block_fn)(void *ctx, const slot_block_rec *rec);
+int slot_store_blocks_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_block_fn fn,
+                           void *ctx);
+/* The user's units of a block: a missing row reads 0; writing 0 deletes it. */
+int slot_store_block_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
+                              size_t block_len, const char *user, size_t user_len, uint64_t *qty);
+int slot_store_block_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
+                              size_t block_len, const char *user, size_t user_len, uint64_t qty);
 
 /*
  * ---- Replication groundwork (src/store/store_repl.c; docs/design.md, "Storage",

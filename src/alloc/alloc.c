@@ -89,6 +89,9 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     }
     if (rc != MDB_NOTFOUND)
         return rc;
+    /* an unknown block comes before max_per_request ("Clarifications of v1.2", Hold decision order) */
+    if (req->alloc_len > 0 && (rc = slot__block_known(c, req, res)) != 0)
+        return slot__answered_ok(rc);
     if (req->qty > e.max_per_request) {
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "qty: %u is above the event's max_per_request %u",
                        (unsigned)req->qty, (unsigned)e.max_per_request);
@@ -101,6 +104,8 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
     slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->qty);
+    h->alloc_len = req->alloc_len;
+    memcpy(h->alloc, req->alloc, req->alloc_len + 1u);
     rc = slot__hold_make(c, &e, h, user_qty + h->qty);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
@@ -140,13 +145,56 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
     return 0;
 }
 
+/* The event view of record e into res, with a child's effective_available. */
+static int view_put(ctx *c, slot_res *res, const slot_event_rec *e)
+{
+    slot__view_fill(&res->view, c->ev, c->ev_len, e);
+    int rc = slot__view_family(c, &res->view, e);
+    return rc == 0 ? slot__view_blocks(c, &res->view) : rc;
+}
+
 static int op_event(ctx *c, slot_res *res)
 {
     slot_event_rec e;
     int rc = slot__event_load(c, &e, res);
     if (rc == 0)
-        slot__view_fill(&res->view, c->ev, c->ev_len, &e);
+        rc = view_put(c, res, &e);
     return slot__answered_ok(rc);
+}
+
+/* create_event's parent (docs/protocol.md, "Ticket types"; "Clarifications
+ * of v1.2", Types): an existing event, not the event itself, with at most
+ * SLOT_FAMILY_DEPTH_MAX - 1 levels above the new one. p receives the
+ * parent's record. 0, SLOT__ANSWERED (unknown_event, invalid_argument) or an
+ * LMDB error. */
+static int parent_check(ctx *c, const slot_req *req, slot_event_rec *p, slot_res *res)
+{
+    if (req->parent_len == c->ev_len && memcmp(req->parent, c->ev, c->ev_len) == 0) {
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "parent: an event cannot be its own parent");
+        return SLOT__ANSWERED;
+    }
+    int rc = slot_store_event_get(c->st, c->txn, req->parent, req->parent_len, p);
+    if (rc == MDB_NOTFOUND) {
+        slot_res_error(res, SLOT_E_UNKNOWN_EVENT, "parent: no event \"%s\"", req->parent);
+        return SLOT__ANSWERED;
+    }
+    if (rc != 0)
+        return rc;
+    if (p->children >= SLOT_CHILDREN_MAX) {
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "parent: \"%s\" has %d children, the most an event may have",
+                       req->parent, SLOT_CHILDREN_MAX);
+        return SLOT__ANSWERED;
+    }
+    ctx pc = {c->a, c->st, c->txn, req->parent, req->parent_len, c->now_ms};
+    slot__chain ch;
+    rc = slot__chain_load(&pc, p, &ch);
+    if (rc == 0 && ch.n + 1u > SLOT_ANCESTORS_MAX) {
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT,
+                       "parent: \"%s\" is at level %u; a family is at most %d levels deep", req->parent,
+                       (unsigned)ch.n + 1u, SLOT_FAMILY_DEPTH_MAX);
+        return SLOT__ANSWERED;
+    }
+    return rc;
 }
 
 static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
@@ -154,22 +202,37 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     slot_event_rec e;
     int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &e);
     uint64_t max_hold_ms = req->max_hold_ms ? req->max_hold_ms : 2ull * req->hold_ttl_ms;
+    bool same_parent = rc == 0 && e.parent_len == req->parent_len && memcmp(e.parent, req->parent, e.parent_len) == 0;
+    if (rc == 0 && req->parent_len > 0 && e.children > 0 && !same_parent) {
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "parent: event \"%s\" has children and cannot be given a parent",
+                       c->ev);
+        return 0;
+    }
     if (rc == 0) {
-        if (e.capacity != req->capacity || e.shards != req->shards || e.hold_ttl_ms != req->hold_ttl_ms ||
-            e.max_per_user != req->max_per_user || e.max_per_request != req->max_per_request ||
-            e.opens_at_ms != req->opens_at_ms || e.closes_at_ms != req->closes_at_ms ||
-            e.max_extensions != req->max_extensions || e.max_hold_ms != max_hold_ms ||
-            e.waitlist_max != req->waitlist_max) {
+        if (!same_parent || e.capacity != req->capacity || e.shards != req->shards ||
+            e.hold_ttl_ms != req->hold_ttl_ms || e.max_per_user != req->max_per_user ||
+            e.max_per_request != req->max_per_request || e.opens_at_ms != req->opens_at_ms ||
+            e.closes_at_ms != req->closes_at_ms || e.max_extensions != req->max_extensions ||
+            e.max_hold_ms != max_hold_ms || e.waitlist_max != req->waitlist_max) {
             slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
             return 0;
         }
-        slot__view_fill(&res->view, c->ev, c->ev_len, &e);
         res->replay = true;
-        return 0;
+        return view_put(c, res, &e);
     }
     if (rc != MDB_NOTFOUND)
         return rc;
+    slot_event_rec p;
+    if (req->parent_len > 0) {
+        rc = parent_check(c, req, &p, res);
+        if (rc != 0)
+            return slot__answered_ok(rc);
+    }
     memset(&e, 0, sizeof(e));
+    e.parent_len = req->parent_len;
+    memcpy(e.parent, req->parent, req->parent_len);
+    e.parent[e.parent_len] = 0;
+    e.fam_next_join = 1;
     e.status = SLOT_EVENT_ON_SALE;
     e.shards = (uint16_t)req->shards;
     e.max_per_request = (uint16_t)req->max_per_request;
@@ -187,10 +250,14 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     rc = shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
-    if (rc == 0) {
-        slot__view_fill(&res->view, c->ev, c->ev_len, &e);
-        rc = slot__event_feed(c, &res->view, SLOT_FEED_EVENT_CREATED);
+    if (rc == 0 && req->parent_len > 0) {
+        p.children++;
+        rc = slot_store_event_put(c->st, c->txn, req->parent, req->parent_len, &p);
     }
+    if (rc == 0)
+        rc = view_put(c, res, &e);
+    if (rc == 0)
+        rc = slot__event_feed(c, &res->view, SLOT_FEED_EVENT_CREATED);
     return rc;
 }
 
@@ -206,11 +273,14 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0)
         return slot__answered_ok(rc);
     slot_event_rec before = e;
-    uint64_t allocated = e.held + e.confirmed;
+    /* held and confirmed count the descendants' units; allocated the unused
+     * units of blocks (docs/protocol.md, "Ticket types", "Allocations") */
+    uint64_t allocated = e.held + e.confirmed + e.allocated;
     switch (req->op) {
     case SLOT_OP_SET_CAPACITY:
         if (req->capacity < allocated) {
-            slot_res_error(res, SLOT_E_CAPACITY_BELOW_ALLOCATED, "capacity %llu is below held + confirmed %llu",
+            slot_res_error(res, SLOT_E_CAPACITY_BELOW_ALLOCATED,
+                           "capacity %llu is below held + confirmed + allocated %llu (descendants included)",
                            (unsigned long long)req->capacity, (unsigned long long)allocated);
             return 0;
         }
@@ -239,7 +309,7 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
     if (rc == 0)
-        slot__view_fill(&res->view, c->ev, c->ev_len, &e);
+        rc = view_put(c, res, &e);
     /* Only a change of the event's settings makes an entry (docs/protocol.md,
      * "Clarifications of v1.1", "Feed entries"). */
     if (rc == 0 && (before.capacity != e.capacity || before.shards != e.shards || before.status != e.status ||
@@ -300,6 +370,10 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
         return slot_store_digest(a->store, txn, &res->seq, res->digest);
     case SLOT_OP_HOLD_MANY:
         return slot__op_hold_many(a, txn, req, now_ms, res);
+    case SLOT_OP_ALLOCATE:
+        return slot__op_allocate(&c, req, res);
+    case SLOT_OP_DEALLOCATE:
+        return slot__op_deallocate(&c, req, res);
     case SLOT_OP_WAITLIST_JOIN:
     case SLOT_OP_WAITLIST_LEAVE:
     case SLOT_OP_WAITLIST:

@@ -131,7 +131,12 @@ void slot__view_fill(slot_event_view *v, const char *ev, size_t ev_len, const sl
     v->capacity = e->capacity;
     v->held = e->held;
     v->confirmed = e->confirmed;
-    v->available = e->capacity - e->held - e->confirmed;
+    v->available = slot__free_units(e);
+    v->allocated = e->allocated;
+    memcpy(v->parent, e->parent, e->parent_len);
+    v->parent[e->parent_len] = 0;
+    v->effective_available = v->available;
+    v->children = e->children;
     v->shards = e->shards;
     v->hold_ttl_ms = e->hold_ttl_ms;
     v->max_per_user = e->max_per_user;
@@ -145,42 +150,146 @@ void slot__view_fill(slot_event_view *v, const char *ev, size_t ev_len, const sl
     v->waiting_qty = e->waiting_qty;
 }
 
+int slot__view_family(ctx *c, slot_event_view *v, const slot_event_rec *e)
+{
+    if (e->parent_len == 0)
+        return 0;
+    return slot__chain_free(c, e, 0, &v->effective_available, NULL);
+}
+
 /* ---- the checks of a new hold */
 
-bool slot__on_sale(ctx *c, const slot_event_rec *e, slot_res *res)
+/* Why a hold may not be taken on record e now, or NULL when it may. */
+static const char *sale_why(const ctx *c, const slot_event_rec *e)
 {
-    const char *why = NULL;
     if (e->status != SLOT_EVENT_ON_SALE)
-        why = "is closed";
-    else if (e->opens_at_ms && c->now_ms < e->opens_at_ms)
-        why = "has not opened yet";
-    else if (e->closes_at_ms && c->now_ms >= e->closes_at_ms)
-        why = "has closed its sale window";
-    if (!why)
-        return true;
-    slot_res_error(res, SLOT_E_NOT_ON_SALE, "event \"%s\" %s (opens_at %llu, closes_at %llu)", c->ev, why,
+        return "is closed";
+    if (e->opens_at_ms && c->now_ms < e->opens_at_ms)
+        return "has not opened yet";
+    if (e->closes_at_ms && c->now_ms >= e->closes_at_ms)
+        return "has closed its sale window";
+    return NULL;
+}
+
+static void not_on_sale(slot_res *res, const char *ev, const slot_event_rec *e, const char *why)
+{
+    slot_res_error(res, SLOT_E_NOT_ON_SALE, "event \"%s\" %s (opens_at %llu, closes_at %llu)", ev, why,
                    (unsigned long long)e->opens_at_ms, (unsigned long long)e->closes_at_ms);
     res->opens_at_ms = e->opens_at_ms;
     res->closes_at_ms = e->closes_at_ms;
+}
+
+bool slot__on_sale(ctx *c, const slot_event_rec *e, slot_res *res)
+{
+    const char *why = sale_why(c, e);
+    if (!why)
+        return true;
+    not_on_sale(res, c->ev, e, why);
     return false;
 }
 
-/* Expires the due holds of c's event and rereads the event record. */
+/* Expires the due holds of c's event and rereads the event record. An event
+ * of a family expires every due hold (a sibling's or a parent's holds free
+ * the shared units too): a sold_out is never caused by expired holds. */
 int slot__expire_event_due(ctx *c, slot_event_rec *e)
 {
     uint64_t n = 0;
-    int rc = slot__expire_due(c->a, c->txn, c->ev, c->ev_len, c->now_ms, SLOT_EXPIRE_OP_MAX, &n);
+    bool family = e->parent_len > 0 || e->children > 0;
+    int rc = slot__expire_due(c->a, c->txn, family ? NULL : c->ev, family ? 0 : c->ev_len, c->now_ms,
+                              SLOT_EXPIRE_OP_MAX, &n);
     if (rc == 0 && n > 0)
         rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
     return rc;
 }
 
-/* Decides user_limit / sold_out after expiring due holds when that could
- * change the answer. Returns 0 and leaves res->err OK when the hold may go on. */
+/* The ancestors' side of a new hold's checks (docs/protocol.md, "Ticket
+ * types"; "Clarifications of v1.2", "Hold decision order"): every ancestor
+ * on sale (not_on_sale carries the ancestor's name and times), then each
+ * ancestor's max_per_user over the units the user holds through all its
+ * descendants. Due holds are expired before a user_limit (as for the event's
+ * own). res->err set when refused. */
+static int chain_admit(ctx *c, const slot_req *req, slot_event_rec *e, slot_res *res)
+{
+    slot__chain ch;
+    int rc = slot__chain_load(c, e, &ch);
+    for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
+        const char *why = sale_why(c, &ch.anc[i].rec);
+        if (why) {
+            not_on_sale(res, ch.anc[i].name, &ch.anc[i].rec, why);
+            memcpy(res->sale_event, ch.anc[i].name, ch.anc[i].len + 1u);
+            return 0;
+        }
+    }
+    bool settled = false;
+    for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
+        slot__anc *an = &ch.anc[i];
+        if (an->rec.max_per_user == 0)
+            continue;
+        uint64_t u = 0;
+        rc = slot_store_user_get(c->st, c->txn, an->name, an->len, req->user, req->user_len, &u);
+        if (rc == 0 && u + req->qty > an->rec.max_per_user && !settled) {
+            settled = true;
+            rc = slot__expire_event_due(c, e);
+            if (rc == 0)
+                rc = slot_store_user_get(c->st, c->txn, an->name, an->len, req->user, req->user_len, &u);
+        }
+        if (rc == 0 && u + req->qty > an->rec.max_per_user) {
+            slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of event \"%s\"'s max_per_user %llu",
+                           (unsigned long long)u, an->name, (unsigned long long)an->rec.max_per_user);
+            return 0;
+        }
+    }
+    return rc;
+}
+
+/* A hold from block req->alloc (docs/protocol.md, "Allocations"): the
+ * block's max_per_user (user_limit) counts the user's units held or
+ * confirmed from it; sold_out with "remaining" when fewer than qty are left
+ * (after due holds were expired: theirs come back to the block). The free
+ * shards and the waitlist play no part. The block exists (op_hold checked). */
+static int block_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res)
+{
+    slot_block_rec b;
+    uint64_t u = 0;
+    int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+        bool over = false;
+        if (b.max_per_user > 0) {
+            rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, req->user,
+                                           req->user_len, &u);
+            over = u + req->qty > b.max_per_user;
+        }
+        if (rc != 0 || (!over && b.remaining >= req->qty))
+            break;
+        if (pass == 1) {
+            if (over) {
+                slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of allocation \"%s\"'s max_per_user %llu",
+                               (unsigned long long)u, req->alloc, (unsigned long long)b.max_per_user);
+            } else {
+                res->sold_out = true;
+                res->block = true;
+                res->block_remaining = b.remaining;
+                res->available = b.remaining;
+            }
+            return 0;
+        }
+        rc = slot__expire_event_due(c, e); /* due holds of the block give their units back first */
+        if (rc == 0)
+            rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+        if (rc == 0 && e->max_per_user > 0)
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
+    }
+    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+}
+
+/* Decides not_on_sale of the ancestors, user_limit and sold_out (over the
+ * event's chain) after expiring due holds when that could change the
+ * answer. Returns 0 and leaves res->err OK when the hold may go on. */
 int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res)
 {
     int rc = 0;
     bool settled = false;
+    *user_qty = 0;
     if (e->max_per_user > 0) {
         rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
         if (rc == 0 && *user_qty + req->qty > e->max_per_user) {
@@ -188,20 +297,35 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
             rc = slot__expire_event_due(c, e);
             if (rc == 0)
                 rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
-            if (rc == 0 && *user_qty + req->qty > e->max_per_user) {
-                slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of max_per_user %llu",
-                               (unsigned long long)*user_qty, (unsigned long long)e->max_per_user);
-                return 0;
-            }
         }
     }
+    /* not_on_sale of an ancestor comes before every user_limit (the decision order) */
+    if (rc == 0 && e->parent_len > 0) {
+        rc = chain_admit(c, req, e, res);
+        if (rc != 0 || res->err != SLOT_E_OK)
+            return rc;
+        /* its expiry may have returned this user's own units: read the total again */
+        if (e->max_per_user > 0)
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
+    }
+    if (rc == 0 && e->max_per_user > 0 && *user_qty + req->qty > e->max_per_user) {
+        slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of max_per_user %llu", (unsigned long long)*user_qty,
+                       (unsigned long long)e->max_per_user);
+        return 0;
+    }
+    if (rc == 0 && req->alloc_len > 0) /* a hold from a block: its own max_per_user and remaining */
+        return block_admit(c, req, e, user_qty, res);
     /* While people wait, units go to them first (docs/protocol.md, "Waitlist"):
      * a new hold is sold_out, after due holds were expired (they may serve
-     * the whole list). */
-    uint64_t avail = e->capacity - e->held - e->confirmed;
+     * the whole list). Only the event's own waitlist counts ("Clarifications
+     * of v1.2", Types). */
+    uint64_t avail = 0;
+    if (rc == 0)
+        rc = slot__chain_free(c, e, req->qty, &avail, res->short_event);
     if (rc == 0 && (avail < req->qty || e->waiting > 0) && !settled) {
         rc = slot__expire_event_due(c, e);
-        avail = e->capacity - e->held - e->confirmed;
+        if (rc == 0)
+            rc = slot__chain_free(c, e, req->qty, &avail, res->short_event);
         /* Expiring may have returned this user's own units: the quantity
          * read above is stale, and op_hold writes user_qty + qty. */
         if (rc == 0 && e->max_per_user > 0)
@@ -210,6 +334,8 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
     if (rc == 0 && (avail < req->qty || e->waiting > 0)) {
         res->sold_out = true;
         res->available = avail;
+    } else {
+        res->short_event[0] = 0;
     }
     return rc;
 }

@@ -1,8 +1,8 @@
 /*
  * alloc_int.h — what the allocator's files share, in layers, each calling
  * only those below it: alloc.c (slot_alloc_run, the dispatcher, and the
- * event ops and the plain hold) -> the op files (cart.c, confirm.c,
- * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c (the hold's
+ * event ops and the plain hold) -> the op files (block.c, cart.c, confirm.c,
+ * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c and hold_serve.c (the hold's
  * life) -> alloc_idem.c, cold.c, idem.c (the idempotency index) and
  * alloc_rng.c (random numbers). Internal to libslot.
  * Errors follow slot/error.h's internal convention; SLOT__ANSWERED below is
@@ -79,15 +79,56 @@ void slot__cold_free(slot_alloc *a);
 int slot__request_find(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request, size_t request_len,
                        slot_hold_rec *h);
 
-/* ---- hold.c: the hold's life (birth, moves, feed entries, hand-out, expiry) */
+/* ---- hold.c: the hold's life (birth, moves, feed entries, expiry); hold_serve.c: the hand-out */
 
 /* slot__hold_due — true when h is held and its expires_at_ms <= now_ms. */
 bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
 
-/* slot__units_take — h->qty units from the shards, random start then the
- * others in turn (docs/design.md, "The allocation rule"); fills h's parts.
- * The caller checked the event has that many free. 0 or an LMDB error. */
-int slot__units_take(slot__alloc_ctx *c, const slot_event_rec *e, slot_hold_rec *h);
+/* One ancestor of an event (docs/protocol.md, "Ticket types"): its name and
+ * its record as the transaction had it when loaded. */
+typedef struct slot__anc {
+    uint8_t len;
+    char name[SLOT_EVENT_BYTES_MAX + 1];
+    slot_event_rec rec;
+} slot__anc;
+
+/* An event's ancestors, parent first (0..SLOT_ANCESTORS_MAX). */
+typedef struct slot__chain {
+    uint8_t n;
+    slot__anc anc[SLOT_ANCESTORS_MAX];
+} slot__chain;
+
+/* slot__chain_load — the ancestors of event record e (parent first) into
+ * ch, read from c's transaction. A copy: a write to an ancestor after this
+ * makes ch stale (load again). 0, MDB_CORRUPTED (a parent missing or a chain
+ * deeper than SLOT_FAMILY_DEPTH_MAX) or an LMDB error. */
+int slot__chain_load(slot__alloc_ctx *c, const slot_event_rec *e, slot__chain *ch);
+
+/* slot__free_units — e's free units: capacity - held - confirmed - allocated
+ * (held and confirmed count descendants, allocated unused block units). */
+uint64_t slot__free_units(const slot_event_rec *e);
+
+/* slot__chain_free — *avail := the least free units over c's event (record
+ * e) and its ancestors; short_ev (may be NULL) := the nearest event of that
+ * chain with fewer than qty free, "" when none lacks. 0 or an LMDB error. */
+int slot__chain_free(slot__alloc_ctx *c, const slot_event_rec *e, uint32_t qty, uint64_t *avail,
+                     char short_ev[SLOT_EVENT_BYTES_MAX + 1]);
+
+/* slot__chain_users — the user's row on every ancestor of c's event (record
+ * e) that has a max_per_user: += add, -= sub (a waitlist join counts its
+ * units there as on its own event, a leave gives them back). 0,
+ * MDB_CORRUPTED (a row would go below 0) or an LMDB error. */
+int slot__chain_users(slot__alloc_ctx *c, const slot_event_rec *e, const char *user, size_t user_len, uint64_t add,
+                      uint64_t sub);
+
+/* slot__units_take — h->qty units from c's event's shards and from every
+ * ancestor's, each by a random start then the others in turn (docs/design.md,
+ * "The allocation rule"); fills h's parts and ancestors' parts; each
+ * ancestor's `as` counter (SLOT_HOLD_HELD: held, SLOT_HOLD_CONFIRMED:
+ * confirmed) and its user row grow by qty and the ancestor is written. The
+ * caller checked the chain has that many free, and updates e itself.
+ * 0 or an LMDB error. */
+int slot__units_take(slot__alloc_ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hold_status as);
 
 /* slot__hold_new — h = a held hold of qty units for (user, request), kind
  * plain, no parts yet; slot__hold_make fills the rest. */
@@ -133,13 +174,27 @@ int slot__hold_extend(slot__alloc_ctx *c, slot_hold_rec *h, uint64_t by_ms);
 
 /*
  * slot__waitlist_serve — the hand-out (docs/protocol.md, "Waitlist"): while
- * people wait on c's event and the first entry's qty is free, that entry is
- * offered a held hold (the event's TTL), in join order, in the caller's
- * transaction; an entry that cannot be met stops it (nobody behind it goes
- * first). Called wherever units come back. e is updated; the caller writes
- * it. O(entries served + 1). Returns 0 or an LMDB error.
+ * people wait on c's event and the first entry's qty is free (on the event
+ * and every ancestor), that entry is offered a held hold (the event's TTL),
+ * in join order, in the caller's transaction; an entry that cannot be met
+ * stops it (nobody behind it goes first). For an event of a family with
+ * someone waiting (the root's fam_waiting), every event of the family is
+ * served in the family's one join order ("Ticket types"): e is written
+ * first and read back after. Called wherever units come back. e is updated;
+ * the caller writes it. O(entries served + 1), a family's O(members x
+ * served). Returns 0 or an LMDB error.
  */
 int slot__waitlist_serve(slot__alloc_ctx *c, slot_event_rec *e);
+
+/*
+ * slot__family_note — the family's waitlist bookkeeping on its root (e
+ * itself when it has no parent, else the top of its chain, written here):
+ * fam_waiting += delta (a join +1, an offer or a leave -1) and, with order
+ * non-NULL, *order := the family's next join order (fam_next_join++). The
+ * caller writes e. 0, MDB_CORRUPTED (the count would go below 0) or an LMDB
+ * error.
+ */
+int slot__family_note(slot__alloc_ctx *c, slot_event_rec *e, int delta, uint64_t *order);
 
 /*
  * slot__hold_feed — append the feed entry of type `type` for hold h (its
@@ -184,6 +239,11 @@ void slot__res_hold(slot_res *res, const slot_hold_rec *h, slot_hold_status stat
 /* slot__view_fill — v = the view of event ev/ev_len (ev_len <= SLOT_EVENT_BYTES_MAX) from record e. */
 void slot__view_fill(slot_event_view *v, const char *ev, size_t ev_len, const slot_event_rec *e);
 
+/* slot__view_family — v's effective_available (the least available over the
+ * event's chain) for an event with a parent; nothing for a root. 0 or an
+ * LMDB error. */
+int slot__view_family(slot__alloc_ctx *c, slot_event_view *v, const slot_event_rec *e);
+
 /*
  * slot__on_sale — true when a new hold may be taken now: the event is
  * on_sale and c->now_ms is in [opens_at, closes_at) where they are set
@@ -196,8 +256,11 @@ bool slot__on_sale(slot__alloc_ctx *c, const slot_event_rec *e, slot_res *res);
 int slot__expire_event_due(slot__alloc_ctx *c, slot_event_rec *e);
 
 /*
- * slot__hold_admit — user_limit and sold_out for req->qty units of
- * req->user, after expiring due holds when that could change the answer.
+ * slot__hold_admit — not_on_sale of an ancestor, user_limit (the event's, then
+ * each ancestor's) and sold_out over the event's chain (res->available the
+ * least free over it, res->short_event the nearest event that lacked) for
+ * req->qty units of req->user, after expiring due holds when that could
+ * change the answer.
  * *user_qty receives the user's current total. Returns 0 with res->err
  * still OK and res->sold_out false when the hold may go on; else res holds
  * the answer. LMDB error otherwise.
@@ -222,6 +285,18 @@ int slot__op_confirm(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 
 /* slot__op_extend — extend (confirm.c). 0 or an LMDB error. */
 int slot__op_extend(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__op_allocate, slot__op_deallocate — allocate and deallocate (block.c;
+ * docs/protocol.md, "Allocations"). 0 or an LMDB error. */
+int slot__op_allocate(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+int slot__op_deallocate(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__view_blocks — v's "allocations": the blocks of c's event, in name order (block.c). 0 or an LMDB error. */
+int slot__view_blocks(slot__alloc_ctx *c, slot_event_view *v);
+
+/* slot__block_known — 0 when c's event has the block req->alloc names; else
+ * SLOT__ANSWERED with invalid_argument naming allocation (block.c), or an LMDB error. */
+int slot__block_known(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 
 /* slot__op_waitlist — waitlist_join, waitlist_leave, waitlist, waitlist_entries (waitlist.c). */
 int slot__op_waitlist(slot__alloc_ctx *c, const slot_req *req, slot_res *res);

@@ -130,6 +130,7 @@ static int cart_admit(cart *k, slot_res *res)
 {
     int sold = -1;
     uint64_t sold_avail = 0;
+    char sold_short[SLOT_EVENT_BYTES_MAX + 1] = "";
     for (uint32_t i = 0; i < k->n; i++) {
         ctx *c = &k->c[i];
         slot_req one = *k->req;
@@ -146,7 +147,11 @@ static int cart_admit(cart *k, slot_res *res)
         }
         slot_res r;
         memset(&r, 0, sizeof(r));
-        int rc = slot__hold_admit(c, &one, &k->e[i], &k->user_qty[i], &r);
+        int rc = 0;
+        if (i > 0) /* an earlier item's checks may have expired this event's holds (a family's expire all) */
+            rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &k->e[i]);
+        if (rc == 0)
+            rc = slot__hold_admit(c, &one, &k->e[i], &k->user_qty[i], &r);
         if (rc != 0)
             return rc;
         if (r.err != SLOT_E_OK) {
@@ -157,12 +162,96 @@ static int cart_admit(cart *k, slot_res *res)
         if (r.sold_out && sold < 0) {
             sold = (int)i;
             sold_avail = r.available;
+            memcpy(sold_short, r.short_event, sizeof(sold_short));
         }
     }
     if (sold >= 0) {
         res->sold_out = true;
         res->available = sold_avail;
+        memcpy(res->short_event, sold_short, sizeof(sold_short));
         name_item(res, k, (uint32_t)sold);
+    }
+    return 0;
+}
+
+/* One event of the cart's chains (docs/protocol.md, "Ticket types": "the
+ * family's shared units are counted once per item"): what the items need of
+ * it, and the first item whose chain it is on. */
+typedef struct shared {
+    const char *ev;
+    uint8_t len;
+    uint32_t item, items;
+    uint64_t need, free, max_per_user;
+} shared;
+
+static shared *shared_add(shared *t, uint32_t *n, const char *ev, uint8_t len, const slot_event_rec *e, uint32_t item,
+                          uint32_t qty)
+{
+    for (uint32_t j = 0; j < *n; j++)
+        if (t[j].len == len && memcmp(t[j].ev, ev, len) == 0) {
+            t[j].need += qty;
+            t[j].items++;
+            return &t[j];
+        }
+    shared *x = &t[(*n)++];
+    *x = (shared){ev, len, item, 1, qty, slot__free_units(e), e->max_per_user};
+    return x;
+}
+
+/* The cart's items of one family counted together against each shared
+ * event's free units and max_per_user (after each item passed alone):
+ * user_limit, then sold_out naming the first item on that event's chain.
+ * Returns 0 with res untouched when the cart may be held. */
+static int cart_family(cart *k, slot_res *res)
+{
+    shared t[SLOT_CART_ITEMS_MAX * SLOT_FAMILY_DEPTH_MAX];
+    slot__chain ch[SLOT_CART_ITEMS_MAX]; /* ancestors' names stay here while t points at them */
+    uint32_t n = 0;
+    bool family = false;
+    for (uint32_t i = 0; i < k->n; i++) {
+        family = family || k->e[i].parent_len > 0 || k->e[i].children > 0;
+        ch[i].n = 0;
+    }
+    if (!family)
+        return 0;
+    for (uint32_t i = 0; i < k->n; i++) {
+        uint32_t qty = k->req->items[i].qty;
+        /* a later item's checks may have expired holds (a family's are all expired): read again */
+        int rc = slot_store_event_get(k->c[i].st, k->c[i].txn, k->c[i].ev, k->c[i].ev_len, &k->e[i]);
+        if (rc != 0)
+            return rc;
+        shared_add(t, &n, k->c[i].ev, (uint8_t)k->c[i].ev_len, &k->e[i], i, qty);
+        rc = slot__chain_load(&k->c[i], &k->e[i], &ch[i]);
+        if (rc != 0)
+            return rc;
+        for (uint8_t a = 0; a < ch[i].n; a++)
+            shared_add(t, &n, ch[i].anc[a].name, ch[i].anc[a].len, &ch[i].anc[a].rec, i, qty);
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        if (t[j].items < 2 || t[j].max_per_user == 0)
+            continue;
+        uint64_t u = 0;
+        int rc = slot_store_user_get(k->c[0].st, k->c[0].txn, t[j].ev, t[j].len, k->req->user, k->req->user_len, &u);
+        if (rc != 0)
+            return rc;
+        if (u + t[j].need > t[j].max_per_user) {
+            slot_res_error(res, SLOT_E_USER_LIMIT,
+                           "user has %llu of event \"%.*s\"'s max_per_user %llu; the cart adds %llu",
+                           (unsigned long long)u, (int)t[j].len, t[j].ev, (unsigned long long)t[j].max_per_user,
+                           (unsigned long long)t[j].need);
+            name_item(res, k, t[j].item);
+            return 0;
+        }
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        if (t[j].items >= 2 && t[j].free < t[j].need) {
+            res->sold_out = true;
+            res->available = t[j].free;
+            memcpy(res->short_event, t[j].ev, t[j].len);
+            res->short_event[t[j].len] = 0;
+            name_item(res, k, t[j].item);
+            return 0;
+        }
     }
     return 0;
 }
@@ -194,13 +283,20 @@ int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_
         rc = cart_known(k, res);
     if (rc == MDB_NOTFOUND) {
         rc = cart_admit(k, res);
+        if (rc == 0 && res->err == SLOT_E_OK && !res->sold_out)
+            rc = cart_family(k, res);
         for (uint32_t i = 0; rc == 0 && res->err == SLOT_E_OK && !res->sold_out && i < k->n; i++) {
             ctx *c = &k->c[i];
             slot_hold_rec *h = &k->h[i];
             slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->items[i].qty);
             h->kind = SLOT_HOLD_KIND_CART;
             h->origin = k->print;
-            rc = slot__hold_make(c, &k->e[i], h, k->user_qty[i] + h->qty);
+            /* an earlier item of the family changed this event's counters: read it again */
+            rc = slot_store_event_get(c->st, txn, c->ev, c->ev_len, &k->e[i]);
+            if (rc == 0 && k->e[i].max_per_user > 0)
+                rc = slot_store_user_get(c->st, txn, c->ev, c->ev_len, req->user, req->user_len, &k->user_qty[i]);
+            if (rc == 0)
+                rc = slot__hold_make(c, &k->e[i], h, k->user_qty[i] + h->qty);
             if (rc == 0)
                 rc = slot_store_event_put(c->st, txn, c->ev, c->ev_len, &k->e[i]);
         }

@@ -33,6 +33,17 @@ typedef struct check_ctx {
     size_t users_matched;
     int err;
     uint64_t waiting, waiting_qty, head_qty, offered, left, key_waiting; /* the waitlist's scan */
+    uint8_t depth;                                                       /* the event's ancestors */
+    uint64_t anc_free;     /* the least free units over the ancestors (UINT64_MAX: none) */
+    uint64_t desc_waiting; /* entries waiting on the descendants */
+    uint64_t block_units;  /* unused units of the blocks of the event and its descendants */
+    uint32_t nblocks;      /* the event's own blocks, and what its holds say of each */
+    struct {
+        slot_block_rec rec;
+        uint64_t held, confirmed;
+    } blocks[2 * SLOT_BLOCKS_MAX]; /* open and closed ones */
+    const char *desc_ev;           /* the descendant whose holds are summed now (family_sums) */
+    size_t desc_len;
 } check_ctx;
 
 static void violation(check_ctx *k, int inv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -88,6 +99,40 @@ static int check_links(check_ctx *k, const slot_hold_rec *h)
 
 static int user_add(check_ctx *k, const char *user, size_t user_len, uint64_t qty);
 
+/* A hold of a block: counted against the block's held or confirmed (a
+ * deallocated block's holds are the shards' now). */
+static void block_hold(check_ctx *k, const slot_hold_rec *h)
+{
+    for (uint32_t i = 0; i < k->nblocks; i++) {
+        if (k->blocks[i].rec.name_len != h->alloc_len || memcmp(k->blocks[i].rec.name, h->alloc, h->alloc_len) != 0)
+            continue;
+        if (h->status == SLOT_HOLD_HELD)
+            k->blocks[i].held += h->qty;
+        else if (h->status == SLOT_HOLD_CONFIRMED)
+            k->blocks[i].confirmed += h->qty;
+    }
+}
+
+static int own_block(void *p, const slot_block_rec *b)
+{
+    check_ctx *k = p;
+    k->block_units += b->remaining;
+    if (k->nblocks == 2 * SLOT_BLOCKS_MAX) {
+        violation(k, 1, "more than %d blocks", SLOT_BLOCKS_MAX);
+        return 0;
+    }
+    k->blocks[k->nblocks].rec = *b;
+    k->blocks[k->nblocks].held = k->blocks[k->nblocks].confirmed = 0;
+    k->nblocks++;
+    return 0;
+}
+
+static int desc_block(void *p, const slot_block_rec *b)
+{
+    ((check_ctx *)p)->block_units += b->remaining;
+    return 0;
+}
+
 static int check_hold(void *p, const slot_hold_rec *h)
 {
     check_ctx *k = p;
@@ -95,15 +140,30 @@ static int check_hold(void *p, const slot_hold_rec *h)
     uint64_t parts = 0;
     for (uint16_t i = 0; i < h->nparts; i++)
         parts += h->parts[i].qty;
-    if (parts != h->qty)
+    bool from_block = h->alloc_len > 0; /* a block's hold has no shard parts ("Clarifications of v1.2") */
+    if (parts != (from_block ? 0u : h->qty))
         violation(k, 3, "hold seq %llu: parts add up to %llu, qty %u", (unsigned long long)h->seq,
                   (unsigned long long)parts, (unsigned)h->qty);
+    /* A family's hold took its units from every ancestor too (docs/protocol.md, "Ticket types"). */
+    if (h->nanc != k->depth)
+        violation(k, 3, "hold seq %llu took from %u ancestors; the event has %u", (unsigned long long)h->seq,
+                  (unsigned)h->nanc, (unsigned)k->depth);
+    for (uint8_t a = 0; a < h->nanc && a < SLOT_ANCESTORS_MAX; a++) {
+        uint64_t ap = 0;
+        for (uint16_t i = 0; i < h->anc[a].nparts; i++)
+            ap += h->anc[a].parts[i].qty;
+        if (ap != (from_block ? 0u : h->qty))
+            violation(k, 3, "hold seq %llu: its parts of ancestor %u add up to %llu, qty %u",
+                      (unsigned long long)h->seq, (unsigned)a + 1u, (unsigned long long)ap, (unsigned)h->qty);
+    }
     if (h->returned > 0 && h->status != SLOT_HOLD_CONFIRMED && h->status != SLOT_HOLD_CANCELLED)
         violation(k, 3, "hold seq %llu gave back %u units by a partial confirm but is %s", (unsigned long long)h->seq,
                   (unsigned)h->returned, slot_hold_status_name(h->status));
     int rc = check_links(k, h);
     if (rc != 0)
         return rc;
+    if (from_block)
+        block_hold(k, h);
     bool active = h->status == SLOT_HOLD_HELD || h->status == SLOT_HOLD_CONFIRMED;
     if (h->status == SLOT_HOLD_HELD) {
         k->held += h->qty;
@@ -269,6 +329,107 @@ static void users_fold(check_ctx *k)
     k->nusers = w + 1;
 }
 
+/* A descendant's hold: counted in the ancestor's held / confirmed and, with
+ * the ancestor's max_per_user, in the user's total there. */
+static int desc_hold(void *p, const slot_hold_rec *h)
+{
+    check_ctx *k = p;
+    bool active = h->status == SLOT_HOLD_HELD || h->status == SLOT_HOLD_CONFIRMED;
+    if (h->status == SLOT_HOLD_HELD)
+        k->held += h->qty;
+    else if (h->status == SLOT_HOLD_CONFIRMED)
+        k->confirmed += h->qty;
+    if (h->nanc == 0)
+        violation(k, 3, "hold seq %llu of descendant \"%.*s\" took nothing from its ancestors",
+                  (unsigned long long)h->seq, (int)k->desc_len, k->desc_ev);
+    if (active && k->e->max_per_user > 0)
+        return user_add(k, h->user, h->user_len, h->qty);
+    return 0;
+}
+
+/* Whether event rec (of name ev) descends from k's event: its parent, or its
+ * parent's parent, is k's event. */
+static int descends(check_ctx *k, const slot_event_rec *rec, bool *yes)
+{
+    *yes = false;
+    if (rec->parent_len == 0)
+        return 0;
+    if (rec->parent_len == k->ev_len && memcmp(rec->parent, k->ev, k->ev_len) == 0) {
+        *yes = true;
+        return 0;
+    }
+    slot_event_rec up;
+    int rc = slot_store_event_get(k->st, k->txn, rec->parent, rec->parent_len, &up);
+    if (rc == MDB_NOTFOUND) {
+        violation(k, 1, "an event's parent \"%s\" does not exist", rec->parent);
+        return 0;
+    }
+    if (rc == 0 && up.parent_len == k->ev_len && memcmp(up.parent, k->ev, k->ev_len) == 0)
+        *yes = true;
+    return rc;
+}
+
+/* A descendant's waiting entry: its units count in the ancestor's user totals (a join counts them). */
+static int desc_wait(void *p, const slot_wait_rec *w)
+{
+    check_ctx *k = p;
+    return k->e->max_per_user > 0 ? user_add(k, w->user, w->user_len, w->qty) : 0;
+}
+
+static int family_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *rec)
+{
+    check_ctx *k = p;
+    bool yes = false;
+    int rc = descends(k, rec, &yes);
+    if (rc != 0 || !yes)
+        return rc;
+    k->desc_ev = ev;
+    k->desc_len = ev_len;
+    k->desc_waiting += rec->waiting;
+    int brc = slot_store_blocks_scan(k->st, k->txn, ev, ev_len, desc_block, k);
+    if (brc == 0 && rec->waiting > 0)
+        brc = slot_store_wait_scan(k->st, k->txn, ev, ev_len, 0, desc_wait, k);
+    if (brc != 0)
+        return brc;
+    return slot_store_holds_scan(k->st, k->txn, ev, ev_len, desc_hold, k);
+}
+
+/* The event's depth (ancestors, 0..SLOT_ANCESTORS_MAX) and, with children,
+ * the units its descendants hold and have confirmed added to k's sums (the
+ * family invariant of docs/protocol.md, "Ticket types"). */
+static int family_sums(check_ctx *k, const slot_event_rec *e)
+{
+    k->depth = 0;
+    k->anc_free = UINT64_MAX;
+    slot_event_rec up = *e;
+    while (up.parent_len > 0) {
+        if (k->depth == SLOT_ANCESTORS_MAX) {
+            violation(k, 1, "the family is deeper than %d levels", SLOT_FAMILY_DEPTH_MAX);
+            break;
+        }
+        char name[SLOT_EVENT_BYTES_MAX + 1];
+        uint8_t len = up.parent_len;
+        memcpy(name, up.parent, len + 1u);
+        int rc = slot_store_event_get(k->st, k->txn, name, len, &up);
+        if (rc == MDB_NOTFOUND) {
+            violation(k, 1, "parent \"%s\" does not exist", name);
+            break;
+        }
+        if (rc != 0)
+            return rc;
+        k->depth++;
+        uint64_t f = up.capacity - up.held - up.confirmed - up.allocated;
+        if (f < k->anc_free)
+            k->anc_free = f;
+    }
+    k->desc_waiting = 0;
+    int rc = e->children == 0 ? 0 : slot_store_events_scan(k->st, k->txn, family_event, k);
+    if (rc == 0 && e->parent_len == 0 && e->fam_waiting != e->waiting + k->desc_waiting)
+        violation(k, 2, "the family's waiting count %llu; its events have %llu", (unsigned long long)e->fam_waiting,
+                  (unsigned long long)(e->waiting + k->desc_waiting));
+    return rc;
+}
+
 static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *e)
 {
     check_ctx *k = p;
@@ -294,16 +455,39 @@ static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_
         return rc;
     if (records != e->shards)
         violation(k, 1, "%u shard records for %u shards", records, (unsigned)e->shards);
-    if (free_sum + e->held + e->confirmed != e->capacity || e->held + e->confirmed > e->capacity)
-        violation(k, 1, "free %llu + held %llu + confirmed %llu != capacity %llu", (unsigned long long)free_sum,
-                  (unsigned long long)e->held, (unsigned long long)e->confirmed, (unsigned long long)e->capacity);
-    rc = slot_store_holds_scan(k->st, k->txn, ev, ev_len, check_hold, k);
+    if (free_sum + e->held + e->confirmed + e->allocated != e->capacity ||
+        e->held + e->confirmed + e->allocated > e->capacity)
+        violation(k, 1, "free %llu + held %llu + confirmed %llu + allocated %llu != capacity %llu",
+                  (unsigned long long)free_sum, (unsigned long long)e->held, (unsigned long long)e->confirmed,
+                  (unsigned long long)e->allocated, (unsigned long long)e->capacity);
+    k->block_units = 0;
+    k->nblocks = 0;
+    rc = slot_store_blocks_scan(k->st, k->txn, ev, ev_len, own_block, k);
+    if (rc == 0)
+        rc = family_sums(k, e);
+    if (rc == 0)
+        rc = slot_store_holds_scan(k->st, k->txn, ev, ev_len, check_hold, k);
     if (rc != 0)
         return rc;
+    /* Allocations (docs/protocol.md): allocated is the unused units of the blocks of the
+     * event and its descendants; a block's held and confirmed are those of its holds. */
+    if (k->block_units != e->allocated)
+        violation(k, 1, "allocated %llu, the blocks have %llu unused", (unsigned long long)e->allocated,
+                  (unsigned long long)k->block_units);
+    for (uint32_t i = 0; i < k->nblocks; i++)
+        if (k->blocks[i].held != k->blocks[i].rec.held || k->blocks[i].confirmed != k->blocks[i].rec.confirmed ||
+            k->blocks[i].rec.remaining + k->blocks[i].rec.held + k->blocks[i].rec.confirmed != k->blocks[i].rec.qty)
+            violation(k, 2,
+                      "block \"%s\": held %llu confirmed %llu (its holds say %llu and %llu), remaining %llu, qty %llu",
+                      k->blocks[i].rec.name, (unsigned long long)k->blocks[i].rec.held,
+                      (unsigned long long)k->blocks[i].rec.confirmed, (unsigned long long)k->blocks[i].held,
+                      (unsigned long long)k->blocks[i].confirmed, (unsigned long long)k->blocks[i].rec.remaining,
+                      (unsigned long long)k->blocks[i].rec.qty);
     if (k->held != e->held || k->confirmed != e->confirmed)
         violation(k, 2, "counters held %llu confirmed %llu, holds say %llu and %llu", (unsigned long long)e->held,
                   (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);
-    rc = check_waitlist(k, free_sum);
+    /* a family's entry is served when its event and every ancestor have the units */
+    rc = check_waitlist(k, free_sum < k->anc_free ? free_sum : k->anc_free);
     if (rc == 0 && e->max_per_user > 0) {
         users_fold(k);
         rc = slot_store_users_scan(k->st, k->txn, ev, ev_len, check_user_row, k);

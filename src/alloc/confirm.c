@@ -79,7 +79,10 @@ static int reacquire(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_r
     n->replaces_tag = h->tag;
     n->kind = SLOT_HOLD_KIND_PLAIN; /* its key stays the replaced hold's (not in the index) */
     n->origin = 0;
-    rc = slot__units_take(c, e, n);
+    n->nanc = 0;
+    n->alloc_len = 0;
+    n->alloc[0] = 0;
+    rc = slot__units_take(c, e, n, SLOT_HOLD_CONFIRMED);
     e->confirmed += n->qty;
     if (rc == 0)
         rc = slot_store_hold_add(c->st, c->txn, c->ev, c->ev_len, n);

@@ -45,8 +45,9 @@ static bool type_is_event(slot_feed_type t)
 
 /* ---- packing */
 
-#define ENTRY_BYTES_MAX \
-    (2 + 8 + 1 + SLOT_EVENT_BYTES_MAX + 16 + 1 + SLOT_USER_BYTES_MAX + 2 + 8 + 1 + SLOT_REQUEST_BYTES_MAX + 2 + 16)
+#define ENTRY_BYTES_MAX                                                                                              \
+    (2 + 8 + 1 + SLOT_EVENT_BYTES_MAX + 16 + 1 + SLOT_USER_BYTES_MAX + 2 + 8 + 1 + SLOT_REQUEST_BYTES_MAX + 2 + 16 + \
+     1 + (SLOT_ANCESTORS_MAX + 1) * (1 + SLOT_EVENT_BYTES_MAX)) /* version 4: the chain and the block */
 #define CONSUMER_REC_BYTES 16
 
 static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
@@ -84,6 +85,11 @@ static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
         put_be(&b, e->returned, 2);
         put_be(&b, e->replaces_seq, 8);
         put_be(&b, e->replaces_tag, 8);
+        SLOT_ASSERT(e->nchain <= SLOT_ANCESTORS_MAX);
+        put_u8(&b, e->nchain);
+        for (uint8_t i = 0; i < e->nchain; i++)
+            put_name(&b, e->chain[i], e->chain_len[i]);
+        put_name(&b, e->alloc, e->alloc_len);
     }
     SLOT_ASSERT(!b.bad); /* ENTRY_BYTES_MAX fits the largest entry */
     return b.len;
@@ -134,6 +140,14 @@ static int entry_unpack(const MDB_val *v, uint64_t seq, slot_feed_entry *e)
         e->returned = (uint32_t)get_be(&b, 2);
         e->replaces_seq = get_be(&b, 8);
         e->replaces_tag = get_be(&b, 8);
+        if (version >= 4) {
+            e->nchain = get_u8(&b);
+            if (e->nchain > SLOT_ANCESTORS_MAX)
+                return MDB_CORRUPTED;
+            for (uint8_t i = 0; i < e->nchain; i++)
+                e->chain_len[i] = (uint8_t)get_name(&b, e->chain[i], sizeof(e->chain[i]));
+            e->alloc_len = (uint8_t)get_name(&b, e->alloc, sizeof(e->alloc));
+        }
     }
     return b.bad || b.len != v->mv_size ? MDB_CORRUPTED : 0;
 }

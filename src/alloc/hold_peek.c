@@ -10,7 +10,7 @@
 
 bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req *req, uint64_t now_ms, slot_res *res)
 {
-    if (req->op != SLOT_OP_HOLD || !a->idem)
+    if (req->op != SLOT_OP_HOLD || !a->idem || req->alloc_len > 0) /* a block's hold: the write path */
         return false; /* no index yet: the first hold builds it on the write path */
     slot_store *st = a->store;
     slot_event_rec e;
@@ -44,11 +44,34 @@ bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req
     int rc = slot_store_expiry_first(st, rtxn, &first_ms);
     if (rc != MDB_NOTFOUND && (rc != 0 || first_ms <= now_ms))
         return false;
+    /* The chain (docs/protocol.md, "Ticket types"): every ancestor on sale and
+     * within its max_per_user, as slot__hold_admit checks them; then sold_out
+     * over the chain, naming the nearest event that lacked. */
+    slot__alloc_ctx c = {NULL, st, rtxn, req->event, req->event_len, now_ms};
+    slot__chain ch;
+    ch.n = 0;
+    if (e.parent_len > 0 && slot__chain_load(&c, &e, &ch) != 0)
+        return false;
+    for (uint8_t i = 0; i < ch.n; i++) {
+        const slot_event_rec *p = &ch.anc[i].rec;
+        if (p->status != SLOT_EVENT_ON_SALE || (p->opens_at_ms && now_ms < p->opens_at_ms) ||
+            (p->closes_at_ms && now_ms >= p->closes_at_ms))
+            return false;
+        uint64_t u = 0;
+        if (p->max_per_user > 0 &&
+            (slot_store_user_get(st, rtxn, ch.anc[i].name, ch.anc[i].len, req->user, req->user_len, &u) != 0 ||
+             u + req->qty > p->max_per_user))
+            return false;
+    }
     /* 7. sold_out, as slot__hold_admit decides it (waiting people come first). */
-    uint64_t avail = e.capacity - e.held - e.confirmed;
+    char short_ev[SLOT_EVENT_BYTES_MAX + 1];
+    uint64_t avail = 0;
+    if (slot__chain_free(&c, &e, req->qty, &avail, short_ev) != 0)
+        return false;
     if (avail >= req->qty && e.waiting == 0)
         return false;
     res->sold_out = true;
     res->available = avail;
+    memcpy(res->short_event, short_ev, sizeof(res->short_event));
     return true;
 }

@@ -126,11 +126,15 @@ static int join_queue(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t u
     memcpy(w.request, req->request, req->request_len + 1u);
     e->waiting++;
     e->waiting_qty += w.qty;
-    int rc = slot_store_wait_put(c->st, c->txn, c->ev, c->ev_len, &w);
+    int rc = slot__family_note(c, e, 1, &w.order); /* the family's one join order */
+    if (rc == 0)
+        rc = slot_store_wait_put(c->st, c->txn, c->ev, c->ev_len, &w);
     if (rc == 0)
         rc = slot_store_wait_key_put(c->st, c->txn, c->ev, c->ev_len, &w);
     if (rc == 0 && e->max_per_user > 0)
         rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty + w.qty);
+    if (rc == 0) /* the ancestors' max_per_user counts the waiting units too */
+        rc = slot__chain_users(c, e, req->user, req->user_len, w.qty, 0);
     uint64_t pos = 0;
     if (rc == 0)
         rc = position_of(c, e, w.join, &pos);
@@ -207,7 +211,9 @@ static int op_leave(ctx *c, const slot_req *req, slot_res *res)
     e.waiting--;
     e.waiting_qty -= w.qty;
     w.state = SLOT_WAIT_LEFT;
-    rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w.join);
+    rc = slot__family_note(c, &e, -1, NULL);
+    if (rc == 0)
+        rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w.join);
     if (rc == 0)
         rc = slot_store_wait_key_put(c->st, c->txn, c->ev, c->ev_len, &w);
     if (rc == 0)
@@ -220,6 +226,8 @@ static int op_leave(ctx *c, const slot_req *req, slot_res *res)
         if (rc == 0)
             rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, u - w.qty);
     }
+    if (rc == 0)
+        rc = slot__chain_users(c, &e, req->user, req->user_len, 0, w.qty);
     if (rc == 0)
         rc = slot__waitlist_serve(c, &e);
     if (rc == 0)

@@ -201,6 +201,14 @@ static void put_server_facts(slot__jw *w, const slot_req *req, const slot_res *r
     }
 }
 
+/* A sold_out over a family's chain names the nearest event that lacked
+ * (docs/protocol.md, "Ticket types"). */
+static void put_short(slot__jw *w, const slot_res *res)
+{
+    if (res->short_event[0])
+        kv_view_str(w, "short", res->short_event, sizeof res->short_event);
+}
+
 /* The event view shared by event, create_event, set_capacity, reshard and
  * set_status: the name, then the one view writer (proto_view.c). */
 static void put_event_view(slot__jw *w, const slot_event_view *v)
@@ -218,6 +226,7 @@ static void put_cart(slot__jw *w, const slot_res *res)
         slot__jw_key(w, "event");
         PUT_FIXED(w, res->item_event);
         slot__jw_key_u64(w, "available", res->available);
+        put_short(w, res);
         return;
     }
     kv_cstr(w, "status", "held");
@@ -247,6 +256,7 @@ static void put_wait(slot__jw *w, slot_op op, const slot_res *res)
     if (res->sold_out) {
         kv_cstr(w, "status", "sold_out");
         slot__jw_key_u64(w, "available", res->available);
+        put_short(w, res);
         if (res->waitlist_full)
             kv_bool(w, "waitlist_full", true);
         return;
@@ -323,6 +333,7 @@ static void put_confirm(slot__jw *w, const slot_res *res)
     if (res->sold_out) {
         kv_cstr(w, "status", "sold_out");
         slot__jw_key_u64(w, "available", res->available);
+        put_short(w, res);
         return;
     }
     kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
@@ -341,6 +352,9 @@ static void put_hold_reply(slot__jw *w, const slot_res *res)
     if (res->sold_out) {
         kv_cstr(w, "status", "sold_out");
         slot__jw_key_u64(w, "available", res->available);
+        put_short(w, res);
+        if (res->block) /* a block's hold: what the block has left (docs/protocol.md, "Allocations") */
+            slot__jw_key_u64(w, "remaining", res->block_remaining);
         return;
     }
     kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
@@ -425,6 +439,17 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
     case SLOT_OP_HOLD:
         put_hold_reply(w, res);
         break;
+    case SLOT_OP_ALLOCATE:
+    case SLOT_OP_DEALLOCATE: /* docs/protocol.md, "Allocations"; allocate's sold_out as a hold's */
+        if (res->sold_out) {
+            kv_cstr(w, "status", "sold_out");
+            slot__jw_key_u64(w, "available", res->available);
+            break;
+        }
+        kv_view_str(w, "allocation", res->block_name, sizeof res->block_name);
+        slot__jw_key_u64(w, "qty", res->block_qty);
+        slot__jw_key_u64(w, "remaining", res->block_remaining);
+        break;
     case SLOT_OP_CONFIRM:
         put_confirm(w, res);
         break;
@@ -505,6 +530,9 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         if (res->err == SLOT_E_NOT_ON_SALE) { /* docs/protocol.md, "Sale windows": both times, always */
             slot__jw_key_u64(&w, "opens_at", res->opens_at_ms);
             slot__jw_key_u64(&w, "closes_at", res->closes_at_ms);
+            /* an ancestor's (docs/protocol.md, "Clarifications of v1.2"); a cart names its item instead */
+            if (res->sale_event[0] && req->op != SLOT_OP_HOLD_MANY)
+                kv_view_str(&w, "event", res->sale_event, sizeof res->sale_event);
         }
         if (req->op == SLOT_OP_HOLD_MANY && res->item_event[0]) { /* the item the error is about */
             slot__jw_key(&w, "event");

@@ -54,6 +54,31 @@ void slot__proto_put_view(slot__jw *w, const slot_event_view *v)
     slot__jw_key_u64(w, "waitlist_max", v->waitlist_max);
     slot__jw_key_u64(w, "waiting", v->waiting);
     slot__jw_key_u64(w, "waiting_qty", v->waiting_qty);
+    /* v1.2 (docs/protocol.md, "Ticket types", "Allocations") */
+    slot__jw_key_u64(w, "allocated", v->allocated);
+    if (v->parent[0]) {
+        slot__jw_key_str(w, "parent", v->parent, strnlen(v->parent, sizeof(v->parent)), SLOT__JW_STR_STRICT);
+        slot__jw_key_u64(w, "effective_available", v->effective_available);
+    }
+    if (v->children > 0)
+        slot__jw_key_u64(w, "children", v->children);
+    if (v->nblocks > 0) { /* {"A":{"qty":Q,"remaining":R,"held":H,"confirmed":C}} */
+        slot__jw_key(w, "allocations");
+        SLOT__JW_LIT(w, "{");
+        for (uint32_t i = 0; i < v->nblocks && i < SLOT_BLOCKS_MAX; i++) {
+            if (i > 0)
+                SLOT__JW_LIT(w, ",");
+            slot__jw_str(w, v->blocks[i].name, strnlen(v->blocks[i].name, sizeof(v->blocks[i].name)),
+                         SLOT__JW_STR_STRICT);
+            SLOT__JW_LIT(w, ":{\"qty\":");
+            slot__jw_u64(w, v->blocks[i].qty);
+            slot__jw_key_u64(w, "remaining", v->blocks[i].remaining);
+            slot__jw_key_u64(w, "held", v->blocks[i].held);
+            slot__jw_key_u64(w, "confirmed", v->blocks[i].confirmed);
+            SLOT__JW_LIT(w, "}");
+        }
+        SLOT__JW_LIT(w, "}");
+    }
 }
 
 size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)
@@ -77,6 +102,18 @@ size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)
             slot__jw_key_u64(&w, "expires_at", e->expires_at_ms);
         if (e->type == SLOT_FEED_HOLD_HELD || e->type == SLOT_FEED_HOLD_OFFERED)
             slot__jw_key_str(&w, "request", e->request, e->request_len, SLOT__JW_STR_STRICT);
+        if (e->nchain > 0) { /* docs/protocol.md, "Ticket types": absent for an event with no parent */
+            slot__jw_key(&w, "chain");
+            SLOT__JW_LIT(&w, "[");
+            slot__jw_str(&w, e->event, e->event_len, SLOT__JW_STR_STRICT);
+            for (uint8_t i = 0; i < e->nchain && i < SLOT_ANCESTORS_MAX; i++) {
+                SLOT__JW_LIT(&w, ",");
+                slot__jw_str(&w, e->chain[i], e->chain_len[i], SLOT__JW_STR_STRICT);
+            }
+            SLOT__JW_LIT(&w, "]");
+        }
+        if (e->alloc_len > 0)
+            slot__jw_key_str(&w, "allocation", e->alloc, e->alloc_len, SLOT__JW_STR_STRICT);
         if (e->type == SLOT_FEED_HOLD_CONFIRMED) {
             slot__jw_key_u64(&w, "returned", e->returned);
             if (e->replaces_seq)

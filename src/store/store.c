@@ -274,7 +274,10 @@ int slot_store_sync(slot_store *st)
 
 #define EVENT_REC_V1_BYTES 58
 #define EVENT_REC_V2_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
-#define EVENT_REC_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4)        /* version 3: the waitlist's setting and counters */
+#define EVENT_REC_V3_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4)     /* version 3: the waitlist's setting and counters */
+#define EVENT_REC_BYTES_MAX \
+    (EVENT_REC_V3_BYTES + 1 + SLOT_EVENT_BYTES_MAX + 4 + 8 + 8 + 8) /* version 4: parent, children, allocated, \
+                                                                       the family's join order and waiting */
 
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
 {
@@ -318,6 +321,21 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
         out->next_join = get_be(&b, 8);
         out->served = get_be(&b, 8);
     }
+    out->parent_len = 0;
+    out->parent[0] = 0;
+    out->children = 0;
+    out->allocated = 0;
+    out->fam_next_join = 1;
+    out->fam_waiting = out->waiting; /* an older record: a family of one, its entries in order 0 */
+    if (version >= 4) {
+        out->parent_len = (uint8_t)get_name(&b, out->parent, sizeof(out->parent));
+        out->children = (uint32_t)get_be(&b, 4);
+        out->allocated = get_be(&b, 8);
+        out->fam_next_join = get_be(&b, 8);
+        out->fam_waiting = get_be(&b, 8);
+        if (out->parent_len > SLOT_EVENT_BYTES_MAX)
+            return MDB_CORRUPTED;
+    }
     return b.bad || b.len != v.mv_size ? MDB_CORRUPTED : 0;
 }
 
@@ -325,8 +343,9 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 {
     key k;
     key_event(&k, ev, ev_len);
-    uint8_t raw[EVENT_REC_BYTES];
+    uint8_t raw[EVENT_REC_BYTES_MAX];
     buf b = {.p = raw, .cap = sizeof(raw)};
+    SLOT_ASSERT(rec->parent_len <= SLOT_EVENT_BYTES_MAX);
     put_u8(&b, SLOT_RECORD_VERSION);
     put_u8(&b, rec->status == SLOT_EVENT_CLOSED);
     put_be(&b, rec->shards, 2);
@@ -347,9 +366,14 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, rec->waiting_qty, 8);
     put_be(&b, rec->next_join, 8);
     put_be(&b, rec->served, 8);
+    put_name(&b, rec->parent, rec->parent_len);
+    put_be(&b, rec->children, 4);
+    put_be(&b, rec->allocated, 8);
+    put_be(&b, rec->fam_next_join, 8);
+    put_be(&b, rec->fam_waiting, 8);
     SLOT_ASSERT(!k.b.bad);
     SLOT_ASSERT(!b.bad);
-    SLOT_ASSERT(b.len == EVENT_REC_BYTES); /* the version-3 layout, whole */
+    SLOT_ASSERT(b.len == EVENT_REC_V3_BYTES + 1u + rec->parent_len + 28u); /* the version-4 layout, whole */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return store_put(st, txn, DB_EVENTS, &kv, &v, 0);
 }
@@ -402,9 +426,12 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
 
 #define HOLD_REC_V2_BYTES (2 + 2 + 8 * 4) /* after the parts: extensions, returned, the two links */
 #define HOLD_REC_V3_BYTES (1 + 8)         /* then: kind, origin */
+#define HOLD_REC_V4_BYTES_MAX \
+    (1 + SLOT_ANCESTORS_MAX * (2 + 4 * SLOT_PARTS_MAX) + 1 + SLOT_EVENT_BYTES_MAX) /* then: each ancestor's \
+                                                                                      parts, the block */
 #define HOLD_REC_BYTES_MAX                                                                               \
     (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX + \
-     HOLD_REC_V2_BYTES + HOLD_REC_V3_BYTES)
+     HOLD_REC_V2_BYTES + HOLD_REC_V3_BYTES + HOLD_REC_V4_BYTES_MAX)
 
 static void hold_key(key *k, const char *ev, size_t ev_len, uint64_t seq)
 {
@@ -453,6 +480,27 @@ int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
         out->kind = (slot_hold_kind)kind;
         out->origin = get_be(&b, 8);
     }
+    out->nanc = 0;
+    out->alloc_len = 0;
+    out->alloc[0] = 0;
+    if (version >= 4) {
+        out->nanc = get_u8(&b);
+        if (out->nanc > SLOT_ANCESTORS_MAX)
+            return MDB_CORRUPTED;
+        for (uint8_t a = 0; a < out->nanc; a++) {
+            slot_hold_anc *an = &out->anc[a];
+            an->nparts = (uint16_t)get_be(&b, 2);
+            if (an->nparts > SLOT_PARTS_MAX)
+                return MDB_CORRUPTED;
+            for (uint16_t i = 0; i < an->nparts; i++) {
+                an->parts[i].shard = (uint16_t)get_be(&b, 2);
+                an->parts[i].qty = (uint16_t)get_be(&b, 2);
+            }
+        }
+        out->alloc_len = (uint8_t)get_name(&b, out->alloc, sizeof(out->alloc));
+        if (out->alloc_len > SLOT_EVENT_BYTES_MAX)
+            return MDB_CORRUPTED;
+    }
     return b.bad || b.len != v->mv_size ? MDB_CORRUPTED : 0;
 }
 
@@ -489,8 +537,12 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
     hold_key(&k, ev, ev_len, rec->seq);
     uint8_t raw[HOLD_REC_BYTES_MAX];
     buf b = {.p = raw, .cap = sizeof(raw)};
-    if (rec->nparts > SLOT_PARTS_MAX)
+    if (rec->nparts > SLOT_PARTS_MAX || rec->nanc > SLOT_ANCESTORS_MAX)
         return EINVAL; /* refused, never truncated */
+    for (uint8_t a = 0; a < rec->nanc; a++)
+        if (rec->anc[a].nparts > SLOT_PARTS_MAX)
+            return EINVAL;
+    SLOT_ASSERT(rec->alloc_len <= SLOT_EVENT_BYTES_MAX);
     SLOT_ASSERT(rec->user_len <= SLOT_USER_BYTES_MAX);
     SLOT_ASSERT(rec->request_len <= SLOT_REQUEST_BYTES_MAX);
     SLOT_ASSERT((unsigned)rec->status < SLOT_HOLD__COUNT);
@@ -515,8 +567,17 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
     put_be(&b, rec->replaces_tag, 8);
     put_u8(&b, (uint8_t)rec->kind);
     put_be(&b, rec->origin, 8);
+    put_u8(&b, rec->nanc);
+    for (uint8_t a = 0; a < rec->nanc; a++) {
+        put_be(&b, rec->anc[a].nparts, 2);
+        for (uint16_t i = 0; i < rec->anc[a].nparts; i++) {
+            put_be(&b, rec->anc[a].parts[i].shard, 2);
+            put_be(&b, rec->anc[a].parts[i].qty, 2);
+        }
+    }
+    put_name(&b, rec->alloc, rec->alloc_len);
     SLOT_ASSERT(!k.b.bad);
-    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-3 record */
+    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-4 record */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return put_maybe_append(st, txn, DB_HOLDS, &kv, &v, append);
 }

@@ -15,10 +15,11 @@
 #include "store_int.h"
 
 #define WAIT_REC_VERSION 1
+#define WAIT_ENTRY_VERSION 2 /* a waiting entry's value: version 2 adds the family order (version 1 reads as 0) */
 #define WAIT_ENTRY 'e'
 #define WAIT_KEY 'k'
 #define WAIT_TREE 'f'
-#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX)
+#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 8)
 #define KEY_VAL_BYTES (1 + 1 + 8 + 2 + 8 + 8 + 8)
 #define TREE_SIZE (UINT64_C(1) << SLOT_JOIN_SEQ_BITS) /* nodes 1..TREE_SIZE-1 */
 
@@ -63,6 +64,7 @@ int slot_store_wait_key_get(slot_store *st, MDB_txn *txn, const char *ev, size_t
     out->joined_at_ms = get_be(&b, 8);
     out->hold_seq = get_be(&b, 8);
     out->hold_tag = get_be(&b, 8);
+    out->order = 0; /* kept on the waiting entry only */
     if (b.bad || b.len != v.mv_size || version != WAIT_REC_VERSION || state < SLOT_WAIT_WAITING ||
         state > SLOT_WAIT_LEFT)
         return MDB_CORRUPTED;
@@ -102,11 +104,12 @@ int slot_store_wait_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     uint8_t raw[ENTRY_VAL_BYTES];
     buf b = {.p = raw, .cap = sizeof(raw)};
     SLOT_ASSERT(rec->state == SLOT_WAIT_WAITING);
-    put_u8(&b, WAIT_REC_VERSION);
+    put_u8(&b, WAIT_ENTRY_VERSION);
     put_be(&b, rec->qty, 2);
     put_be(&b, rec->joined_at_ms, 8);
     put_name(&b, rec->user, rec->user_len);
     put_name(&b, rec->request, rec->request_len);
+    put_be(&b, rec->order, 8);
     SLOT_ASSERT(!b.bad && !k.b.bad);
     MDB_val kv = key_val(&k), v = {b.len, raw};
     /* Join seqs grow: the entry is its event's last, and often the database's. */
@@ -134,9 +137,10 @@ static int entry_decode(const MDB_val *k, const MDB_val *v, size_t plen, slot_wa
     out->joined_at_ms = get_be(&b, 8);
     out->user_len = (uint8_t)get_name(&b, out->user, sizeof(out->user));
     out->request_len = (uint8_t)get_name(&b, out->request, sizeof(out->request));
+    out->order = version >= WAIT_ENTRY_VERSION ? get_be(&b, 8) : 0;
     out->state = SLOT_WAIT_WAITING;
     out->hold_seq = out->hold_tag = 0;
-    return b.bad || b.len != v->mv_size || version != WAIT_REC_VERSION ? MDB_CORRUPTED : 0;
+    return b.bad || b.len != v->mv_size || version < 1 || version > WAIT_ENTRY_VERSION ? MDB_CORRUPTED : 0;
 }
 
 int slot_store_wait_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t from,
@@ -263,4 +267,146 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
         *count += n;
     }
     return 0;
+}
+
+/* ---- allocations (docs/protocol.md, "Allocations"): two more kinds of row
+ * under the event's name, beside its waitlist's:
+ *   ev + 'a' + name(block)                  the block: u8 version, u64 qty, remaining, held,
+ *                                           confirmed, max_per_user
+ *   ev + 'b' + name(block) + name(user)     u64: the user's units held or confirmed from the
+ *                                           block (for every block: allocate may set a max_per_user later) */
+
+#define BLOCK_REC_VERSION 1
+#define WAIT_BLOCK 'a'
+#define WAIT_BLOCK_USER 'b'
+#define BLOCK_VAL_BYTES (1 + 8 * 5 + 1)
+
+static void block_key(key *k, const char *ev, size_t ev_len, const char *name, size_t name_len)
+{
+    key_typed(k, ev, ev_len, WAIT_BLOCK);
+    put_name(&k->b, name, name_len);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+static int block_decode(const MDB_val *v, slot_block_rec *out)
+{
+    buf b = {.p = v->mv_data, .cap = v->mv_size};
+    uint8_t version = get_u8(&b);
+    out->qty = get_be(&b, 8);
+    out->remaining = get_be(&b, 8);
+    out->held = get_be(&b, 8);
+    out->confirmed = get_be(&b, 8);
+    out->max_per_user = get_be(&b, 8);
+    out->closed = get_u8(&b) != 0;
+    return b.bad || b.len != v->mv_size || version != BLOCK_REC_VERSION ? MDB_CORRUPTED : 0;
+}
+
+int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len,
+                         slot_block_rec *out)
+{
+    key k;
+    block_key(&k, ev, ev_len, name, name_len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    if (rc != 0)
+        return rc;
+    memcpy(out->name, name, name_len);
+    out->name[name_len] = 0;
+    out->name_len = (uint8_t)name_len;
+    return block_decode(&v, out);
+}
+
+int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_block_rec *rec)
+{
+    key k;
+    block_key(&k, ev, ev_len, rec->name, rec->name_len);
+    uint8_t raw[BLOCK_VAL_BYTES];
+    buf b = {.p = raw, .cap = sizeof(raw)};
+    put_u8(&b, BLOCK_REC_VERSION);
+    put_be(&b, rec->qty, 8);
+    put_be(&b, rec->remaining, 8);
+    put_be(&b, rec->held, 8);
+    put_be(&b, rec->confirmed, 8);
+    put_be(&b, rec->max_per_user, 8);
+    put_u8(&b, rec->closed);
+    SLOT_ASSERT(!b.bad && b.len == BLOCK_VAL_BYTES);
+    MDB_val kv = key_val(&k), v = {b.len, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len)
+{
+    key k;
+    block_key(&k, ev, ev_len, name, name_len);
+    MDB_val kv = key_val(&k);
+    return store_del(st, txn, DB_WAITLIST, &kv);
+}
+
+int slot_store_blocks_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_block_fn fn,
+                           void *ctx)
+{
+    key k;
+    key_typed(&k, ev, ev_len, WAIT_BLOCK);
+    size_t plen = k.b.len;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_WAITLIST], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE);
+    while (rc == 0 && kv.mv_size > plen && memcmp(kv.mv_data, k.raw, plen) == 0) {
+        buf b = {.p = (uint8_t *)kv.mv_data + plen, .cap = kv.mv_size - plen};
+        slot_block_rec rec;
+        rec.name_len = (uint8_t)get_name(&b, rec.name, sizeof(rec.name));
+        rc = b.bad || b.len != b.cap ? MDB_CORRUPTED : block_decode(&v, &rec);
+        if (rc == 0)
+            rc = fn(ctx, &rec);
+        if (rc == 0)
+            rc = mdb_cursor_get(cur, &kv, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static void block_user_key(key *k, const char *ev, size_t ev_len, const char *block, size_t block_len, const char *user,
+                           size_t user_len)
+{
+    key_typed(k, ev, ev_len, WAIT_BLOCK_USER);
+    put_name(&k->b, block, block_len);
+    put_name(&k->b, user, user_len);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_block_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
+                              size_t block_len, const char *user, size_t user_len, uint64_t *qty)
+{
+    key k;
+    block_user_key(&k, ev, ev_len, block, block_len, user, user_len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    *qty = 0;
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc == 0 && v.mv_size != 8)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        *qty = load_be64(v.mv_data);
+    return rc;
+}
+
+int slot_store_block_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
+                              size_t block_len, const char *user, size_t user_len, uint64_t qty)
+{
+    key k;
+    block_user_key(&k, ev, ev_len, block, block_len, user, user_len);
+    MDB_val kv = key_val(&k);
+    if (qty == 0) {
+        int rc = store_del(st, txn, DB_WAITLIST, &kv);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+    }
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, qty, 8);
+    MDB_val v = {8, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
 }
