@@ -84,6 +84,7 @@ class Client(Ops[Reply]):
         self.hosts = _core.Hosts(self.opts.hosts)
         self._conn: Optional[_Conn] = None
         self._lock = threading.Lock()
+        self._closed = False
         self.stats = _core.Stats()
 
     def __enter__(self) -> 'Client':
@@ -93,7 +94,10 @@ class Client(Ops[Reply]):
         self.close()
 
     def close(self) -> None:
+        """Closes the connection; a call made afterwards raises SlotError('unavailable')
+        (client: true) without sending anything, as AsyncClient's and the Node client's do."""
         with self._lock:
+            self._closed = True
             self._drop()
 
     @property
@@ -131,6 +135,9 @@ class Client(Ops[Reply]):
         """Several calls [(op, fields), ...] sent at once on the connection, replies matched
         in order; each is retried on its own as request() would. Returns their replies in
         order; with return_errors a SlotError is returned in its place instead of raised."""
+        if self._closed:
+            raise SlotError('unavailable', {'ok': False, 'error': 'unavailable', 'client': True,
+                                            'message': 'the client is closed'})
         atts = [_core.Attempt(_core.build(op, dict(f)), self.opts) for op, f in calls]
         self.stats.calls += len(atts)
         out: List[Any] = [None] * len(atts)

@@ -71,6 +71,17 @@ class Sync(unittest.TestCase):
                 c.event('sync-gig')
             self.assertEqual(e.exception.code, 'unauthenticated')
 
+    def test_call_after_close_is_refused(self):
+        # a call after close() must not quietly open a new connection (AsyncClient and the
+        # Node client refuse it too): the client's own unavailable, nothing sent
+        c = slotd.Client(SRV.hosts, token=SRV.token)
+        c.create_event('sync-closed', 3)
+        c.close()
+        with self.assertRaises(slotd.SlotError) as e:
+            c.hold('sync-closed', 'ann', 1)
+        self.assertEqual((e.exception.code, e.exception.reply.get('client')), ('unavailable', True))
+        self.assertEqual(self.c.event('sync-closed')['available'], 3)
+
     def test_pipeline(self):
         c = self.c
         c.create_event('pipe', 100, shards=4)
