@@ -30,12 +30,14 @@
  */
 struct slot__idem;
 struct slot__cold;
+struct slot__buckets;
 
 typedef struct slot_alloc {
     slot_store *store;
-    uint64_t rng[4];         /* xoshiro256** state, seeded from getrandom() */
-    struct slot__idem *idem; /* idempotency index (src/alloc/idem.h); see slot_alloc_load */
-    struct slot__cold *cold; /* cold events queued for loading (src/alloc/cold.c); NULL: none yet */
+    uint64_t rng[4];               /* xoshiro256** state, seeded from getrandom() */
+    struct slot__idem *idem;       /* idempotency index (src/alloc/idem.h); see slot_alloc_load */
+    struct slot__cold *cold;       /* cold events queued for loading (src/alloc/cold.c); NULL: none yet */
+    struct slot__buckets *buckets; /* client_rate's token buckets (src/alloc/client.c); NULL: none yet */
 } slot_alloc;
 
 /*

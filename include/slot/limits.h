@@ -51,6 +51,15 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
                                                   tree of leaves spans them; a join past that is waitlist_full) */
 #define SLOT_WAITLIST_SHOW_MAX 100 /* the waitlist_entries op shows at most this many entries */
 
+/* v1.2 client limits (docs/protocol.md, "Client limits"). */
+#define SLOT_CLIENT_BYTES_MAX 128    /* client: 1..128 bytes of UTF-8, no controls */
+#define SLOT_CLIENT_RATE_MAX 1000000 /* client_rate: 0 (no limit)..1,000,000 holds per second per key */
+#define SLOT_CLIENT_BUCKETS \
+    65536                               /* rate buckets kept in memory (a power of two); a full table \
+                                             forgets the least recently used bucket of a probe run */
+#define SLOT_CLIENT_BUCKET_PROBES 8     /* slots a bucket may sit from its hash's home slot */
+#define SLOT_CLIENT_RETRY_SCAN_MAX 1024 /* held holds of one client read to find the first to expire */
+
 /* A hold takes at most qty units from at most min(qty, shards) shards. */
 #define SLOT_PARTS_MAX SLOT_MAX_PER_REQUEST_MAX
 

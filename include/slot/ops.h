@@ -123,6 +123,7 @@ enum {
     SLOT_HAS_QTY = 1u << 10,           /* confirm: a partial confirm (or a reacquire's qty) */
     SLOT_HAS_WAITLIST_MAX = 1u << 11,  /* create_event */
     SLOT_HAS_PARENT = 1u << 12,        /* create_event: parent given */
+    SLOT_HAS_CLIENT_LIMITS = 1u << 13, /* create_event: max_active_per_client or client_rate given */
 };
 
 /* One item of a cart (hold_many): an event and the units wanted of it. */
@@ -179,6 +180,11 @@ typedef struct slot_req {
         slot_item items[SLOT_CART_ITEMS_MAX]; /* hold_many */
         char path[SLOT_PATH_BYTES_MAX + 1];   /* backup: the file the server writes, absolute */
     };
+    /* v1.2 client limits (docs/protocol.md, "Client limits") */
+    uint8_t client_len;                     /* 0 = no client key (not limited) */
+    char client[SLOT_CLIENT_BYTES_MAX + 1]; /* hold, hold_many: the client key */
+    uint64_t max_active_per_client;         /* create_event: 0 (no limit)..SLOT_CAPACITY_MAX units */
+    uint32_t client_rate;                   /* create_event: 0 (no limit)..SLOT_CLIENT_RATE_MAX holds/s */
     /* feed ops (docs/protocol.md, "Feed") */
     uint8_t consumer_len;
     char consumer[SLOT_CONSUMER_BYTES_MAX + 1]; /* subscribe, ack, feed_forget */
@@ -214,6 +220,8 @@ typedef struct slot_event_view {
     uint32_t children;                     /* events whose parent this is */
     uint64_t effective_available;          /* the least available over the chain (a child's) */
     uint64_t allocated;                    /* unused units of blocks of this event and its descendants */
+    uint64_t max_active_per_client;        /* 0 = no limit ("Client limits"; on the wire when not 0) */
+    uint32_t client_rate;                  /* 0 = no limit (on the wire when not 0) */
 } slot_event_view;
 
 /* A waitlist entry's state (docs/protocol.md, "Waitlist"): the waitlist op's "status". */
@@ -363,6 +371,8 @@ typedef struct slot_res {
     slot_cart_hold *cart;                      /* hold_many: ncart holds, request order, heap */
     uint32_t nentries;                         /* waitlist_entries: entries in `entries` */
     slot_wait_entry *entries;                  /* waitlist_entries: heap */
+    const char *limit;                         /* rate_limited: "client_rate" or "max_active_per_client" (static) */
+    uint64_t retry_after_ms;                   /* rate_limited: when a retry may pass */
 } slot_res;
 
 /* slot_res_clear — free a result's heap parts and zero it. `res` may be zeroed already. */

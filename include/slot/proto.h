@@ -16,10 +16,12 @@
 /* The v1.1 sections this server implements, as hello's "features" lists them
  * (docs/protocol.md, "Version 1.1"): a JSON array, written as it stands;
  * _CLUSTER is the list of a replica-set member (slot_res.cluster). */
-#define SLOT_PROTO_FEATURES \
-    "[\"windows\",\"extend\",\"partial_confirm\",\"reacquire\",\"hold_many\",\"waitlist\",\"feed\",\"types\"]"
+#define SLOT_PROTO_FEATURES                                                                                    \
+    "[\"windows\",\"extend\",\"partial_confirm\",\"reacquire\",\"hold_many\",\"waitlist\",\"feed\",\"types\"," \
+    "\"client_limits\"]"
 #define SLOT_PROTO_FEATURES_CLUSTER                                                                            \
     "[\"windows\",\"extend\",\"partial_confirm\",\"reacquire\",\"hold_many\",\"waitlist\",\"feed\",\"types\"," \
+    "\"client_limits\","                                                                                       \
     "\"cluster\"]"
 #define SLOT_REPLY_BYTES_HINT 512 /* most replies fit; shards/check/stats may need more */
 

@@ -20,6 +20,8 @@
  *   waitlist  ev + 'f' + u64 node                           u64: a node of the tree counting left entries
  *   waitlist  ev + 'a' + block                              an allocation block: qty, remaining, held, confirmed, max_per_user
  *   waitlist  ev + 'b' + block + user                       u64 the user's units held + confirmed from the block
+ *   waitlist  ev + 'c' + client                             u64 the client key's units held (max_active_per_client)
+ *   waitlist  ev + 'd' + client + u64 seq                   empty: a held hold of that client key
  *
  * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
@@ -43,7 +45,7 @@
 #define SLOT_SCHEMA_MAGIC "SLOTDB01" /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u       /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION \
-    4u                         /* first byte of every packed record written; versions 1
+    5u                         /* first byte of every packed record written; versions 1
                                           (before v1.1) and 2 (before carts and waitlists) are still read */
 #define SLOT_STORE_DBS 9       /* the nine above (feed, consumers: slot/feed.h) */
 #define SLOT_STORE_READERS 256 /* LMDB reader slots: the loop thread and tools use a few */
@@ -79,6 +81,10 @@ typedef struct slot_event_rec {
     uint64_t allocated;     /* unused units of the blocks of this event and its descendants */
     uint64_t fam_next_join; /* a root's: the family's next join order (waitlists of a family share one order) */
     uint64_t fam_waiting;   /* a root's: entries waiting on any event of its family */
+    /* Record version 5 (an older record reads as: no client limits):
+     * docs/protocol.md, "Client limits". */
+    uint64_t max_active_per_client; /* 0 = no limit; else units held by one client key at once */
+    uint32_t client_rate;           /* 0 = no limit; else holds per second per client key */
 } slot_event_rec;
 
 /* How a hold was made: its request key's kind of use (docs/protocol.md,
@@ -127,6 +133,11 @@ typedef struct slot_hold_rec {
     slot_hold_anc anc[SLOT_ANCESTORS_MAX];
     uint8_t alloc_len; /* 0 = from the free shards; else the block (of the hold's event) it took from */
     char alloc[SLOT_EVENT_BYTES_MAX + 1];
+    /* Record version 5 (an older record reads as: no client key). Set only
+     * on an event with max_active_per_client: the key's 'c'/'d' rows count
+     * the hold while it is held. */
+    uint8_t client_len;
+    char client[SLOT_CLIENT_BYTES_MAX + 1];
 } slot_hold_rec;
 
 typedef struct slot_store slot_store;
@@ -333,15 +344,15 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
 typedef struct slot_block_rec {
     uint8_t name_len;
     char name[SLOT_EVENT_BYTES_MAX + 1];
-    uint64_t qty;          /* the block's total: units allocated to it, less those deallocated */
-    uint64_t remaining;    /* unused units (counted in the event's and its ancestors' allocated) */
+    uint64_t qty;             /* the block's total: units allocated to it, less those deallocated */
+    uint64_t remaining;       /* unused units (counted in the event's and its ancestors' allocated) */
     uint64_t held, confirmed; /* units of the block's holds */
-    uint64_t max_per_user; /* 0 = none; else a user's held + confirmed from the block */
+    uint64_t max_per_user;    /* 0 = none; else a user's held + confirmed from the block */
 } slot_block_rec;
 
 /* The block into out (its name set); MDB_NOTFOUND when the event has none of that name. */
-int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
-                         size_t name_len, slot_block_rec *out);
+int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len,
+                         slot_block_rec *out);
 int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_block_rec *rec);
 int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
                          size_t name_len);
@@ -354,6 +365,27 @@ int slot_store_block_user_get(slot_store *st, MDB_txn *txn, const char *ev, size
                               size_t block_len, const char *user, size_t user_len, uint64_t *qty);
 int slot_store_block_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
                               size_t block_len, const char *user, size_t user_len, uint64_t qty);
+
+/*
+ * ---- Client limits (docs/protocol.md, "Client limits"; src/store/store_wait.c):
+ * a client key's units held ('c' rows: a missing row reads 0, writing 0
+ * deletes it) and its held holds ('d' rows, in seq order), kept only on an
+ * event with max_active_per_client. Keys are (pointer, length), 1..128 bytes.
+ * 0 or an LMDB error; the caller's transaction.
+ */
+int slot_store_client_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t *qty);
+int slot_store_client_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t qty);
+/* add: the hold seq is the client's (held); del: no longer (MDB_NOTFOUND when it was not). */
+int slot_store_client_hold_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq);
+int slot_store_client_hold_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq);
+/* The client's held holds' seqs, lowest first, at most max (1..SLOT_CLIENT_RETRY_SCAN_MAX)
+ * into seqs; *n receives how many. */
+int slot_store_client_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                            size_t client_len, uint64_t *seqs, uint32_t max, uint32_t *n);
 
 /*
  * ---- Replication groundwork (src/store/store_repl.c; docs/design.md, "Storage",

@@ -28,6 +28,7 @@ void slot_alloc_close(slot_alloc *a)
     slot__idem_free(a->idem);
     a->idem = NULL;
     slot__cold_free(a);
+    slot__client_buckets_free(a);
 }
 
 int slot_alloc_init(slot_alloc *a, slot_store *store)
@@ -35,6 +36,7 @@ int slot_alloc_init(slot_alloc *a, slot_store *store)
     a->store = store;
     a->idem = NULL;
     a->cold = NULL;
+    a->buckets = NULL;
     return slot__rng_init(a);
 }
 
@@ -101,6 +103,7 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
     slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->qty);
+    slot__client_note(h, req, &e);
     rc = slot__hold_make(c, &e, h, user_qty + h->qty);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
@@ -207,7 +210,8 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
             e.hold_ttl_ms != req->hold_ttl_ms || e.max_per_user != req->max_per_user ||
             e.max_per_request != req->max_per_request || e.opens_at_ms != req->opens_at_ms ||
             e.closes_at_ms != req->closes_at_ms || e.max_extensions != req->max_extensions ||
-            e.max_hold_ms != max_hold_ms || e.waitlist_max != req->waitlist_max) {
+            e.max_hold_ms != max_hold_ms || e.waitlist_max != req->waitlist_max ||
+            e.max_active_per_client != req->max_active_per_client || e.client_rate != req->client_rate) {
             slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
             return 0;
         }
@@ -241,6 +245,8 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     e.max_hold_ms = max_hold_ms;
     e.waitlist_max = req->waitlist_max;
     e.next_join = 1;
+    e.max_active_per_client = req->max_active_per_client;
+    e.client_rate = req->client_rate;
     rc = shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);

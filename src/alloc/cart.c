@@ -291,6 +291,7 @@ int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_
             slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->items[i].qty);
             h->kind = SLOT_HOLD_KIND_CART;
             h->origin = k->print;
+            slot__client_note(h, req, &k->e[i]);
             /* an earlier item of the family changed this event's counters: read it again */
             rc = slot_store_event_get(c->st, txn, c->ev, c->ev_len, &k->e[i]);
             if (rc == 0 && k->e[i].max_per_user > 0)

@@ -283,6 +283,18 @@ static slot_err get_user(const parse_ctx *c, slot_req *r)
     return SLOT_E_OK;
 }
 
+/* The optional client key of a hold, cart or waitlist_join (docs/protocol.md,
+ * "Client limits"): 1..SLOT_CLIENT_BYTES_MAX bytes, like a user name. */
+static slot_err get_client(const parse_ctx *c, slot_req *r)
+{
+    size_t n = 0;
+    bool given = false;
+    TRY(get_string(c, "client", OPTIONAL, SLOT_CLIENT_BYTES_MAX, user_char,
+                   "1..128 bytes of UTF-8 without control characters", r->client, &n, &given));
+    r->client_len = given ? (uint8_t)n : 0;
+    return SLOT_E_OK;
+}
+
 /* The hold id's format is not checked here: a malformed one is the allocator's unknown_hold. */
 static slot_err get_hold(const parse_ctx *c, slot_req *r)
 {
@@ -423,6 +435,15 @@ static slot_err parse_create_v11(const parse_ctx *c, slot_req *r)
     if (given)
         r->has |= SLOT_HAS_WAITLIST_MAX;
     r->waitlist_max = (uint32_t)wl;
+    /* v1.2 "Client limits": the event's limits per client key */
+    int64_t mac = 0, rate = 0;
+    bool g2 = false;
+    TRY(get_int(c, "max_active_per_client", OPTIONAL, 0, (int64_t)SLOT_CAPACITY_MAX, &mac, &given));
+    TRY(get_int(c, "client_rate", OPTIONAL, 0, SLOT_CLIENT_RATE_MAX, &rate, &g2));
+    if (given || g2)
+        r->has |= SLOT_HAS_CLIENT_LIMITS;
+    r->max_active_per_client = (uint64_t)mac;
+    r->client_rate = (uint32_t)rate;
     return SLOT_E_OK;
 }
 
@@ -554,6 +575,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_event(c, r, REQUIRED));
         TRY(get_user(c, r));
         TRY(get_request(c, r));
+        TRY(get_client(c, r));
         return get_qty(c, r);
     case SLOT_OP_WAITLIST_LEAVE:
     case SLOT_OP_WAITLIST:
@@ -563,6 +585,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_HOLD_MANY:
         TRY(get_user(c, r));
         TRY(get_request(c, r));
+        TRY(get_client(c, r));
         return parse_items(c, r);
     case SLOT_OP_WAITLIST_ENTRIES: {
         int64_t lim = 10;
@@ -645,6 +668,9 @@ static void check_parsed(const slot_req *r)
     PARSED_STR(r->node, r->node_len);
     SLOT_ASSERT(r->parent_len <= SLOT_EVENT_BYTES_MAX);
     PARSED_STR(r->parent, r->parent_len);
+    SLOT_ASSERT(r->client_len <= SLOT_CLIENT_BYTES_MAX);
+    PARSED_STR(r->client, r->client_len);
+    SLOT_ASSERT(r->max_active_per_client <= SLOT_CAPACITY_MAX && r->client_rate <= SLOT_CLIENT_RATE_MAX);
     SLOT_ASSERT(r->qty <= SLOT_MAX_PER_REQUEST_MAX && r->max_per_request <= SLOT_MAX_PER_REQUEST_MAX);
     SLOT_ASSERT(r->capacity <= SLOT_CAPACITY_MAX && r->max_per_user <= SLOT_CAPACITY_MAX);
     SLOT_ASSERT(r->shards <= SLOT_SHARDS_MAX && r->hold_ttl_ms <= SLOT_HOLD_TTL_MS_MAX);

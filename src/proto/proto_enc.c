@@ -527,6 +527,11 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         }
         if (res->err == SLOT_E_FEED_TRUNCATED)
             slot__jw_key_u64(&w, "oldest", res->feed_from);
+        if (res->err == SLOT_E_RATE_LIMITED) { /* docs/protocol.md, "Client limits" */
+            const char *lim = res->limit ? res->limit : "client_rate";
+            kv_cstr(&w, "limit", lim);
+            slot__jw_key_u64(&w, "retry_after_ms", res->retry_after_ms);
+        }
         if (res->err == SLOT_E_NOT_PRIMARY && res->primary[0]) /* docs/protocol.md, "Clients following the primary" */
             kv_view_str(&w, "primary", res->primary, sizeof res->primary);
         return finish(&w);

@@ -62,6 +62,11 @@ void slot__proto_put_view(slot__jw *w, const slot_event_view *v)
     }
     if (v->children > 0)
         slot__jw_key_u64(w, "children", v->children);
+    /* v1.2 "Client limits": shown when set */
+    if (v->max_active_per_client > 0)
+        slot__jw_key_u64(w, "max_active_per_client", v->max_active_per_client);
+    if (v->client_rate > 0)
+        slot__jw_key_u64(w, "client_rate", v->client_rate);
 }
 
 size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)

@@ -300,8 +300,8 @@ static int block_decode(const MDB_val *v, slot_block_rec *out)
     return b.bad || b.len != v->mv_size || version != BLOCK_REC_VERSION ? MDB_CORRUPTED : 0;
 }
 
-int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
-                         size_t name_len, slot_block_rec *out)
+int slot_store_block_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len,
+                         slot_block_rec *out)
 {
     key k;
     block_key(&k, ev, ev_len, name, name_len);
@@ -332,8 +332,7 @@ int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
 }
 
-int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name,
-                         size_t name_len)
+int slot_store_block_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *name, size_t name_len)
 {
     key k;
     block_key(&k, ev, ev_len, name, name_len);
@@ -367,8 +366,8 @@ int slot_store_blocks_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t 
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-static void block_user_key(key *k, const char *ev, size_t ev_len, const char *block, size_t block_len,
-                           const char *user, size_t user_len)
+static void block_user_key(key *k, const char *ev, size_t ev_len, const char *block, size_t block_len, const char *user,
+                           size_t user_len)
 {
     key_typed(k, ev, ev_len, WAIT_BLOCK_USER);
     put_name(&k->b, block, block_len);
@@ -408,4 +407,99 @@ int slot_store_block_user_put(slot_store *st, MDB_txn *txn, const char *ev, size
     put_be(&b, qty, 8);
     MDB_val v = {8, raw};
     return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+/* ---- client limits (docs/protocol.md, "Client limits"): two more kinds of row
+ *   ev + 'c' + name(client)                 u64: the client key's units held
+ *   ev + 'd' + name(client) + u64 seq       empty: a held hold of that key
+ * kept only on an event with max_active_per_client. */
+
+#define WAIT_CLIENT 'c'
+#define WAIT_CLIENT_HOLD 'd'
+
+static void client_key(key *k, const char *ev, size_t ev_len, char type, const char *client, size_t client_len)
+{
+    SLOT_ASSERT(client_len >= 1 && client_len <= SLOT_CLIENT_BYTES_MAX);
+    key_typed(k, ev, ev_len, type);
+    put_name(&k->b, client, client_len);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_client_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t *qty)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT, client, client_len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    *qty = 0;
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc == 0 && v.mv_size != 8)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        *qty = load_be64(v.mv_data);
+    return rc;
+}
+
+int slot_store_client_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t qty)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT, client, client_len);
+    MDB_val kv = key_val(&k);
+    if (qty == 0) {
+        int rc = store_del(st, txn, DB_WAITLIST, &kv);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+    }
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, qty, 8);
+    MDB_val v = {8, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+int slot_store_client_hold_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT_HOLD, client, client_len);
+    put_be(&k.b, seq, 8);
+    SLOT_ASSERT(!k.b.bad);
+    uint8_t one = 1; /* a value of one byte: the row's presence is what counts */
+    MDB_val kv = key_val(&k), v = {1, &one};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+int slot_store_client_hold_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT_HOLD, client, client_len);
+    put_be(&k.b, seq, 8);
+    SLOT_ASSERT(!k.b.bad);
+    MDB_val kv = key_val(&k);
+    return store_del(st, txn, DB_WAITLIST, &kv);
+}
+
+int slot_store_client_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                            size_t client_len, uint64_t *seqs, uint32_t max, uint32_t *n)
+{
+    SLOT_ASSERT(max >= 1 && max <= SLOT_CLIENT_RETRY_SCAN_MAX);
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT_HOLD, client, client_len);
+    size_t plen = k.b.len;
+    *n = 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_WAITLIST], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE);
+    while (rc == 0 && *n < max && kv.mv_size == plen + 8 && memcmp(kv.mv_data, k.raw, plen) == 0) {
+        seqs[(*n)++] = load_be64((const uint8_t *)kv.mv_data + plen);
+        rc = mdb_cursor_get(cur, &kv, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
 }
