@@ -74,6 +74,7 @@ typedef struct bench_config {
     uint32_t poll_ms;     /* waitlist: a waiter asks for its entry's state this often (and less far back) */
     uint32_t events;      /* hot-release: --cart (one event per cart item) */
     uint32_t cart;        /* hot-release: events per cart, 1..SLOT_CART_ITEMS_MAX; 1 = plain holds */
+    uint32_t types;       /* hot-release: N ticket types (children of a 3-level family) sharing --capacity; 0 = none */
     double zipf_exponent; /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
     const char *json_path, *csv_path, *svg_path;
 } bench_config;

@@ -35,6 +35,7 @@ typedef struct bench_event_spec {
     uint32_t shards, hold_ttl_ms, max_per_request;
     uint64_t opens_at_ms;  /* the sale opens then (ms since the epoch); 0 = now */
     uint32_t waitlist_max; /* entries of its waitlist (slotd only); 0 = none */
+    const char *parent;    /* its parent (slotd only, docs/protocol.md "Ticket types"); NULL = none */
 } bench_event_spec;
 
 typedef struct bench_driver {

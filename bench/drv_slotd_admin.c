@@ -227,6 +227,12 @@ int bench_slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_vi
         slot_req_set_window(&req, s->opens_at_ms, 0);
     if (s->waitlist_max)
         slot_req_set_waitlist_max(&req, s->waitlist_max);
+    if (s->parent) {
+        size_t n = strlen(s->parent);
+        memcpy(req.parent, s->parent, n + 1);
+        req.parent_len = (uint8_t)n;
+        req.has |= SLOT_HAS_PARENT;
+    }
     return view_call(a, "create_event", &req, v, err, errlen);
 }
 

@@ -94,6 +94,7 @@ enum {
     O_PARTIAL,
     O_LATE,
     O_CART,
+    O_TYPES,
     O_WAITERS,
     O_POLL,
     O_THREADS,
@@ -178,6 +179,9 @@ static const struct opt_def {
     OPT_UINT("cart", "K", O_CART, ONLY(BENCH_HOT_RELEASE), cart, 1, SLOT_CART_ITEMS_MAX,
              "each buyer holds a cart of K events at once (one hold_many request; K events NAME-<i> of --capacity "
              "each, all or nothing); 1 = plain holds of one event"),
+    OPT_UINT("types", "N", O_TYPES, ONLY(BENCH_HOT_RELEASE), types, 0, SLOT_CART_ITEMS_MAX,
+             "a 3-level family: NAME of --capacity, NAME-area under it, N ticket types NAME-<i> under that whose "
+             "capacities add up to twice --capacity; buyers spread over the types; 0 = one plain event"),
     OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE), opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
                 "create the event with its sale opening S seconds ahead (opens_at), and send every "
                 "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
@@ -658,6 +662,8 @@ json_t *bench_config_json(const bench_config *c)
         json_object_set_new(o, "opens_in_s", json_real(c->opens_in_ms / 1e3));
     if (c->scenario == BENCH_HOT_RELEASE)
         json_object_set_new(o, "cart", json_integer(c->cart));
+    if (c->scenario == BENCH_HOT_RELEASE)
+        json_object_set_new(o, "types", json_integer(c->types));
     if (c->scenario == BENCH_OPEN_LOOP)
         json_object_set_new(o, "rate", json_real(c->rate_per_s));
     if (c->scenario == BENCH_CHURN) {

@@ -260,7 +260,10 @@ static bool report_path_writable(const char *path)
 int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
 {
     if (c->scenario == BENCH_HOT_RELEASE)
-        c->events = c->cart; /* one event per cart item */
+        c->events = c->types ? c->types : c->cart; /* one event per cart item, or per ticket type */
+    if (c->types && (c->cart > 1 || c->target == BENCH_TARGET_REDIS || c->threads > 1))
+        return bench_usage_error(c, "%s",
+                                 "--types takes plain holds on slotd, on one thread (no --cart, redis, --threads)");
     bool waitlist = c->scenario == BENCH_WAITLIST;
     if (waitlist && c->target == BENCH_TARGET_REDIS)
         return bench_usage_error(c, "%s", "the waitlist scenario needs slotd's waitlist; the redis target has none");

@@ -50,10 +50,12 @@ static int zipf_init(bench_run *run)
 }
 
 /* Create one event; it must be new (a replay of the same settings with nothing sold is fine). */
-static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, char *err, size_t errlen)
+static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, const char *parent, char *err,
+                      size_t errlen)
 {
     const bench_config *cfg = run->cfg;
     bench_event_spec spec = {
+        .parent = parent,
         .name = e->name,
         .capacity = e->capacity,
         .max_per_user = cfg->max_per_user,
@@ -67,7 +69,7 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, cha
     int rc = run->drv->create_event(run->admin, &spec, &v, err, errlen);
     if (rc)
         return rc;
-    if (v.held != 0 || v.confirmed != 0 || v.available != e->capacity) {
+    if (v.held != 0 || v.confirmed != 0 || (v.available != e->capacity && !parent)) {
         snprintf(err, errlen, "event %s exists and already sold %" PRIu64 " units: use a new --event", e->name,
                  v.held + v.confirmed);
         return BENCH_EXIT_FAILED;
@@ -103,21 +105,35 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
     run->nevents = n;
     if (cfg->opens_in_ms > 0)
         run->opens_at_ms = bench_wall_ms() + cfg->opens_in_ms;
+    char area[SLOT_EVENT_BYTES_MAX + 1];
+    if (cfg->types) { /* --types: the venue NAME and its area NAME-area, of --capacity each, not measured */
+        bench_event top = {.capacity = cfg->capacity};
+        snprintf(top.name, sizeof(top.name), "%s", cfg->event);
+        snprintf(area, sizeof(area), "%.*s-area", BENCH_EVENT_BYTES_MAX, cfg->event);
+        int rc = create_one(run, &top, SLOT_HOLD_TTL_MS_MAX, NULL, err, errlen);
+        snprintf(top.name, sizeof(top.name), "%s", area);
+        if (rc == 0)
+            rc = create_one(run, &top, SLOT_HOLD_TTL_MS_MAX, cfg->event, err, errlen);
+        if (rc)
+            return rc;
+    }
     for (uint32_t i = 0; i < n; i++) {
         bench_event *e = &run->events[i];
         bool warm = i == cfg->events;
         if (warm)
             snprintf(e->name, sizeof(e->name), "%.*s-warmup", BENCH_EVENT_BYTES_MAX, cfg->event);
-        else if (cfg->scenario == BENCH_MULTI_EVENT || cfg->cart > 1)
+        else if (cfg->scenario == BENCH_MULTI_EVENT || cfg->cart > 1 || cfg->types)
             snprintf(e->name, sizeof(e->name), "%.*s-%u", BENCH_EVENT_BYTES_MAX, cfg->event, (unsigned)(uint16_t)i);
         else
             snprintf(e->name, sizeof(e->name), "%s", cfg->event);
         e->capacity = warm ? SLOT_CAPACITY_MAX : cfg->capacity;
+        if (cfg->types && !warm) /* the types' capacities add up to twice the venue's */
+            e->capacity = 2 * cfg->capacity / cfg->types + 1;
         e->measured = !warm;
         /* Churn's and the waitlist's holds expire by design; nothing else may expire before verification counted it. */
         bool expiring = cfg->scenario == BENCH_CHURN || cfg->scenario == BENCH_WAITLIST;
         uint32_t ttl_ms = expiring && !warm ? cfg->hold_ttl_ms : SLOT_HOLD_TTL_MS_MAX;
-        int rc = create_one(run, e, ttl_ms, err, errlen);
+        int rc = create_one(run, e, ttl_ms, cfg->types && !warm ? area : NULL, err, errlen);
         if (rc)
             return rc;
     }

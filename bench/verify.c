@@ -72,6 +72,8 @@ static void outcome(const bench_run *run, const bench_counters *n, bench_verdict
         if (e->held_units > e->capacity)
             bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 " (oversold)", e->name, e->held_units,
                           e->capacity);
+        else if (cfg->types) /* a ticket type sells out when the venue does (family_checks) */
+            continue;
         else if (e->capacity - e->held_units >= cfg->qty.min && !run->stopped_at_bound)
             bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 ": not sold out (stopped: %s)", e->name,
                           e->held_units, e->capacity, run->stop_reason ? run->stop_reason : "-");
@@ -160,6 +162,36 @@ static int event_checks(bench_run *run, uint32_t i, bench_verdict *v)
                       "; the answers say %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64,
                       e->name, got->capacity, got->available, got->held, got->confirmed, want.capacity, want.available,
                       want.held, want.confirmed);
+    return 0;
+}
+
+/* --types (docs/protocol.md, "Ticket types"): the types' held units add up to
+ * at most the venue's capacity (and to all of it, less a remainder below the
+ * smallest qty, when the run sold out), and the venue and its area show them. */
+static int family_checks(bench_run *run, bench_verdict *v)
+{
+    const bench_config *cfg = run->cfg;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < run->nevents; i++)
+        sum += run->events[i].measured ? run->events[i].held_units : 0;
+    if (sum > cfg->capacity)
+        bench_problem(v, "the types hold %" PRIu64 " units, the venue has %" PRIu64 " (oversold)", sum, cfg->capacity);
+    else if (cfg->capacity - sum >= cfg->qty.min && !run->stopped_at_bound)
+        bench_problem(v, "the types hold %" PRIu64 " of the venue's %" PRIu64 ": not sold out", sum, cfg->capacity);
+    char name[SLOT_EVENT_BYTES_MAX + 1], detail[600];
+    for (int k = 0; k < 2; k++) {
+        snprintf(name, sizeof(name), k ? "%.*s-area" : "%.*s", BENCH_EVENT_BYTES_MAX, cfg->event);
+        bench_view got;
+        int rc = run->drv->event(run->admin, name, &got, detail, sizeof(detail));
+        if (rc == BENCH_EXIT_CONNECTION)
+            return rc;
+        if (rc)
+            bench_problem(v, "%s", detail);
+        else if (got.held != sum || got.confirmed != 0 ||
+                 got.available != cfg->capacity - (sum < cfg->capacity ? sum : cfg->capacity))
+            bench_problem(v, "%s shows held %" PRIu64 ", available %" PRIu64 "; its types hold %" PRIu64, name,
+                          got.held, got.available, sum);
+    }
     return 0;
 }
 
@@ -287,6 +319,8 @@ int bench_verify(bench_run *run, bench_verdict *v)
         rc = settle_expiry(run, v);
     for (uint32_t i = 0; rc == 0 && i < run->nevents; i++)
         rc = event_checks(run, i, v);
+    if (rc == 0 && run->cfg->types)
+        rc = family_checks(run, v);
     if (rc)
         return rc;
     bench_phase ph = bench_verify_phase(run);

@@ -72,7 +72,10 @@ static void new_hold(bench_run *run, bench_conn *c, bench_ticket *t)
     memset(t, 0, sizeof(*t));
     t->op = BENCH_OP_HOLD;
     t->session = UINT32_MAX;
-    t->event = ph->zipf ? pick_event(run, c) : ph->event_first;
+    t->event = ph->zipf ? pick_event(run, c)
+               : cfg->types && ph->measure && ph->event_count > 1
+                   ? (uint16_t)(ph->event_first + bench_rand(&c->rng) % ph->event_count)
+                   : ph->event_first;
     t->qty = ph->unit_holds ? 1 : (uint16_t)bench_qty_pick(&cfg->qty, bench_rand(&c->rng));
     t->user = cfg->users > 0 && !ph->unique_users ? bench_rand(&c->rng) % cfg->users : run->next_user++;
     t->key = run->next_key++;
@@ -115,7 +118,7 @@ static void sold_out_answer(bench_run *run, const bench_ticket *t, const bench_r
         n->bad_sold_out++; /* invariant 5, as the client sees it */
     /* --threads: a loop's tallies hold only its own answers, so the target's word that fewer units
      * than the smallest qty are left is what says the event sold out (no units come back here). */
-    if (run->cfg->threads > 1 && t->cart <= 1 && r->available < run->cfg->qty.min)
+    if ((run->cfg->threads > 1 || run->cfg->types) && t->cart <= 1 && r->available < run->cfg->qty.min)
         event_sold(run, &run->events[t->event], now_ns);
     if (run->events_sold == measured_events(run) && ++n->tail_seen >= run->phase->tail)
         bench_stop(run, "sold out, and the tail of sold_out answers came back");

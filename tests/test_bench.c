@@ -32,6 +32,7 @@ TEST_DECLARE(bench_churn_extend_partial_late)
 TEST_DECLARE(bench_sold_out)
 TEST_DECLARE(bench_multi_event)
 TEST_DECLARE(bench_hot_release_cart)
+TEST_DECLARE(bench_hot_release_types)
 TEST_DECLARE(bench_waitlist)
 TEST_DECLARE(bench_warmup_and_bounds)
 TEST_DECLARE(bench_verification_catches_a_lying_server)
@@ -50,6 +51,7 @@ TEST_ENTRY(bench_churn_extend_partial_late)
 TEST_ENTRY(bench_sold_out)
 TEST_ENTRY(bench_multi_event)
 TEST_ENTRY(bench_hot_release_cart)
+TEST_ENTRY(bench_hot_release_types)
 TEST_ENTRY(bench_waitlist)
 TEST_ENTRY(bench_warmup_and_bounds)
 TEST_ENTRY(bench_verification_catches_a_lying_server)
@@ -527,6 +529,42 @@ TEST_IMPL(bench_multi_event)
                           "16",          "--pipeline", "2",
                           NULL};
     expect_pass(args);
+    stop();
+}
+
+/* hot-release --types 4 (docs/protocol.md, "Ticket types"): four types of a 3-level family
+ * whose capacities add up to twice the venue's 400; the types' held units add up to exactly
+ * 400, none above its own capacity, and verification (the venue's and area's views) passes. */
+TEST_IMPL(bench_hot_release_types)
+{
+    start();
+    char json[600];
+    snprintf(json, sizeof(json), "%s/types.json", tmp);
+    const char *args[] = {"hot-release", "--port", port_arg(srv.port), "--types", "4",      "--capacity", "400",
+                          "--event",     "ty",     "--connections",    "16",      "--json", json,         NULL};
+    expect_pass(args);
+    json_error_t e;
+    json_t *root = json_load_file(json, 0, &e);
+    if (!root)
+        T_FAIL_("%s: line %d: %s", json, e.line, e.text);
+    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(root, "config"), "types")), 4);
+    json_t *events = json_object_get(root, "events");
+    ASSERT_EQ(json_array_size(events), 4);
+    json_int_t sum = 0;
+    for (size_t i = 0; i < 4; i++) {
+        json_t *ev = json_array_get(events, i);
+        json_int_t held = json_integer_value(json_object_get(ev, "held_units"));
+        ASSERT(held <= 2 * 400 / 4 + 1);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(ev, "server"), "held")), held);
+        sum += held;
+    }
+    ASSERT_EQ(sum, 400);
+    json_decref(root);
+    char *out = malloc(OUT_BYTES);
+    ASSERT(out);
+    const char *with_cart[] = {"hot-release", "--port", port_arg(srv.port), "--types", "2", "--cart", "2", NULL};
+    ASSERT_EQ(run_bench(with_cart, out), 64);
+    free(out);
     stop();
 }
 

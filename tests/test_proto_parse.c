@@ -492,6 +492,11 @@ static const op_case op_cases[] = {
     {"metrics", SLOT_OP_METRICS, 0, {NULL}},
     {"backup", SLOT_OP_BACKUP, 1, {"\"path\":\"/tmp/b.bak\""}},
     {"cluster_change", SLOT_OP_CLUSTER_CHANGE, 2, {"\"change\":\"promote\"", "\"node\":\"n2\""}},
+    {"allocate",
+     SLOT_OP_ALLOCATE,
+     3,
+     {"\"event\":\"e\"", "\"allocation\":\"fans\"", "\"qty\":1000", "\"max_per_user\":2"}},
+    {"deallocate", SLOT_OP_DEALLOCATE, 2, {"\"event\":\"e\"", "\"allocation\":\"fans\"", "\"qty\":10"}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */

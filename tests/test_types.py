@@ -171,6 +171,60 @@ def feed(port):
     c.close()
 
 
+def allocations(port):
+    """Allocations (docs/protocol.md, "Allocations") on a child of a family."""
+    c = Conn(port)
+    ok(c, op='create_event', event='arena', capacity=20)
+    ok(c, op='create_event', event='pit', capacity=15, parent='arena')
+    for body, what in (({'qty': 16}, 'a block larger than the free units'),):
+        before = ok(c, op='digest')
+        r = ok(c, op='allocate', event='pit', allocation='fans', **body)
+        check(r.get('status') == 'sold_out' and r.get('available') == 15, 'allocate, %s: sold_out' % what, r)
+        check(ok(c, op='digest')['digest'] == before['digest'], 'allocate, %s: nothing changed' % what)
+    r = ok(c, op='allocate', event='pit', allocation='fans', qty=6, max_per_user=2)
+    check(r.get('allocation') == 'fans' and r.get('qty') == 6 and r.get('remaining') == 6, 'allocate', r)
+    v = ok(c, op='event', event='arena')
+    check(v['allocated'] == 6 and v['available'] == 14, 'the parent counts its child\'s block in allocated', v)
+    before = ok(c, op='digest')
+    r = c.ask({'op': 'hold', 'event': 'pit', 'user': 'a', 'request': 'k0', 'qty': 1, 'allocation': 'nosuch'})
+    check(r.get('error') == 'invalid_argument' and 'allocation' in r.get('message', ''),
+          'a hold from an unknown block: invalid_argument naming allocation', r)
+    r = c.ask({'op': 'hold', 'event': 'pit', 'user': 'a', 'request': 'k0', 'qty': 3, 'allocation': 'fans'})
+    check(r.get('error') == 'user_limit', 'the block\'s max_per_user', r)
+    check(ok(c, op='digest')['digest'] == before['digest'], 'refused block holds change nothing')
+    held = []
+    for u in ('a', 'b', 'c'):
+        r = ok(c, op='hold', event='pit', user=u, request='k', qty=2, allocation='fans')
+        check(r.get('status') == 'held', 'a hold from the block (%s)' % u, r)
+        held.append(r)
+    r = ok(c, op='hold', event='pit', user='d', request='k', qty=1, allocation='fans')
+    check(r.get('status') == 'sold_out' and r.get('remaining') == 0, 'qty over the block\'s remaining: sold_out', r)
+    v = ok(c, op='event', event='pit')
+    fans = v.get('allocations', {}).get('fans', {})
+    check(v['held'] == 6 and v['allocated'] == 0 and v['available'] == 9 and
+          fans == {'qty': 6, 'remaining': 0, 'held': 6, 'confirmed': 0}, 'the view of the block\'s holds', v)
+    ok(c, op='release', event='pit', hold=held[0]['hold'], user='a')
+    ok(c, op='confirm', event='pit', hold=held[1]['hold'], user='b')
+    v = ok(c, op='event', event='pit')
+    check(v['allocations']['fans'] == {'qty': 6, 'remaining': 2, 'held': 2, 'confirmed': 2} and v['allocated'] == 2,
+          'a released block hold goes back to the block', v)
+    r = c.ask({'op': 'set_capacity', 'event': 'pit', 'capacity': 5})
+    check(r.get('error') == 'capacity_below_allocated', 'set_capacity below held + confirmed + allocated', r)
+    r = c.ask({'op': 'deallocate', 'event': 'pit', 'allocation': 'fans', 'qty': 3})
+    check(r.get('error') == 'invalid_argument', 'deallocate more than remains: invalid_argument', r)
+    r = ok(c, op='deallocate', event='pit', allocation='fans', qty=1)
+    check(r.get('qty') == 5 and r.get('remaining') == 1, 'deallocate a part', r)
+    r = ok(c, op='deallocate', event='pit', allocation='fans')
+    v = ok(c, op='event', event='pit')
+    check('allocations' not in v and v['allocated'] == 0 and v['available'] == 11,
+          'deallocate without qty removes the block', v)
+    ok(c, op='release', event='pit', hold=held[2]['hold'], user='c')
+    v = ok(c, op='event', event='arena')
+    check(v['available'] == 18 and v['allocated'] == 0, 'a removed block\'s hold comes back to the free shards', v)
+    clean(c, 'allocations')
+    c.close()
+
+
 def post(port, op, body):
     h = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
     h.request('POST', '/v1/' + op, body=json.dumps(body).encode(), headers={'Content-Type': 'application/json'})
@@ -227,12 +281,14 @@ def main():
             srv = Server(binary, data, http=True, stderr_path=os.path.join(tmp, 'stderr'))
             c = Conn(srv.port)
             r = ok(c, op='hello')
-            require('types' in r.get('features', []), 'hello lists types', r)
+            require('types' in r.get('features', []) and 'allocations' in r.get('features', []),
+                    'hello lists types and allocations', r)
             c.close()
             race(srv.port)
             bad_input(srv.port)
             rules(srv.port)
             feed(srv.port)
+            allocations(srv.port)
             over_http(srv)
             restart(binary, data, srv)
         finally:

@@ -249,6 +249,17 @@ static const ctl_cmd commands[] = {
      "Sets the capacity of EVENT to N (0..2^40); the difference is added to or taken from\n"
      "the free units. Refused (capacity_below_allocated) below held + confirmed.\n",
      cmd_capacity},
+    {"allocate", "EVENT ALLOCATION N [--max-per-user M]", "set N free units aside in a block (allocate)",
+     "Moves N free units of EVENT (and of each ancestor) into the block ALLOCATION, which holds\n"
+     "with \"allocation\":\"ALLOCATION\" then take from; again adds units. --max-per-user is the\n"
+     "block's own limit per user. Exits 1 (sold_out) when fewer than N are free.\n",
+     cmd_allocate},
+    {"deallocate", "EVENT ALLOCATION [N]", "give a block's unused units back (deallocate)",
+     "Returns N unused units of the block to the free shards; without N the block is removed\n"
+     "with all it has left (its holds' units then come back to the free shards).\n",
+     cmd_deallocate},
+    {"allocations", "EVENT", "show an event's blocks: qty, remaining, held, confirmed (event)",
+     "Prints the event's allocated units and one line per block.\n", cmd_allocations},
     {"status", "EVENT on_sale|closed", "open or close an event for sale (set_status)",
      "A closed event answers new holds with not_on_sale; confirms and releases go on.\n", cmd_status},
     {"cancel", "EVENT HOLD", "cancel a held or confirmed hold, returning its units (cancel)",

@@ -121,6 +121,10 @@ int cmd_create(ctl *x, int argc, char **argv);
 int cmd_show(ctl *x, int argc, char **argv);
 int cmd_reshard(ctl *x, int argc, char **argv);
 int cmd_capacity(ctl *x, int argc, char **argv);
+/* allocate, deallocate, allocations (slotctl_alloc.c; docs/protocol.md, "Allocations"). */
+int cmd_allocate(ctl *x, int argc, char **argv);
+int cmd_deallocate(ctl *x, int argc, char **argv);
+int cmd_allocations(ctl *x, int argc, char **argv);
 int cmd_status(ctl *x, int argc, char **argv);
 int cmd_window(ctl *x, int argc, char **argv);
 int cmd_cancel(ctl *x, int argc, char **argv);

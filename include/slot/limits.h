@@ -72,6 +72,8 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
  * more), so a family has at most SLOT_FAMILY_EVENTS_MAX events: the bound of
  * the family's waitlist hand-out, which visits them. */
 #define SLOT_CHILDREN_MAX 64
+/* v1.2 allocations: an event has at most this many blocks (allocate refuses more). */
+#define SLOT_BLOCKS_MAX 16
 #define SLOT_FAMILY_EVENTS_MAX (1 + SLOT_CHILDREN_MAX + SLOT_CHILDREN_MAX * SLOT_CHILDREN_MAX)
 
 /*

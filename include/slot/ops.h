@@ -74,7 +74,9 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(CLUSTER, "cluster", false, false)                  \
     X(METRICS, "metrics", false, true)                   \
     X(BACKUP, "backup", false, true)                     \
-    X(CLUSTER_CHANGE, "cluster_change", false, true)
+    X(CLUSTER_CHANGE, "cluster_change", false, true)     \
+    X(ALLOCATE, "allocate", true, true)                  \
+    X(DEALLOCATE, "deallocate", true, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -123,7 +125,9 @@ enum {
     SLOT_HAS_QTY = 1u << 10,           /* confirm: a partial confirm (or a reacquire's qty) */
     SLOT_HAS_WAITLIST_MAX = 1u << 11,  /* create_event */
     SLOT_HAS_PARENT = 1u << 12,        /* create_event: parent given */
-    SLOT_HAS_CLIENT_LIMITS = 1u << 13, /* create_event: max_active_per_client or client_rate given */
+    SLOT_HAS_ALLOCATION = 1u << 13,    /* hold: from a block; allocate, deallocate: the block */
+    SLOT_HAS_ALLOC_QTY = 1u << 14,     /* allocate, deallocate: qty given */
+    SLOT_HAS_CLIENT_LIMITS = 1u << 15, /* create_event: max_active_per_client or client_rate given */
 };
 
 /* One item of a cart (hold_many): an event and the units wanted of it. */
@@ -159,6 +163,9 @@ typedef struct slot_req {
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     char token[SLOT_TOKEN_BYTES_MAX + 1];
     uint8_t parent_len;                       /* create_event: 0 = none */
+    uint8_t alloc_len;                        /* hold, allocate, deallocate: the block; 0 = none */
+    char alloc[SLOT_EVENT_BYTES_MAX + 1];     /* the block's name (the event rule) */
+    uint64_t alloc_qty;                       /* allocate, deallocate: 1..SLOT_CAPACITY_MAX units */
     char parent[SLOT_EVENT_BYTES_MAX + 1];    /* create_event: the parent event (docs/protocol.md, "Ticket types") */
     uint32_t qty;                             /* hold: 1..SLOT_MAX_PER_REQUEST_MAX */
     uint64_t capacity;                        /* 0..SLOT_CAPACITY_MAX */
@@ -222,6 +229,11 @@ typedef struct slot_event_view {
     uint64_t allocated;                    /* unused units of blocks of this event and its descendants */
     uint64_t max_active_per_client;        /* 0 = no limit ("Client limits"; on the wire when not 0) */
     uint32_t client_rate;                  /* 0 = no limit (on the wire when not 0) */
+    uint32_t nblocks;                      /* the event's own blocks ("allocations"), name order */
+    struct {
+        char name[SLOT_EVENT_BYTES_MAX + 1];
+        uint64_t qty, remaining, held, confirmed;
+    } blocks[SLOT_BLOCKS_MAX];
 } slot_event_view;
 
 /* A waitlist entry's state (docs/protocol.md, "Waitlist"): the waitlist op's "status". */
@@ -338,6 +350,9 @@ typedef struct slot_res {
     uint64_t opens_at_ms, closes_at_ms;       /* not_on_sale: the event's window */
     char
         sale_event[SLOT_EVENT_BYTES_MAX + 1]; /* not_on_sale of an ancestor: its name ("event"); "" = the event's own */
+    bool block; /* allocate, deallocate: the block's reply; hold: sold_out with remaining */
+    char block_name[SLOT_EVENT_BYTES_MAX + 1]; /* allocate, deallocate: "allocation" */
+    uint64_t block_qty, block_remaining;       /* allocate, deallocate: qty (the block's total), remaining */
     char short_event[SLOT_EVENT_BYTES_MAX +
                      1];  /* sold_out over a chain: the nearest event that lacked ("short"); "" = none */
     slot_event_view view; /* create_event, set_capacity, reshard, set_status, event */

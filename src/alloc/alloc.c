@@ -91,6 +91,9 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     }
     if (rc != MDB_NOTFOUND)
         return rc;
+    /* an unknown block comes before max_per_request ("Clarifications of v1.2", Hold decision order) */
+    if (req->alloc_len > 0 && (rc = slot__block_known(c, req, res)) != 0)
+        return slot__answered_ok(rc);
     if (req->qty > e.max_per_request) {
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "qty: %u is above the event's max_per_request %u",
                        (unsigned)req->qty, (unsigned)e.max_per_request);
@@ -103,6 +106,8 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
     slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->qty);
+    h->alloc_len = req->alloc_len;
+    memcpy(h->alloc, req->alloc, req->alloc_len + 1u);
     slot__client_note(h, req, &e);
     rc = slot__hold_make(c, &e, h, user_qty + h->qty);
     if (rc == 0)
@@ -147,7 +152,8 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
 static int view_put(ctx *c, slot_res *res, const slot_event_rec *e)
 {
     slot__view_fill(&res->view, c->ev, c->ev_len, e);
-    return slot__view_family(c, &res->view, e);
+    int rc = slot__view_family(c, &res->view, e);
+    return rc == 0 ? slot__view_blocks(c, &res->view) : rc;
 }
 
 static int op_event(ctx *c, slot_res *res)
@@ -370,6 +376,10 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
         return slot_store_digest(a->store, txn, &res->seq, res->digest);
     case SLOT_OP_HOLD_MANY:
         return slot__op_hold_many(a, txn, req, now_ms, res);
+    case SLOT_OP_ALLOCATE:
+        return slot__op_allocate(&c, req, res);
+    case SLOT_OP_DEALLOCATE:
+        return slot__op_deallocate(&c, req, res);
     case SLOT_OP_WAITLIST_JOIN:
     case SLOT_OP_WAITLIST_LEAVE:
     case SLOT_OP_WAITLIST:

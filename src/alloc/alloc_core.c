@@ -244,6 +244,46 @@ static int chain_admit(ctx *c, const slot_req *req, slot_event_rec *e, slot_res 
     return rc;
 }
 
+/* A hold from block req->alloc (docs/protocol.md, "Allocations"): the
+ * block's max_per_user (user_limit) counts the user's units held or
+ * confirmed from it; sold_out with "remaining" when fewer than qty are left
+ * (after due holds were expired: theirs come back to the block). The free
+ * shards and the waitlist play no part. The block exists (op_hold checked). */
+static int block_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res)
+{
+    slot_block_rec b;
+    uint64_t u = 0;
+    int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+        bool over = false;
+        if (b.max_per_user > 0) {
+            rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, req->user,
+                                           req->user_len, &u);
+            over = u + req->qty > b.max_per_user;
+        }
+        if (rc != 0 || (!over && b.remaining >= req->qty))
+            break;
+        if (pass == 1) {
+            if (over) {
+                slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of allocation \"%s\"'s max_per_user %llu",
+                               (unsigned long long)u, req->alloc, (unsigned long long)b.max_per_user);
+            } else {
+                res->sold_out = true;
+                res->block = true;
+                res->block_remaining = b.remaining;
+                res->available = b.remaining;
+            }
+            return 0;
+        }
+        rc = slot__expire_event_due(c, e); /* due holds of the block give their units back first */
+        if (rc == 0)
+            rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+        if (rc == 0 && e->max_per_user > 0)
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
+    }
+    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+}
+
 /* Decides not_on_sale of the ancestors, user_limit and sold_out (over the
  * event's chain) after expiring due holds when that could change the
  * answer. Returns 0 and leaves res->err OK when the hold may go on. */
@@ -283,6 +323,8 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
         if (e->max_per_user > 0) /* its expiry may have returned the user's units */
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
     }
+    if (rc == 0 && req->alloc_len > 0) /* a hold from a block: its own max_per_user and remaining */
+        return block_admit(c, req, e, user_qty, res);
     /* While people wait, units go to them first (docs/protocol.md, "Waitlist"):
      * a new hold is sold_out, after due holds were expired (they may serve
      * the whole list). Only the event's own waitlist counts ("Clarifications

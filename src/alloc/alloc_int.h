@@ -1,8 +1,8 @@
 /*
  * alloc_int.h — what the allocator's files share, in layers, each calling
  * only those below it: alloc.c (slot_alloc_run, the dispatcher, and the
- * event ops and the plain hold) -> the op files (cart.c, confirm.c,
- * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c (the hold's
+ * event ops and the plain hold) -> the op files (block.c, cart.c, confirm.c,
+ * waitlist.c) -> alloc_core.c (the ops' shared helpers) -> hold.c and hold_serve.c (the hold's
  * life) -> alloc_idem.c, cold.c, idem.c (the idempotency index) and
  * alloc_rng.c (random numbers). Internal to libslot.
  * Errors follow slot/error.h's internal convention; SLOT__ANSWERED below is
@@ -79,7 +79,7 @@ void slot__cold_free(slot_alloc *a);
 int slot__request_find(slot__alloc_ctx *c, const char *user, size_t user_len, const char *request, size_t request_len,
                        slot_hold_rec *h);
 
-/* ---- hold.c: the hold's life (birth, moves, feed entries, hand-out, expiry) */
+/* ---- hold.c: the hold's life (birth, moves, feed entries, expiry); hold_serve.c: the hand-out */
 
 /* slot__hold_due — true when h is held and its expires_at_ms <= now_ms. */
 bool slot__hold_due(const slot_hold_rec *h, uint64_t now_ms);
@@ -297,6 +297,18 @@ int slot__op_confirm(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 
 /* slot__op_extend — extend (confirm.c). 0 or an LMDB error. */
 int slot__op_extend(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__op_allocate, slot__op_deallocate — allocate and deallocate (block.c;
+ * docs/protocol.md, "Allocations"). 0 or an LMDB error. */
+int slot__op_allocate(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+int slot__op_deallocate(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
+/* slot__view_blocks — v's "allocations": the blocks of c's event, in name order (block.c). 0 or an LMDB error. */
+int slot__view_blocks(slot__alloc_ctx *c, slot_event_view *v);
+
+/* slot__block_known — 0 when c's event has the block req->alloc names; else
+ * SLOT__ANSWERED with invalid_argument naming allocation (block.c), or an LMDB error. */
+int slot__block_known(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
 
 /* slot__op_waitlist — waitlist_join, waitlist_leave, waitlist, waitlist_entries (waitlist.c). */
 int slot__op_waitlist(slot__alloc_ctx *c, const slot_req *req, slot_res *res);

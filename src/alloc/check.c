@@ -36,7 +36,13 @@ typedef struct check_ctx {
     uint8_t depth;                                                       /* the event's ancestors */
     uint64_t anc_free;     /* the least free units over the ancestors (UINT64_MAX: none) */
     uint64_t desc_waiting; /* entries waiting on the descendants */
-    const char *desc_ev;   /* the descendant whose holds are summed now (family_sums) */
+    uint64_t block_units;  /* unused units of the blocks of the event and its descendants */
+    uint32_t nblocks;      /* the event's own blocks, and what its holds say of each */
+    struct {
+        slot_block_rec rec;
+        uint64_t held, confirmed;
+    } blocks[SLOT_BLOCKS_MAX];
+    const char *desc_ev; /* the descendant whose holds are summed now (family_sums) */
     size_t desc_len;
 } check_ctx;
 
@@ -93,6 +99,40 @@ static int check_links(check_ctx *k, const slot_hold_rec *h)
 
 static int user_add(check_ctx *k, const char *user, size_t user_len, uint64_t qty);
 
+/* A hold of a block: counted against the block's held or confirmed (a
+ * deallocated block's holds are the shards' now). */
+static void block_hold(check_ctx *k, const slot_hold_rec *h)
+{
+    for (uint32_t i = 0; i < k->nblocks; i++) {
+        if (k->blocks[i].rec.name_len != h->alloc_len || memcmp(k->blocks[i].rec.name, h->alloc, h->alloc_len) != 0)
+            continue;
+        if (h->status == SLOT_HOLD_HELD)
+            k->blocks[i].held += h->qty;
+        else if (h->status == SLOT_HOLD_CONFIRMED)
+            k->blocks[i].confirmed += h->qty;
+    }
+}
+
+static int own_block(void *p, const slot_block_rec *b)
+{
+    check_ctx *k = p;
+    k->block_units += b->remaining;
+    if (k->nblocks == SLOT_BLOCKS_MAX) {
+        violation(k, 1, "more than %d blocks", SLOT_BLOCKS_MAX);
+        return 0;
+    }
+    k->blocks[k->nblocks].rec = *b;
+    k->blocks[k->nblocks].held = k->blocks[k->nblocks].confirmed = 0;
+    k->nblocks++;
+    return 0;
+}
+
+static int desc_block(void *p, const slot_block_rec *b)
+{
+    ((check_ctx *)p)->block_units += b->remaining;
+    return 0;
+}
+
 static int check_hold(void *p, const slot_hold_rec *h)
 {
     check_ctx *k = p;
@@ -122,6 +162,8 @@ static int check_hold(void *p, const slot_hold_rec *h)
     int rc = check_links(k, h);
     if (rc != 0)
         return rc;
+    if (from_block)
+        block_hold(k, h);
     bool active = h->status == SLOT_HOLD_HELD || h->status == SLOT_HOLD_CONFIRMED;
     if (h->status == SLOT_HOLD_HELD) {
         k->held += h->qty;
@@ -337,6 +379,9 @@ static int family_event(void *p, const char *ev, size_t ev_len, const slot_event
     k->desc_ev = ev;
     k->desc_len = ev_len;
     k->desc_waiting += rec->waiting;
+    int brc = slot_store_blocks_scan(k->st, k->txn, ev, ev_len, desc_block, k);
+    if (brc != 0)
+        return brc;
     return slot_store_holds_scan(k->st, k->txn, ev, ev_len, desc_hold, k);
 }
 
@@ -406,11 +451,29 @@ static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_
         violation(k, 1, "free %llu + held %llu + confirmed %llu + allocated %llu != capacity %llu",
                   (unsigned long long)free_sum, (unsigned long long)e->held, (unsigned long long)e->confirmed,
                   (unsigned long long)e->allocated, (unsigned long long)e->capacity);
-    rc = family_sums(k, e);
+    k->block_units = 0;
+    k->nblocks = 0;
+    rc = slot_store_blocks_scan(k->st, k->txn, ev, ev_len, own_block, k);
+    if (rc == 0)
+        rc = family_sums(k, e);
     if (rc == 0)
         rc = slot_store_holds_scan(k->st, k->txn, ev, ev_len, check_hold, k);
     if (rc != 0)
         return rc;
+    /* Allocations (docs/protocol.md): allocated is the unused units of the blocks of the
+     * event and its descendants; a block's held and confirmed are those of its holds. */
+    if (k->block_units != e->allocated)
+        violation(k, 1, "allocated %llu, the blocks have %llu unused", (unsigned long long)e->allocated,
+                  (unsigned long long)k->block_units);
+    for (uint32_t i = 0; i < k->nblocks; i++)
+        if (k->blocks[i].held != k->blocks[i].rec.held || k->blocks[i].confirmed != k->blocks[i].rec.confirmed ||
+            k->blocks[i].rec.remaining + k->blocks[i].rec.held + k->blocks[i].rec.confirmed != k->blocks[i].rec.qty)
+            violation(k, 2,
+                      "block \"%s\": held %llu confirmed %llu (its holds say %llu and %llu), remaining %llu, qty %llu",
+                      k->blocks[i].rec.name, (unsigned long long)k->blocks[i].rec.held,
+                      (unsigned long long)k->blocks[i].rec.confirmed, (unsigned long long)k->blocks[i].held,
+                      (unsigned long long)k->blocks[i].confirmed, (unsigned long long)k->blocks[i].rec.remaining,
+                      (unsigned long long)k->blocks[i].rec.qty);
     if (k->held != e->held || k->confirmed != e->confirmed)
         violation(k, 2, "counters held %llu confirmed %llu, holds say %llu and %llu", (unsigned long long)e->held,
                   (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);

@@ -9,9 +9,7 @@
  * store, never an op file or alloc_core.c. Internal to libslot; see alloc_int.h.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "alloc_int.h"
@@ -61,6 +59,62 @@ static int units_return(ctx *c, const char *ev, size_t ev_len, const slot_event_
         leftover -= share;
     }
     return 0;
+}
+
+/* Where a block hold's units go back (docs/protocol.md, "Allocations"): to
+ * its block while the block exists (*alive), else to the free shards. The
+ * block's counters move here: `from` (held or confirmed) loses qty; into
+ * confirmed it gains it, else remaining does, and the user's row drops. */
+static int block_back(ctx *c, const slot_hold_rec *h, uint32_t qty, slot_hold_status from, slot_hold_status to,
+                      bool *alive)
+{
+    *alive = false;
+    if (h->alloc_len == 0)
+        return 0;
+    slot_block_rec b;
+    int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, &b);
+    if (rc == MDB_NOTFOUND)
+        return 0; /* deallocated: the units come back to the free shards */
+    if (rc != 0)
+        return rc;
+    *alive = true;
+    uint64_t *counter = from == SLOT_HOLD_HELD ? &b.held : &b.confirmed;
+    if (*counter < qty)
+        return MDB_CORRUPTED;
+    *counter -= qty;
+    if (to == SLOT_HOLD_CONFIRMED)
+        b.confirmed += qty;
+    else
+        b.remaining += qty;
+    rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
+    if (rc == 0 && to != SLOT_HOLD_CONFIRMED && b.max_per_user > 0) {
+        uint64_t u = 0;
+        rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user, h->user_len,
+                                       &u);
+        if (rc == 0 && u < qty)
+            rc = MDB_CORRUPTED;
+        if (rc == 0)
+            rc = slot_store_block_user_put(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user,
+                                           h->user_len, u - qty);
+    }
+    return rc;
+}
+
+/* Units going back to event ev (record e, written by the caller): into the
+ * block's count (allocated) while it is alive, else to the shards, each part
+ * to its own shard; a block hold's units (no parts) are spread. */
+static int give_back(ctx *c, const char *ev, size_t ev_len, slot_event_rec *e, const slot_hold_part *parts,
+                     uint16_t nparts, uint64_t seq, uint32_t qty, bool to_block)
+{
+    if (to_block) {
+        e->allocated += qty;
+        return 0;
+    }
+    if (nparts == 0 && qty > 0) {
+        slot_hold_part spread = {UINT16_MAX, (uint16_t)qty}; /* no such shard: spread over the shards */
+        return units_return(c, ev, ev_len, e, &spread, 1, seq);
+    }
+    return units_return(c, ev, ev_len, e, parts, nparts, seq);
 }
 
 /* ---- the chain: a hold's event's ancestors (docs/protocol.md, "Ticket types") */
@@ -166,7 +220,7 @@ static int shards_take(ctx *c, const char *ev, size_t ev_len, const slot_event_r
  * go back to that ancestor's shards (its own parts of the hold) and the
  * user's row there drops. Each ancestor is written once. */
 static int chain_finish(ctx *c, const slot_event_rec *e, const slot_hold_rec *h, slot_hold_status from,
-                        slot_hold_status to)
+                        slot_hold_status to, bool to_block)
 {
     if (e->parent_len == 0)
         return 0;
@@ -183,7 +237,7 @@ static int chain_finish(ctx *c, const slot_event_rec *e, const slot_hold_rec *h,
         if (to == SLOT_HOLD_CONFIRMED) {
             an->rec.confirmed += h->qty;
         } else {
-            rc = units_return(c, an->name, an->len, &an->rec, h->anc[i].parts, h->anc[i].nparts, h->seq);
+            rc = give_back(c, an->name, an->len, &an->rec, h->anc[i].parts, h->anc[i].nparts, h->seq, h->qty, to_block);
             if (rc == 0)
                 rc = anc_user_move(c, an, h, 0, h->qty);
         }
@@ -237,11 +291,13 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     if (*counter < h->qty)
         return MDB_CORRUPTED;
     *counter -= h->qty;
-    int rc = 0;
-    if (to == SLOT_HOLD_CONFIRMED) {
+    bool to_block = false;
+    int rc = block_back(c, h, h->qty, from, to, &to_block);
+    if (rc != 0) {
+    } else if (to == SLOT_HOLD_CONFIRMED) {
         e->confirmed += h->qty;
     } else {
-        rc = units_return(c, c->ev, c->ev_len, e, h->parts, h->nparts, h->seq);
+        rc = give_back(c, c->ev, c->ev_len, e, h->parts, h->nparts, h->seq, h->qty, to_block);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
@@ -252,7 +308,7 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
         }
     }
     if (rc == 0)
-        rc = chain_finish(c, e, h, from, to);
+        rc = chain_finish(c, e, h, from, to, to_block);
     if (rc == 0 && from == SLOT_HOLD_HELD && h->client_len > 0)
         rc = client_move(c, h, -(int64_t)h->qty);
     if (rc == 0 && from == SLOT_HOLD_HELD) {
@@ -304,7 +360,7 @@ static void parts_give_back(slot_hold_part *parts, uint16_t *nparts, uint32_t ba
 /* A partial confirm's give-back on every ancestor: the last `back` units of
  * its own parts go back to its shards, its held and the user's row there
  * drop by as much; each ancestor written once. */
-static int chain_give_back(ctx *c, const slot_event_rec *e, slot_hold_rec *h, uint32_t back)
+static int chain_give_back(ctx *c, const slot_event_rec *e, slot_hold_rec *h, uint32_t back, bool to_block)
 {
     if (e->parent_len == 0)
         return 0;
@@ -321,7 +377,7 @@ static int chain_give_back(ctx *c, const slot_event_rec *e, slot_hold_rec *h, ui
         if (an->rec.held < back)
             return MDB_CORRUPTED;
         an->rec.held -= back;
-        rc = units_return(c, an->name, an->len, &an->rec, give, ngive, h->seq);
+        rc = give_back(c, an->name, an->len, &an->rec, give, ngive, h->seq, back, to_block);
         if (rc == 0)
             rc = anc_user_move(c, an, h, 0, back);
         if (rc == 0)
@@ -347,11 +403,15 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
     if (back > 0) {
         slot_hold_part give[SLOT_PARTS_MAX];
         uint16_t ngive = 0;
-        parts_give_back(h->parts, &h->nparts, back, give, &ngive);
+        if (h->alloc_len == 0)
+            parts_give_back(h->parts, &h->nparts, back, give, &ngive);
         if (e->held < back)
             return MDB_CORRUPTED;
         e->held -= back;
-        int rc = units_return(c, c->ev, c->ev_len, e, give, ngive, h->seq);
+        bool to_block = false;
+        int rc = block_back(c, h, back, SLOT_HOLD_HELD, SLOT_HOLD_RELEASED, &to_block);
+        if (rc == 0)
+            rc = give_back(c, c->ev, c->ev_len, e, give, ngive, h->seq, back, to_block);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
@@ -361,7 +421,7 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
                 rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, u - back);
         }
         if (rc == 0)
-            rc = chain_give_back(c, e, h, back);
+            rc = chain_give_back(c, e, h, back, to_block);
         if (rc == 0 && h->client_len > 0)
             rc = client_units(c, h, -(int64_t)back);
         if (rc != 0)
@@ -404,10 +464,41 @@ int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)
  * counter (held or confirmed) and the user's row there (with max_per_user)
  * grow by qty and the ancestor is written. The caller checked the units are
  * free on the whole chain and updates e's counters itself. */
+/* A block hold's units come out of the block (docs/protocol.md,
+ * "Allocations"): remaining -= qty, held (or confirmed) += qty, and the
+ * user's row of the block. The caller checked remaining. */
+static int block_take(ctx *c, const slot_hold_rec *h, slot_hold_status as)
+{
+    slot_block_rec b;
+    int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, &b);
+    if (rc == 0 && b.remaining < h->qty)
+        rc = MDB_CORRUPTED;
+    if (rc != 0)
+        return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+    b.remaining -= h->qty;
+    if (as == SLOT_HOLD_HELD)
+        b.held += h->qty;
+    else
+        b.confirmed += h->qty;
+    rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
+    if (rc == 0 && b.max_per_user > 0) {
+        uint64_t u = 0;
+        rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user, h->user_len,
+                                       &u);
+        if (rc == 0)
+            rc = slot_store_block_user_put(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user,
+                                           h->user_len, u + h->qty);
+    }
+    return rc;
+}
+
 int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hold_status as)
 {
     SLOT_ASSERT(as == SLOT_HOLD_HELD || as == SLOT_HOLD_CONFIRMED);
-    int rc = shards_take(c, c->ev, c->ev_len, e, h->qty, h->parts, &h->nparts);
+    bool blk = h->alloc_len > 0;
+    int rc = blk ? block_take(c, h, as) : shards_take(c, c->ev, c->ev_len, e, h->qty, h->parts, &h->nparts);
+    if (blk)
+        h->nparts = 0;
     h->nanc = 0;
     if (rc != 0 || e->parent_len == 0)
         return rc;
@@ -415,9 +506,16 @@ int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hol
     rc = slot__chain_load(c, e, &ch);
     for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
         slot__anc *an = &ch.anc[i];
-        if (slot__free_units(&an->rec) < h->qty)
+        if (blk) { /* the block's units are counted in each ancestor's allocated: they move to held */
+            if (an->rec.allocated < h->qty)
+                return MDB_CORRUPTED;
+            an->rec.allocated -= h->qty;
+            h->anc[i].nparts = 0;
+        } else if (slot__free_units(&an->rec) < h->qty) {
             return MDB_CORRUPTED; /* the caller checked the chain */
-        rc = shards_take(c, an->name, an->len, &an->rec, h->qty, h->anc[i].parts, &h->anc[i].nparts);
+        } else {
+            rc = shards_take(c, an->name, an->len, &an->rec, h->qty, h->anc[i].parts, &h->anc[i].nparts);
+        }
         if (as == SLOT_HOLD_HELD)
             an->rec.held += h->qty;
         else
@@ -465,6 +563,10 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
     h->expires_at_ms = c->now_ms + e->hold_ttl_ms;
     int rc = slot__units_take(c, e, h, SLOT_HOLD_HELD);
     e->held += h->qty;
+    if (h->alloc_len > 0) { /* the block's unused units were counted in allocated */
+        SLOT_ASSERT(e->allocated >= h->qty);
+        e->allocated -= h->qty;
+    }
     if (rc == 0 && SLOT_FAIL(AFTER_SHARD_UPDATE))
         rc = EIO;
     if (rc == 0)
@@ -490,232 +592,6 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
         rc = client_move(c, h, (int64_t)h->qty);
     if (rc == 0 && !offer) /* an offer's entry is hold.offered, written by the waitlist */
         rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_HELD);
-    return rc;
-}
-
-/* ---- the waitlist's hand-out */
-
-int slot__family_note(ctx *c, slot_event_rec *e, int delta, uint64_t *order)
-{
-    slot_event_rec *root = e;
-    slot__chain ch;
-    if (e->parent_len > 0) {
-        int rc = slot__chain_load(c, e, &ch);
-        if (rc != 0)
-            return rc;
-        root = &ch.anc[ch.n - 1].rec;
-    }
-    if (delta < 0 && root->fam_waiting < (uint64_t)-delta)
-        return MDB_CORRUPTED;
-    root->fam_waiting = (uint64_t)((int64_t)root->fam_waiting + delta);
-    if (order)
-        *order = root->fam_next_join++;
-    if (root == e)
-        return 0; /* the caller writes e */
-    return slot_store_event_put(c->st, c->txn, ch.anc[ch.n - 1].name, ch.anc[ch.n - 1].len, root);
-}
-
-/* Offers the hold to the first entry w: a held hold with the event's TTL,
- * kind waitlist, origin its join seq. The user's row already counts the
- * waiting units (a join counts them), so it stays. */
-static int offer(ctx *c, slot_event_rec *e, slot_wait_rec *w)
-{
-    slot_hold_rec hold, *h = &hold;
-    slot__hold_new(h, w->user, w->user_len, w->request, w->request_len, w->qty);
-    h->kind = SLOT_HOLD_KIND_WAITLIST;
-    h->origin = w->join;
-    int rc = slot__hold_make(c, e, h, UINT64_MAX);
-    if (rc == 0) /* docs/protocol.md, "Feed": an offer is hold.offered, never hold.held */
-        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_OFFERED);
-    if (rc == 0 && (e->waiting == 0 || e->waiting_qty < w->qty))
-        rc = MDB_CORRUPTED;
-    if (rc != 0)
-        return rc;
-    e->waiting--;
-    e->waiting_qty -= w->qty;
-    e->served++;
-    rc = slot__family_note(c, e, -1, NULL);
-    if (rc == 0)
-        rc = slot_store_wait_del(c->st, c->txn, c->ev, c->ev_len, w->join);
-    w->state = SLOT_WAIT_OFFERED;
-    w->hold_seq = h->seq;
-    w->hold_tag = h->tag;
-    if (rc == 0)
-        rc = slot_store_wait_key_put(c->st, c->txn, c->ev, c->ev_len, w);
-    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-}
-
-/* Whether the head entry w of c's event (record e) can be served now: its
- * qty free on the event and on every ancestor. */
-static int head_fits(ctx *c, const slot_event_rec *e, const slot_wait_rec *w, bool *fits)
-{
-    uint64_t avail = 0;
-    *fits = false;
-    if (w->qty > slot__free_units(e))
-        return 0;
-    int rc = slot__chain_free(c, e, w->qty, &avail, NULL);
-    *fits = rc == 0 && w->qty <= avail;
-    return rc;
-}
-
-/* The one event's hand-out: while its head fits, it is offered. */
-static int serve_one(ctx *c, slot_event_rec *e)
-{
-    int rc = slot__idem_event_ready(c); /* the offers' keys go into the index */
-    /* Bounded by e->waiting: every turn serves one entry or stops. */
-    while (rc == 0 && e->waiting > 0) {
-        slot_wait_rec w;
-        rc = slot_store_wait_first(c->st, c->txn, c->ev, c->ev_len, &w);
-        if (rc == MDB_NOTFOUND)
-            return MDB_CORRUPTED; /* the counter says someone waits */
-        bool fits = false;
-        if (rc == 0)
-            rc = head_fits(c, e, &w, &fits);
-        if (rc != 0 || !fits)
-            break; /* the head cannot be met yet: nobody behind it goes first */
-        if (SLOT_FAIL(KILL_BEFORE_HANDOUT))
-            raise(SIGKILL);
-        rc = offer(c, e, &w);
-    }
-    return rc;
-}
-
-/* A member of the family being served: its name, and its head entry. */
-typedef struct member {
-    uint8_t len;
-    char name[SLOT_EVENT_BYTES_MAX + 1];
-    bool blocked, head_known;
-    slot_wait_rec head;
-} member;
-
-typedef struct family {
-    ctx *c;
-    const char *root;
-    uint8_t root_len;
-    member *m;
-    uint32_t n;
-    int err;
-} family;
-
-/* events_scan's callback: an event of the root's family with someone waiting joins the list. */
-static int family_collect(void *p, const char *ev, size_t ev_len, const slot_event_rec *rec)
-{
-    family *f = p;
-    if (rec->waiting == 0)
-        return 0;
-    bool in = ev_len == f->root_len && memcmp(ev, f->root, ev_len) == 0;
-    if (!in && rec->parent_len > 0) {
-        slot__alloc_ctx pc = *f->c;
-        pc.ev = ev;
-        pc.ev_len = ev_len;
-        slot__chain ch;
-        int rc = slot__chain_load(&pc, rec, &ch);
-        if (rc != 0)
-            return rc;
-        in = ch.anc[ch.n - 1].len == f->root_len && memcmp(ch.anc[ch.n - 1].name, f->root, f->root_len) == 0;
-    }
-    if (!in)
-        return 0;
-    if (f->n == SLOT_FAMILY_EVENTS_MAX)
-        return MDB_CORRUPTED; /* create_event bounds a family's size */
-    member *m = &f->m[f->n++];
-    m->len = (uint8_t)ev_len;
-    memcpy(m->name, ev, ev_len);
-    m->name[ev_len] = 0;
-    m->blocked = m->head_known = false;
-    return 0;
-}
-
-/*
- * The family's hand-out (docs/protocol.md, "Ticket types", Waitlists): the
- * entries of every event of the family are served in one order, that of
- * joining across the family (their `order`); an entry that cannot be met
- * (its event or an ancestor lacks) blocks only the entries of its own event
- * behind it. O(members x entries served) reads, bounded by the family's size
- * (SLOT_FAMILY_EVENTS_MAX) and the entries waiting.
- */
-static int serve_family(ctx *c, const char *root, uint8_t root_len)
-{
-    family f = {c, root, root_len, calloc(SLOT_FAMILY_EVENTS_MAX, sizeof(member)), 0, 0};
-    if (!f.m)
-        return ENOMEM;
-    int rc = slot_store_events_scan(c->st, c->txn, family_collect, &f);
-    while (rc == 0) {
-        member *best = NULL;
-        for (uint32_t i = 0; rc == 0 && i < f.n; i++) {
-            member *m = &f.m[i];
-            if (m->blocked)
-                continue;
-            if (!m->head_known) {
-                rc = slot_store_wait_first(c->st, c->txn, m->name, m->len, &m->head);
-                if (rc == MDB_NOTFOUND) {
-                    m->blocked = true; /* nobody waits there any more */
-                    rc = 0;
-                    continue;
-                }
-                m->head_known = true;
-            }
-            if (!best || m->head.order < best->head.order)
-                best = m;
-        }
-        if (rc != 0 || !best)
-            break;
-        ctx mc = *c;
-        mc.ev = best->name;
-        mc.ev_len = best->len;
-        slot_event_rec me;
-        rc = slot_store_event_get(c->st, c->txn, best->name, best->len, &me);
-        bool fits = false;
-        if (rc == 0)
-            rc = head_fits(&mc, &me, &best->head, &fits);
-        if (rc != 0)
-            break;
-        if (!fits) {
-            best->blocked = true; /* blocks only its own event's entries */
-            continue;
-        }
-        rc = slot__idem_event_ready(&mc);
-        if (rc == 0 && SLOT_FAIL(KILL_BEFORE_HANDOUT))
-            raise(SIGKILL);
-        if (rc == 0)
-            rc = offer(&mc, &me, &best->head);
-        if (rc == 0)
-            rc = slot_store_event_put(c->st, c->txn, best->name, best->len, &me);
-        best->head_known = false;
-    }
-    free(f.m);
-    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-}
-
-int slot__waitlist_serve(ctx *c, slot_event_rec *e)
-{
-    if (e->parent_len == 0 && e->children == 0) {
-        if (e->waiting == 0)
-            return 0;
-        return serve_one(c, e);
-    }
-    /* A family: anyone waiting anywhere in it (the root's count)? */
-    const char *root = c->ev;
-    uint8_t root_len = (uint8_t)c->ev_len;
-    uint64_t waiting = e->fam_waiting;
-    slot__chain ch;
-    if (e->parent_len > 0) {
-        int rc = slot__chain_load(c, e, &ch);
-        if (rc != 0)
-            return rc;
-        root = ch.anc[ch.n - 1].name;
-        root_len = ch.anc[ch.n - 1].len;
-        waiting = ch.anc[ch.n - 1].rec.fam_waiting;
-    }
-    if (waiting == 0)
-        return 0;
-    /* e as the caller has it goes to the transaction first; the hand-out
-     * reads and writes every member itself; e is read back after. */
-    int rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
-    if (rc == 0)
-        rc = serve_family(c, root, root_len);
-    if (rc == 0)
-        rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, e);
     return rc;
 }
 

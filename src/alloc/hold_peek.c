@@ -10,7 +10,7 @@
 
 bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req *req, uint64_t now_ms, slot_res *res)
 {
-    if (req->op != SLOT_OP_HOLD || !a->idem)
+    if (req->op != SLOT_OP_HOLD || !a->idem || req->alloc_len > 0) /* a block's hold: the write path */
         return false; /* no index yet: the first hold builds it on the write path */
     slot_store *st = a->store;
     slot_event_rec e;

@@ -305,6 +305,8 @@ static void w_create_event(slot__jw *w, const slot_req *req)
         slot__jw_key_u64(w, "max_hold_ms", req->max_hold_ms);
     if (req->has & SLOT_HAS_WAITLIST_MAX)
         slot__jw_key_u64(w, "waitlist_max", req->waitlist_max);
+    if (req->has & SLOT_HAS_PARENT) /* v1.2 ticket types */
+        w_str_field(w, "parent", req->parent, req->parent_len);
 }
 
 /* hold_many's items: [{"event":..,"qty":..},...] */
@@ -348,6 +350,17 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         w_str_field(w, "request", req->request, req->request_len);
         if (req->op == SLOT_OP_HOLD || req->op == SLOT_OP_WAITLIST_JOIN)
             slot__jw_key_u64(w, "qty", req->qty);
+        if (req->op == SLOT_OP_HOLD && (req->has & SLOT_HAS_ALLOCATION)) /* v1.2: from a block */
+            w_str_field(w, "allocation", req->alloc, req->alloc_len);
+        break;
+    case SLOT_OP_ALLOCATE: /* docs/protocol.md, "Allocations" */
+    case SLOT_OP_DEALLOCATE:
+        w_str_field(w, "event", req->event, req->event_len);
+        w_str_field(w, "allocation", req->alloc, req->alloc_len);
+        if (req->op == SLOT_OP_ALLOCATE || (req->has & SLOT_HAS_ALLOC_QTY))
+            slot__jw_key_u64(w, "qty", req->alloc_qty);
+        if (req->op == SLOT_OP_ALLOCATE && (req->has & SLOT_HAS_MAX_PER_USER))
+            slot__jw_key_u64(w, "max_per_user", req->max_per_user);
         break;
     case SLOT_OP_HOLD_MANY:
         w_str_field(w, "user", req->user, req->user_len);

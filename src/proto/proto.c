@@ -266,6 +266,19 @@ static slot_err get_event(const parse_ctx *c, slot_req *r, int required)
     return SLOT_E_OK;
 }
 
+/* allocation: a block's name (the event rule), docs/protocol.md, "Allocations". */
+static slot_err get_alloc(const parse_ctx *c, slot_req *r, int required)
+{
+    size_t n = 0;
+    bool given = false;
+    TRY(get_string(c, "allocation", required, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, r->alloc, &n, &given));
+    if (given) {
+        r->alloc_len = (uint8_t)n;
+        r->has |= SLOT_HAS_ALLOCATION;
+    }
+    return SLOT_E_OK;
+}
+
 static slot_err get_request(const parse_ctx *c, slot_req *r)
 {
     size_t n = 0;
@@ -576,7 +589,31 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_user(c, r));
         TRY(get_request(c, r));
         TRY(get_client(c, r));
-        return get_qty(c, r);
+        TRY(get_qty(c, r));
+        TRY(get_alloc(c, r, OPTIONAL));
+        if (r->op == SLOT_OP_WAITLIST_JOIN && r->alloc_len > 0) /* not built yet: refused, never ignored */
+            return fail(c->msg, c->msglen, SLOT_E_INVALID_ARGUMENT,
+                        "allocation: waitlist_join from a block is not supported by this server");
+        return SLOT_E_OK;
+    case SLOT_OP_ALLOCATE:
+    case SLOT_OP_DEALLOCATE: {
+        int64_t q = 0, mpu = 0;
+        bool given = false;
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_alloc(c, r, REQUIRED));
+        TRY(get_int(c, "qty", r->op == SLOT_OP_ALLOCATE ? REQUIRED : OPTIONAL, 1, (int64_t)SLOT_CAPACITY_MAX, &q,
+                    &given));
+        r->alloc_qty = (uint64_t)q;
+        if (given)
+            r->has |= SLOT_HAS_ALLOC_QTY;
+        if (r->op == SLOT_OP_ALLOCATE) {
+            TRY(get_int(c, "max_per_user", OPTIONAL, 0, (int64_t)SLOT_CAPACITY_MAX, &mpu, &given));
+            r->max_per_user = (uint64_t)mpu;
+            if (given)
+                r->has |= SLOT_HAS_MAX_PER_USER;
+        }
+        return SLOT_E_OK;
+    }
     case SLOT_OP_WAITLIST_LEAVE:
     case SLOT_OP_WAITLIST:
         TRY(get_event(c, r, REQUIRED));
@@ -644,54 +681,6 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     }
 }
 
-/* A string field of len bytes in its buffer of cap bytes: within it and NUL-terminated. */
-#define PARSED_STR(buf, len) SLOT_ASSERT((size_t)(len) < sizeof(buf) && (buf)[(len)] == 0)
-
-/*
- * What a successful parse hands on is within slot/limits.h's bounds: every
- * string within its buffer and terminated, every number in its documented
- * range (0 where the field was absent). The server and the allocator rely on
- * that without checking again; a field outside is a parser bug.
- */
-static void check_parsed(const slot_req *r)
-{
-    SLOT_ASSERT(r->event_len <= SLOT_EVENT_BYTES_MAX && r->request_len <= SLOT_REQUEST_BYTES_MAX);
-    SLOT_ASSERT(r->user_len <= SLOT_USER_BYTES_MAX && r->hold_len <= SLOT_HOLD_ARG_BYTES_MAX);
-    SLOT_ASSERT(r->token_len <= SLOT_TOKEN_BYTES_MAX && r->consumer_len <= SLOT_CONSUMER_BYTES_MAX);
-    SLOT_ASSERT(r->node_len <= SLOT_CLUSTER_NAME_BYTES_MAX);
-    PARSED_STR(r->event, r->event_len);
-    PARSED_STR(r->request, r->request_len);
-    PARSED_STR(r->user, r->user_len);
-    PARSED_STR(r->hold, r->hold_len);
-    PARSED_STR(r->token, r->token_len);
-    PARSED_STR(r->consumer, r->consumer_len);
-    PARSED_STR(r->node, r->node_len);
-    SLOT_ASSERT(r->parent_len <= SLOT_EVENT_BYTES_MAX);
-    PARSED_STR(r->parent, r->parent_len);
-    SLOT_ASSERT(r->client_len <= SLOT_CLIENT_BYTES_MAX);
-    PARSED_STR(r->client, r->client_len);
-    SLOT_ASSERT(r->max_active_per_client <= SLOT_CAPACITY_MAX && r->client_rate <= SLOT_CLIENT_RATE_MAX);
-    SLOT_ASSERT(r->qty <= SLOT_MAX_PER_REQUEST_MAX && r->max_per_request <= SLOT_MAX_PER_REQUEST_MAX);
-    SLOT_ASSERT(r->capacity <= SLOT_CAPACITY_MAX && r->max_per_user <= SLOT_CAPACITY_MAX);
-    SLOT_ASSERT(r->shards <= SLOT_SHARDS_MAX && r->hold_ttl_ms <= SLOT_HOLD_TTL_MS_MAX);
-    SLOT_ASSERT(r->opens_at_ms <= SLOT_TIME_MS_MAX && r->closes_at_ms <= SLOT_TIME_MS_MAX);
-    SLOT_ASSERT(r->max_extensions <= SLOT_MAX_EXTENSIONS_MAX && r->max_hold_ms <= SLOT_MAX_HOLD_MS_MAX);
-    SLOT_ASSERT(r->by_ms <= SLOT_EXTEND_BY_MS_MAX && r->waitlist_max <= SLOT_WAITLIST_MAX_MAX);
-    SLOT_ASSERT(r->limit <= SLOT_WAITLIST_SHOW_MAX && r->window <= SLOT_FEED_WINDOW_MAX);
-    SLOT_ASSERT(r->nitems <= SLOT_CART_ITEMS_MAX);
-    if (r->op == SLOT_OP_BACKUP) {
-        SLOT_ASSERT(r->path_len >= 1 && r->path_len <= SLOT_PATH_BYTES_MAX && r->path[0] == '/');
-        PARSED_STR(r->path, r->path_len);
-    } else {
-        SLOT_ASSERT(r->path_len == 0);
-        for (size_t i = 0; i < r->nitems; i++) {
-            SLOT_ASSERT(r->items[i].qty >= 1 && r->items[i].qty <= SLOT_MAX_PER_REQUEST_MAX);
-            SLOT_ASSERT(r->items[i].event_len >= 1 && r->items[i].event_len <= SLOT_EVENT_BYTES_MAX);
-            PARSED_STR(r->items[i].event, r->items[i].event_len);
-        }
-    }
-}
-
 slot_err slot_proto_parse(const char *line, size_t len, slot_req *req, char *msg, size_t msglen)
 {
     return slot_proto_parse_at(line, len, 0, req, msg, msglen);
@@ -712,6 +701,6 @@ slot_err slot_proto_parse_at(const char *line, size_t len, ptrdiff_t byte_delta,
         err = parse_fields(&c, req);
     json_decref(c.root);
     if (err == SLOT_E_OK)
-        check_parsed(req);
+        slot__proto_check_parsed(req);
     return err;
 }

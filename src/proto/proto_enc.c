@@ -353,6 +353,8 @@ static void put_hold_reply(slot__jw *w, const slot_res *res)
         kv_cstr(w, "status", "sold_out");
         slot__jw_key_u64(w, "available", res->available);
         put_short(w, res);
+        if (res->block) /* a block's hold: what the block has left (docs/protocol.md, "Allocations") */
+            slot__jw_key_u64(w, "remaining", res->block_remaining);
         return;
     }
     kv_cstr(w, "status", slot_hold_status_name(res->hold_status));
@@ -436,6 +438,17 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
         break;
     case SLOT_OP_HOLD:
         put_hold_reply(w, res);
+        break;
+    case SLOT_OP_ALLOCATE:
+    case SLOT_OP_DEALLOCATE: /* docs/protocol.md, "Allocations"; allocate's sold_out as a hold's */
+        if (res->sold_out) {
+            kv_cstr(w, "status", "sold_out");
+            slot__jw_key_u64(w, "available", res->available);
+            break;
+        }
+        kv_view_str(w, "allocation", res->block_name, sizeof res->block_name);
+        slot__jw_key_u64(w, "qty", res->block_qty);
+        slot__jw_key_u64(w, "remaining", res->block_remaining);
         break;
     case SLOT_OP_CONFIRM:
         put_confirm(w, res);

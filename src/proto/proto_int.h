@@ -28,6 +28,14 @@
  */
 slot_err slot__proto_feed_parse(json_t *root, slot_req *r, char *msg, size_t msglen);
 
+/*
+ * slot__proto_check_parsed — asserts what a successful parse hands on is
+ * within slot/limits.h's bounds: every string within its buffer and
+ * terminated, every number in its documented range (0 where the field was
+ * absent). A field outside is a parser bug (SLOT_ASSERT). Any thread.
+ */
+void slot__proto_check_parsed(const slot_req *r);
+
 /* slot__proto_feed_put — the op's own fields of a feed op's success reply
  * into w (nothing for other ops). */
 void slot__proto_feed_put(slot__jw *w, const slot_req *req, const slot_res *res);

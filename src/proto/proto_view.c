@@ -67,6 +67,23 @@ void slot__proto_put_view(slot__jw *w, const slot_event_view *v)
         slot__jw_key_u64(w, "max_active_per_client", v->max_active_per_client);
     if (v->client_rate > 0)
         slot__jw_key_u64(w, "client_rate", v->client_rate);
+    if (v->nblocks > 0) { /* {"A":{"qty":Q,"remaining":R,"held":H,"confirmed":C}} */
+        slot__jw_key(w, "allocations");
+        SLOT__JW_LIT(w, "{");
+        for (uint32_t i = 0; i < v->nblocks && i < SLOT_BLOCKS_MAX; i++) {
+            if (i > 0)
+                SLOT__JW_LIT(w, ",");
+            slot__jw_str(w, v->blocks[i].name, strnlen(v->blocks[i].name, sizeof(v->blocks[i].name)),
+                         SLOT__JW_STR_STRICT);
+            SLOT__JW_LIT(w, ":{\"qty\":");
+            slot__jw_u64(w, v->blocks[i].qty);
+            slot__jw_key_u64(w, "remaining", v->blocks[i].remaining);
+            slot__jw_key_u64(w, "held", v->blocks[i].held);
+            slot__jw_key_u64(w, "confirmed", v->blocks[i].confirmed);
+            SLOT__JW_LIT(w, "}");
+        }
+        SLOT__JW_LIT(w, "}");
+    }
 }
 
 size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)
