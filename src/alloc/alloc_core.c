@@ -150,6 +150,14 @@ void slot__view_fill(slot_event_view *v, const char *ev, size_t ev_len, const sl
     v->waiting_qty = e->waiting_qty;
     v->max_active_per_client = e->max_active_per_client;
     v->client_rate = e->client_rate;
+    v->admission = e->admission;
+    v->admit_per_s = e->admit_per_s;
+    v->grant_ttl_ms = e->grant_ttl_ms;
+    v->queue_opens_at_ms = e->queue_opens_at_ms;
+    v->room_joined = e->room_joined;
+    v->room_admitted = e->room_admitted;
+    v->room_waiting = e->room_joined - e->room_admitted;
+    v->room_open = e->room_open;
 }
 
 int slot__view_family(ctx *c, slot_event_view *v, const slot_event_rec *e)

@@ -423,6 +423,47 @@ static slot_err parse_sale_window(const parse_ctx *c, slot_req *r)
     return check_window(c, r);
 }
 
+/* The waiting room's settings (docs/protocol.md, "Admission") of
+ * create_event and set_admission, with their defaults. */
+static slot_err get_room_settings(const parse_ctx *c, slot_req *r)
+{
+    json_t *v = json_object_get(c->root, "admission");
+    r->admission = SLOT_ADMISSION_NONE;
+    if (v) {
+        const char *m = json_is_string(v) ? json_string_value(v) : NULL;
+        if (m && strcmp(m, "none") == 0)
+            r->admission = SLOT_ADMISSION_NONE;
+        else if (m && strcmp(m, "queue") == 0)
+            r->admission = SLOT_ADMISSION_QUEUE;
+        else if (m && strcmp(m, "lottery") == 0)
+            r->admission = SLOT_ADMISSION_LOTTERY;
+        else
+            return field_fail(c, "admission", v, "\"none\", \"queue\" or \"lottery\"");
+    }
+    int64_t rate = SLOT_ADMIT_PER_S_DEFAULT, ttl = SLOT_GRANT_TTL_MS_DEFAULT;
+    TRY(get_int(c, "admit_per_s", OPTIONAL, SLOT_ADMIT_PER_S_MIN, SLOT_ADMIT_PER_S_MAX, &rate, NULL));
+    TRY(get_int(c, "grant_ttl_ms", OPTIONAL, SLOT_GRANT_TTL_MS_MIN, SLOT_GRANT_TTL_MS_MAX, &ttl, NULL));
+    r->admit_per_s = (uint32_t)rate;
+    r->grant_ttl_ms = (uint32_t)ttl;
+    return get_time(c, "queue_opens_at", OPTIONAL, &r->queue_opens_at_ms, NULL);
+}
+
+/* A ticket or grant: a string of 1..128 bytes; kept only when it has a
+ * hold id's length (anything else is no ticket of the room: the
+ * allocator's unknown_hold or admission_required). */
+static slot_err get_room_id(const parse_ctx *c, const char *key, int required, char *dst, bool *given)
+{
+    char tmp[SLOT_HOLD_ARG_BYTES_MAX + 1];
+    size_t n = 0;
+    TRY(get_string(c, key, required, SLOT_HOLD_ARG_BYTES_MAX, NULL, "a string of 1..128 bytes", tmp, &n, given));
+    dst[0] = 0;
+    if (n == SLOT_HOLD_ID_BYTES) {
+        memcpy(dst, tmp, n);
+        dst[n] = 0;
+    }
+    return SLOT_E_OK;
+}
+
 /* create_event's v1.1 settings: the window, max_extensions and max_hold_ms (0 here: 2 x hold_ttl_ms). */
 static slot_err parse_create_v11(const parse_ctx *c, slot_req *r)
 {
@@ -457,7 +498,7 @@ static slot_err parse_create_v11(const parse_ctx *c, slot_req *r)
         r->has |= SLOT_HAS_CLIENT_LIMITS;
     r->max_active_per_client = (uint64_t)mac;
     r->client_rate = (uint32_t)rate;
-    return SLOT_E_OK;
+    return get_room_settings(c, r);
 }
 
 /* confirm: the hold's fields, then the optional qty (a partial confirm) and reacquire. */
@@ -589,6 +630,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_user(c, r));
         TRY(get_request(c, r));
         TRY(get_client(c, r));
+        TRY(get_room_id(c, "grant", OPTIONAL, r->grant, NULL));
         TRY(get_qty(c, r));
         TRY(get_alloc(c, r, OPTIONAL));
         if (r->op == SLOT_OP_WAITLIST_JOIN && r->alloc_len > 0) /* not built yet: refused, never ignored */
@@ -623,6 +665,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_user(c, r));
         TRY(get_request(c, r));
         TRY(get_client(c, r));
+        TRY(get_room_id(c, "grant", OPTIONAL, r->grant, NULL));
         return parse_items(c, r);
     case SLOT_OP_WAITLIST_ENTRIES: {
         int64_t lim = 10;
@@ -631,6 +674,16 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         r->limit = (uint32_t)lim;
         return SLOT_E_OK;
     }
+    case SLOT_OP_JOIN:
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_user(c, r));
+        return get_request(c, r);
+    case SLOT_OP_ADMISSION:
+        TRY(get_event(c, r, REQUIRED));
+        return get_room_id(c, "ticket", REQUIRED, r->ticket, NULL);
+    case SLOT_OP_SET_ADMISSION:
+        TRY(get_event(c, r, REQUIRED));
+        return get_room_settings(c, r);
     case SLOT_OP_CONFIRM:
         return parse_confirm(c, r);
     case SLOT_OP_EXTEND:

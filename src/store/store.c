@@ -273,7 +273,7 @@ int slot_store_sync(slot_store *st)
 #define EVENT_REC_V2_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
 #define EVENT_REC_V3_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4)     /* version 3: the waitlist's setting and counters */
 #define EVENT_REC_BYTES_MAX \
-    (EVENT_REC_V3_BYTES + 1 + SLOT_EVENT_BYTES_MAX + 4 + 8 + 8 + 8 + 8 + 4) /* version 4: parent, children, \
+    (EVENT_REC_V3_BYTES + 1 + SLOT_EVENT_BYTES_MAX + 4 + 8 + 8 + 8 + 8 + 4 + 82) /* version 4: parent, children, \
                                  allocated, the family's join order and waiting; 5: the client limits */
 
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
@@ -335,9 +335,30 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     }
     out->max_active_per_client = 0;
     out->client_rate = 0;
+    out->admission = SLOT_ADMISSION_NONE;
+    out->admit_per_s = SLOT_ADMIT_PER_S_DEFAULT;
+    out->grant_ttl_ms = SLOT_GRANT_TTL_MS_DEFAULT;
+    out->queue_opens_at_ms = out->room_joined = out->room_admitted = out->room_open = out->room_exp_k = 0;
+    out->admit_milli = out->admit_at_ms = out->lottery_key = out->lottery_n = 0;
+    out->drawn = 0;
     if (version >= 5) {
         out->max_active_per_client = get_be(&b, 8);
         out->client_rate = (uint32_t)get_be(&b, 4);
+        out->admission = get_u8(&b);
+        out->admit_per_s = (uint32_t)get_be(&b, 4);
+        out->grant_ttl_ms = (uint32_t)get_be(&b, 4);
+        out->queue_opens_at_ms = get_be(&b, 8);
+        out->room_joined = get_be(&b, 8);
+        out->room_admitted = get_be(&b, 8);
+        out->room_open = get_be(&b, 8);
+        out->room_exp_k = get_be(&b, 8);
+        out->admit_milli = get_be(&b, 8);
+        out->admit_at_ms = get_be(&b, 8);
+        out->drawn = get_u8(&b);
+        out->lottery_key = get_be(&b, 8);
+        out->lottery_n = get_be(&b, 8);
+        if (out->admission > SLOT_ADMISSION_LOTTERY)
+            return MDB_CORRUPTED;
     }
     return b.bad || b.len != v.mv_size ? MDB_CORRUPTED : 0;
 }
@@ -376,9 +397,22 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, rec->fam_waiting, 8);
     put_be(&b, rec->max_active_per_client, 8);
     put_be(&b, rec->client_rate, 4);
+    put_u8(&b, rec->admission);
+    put_be(&b, rec->admit_per_s, 4);
+    put_be(&b, rec->grant_ttl_ms, 4);
+    put_be(&b, rec->queue_opens_at_ms, 8);
+    put_be(&b, rec->room_joined, 8);
+    put_be(&b, rec->room_admitted, 8);
+    put_be(&b, rec->room_open, 8);
+    put_be(&b, rec->room_exp_k, 8);
+    put_be(&b, rec->admit_milli, 8);
+    put_be(&b, rec->admit_at_ms, 8);
+    put_u8(&b, rec->drawn);
+    put_be(&b, rec->lottery_key, 8);
+    put_be(&b, rec->lottery_n, 8);
     SLOT_ASSERT(!k.b.bad);
     SLOT_ASSERT(!b.bad);
-    SLOT_ASSERT(b.len == EVENT_REC_V3_BYTES + 1u + rec->parent_len + 40u); /* the version-5 layout, whole */
+    SLOT_ASSERT(b.len == EVENT_REC_V3_BYTES + 1u + rec->parent_len + 122u); /* the version-5 layout, whole */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return store_put(st, txn, DB_EVENTS, &kv, &v, 0);
 }

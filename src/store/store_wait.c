@@ -503,3 +503,123 @@ int slot_store_client_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t
     mdb_cursor_close(cur);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
+
+/* ---- the waiting room (docs/protocol.md, "Admission"): three more kinds of row
+ *   ev + 'r' + u64 seq        the entry: u8 version, tag, state, joined_at, admitted_at, rank, grant,
+ *                             name(user), name(request)
+ *   ev + 'u' + name(user)     u64: the user's entry
+ *   ev + 'g' + u64 rank       u64: the entry admitted at that rank */
+
+#define ROOM_REC_VERSION 1
+#define WAIT_ROOM 'r'
+#define WAIT_ROOM_USER 'u'
+#define WAIT_ROOM_RANK 'g'
+#define ROOM_VAL_BYTES_MAX (1 + 8 + 1 + 8 * 4 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX)
+
+static void room_key(key *k, const char *ev, size_t ev_len, char type, uint64_t n)
+{
+    key_typed(k, ev, ev_len, type);
+    put_be(&k->b, n, 8);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_room_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_room_entry *out)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM, seq);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    if (rc != 0)
+        return rc;
+    buf b = {.p = v.mv_data, .cap = v.mv_size};
+    if (get_u8(&b) != ROOM_REC_VERSION)
+        return MDB_CORRUPTED;
+    out->seq = seq;
+    out->tag = get_be(&b, 8);
+    out->state = get_u8(&b);
+    out->joined_at_ms = get_be(&b, 8);
+    out->admitted_at_ms = get_be(&b, 8);
+    out->rank = get_be(&b, 8);
+    out->grant = get_be(&b, 8);
+    out->user_len = (uint8_t)get_name(&b, out->user, sizeof(out->user));
+    out->request_len = (uint8_t)get_name(&b, out->request, sizeof(out->request));
+    return b.bad || b.len != v.mv_size || out->state > 2 ? MDB_CORRUPTED : 0;
+}
+
+int slot_store_room_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_room_entry *rec)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM, rec->seq);
+    uint8_t raw[ROOM_VAL_BYTES_MAX];
+    buf b = {.p = raw, .cap = sizeof(raw)};
+    SLOT_ASSERT(rec->state <= 2);
+    put_u8(&b, ROOM_REC_VERSION);
+    put_be(&b, rec->tag, 8);
+    put_u8(&b, rec->state);
+    put_be(&b, rec->joined_at_ms, 8);
+    put_be(&b, rec->admitted_at_ms, 8);
+    put_be(&b, rec->rank, 8);
+    put_be(&b, rec->grant, 8);
+    put_name(&b, rec->user, rec->user_len);
+    put_name(&b, rec->request, rec->request_len);
+    SLOT_ASSERT(!b.bad);
+    MDB_val kv = key_val(&k), v = {b.len, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+static int u64_get(slot_store *st, MDB_txn *txn, key *k, uint64_t *out)
+{
+    MDB_val kv = key_val(k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    if (rc == 0 && v.mv_size != 8)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        *out = load_be64(v.mv_data);
+    return rc;
+}
+
+static int u64_put(slot_store *st, MDB_txn *txn, key *k, uint64_t val)
+{
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, val, 8);
+    MDB_val kv = key_val(k), v = {8, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+static void room_user_key(key *k, const char *ev, size_t ev_len, const char *user, size_t user_len)
+{
+    key_typed(k, ev, ev_len, WAIT_ROOM_USER);
+    put_name(&k->b, user, user_len);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_room_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                             size_t user_len, uint64_t *seq)
+{
+    key k;
+    room_user_key(&k, ev, ev_len, user, user_len);
+    return u64_get(st, txn, &k, seq);
+}
+
+int slot_store_room_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                             size_t user_len, uint64_t seq)
+{
+    key k;
+    room_user_key(&k, ev, ev_len, user, user_len);
+    return u64_put(st, txn, &k, seq);
+}
+
+int slot_store_room_rank_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t rank, uint64_t *seq)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM_RANK, rank);
+    return u64_get(st, txn, &k, seq);
+}
+
+int slot_store_room_rank_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t rank, uint64_t seq)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM_RANK, rank);
+    return u64_put(st, txn, &k, seq);
+}
