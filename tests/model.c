@@ -142,7 +142,50 @@ uint32_t m_chain(const model *m, uint32_t ev, uint32_t out[SLOT_FAMILY_DEPTH_MAX
 
 uint64_t m_free(const mevent *e)
 {
-    return e->cap - e->held - e->confirmed;
+    return e->cap - e->held - e->confirmed - e->allocated;
+}
+
+/* allocated += delta on ev and every ancestor (units into or out of blocks). */
+static void m_alloc_chain(model *m, uint32_t ev, int64_t delta)
+{
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    uint32_t n = m_chain(m, ev, ch);
+    for (uint32_t i = 0; i < n; i++) {
+        mevent *a = &m->ev[ch[i]];
+        U_SET(m, a->allocated, (uint64_t)((int64_t)a->allocated + delta));
+        touch(m, ch[i]);
+    }
+}
+
+/* A block hold's qty units coming back from `from` (1 held, 2 confirmed), into confirmed
+ * (to_confirmed) or out: to the block while it is open (true), else to the free units. */
+static bool m_block_back(model *m, mhold *h, uint32_t qty, int from, bool to_confirmed)
+{
+    if (!h->blk)
+        return false;
+    mevent *e = &m->ev[h->ev];
+    uint32_t b = h->blk - 1u;
+    if (!e->blk[b].exists)
+        return false;
+    bool open = !e->blk[b].closed;
+    if (from == 1)
+        U_SET(m, e->blk[b].held, e->blk[b].held - qty);
+    else
+        U_SET(m, e->blk[b].confirmed, e->blk[b].confirmed - qty);
+    if (to_confirmed) {
+        U_SET(m, e->blk[b].confirmed, e->blk[b].confirmed + qty);
+        return false;
+    }
+    U_SET(m, e->blk[b].user[h->user], e->blk[b].user[h->user] - qty);
+    if (open) {
+        U_SET(m, e->blk[b].remaining, e->blk[b].remaining + qty);
+        m_alloc_chain(m, h->ev, (int64_t)qty);
+    } else {
+        U_SET(m, e->blk[b].qty, e->blk[b].qty - qty);
+        if (e->blk[b].held + e->blk[b].confirmed == 0)
+            U_SET(m, e->blk[b].exists, false); /* its last hold ended */
+    }
+    return open;
 }
 
 uint64_t m_chain_free(const model *m, uint32_t ev)
@@ -185,6 +228,16 @@ static void m_chain_move(model *m, uint32_t ev, uint32_t user, uint32_t qty, int
     }
 }
 
+void m_chain_users(model *m, uint32_t ev, uint32_t user, int64_t delta)
+{
+    uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
+    uint32_t n = m_chain(m, ev, ch);
+    for (uint32_t i = 1; i < n; i++) {
+        mevent *a = &m->ev[ch[i]];
+        U_SET(m, a->user_qty[user], (uint64_t)((int64_t)a->user_qty[user] + delta));
+    }
+}
+
 uint32_t hold_index(const model *m, const mhold *h)
 {
     return (uint32_t)(h - m->h);
@@ -213,6 +266,7 @@ void m_finish(model *m, mhold *h, slot_hold_status to)
     } else {
         U_SET(m, e->confirmed, e->confirmed - h->qty);
     }
+    m_block_back(m, h, h->qty, h->st == SLOT_HOLD_HELD ? 1 : 2, to == SLOT_HOLD_CONFIRMED);
     if (to == SLOT_HOLD_CONFIRMED)
         U_SET(m, e->confirmed, e->confirmed + h->qty);
     else
@@ -233,6 +287,7 @@ void m_confirm(model *m, mhold *h, uint32_t keep)
         U_SET(m, e->held, e->held - back);
         U_SET(m, e->user_qty[h->user], e->user_qty[h->user] - back);
         m_chain_move(m, h->ev, h->user, back, 1, 0);
+        m_block_back(m, h, back, 1, false);
         U_SET(m, h->qty, (uint16_t)keep);
         U_SET(m, h->returned, (uint16_t)back);
     }
@@ -294,6 +349,8 @@ mhold *m_new_hold_(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t 
     if (!counted)
         U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
     m_chain_move(m, ev, user, qty, 0, 1);
+    if (counted) /* an offer: the join counted its units on the ancestors too */
+        m_chain_users(m, ev, user, -(int64_t)qty);
     kt_put(m, ev, user, key, ix);
     touch(m, ev);
     return h;
@@ -397,7 +454,7 @@ void m_serve(model *m, uint32_t ev)
     while (e->waiting > 0) {
         mwait *w = m_wait_head(m, e);
         ASSERT(w != NULL);
-        uint64_t free_units = e->cap - e->held - e->confirmed;
+        uint64_t free_units = m_free(e);
         if (w->qty > free_units) {
             for (uint32_t i = w->next; i; i = m->w[i - 1].next)
                 if (m->w[i - 1].state == SLOT_WAIT_WAITING && m->w[i - 1].qty <= free_units) {
@@ -441,6 +498,7 @@ mwait *m_wait_append(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_
     U_SET(m, e->waiting, e->waiting + 1);
     U_SET(m, e->waiting_qty, e->waiting_qty + qty);
     U_SET(m, e->user_qty[user], e->user_qty[user] + qty);
+    m_chain_users(m, ev, user, (int64_t)qty); /* the ancestors' max_per_user counts waiting units too */
     wt_put(m, ev, user, key, ix);
     touch(m, ev);
     return w;
@@ -467,6 +525,11 @@ mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
         r.st = (slot_hold_status)h->st;
         return r;
     }
+    uint32_t b = m->req_blk;
+    if (b && (!e->blk[b - 1].exists || e->blk[b - 1].closed)) { /* an unknown block, before max_per_request */
+        r.err = SLOT_E_INVALID_ARGUMENT;
+        return r;
+    }
     if (qty > e->mpr) {
         r.err = SLOT_E_INVALID_ARGUMENT;
         return r;
@@ -474,6 +537,15 @@ mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
     if (!m_admit(m, ev, user, qty, &r))
         return r;
     r.h = m_new_hold(m, ev, user, key, qty);
+    if (b) { /* the block's units move to held, out of allocated along the chain */
+        mhold *nh = &m->h[hold_index(m, r.h)];
+        nh->blk = (uint8_t)b; /* above the old nh: a rollback forgets it */
+        U_SET(m, e->blk[b - 1].remaining, e->blk[b - 1].remaining - qty);
+        U_SET(m, e->blk[b - 1].held, e->blk[b - 1].held + qty);
+        U_SET(m, e->blk[b - 1].user[user], e->blk[b - 1].user[user] + qty);
+        m_alloc_chain(m, ev, -(int64_t)qty);
+        m->n.block_holds++;
+    }
     r.st = SLOT_HOLD_HELD;
     return r;
 }
@@ -525,6 +597,26 @@ bool m_admit_(model *m, mevent *e, uint32_t ev, uint32_t user, uint32_t qty, mre
             return false;
         }
     }
+    if (m->req_blk) { /* a hold from a block: its max_per_user, then its remaining */
+        uint32_t b = m->req_blk - 1u;
+        for (int pass = 0; pass < 2; pass++) {
+            bool over = e->blk[b].mpu > 0 && e->blk[b].user[user] + qty > e->blk[b].mpu;
+            if (!over && e->blk[b].remaining >= qty)
+                return true;
+            if (pass == 1) {
+                if (over) {
+                    rp->err = SLOT_E_USER_LIMIT;
+                } else {
+                    r.sold_out = true;
+                    r.available = e->blk[b].remaining;
+                    *rp = r;
+                }
+                m->n.block_refused++;
+                return false;
+            }
+            m_expire_event(m, ev);
+        }
+    }
     /* While people wait, units go to them first: sold_out, after due holds were expired
      * (which may serve the whole list). */
     if ((m_chain_free(m, ev) < qty || e->waiting > 0) && !settled)
@@ -532,7 +624,7 @@ bool m_admit_(model *m, mevent *e, uint32_t ev, uint32_t user, uint32_t qty, mre
     if (m_chain_free(m, ev) < qty || e->waiting > 0) {
         r.sold_out = true;
         r.available = m_chain_free(m, ev);
-        for (uint32_t i = 0; i < n && m_chain_free(m, ev) < qty; i++)
+        for (uint32_t i = 0; n > 1 && i < n && m_chain_free(m, ev) < qty; i++) /* a chain's: a child's */
             if (m_free(&m->ev[ch[i]]) < qty) {
                 r.short_ev = m->ev[ch[i]].name;
                 m->n.short_parent += i > 0;
@@ -731,6 +823,7 @@ bool m_leave(model *m, uint32_t ev, uint32_t user, uint32_t key)
     U_SET(m, e->waiting, e->waiting - 1);
     U_SET(m, e->waiting_qty, e->waiting_qty - w->qty);
     U_SET(m, e->user_qty[user], e->user_qty[user] - w->qty);
+    m_chain_users(m, ev, user, -(int64_t)w->qty);
     uint32_t ch[SLOT_FAMILY_DEPTH_MAX];
     mevent *root = &m->ev[ch[m_chain(m, ev, ch) - 1]];
     U_SET(m, root->fam_waiting, root->fam_waiting - 1);
@@ -807,6 +900,57 @@ uint64_t m_expire_due(model *m, uint64_t limit)
         m_finish(m, &m->h[d[i].ix], SLOT_HOLD_EXPIRED);
     free(d);
     return done;
+}
+
+/* ---- allocations */
+
+mres m_allocate(model *m, uint32_t ev, uint32_t b, uint64_t qty, bool has_mpu, uint64_t mpu)
+{
+    mevent *e = &m->ev[ev];
+    mres r = {.err = SLOT_E_OK};
+    if (m_chain_free(m, ev) < qty)
+        m_expire_event(m, ev);
+    if (m_chain_free(m, ev) < qty) {
+        r.sold_out = true;
+        r.available = m_chain_free(m, ev);
+        m->n.alloc_sold_out++;
+        return r;
+    }
+    if (!e->blk[b].exists || e->blk[b].closed) { /* new, or opened again (its max_per_user reset) */
+        U_SET(m, e->blk[b].mpu, 0);
+        U_SET(m, e->blk[b].closed, false);
+        U_SET(m, e->blk[b].exists, true);
+    }
+    U_SET(m, e->blk[b].qty, e->blk[b].qty + qty);
+    U_SET(m, e->blk[b].remaining, e->blk[b].remaining + qty);
+    if (has_mpu)
+        U_SET(m, e->blk[b].mpu, mpu);
+    m_alloc_chain(m, ev, (int64_t)qty);
+    m->n.allocs++;
+    return r;
+}
+
+mres m_deallocate(model *m, uint32_t ev, uint32_t b, uint64_t qty)
+{
+    mevent *e = &m->ev[ev];
+    mres r = {.err = SLOT_E_OK};
+    if (!e->blk[b].exists || e->blk[b].closed || qty > e->blk[b].remaining) {
+        r.err = SLOT_E_INVALID_ARGUMENT;
+        return r;
+    }
+    uint64_t n = qty ? qty : e->blk[b].remaining;
+    U_SET(m, e->blk[b].qty, e->blk[b].qty - n);
+    U_SET(m, e->blk[b].remaining, e->blk[b].remaining - n);
+    m_alloc_chain(m, ev, -(int64_t)n);
+    if (!qty) {
+        U_SET(m, e->blk[b].closed, true);
+        if (e->blk[b].held + e->blk[b].confirmed == 0)
+            U_SET(m, e->blk[b].exists, false);
+    }
+    if (n > 0)
+        m_serve(m, ev); /* the units given back serve the waitlist as a release would */
+    m->n.deallocs++;
+    return r;
 }
 
 /* ---- hold_many */

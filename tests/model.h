@@ -29,6 +29,7 @@
 #define M_CART_ITEMS 3                  /* items of a cart the driver makes: 1..this */
 #define M_CART_KEY0 (UINT32_C(1) << 23) /* carts' request keys start here, apart from plain holds' */
 #define M_RECENT 50                     /* ops on holds mostly pick among the newest this many */
+#define M_BLOCKS 2                      /* v1.2 allocations: blocks "b0", "b1" of an event */
 #define M_WAIT_MAX 24                   /* an event's waitlist_max: 0 (none) or 1..this, so the list fills up */
 
 _Static_assert(M_CAP_MAX <= UINT16_MAX, "held-list positions are 16-bit");
@@ -44,6 +45,7 @@ typedef struct mhold {
     uint16_t returned, ext;         /* v1.1: units a partial confirm gave back; extensions taken */
     uint32_t replaced_by, replaces; /* v1.1 reacquire links: hold index + 1, 0 = none */
     bool cart;                      /* an item of a hold_many; print: the cart's items */
+    uint8_t blk;                    /* v1.2: from block index + 1; 0 = the free shards */
     bool wl;                        /* kind waitlist: a join held at once, or an offer (went) */
     bool tag_unknown;               /* an offer: made inside another op, its tag is read from the store */
     uint32_t went;                  /* an offer: its waitlist entry's index + 1 */
@@ -80,6 +82,14 @@ typedef struct mevent {
      * order and entries waiting in its family. held and confirmed count the descendants'. */
     uint32_t parent, children;
     uint64_t fam_next, fam_waiting;
+    /* v1.2 allocations: unused block units of the event and its descendants, and its blocks (a
+     * closed one was deallocated while its holds were active: its row stays until they end) */
+    uint64_t allocated;
+    struct {
+        bool exists, closed;
+        uint64_t qty, remaining, held, confirmed, mpu;
+        uint64_t user[M_USERS];
+    } blk[M_BLOCKS];
 } mevent;
 
 /* One saved value: `len` bytes at p, the old ones at arena offset off. */
@@ -112,7 +122,8 @@ typedef struct stats {
     uint64_t carts, cart_replay, cart_sold_out, cart_refused;
     uint64_t joins, join_waiting, join_held, join_full, join_replay, join_refused, leaves, leave_none;
     uint64_t offers, blocked, wstates;
-    uint64_t children, short_parent, family_serves, family_carts; /* v1.2 ticket types */
+    uint64_t children, short_parent, family_serves, family_carts;          /* v1.2 ticket types */
+    uint64_t allocs, alloc_sold_out, deallocs, block_holds, block_refused; /* v1.2 allocations */
 } stats;
 
 /* The driver's memory of a user's last cart, to replay it in another order. */
@@ -153,6 +164,7 @@ typedef struct model {
     bool strict;   /* every event after every op; full scans after every batch */
     stats n;
     bool small_sale;            /* driver: the next new event is a small sale with a waitlist */
+    uint32_t req_blk;           /* the hold m_hold decides is from block index + 1 (0: the free shards) */
     uint32_t cart_key[M_USERS]; /* driver: the user's next fresh cart key (above M_CART_KEY0) */
     mcart last_cart[M_USERS];
 } model;
@@ -195,6 +207,8 @@ uint32_t m_chain(const model *m, uint32_t ev, uint32_t out[SLOT_FAMILY_DEPTH_MAX
 /* An event's free units; the least over its chain (its effective_available). */
 uint64_t m_free(const mevent *e);
 uint64_t m_chain_free(const model *m, uint32_t ev);
+/* The user's quantity on every ancestor of ev += delta (a waitlist join's units). */
+void m_chain_users(model *m, uint32_t ev, uint32_t user, int64_t delta);
 /* Whether ev is in a family (has a parent or children). */
 bool m_family(const model *m, uint32_t ev);
 uint32_t hold_index(const model *m, const mhold *h);
@@ -227,6 +241,9 @@ void m_serve(model *m, uint32_t ev);
 mwait *m_wait_append(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty);
 /* hold, in docs/protocol.md's order of decisions. */
 mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty);
+/* allocate and deallocate (docs/protocol.md, "Allocations"); qty 0 on deallocate: all that remains. */
+mres m_allocate(model *m, uint32_t ev, uint32_t b, uint64_t qty, bool has_mpu, uint64_t mpu);
+mres m_deallocate(model *m, uint32_t ev, uint32_t b, uint64_t qty);
 /* The checks a new hold and a reacquire share after max_per_request:
  * not_on_sale (status, then the window), user_limit, sold_out. */
 bool m_admit(model *m, uint32_t ev, uint32_t user, uint32_t qty, mres *rp);

@@ -59,7 +59,16 @@ void op_hold(model *m)
     slot_test_set_name(q.user, &q.user_len, sizeof q.user, users[user]);
     slot_test_set_name(q.request, &q.request_len, sizeof q.request, k);
     q.qty = qty;
+    m->req_blk = 0;
+    if (chance(m, 200)) { /* v1.2: from a block (now and then one that is not there) */
+        uint32_t b = below(m, M_BLOCKS);
+        char name[4] = {'b', (char)('0' + b), 0, 0};
+        slot_test_set_name(q.alloc, &q.alloc_len, sizeof q.alloc, name);
+        q.has |= SLOT_HAS_ALLOCATION;
+        m->req_blk = b + 1;
+    }
     mres want = m_hold(m, ev, user, key, qty);
+    m->req_blk = 0;
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;
@@ -358,7 +367,7 @@ void op_edit(model *m, slot_op op)
     } else {
         m_expire_event(m, ev);
     }
-    uint64_t allocated = e->held + e->confirmed;
+    uint64_t allocated = e->held + e->confirmed + e->allocated; /* v1.2: the unused block units too */
     if (op == SLOT_OP_RESHARD) {
         q.shards = chance(m, 20) ? SLOT_SHARDS_MAX - below(m, 8) : 1 + below(m, 24);
         U_SET(m, e->shards, q.shards);
@@ -730,6 +739,47 @@ void learn_offer_tags(model *m, uint32_t from)
 }
 
 /* One op, picked by weight (per mille). */
+/* allocate or deallocate (docs/protocol.md, "Allocations") on a random event's block. */
+static void op_alloc(model *m)
+{
+    uint32_t ev = pick_event(m), b = below(m, M_BLOCKS);
+    mevent *e = &m->ev[ev];
+    char name[4] = {'b', (char)('0' + b), 0, 0};
+    bool alloc = chance(m, 600);
+    slot_req q = slot_test_req(alloc ? SLOT_OP_ALLOCATE : SLOT_OP_DEALLOCATE, e->name);
+    slot_test_set_name(q.alloc, &q.alloc_len, sizeof q.alloc, name);
+    q.has |= SLOT_HAS_ALLOCATION;
+    mres want;
+    if (alloc) {
+        q.alloc_qty = 1 + below(m, chance(m, 100) ? M_CAP_MAX : 8);
+        q.has |= SLOT_HAS_ALLOC_QTY;
+        bool has_mpu = chance(m, 300);
+        if (has_mpu) {
+            q.max_per_user = below(m, 5);
+            q.has |= SLOT_HAS_MAX_PER_USER;
+        }
+        want = m_allocate(m, ev, b, q.alloc_qty, has_mpu, q.max_per_user);
+    } else {
+        q.alloc_qty = chance(m, 500) ? 0 : 1 + below(m, 4);
+        if (q.alloc_qty)
+            q.has |= SLOT_HAS_ALLOC_QTY;
+        want = m_deallocate(m, ev, b, q.alloc_qty);
+    }
+    touch(m, ev);
+    slot_res r = {0};
+    if (!run_on(m, NULL, &q, &r))
+        return;
+    expect_err(&r, want.err, slot_op_name(q.op));
+    ASSERT_EQ(r.sold_out, want.sold_out);
+    if (want.sold_out)
+        ASSERT_EQ(r.available, want.available);
+    else if (want.err == SLOT_E_OK) {
+        ASSERT_U64_EQ(r.block_qty, e->blk[b].exists ? e->blk[b].qty : 0);
+        ASSERT_U64_EQ(r.block_remaining, e->blk[b].remaining);
+    }
+    slot_res_clear(&r);
+}
+
 void one_op(model *m)
 {
     uint32_t dice = below(m, 1000);
@@ -768,5 +818,5 @@ void one_op(model *m)
     else if (dice < 995)
         wait_state_on(m, NULL);
     else
-        op_hold(m);
+        op_alloc(m);
 }

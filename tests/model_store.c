@@ -117,7 +117,41 @@ void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     ASSERT_EQ(r.view.capacity, e->cap);
     ASSERT_EQ(r.view.held, e->held);
     ASSERT_EQ(r.view.confirmed, e->confirmed);
-    ASSERT_EQ(r.view.available, e->cap - e->held - e->confirmed);
+    ASSERT_EQ(r.view.available, m_free(e));
+    ASSERT_U64_EQ(r.view.allocated, e->allocated); /* v1.2: unused units of its and its descendants' blocks */
+    uint32_t open = 0;
+    for (uint32_t b = 0; b < M_BLOCKS; b++) {
+        if (!e->blk[b].exists || e->blk[b].closed)
+            continue;
+        ASSERT_LT(open, r.view.nblocks);
+        char name[4] = {'b', (char)('0' + b), 0, 0};
+        ASSERT_STR_EQ(r.view.blocks[open].name, name);
+        ASSERT_U64_EQ(r.view.blocks[open].qty, e->blk[b].qty);
+        ASSERT_U64_EQ(r.view.blocks[open].remaining, e->blk[b].remaining);
+        ASSERT_U64_EQ(r.view.blocks[open].held, e->blk[b].held);
+        ASSERT_U64_EQ(r.view.blocks[open].confirmed, e->blk[b].confirmed);
+        open++;
+    }
+    ASSERT_EQ(r.view.nblocks, open);
+    for (uint32_t b = 0; b < M_BLOCKS; b++) { /* every block row, closed ones too */
+        char name[4] = {'b', (char)('0' + b), 0, 0};
+        slot_block_rec br;
+        int brc = slot_store_block_get(m->st, on ? on : m->txn, e->name, strlen(e->name), name, 2, &br);
+        if (!e->blk[b].exists) {
+            ASSERT_EQ(brc, MDB_NOTFOUND);
+            continue;
+        }
+        ASSERT_EQ(brc, 0);
+        if (br.closed != e->blk[b].closed || br.qty != e->blk[b].qty || br.held != e->blk[b].held ||
+            br.confirmed != e->blk[b].confirmed || br.remaining != e->blk[b].remaining)
+            T_FAIL_(
+                "%s block %s: stored closed %d qty %llu held %llu confirmed %llu remaining %llu; model %d %llu %llu "
+                "%llu %llu",
+                e->name, name, br.closed, (unsigned long long)br.qty, (unsigned long long)br.held,
+                (unsigned long long)br.confirmed, (unsigned long long)br.remaining, e->blk[b].closed,
+                (unsigned long long)e->blk[b].qty, (unsigned long long)e->blk[b].held,
+                (unsigned long long)e->blk[b].confirmed, (unsigned long long)e->blk[b].remaining);
+    }
     ASSERT_EQ(r.view.shards, e->shards);
     ASSERT_EQ(r.view.hold_ttl_ms, e->ttl);
     ASSERT_EQ(r.view.max_per_user, e->mpu);
@@ -141,7 +175,7 @@ void expect_event_on(model *m, MDB_txn *on, uint32_t ev)
     uint64_t sum = 0;
     for (uint32_t i = 0; i < r.nshards; i++)
         sum += r.shard_free[i];
-    ASSERT_EQ(sum, e->cap - e->held - e->confirmed);
+    ASSERT_EQ(sum, m_free(e));
     slot_res_clear(&r);
 }
 

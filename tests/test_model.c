@@ -206,6 +206,10 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            "refused over a shared event\n",
            (unsigned long long)n->children, (unsigned long long)n->short_parent, (unsigned long long)n->family_serves,
            (unsigned long long)n->family_carts);
+    printf("  v1.2 allocations: %llu allocate (%llu sold_out), %llu deallocate, %llu holds from blocks, %llu refused "
+           "by a block\n",
+           (unsigned long long)n->allocs, (unsigned long long)n->alloc_sold_out, (unsigned long long)n->deallocs,
+           (unsigned long long)n->block_holds, (unsigned long long)n->block_refused);
     fflush(stdout);
 }
 

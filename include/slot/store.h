@@ -365,6 +365,8 @@ typedef struct slot_block_rec {
     uint64_t remaining;       /* unused units (counted in the event's and its ancestors' allocated) */
     uint64_t held, confirmed; /* units of the block's holds */
     uint64_t max_per_user;    /* 0 = none; else a user's held + confirmed from the block */
+    bool closed;              /* deallocated while its holds were active: kept (remaining 0) until they end, so their
+                    counts stay right; their units come back to the free shards; allocate opens it again */
 } slot_block_rec;
 
 /* The block into out (its name set); MDB_NOTFOUND when the event has none of that name. */

@@ -114,6 +114,13 @@ uint64_t slot__free_units(const slot_event_rec *e);
 int slot__chain_free(slot__alloc_ctx *c, const slot_event_rec *e, uint32_t qty, uint64_t *avail,
                      char short_ev[SLOT_EVENT_BYTES_MAX + 1]);
 
+/* slot__chain_users — the user's row on every ancestor of c's event (record
+ * e) that has a max_per_user: += add, -= sub (a waitlist join counts its
+ * units there as on its own event, a leave gives them back). 0,
+ * MDB_CORRUPTED (a row would go below 0) or an LMDB error. */
+int slot__chain_users(slot__alloc_ctx *c, const slot_event_rec *e, const char *user, size_t user_len, uint64_t add,
+                      uint64_t sub);
+
 /* slot__units_take — h->qty units from c's event's shards and from every
  * ancestor's, each by a random start then the others in turn (docs/design.md,
  * "The allocation rule"); fills h's parts and ancestors' parts; each

@@ -85,8 +85,7 @@ typedef struct count_ctx {
 
 static int count_block(void *p, const slot_block_rec *b)
 {
-    (void)b;
-    ((count_ctx *)p)->n++;
+    ((count_ctx *)p)->n += !b->closed;
     return 0;
 }
 
@@ -115,23 +114,8 @@ int slot__op_allocate(ctx *c, const slot_req *req, slot_res *res)
     int rc = slot__event_load(c, &e, res);
     if (rc != 0)
         return slot__answered_ok(rc);
-    slot_block_rec b;
-    rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
-    if (rc == MDB_NOTFOUND) {
-        count_ctx n = {0};
-        rc = slot_store_blocks_scan(c->st, c->txn, c->ev, c->ev_len, count_block, &n);
-        if (rc == 0 && n.n >= SLOT_BLOCKS_MAX) {
-            slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "allocation: event \"%s\" has %d blocks, the most it may have",
-                           c->ev, SLOT_BLOCKS_MAX);
-            return 0;
-        }
-        memset(&b, 0, sizeof(b));
-        memcpy(b.name, req->alloc, req->alloc_len + 1u);
-        b.name_len = req->alloc_len;
-    }
-    if (rc != 0)
-        return rc;
-    /* Not held back by the waitlist ("Clarifications of v1.2"); due holds are expired first, as a hold's would. */
+    /* Not held back by the waitlist ("Clarifications of v1.2"); due holds are expired first, as a
+     * hold's would, before the block is read: an expired hold of a closed block may end it. */
     uint64_t avail = 0;
     rc = slot__chain_free(c, &e, 0, &avail, NULL);
     if (rc == 0 && avail < req->alloc_qty) {
@@ -146,6 +130,33 @@ int slot__op_allocate(ctx *c, const slot_req *req, slot_res *res)
         res->available = avail;
         return 0;
     }
+    slot_block_rec b;
+    rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+    if (rc == MDB_NOTFOUND) {
+        count_ctx n = {0};
+        rc = slot_store_blocks_scan(c->st, c->txn, c->ev, c->ev_len, count_block, &n);
+        if (rc == 0 && n.n >= SLOT_BLOCKS_MAX) {
+            slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "allocation: event \"%s\" has %d blocks, the most it may have",
+                           c->ev, SLOT_BLOCKS_MAX);
+            return 0;
+        }
+        memset(&b, 0, sizeof(b));
+        memcpy(b.name, req->alloc, req->alloc_len + 1u);
+        b.name_len = req->alloc_len;
+    }
+    if (rc == 0 && b.closed) { /* deallocated, its holds still active: open again */
+        count_ctx n = {0};
+        rc = slot_store_blocks_scan(c->st, c->txn, c->ev, c->ev_len, count_block, &n);
+        if (rc == 0 && n.n >= SLOT_BLOCKS_MAX) {
+            slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "allocation: event \"%s\" has %d blocks, the most it may have",
+                           c->ev, SLOT_BLOCKS_MAX);
+            return 0;
+        }
+        b.closed = false;
+        b.max_per_user = 0;
+    }
+    if (rc != 0)
+        return rc;
     rc = chain_move(c, &e, req->alloc_qty, true);
     b.qty += req->alloc_qty;
     b.remaining += req->alloc_qty;
@@ -164,7 +175,7 @@ int slot__op_deallocate(ctx *c, const slot_req *req, slot_res *res)
         return slot__answered_ok(rc);
     slot_block_rec b;
     rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
-    if (rc == MDB_NOTFOUND) {
+    if (rc == MDB_NOTFOUND || (rc == 0 && b.closed)) {
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "allocation: event \"%s\" has no block \"%s\"", c->ev, req->alloc);
         return 0;
     }
@@ -180,9 +191,12 @@ int slot__op_deallocate(ctx *c, const slot_req *req, slot_res *res)
     rc = n > 0 ? chain_move(c, &e, n, false) : 0;
     b.qty -= n;
     b.remaining -= n;
-    /* Without qty the block goes: its holds' units then come back to the free shards. */
+    /* Without qty the block goes: its holds' units then come back to the free shards. While it
+     * has holds it stays, closed, so that their counts stay right until the last one ends. */
+    b.closed = all;
     if (rc == 0)
-        rc = all ? slot_store_block_del(c->st, c->txn, c->ev, c->ev_len, b.name, b.name_len)
+        rc = all && b.held + b.confirmed == 0
+                 ? slot_store_block_del(c->st, c->txn, c->ev, c->ev_len, b.name, b.name_len)
                  : slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
     if (rc == 0 && n > 0) /* the units given back serve the waitlist as a release would */
         rc = slot__waitlist_serve(c, &e);
@@ -194,6 +208,8 @@ int slot__op_deallocate(ctx *c, const slot_req *req, slot_res *res)
 static int view_block(void *p, const slot_block_rec *b)
 {
     slot_event_view *v = p;
+    if (b->closed)
+        return 0; /* deallocated: no longer the event's */
     if (v->nblocks >= SLOT_BLOCKS_MAX)
         return MDB_CORRUPTED; /* allocate refuses more */
     memcpy(v->blocks[v->nblocks].name, b->name, b->name_len + 1u);
@@ -215,7 +231,7 @@ int slot__block_known(ctx *c, const slot_req *req, slot_res *res)
 {
     slot_block_rec b;
     int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
-    if (rc == MDB_NOTFOUND) {
+    if (rc == MDB_NOTFOUND || (rc == 0 && b.closed)) {
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "allocation: event \"%s\" has no block \"%s\"", c->ev, req->alloc);
         return SLOT__ANSWERED;
     }

@@ -41,8 +41,8 @@ typedef struct check_ctx {
     struct {
         slot_block_rec rec;
         uint64_t held, confirmed;
-    } blocks[SLOT_BLOCKS_MAX];
-    const char *desc_ev; /* the descendant whose holds are summed now (family_sums) */
+    } blocks[2 * SLOT_BLOCKS_MAX]; /* open and closed ones */
+    const char *desc_ev;           /* the descendant whose holds are summed now (family_sums) */
     size_t desc_len;
 } check_ctx;
 
@@ -117,7 +117,7 @@ static int own_block(void *p, const slot_block_rec *b)
 {
     check_ctx *k = p;
     k->block_units += b->remaining;
-    if (k->nblocks == SLOT_BLOCKS_MAX) {
+    if (k->nblocks == 2 * SLOT_BLOCKS_MAX) {
         violation(k, 1, "more than %d blocks", SLOT_BLOCKS_MAX);
         return 0;
     }
@@ -369,6 +369,13 @@ static int descends(check_ctx *k, const slot_event_rec *rec, bool *yes)
     return rc;
 }
 
+/* A descendant's waiting entry: its units count in the ancestor's user totals (a join counts them). */
+static int desc_wait(void *p, const slot_wait_rec *w)
+{
+    check_ctx *k = p;
+    return k->e->max_per_user > 0 ? user_add(k, w->user, w->user_len, w->qty) : 0;
+}
+
 static int family_event(void *p, const char *ev, size_t ev_len, const slot_event_rec *rec)
 {
     check_ctx *k = p;
@@ -380,6 +387,8 @@ static int family_event(void *p, const char *ev, size_t ev_len, const slot_event
     k->desc_len = ev_len;
     k->desc_waiting += rec->waiting;
     int brc = slot_store_blocks_scan(k->st, k->txn, ev, ev_len, desc_block, k);
+    if (brc == 0 && rec->waiting > 0)
+        brc = slot_store_wait_scan(k->st, k->txn, ev, ev_len, 0, desc_wait, k);
     if (brc != 0)
         return brc;
     return slot_store_holds_scan(k->st, k->txn, ev, ev_len, desc_hold, k);

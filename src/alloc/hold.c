@@ -77,17 +77,22 @@ static int block_back(ctx *c, const slot_hold_rec *h, uint32_t qty, slot_hold_st
         return 0; /* deallocated: the units come back to the free shards */
     if (rc != 0)
         return rc;
-    *alive = true;
+    *alive = !b.closed; /* a closed block's units come back to the free shards */
     uint64_t *counter = from == SLOT_HOLD_HELD ? &b.held : &b.confirmed;
     if (*counter < qty)
         return MDB_CORRUPTED;
     *counter -= qty;
     if (to == SLOT_HOLD_CONFIRMED)
         b.confirmed += qty;
-    else
+    else if (!b.closed)
         b.remaining += qty;
-    rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
-    if (rc == 0 && to != SLOT_HOLD_CONFIRMED && b.max_per_user > 0) {
+    else
+        b.qty -= qty;
+    if (b.closed && b.held + b.confirmed == 0)
+        rc = slot_store_block_del(c->st, c->txn, c->ev, c->ev_len, b.name, b.name_len); /* its last hold ended */
+    else
+        rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
+    if (rc == 0 && to != SLOT_HOLD_CONFIRMED) { /* kept for every block: its max_per_user may be set later */
         uint64_t u = 0;
         rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user, h->user_len,
                                        &u);
@@ -150,7 +155,7 @@ int slot__chain_free(ctx *c, const slot_event_rec *e, uint32_t qty, uint64_t *av
     *avail = slot__free_units(e);
     if (short_ev)
         short_ev[0] = 0;
-    if (short_ev && *avail < qty) {
+    if (short_ev && *avail < qty && e->parent_len > 0) { /* "short" names an event of a chain: a child's */
         memcpy(short_ev, c->ev, c->ev_len);
         short_ev[c->ev_len] = 0;
     }
@@ -164,6 +169,25 @@ int slot__chain_free(ctx *c, const slot_event_rec *e, uint32_t qty, uint64_t *av
             memcpy(short_ev, ch.anc[i].name, ch.anc[i].len + 1u);
         if (f < *avail)
             *avail = f;
+    }
+    return rc;
+}
+
+int slot__chain_users(ctx *c, const slot_event_rec *e, const char *user, size_t user_len, uint64_t add, uint64_t sub)
+{
+    if (e->parent_len == 0)
+        return 0;
+    slot__chain ch;
+    int rc = slot__chain_load(c, e, &ch);
+    for (uint8_t i = 0; rc == 0 && i < ch.n; i++) {
+        if (ch.anc[i].rec.max_per_user == 0)
+            continue;
+        uint64_t u = 0;
+        rc = slot_store_user_get(c->st, c->txn, ch.anc[i].name, ch.anc[i].len, user, user_len, &u);
+        if (rc == 0 && u + add < sub)
+            rc = MDB_CORRUPTED;
+        if (rc == 0)
+            rc = slot_store_user_put(c->st, c->txn, ch.anc[i].name, ch.anc[i].len, user, user_len, u + add - sub);
     }
     return rc;
 }
@@ -481,7 +505,7 @@ static int block_take(ctx *c, const slot_hold_rec *h, slot_hold_status as)
     else
         b.confirmed += h->qty;
     rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
-    if (rc == 0 && b.max_per_user > 0) {
+    if (rc == 0) { /* the user's row of the block, whether or not it has a max_per_user (allocate may set one) */
         uint64_t u = 0;
         rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, h->alloc, h->alloc_len, h->user, h->user_len,
                                        &u);
@@ -521,7 +545,9 @@ int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hol
         else
             an->rec.confirmed += h->qty;
         if (rc == 0)
-            rc = anc_user_move(c, an, h, h->qty, 0);
+            rc = h->kind == SLOT_HOLD_KIND_WAITLIST && h->origin != 0
+                     ? 0 /* an offer: its join counted the units on every ancestor */
+                     : anc_user_move(c, an, h, h->qty, 0);
         if (rc == 0)
             rc = slot_store_event_put(c->st, c->txn, an->name, an->len, &an->rec);
         h->nanc = (uint8_t)(i + 1);

@@ -133,6 +133,8 @@ static int join_queue(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t u
         rc = slot_store_wait_key_put(c->st, c->txn, c->ev, c->ev_len, &w);
     if (rc == 0 && e->max_per_user > 0)
         rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty + w.qty);
+    if (rc == 0) /* the ancestors' max_per_user counts the waiting units too */
+        rc = slot__chain_users(c, e, req->user, req->user_len, w.qty, 0);
     uint64_t pos = 0;
     if (rc == 0)
         rc = position_of(c, e, w.join, &pos);
@@ -228,6 +230,8 @@ static int op_leave(ctx *c, const slot_req *req, slot_res *res)
         if (rc == 0)
             rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, u - w.qty);
     }
+    if (rc == 0)
+        rc = slot__chain_users(c, &e, req->user, req->user_len, 0, w.qty);
     if (rc == 0)
         rc = slot__waitlist_serve(c, &e);
     if (rc == 0)

@@ -274,12 +274,12 @@ int slot_store_wait_left_count(slot_store *st, MDB_txn *txn, const char *ev, siz
  *   ev + 'a' + name(block)                  the block: u8 version, u64 qty, remaining, held,
  *                                           confirmed, max_per_user
  *   ev + 'b' + name(block) + name(user)     u64: the user's units held or confirmed from the
- *                                           block (only with the block's max_per_user) */
+ *                                           block (for every block: allocate may set a max_per_user later) */
 
 #define BLOCK_REC_VERSION 1
 #define WAIT_BLOCK 'a'
 #define WAIT_BLOCK_USER 'b'
-#define BLOCK_VAL_BYTES (1 + 8 * 5)
+#define BLOCK_VAL_BYTES (1 + 8 * 5 + 1)
 
 static void block_key(key *k, const char *ev, size_t ev_len, const char *name, size_t name_len)
 {
@@ -297,6 +297,7 @@ static int block_decode(const MDB_val *v, slot_block_rec *out)
     out->held = get_be(&b, 8);
     out->confirmed = get_be(&b, 8);
     out->max_per_user = get_be(&b, 8);
+    out->closed = get_u8(&b) != 0;
     return b.bad || b.len != v->mv_size || version != BLOCK_REC_VERSION ? MDB_CORRUPTED : 0;
 }
 
@@ -327,6 +328,7 @@ int slot_store_block_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, rec->held, 8);
     put_be(&b, rec->confirmed, 8);
     put_be(&b, rec->max_per_user, 8);
+    put_u8(&b, rec->closed);
     SLOT_ASSERT(!b.bad && b.len == BLOCK_VAL_BYTES);
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
