@@ -139,6 +139,7 @@ typedef struct slot_item {
     uint8_t event_len;
     uint16_t qty; /* 1..SLOT_MAX_PER_REQUEST_MAX */
     char event[SLOT_EVENT_BYTES_MAX + 1];
+    char grant[SLOT_HOLD_ID_BYTES + 1]; /* the item's grant ("" = the cart's, "Admission") */
 } slot_item;
 
 /* subscribe's "from" (docs/protocol.md, "Feed"). */

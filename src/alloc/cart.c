@@ -146,7 +146,8 @@ static int cart_admit(cart *k, slot_res *res)
             name_item(res, k, i);
             return 0;
         }
-        int grc = slot__grant_check(c, &one, k->req->grant, &k->e[i], &k->grant_seq[i], res);
+        const char *grant = k->req->items[i].grant[0] ? k->req->items[i].grant : k->req->grant;
+        int grc = slot__grant_check(c, &one, grant, &k->e[i], &k->grant_seq[i], res);
         if (grc != 0 || res->err != SLOT_E_OK) { /* each item needs a grant: the cart's */
             if (grc == 0)
                 name_item(res, k, i);

@@ -585,6 +585,8 @@ static slot_err parse_items(const parse_ctx *c, slot_req *r)
                                   NULL);
         if (err == SLOT_E_OK)
             err = get_int(&item, "qty", REQUIRED, 1, SLOT_MAX_PER_REQUEST_MAX, &q, NULL);
+        if (err == SLOT_E_OK) /* the item's own grant ("Clarifications of v1.2", Admission) */
+            err = get_room_id(&item, "grant", OPTIONAL, it->grant, NULL);
         if (err != SLOT_E_OK) { /* "event: ..." becomes "items[i].event: ..." */
             char inner[160];
             snprintf(inner, sizeof(inner), "%s", c->msg ? c->msg : "");
