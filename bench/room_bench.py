@@ -14,9 +14,10 @@
    lottery — every rank 0..N-1 appears once, and a chi-square test of join
    decile against admission decile (10 x 10, 81 degrees of freedom) is printed
    with its p-value (uniform order: p is not small).
-4. rate: a room with admit_per_s R and more than R x (S + 1) entries; the
-   admitted count is read 1 s after opens_at and S s later: the rate over S
-   seconds, and its error against R.
+4. rate: a room with admit_per_s R and R x (S + 4) entries, all joined before
+   the sale opens (set_sale_window then opens it); the admitted count is read
+   1 s after opens_at and S s later: the rate over S seconds, and its error
+   against R.
 5. no hold without a grant: a hold without one is admission_required.
 """
 import argparse
@@ -148,11 +149,12 @@ def order(port, mode, n, depth):
 
 def rate(port, r, seconds, depth):
     c = Conn(port)
-    ev = '%s-rate' % P
-    n = int(r * (seconds + 3))
-    opens = now_ms() + 1500 + n // 20
-    c.ask(op='create_event', event=ev, capacity=10 * n, admission='queue', admit_per_s=r, opens_at=opens)
-    joins(port, ev, n, depth)
+    ev = '%s-rate%d' % (P, r)
+    n = int(r * (seconds + 4))
+    c.ask(op='create_event', event=ev, capacity=10 * n, admission='queue', admit_per_s=r, opens_at=now_ms() + 3600000)
+    joins(port, ev, n, depth)  # all join before the sale opens, then it opens in 300 ms
+    opens = now_ms() + 300
+    c.ask(op='set_sale_window', event=ev, opens_at=opens, closes_at=0)
     while now_ms() < opens + 1000:
         time.sleep(0.005)
     a1, t1 = c.ask(op='event', event=ev)['room']['admitted'], time.time()
