@@ -568,7 +568,7 @@ TEST_IMPL(proto_v11_encode_replies)
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     json_t *f = json_object_get(j, "features");
     ASSERT(json_is_array(f));
-    ASSERT_EQ(json_array_size(f), 9u);
+    ASSERT_EQ(json_array_size(f), 11u);
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 0)), "windows");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 3)), "reacquire");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "hold_many");
@@ -576,15 +576,28 @@ TEST_IMPL(proto_v11_encode_replies)
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 6)), "feed");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "types"); /* v1.2 */
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 8)), "allocations");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 9)), "admission");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 10)), "client_limits");
     json_decref(j);
     /* A replica-set member's hello: one "features", with "cluster" last, and the server facts. */
     res.cluster = true;
     res.version = "9.9";
     j = roundtrip(&req, &res, buf, sizeof(buf)); /* duplicate keys are refused */
     f = json_object_get(j, "features");
-    ASSERT_EQ(json_array_size(f), 10u);
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 9)), "cluster");
+    ASSERT_EQ(json_array_size(f), 12u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 11)), "cluster");
     ASSERT_STR_EQ(jstr(j, "version"), "9.9");
+    json_decref(j);
+    slot_res_clear(&res);
+    /* rate_limited carries limit and retry_after_ms (docs/protocol.md, "Client limits"). */
+    req_for(&req, SLOT_OP_HOLD, "p");
+    slot_res_error(&res, SLOT_E_RATE_LIMITED, NULL);
+    res.limit = "client_rate";
+    res.retry_after_ms = 250;
+    j = roundtrip(&req, &res, buf, sizeof(buf));
+    ASSERT_STR_EQ(jstr(j, "error"), "rate_limited");
+    ASSERT_STR_EQ(jstr(j, "limit"), "client_rate");
+    ASSERT_EQ(json_integer_value(json_object_get(j, "retry_after_ms")), 250);
     json_decref(j);
     slot_res_clear(&res);
     /* not_primary names the primary when the server knows it; without it, the plain error shape. */

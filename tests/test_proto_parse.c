@@ -497,6 +497,12 @@ static const op_case op_cases[] = {
      3,
      {"\"event\":\"e\"", "\"allocation\":\"fans\"", "\"qty\":1000", "\"max_per_user\":2"}},
     {"deallocate", SLOT_OP_DEALLOCATE, 2, {"\"event\":\"e\"", "\"allocation\":\"fans\"", "\"qty\":10"}},
+    {"join", SLOT_OP_JOIN, 3, {"\"event\":\"e\"", "\"user\":\"u\"", "\"request\":\"r\""}},
+    {"admission", SLOT_OP_ADMISSION, 2, {"\"event\":\"e\"", "\"ticket\":\"t\""}},
+    {"set_admission",
+     SLOT_OP_SET_ADMISSION,
+     1,
+     {"\"event\":\"e\"", "\"admission\":\"queue\"", "\"admit_per_s\":50", "\"grant_ttl_ms\":1000"}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */

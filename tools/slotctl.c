@@ -260,6 +260,10 @@ static const ctl_cmd commands[] = {
      cmd_deallocate},
     {"allocations", "EVENT", "show an event's blocks: qty, remaining, held, confirmed (event)",
      "Prints the event's allocated units and one line per block.\n", cmd_allocations},
+    {"room", "EVENT", "show an event's waiting room: mode, rate, counts, next ranks (event)",
+     "Prints the room's settings, joined/admitted/waiting/open grants, whether it admits now\n"
+     "(the stop rule: not while open grants >= available) and the next admission ranks.\n",
+     cmd_room},
     {"status", "EVENT on_sale|closed", "open or close an event for sale (set_status)",
      "A closed event answers new holds with not_on_sale; confirms and releases go on.\n", cmd_status},
     {"cancel", "EVENT HOLD", "cancel a held or confirmed hold, returning its units (cancel)",

@@ -125,6 +125,8 @@ int cmd_capacity(ctl *x, int argc, char **argv);
 int cmd_allocate(ctl *x, int argc, char **argv);
 int cmd_deallocate(ctl *x, int argc, char **argv);
 int cmd_allocations(ctl *x, int argc, char **argv);
+/* room (slotctl_room.c; docs/protocol.md, "Admission"). */
+int cmd_room(ctl *x, int argc, char **argv);
 int cmd_status(ctl *x, int argc, char **argv);
 int cmd_window(ctl *x, int argc, char **argv);
 int cmd_cancel(ctl *x, int argc, char **argv);

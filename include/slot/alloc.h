@@ -30,12 +30,14 @@
  */
 struct slot__idem;
 struct slot__cold;
+struct slot__buckets;
 
 typedef struct slot_alloc {
     slot_store *store;
-    uint64_t rng[4];         /* xoshiro256** state, seeded from getrandom() */
-    struct slot__idem *idem; /* idempotency index (src/alloc/idem.h); see slot_alloc_load */
-    struct slot__cold *cold; /* cold events queued for loading (src/alloc/cold.c); NULL: none yet */
+    uint64_t rng[4];               /* xoshiro256** state, seeded from getrandom() */
+    struct slot__idem *idem;       /* idempotency index (src/alloc/idem.h); see slot_alloc_load */
+    struct slot__cold *cold;       /* cold events queued for loading (src/alloc/cold.c); NULL: none yet */
+    struct slot__buckets *buckets; /* client_rate's token buckets (src/alloc/client.c); NULL: none yet */
 } slot_alloc;
 
 /*
@@ -139,6 +141,21 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
  * Returns 0 or an LMDB error (abort the transaction).
  */
 int slot_alloc_expire_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t limit, uint64_t *expired);
+
+/*
+ * slot_alloc_admit_due — the waiting rooms' admissions (docs/protocol.md,
+ * "Admission"): for each room whose sale has opened (at most
+ * SLOT_ROOMS_TICK_MAX per call), the draw once, then its admit clock's
+ * tokens admit waiting entries in order while open grants < the event's
+ * effective_available (at most SLOT_ROOM_BATCH_MAX), the clock committed
+ * in the event record with them. *admitted: entries admitted. 0, ENOMEM or
+ * an LMDB error (abort). The writing allocator's thread (the primary's
+ * commit thread, with the sweep).
+ * slot_alloc_admit_pending — whether a room may admit now (a read txn; an
+ * error counts as yes). Any thread with its own read transaction.
+ */
+int slot_alloc_admit_due(slot_alloc *a, MDB_txn *txn, uint64_t now_ms, uint64_t *admitted);
+bool slot_alloc_admit_pending(slot_store *st, MDB_txn *rtxn, uint64_t now_ms);
 
 /*
  * slot_alloc_sold_out_peek — the sold-out read path (docs/design.md, "The

@@ -38,34 +38,36 @@
 #define SLOT_ERROR_H
 
 /* X(NAME, wire code, default human message) */
-#define SLOT_ERR_MAP(X)                                                                                 \
-    X(OK, "ok", "success")                                                                              \
-    X(BAD_JSON, "bad_json", "the line is not one valid JSON object")                                    \
-    X(LINE_TOO_LONG, "line_too_long", "line longer than the server's --max-line")                       \
-    X(UNKNOWN_OP, "unknown_op", "op missing or not known")                                              \
-    X(INVALID_ARGUMENT, "invalid_argument", "a field is missing, of the wrong type or out of range")    \
-    X(UNAUTHENTICATED, "unauthenticated", "send a valid hello first")                                   \
-    X(FORBIDDEN, "forbidden", "this connection's role may not run this op")                             \
-    X(UNKNOWN_EVENT, "unknown_event", "no such event")                                                  \
-    X(EVENT_EXISTS, "event_exists", "the event exists with different settings")                         \
-    X(NOT_ON_SALE, "not_on_sale", "the event is closed")                                                \
-    X(UNKNOWN_HOLD, "unknown_hold", "no such hold for this user")                                       \
-    X(HOLD_NOT_ACTIVE, "hold_not_active", "the hold is not held any more")                              \
-    X(IDEMPOTENCY_CONFLICT, "idempotency_conflict", "this request key was used with a different qty")   \
-    X(USER_LIMIT, "user_limit", "the user's held and confirmed quantity would pass max_per_user")       \
-    X(EXTEND_LIMIT, "extend_limit", "the extension would pass max_extensions or max_hold_ms")           \
-    X(CAPACITY_BELOW_ALLOCATED, "capacity_below_allocated", "capacity below held + confirmed")          \
-    X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")                 \
-    X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later") \
-    X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")                    \
-    X(NOT_PRIMARY, "not_primary", "this node is not the primary; nothing was changed")                  \
-    X(UNAVAILABLE, "unavailable",                                                                       \
-      "the write could not be made durable on the replica set in time; "                                \
-      "the outcome is unknown: retry with the same request key")                                        \
-    X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")                       \
-    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer")           \
-    X(BUSY, "busy", "another backup is running; retry when it ends")                                    \
-    X(BACKUP_FAILED, "backup_failed", "the backup could not be written; the store is unchanged")        \
+#define SLOT_ERR_MAP(X)                                                                                      \
+    X(OK, "ok", "success")                                                                                   \
+    X(BAD_JSON, "bad_json", "the line is not one valid JSON object")                                         \
+    X(LINE_TOO_LONG, "line_too_long", "line longer than the server's --max-line")                            \
+    X(UNKNOWN_OP, "unknown_op", "op missing or not known")                                                   \
+    X(INVALID_ARGUMENT, "invalid_argument", "a field is missing, of the wrong type or out of range")         \
+    X(UNAUTHENTICATED, "unauthenticated", "send a valid hello first")                                        \
+    X(FORBIDDEN, "forbidden", "this connection's role may not run this op")                                  \
+    X(UNKNOWN_EVENT, "unknown_event", "no such event")                                                       \
+    X(EVENT_EXISTS, "event_exists", "the event exists with different settings")                              \
+    X(NOT_ON_SALE, "not_on_sale", "the event is closed")                                                     \
+    X(UNKNOWN_HOLD, "unknown_hold", "no such hold for this user")                                            \
+    X(HOLD_NOT_ACTIVE, "hold_not_active", "the hold is not held any more")                                   \
+    X(IDEMPOTENCY_CONFLICT, "idempotency_conflict", "this request key was used with a different qty")        \
+    X(USER_LIMIT, "user_limit", "the user's held and confirmed quantity would pass max_per_user")            \
+    X(ADMISSION_REQUIRED, "admission_required", "the event has a waiting room: join and hold with a grant")  \
+    X(RATE_LIMITED, "rate_limited", "the client key is over the event's client limits; nothing was changed") \
+    X(EXTEND_LIMIT, "extend_limit", "the extension would pass max_extensions or max_hold_ms")                \
+    X(CAPACITY_BELOW_ALLOCATED, "capacity_below_allocated", "capacity below held + confirmed")               \
+    X(STORAGE_FULL, "storage_full", "the database could not grow; nothing was changed")                      \
+    X(OVERLOADED, "overloaded", "the server's request queue is full; nothing was changed, retry later")      \
+    X(SHUTTING_DOWN, "shutting_down", "the server is stopping; nothing was changed")                         \
+    X(NOT_PRIMARY, "not_primary", "this node is not the primary; nothing was changed")                       \
+    X(UNAVAILABLE, "unavailable",                                                                            \
+      "the write could not be made durable on the replica set in time; "                                     \
+      "the outcome is unknown: retry with the same request key")                                             \
+    X(FEED_TRUNCATED, "feed_truncated", "the feed no longer keeps that position")                            \
+    X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer")                \
+    X(BUSY, "busy", "another backup is running; retry when it ends")                                         \
+    X(BACKUP_FAILED, "backup_failed", "the backup could not be written; the store is unchanged")             \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {

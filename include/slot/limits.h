@@ -51,6 +51,27 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
                                                   tree of leaves spans them; a join past that is waitlist_full) */
 #define SLOT_WAITLIST_SHOW_MAX 100 /* the waitlist_entries op shows at most this many entries */
 
+/* v1.2 admission (docs/protocol.md, "Admission"). */
+#define SLOT_ADMIT_PER_S_MIN 1
+#define SLOT_ADMIT_PER_S_MAX 1000000
+#define SLOT_ADMIT_PER_S_DEFAULT 100
+#define SLOT_GRANT_TTL_MS_MIN 1000
+#define SLOT_GRANT_TTL_MS_MAX 86400000
+#define SLOT_GRANT_TTL_MS_DEFAULT 600000
+#define SLOT_ROOM_ENTRIES_MAX 10000000 /* a room holds up to 10,000,000 entries; a join past them is sold_out */
+#define SLOT_ROOM_TICK_MS 20           /* the primary's admission timer */
+#define SLOT_ROOMS_TICK_MAX 64         /* rooms admitted per tick (the rest wait for the next one) */
+#define SLOT_ROOM_BATCH_MAX 4096       /* admissions (and grant expiries looked at) per room per tick */
+
+/* v1.2 client limits (docs/protocol.md, "Client limits"). */
+#define SLOT_CLIENT_BYTES_MAX 128    /* client: 1..128 bytes of UTF-8, no controls */
+#define SLOT_CLIENT_RATE_MAX 1000000 /* client_rate: 0 (no limit)..1,000,000 holds per second per key */
+#define SLOT_CLIENT_BUCKETS \
+    65536                               /* rate buckets kept in memory (a power of two); a full table \
+                                             forgets the least recently used bucket of a probe run */
+#define SLOT_CLIENT_BUCKET_PROBES 8     /* slots a bucket may sit from its hash's home slot */
+#define SLOT_CLIENT_RETRY_SCAN_MAX 1024 /* held holds of one client read to find the first to expire */
+
 /* A hold takes at most qty units from at most min(qty, shards) shards. */
 #define SLOT_PARTS_MAX SLOT_MAX_PER_REQUEST_MAX
 

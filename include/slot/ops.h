@@ -76,7 +76,10 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(BACKUP, "backup", false, true)                     \
     X(CLUSTER_CHANGE, "cluster_change", false, true)     \
     X(ALLOCATE, "allocate", true, true)                  \
-    X(DEALLOCATE, "deallocate", true, true)
+    X(DEALLOCATE, "deallocate", true, true)              \
+    X(JOIN, "join", true, false)                         \
+    X(ADMISSION, "admission", false, false)              \
+    X(SET_ADMISSION, "set_admission", true, true)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -127,6 +130,8 @@ enum {
     SLOT_HAS_PARENT = 1u << 12,        /* create_event: parent given */
     SLOT_HAS_ALLOCATION = 1u << 13,    /* hold: from a block; allocate, deallocate: the block */
     SLOT_HAS_ALLOC_QTY = 1u << 14,     /* allocate, deallocate: qty given */
+    SLOT_HAS_CLIENT_LIMITS = 1u << 15, /* create_event: max_active_per_client or client_rate given */
+    SLOT_HAS_GRANT = 1u << 16,         /* hold, hold_many, waitlist_join: grant given */
 };
 
 /* One item of a cart (hold_many): an event and the units wanted of it. */
@@ -134,6 +139,7 @@ typedef struct slot_item {
     uint8_t event_len;
     uint16_t qty; /* 1..SLOT_MAX_PER_REQUEST_MAX */
     char event[SLOT_EVENT_BYTES_MAX + 1];
+    char grant[SLOT_HOLD_ID_BYTES + 1]; /* the item's grant ("" = the cart's, "Admission") */
 } slot_item;
 
 /* subscribe's "from" (docs/protocol.md, "Feed"). */
@@ -186,6 +192,18 @@ typedef struct slot_req {
         slot_item items[SLOT_CART_ITEMS_MAX]; /* hold_many */
         char path[SLOT_PATH_BYTES_MAX + 1];   /* backup: the file the server writes, absolute */
     };
+    /* v1.2 admission (docs/protocol.md, "Admission") */
+    uint8_t admission;                   /* create_event, set_admission: SLOT_ADMISSION_* */
+    uint32_t admit_per_s;                /* SLOT_ADMIT_PER_S_MIN..MAX */
+    uint32_t grant_ttl_ms;               /* SLOT_GRANT_TTL_MS_MIN..MAX */
+    uint64_t queue_opens_at_ms;          /* 0 = joins at once */
+    char ticket[SLOT_HOLD_ID_BYTES + 1]; /* admission: the entry's ticket ("" when malformed) */
+    char grant[SLOT_HOLD_ID_BYTES + 1];  /* hold, hold_many, waitlist_join: the grant ("" = none or malformed) */
+    /* v1.2 client limits (docs/protocol.md, "Client limits") */
+    uint8_t client_len;                     /* 0 = no client key (not limited) */
+    char client[SLOT_CLIENT_BYTES_MAX + 1]; /* hold, hold_many: the client key */
+    uint64_t max_active_per_client;         /* create_event: 0 (no limit)..SLOT_CAPACITY_MAX units */
+    uint32_t client_rate;                   /* create_event: 0 (no limit)..SLOT_CLIENT_RATE_MAX holds/s */
     /* feed ops (docs/protocol.md, "Feed") */
     uint8_t consumer_len;
     char consumer[SLOT_CONSUMER_BYTES_MAX + 1]; /* subscribe, ack, feed_forget */
@@ -197,6 +215,10 @@ typedef struct slot_req {
     uint8_t node_len;
     char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1]; /* the member it names */
 } slot_req;
+
+/* The waiting room (docs/protocol.md, "Admission"): the event's mode and an entry's state on the wire. */
+enum { SLOT_ADMISSION_NONE = 0, SLOT_ADMISSION_QUEUE = 1, SLOT_ADMISSION_LOTTERY = 2 };
+enum { SLOT_ROOM_NONE = 0, SLOT_ROOM_WAITING, SLOT_ROOM_ADMITTED, SLOT_ROOM_SOLD_OUT, SLOT_ROOM_EXPIRED };
 
 /* Connection roles (docs/protocol.md, "hello"). */
 typedef enum slot_role { SLOT_ROLE_NONE = 0, SLOT_ROLE_FRONTEND, SLOT_ROLE_ADMIN, SLOT_ROLE_WORKER } slot_role;
@@ -221,7 +243,13 @@ typedef struct slot_event_view {
     uint32_t children;                     /* events whose parent this is */
     uint64_t effective_available;          /* the least available over the chain (a child's) */
     uint64_t allocated;                    /* unused units of blocks of this event and its descendants */
-    uint32_t nblocks;                      /* the event's own blocks ("allocations"), name order */
+    uint8_t admission;                     /* SLOT_ADMISSION_*; the rest of the room on the wire when not none */
+    uint32_t admit_per_s, grant_ttl_ms;
+    uint64_t queue_opens_at_ms;
+    uint64_t room_joined, room_admitted, room_waiting, room_open;
+    uint64_t max_active_per_client; /* 0 = no limit ("Client limits"; on the wire when not 0) */
+    uint32_t client_rate;           /* 0 = no limit (on the wire when not 0) */
+    uint32_t nblocks;               /* the event's own blocks ("allocations"), name order */
     struct {
         char name[SLOT_EVENT_BYTES_MAX + 1];
         uint64_t qty, remaining, held, confirmed;
@@ -378,6 +406,13 @@ typedef struct slot_res {
     slot_cart_hold *cart;                      /* hold_many: ncart holds, request order, heap */
     uint32_t nentries;                         /* waitlist_entries: entries in `entries` */
     slot_wait_entry *entries;                  /* waitlist_entries: heap */
+    uint8_t room_status;                       /* join, admission: SLOT_ROOM_* (0: not a room answer) */
+    bool position_null;                        /* join, admission: lottery before the draw ("position":null) */
+    uint64_t draw_at_ms;                       /* with position_null: the draw's time */
+    char ticket[SLOT_HOLD_ID_BYTES + 1];       /* join, admission */
+    char grant[SLOT_HOLD_ID_BYTES + 1];        /* admitted: the grant */
+    const char *limit;                         /* rate_limited: "client_rate" or "max_active_per_client" (static) */
+    uint64_t retry_after_ms;                   /* rate_limited: when a retry may pass */
 } slot_res;
 
 /* slot_res_clear — free a result's heap parts and zero it. `res` may be zeroed already. */

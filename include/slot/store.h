@@ -20,6 +20,11 @@
  *   waitlist  ev + 'f' + u64 node                           u64: a node of the tree counting left entries
  *   waitlist  ev + 'a' + block                              an allocation block: qty, remaining, held, confirmed, max_per_user
  *   waitlist  ev + 'b' + block + user                       u64 the user's units held + confirmed from the block
+ *   waitlist  ev + 'r' + u64 join seq                      a room entry (slot_room_entry)
+ *   waitlist  ev + 'u' + user                               u64: the user's room entry (join seq)
+ *   waitlist  ev + 'g' + u64 admission rank                 u64: the join seq admitted at that rank
+ *   waitlist  ev + 'c' + client                             u64 the client key's units held (max_active_per_client)
+ *   waitlist  ev + 'd' + client + u64 seq                   empty: a held hold of that client key
  *
  * where a name in a key ("ev", "user") is one length byte then the
  * bytes, so no name is a prefix of another. Integers are big-endian everywhere.
@@ -43,7 +48,7 @@
 #define SLOT_SCHEMA_MAGIC "SLOTDB01" /* 8 bytes at the start of meta["schema"] */
 #define SLOT_SCHEMA_VERSION 1u       /* a newer file is refused at open */
 #define SLOT_RECORD_VERSION \
-    4u                         /* first byte of every packed record written; versions 1
+    5u                         /* first byte of every packed record written; versions 1
                                           (before v1.1) and 2 (before carts and waitlists) are still read */
 #define SLOT_STORE_DBS 9       /* the nine above (feed, consumers: slot/feed.h) */
 #define SLOT_STORE_READERS 256 /* LMDB reader slots: the loop thread and tools use a few */
@@ -79,6 +84,24 @@ typedef struct slot_event_rec {
     uint64_t allocated;     /* unused units of the blocks of this event and its descendants */
     uint64_t fam_next_join; /* a root's: the family's next join order (waitlists of a family share one order) */
     uint64_t fam_waiting;   /* a root's: entries waiting on any event of its family */
+    /* Record version 5 (an older record reads as: no client limits):
+     * docs/protocol.md, "Client limits". */
+    uint64_t max_active_per_client; /* 0 = no limit; else units held by one client key at once */
+    uint32_t client_rate;           /* 0 = no limit; else holds per second per client key */
+    /* The waiting room (docs/protocol.md, "Admission"; docs/design.md, "Admission"). */
+    uint8_t admission;     /* SLOT_ADMISSION_* */
+    uint32_t admit_per_s;  /* 1..SLOT_ADMIT_PER_S_MAX */
+    uint32_t grant_ttl_ms; /* SLOT_GRANT_TTL_MS_MIN..MAX */
+    uint64_t queue_opens_at_ms;
+    uint64_t room_joined;   /* entries so far: join seqs 1..room_joined */
+    uint64_t room_admitted; /* admissions so far: admission ranks 0..room_admitted-1 */
+    uint64_t room_open;     /* open grants: admitted, unused, not expired */
+    uint64_t room_exp_k;    /* the first admission rank whose grant may still be open */
+    uint64_t admit_milli;   /* the admit clock: tokens x 1000 at admit_at_ms */
+    uint64_t admit_at_ms;
+    uint8_t drawn;        /* the admit clock started (and, lottery, the draw made) */
+    uint64_t lottery_key; /* the draw's random key */
+    uint64_t lottery_n;   /* entries in the draw (joined before it) */
 } slot_event_rec;
 
 /* How a hold was made: its request key's kind of use (docs/protocol.md,
@@ -127,6 +150,11 @@ typedef struct slot_hold_rec {
     slot_hold_anc anc[SLOT_ANCESTORS_MAX];
     uint8_t alloc_len; /* 0 = from the free shards; else the block (of the hold's event) it took from */
     char alloc[SLOT_EVENT_BYTES_MAX + 1];
+    /* Record version 5 (an older record reads as: no client key). Set only
+     * on an event with max_active_per_client: the key's 'c'/'d' rows count
+     * the hold while it is held. */
+    uint8_t client_len;
+    char client[SLOT_CLIENT_BYTES_MAX + 1];
 } slot_hold_rec;
 
 typedef struct slot_store slot_store;
@@ -357,6 +385,55 @@ int slot_store_block_user_get(slot_store *st, MDB_txn *txn, const char *ev, size
                               size_t block_len, const char *user, size_t user_len, uint64_t *qty);
 int slot_store_block_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *block,
                               size_t block_len, const char *user, size_t user_len, uint64_t qty);
+
+/*
+ * ---- The waiting room (docs/protocol.md, "Admission"; src/store/store_wait.c):
+ * entries keyed by join seq (appended), the user's entry, and the admission
+ * order (rank -> join seq, for the grants' expiry in admission order).
+ */
+typedef struct slot_room_entry {
+    uint64_t seq;  /* from the key */
+    uint64_t tag;  /* random: the ticket is hex(seq) + hex(tag) */
+    uint8_t state; /* 0 waiting, 1 admitted (grant unused), 2 used (a hold was made with the grant) */
+    uint64_t joined_at_ms, admitted_at_ms, rank, grant;
+    uint8_t user_len, request_len;
+    char user[SLOT_USER_BYTES_MAX + 1];
+    char request[SLOT_REQUEST_BYTES_MAX + 1];
+} slot_room_entry;
+
+/* MDB_NOTFOUND when there is none; 0 or an LMDB error. */
+int slot_store_room_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq,
+                        slot_room_entry *out);
+int slot_store_room_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_room_entry *rec);
+/* The user's entry's seq (MDB_NOTFOUND: none), and writing it. */
+int slot_store_room_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                             size_t user_len, uint64_t *seq);
+int slot_store_room_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                             size_t user_len, uint64_t seq);
+/* The join seq admitted at rank (MDB_NOTFOUND: none), and writing it. */
+int slot_store_room_rank_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t rank, uint64_t *seq);
+int slot_store_room_rank_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t rank, uint64_t seq);
+
+/*
+ * ---- Client limits (docs/protocol.md, "Client limits"; src/store/store_wait.c):
+ * a client key's units held ('c' rows: a missing row reads 0, writing 0
+ * deletes it) and its held holds ('d' rows, in seq order), kept only on an
+ * event with max_active_per_client. Keys are (pointer, length), 1..128 bytes.
+ * 0 or an LMDB error; the caller's transaction.
+ */
+int slot_store_client_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t *qty);
+int slot_store_client_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t qty);
+/* add: the hold seq is the client's (held); del: no longer (MDB_NOTFOUND when it was not). */
+int slot_store_client_hold_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq);
+int slot_store_client_hold_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq);
+/* The client's held holds' seqs, lowest first, at most max (1..SLOT_CLIENT_RETRY_SCAN_MAX)
+ * into seqs; *n receives how many. */
+int slot_store_client_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                            size_t client_len, uint64_t *seqs, uint32_t max, uint32_t *n);
 
 /*
  * ---- Replication groundwork (src/store/store_repl.c; docs/design.md, "Storage",

@@ -28,6 +28,7 @@ void slot_alloc_close(slot_alloc *a)
     slot__idem_free(a->idem);
     a->idem = NULL;
     slot__cold_free(a);
+    slot__client_buckets_free(a);
 }
 
 int slot_alloc_init(slot_alloc *a, slot_store *store)
@@ -35,6 +36,7 @@ int slot_alloc_init(slot_alloc *a, slot_store *store)
     a->store = store;
     a->idem = NULL;
     a->cold = NULL;
+    a->buckets = NULL;
     return slot__rng_init(a);
 }
 
@@ -99,6 +101,10 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     }
     if (!slot__on_sale(c, &e, res))
         return 0;
+    uint64_t grant_seq = 0; /* admission_required comes after not_on_sale, before user_limit */
+    rc = slot__grant_check(c, req, req->grant, &e, &grant_seq, res);
+    if (rc != 0 || res->err != SLOT_E_OK)
+        return rc;
     uint64_t user_qty = 0;
     rc = slot__hold_admit(c, req, &e, &user_qty, res);
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
@@ -106,9 +112,12 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->qty);
     h->alloc_len = req->alloc_len;
     memcpy(h->alloc, req->alloc, req->alloc_len + 1u);
+    slot__client_note(h, req, &e);
     rc = slot__hold_make(c, &e, h, user_qty + h->qty);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc == 0)
+        rc = slot__grant_use(c, grant_seq);
     if (rc == 0)
         slot__res_hold(res, h, SLOT_HOLD_HELD);
     return rc;
@@ -213,7 +222,10 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
             e.hold_ttl_ms != req->hold_ttl_ms || e.max_per_user != req->max_per_user ||
             e.max_per_request != req->max_per_request || e.opens_at_ms != req->opens_at_ms ||
             e.closes_at_ms != req->closes_at_ms || e.max_extensions != req->max_extensions ||
-            e.max_hold_ms != max_hold_ms || e.waitlist_max != req->waitlist_max) {
+            e.max_hold_ms != max_hold_ms || e.waitlist_max != req->waitlist_max ||
+            e.max_active_per_client != req->max_active_per_client || e.client_rate != req->client_rate ||
+            e.admission != req->admission || e.admit_per_s != req->admit_per_s || e.grant_ttl_ms != req->grant_ttl_ms ||
+            e.queue_opens_at_ms != req->queue_opens_at_ms) {
             slot_res_error(res, SLOT_E_EVENT_EXISTS, "event \"%s\" exists with other settings", c->ev);
             return 0;
         }
@@ -247,6 +259,12 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     e.max_hold_ms = max_hold_ms;
     e.waitlist_max = req->waitlist_max;
     e.next_join = 1;
+    e.max_active_per_client = req->max_active_per_client;
+    e.client_rate = req->client_rate;
+    e.admission = req->admission;
+    e.admit_per_s = req->admit_per_s;
+    e.grant_ttl_ms = req->grant_ttl_ms;
+    e.queue_opens_at_ms = req->queue_opens_at_ms;
     rc = shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
@@ -374,6 +392,12 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
         return slot__op_allocate(&c, req, res);
     case SLOT_OP_DEALLOCATE:
         return slot__op_deallocate(&c, req, res);
+    case SLOT_OP_JOIN:
+        return slot__op_join(&c, req, res);
+    case SLOT_OP_ADMISSION:
+        return slot__op_admission(&c, req, res);
+    case SLOT_OP_SET_ADMISSION:
+        return slot__op_set_admission(&c, req, res);
     case SLOT_OP_WAITLIST_JOIN:
     case SLOT_OP_WAITLIST_LEAVE:
     case SLOT_OP_WAITLIST:

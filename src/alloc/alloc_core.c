@@ -148,6 +148,16 @@ void slot__view_fill(slot_event_view *v, const char *ev, size_t ev_len, const sl
     v->waitlist_max = e->waitlist_max;
     v->waiting = e->waiting;
     v->waiting_qty = e->waiting_qty;
+    v->max_active_per_client = e->max_active_per_client;
+    v->client_rate = e->client_rate;
+    v->admission = e->admission;
+    v->admit_per_s = e->admit_per_s;
+    v->grant_ttl_ms = e->grant_ttl_ms;
+    v->queue_opens_at_ms = e->queue_opens_at_ms;
+    v->room_joined = e->room_joined;
+    v->room_admitted = e->room_admitted;
+    v->room_waiting = e->room_joined - e->room_admitted;
+    v->room_open = e->room_open;
 }
 
 int slot__view_family(ctx *c, slot_event_view *v, const slot_event_rec *e)
@@ -312,6 +322,14 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
         slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of max_per_user %llu", (unsigned long long)*user_qty,
                        (unsigned long long)e->max_per_user);
         return 0;
+    }
+    /* rate_limited comes after user_limit, before sold_out ("Hold decision order") */
+    if (rc == 0 && req->client_len > 0) {
+        rc = slot__client_admit(c, req, e, res);
+        if (rc != 0 || res->err != SLOT_E_OK)
+            return rc;
+        if (e->max_per_user > 0) /* its expiry may have returned the user's units */
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
     }
     if (rc == 0 && req->alloc_len > 0) /* a hold from a block: its own max_per_user and remaining */
         return block_admit(c, req, e, user_qty, res);

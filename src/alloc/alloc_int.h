@@ -267,6 +267,45 @@ int slot__expire_event_due(slot__alloc_ctx *c, slot_event_rec *e);
  */
 int slot__hold_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *user_qty, slot_res *res);
 
+/*
+ * ---- client.c: the client limits of a new hold (docs/protocol.md, "Client
+ * limits"; "Clarifications of v1.2": after user_limit, before sold_out).
+ * slot__client_admit — for a hold or a cart item (req->op HOLD or HOLD_MANY)
+ * with a client key: max_active_per_client from the key's stored count
+ * (after expiring due holds when over), then client_rate's bucket (the
+ * allocator's, in memory), which gives up one token when the hold may go on.
+ * Over a limit: res = rate_limited with res->limit and retry_after_ms
+ * (max_active: until the key's first held hold expires). 0, ENOMEM or an
+ * LMDB error. e may be re-read (expiry). The writing allocator's thread.
+ * slot__client_buckets_free — free the buckets (slot_alloc_close).
+ * slot__client_note — h (new, held) carries req's client key when e has
+ * max_active_per_client, so slot__hold_make and slot__hold_finish keep
+ * the key's rows.
+ */
+int slot__client_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e, slot_res *res);
+void slot__client_buckets_free(slot_alloc *a);
+void slot__client_note(slot_hold_rec *h, const slot_req *req, const slot_event_rec *e);
+
+/*
+ * ---- room.c: the waiting room (docs/protocol.md, "Admission").
+ * slot__op_join, slot__op_admission, slot__op_set_admission — the ops; 0 or an LMDB error.
+ * slot__grant_check — on an event with a room, grant (a NUL-terminated
+ * string, NULL or "" = none) must be req->user's grant on c's event, not
+ * expired: else res = admission_required. *seq := the grant's entry (0: no
+ * room). 0 or an LMDB error.
+ * slot__grant_use — the entry seq's grant was used by a new hold: it stops
+ * counting as open (reads and writes c's event record: call it after the
+ * caller wrote its copy). 0 or an LMDB error.
+ * slot__room_perm — the lottery's permutation of 0..n-1 under key (or its inverse).
+ */
+int slot__op_join(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+int slot__op_admission(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+int slot__op_set_admission(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+int slot__grant_check(slot__alloc_ctx *c, const slot_req *req, const char *grant, const slot_event_rec *e,
+                      uint64_t *seq, slot_res *res);
+int slot__grant_use(slot__alloc_ctx *c, uint64_t seq);
+uint64_t slot__room_perm(uint64_t key, uint64_t n, uint64_t x, bool inverse);
+
 /* slot__key_conflict — res = idempotency_conflict for a key used another way on event ev. */
 void slot__key_conflict(slot_res *res, const char *request, const char *ev);
 

@@ -28,6 +28,7 @@ typedef struct cart {
     ctx c[SLOT_CART_ITEMS_MAX];
     slot_event_rec e[SLOT_CART_ITEMS_MAX];
     slot_hold_rec h[SLOT_CART_ITEMS_MAX];
+    uint64_t grant_seq[SLOT_CART_ITEMS_MAX]; /* each item's grant entry (0: no room) */
     uint64_t user_qty[SLOT_CART_ITEMS_MAX];
 } cart;
 
@@ -144,6 +145,13 @@ static int cart_admit(cart *k, slot_res *res)
         if (!slot__on_sale(c, &k->e[i], res)) {
             name_item(res, k, i);
             return 0;
+        }
+        const char *grant = k->req->items[i].grant[0] ? k->req->items[i].grant : k->req->grant;
+        int grc = slot__grant_check(c, &one, grant, &k->e[i], &k->grant_seq[i], res);
+        if (grc != 0 || res->err != SLOT_E_OK) { /* each item needs a grant: the cart's */
+            if (grc == 0)
+                name_item(res, k, i);
+            return grc;
         }
         slot_res r;
         memset(&r, 0, sizeof(r));
@@ -291,6 +299,7 @@ int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_
             slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->items[i].qty);
             h->kind = SLOT_HOLD_KIND_CART;
             h->origin = k->print;
+            slot__client_note(h, req, &k->e[i]);
             /* an earlier item of the family changed this event's counters: read it again */
             rc = slot_store_event_get(c->st, txn, c->ev, c->ev_len, &k->e[i]);
             if (rc == 0 && k->e[i].max_per_user > 0)
@@ -299,6 +308,8 @@ int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_
                 rc = slot__hold_make(c, &k->e[i], h, k->user_qty[i] + h->qty);
             if (rc == 0)
                 rc = slot_store_event_put(c->st, txn, c->ev, c->ev_len, &k->e[i]);
+            if (rc == 0)
+                rc = slot__grant_use(c, k->grant_seq[i]);
         }
         if (rc == 0 && res->err == SLOT_E_OK && !res->sold_out)
             rc = res_cart(res, k);

@@ -82,6 +82,8 @@ static int reacquire(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_r
     n->nanc = 0;
     n->alloc_len = 0;
     n->alloc[0] = 0;
+    n->client_len = 0; /* a reacquire is not client-limited ("Clarifications of v1.2") */
+    n->client[0] = 0;
     rc = slot__units_take(c, e, n, SLOT_HOLD_CONFIRMED);
     e->confirmed += n->qty;
     if (rc == 0)

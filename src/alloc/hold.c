@@ -271,6 +271,35 @@ static int chain_finish(ctx *c, const slot_event_rec *e, const slot_hold_rec *h,
     return rc;
 }
 
+/* The client key's count of units held (docs/protocol.md, "Client limits")
+ * moves by delta; below 0 means a corrupt store. */
+static int client_units(ctx *c, const slot_hold_rec *h, int64_t delta)
+{
+    uint64_t n = 0;
+    int rc = slot_store_client_get(c->st, c->txn, c->ev, c->ev_len, h->client, h->client_len, &n);
+    if (rc == 0 && delta < 0 && n < (uint64_t)-delta)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        rc = slot_store_client_put(c->st, c->txn, c->ev, c->ev_len, h->client, h->client_len,
+                                   (uint64_t)((int64_t)n + delta));
+    return rc;
+}
+
+/* A held hold of a client key comes (delta > 0) or goes: its units and its
+ * 'd' row (the key's held holds, for retry_after_ms). */
+static int client_move(ctx *c, const slot_hold_rec *h, int64_t delta)
+{
+    int rc = client_units(c, h, delta);
+    if (rc == 0 && delta > 0)
+        rc = slot_store_client_hold_add(c->st, c->txn, c->ev, c->ev_len, h->client, h->client_len, h->seq);
+    if (rc == 0 && delta < 0) {
+        rc = slot_store_client_hold_del(c->st, c->txn, c->ev, c->ev_len, h->client, h->client_len, h->seq);
+        if (rc == MDB_NOTFOUND)
+            rc = MDB_CORRUPTED;
+    }
+    return rc;
+}
+
 /*
  * hold_finish — the one place a hold changes state. Moves the hold's units
  * (back to the shards, or from held to confirmed) on its event and on every
@@ -304,6 +333,8 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     }
     if (rc == 0)
         rc = chain_finish(c, e, h, from, to, to_block);
+    if (rc == 0 && from == SLOT_HOLD_HELD && h->client_len > 0)
+        rc = client_move(c, h, -(int64_t)h->qty);
     if (rc == 0 && from == SLOT_HOLD_HELD) {
         rc = slot_store_expiry_del(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
         if (rc == MDB_NOTFOUND)
@@ -415,6 +446,8 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
         }
         if (rc == 0)
             rc = chain_give_back(c, e, h, back, to_block);
+        if (rc == 0 && h->client_len > 0)
+            rc = client_units(c, h, -(int64_t)back);
         if (rc != 0)
             return rc;
         h->qty = (uint16_t)keep;
@@ -540,6 +573,8 @@ void slot__hold_new(slot_hold_rec *h, const char *user, size_t user_len, const c
     h->nanc = 0;
     h->alloc_len = 0;
     h->alloc[0] = 0;
+    h->client_len = 0;
+    h->client[0] = 0;
 }
 
 /* The writes of a new held hold (docs/design.md, "The allocation rule"): its
@@ -579,6 +614,8 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
     if (rc == 0 && e->max_per_user > 0 && user_total != UINT64_MAX)
         rc = slot_store_user_put(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, user_total);
+    if (rc == 0 && h->client_len > 0) /* docs/protocol.md, "Client limits": the key's units held */
+        rc = client_move(c, h, (int64_t)h->qty);
     if (rc == 0 && !offer) /* an offer's entry is hold.offered, written by the waitlist */
         rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_HELD);
     return rc;

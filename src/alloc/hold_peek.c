@@ -26,6 +26,10 @@ bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req
                                     req->request_len, &w) != MDB_NOTFOUND)
             return false;
     }
+    /* rate_limited comes before sold_out and a bucket is the writer's: a
+     * client-limited hold takes the write path. */
+    if (req->client_len > 0 && (e.max_active_per_client > 0 || e.client_rate > 0))
+        return false;
     /* 4., 5.: max_per_request and the sale window (alloc_core.c's slot__on_sale). */
     if (req->qty > e.max_per_request || e.status != SLOT_EVENT_ON_SALE)
         return false;

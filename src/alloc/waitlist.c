@@ -167,6 +167,10 @@ static int op_join(ctx *c, const slot_req *req, slot_res *res)
     }
     if (!slot__on_sale(c, &e, res))
         return 0;
+    uint64_t grant_seq = 0; /* a room's waitlist_join carries a grant too ("Admission") */
+    rc = slot__grant_check(c, req, req->grant, &e, &grant_seq, res);
+    if (rc != 0 || res->err != SLOT_E_OK)
+        return rc;
     uint64_t user_qty = 0;
     rc = slot__hold_admit(c, req, &e, &user_qty, res);
     if (rc != 0 || res->err != SLOT_E_OK)

@@ -296,6 +296,18 @@ static slot_err get_user(const parse_ctx *c, slot_req *r)
     return SLOT_E_OK;
 }
 
+/* The optional client key of a hold, cart or waitlist_join (docs/protocol.md,
+ * "Client limits"): 1..SLOT_CLIENT_BYTES_MAX bytes, like a user name. */
+static slot_err get_client(const parse_ctx *c, slot_req *r)
+{
+    size_t n = 0;
+    bool given = false;
+    TRY(get_string(c, "client", OPTIONAL, SLOT_CLIENT_BYTES_MAX, user_char,
+                   "1..128 bytes of UTF-8 without control characters", r->client, &n, &given));
+    r->client_len = given ? (uint8_t)n : 0;
+    return SLOT_E_OK;
+}
+
 /* The hold id's format is not checked here: a malformed one is the allocator's unknown_hold. */
 static slot_err get_hold(const parse_ctx *c, slot_req *r)
 {
@@ -411,6 +423,47 @@ static slot_err parse_sale_window(const parse_ctx *c, slot_req *r)
     return check_window(c, r);
 }
 
+/* The waiting room's settings (docs/protocol.md, "Admission") of
+ * create_event and set_admission, with their defaults. */
+static slot_err get_room_settings(const parse_ctx *c, slot_req *r)
+{
+    json_t *v = json_object_get(c->root, "admission");
+    r->admission = SLOT_ADMISSION_NONE;
+    if (v) {
+        const char *m = json_is_string(v) ? json_string_value(v) : NULL;
+        if (m && strcmp(m, "none") == 0)
+            r->admission = SLOT_ADMISSION_NONE;
+        else if (m && strcmp(m, "queue") == 0)
+            r->admission = SLOT_ADMISSION_QUEUE;
+        else if (m && strcmp(m, "lottery") == 0)
+            r->admission = SLOT_ADMISSION_LOTTERY;
+        else
+            return field_fail(c, "admission", v, "\"none\", \"queue\" or \"lottery\"");
+    }
+    int64_t rate = SLOT_ADMIT_PER_S_DEFAULT, ttl = SLOT_GRANT_TTL_MS_DEFAULT;
+    TRY(get_int(c, "admit_per_s", OPTIONAL, SLOT_ADMIT_PER_S_MIN, SLOT_ADMIT_PER_S_MAX, &rate, NULL));
+    TRY(get_int(c, "grant_ttl_ms", OPTIONAL, SLOT_GRANT_TTL_MS_MIN, SLOT_GRANT_TTL_MS_MAX, &ttl, NULL));
+    r->admit_per_s = (uint32_t)rate;
+    r->grant_ttl_ms = (uint32_t)ttl;
+    return get_time(c, "queue_opens_at", OPTIONAL, &r->queue_opens_at_ms, NULL);
+}
+
+/* A ticket or grant: a string of 1..128 bytes; kept only when it has a
+ * hold id's length (anything else is no ticket of the room: the
+ * allocator's unknown_hold or admission_required). */
+static slot_err get_room_id(const parse_ctx *c, const char *key, int required, char *dst, bool *given)
+{
+    char tmp[SLOT_HOLD_ARG_BYTES_MAX + 1];
+    size_t n = 0;
+    TRY(get_string(c, key, required, SLOT_HOLD_ARG_BYTES_MAX, NULL, "a string of 1..128 bytes", tmp, &n, given));
+    dst[0] = 0;
+    if (n == SLOT_HOLD_ID_BYTES) {
+        memcpy(dst, tmp, n);
+        dst[n] = 0;
+    }
+    return SLOT_E_OK;
+}
+
 /* create_event's v1.1 settings: the window, max_extensions and max_hold_ms (0 here: 2 x hold_ttl_ms). */
 static slot_err parse_create_v11(const parse_ctx *c, slot_req *r)
 {
@@ -436,7 +489,16 @@ static slot_err parse_create_v11(const parse_ctx *c, slot_req *r)
     if (given)
         r->has |= SLOT_HAS_WAITLIST_MAX;
     r->waitlist_max = (uint32_t)wl;
-    return SLOT_E_OK;
+    /* v1.2 "Client limits": the event's limits per client key */
+    int64_t mac = 0, rate = 0;
+    bool g2 = false;
+    TRY(get_int(c, "max_active_per_client", OPTIONAL, 0, (int64_t)SLOT_CAPACITY_MAX, &mac, &given));
+    TRY(get_int(c, "client_rate", OPTIONAL, 0, SLOT_CLIENT_RATE_MAX, &rate, &g2));
+    if (given || g2)
+        r->has |= SLOT_HAS_CLIENT_LIMITS;
+    r->max_active_per_client = (uint64_t)mac;
+    r->client_rate = (uint32_t)rate;
+    return get_room_settings(c, r);
 }
 
 /* confirm: the hold's fields, then the optional qty (a partial confirm) and reacquire. */
@@ -523,6 +585,8 @@ static slot_err parse_items(const parse_ctx *c, slot_req *r)
                                   NULL);
         if (err == SLOT_E_OK)
             err = get_int(&item, "qty", REQUIRED, 1, SLOT_MAX_PER_REQUEST_MAX, &q, NULL);
+        if (err == SLOT_E_OK) /* the item's own grant ("Clarifications of v1.2", Admission) */
+            err = get_room_id(&item, "grant", OPTIONAL, it->grant, NULL);
         if (err != SLOT_E_OK) { /* "event: ..." becomes "items[i].event: ..." */
             char inner[160];
             snprintf(inner, sizeof(inner), "%s", c->msg ? c->msg : "");
@@ -567,6 +631,8 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_event(c, r, REQUIRED));
         TRY(get_user(c, r));
         TRY(get_request(c, r));
+        TRY(get_client(c, r));
+        TRY(get_room_id(c, "grant", OPTIONAL, r->grant, NULL));
         TRY(get_qty(c, r));
         TRY(get_alloc(c, r, OPTIONAL));
         if (r->op == SLOT_OP_WAITLIST_JOIN && r->alloc_len > 0) /* not built yet: refused, never ignored */
@@ -600,6 +666,8 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
     case SLOT_OP_HOLD_MANY:
         TRY(get_user(c, r));
         TRY(get_request(c, r));
+        TRY(get_client(c, r));
+        TRY(get_room_id(c, "grant", OPTIONAL, r->grant, NULL));
         return parse_items(c, r);
     case SLOT_OP_WAITLIST_ENTRIES: {
         int64_t lim = 10;
@@ -608,6 +676,16 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         r->limit = (uint32_t)lim;
         return SLOT_E_OK;
     }
+    case SLOT_OP_JOIN:
+        TRY(get_event(c, r, REQUIRED));
+        TRY(get_user(c, r));
+        return get_request(c, r);
+    case SLOT_OP_ADMISSION:
+        TRY(get_event(c, r, REQUIRED));
+        return get_room_id(c, "ticket", REQUIRED, r->ticket, NULL);
+    case SLOT_OP_SET_ADMISSION:
+        TRY(get_event(c, r, REQUIRED));
+        return get_room_settings(c, r);
     case SLOT_OP_CONFIRM:
         return parse_confirm(c, r);
     case SLOT_OP_EXTEND:

@@ -30,6 +30,9 @@ void slot__proto_check_parsed(const slot_req *r)
     PARSED_STR(r->consumer, r->consumer_len);
     PARSED_STR(r->node, r->node_len);
     SLOT_ASSERT(r->parent_len <= SLOT_EVENT_BYTES_MAX && r->alloc_len <= SLOT_EVENT_BYTES_MAX);
+    SLOT_ASSERT(r->client_len <= SLOT_CLIENT_BYTES_MAX);
+    PARSED_STR(r->client, r->client_len);
+    SLOT_ASSERT(r->max_active_per_client <= SLOT_CAPACITY_MAX && r->client_rate <= SLOT_CLIENT_RATE_MAX);
     PARSED_STR(r->alloc, r->alloc_len);
     SLOT_ASSERT(r->alloc_qty <= SLOT_CAPACITY_MAX);
     PARSED_STR(r->parent, r->parent_len);

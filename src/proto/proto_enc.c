@@ -418,6 +418,31 @@ static void put_check(slot__jw *w, const slot_res *res)
     slot__jw_key_u64(w, "violations_total", res->nviolations);
 }
 
+/* join and admission (docs/protocol.md, "Admission"): the entry's state. */
+static void put_room_reply(slot__jw *w, const slot_res *res)
+{
+    static const char *const names[] = {"?", "waiting", "admitted", "sold_out", "expired"};
+    kv_cstr(w, "status", res->room_status <= SLOT_ROOM_EXPIRED ? names[res->room_status] : "?");
+    if (res->room_status == SLOT_ROOM_SOLD_OUT && !res->ticket[0])
+        return; /* a join into a sold-out room made no entry */
+    slot__jw_key(w, "ticket");
+    PUT_FIXED(w, res->ticket);
+    if (res->room_status == SLOT_ROOM_WAITING) {
+        if (res->position_null) {
+            SLOT__JW_LIT(w, ",\"position\":null");
+            slot__jw_key_u64(w, "draw_at", res->draw_at_ms);
+        } else {
+            slot__jw_key_u64(w, "position", res->position);
+        }
+    } else if (res->room_status == SLOT_ROOM_ADMITTED) {
+        slot__jw_key(w, "grant");
+        PUT_FIXED(w, res->grant);
+        slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
+    } else if (res->room_status == SLOT_ROOM_EXPIRED) {
+        slot__jw_key_u64(w, "expires_at", res->expires_at_ms);
+    }
+}
+
 /* The op's own fields of a success reply (docs/protocol.md, one section per op). */
 static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
 {
@@ -474,7 +499,12 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
     case SLOT_OP_RESHARD:
     case SLOT_OP_SET_STATUS:
     case SLOT_OP_SET_SALE_WINDOW:
+    case SLOT_OP_SET_ADMISSION:
         put_event_view(w, &res->view);
+        break;
+    case SLOT_OP_JOIN:
+    case SLOT_OP_ADMISSION:
+        put_room_reply(w, res);
         break;
     case SLOT_OP_SHARDS:
         put_shards(w, res);
@@ -531,6 +561,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
             slot__jw_key_u64(&w, "opens_at", res->opens_at_ms);
             slot__jw_key_u64(&w, "closes_at", res->closes_at_ms);
             /* an ancestor's (docs/protocol.md, "Clarifications of v1.2"); a cart names its item instead */
+            if (req->op == SLOT_OP_JOIN) /* "Clarifications of v1.2", Admission */
+                slot__jw_key_u64(&w, "queue_opens_at", res->draw_at_ms);
             if (res->sale_event[0] && req->op != SLOT_OP_HOLD_MANY)
                 kv_view_str(&w, "event", res->sale_event, sizeof res->sale_event);
         }
@@ -540,6 +572,11 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         }
         if (res->err == SLOT_E_FEED_TRUNCATED)
             slot__jw_key_u64(&w, "oldest", res->feed_from);
+        if (res->err == SLOT_E_RATE_LIMITED) { /* docs/protocol.md, "Client limits" */
+            const char *lim = res->limit ? res->limit : "client_rate";
+            kv_cstr(&w, "limit", lim);
+            slot__jw_key_u64(&w, "retry_after_ms", res->retry_after_ms);
+        }
         if (res->err == SLOT_E_NOT_PRIMARY && res->primary[0]) /* docs/protocol.md, "Clients following the primary" */
             kv_view_str(&w, "primary", res->primary, sizeof res->primary);
         return finish(&w);

@@ -62,6 +62,28 @@ void slot__proto_put_view(slot__jw *w, const slot_event_view *v)
     }
     if (v->children > 0)
         slot__jw_key_u64(w, "children", v->children);
+    /* v1.2 "Admission": a room's settings and counts */
+    if (v->admission != SLOT_ADMISSION_NONE) {
+        SLOT__JW_LIT(w, ",\"admission\":");
+        if (v->admission == SLOT_ADMISSION_QUEUE)
+            SLOT__JW_LIT(w, "\"queue\"");
+        else
+            SLOT__JW_LIT(w, "\"lottery\"");
+        slot__jw_key_u64(w, "admit_per_s", v->admit_per_s);
+        slot__jw_key_u64(w, "grant_ttl_ms", v->grant_ttl_ms);
+        slot__jw_key_u64(w, "queue_opens_at", v->queue_opens_at_ms);
+        SLOT__JW_LIT(w, ",\"room\":{\"joined\":");
+        slot__jw_u64(w, v->room_joined);
+        slot__jw_key_u64(w, "admitted", v->room_admitted);
+        slot__jw_key_u64(w, "waiting", v->room_waiting);
+        slot__jw_key_u64(w, "open_grants", v->room_open);
+        SLOT__JW_LIT(w, "}");
+    }
+    /* v1.2 "Client limits": shown when set */
+    if (v->max_active_per_client > 0)
+        slot__jw_key_u64(w, "max_active_per_client", v->max_active_per_client);
+    if (v->client_rate > 0)
+        slot__jw_key_u64(w, "client_rate", v->client_rate);
     if (v->nblocks > 0) { /* {"A":{"qty":Q,"remaining":R,"held":H,"confirmed":C}} */
         slot__jw_key(w, "allocations");
         SLOT__JW_LIT(w, "{");

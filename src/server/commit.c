@@ -127,6 +127,9 @@ static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
             s->batch.cold_walked += walked;
         } else if (e->sweep) {
             rc = slot_alloc_expire_due(&s->write_alloc, txn, now_ms, SLOT_SWEEP_BATCH_MAX, &e->res.expired);
+            uint64_t admitted = 0; /* the waiting rooms' admissions, committed with the sweep ("Admission") */
+            if (rc == 0)
+                rc = slot_alloc_admit_due(&s->write_alloc, txn, now_ms, &admitted);
             if (rc == 0) /* retention: a bounded trim in the sweeper's commit (slot/feed.h) */
                 rc = slot_feed_trim(s->store, txn, now_ms, s->opts.feed_retention_ms, SLOT_FEED_TRIM_BATCH_MAX,
                                     &e->res.feed_trimmed);

@@ -89,6 +89,7 @@ typedef struct slot__hreq {
     bool answered;        /* c.out holds the reply; err is its code */
     bool queued;          /* the reply was handed to libmicrohttpd */
     slot_err err;
+    uint64_t retry_after_ms; /* rate_limited: its Retry-After */
     char op[SLOT_HTTP_OP_BYTES_MAX + 1];
 } hreq;
 
@@ -131,6 +132,11 @@ static enum MHD_Result answer_reply(hreq *r, const char *url)
     unsigned status = r->head_too_long ? MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE : slot__http_status(r->err);
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, SLOT_HTTP_RETRY_AFTER_S);
+    if (status == MHD_HTTP_TOO_MANY_REQUESTS) { /* whole seconds, rounded up, of retry_after_ms */
+        char ra[24];
+        snprintf(ra, sizeof(ra), "%llu", (unsigned long long)((r->retry_after_ms + 999) / 1000));
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
     const char *primary = status == MHD_HTTP_TEMPORARY_REDIRECT ? primary_http(s) : NULL;
     if (primary) {
         char loc[128 + SLOT_HTTP_OP_BYTES_MAX + SLOT_EVENT_BYTES_MAX];
@@ -226,6 +232,7 @@ static bool hreq_progress(hreq *r)
     if (e->state != ENTRY_DONE)
         return false;
     r->err = e->res.err;
+    r->retry_after_ms = e->res.retry_after_ms;
     if (!slot__conn_encode(c, e)) { /* out of memory: a 500 without a body */
         slot__log(SLOT__LOG_ERROR, "out of memory for an HTTP reply");
         c->out_len = 0;
@@ -348,8 +355,21 @@ static bool hreq_submit(hreq *r)
     if (len == 0)
         return false;
     /* a bad_json's "(byte N)" counts from the body the client sent, not from the line made of it */
-    if (slot__conn_parse(s, c, e, r->line, len, byte_delta))
+    if (slot__conn_parse(s, c, e, r->line, len, byte_delta)) {
+        /* docs/protocol.md, "Client limits": over HTTP without "client", the
+         * peer address is the client key */
+        slot_op op = e->req.op;
+        if (e->req.client_len == 0 && (op == SLOT_OP_HOLD || op == SLOT_OP_HOLD_MANY || op == SLOT_OP_WAITLIST_JOIN)) {
+            char peer[64];
+            peer_name(r->mc, peer, sizeof(peer));
+            size_t n = strnlen(peer, sizeof(peer));
+            SLOT_ASSERT(n >= 1 && n <= SLOT_CLIENT_BYTES_MAX);
+            memcpy(e->req.client, peer, n);
+            e->req.client[n] = 0;
+            e->req.client_len = (uint8_t)n;
+        }
         slot__admit(s, c, e);
+    }
     return true;
 }
 

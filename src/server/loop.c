@@ -280,6 +280,19 @@ static bool sweep_due(server *s)
     return rc != 0 || trim || first <= slot__wall_ms();
 }
 
+void slot__on_room_timer(uv_timer_t *t)
+{
+    server *s = t->data;
+    if (s->sweep_pending || s->stopping)
+        return;
+    bool due = true;
+    if (slot__read_begin(s) == 0)
+        due = slot_alloc_admit_pending(s->store, s->rtxn, slot__wall_ms());
+    slot__read_end(s);
+    if (due)
+        slot__sweep_enqueue(s);
+}
+
 void slot__on_sweep_timer(uv_timer_t *t)
 {
     server *s = t->data;

@@ -98,5 +98,9 @@ void slot__on_check(uv_check_t *h);
 /* slot__on_sweep_timer — every --sweep-interval-ms: queue a sweep when a
  * held hold has expired, and reap connections past their time bounds. */
 void slot__on_sweep_timer(uv_timer_t *t);
+/* slot__on_room_timer — every SLOT_ROOM_TICK_MS: queue a sweep (which runs
+ * the waiting rooms' admissions, slot_alloc_admit_due) when a room may admit
+ * now (docs/protocol.md, "Admission"). The loop thread. */
+void slot__on_room_timer(uv_timer_t *t);
 
 #endif

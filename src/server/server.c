@@ -85,6 +85,7 @@ static void begin_stop(server *s)
     }
     slot__http_quiesce(s);
     uv_timer_stop(&s->sweep_timer);
+    uv_timer_stop(&s->room_timer);
     slot__park_requeue(s); /* writes waiting for a cold event's keys are answered alike */
     for (entry *e = s->queue.head, *next; e; e = next) {
         next = e->qnext;
@@ -349,6 +350,9 @@ static int server_start(server *s)
     uv_timer_init(s->loop, &s->sweep_timer);
     s->sweep_timer.data = s;
     uv_timer_start(&s->sweep_timer, slot__on_sweep_timer, s->opts.sweep_interval_ms, s->opts.sweep_interval_ms);
+    uv_timer_init(s->loop, &s->room_timer);
+    s->room_timer.data = s;
+    uv_timer_start(&s->room_timer, slot__on_room_timer, SLOT_ROOM_TICK_MS, SLOT_ROOM_TICK_MS);
     uv_timer_init(s->loop, &s->stop_timer);
     s->stop_timer.data = s;
     uv_signal_init(s->loop, &s->sigint);

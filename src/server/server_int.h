@@ -400,6 +400,7 @@ struct server {
     uv_check_t check;
     uv_async_t async;
     uv_timer_t sweep_timer, stop_timer;
+    uv_timer_t room_timer; /* every SLOT_ROOM_TICK_MS: a sweep when a waiting room may admit */
     slot_store *store;
     slot_alloc read_alloc, write_alloc;
     MDB_txn *rtxn;             /* the loop's read transaction, reset between uses */

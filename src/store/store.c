@@ -276,8 +276,8 @@ int slot_store_sync(slot_store *st)
 #define EVENT_REC_V2_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
 #define EVENT_REC_V3_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4)     /* version 3: the waitlist's setting and counters */
 #define EVENT_REC_BYTES_MAX \
-    (EVENT_REC_V3_BYTES + 1 + SLOT_EVENT_BYTES_MAX + 4 + 8 + 8 + 8) /* version 4: parent, children, allocated, \
-                                                                       the family's join order and waiting */
+    (EVENT_REC_V3_BYTES + 1 + SLOT_EVENT_BYTES_MAX + 4 + 8 + 8 + 8 + 8 + 4 + 82) /* version 4: parent, children, \
+                                 allocated, the family's join order and waiting; 5: the client limits */
 
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
 {
@@ -336,6 +336,33 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
         if (out->parent_len > SLOT_EVENT_BYTES_MAX)
             return MDB_CORRUPTED;
     }
+    out->max_active_per_client = 0;
+    out->client_rate = 0;
+    out->admission = SLOT_ADMISSION_NONE;
+    out->admit_per_s = SLOT_ADMIT_PER_S_DEFAULT;
+    out->grant_ttl_ms = SLOT_GRANT_TTL_MS_DEFAULT;
+    out->queue_opens_at_ms = out->room_joined = out->room_admitted = out->room_open = out->room_exp_k = 0;
+    out->admit_milli = out->admit_at_ms = out->lottery_key = out->lottery_n = 0;
+    out->drawn = 0;
+    if (version >= 5) {
+        out->max_active_per_client = get_be(&b, 8);
+        out->client_rate = (uint32_t)get_be(&b, 4);
+        out->admission = get_u8(&b);
+        out->admit_per_s = (uint32_t)get_be(&b, 4);
+        out->grant_ttl_ms = (uint32_t)get_be(&b, 4);
+        out->queue_opens_at_ms = get_be(&b, 8);
+        out->room_joined = get_be(&b, 8);
+        out->room_admitted = get_be(&b, 8);
+        out->room_open = get_be(&b, 8);
+        out->room_exp_k = get_be(&b, 8);
+        out->admit_milli = get_be(&b, 8);
+        out->admit_at_ms = get_be(&b, 8);
+        out->drawn = get_u8(&b);
+        out->lottery_key = get_be(&b, 8);
+        out->lottery_n = get_be(&b, 8);
+        if (out->admission > SLOT_ADMISSION_LOTTERY)
+            return MDB_CORRUPTED;
+    }
     return b.bad || b.len != v.mv_size ? MDB_CORRUPTED : 0;
 }
 
@@ -371,9 +398,24 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     put_be(&b, rec->allocated, 8);
     put_be(&b, rec->fam_next_join, 8);
     put_be(&b, rec->fam_waiting, 8);
+    put_be(&b, rec->max_active_per_client, 8);
+    put_be(&b, rec->client_rate, 4);
+    put_u8(&b, rec->admission);
+    put_be(&b, rec->admit_per_s, 4);
+    put_be(&b, rec->grant_ttl_ms, 4);
+    put_be(&b, rec->queue_opens_at_ms, 8);
+    put_be(&b, rec->room_joined, 8);
+    put_be(&b, rec->room_admitted, 8);
+    put_be(&b, rec->room_open, 8);
+    put_be(&b, rec->room_exp_k, 8);
+    put_be(&b, rec->admit_milli, 8);
+    put_be(&b, rec->admit_at_ms, 8);
+    put_u8(&b, rec->drawn);
+    put_be(&b, rec->lottery_key, 8);
+    put_be(&b, rec->lottery_n, 8);
     SLOT_ASSERT(!k.b.bad);
     SLOT_ASSERT(!b.bad);
-    SLOT_ASSERT(b.len == EVENT_REC_V3_BYTES + 1u + rec->parent_len + 28u); /* the version-4 layout, whole */
+    SLOT_ASSERT(b.len == EVENT_REC_V3_BYTES + 1u + rec->parent_len + 122u); /* the version-5 layout, whole */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return store_put(st, txn, DB_EVENTS, &kv, &v, 0);
 }
@@ -431,7 +473,7 @@ int slot_store_shard_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
                                                                                       parts, the block */
 #define HOLD_REC_BYTES_MAX                                                                               \
     (1 + 1 + 2 + 2 + 8 * 3 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 4 * SLOT_PARTS_MAX + \
-     HOLD_REC_V2_BYTES + HOLD_REC_V3_BYTES + HOLD_REC_V4_BYTES_MAX)
+     HOLD_REC_V2_BYTES + HOLD_REC_V3_BYTES + HOLD_REC_V4_BYTES_MAX + 1 + SLOT_CLIENT_BYTES_MAX)
 
 static void hold_key(key *k, const char *ev, size_t ev_len, uint64_t seq)
 {
@@ -499,6 +541,13 @@ int slot__store_hold_decode(const MDB_val *v, uint64_t seq, slot_hold_rec *out)
         }
         out->alloc_len = (uint8_t)get_name(&b, out->alloc, sizeof(out->alloc));
         if (out->alloc_len > SLOT_EVENT_BYTES_MAX)
+            return MDB_CORRUPTED;
+    }
+    out->client_len = 0;
+    out->client[0] = 0;
+    if (version >= 5) {
+        out->client_len = (uint8_t)get_name(&b, out->client, sizeof(out->client));
+        if (out->client_len > SLOT_CLIENT_BYTES_MAX)
             return MDB_CORRUPTED;
     }
     return b.bad || b.len != v->mv_size ? MDB_CORRUPTED : 0;
@@ -576,8 +625,10 @@ static int hold_write(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_le
         }
     }
     put_name(&b, rec->alloc, rec->alloc_len);
+    SLOT_ASSERT(rec->client_len <= SLOT_CLIENT_BYTES_MAX);
+    put_name(&b, rec->client, rec->client_len);
     SLOT_ASSERT(!k.b.bad);
-    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-4 record */
+    SLOT_ASSERT(!b.bad); /* HOLD_REC_BYTES_MAX fits the largest version-5 record */
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return put_maybe_append(st, txn, DB_HOLDS, &kv, &v, append);
 }

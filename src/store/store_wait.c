@@ -410,3 +410,218 @@ int slot_store_block_user_put(slot_store *st, MDB_txn *txn, const char *ev, size
     MDB_val v = {8, raw};
     return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
 }
+
+/* ---- client limits (docs/protocol.md, "Client limits"): two more kinds of row
+ *   ev + 'c' + name(client)                 u64: the client key's units held
+ *   ev + 'd' + name(client) + u64 seq       empty: a held hold of that key
+ * kept only on an event with max_active_per_client. */
+
+#define WAIT_CLIENT 'c'
+#define WAIT_CLIENT_HOLD 'd'
+
+static void client_key(key *k, const char *ev, size_t ev_len, char type, const char *client, size_t client_len)
+{
+    SLOT_ASSERT(client_len >= 1 && client_len <= SLOT_CLIENT_BYTES_MAX);
+    key_typed(k, ev, ev_len, type);
+    put_name(&k->b, client, client_len);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_client_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t *qty)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT, client, client_len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    *qty = 0;
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc == 0 && v.mv_size != 8)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        *qty = load_be64(v.mv_data);
+    return rc;
+}
+
+int slot_store_client_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                          size_t client_len, uint64_t qty)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT, client, client_len);
+    MDB_val kv = key_val(&k);
+    if (qty == 0) {
+        int rc = store_del(st, txn, DB_WAITLIST, &kv);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+    }
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, qty, 8);
+    MDB_val v = {8, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+int slot_store_client_hold_add(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT_HOLD, client, client_len);
+    put_be(&k.b, seq, 8);
+    SLOT_ASSERT(!k.b.bad);
+    uint8_t one = 1; /* a value of one byte: the row's presence is what counts */
+    MDB_val kv = key_val(&k), v = {1, &one};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+int slot_store_client_hold_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                               size_t client_len, uint64_t seq)
+{
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT_HOLD, client, client_len);
+    put_be(&k.b, seq, 8);
+    SLOT_ASSERT(!k.b.bad);
+    MDB_val kv = key_val(&k);
+    return store_del(st, txn, DB_WAITLIST, &kv);
+}
+
+int slot_store_client_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
+                            size_t client_len, uint64_t *seqs, uint32_t max, uint32_t *n)
+{
+    SLOT_ASSERT(max >= 1 && max <= SLOT_CLIENT_RETRY_SCAN_MAX);
+    key k;
+    client_key(&k, ev, ev_len, WAIT_CLIENT_HOLD, client, client_len);
+    size_t plen = k.b.len;
+    *n = 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->dbi[DB_WAITLIST], &cur);
+    if (rc != 0)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE);
+    while (rc == 0 && *n < max && kv.mv_size == plen + 8 && memcmp(kv.mv_data, k.raw, plen) == 0) {
+        seqs[(*n)++] = load_be64((const uint8_t *)kv.mv_data + plen);
+        rc = mdb_cursor_get(cur, &kv, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* ---- the waiting room (docs/protocol.md, "Admission"): three more kinds of row
+ *   ev + 'r' + u64 seq        the entry: u8 version, tag, state, joined_at, admitted_at, rank, grant,
+ *                             name(user), name(request)
+ *   ev + 'u' + name(user)     u64: the user's entry
+ *   ev + 'g' + u64 rank       u64: the entry admitted at that rank */
+
+#define ROOM_REC_VERSION 1
+#define WAIT_ROOM 'r'
+#define WAIT_ROOM_USER 'u'
+#define WAIT_ROOM_RANK 'g'
+#define ROOM_VAL_BYTES_MAX (1 + 8 + 1 + 8 * 4 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX)
+
+static void room_key(key *k, const char *ev, size_t ev_len, char type, uint64_t n)
+{
+    key_typed(k, ev, ev_len, type);
+    put_be(&k->b, n, 8);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_room_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t seq, slot_room_entry *out)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM, seq);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    if (rc != 0)
+        return rc;
+    buf b = {.p = v.mv_data, .cap = v.mv_size};
+    if (get_u8(&b) != ROOM_REC_VERSION)
+        return MDB_CORRUPTED;
+    out->seq = seq;
+    out->tag = get_be(&b, 8);
+    out->state = get_u8(&b);
+    out->joined_at_ms = get_be(&b, 8);
+    out->admitted_at_ms = get_be(&b, 8);
+    out->rank = get_be(&b, 8);
+    out->grant = get_be(&b, 8);
+    out->user_len = (uint8_t)get_name(&b, out->user, sizeof(out->user));
+    out->request_len = (uint8_t)get_name(&b, out->request, sizeof(out->request));
+    return b.bad || b.len != v.mv_size || out->state > 2 ? MDB_CORRUPTED : 0;
+}
+
+int slot_store_room_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_room_entry *rec)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM, rec->seq);
+    uint8_t raw[ROOM_VAL_BYTES_MAX];
+    buf b = {.p = raw, .cap = sizeof(raw)};
+    SLOT_ASSERT(rec->state <= 2);
+    put_u8(&b, ROOM_REC_VERSION);
+    put_be(&b, rec->tag, 8);
+    put_u8(&b, rec->state);
+    put_be(&b, rec->joined_at_ms, 8);
+    put_be(&b, rec->admitted_at_ms, 8);
+    put_be(&b, rec->rank, 8);
+    put_be(&b, rec->grant, 8);
+    put_name(&b, rec->user, rec->user_len);
+    put_name(&b, rec->request, rec->request_len);
+    SLOT_ASSERT(!b.bad);
+    MDB_val kv = key_val(&k), v = {b.len, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+static int u64_get(slot_store *st, MDB_txn *txn, key *k, uint64_t *out)
+{
+    MDB_val kv = key_val(k), v;
+    int rc = mdb_get(txn, st->dbi[DB_WAITLIST], &kv, &v);
+    if (rc == 0 && v.mv_size != 8)
+        return MDB_CORRUPTED;
+    if (rc == 0)
+        *out = load_be64(v.mv_data);
+    return rc;
+}
+
+static int u64_put(slot_store *st, MDB_txn *txn, key *k, uint64_t val)
+{
+    uint8_t raw[8];
+    buf b = {.p = raw, .cap = 8};
+    put_be(&b, val, 8);
+    MDB_val kv = key_val(k), v = {8, raw};
+    return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+static void room_user_key(key *k, const char *ev, size_t ev_len, const char *user, size_t user_len)
+{
+    key_typed(k, ev, ev_len, WAIT_ROOM_USER);
+    put_name(&k->b, user, user_len);
+    SLOT_ASSERT(!k->b.bad);
+}
+
+int slot_store_room_user_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                             size_t user_len, uint64_t *seq)
+{
+    key k;
+    room_user_key(&k, ev, ev_len, user, user_len);
+    return u64_get(st, txn, &k, seq);
+}
+
+int slot_store_room_user_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *user,
+                             size_t user_len, uint64_t seq)
+{
+    key k;
+    room_user_key(&k, ev, ev_len, user, user_len);
+    return u64_put(st, txn, &k, seq);
+}
+
+int slot_store_room_rank_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t rank, uint64_t *seq)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM_RANK, rank);
+    return u64_get(st, txn, &k, seq);
+}
+
+int slot_store_room_rank_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint64_t rank, uint64_t seq)
+{
+    key k;
+    room_key(&k, ev, ev_len, WAIT_ROOM_RANK, rank);
+    return u64_put(st, txn, &k, seq);
+}
