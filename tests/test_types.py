@@ -225,6 +225,43 @@ def allocations(port):
     c.close()
 
 
+def cart_blocks(port):
+    """hold_many items with "allocation" (docs/protocol.md, "Allocations"): an item takes from
+    its block, all or nothing with the cart; sold_out with remaining; the block's max_per_user."""
+    c = Conn(port)
+    ok(c, op='create_event', event='expo', capacity=10)
+    ok(c, op='create_event', event='stage', capacity=10, parent='expo')
+    ok(c, op='create_event', event='balcony', capacity=10, parent='expo')
+    ok(c, op='allocate', event='stage', allocation='club', qty=3, max_per_user=2)
+    r = c.ask({'op': 'hold_many', 'user': 'u', 'request': 'b0',
+               'items': [{'event': 'stage', 'qty': 1, 'allocation': 'nosuch'}, {'event': 'balcony', 'qty': 1}]})
+    check(r.get('error') == 'invalid_argument' and 'allocation' in r.get('message', ''),
+          'a cart item from an unknown block: invalid_argument naming allocation', r)
+    before = ok(c, op='digest')
+    r = c.ask({'op': 'hold_many', 'user': 'u', 'request': 'b1',
+               'items': [{'event': 'stage', 'qty': 3, 'allocation': 'club'}, {'event': 'balcony', 'qty': 1}]})
+    check(r.get('error') == 'user_limit', 'a cart item over the block\'s max_per_user: user_limit', r)
+    check(ok(c, op='digest')['digest'] == before['digest'], 'cart over the block\'s max_per_user: nothing changed')
+    r = ok(c, op='hold_many', user='u', request='b2',
+           items=[{'event': 'stage', 'qty': 2, 'allocation': 'club'}, {'event': 'balcony', 'qty': 6}])
+    check(r.get('status') == 'held' and len(r.get('holds', [])) == 2, 'a cart with a block item: held', r)
+    v = ok(c, op='event', event='stage')
+    check(v['allocations']['club'] == {'qty': 3, 'remaining': 1, 'held': 2, 'confirmed': 0} and v['available'] == 7,
+          'the block item took from its block, not the free shards', v)
+    before = ok(c, op='digest')
+    r = ok(c, op='hold_many', user='w', request='b3',
+           items=[{'event': 'balcony', 'qty': 1}, {'event': 'stage', 'qty': 2, 'allocation': 'club'}])
+    check(r.get('status') == 'sold_out' and r.get('remaining') == 1, 'a cart item over the block\'s remaining', r)
+    check(ok(c, op='digest')['digest'] == before['digest'], 'a cart sold out on its block item: nothing changed')
+    r = ok(c, op='hold_many', user='w', request='b4',
+           items=[{'event': 'balcony', 'qty': 1}, {'event': 'stage', 'qty': 1, 'allocation': 'club'}])
+    check(len(r.get('holds', [])) == 2, 'the block\'s last unit in a cart', r)
+    v = ok(c, op='event', event='expo')
+    check(v['available'] == 0 and v['allocated'] == 0 and v['held'] == 10, 'the venue counts the cart', v)
+    clean(c, 'cart blocks')
+    c.close()
+
+
 def post(port, op, body):
     h = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
     h.request('POST', '/v1/' + op, body=json.dumps(body).encode(), headers={'Content-Type': 'application/json'})
@@ -289,6 +326,7 @@ def main():
             rules(srv.port)
             feed(srv.port)
             allocations(srv.port)
+            cart_blocks(srv.port)
             over_http(srv)
             restart(binary, data, srv)
         finally:

@@ -48,6 +48,9 @@ static uint64_t fingerprint(const slot_req *req)
         uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a over the name, then the qty */
         for (uint32_t j = 0; j < req->items[i].event_len; j++)
             h = (h ^ (uint8_t)req->items[i].event[j]) * UINT64_C(0x100000001b3);
+        h = (h ^ 0xffu) * UINT64_C(0x100000001b3); /* then the item's block, if any */
+        for (uint32_t j = 0; j < req->items[i].alloc_len; j++)
+            h = (h ^ (uint8_t)req->items[i].alloc[j]) * UINT64_C(0x100000001b3);
         sum += mix(h ^ ((uint64_t)req->items[i].qty << 32));
     }
     return sum ? sum : 1;
@@ -130,12 +133,22 @@ static int cart_known(cart *k, slot_res *res)
 static int cart_admit(cart *k, slot_res *res)
 {
     int sold = -1;
-    uint64_t sold_avail = 0;
+    uint64_t sold_avail = 0, sold_remaining = 0;
+    bool sold_block = false; /* the item short is from a block: the reply carries "remaining" */
     char sold_short[SLOT_EVENT_BYTES_MAX + 1] = "";
     for (uint32_t i = 0; i < k->n; i++) {
         ctx *c = &k->c[i];
         slot_req one = *k->req;
         one.qty = k->req->items[i].qty;
+        one.alloc_len = k->req->items[i].alloc_len;
+        memcpy(one.alloc, k->req->items[i].alloc, one.alloc_len + 1u);
+        /* an unknown block comes before max_per_request ("Clarifications of v1.2", Hold decision order) */
+        int known = one.alloc_len > 0 ? slot__block_known(c, &one, res) : 0;
+        if (known != 0) {
+            if (known == SLOT__ANSWERED)
+                name_item(res, k, i);
+            return slot__answered_ok(known);
+        }
         if (one.qty > k->e[i].max_per_request) {
             slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "items[%u].qty: %u is above event \"%s\"'s max_per_request %u",
                            (unsigned)i, (unsigned)one.qty, c->ev, (unsigned)k->e[i].max_per_request);
@@ -170,12 +183,16 @@ static int cart_admit(cart *k, slot_res *res)
         if (r.sold_out && sold < 0) {
             sold = (int)i;
             sold_avail = r.available;
+            sold_block = r.block;
+            sold_remaining = r.block_remaining;
             memcpy(sold_short, r.short_event, sizeof(sold_short));
         }
     }
     if (sold >= 0) {
         res->sold_out = true;
         res->available = sold_avail;
+        res->block = sold_block;
+        res->block_remaining = sold_remaining;
         memcpy(res->short_event, sold_short, sizeof(sold_short));
         name_item(res, k, (uint32_t)sold);
     }
@@ -189,20 +206,21 @@ typedef struct shared {
     const char *ev;
     uint8_t len;
     uint32_t item, items;
-    uint64_t need, free, max_per_user;
+    uint64_t need, need_free, free, max_per_user; /* need_free: of need, what is not from a block */
 } shared;
 
 static shared *shared_add(shared *t, uint32_t *n, const char *ev, uint8_t len, const slot_event_rec *e, uint32_t item,
-                          uint32_t qty)
+                          uint32_t qty, bool block)
 {
     for (uint32_t j = 0; j < *n; j++)
         if (t[j].len == len && memcmp(t[j].ev, ev, len) == 0) {
             t[j].need += qty;
+            t[j].need_free += block ? 0 : qty;
             t[j].items++;
             return &t[j];
         }
     shared *x = &t[(*n)++];
-    *x = (shared){ev, len, item, 1, qty, slot__free_units(e), e->max_per_user};
+    *x = (shared){ev, len, item, 1, qty, block ? 0 : qty, slot__free_units(e), e->max_per_user};
     return x;
 }
 
@@ -228,12 +246,13 @@ static int cart_family(cart *k, slot_res *res)
         int rc = slot_store_event_get(k->c[i].st, k->c[i].txn, k->c[i].ev, k->c[i].ev_len, &k->e[i]);
         if (rc != 0)
             return rc;
-        shared_add(t, &n, k->c[i].ev, (uint8_t)k->c[i].ev_len, &k->e[i], i, qty);
+        bool block = k->req->items[i].alloc_len > 0; /* takes from its block, not the free shards */
+        shared_add(t, &n, k->c[i].ev, (uint8_t)k->c[i].ev_len, &k->e[i], i, qty, block);
         rc = slot__chain_load(&k->c[i], &k->e[i], &ch[i]);
         if (rc != 0)
             return rc;
         for (uint8_t a = 0; a < ch[i].n; a++)
-            shared_add(t, &n, ch[i].anc[a].name, ch[i].anc[a].len, &ch[i].anc[a].rec, i, qty);
+            shared_add(t, &n, ch[i].anc[a].name, ch[i].anc[a].len, &ch[i].anc[a].rec, i, qty, block);
     }
     for (uint32_t j = 0; j < n; j++) {
         if (t[j].items < 2 || t[j].max_per_user == 0)
@@ -252,7 +271,7 @@ static int cart_family(cart *k, slot_res *res)
         }
     }
     for (uint32_t j = 0; j < n; j++) {
-        if (t[j].items >= 2 && t[j].free < t[j].need) {
+        if (t[j].items >= 2 && t[j].free < t[j].need_free) {
             res->sold_out = true;
             res->available = t[j].free;
             memcpy(res->short_event, t[j].ev, t[j].len);
@@ -300,6 +319,8 @@ int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_
             h->kind = SLOT_HOLD_KIND_CART;
             h->origin = k->print;
             slot__client_note(h, req, &k->e[i]);
+            h->alloc_len = req->items[i].alloc_len; /* an item from a block takes from it (block_take) */
+            memcpy(h->alloc, req->items[i].alloc, h->alloc_len + 1u);
             /* an earlier item of the family changed this event's counters: read it again */
             rc = slot_store_event_get(c->st, txn, c->ev, c->ev_len, &k->e[i]);
             if (rc == 0 && k->e[i].max_per_user > 0)

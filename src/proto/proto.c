@@ -562,7 +562,7 @@ static slot_err parse_create_event(const parse_ctx *c, slot_req *r)
     return parse_create_v11(c, r);
 }
 
-/* hold_many's items: 1..SLOT_CART_ITEMS_MAX objects {event, qty} of distinct
+/* hold_many's items: 1..SLOT_CART_ITEMS_MAX objects {event, qty, allocation?} of distinct
  * events (docs/protocol.md, "hold_many"); messages name the item. */
 static slot_err parse_items(const parse_ctx *c, slot_req *r)
 {
@@ -587,6 +587,10 @@ static slot_err parse_items(const parse_ctx *c, slot_req *r)
             err = get_int(&item, "qty", REQUIRED, 1, SLOT_MAX_PER_REQUEST_MAX, &q, NULL);
         if (err == SLOT_E_OK) /* the item's own grant ("Clarifications of v1.2", Admission) */
             err = get_room_id(&item, "grant", OPTIONAL, it->grant, NULL);
+        size_t an = 0;
+        if (err == SLOT_E_OK) /* the item's block (docs/protocol.md, "Allocations") */
+            err = get_string(&item, "allocation", OPTIONAL, SLOT_EVENT_BYTES_MAX, name_char, NAME_SPEC, it->alloc, &an,
+                             NULL);
         if (err != SLOT_E_OK) { /* "event: ..." becomes "items[i].event: ..." */
             char inner[160];
             snprintf(inner, sizeof(inner), "%s", c->msg ? c->msg : "");
@@ -594,6 +598,8 @@ static slot_err parse_items(const parse_ctx *c, slot_req *r)
         }
         it->event_len = (uint8_t)n;
         it->qty = (uint16_t)q;
+        it->alloc_len = (uint8_t)an;
+        it->alloc[an] = 0;
         for (size_t j = 0; j < i; j++)
             if (r->items[j].event_len == it->event_len && memcmp(r->items[j].event, it->event, n) == 0)
                 return fail(c->msg, c->msglen, SLOT_E_INVALID_ARGUMENT, "items[%zu].event: \"%s\" is also items[%zu]",

@@ -227,6 +227,8 @@ static void put_cart(slot__jw *w, const slot_res *res)
         PUT_FIXED(w, res->item_event);
         slot__jw_key_u64(w, "available", res->available);
         put_short(w, res);
+        if (res->block) /* the item short is from a block: what it has left ("Allocations") */
+            slot__jw_key_u64(w, "remaining", res->block_remaining);
         return;
     }
     kv_cstr(w, "status", "held");
