@@ -140,7 +140,7 @@ typedef struct slot_item {
     uint16_t qty; /* 1..SLOT_MAX_PER_REQUEST_MAX */
     char event[SLOT_EVENT_BYTES_MAX + 1];
     char grant[SLOT_HOLD_ID_BYTES + 1]; /* the item's grant ("" = the cart's, "Admission") */
-    uint8_t alloc_len; /* 0: from the free shards; else the item's block ("allocation") */
+    uint8_t alloc_len;                  /* 0: from the free shards; else the item's block ("allocation") */
     char alloc[SLOT_EVENT_BYTES_MAX + 1];
 } slot_item;
 
