@@ -16,6 +16,7 @@ TEST_DECLARE(cart_replay_in_any_order)
 TEST_DECLARE(cart_key_conflicts)
 TEST_DECLARE(cart_holds_are_ordinary_holds)
 TEST_DECLARE(cart_waiting_event_is_sold_out)
+TEST_DECLARE(cart_replay_expires_child_and_parent)
 
 TEST_LIST_START
 TEST_ENTRY(cart_all_held)
@@ -25,6 +26,7 @@ TEST_ENTRY(cart_replay_in_any_order)
 TEST_ENTRY(cart_key_conflicts)
 TEST_ENTRY(cart_holds_are_ordinary_holds)
 TEST_ENTRY(cart_waiting_event_is_sold_out)
+TEST_ENTRY(cart_replay_expires_child_and_parent)
 TEST_LIST_END
 
 /* A cart of n (event, qty) items for (user, request). */
@@ -287,5 +289,43 @@ TEST_IMPL(cart_waiting_event_is_sold_out)
     on(&f, SLOT_OP_RELEASE, "w", h, "x", &r); /* the two units go to y */
     expect_counts(&f, "w", 0, 2, 0);
     slot_res_clear(&r);
+    fx_close(&f);
+}
+
+/* A replay that expires a child's item and its parent's item (docs/protocol.md, "Ticket
+ * types": units come back to C and every ancestor once each, in one commit): the parent's
+ * held drops by both items, not only by its own (the model's seed 1796130001708083929). */
+TEST_IMPL(cart_replay_expires_child_and_parent)
+{
+    fx f;
+    fx_open(&f);
+    create(&f, "p", 10, 2);
+    slot_req q = req_create("p.c", 10);
+    slot_test_set_name(q.parent, &q.parent_len, sizeof q.parent, "p");
+    q.has |= SLOT_HAS_PARENT;
+    slot_res r = {0};
+    run(&f, &q, &r);
+    expect_err(&r, SLOT_E_OK);
+    slot_res_clear(&r);
+    fx_commit(&f);
+    static const char *const cp[] = {"p.c", "p"};
+    static const uint32_t q22[] = {2, 2};
+    cart(&f, "u", "k", 2, cp, q22, &r);
+    expect_err(&r, SLOT_E_OK);
+    fx_commit(&f);
+    expect_counts(&f, "p", 6, 4, 0);
+    expect_counts(&f, "p.c", 8, 2, 0);
+    f.now += TTL_DEFAULT;
+    slot_res again = {0};
+    cart(&f, "u", "k", 2, cp, q22, &again);
+    expect_err(&again, SLOT_E_OK);
+    ASSERT(again.replay);
+    ASSERT_EQ(again.cart[0].status, SLOT_HOLD_EXPIRED);
+    ASSERT_EQ(again.cart[1].status, SLOT_HOLD_EXPIRED);
+    fx_commit(&f);
+    expect_counts(&f, "p", 10, 0, 0);
+    expect_counts(&f, "p.c", 10, 0, 0);
+    slot_res_clear(&r);
+    slot_res_clear(&again);
     fx_close(&f);
 }

@@ -119,7 +119,15 @@ static int cart_known(cart *k, slot_res *res)
         return SLOT__ANSWERED;
     }
     for (uint32_t i = 0; i < k->n; i++) {
-        int rc = slot__hold_settle(&k->c[i], &k->e[i], &k->h[i]);
+        ctx *c = &k->c[i];
+        int rc = 0;
+        /* an earlier item's expiry returned units to its ancestors, which may be this item's
+         * event ("Ticket types": once each, in the same commit): read it again, never settle
+         * on a stale copy that would write the ancestor's old held back */
+        if (i > 0)
+            rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &k->e[i]);
+        if (rc == 0)
+            rc = slot__hold_settle(c, &k->e[i], &k->h[i]);
         if (rc != 0)
             return rc;
     }
