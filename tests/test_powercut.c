@@ -86,8 +86,23 @@ static uint64_t rnd(void)
     return z ^ (z >> 31);
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POWERCUT_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define POWERCUT_UNDER_ASAN 1
+#endif
+
 static void seed_once(void)
 {
+#ifdef POWERCUT_UNDER_ASAN
+    /* AddressSanitizer's own interceptors of write, pwrite and fsync answer slotd's calls
+     * before the preloaded journal does, so the journal misses writes and the folder it
+     * rebuilds is not slotd's: the cuts run in the plain build only (.ci/run runs both). */
+    SLOT_TEST_SKIP("a sanitizer build: the preloaded journal cannot see writes under AddressSanitizer\n");
+#endif
     const char *s = getenv("SLOT_POWERCUT_SEED");
     uint64_t seed = s && *s ? strtoull(s, NULL, 10) : (uint64_t)slot_test_now_ms() ^ ((uint64_t)getpid() << 32);
     rng_state = seed;
