@@ -118,7 +118,9 @@ static int cuts_of(int dflt)
 static void sh(const char *fmt, const char *a, const char *b)
 {
     char cmd[2 * PATHB + 64];
-    snprintf(cmd, sizeof cmd, fmt, a, b);
+    int n = snprintf(cmd, sizeof cmd, fmt, a, b);
+    ASSERT_GT(n, 0);
+    ASSERT_LT((size_t)n, sizeof cmd); /* a cut command would run on another path */
     ASSERT_EQ(system(cmd), 0);
 }
 
