@@ -7,8 +7,8 @@
 // resends a hold after a lost reply gets the same hold back (replay), never a second one.
 // Payment is a fake gateway: an authorisation that a card number decides, captured once the
 // confirm is in, voided when the units could not be had (the buyer is never charged for
-// nothing). The expired path offers the late payment, confirm with reacquire (PROTOCOL.md
-// v1.1, "Reacquire").
+// nothing). The expired path offers the late payment, confirm with reacquire (docs/protocol.md,
+// "Reacquire").
 //
 //   node server.js --slotd 127.0.0.1:7420 --event gig [--listen 127.0.0.1:8080]
 //
