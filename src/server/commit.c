@@ -104,7 +104,7 @@ static int cold_gate(server *s, MDB_txn *txn, entry *e, uint64_t now_ms, bool *r
  * batches that changed state, so one that only answered sold_out, replays
  * or errors leaves it). Returns 0 or the first storage error.
  */
-static int batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
+int slot__batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
 {
     uint64_t writes0 = slot_store_writes(s->store);
     if (s->batch.wset) {
@@ -178,7 +178,7 @@ static int attempt_sync(server *s, uint64_t now_ms)
     MDB_txn *txn = NULL;
     int rc = mdb_txn_begin(slot_store_env(s->store), NULL, 0, &txn);
     if (rc == 0)
-        rc = batch_ops(s, txn, now_ms);
+        rc = slot__batch_ops(s, txn, now_ms);
     if (rc == 0 && SLOT_FAIL(BEFORE_COMMIT))
         rc = EIO;
     if (rc == 0 && SLOT_FAIL(COMMIT_FAIL)) {
@@ -197,16 +197,13 @@ static int attempt_sync(server *s, uint64_t now_ms)
     return rc;
 }
 
-static int attempt_pipelined(server *s, uint64_t now_ms);
-static void pipe_commit(server *s, bool in_batch);
-
 static void batch_run(server *s)
 {
     SLOT_ASSERT(s->batch.n >= 1);
     SLOT_ASSERT(s->batch.n <= SLOT_BATCH_REQUESTS_MAX);
     for (int attempt = 0; attempt < SLOT_MAP_GROW_ATTEMPTS_MAX; attempt++) {
         uint64_t now_ms = slot__wall_ms();
-        int rc = s->pipe ? attempt_pipelined(s, now_ms) : attempt_sync(s, now_ms);
+        int rc = s->pipe ? slot__pipe_attempt(s, now_ms) : attempt_sync(s, now_ms);
         if (rc != 0)
             s->batch.failures++;
         if (rc == 0 && SLOT_FAIL(SLOW_HANDBACK))
@@ -215,7 +212,7 @@ static void batch_run(server *s)
             return;
         if (rc == MDB_MAP_FULL) {
             if (s->pipe)
-                pipe_commit(s, true); /* the map grows only with no write transaction open */
+                slot__pipe_commit(s, true); /* the map grows only with no write transaction open */
             pthread_rwlock_wrlock(&s->map_lock);
             int g = slot_store_grow(s->store);
             pthread_rwlock_unlock(&s->map_lock);
@@ -254,454 +251,7 @@ static void batch_run(server *s)
     batch_fail(s, SLOT_E_STORAGE_FULL, "the database could not grow; nothing was changed");
 }
 
-/* ---- --durability pipelined (docs/design.md, "Pipelined group commit") */
-
-static void entries_finish(server *s, entry **items, size_t n, slot_err err, const char *why, bool *sweep_again,
-                           bool *parked);
-static void flush_dirty(server *s);
-
-/* The fsync-error rule: a flush of the batch log (or the LMDB commit of the
- * open state) that failed may have lost pages a later flush would not bring
- * back, so slotd stops here, answering nothing more; the next start replays
- * the log as it is on disk. Any thread. */
-static _Noreturn void pipe_fatal(const char *step, int err)
-{
-    slot__log(SLOT__LOG_ERROR, "stopping: the batch log could not be made durable (fsync-error rule)",
-              SLOT__LF_S("step", step), SLOT__LF_S("error", slot_strerror(err)));
-    _exit(1);
-}
-
-/* Wakes the loop (pipe_on_async) unless it is closing its handles. */
-static void pipe_notify(slot__pipe *p)
-{
-    pthread_mutex_lock(&p->mu);
-    if (p->async_open)
-        uv_async_send(&p->async);
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* The flusher thread: flushes the log whenever records were appended since
- * its last flush, then publishes how far that flush reached. */
-static void *flusher_thread(void *arg)
-{
-    server *s = arg;
-    slot__pipe *p = s->pipe;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->stop && p->appended <= p->durable)
-            pthread_cond_wait(&p->cv, &p->mu);
-        if (p->appended <= p->durable)
-            break; /* stopping, and everything appended is flushed */
-        int fd = -1, dir_fd = -1;
-        uint64_t seq = 0, gen = p->gen;
-        int rc = slot_rlog_sync_detach(p->rlog, &fd, &dir_fd, &seq);
-        pthread_mutex_unlock(&p->mu);
-        if (rc != 0)
-            pipe_fatal("detach", rc);
-        if (!SLOT_ARMED(NO_FLUSH)) { /* the planted fault (slot/failpoint.h) flushes nothing */
-            if (fd >= 0 && fdatasync(fd) != 0)
-                pipe_fatal("fdatasync", errno);
-            if (dir_fd >= 0 && fsync(dir_fd) != 0)
-                pipe_fatal("fsync of DATA/rlog", errno);
-        }
-        if (fd >= 0)
-            close(fd);
-        if (dir_fd >= 0)
-            close(dir_fd);
-        pthread_mutex_lock(&p->mu);
-        if (gen == p->gen && seq > p->durable) /* a take-back since makes this flush count for nothing */
-            p->durable = seq;
-        pthread_cond_broadcast(&p->cv);
-        if (p->async_open)
-            uv_async_send(&p->async);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-/* Commit thread: seals the batch's write set as record seq and appends it
- * to the log (not flushed: the flusher does that). 0 or an error for the
- * batch (the log unchanged). */
-static int pipe_append(server *s, uint64_t seq)
-{
-    slot__pipe *p = s->pipe;
-    const uint8_t *rec = NULL;
-    size_t n = 0;
-    pthread_mutex_lock(&p->mu);
-    uint64_t durable = p->durable; /* every record up to it was flushed: what the log's open trusts */
-    pthread_mutex_unlock(&p->mu);
-    slot_wset_hdr h = {.epoch = 0,
-                       .seq = seq,
-                       .prev_epoch = 0,
-                       .commit_seq = durable < seq ? durable : seq - 1,
-                       .timestamp_ms = slot__wall_ms()};
-    int rc = slot_wset_finish(&p->wset, &h, &rec, &n);
-    if (rc != 0)
-        return rc == -ENOMEM ? ENOMEM : EIO;
-    pthread_mutex_lock(&p->mu);
-    SLOT_ASSERT(seq == p->appended + 1); /* the log follows the open state's seq, without a gap */
-    rc = slot_rlog_append(p->rlog, rec, n);
-    if (rc == 0) {
-        p->appended = seq;
-        pthread_cond_broadcast(&p->cv);
-    }
-    pthread_mutex_unlock(&p->mu);
-    if (rc != 0) {
-        slot__log(SLOT__LOG_ERROR, "batch log append failed", SLOT__LF_S("error", slot_strerror(rc)));
-        return rc == -ENOSPC || rc == -EDQUOT ? -rc : EIO;
-    }
-    return 0;
-}
-
-/* Takes back record seq (its batch failed after the append): the log ends
- * at seq - 1 again, durably; a flush in flight no longer counts. */
-static void pipe_unappend(server *s, uint64_t seq)
-{
-    slot__pipe *p = s->pipe;
-    pthread_mutex_lock(&p->mu);
-    int rc = slot_rlog_truncate_after(p->rlog, seq - 1);
-    p->gen++;
-    p->appended = seq - 1;
-    if (p->durable > seq - 1)
-        p->durable = seq - 1;
-    pthread_mutex_unlock(&p->mu);
-    if (rc != 0)
-        pipe_fatal("take back a record", rc);
-}
-
-/* Commit thread: commits the open state once the log holds it durably
- * (LMDB is never ahead of the durable log), with MDB_NOMETASYNC; then trims
- * the log below what LMDB holds durably (the commit before this one).
- * in_batch: called while a batch runs (its sync time counts the commit). */
-static void pipe_commit(server *s, bool in_batch)
-{
-    slot__pipe *p = s->pipe;
-    if (!p->txn)
-        return;
-    uint64_t seq = 0;
-    int rc = slot_store_seq_get(s->store, p->txn, &seq, NULL);
-    if (rc != 0)
-        pipe_fatal("read the open state's seq", rc);
-    pthread_mutex_lock(&p->mu);
-    SLOT_ASSERT(seq == p->appended); /* every batch that wrote is in the log */
-    while (p->durable < seq)
-        pthread_cond_wait(&p->cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-    uint64_t t0_ns = uv_hrtime();
-    rc = mdb_txn_commit(p->txn);
-    if (in_batch) /* the batch's numbers (handed back under batch.mu); an idle commit counts in none */
-        s->batch.sync_ns += uv_hrtime() - t0_ns;
-    p->txn = NULL;
-    p->txn_batches = 0;
-    if (rc != 0) /* its batches were answered from the log: the start-up replay rebuilds LMDB */
-        pipe_fatal("commit of the open state", rc);
-    uint64_t trim_below = p->lmdb_prev + 1;
-    pthread_mutex_lock(&p->mu);
-    p->lmdb_prev = p->lmdb_seq;
-    p->lmdb_seq = seq;
-    rc = trim_below > 1 ? slot_rlog_trim_before(p->rlog, trim_below) : 0;
-    if (p->async_open)
-        uv_async_send(&p->async);
-    pthread_mutex_unlock(&p->mu);
-    if (rc != 0)
-        slot__log(SLOT__LOG_WARN, "batch log trim failed (the log keeps its old segments)",
-                  SLOT__LF_S("error", slot_strerror(rc)));
-}
-
-/* One try of the batch in a nested transaction of the open state: its
- * write set appended to the log when it wrote; a failure aborts only the
- * nested transaction. 0 or an error. */
-static int attempt_pipelined(server *s, uint64_t now_ms)
-{
-    slot__pipe *p = s->pipe;
-    MDB_env *env = slot_store_env(s->store);
-    int rc = 0;
-    if (!p->txn) {
-        rc = mdb_txn_begin(env, NULL, 0, &p->txn);
-        if (rc != 0) {
-            p->txn = NULL;
-            return rc;
-        }
-        p->txn_batches = 0;
-        p->txn_since_ms = now_ms;
-    }
-    MDB_txn *txn = NULL;
-    uint64_t seq0 = 0, seq1 = 0;
-    bool logged = false;
-    rc = mdb_txn_begin(env, p->txn, 0, &txn);
-    if (rc == 0)
-        rc = slot_store_seq_get(s->store, txn, &seq0, NULL);
-    if (rc == 0)
-        rc = batch_ops(s, txn, now_ms);
-    if (rc == 0 && SLOT_FAIL(BEFORE_COMMIT))
-        rc = EIO;
-    if (rc == 0)
-        rc = slot_store_seq_get(s->store, txn, &seq1, NULL);
-    if (rc == 0 && seq1 != seq0)
-        logged = (rc = pipe_append(s, seq1)) == 0;
-    if (rc == 0 && SLOT_FAIL(COMMIT_FAIL))
-        rc = EIO;
-    if (rc == 0)
-        rc = mdb_txn_commit(txn); /* into the open state; frees txn */
-    else if (txn)
-        mdb_txn_abort(txn);
-    if (rc != 0 && logged)
-        pipe_unappend(s, seq1);
-    if (rc != 0)
-        return rc;
-    p->txn_batches++;
-    pthread_mutex_lock(&s->batch.mu);
-    bool asked = s->batch.commit_asked;
-    s->batch.commit_asked = false;
-    pthread_mutex_unlock(&s->batch.mu);
-    if (asked || p->txn_batches >= SLOT_PIPE_COMMIT_BATCHES || now_ms - p->txn_since_ms >= SLOT_PIPE_COMMIT_MS)
-        pipe_commit(s, true);
-    return 0;
-}
-
-/* Commit thread, with batch.mu held: waits for a batch, committing the open
- * state when it is SLOT_PIPE_COMMIT_MS old or a read asks for it. */
-static void pipe_idle_wait(server *s)
-{
-    slot__pipe *p = s->pipe;
-    if (!p->txn) {
-        if (s->batch.commit_asked) { /* nothing open: LMDB already holds every batch */
-            s->batch.commit_asked = false;
-            pthread_mutex_unlock(&s->batch.mu);
-            pipe_notify(p);
-            pthread_mutex_lock(&s->batch.mu);
-            return;
-        }
-        pthread_cond_wait(&s->batch.cv, &s->batch.mu);
-        return;
-    }
-    uint64_t now = slot__wall_ms(), due = p->txn_since_ms + SLOT_PIPE_COMMIT_MS;
-    if (s->batch.commit_asked || now >= due) {
-        s->batch.commit_asked = false;
-        pthread_mutex_unlock(&s->batch.mu);
-        pipe_commit(s, false);
-        pthread_mutex_lock(&s->batch.mu);
-        return;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000000u;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_cond_timedwait(&s->batch.cv, &s->batch.mu, &ts);
-}
-
-/* Loop: the held batches whose tag the log's flush reached are answered;
- * after an LMDB commit the feed is pumped and waiting reads run. */
-static void pipe_release(server *s)
-{
-    slot__pipe *p = s->pipe;
-    pthread_mutex_lock(&p->mu);
-    uint64_t durable = p->durable, lmdb = p->lmdb_seq;
-    pthread_mutex_unlock(&p->mu);
-    if (SLOT_ARMED(EARLY_REPLY)) /* the planted fault (slot/failpoint.h): answers before the flush */
-        durable = UINT64_MAX;
-    bool sweep_again = false, parked = false, any = false;
-    while (p->held_n > 0 && p->held[p->held_head].tag <= durable) {
-        slot__pipe_held *h = &p->held[p->held_head];
-        entries_finish(s, h->items, h->n, SLOT_E_OK, NULL, &sweep_again, &parked);
-        s->stats.commits++;
-        slot_hist_record(s->stats.batch_sizes, h->n);
-        if (h->tag > p->released)
-            p->released = h->tag;
-        h->n = 0;
-        p->held_head = (p->held_head + 1) % SLOT_PIPE_DEPTH;
-        p->held_n--;
-        any = true;
-    }
-    bool committed = lmdb != p->lmdb_seen;
-    p->lmdb_seen = lmdb;
-    if (any) {
-        if (sweep_again && !s->stopping)
-            slot__sweep_enqueue(s);
-        slot__park_after_batch(s, parked);
-    }
-    slot__dispatch(s);
-    flush_dirty(s);
-    if (committed)
-        s->conn_up.feed(s); /* the feed reads LMDB: its entries are durable */
-    if (any || committed)
-        slot__reads_resume(s);
-}
-
-static void pipe_on_async(uv_async_t *h)
-{
-    pipe_release(h->data);
-}
-
-/* Loop: a batch that ran is held until the log's flush reaches its tag. */
-static void pipe_hold(server *s, uint64_t tag)
-{
-    slot__pipe *p = s->pipe;
-    SLOT_ASSERT(p->held_n < SLOT_PIPE_DEPTH); /* slot__dispatch sends no batch past the depth */
-    slot__pipe_held *h = &p->held[(p->held_head + p->held_n) % SLOT_PIPE_DEPTH];
-    memcpy(h->items, s->batch.items, s->batch.n * sizeof(entry *));
-    h->n = s->batch.n;
-    h->tag = tag;
-    p->held_n++;
-    if (tag > p->ran)
-        p->ran = tag;
-    s->batch.n = 0;
-    s->batch.busy = false;
-    pipe_release(s);
-}
-
-static void pipe_ask_commit(server *s)
-{
-    pthread_mutex_lock(&s->batch.mu);
-    s->batch.commit_asked = true;
-    pthread_cond_signal(&s->batch.cv);
-    pthread_mutex_unlock(&s->batch.mu);
-}
-
-bool slot__pipe_fresh(server *s)
-{
-    if (!s->pipe || s->pipe->lmdb_seen >= s->pipe->released)
-        return true;
-    pipe_ask_commit(s);
-    return false;
-}
-
-slot__read_gate slot__pipe_read_gate(server *s, MDB_txn *rtxn)
-{
-    uint64_t seq = 0;
-    if (slot_store_seq_get(s->store, rtxn, &seq, NULL) != 0 || seq >= s->pipe->released)
-        return SLOT__READ_GO; /* an error is the read's own to report */
-    pipe_ask_commit(s);
-    return SLOT__READ_WAIT;
-}
-
-/* The batch log's lines (what its open repaired or found damaged). */
-static void pipe_rlog_line(void *ctx, const char *msg)
-{
-    (void)ctx;
-    slot__log(SLOT__LOG_WARN, "batch log", SLOT__LF_S("detail", msg));
-}
-
-int slot__pipe_replay(server *s, bool keep)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/rlog", s->opts.data_dir);
-    struct stat st;
-    if (!keep && stat(dir, &st) != 0)
-        return 0; /* never pipelined here: nothing to replay */
-    slot__pipe *p = calloc(1, sizeof(*p));
-    if (!p)
-        return -1;
-    slot_rlog_opts ro = {.log = pipe_rlog_line};
-    slot_rlog_open_info info;
-    int rc = slot_rlog_open(dir, &ro, &p->rlog, &info);
-    if (rc != 0) {
-        slot__log(SLOT__LOG_ERROR, "cannot open the batch log", SLOT__LF_S("path", dir),
-                  SLOT__LF_S("error", slot_strerror(rc)));
-        free(p);
-        return -1;
-    }
-    MDB_env *env = slot_store_env(s->store);
-    MDB_txn *txn = NULL;
-    uint64_t seq = 0, last = 0, last_epoch = 0, first = slot_rlog_first(p->rlog), applied = 0;
-    slot_rlog_last(p->rlog, &last_epoch, &last);
-    const char *why = NULL;
-    rc = mdb_txn_begin(env, NULL, 0, &txn);
-    if (rc == 0)
-        rc = slot_store_seq_get(s->store, txn, &seq, NULL);
-    if (rc == 0 && last_epoch != 0)
-        why = "it is a replica set's log (epoch above 0)";
-    else if (rc == 0 && first > seq + 1)
-        why = "it starts above the store's seq + 1 (records are missing)";
-    for (uint64_t q = seq + 1; rc == 0 && !why && q <= last; q++) {
-        const uint8_t *rec = NULL;
-        size_t n = 0;
-        slot_wset_rec r;
-        if ((rc = slot_rlog_read(p->rlog, q, &rec, &n)) == 0 && (rc = slot_wset_decode(rec, n, &r)) == 0 &&
-            (rc = slot_store_apply(s->store, txn, &r)) == 0)
-            applied++;
-    }
-    if (rc == 0 && !why && applied > 0)
-        rc = mdb_txn_commit(txn) ? EIO : mdb_env_sync(env, 1); /* durable before anything new is written */
-    else if (txn)
-        mdb_txn_abort(txn);
-    if (rc == 0 && !why && last < seq) /* a sync run since: LMDB holds more than the log */
-        rc = slot_rlog_reset(p->rlog, seq + 1, 0);
-    if (rc != 0 || why) {
-        slot__log(SLOT__LOG_ERROR, "cannot replay the batch log", SLOT__LF_S("path", dir),
-                  SLOT__LF_S("error", why ? why : slot_strerror(rc)), SLOT__LF_U("store_seq", seq),
-                  SLOT__LF_U("log_first", first), SLOT__LF_U("log_last", last));
-        slot_rlog_close(p->rlog);
-        free(p);
-        return -1;
-    }
-    if (applied > 0 || keep)
-        slot__log(SLOT__LOG_INFO, "batch log replayed", SLOT__LF_U("records", applied), SLOT__LF_U("from", seq + 1),
-                  SLOT__LF_U("seq", seq + applied));
-    if (!keep) {
-        slot_rlog_close(p->rlog);
-        free(p);
-        return 0;
-    }
-    if ((rc = slot_wset_init(&p->wset, SLOT_PIPE_WSET_BYTES)) != 0) {
-        slot_rlog_close(p->rlog);
-        free(p);
-        return -1;
-    }
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    slot_rlog_last(p->rlog, NULL, &p->appended);
-    p->durable = p->appended; /* the open fdatasynced the last segment */
-    p->lmdb_seq = p->lmdb_prev = p->lmdb_seen = p->released = p->ran = p->appended;
-    p->lmdb_prev = seq; /* the replay's own commit was flushed; the one before it surely */
-    p->on = true;
-    s->pipe = p;
-    s->batch.wset = &p->wset;
-    return 0;
-}
-
-int slot__pipe_start(server *s)
-{
-    slot__pipe *p = s->pipe;
-    uv_async_init(s->loop, &p->async, pipe_on_async);
-    p->async.data = s;
-    p->async_open = true;
-    int rc = pthread_create(&p->flusher, NULL, flusher_thread, s);
-    p->flusher_started = rc == 0;
-    return rc;
-}
-
-void slot__pipe_quiesce(server *s)
-{
-    slot__pipe *p = s->pipe;
-    if (!p)
-        return;
-    pthread_mutex_lock(&p->mu);
-    p->async_open = false;
-    pthread_mutex_unlock(&p->mu);
-}
-
-void slot__pipe_free(server *s)
-{
-    slot__pipe *p = s->pipe;
-    if (!p)
-        return;
-    if (p->flusher_started) {
-        pthread_mutex_lock(&p->mu);
-        p->stop = true;
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        pthread_join(p->flusher, NULL);
-    }
-    slot_rlog_close(p->rlog);
-    slot_wset_free(&p->wset);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
-    s->batch.wset = NULL;
-    s->pipe = NULL;
-    free(p);
-}
+/* ---- --durability pipelined: commit_pipe.c */
 
 static void *commit_thread(void *arg)
 {
@@ -710,7 +260,7 @@ static void *commit_thread(void *arg)
     for (;;) {
         while (!s->batch.ready && !s->batch.stop) {
             if (s->pipe)
-                pipe_idle_wait(s);
+                slot__pipe_idle_wait(s);
             else
                 pthread_cond_wait(&s->batch.cv, &s->batch.mu);
         }
@@ -744,7 +294,7 @@ static void *commit_thread(void *arg)
     }
     pthread_mutex_unlock(&s->batch.mu);
     if (s->pipe)
-        pipe_commit(s, false); /* stopping: the open state into LMDB */
+        slot__pipe_commit(s, false); /* stopping: the open state into LMDB */
     return NULL;
 }
 
@@ -816,7 +366,7 @@ void slot__batch_complete(uv_async_t *h)
     }
     s->stats.commit_failures += failures;
     if (s->pipe) {
-        pipe_hold(s, tag); /* answered once the log's flush reaches tag: pipe_release */
+        slot__pipe_hold(s, tag); /* answered once the log's flush reaches tag: pipe_release */
         return;
     }
     if (s->clu && s->clu_up->batch_hold(s))
@@ -827,8 +377,8 @@ void slot__batch_complete(uv_async_t *h)
 /* The loop's side of a batch that is done with (committed, or, pipelined,
  * durable in the log): results become answers (err replaces each when not
  * SLOT_E_OK), parked and sweep entries go their ways. */
-static void entries_finish(server *s, entry **items, size_t n, slot_err err, const char *why, bool *sweep_again,
-                           bool *parked)
+void slot__entries_finish(server *s, entry **items, size_t n, slot_err err, const char *why, bool *sweep_again,
+                          bool *parked)
 {
     for (size_t i = 0; i < n; i++) {
         entry *e = items[i];
@@ -871,7 +421,7 @@ static void entries_finish(server *s, entry **items, size_t n, slot_err err, con
 }
 
 /* Writes the connections with new answers. */
-static void flush_dirty(server *s)
+void slot__flush_dirty(server *s)
 {
     while (s->dirty) {
         conn *c = s->dirty;
@@ -888,7 +438,7 @@ void slot__batch_finish(server *s, slot_err err, const char *why)
     SLOT_ASSERT(s->batch.n >= 1);
     SLOT_ASSERT(s->batch.n <= SLOT_BATCH_REQUESTS_MAX);
     bool sweep_again = false, parked = false;
-    entries_finish(s, s->batch.items, s->batch.n, err, why, &sweep_again, &parked);
+    slot__entries_finish(s, s->batch.items, s->batch.n, err, why, &sweep_again, &parked);
     s->stats.commits++;
     slot_hist_record(s->stats.batch_sizes, s->batch.n);
     s->batch.n = 0;
@@ -899,7 +449,7 @@ void slot__batch_finish(server *s, slot_err err, const char *why)
     /* The next batch goes before the answers are written, so the commit
      * thread works while this thread does the write syscalls. */
     slot__dispatch(s);
-    flush_dirty(s);
+    slot__flush_dirty(s);
     s->conn_up.feed(s); /* the batch's feed entries, to the consumers following */
     slot__reads_resume(s);
 }

@@ -70,4 +70,26 @@ bool slot__pipe_fresh(server *s);
  * the commit thread is asked to commit the open state now. Loop thread. */
 slot__read_gate slot__pipe_read_gate(server *s, MDB_txn *rtxn);
 
+/* Shared by the batch loop (commit.c) and the pipelined path (commit_pipe.c); every one on
+ * the commit thread unless it says otherwise (docs/design.md, "Pipelined group commit").
+ *
+ * slot__batch_ops — runs the batch's entries against txn at now_ms (ms since the epoch);
+ *   0 or an LMDB error, which aborts the batch.
+ * slot__pipe_attempt — one batch on the pipelined path: its record appended, its replies held;
+ *   0 or an error as slot__batch_ops.
+ * slot__pipe_commit — commits the open state to LMDB (in_batch: called inside batch_run).
+ * slot__pipe_hold — holds the finished batch's replies until the log's flush reaches tag.
+ * slot__pipe_idle_wait — waits, bounded, for the flusher or the next commit when idle.
+ * slot__entries_finish — answers n entries with err/why (loop thread); sets *sweep_again and
+ *   *parked.
+ * slot__flush_dirty — writes the connections' buffered replies (loop thread). */
+int slot__batch_ops(server *s, MDB_txn *txn, uint64_t now_ms);
+int slot__pipe_attempt(server *s, uint64_t now_ms);
+void slot__pipe_commit(server *s, bool in_batch);
+void slot__pipe_hold(server *s, uint64_t tag);
+void slot__pipe_idle_wait(server *s);
+void slot__entries_finish(server *s, entry **items, size_t n, slot_err err, const char *why, bool *sweep_again,
+                          bool *parked);
+void slot__flush_dirty(server *s);
+
 #endif
