@@ -29,6 +29,13 @@
  * the primary committed with the other replica alone, the re-added member
  * took over in the epoch that named it, and acknowledged holds were lost).
  *
+ * A staggered cut: the primary is cut from one replica, drops it (it still
+ * hears the other), and only then from the other replica. The configuration
+ * is the primary and a replica that cannot reach each other; that replica
+ * must take over with the dropped node's help (found by
+ * cluster_partition_sequence, whose two cuts of "both replicas" are not
+ * simultaneous: the set sold nothing until the heal).
+ *
  * And, without namespaces: a wiped member restarted while --min-replicas 2
  * keeps it needed is sent a snapshot of a state beyond the commit point (the
  * record it must ack is in it), and the set sells again.
@@ -50,12 +57,14 @@ TEST_DECLARE(cluster_partition_sequence)
 TEST_DECLARE(cluster_partition_flapping)
 TEST_DECLARE(cluster_member_snapshot_beyond_commit)
 TEST_DECLARE(cluster_partition_add_in_doubt)
+TEST_DECLARE(cluster_partition_staggered_cut)
 
 TEST_LIST_START
 TEST_ENTRY(cluster_partition_sequence)
 TEST_ENTRY(cluster_partition_flapping)
 TEST_ENTRY(cluster_member_snapshot_beyond_commit)
 TEST_ENTRY(cluster_partition_add_in_doubt)
+TEST_ENTRY(cluster_partition_staggered_cut)
 TEST_LIST_END
 
 #define CAPACITY 1000000u
@@ -419,6 +428,38 @@ TEST_IMPL(cluster_partition_add_in_doubt)
     fprintf(stderr, "in doubt: %d holds acknowledged during the cut\n", atomic_load(&nacks) - at);
     ns_heal_all();
     after_heal("in doubt", t_cut, slot_test_now_ms(), 0);
+    partition_end();
+}
+
+/*
+ * The primary p is cut from replica b and drops it; then p is cut from r too.
+ * r (a member, with every acknowledged record) and b (outside the
+ * configuration, reachable) reach each other and etcd: the set must sell
+ * again before the heal.
+ */
+TEST_IMPL(cluster_partition_staggered_cut)
+{
+    int cut_ms = env_int("SLOT_PARTITION_CUT_MS", 8000, 100, 600000);
+    partition_start();
+    int p = primary_now(WAIT_LONG_MS);
+    ASSERT(p >= 0);
+    int r = (p + 1) % NODES, b = (p + 2) % NODES;
+    uint64_t t0 = slot_test_now_ms();
+    ns_cut(p, b, true);
+    fprintf(stderr, "staggered: cut %s\n", ns_cut_desc());
+    if (!wait_members_on(r, NODES - 1, WAIT_LONG_MS))
+        T_FAIL_("%s was not dropped from the configuration", nodes[b].id);
+    ns_cut(p, r, true);
+    fprintf(stderr, "staggered: %s dropped; cut %s\n", nodes[b].id, ns_cut_desc());
+    uint64_t t_cut = slot_test_now_ms();
+    sleep_ms(cut_ms);
+    int during = acks_between(t_cut + (uint64_t)cut_ms / 2, slot_test_now_ms());
+    fprintf(stderr, "staggered: %d holds acknowledged in the second half of the cut\n", during);
+    ns_heal_all();
+    if (during == 0)
+        T_FAIL_("staggered: nothing was acknowledged in the second half of the cut (%s and %s reach each other)",
+                nodes[r].id, nodes[b].id);
+    after_heal("staggered", t0, slot_test_now_ms(), 0);
     partition_end();
 }
 

@@ -42,6 +42,14 @@ static void probe_end(clu *c)
     }
 }
 
+/* A live node outside the configuration that a new primary would dial, catch
+ * up and add back (the same test as the primary's dial loop). */
+static bool addable(const clu *c, const clu_node *n)
+{
+    return n->live && n->repl[0] && strcmp(n->id, c->self) != 0 && !slot__clu_is_member(&c->cfg, n->id) &&
+           strcmp(n->role, "primary") != 0 && !slot__clu_is_removed(&c->cfg, n->id);
+}
+
 static uint64_t jitter(uint64_t max)
 {
     uint64_t r = 0;
@@ -59,8 +67,10 @@ static uint64_t jitter(uint64_t max)
  * at least min(--min-replicas, other members) answered within a failover
  * timeout. Otherwise it waits (one timeout, doubling up to
  * SLOT_CLUSTER_PROBE_BACKOFF_MAX, plus jitter) and tries again: a member that
- * could never be acknowledged does not make epochs. True: take over now.
- * Loop thread.
+ * could never be acknowledged does not make epochs. From the second round on,
+ * live nodes outside the configuration that a primary would add back count
+ * too (docs/design.md, "Partitions": a staggered cut leaves two members that
+ * cannot reach each other). True: take over now. Loop thread.
  */
 static bool prevote(clu *c, uint64_t now)
 {
@@ -85,15 +95,28 @@ static bool prevote(clu *c, uint64_t now)
                 continue;
             n->dialing = slot_repl_connect(c->repl, n->id, host, port) == 0;
         }
+        for (size_t i = 0; c->probe_misses > 0 && i < c->nnodes; i++) {
+            clu_node *n = &c->nodes[i];
+            char host[64];
+            int port = 0;
+            if (!addable(c, n) || slot__clu_split_addr(n->repl, host, sizeof(host), &port) != 0)
+                continue;
+            n->dialing = slot_repl_connect(c->repl, n->id, host, port) == 0;
+        }
         return false;
     }
-    size_t reached = 0;
+    size_t reached = 0, spare = 0;
     for (size_t i = 0; i < c->cfg.nmembers; i++) {
         clu_node *n = strcmp(c->cfg.members[i], c->self) == 0 ? NULL : slot__clu_node(c, c->cfg.members[i], false);
         reached += n && n->reach_ms >= c->probe_since_ms;
     }
-    SLOT_ASSERT(reached <= others);
-    if (reached >= need) {
+    for (size_t i = 0; c->probe_misses > 0 && i < c->nnodes; i++)
+        spare += addable(c, &c->nodes[i]) && c->nodes[i].reach_ms >= c->probe_since_ms;
+    SLOT_ASSERT(reached <= others && spare <= c->nnodes);
+    if (reached + spare >= need) {
+        if (reached < need)
+            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "too few members answered, but nodes to add back did: taking over",
+                          SLOT__LF_U("reached", reached), SLOT__LF_U("spare", spare), SLOT__LF_U("need", need));
         probe_end(c);
         c->probe_misses = 0;
         return true;
@@ -112,8 +135,8 @@ static bool prevote(clu *c, uint64_t now)
     wait += jitter(wait); /* at most doubled */
     c->probe_next_ms = now + wait;
     SLOT__CLU_LOG(c, SLOT__LOG_WARN, "no word from the primary, but too few members answered: not taking over",
-                  SLOT__LF_S("primary", c->cfg.primary), SLOT__LF_U("reached", reached), SLOT__LF_U("need", need),
-                  SLOT__LF_U("retry_ms", wait));
+                  SLOT__LF_S("primary", c->cfg.primary), SLOT__LF_U("reached", reached), SLOT__LF_U("spare", spare),
+                  SLOT__LF_U("need", need), SLOT__LF_U("retry_ms", wait));
     return false;
 }
 
