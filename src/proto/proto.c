@@ -5,7 +5,9 @@
  * refuses invalid UTF-8, \u0000, lone surrogates, NaN and a scalar top level),
  * then slotd's own checks run in the order of the contract: the shape (an
  * object, at most SLOT_JSON_DEPTH_MAX deep), the id, the op, the op's fields.
- * The only heap use is jansson's tree, freed before returning.
+ * The only heap use is jansson's tree, freed before returning. The hot ops'
+ * common shape skips the tree: proto_fast.c parses it by hand and gives
+ * exactly this file's result, or hands the line here.
  *
  * Encoding is in proto_enc.c.
  */
@@ -749,6 +751,18 @@ slot_err slot_proto_parse(const char *line, size_t len, slot_req *req, char *msg
 
 slot_err slot_proto_parse_at(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg,
                              size_t msglen)
+{
+    if (slot__proto_parse_fast(line, len, req)) { /* the hot ops' common shape (proto_fast.c) */
+        if (msg && msglen > 0)
+            msg[0] = 0;
+        slot__proto_check_parsed(req);
+        return SLOT_E_OK;
+    }
+    return slot__proto_parse_full(line, len, byte_delta, req, msg, msglen);
+}
+
+slot_err slot__proto_parse_full(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg,
+                                size_t msglen)
 {
     memset(req, 0, sizeof(*req));
     if (msg && msglen > 0)

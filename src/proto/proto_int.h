@@ -7,6 +7,7 @@
 #define SLOT_PROTO_INT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/jsonw.h"
@@ -35,6 +36,26 @@ slot_err slot__proto_feed_parse(json_t *root, slot_req *r, char *msg, size_t msg
  * absent). A field outside is a parser bug (SLOT_ASSERT). Any thread.
  */
 void slot__proto_check_parsed(const slot_req *r);
+
+/* ==== the request parser's two paths (proto.c, proto_fast.c) ================ */
+/*
+ * slot__proto_parse_fast — the hand-written parser of the hot ops' common
+ * shape (hold, confirm, release, extend; proto_fast.c's header lists the
+ * subset). line/len as slot_proto_parse. True: *req is filled exactly as
+ * slot__proto_parse_full would fill it, and that parse would succeed. False:
+ * the line is outside the subset (valid or not); *req is untouched or partly
+ * written, and the caller parses with slot__proto_parse_full. No heap use.
+ * Thread-safe. tests/test_proto_fast.c and fuzz_proto_fast hold it to that.
+ */
+bool slot__proto_parse_fast(const char *line, size_t len, slot_req *req);
+
+/*
+ * slot__proto_parse_full — the jansson path: slot_proto_parse_at's contract
+ * (arguments, errors, messages) for every line. slot_proto_parse_at tries
+ * the fast path first. Thread-safe.
+ */
+slot_err slot__proto_parse_full(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg,
+                                size_t msglen);
 
 /* slot__proto_feed_put — the op's own fields of a feed op's success reply
  * into w (nothing for other ops). */

@@ -11,7 +11,7 @@
 #   SLOTD               the slotd fuzz_conn talks to; default: the build
 #                       folder's own (built with the same sanitizers)
 #   tests/fuzz/run.sh [target...]   (default: every target: fuzz_proto,
-#       fuzz_conn, fuzz_repl, fuzz_rlog, fuzz_backup, fuzz_http_line,
+#       fuzz_proto_fast, fuzz_conn, fuzz_repl, fuzz_rlog, fuzz_backup, fuzz_http_line,
 #       fuzz_etcd, fuzz_config; each with tests/fuzz/NAME.dict, or slot.dict,
 #       and its corpus tests/fuzz/corpus_NAME, NAME without fuzz_)
 #
@@ -25,7 +25,7 @@ out=${SLOT_FUZZ_OUT:-$root/build-fuzz}
 secs=${SLOT_FUZZ_SECONDS:-60}
 
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_proto fuzz_conn fuzz_repl fuzz_rlog fuzz_backup fuzz_http_line fuzz_etcd fuzz_config)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_proto fuzz_proto_fast fuzz_conn fuzz_repl fuzz_rlog fuzz_backup fuzz_http_line fuzz_etcd fuzz_config)
 for t in "${targets[@]}"; do
     [ -f "$here/$t.c" ] || { echo "fuzz: no target $t" >&2; exit 2; }
 done
