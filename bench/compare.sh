@@ -14,6 +14,12 @@
 #              the full peer with appendfsync everysec
 #   sold-out   slotd sync, slot-bench sold-out     (answers to holds of a sold-out event)
 #   depth      slotd sync and pipelined hot-release and slot-bench ping at pipeline 16
+#   set        a 3-node replica set (etcd and three slotd --durability sync on loopback,
+#              tools/cluster-lib.sh), slot-bench hot-release following its primary
+#
+# Every slotd row also shows the server's CPU (user + system, from /proc) per answer by
+# thread: the loop thread, the commit thread (slotd-commit), the pipelined path's flusher
+# (slotd-flush); for the set, the primary's threads and each replica's total.
 #
 # Each server is started here on a free loopback port with its data in a temporary
 # folder, and stopped by its PID. The result is markdown on stdout (or in --out
@@ -108,7 +114,7 @@ log() { echo "compare: $*" >&2; }
 
 need_packages() {
     local missing=()
-    for p in redis-server redis-tools libhiredis-dev; do
+    for p in redis-server redis-tools libhiredis-dev etcd-server; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -137,6 +143,7 @@ need_build() {
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/slot-compare-XXXXXX")
 PIDS=()
 cleanup() {
+    cl_stop_all
     for pid in "${PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
@@ -144,6 +151,13 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
+# the 3-node set's row: tools/cluster-lib.sh's etcd and nodes, stopped by PID in cleanup
+SLOT_ROOT=$ROOT SLOT_BUILD=$BUILD
+declare -a CL_NODE_FLAGS=()
+# shellcheck source=../tools/cluster-lib.sh
+. "$ROOT/tools/cluster-lib.sh"
+SRV_PIDS=() # the slotd processes of the rows being run (their CPU per answer), with SRV_NAMES
+SRV_NAMES=()
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -180,6 +194,7 @@ slotd_start() {
     "$BUILD/slotd" --data "$TMP/$name" --listen 127.0.0.1:0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.log" &
     PID=$!
     PIDS+=("$PID")
+    SRV_PIDS=("$PID") SRV_NAMES=("")
     PORT=""
     for _ in $(seq 1 100); do
         PORT=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$TMP/$name.out" | head -1)
@@ -216,7 +231,7 @@ rb_row() {
     line=$(cat "$TMP"/rb.*.csv | sort -t, -k2,2g | sed -n "$(( (REPEAT + 1) / 2 ))p")
     IFS=, read -r _ rps mean _ p50 _ p99 _ <<<"$line"
     RATE["redis-benchmark PING"]=$rps
-    ROWS+=("| redis-benchmark -t ping (its own client; reference) | $(printf '%.0f' "$rps") | - | $p50 | $p99 | $(inflight "$rps" "$mean") | $(ratio "$rps" "$PING_RPS") | - | $(ratio "$p99" "$PING_P99") | - | - |")
+    ROWS+=("| redis-benchmark -t ping (its own client; reference) | $(printf '%.0f' "$rps") | - | $p50 | $p99 | $(inflight "$rps" "$mean") | $(ratio "$rps" "$PING_RPS") | - | $(ratio "$p99" "$PING_P99") | - | - | - |")
 }
 
 # inflight RPS MEAN_MS — requests in flight on average by Little's law (L = λW):
@@ -228,6 +243,25 @@ ratio() { python3 -c 'import sys; a, b = float(sys.argv[1] or 0), float(sys.argv
 # ratio3 A B — the same with three decimals: the targets table compares what it shows
 ratio3() { python3 -c 'import sys; a, b = float(sys.argv[1] or 0), float(sys.argv[2] or 0); print(f"{a / b:.3f}" if a and b else "-")' "$1" "$2"; }
 
+# thread_ticks — "LABEL TICKS" for every thread of SRV_PIDS: the main thread is
+# "loop", the others by their name (slotd-commit, slotd-flush); a replica
+# (SRV_NAMES other than the first) is one line, all its threads together.
+thread_ticks() {
+    local k pid name t comm
+    for k in "${!SRV_PIDS[@]}"; do
+        pid=${SRV_PIDS[$k]} name=${SRV_NAMES[$k]}
+        for t in /proc/"$pid"/task/*; do
+            [ -r "$t/stat" ] || continue
+            comm=$(cat "$t/comm" 2>/dev/null || echo "?")
+            [ "${t##*/}" = "$pid" ] && comm=loop
+            [ "$comm" = slotd ] && comm=other
+            if [ "$k" -gt 0 ]; then comm="$name"; elif [ -n "$name" ]; then comm="$name $comm"; fi
+            # utime + stime are fields 14 and 15; the name (field 2) has no blanks here
+            awk -v l="$comm" '{ print l "\t" ($14 + $15) }' "$t/stat"
+        done
+    done
+}
+
 # bench_run NAME ROUND SCENARIO ARGS... — one slot-bench run (the common options
 # first, ARGS after them, so ARGS may override --pipeline), its JSON report in
 # $TMP/NAME.ROUND.json; a failed run makes the script's exit status 1.
@@ -235,8 +269,12 @@ bench_run() {
     local name=$1 round=$2 scenario=$3; shift 3
     local args=(--connections "$CONNS" --pipeline "$PIPELINE" --threads "$THREADS" "$@")
     log "$name (round $round): slot-bench $scenario ${args[*]}"
-    local rc=0
+    local rc=0 before=""
+    [ ${#SRV_PIDS[@]} -gt 0 ] && before=$(thread_ticks)
     "$BUILD/bench/slot-bench" "$scenario" "${args[@]}" --json "$TMP/$name.$round.json" >"$TMP/$name.$round.txt" 2>&1 || rc=$?
+    if [ -n "$before" ]; then
+        { echo "$before" | sed 's/^/before\t/'; thread_ticks | sed 's/^/after\t/'; } >"$TMP/$name.$round.ticks"
+    fi
     cat "$TMP/$name.$round.txt" >&2
     echo "$rc" >"$TMP/$name.$round.rc"
     [ "$rc" -eq 0 ] || FAILED=1
@@ -257,15 +295,15 @@ for i in range(1, repeat + 1):
     rc = open(f"{tmp}/{name}.{i}.rc").read().strip()
     path = f"{tmp}/{name}.{i}.json"
     d = json.load(open(path)) if os.path.exists(path) else None
-    runs.append((rc, d))
-bad = [(rc, d) for rc, d in runs if rc != "0" or d is None]
+    runs.append((rc, d, i))
+bad = [(rc, d, i) for rc, d, i in runs if rc != "0" or d is None]
 if bad:
-    rc, d = bad[0]
+    rc, d, i = bad[0]
 else:
     runs.sort(key=lambda x: x[1]["results"][metric])
-    rc, d = runs[(repeat - 1) // 2]
+    rc, d, i = runs[(repeat - 1) // 2]
 if d is None:
-    print(f"| {name} | - | - | - | - | - | - | - | - | - | exit {rc} |\t0\t0")
+    print(f"| {name} | - | - | - | - | - | - | - | - | - | - | exit {rc} |\t0\t0")
     sys.exit(0)
 r = d["results"]; lat = r["latency_ms"]; v = d["verification"]["status"]
 rate = r[metric]
@@ -275,10 +313,26 @@ def q(a, b):
     return f"{a / b:.2f}" if a and b else "-"
 second = "-" if metric == "requests_per_s" else f"{rate:.0f}"
 cpu = r.get("bench_cpu", {}).get("us_per_answer", 0)
+# the server's CPU per answer by thread, from the ticks before and after the run
+server = "-"
+try:
+    hz = os.sysconf("SC_CLK_TCK")
+    before, after = {}, {}
+    for line in open(f"{tmp}/{name}.{i}.ticks"):
+        when, label, ticks = line.rstrip("\n").split("\t")
+        side = before if when == "before" else after
+        side[label] = side.get(label, 0) + int(ticks)
+    answers = r["answered"]
+    order = sorted(after, key=lambda k: (" " in k, k))
+    parts = [f"{k} {(after[k] - before.get(k, 0)) / hz * 1e6 / answers:.1f}" for k in order
+             if answers and after[k] - before.get(k, 0) > 0]
+    server = ", ".join(parts) or "-"
+except (OSError, KeyError, ValueError, ZeroDivisionError):
+    pass
 print(f"| {name} | {r['requests_per_s']:.0f} | {second} | {lat['p50']:.3f} | {lat['p99']:.3f} "
       f"| {r['requests_per_s'] * lat['mean'] / 1000:.0f} "
       f"| {q(r['requests_per_s'], ping)} | {q(rate, ping) if second != '-' else '-'} | {q(lat['p99'], ping_p99)} "
-      f"| {cpu:.2f} | {v if rc == '0' else v + ', exit ' + rc} |\t{rate}\t{lat['p99']}")
+      f"| {cpu:.2f} | {server} | {v if rc == '0' else v + ', exit ' + rc} |\t{rate}\t{lat['p99']}")
 EOF
 )
     ROWS+=("${out%%$'\t'*}")
@@ -299,11 +353,32 @@ N_PING16="slot-bench ping, Redis, pipeline $DEEP"
 N_SYNC16="slotd sync, pipeline $DEEP"
 N_PIPE="slotd pipelined"
 N_PIPE16="slotd pipelined, pipeline $DEEP"
+N_SET="3-node set sync (etcd + 3 slotd)"
+
+# set_start ROUND — etcd and a 3-node set (sync) under $TMP/set; the primary's threads
+# and the replicas' totals are what thread_ticks reads.
+set_start() {
+    cl_init "$TMP/set"
+    CL_DURABILITY=sync cl_set_start >&2
+    local primary i k=1
+    primary=$(cl_probe primary --wait-s 30)
+    SRV_PIDS=() SRV_NAMES=()
+    for i in 1 2 3; do
+        if [ "${primary##*:}" = "${CL_PORT[$i]}" ]; then
+            SRV_PIDS=("${CL_PID[$i]}" "${SRV_PIDS[@]+"${SRV_PIDS[@]}"}")
+            SRV_NAMES=("n$i primary" "${SRV_NAMES[@]+"${SRV_NAMES[@]}"}")
+        else
+            SRV_PIDS+=("${CL_PID[$i]}") SRV_NAMES+=("n$i replica")
+            k=$((k + 1))
+        fi
+    done
+}
 
 run_all() {
     local round
     for round in $(seq 1 "$REPEAT"); do
         rb_run "$round"
+        SRV_PIDS=() SRV_NAMES=()
         redis_start ping
         bench_run "$N_PING" "$round" ping --target "redis://127.0.0.1:$PORT" --duration "$DURATION"
         bench_run "$N_PING16" "$round" ping --target "redis://127.0.0.1:$PORT" --duration "$DURATION" --pipeline "$DEEP"
@@ -321,6 +396,10 @@ run_all() {
         bench_run "$N_PIPE" "$round" hot-release --port "$PORT" --capacity "$CAPACITY"
         bench_run "$N_PIPE16" "$round" hot-release --port "$PORT" --capacity "$((CAPACITY * 5))" --pipeline "$DEEP"
         stop_pid "$PID"
+        set_start "$round"
+        bench_run "$N_SET" "$round" hot-release --host "$CL_MEMBERS" --capacity "$CAPACITY"
+        cl_stop_all
+        SRV_PIDS=() SRV_NAMES=()
         redis_start redis-always --appendonly yes --appendfsync always
         bench_run "$N_FULL" "$round" hot-release --target "redis://127.0.0.1:$PORT" --capacity "$CAPACITY" --peer full
         bench_run "$N_MIN" "$round" hot-release --target "redis://127.0.0.1:$PORT" --capacity "$CAPACITY" --peer min
@@ -335,7 +414,7 @@ run_all() {
     rb_row
     bench_row "$N_HELLO" requests_per_s
     local name
-    for name in "$N_SYNC" "$N_NOSYNC" "$N_PIPE" "$N_FULL" "$N_MIN" "$N_EVERYSEC"; do
+    for name in "$N_SYNC" "$N_NOSYNC" "$N_PIPE" "$N_SET" "$N_FULL" "$N_MIN" "$N_EVERYSEC"; do
         bench_row "$name" holds_per_s
     done
     bench_row "$N_SOLD" sold_out_per_s
@@ -406,12 +485,14 @@ report() {
     echo "row $((CAPACITY * 5))) or sold_out answers/s (sold-out). Durable: slotd sync, appendfsync always. Latency in ms."
     echo "\"in flight\" is requests/s x mean latency (Little's law): $((CONNS * PIPELINE)) when a tool's latency covers the whole"
     echo "round trip; redis-benchmark starts its clock when it writes, so its latency leaves out the time a request"
-    echo "waits in the client. \"bench µs\" is slot-bench's own CPU (user + system) per answer. The ratios of the"
+    echo "waits in the client. \"bench µs\" is slot-bench's own CPU (user + system) per answer; \"server µs by thread\""
+    echo "the server's, by thread (loop, slotd-commit, slotd-flush; for the set the primary's threads and each"
+    echo "replica's total). The ratios of the"
     echo "pipeline $DEEP rows are to PING at pipeline $DEEP."
     echo "Load average before: $LOAD_BEFORE; after: $LOAD_AFTER (anything else running on the machine shows up in these numbers)."
     echo
-    echo "| run | requests/s | holds/s or sold_out/s | p50 ms | p99 ms | in flight | requests/s ÷ PING | rate ÷ PING | p99 ÷ PING p99 | bench µs | verification |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    echo "| run | requests/s | holds/s or sold_out/s | p50 ms | p99 ms | in flight | requests/s ÷ PING | rate ÷ PING | p99 ÷ PING p99 | bench µs | server µs by thread | verification |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
     printf '%s\n' "${ROWS[@]}"
     echo
     local sync=${RATE[$N_SYNC]:-0}
@@ -440,6 +521,8 @@ report() {
         "$(round_ratio "$N_PIPE" p99 "$N_PING" p99)"
     target_row "slotd pipelined holds/s, pipeline $DEEP" "$(printf '%.0f' "${RATE[$N_PIPE16]:-0}")" 300000 ge \
         "$(round_ratio "$N_PIPE16" holds_per_s "" -)"
+    target_row "3-node set holds/s ÷ standalone sync, pipeline $PIPELINE (issue 24: 0.8)" \
+        "$(ratio3 "${RATE[$N_SET]:-0}" "$sync")" 0.8 ge "$(round_ratio "$N_SET" holds_per_s "$N_SYNC" holds_per_s)"
     target_row "sold-out answers/s ÷ PING" "$(ratio3 "${RATE[$N_SOLD]:-0}" "$PING_RPS")" 0.9 ge \
         "$(round_ratio "$N_SOLD" sold_out_per_s "$N_PING" requests_per_s)"
     target_row "slot-bench PING ÷ redis-benchmark PING (the stick reaches the reference)" \

@@ -4,6 +4,7 @@
  * loop calls it. */
 #include "commit.h"
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ static void pipe_notify(slot__pipe *p)
 static void *flusher_thread(void *arg)
 {
     server *s = arg;
+    pthread_setname_np(pthread_self(), "slotd-flush"); /* for top -H, perf and bench/compare.sh (at most 15 bytes) */
     slot__pipe *p = s->pipe;
     pthread_mutex_lock(&p->mu);
     for (;;) {
