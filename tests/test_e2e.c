@@ -21,6 +21,7 @@ TEST_DECLARE(slotd_two_releases_return_units_once)
 TEST_DECLARE(slotd_twenty_identical_holds_make_one)
 TEST_DECLARE(slotd_acknowledged_holds_survive_kill9)
 TEST_DECLARE(slotd_pipelined_mixed_requests_keep_order)
+TEST_DECLARE(slotd_stats_names_its_durability)
 TEST_DECLARE(slotd_framing_and_line_limit)
 TEST_DECLARE(slotd_sigterm_answers_everything)
 TEST_DECLARE(slotd_reshard_while_selling)
@@ -37,6 +38,7 @@ TEST_ENTRY(slotd_two_releases_return_units_once)
 TEST_ENTRY(slotd_twenty_identical_holds_make_one)
 TEST_ENTRY(slotd_acknowledged_holds_survive_kill9)
 TEST_ENTRY(slotd_pipelined_mixed_requests_keep_order)
+TEST_ENTRY(slotd_stats_names_its_durability)
 TEST_ENTRY(slotd_framing_and_line_limit)
 TEST_ENTRY(slotd_sigterm_answers_everything)
 TEST_ENTRY(slotd_reshard_while_selling)
@@ -360,6 +362,27 @@ TEST_IMPL(slotd_acknowledged_holds_survive_kill9)
 }
 
 /* ---- replies in request order, reads see earlier writes of the connection */
+
+/* stats' "durability" is the mode the server runs (--durability sync, nosync, pipelined). */
+TEST_IMPL(slotd_stats_names_its_durability)
+{
+    static const char *const modes[] = {"sync", "nosync", "pipelined"};
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        const char *flags[] = {"--durability", modes[m], NULL};
+        slot_test_start(&srv, flags);
+        slot_client *c = slot_test_dial(&srv);
+        static const char req[] = "{\"op\":\"stats\"}\n";
+        ASSERT_EQ(slot_client_send_raw(c, req, sizeof(req) - 1), 0);
+        const char *line = NULL;
+        ASSERT(slot_client_recv_line(c, &line, TIMEOUT_MS) > 0);
+        char want[48];
+        snprintf(want, sizeof(want), "\"durability\":\"%s\"", modes[m]);
+        if (!strstr(line, want))
+            T_FAIL_("--durability %s: stats says %s", modes[m], line);
+        slot_client_close(c);
+        slot_test_stop(&srv);
+    }
+}
 
 TEST_IMPL(slotd_pipelined_mixed_requests_keep_order)
 {

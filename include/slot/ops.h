@@ -289,7 +289,8 @@ typedef struct slot_stats {
     double batch_mean;
     uint64_t latency_count, latency_p50, latency_p99, latency_p999, latency_max; /* microseconds */
     uint64_t queue, db_bytes, map_bytes;
-    bool nosync; /* "durability": "nosync" when true, else "sync" */
+    bool nosync;    /* "durability": "nosync" when true */
+    bool pipelined; /* "durability": "pipelined" when true (and not nosync); else "sync" */
     uint64_t reads_paused, accepts_paused, connections_timed_out;
     uint64_t commit_busy_us, commit_sync_us, backups, backups_running;
 } slot_stats;

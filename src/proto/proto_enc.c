@@ -171,6 +171,8 @@ static void put_stats(slot__jw *w, const slot_stats *o)
     slot__jw_key(w, "durability");
     if (o->nosync)
         SLOT__JW_LIT(w, "\"nosync\"");
+    else if (o->pipelined)
+        SLOT__JW_LIT(w, "\"pipelined\"");
     else
         SLOT__JW_LIT(w, "\"sync\"");
     slot__jw_key_u64(w, "reads_paused", o->reads_paused);

@@ -53,6 +53,7 @@ static void stats_fill(server *s, slot_stats *o)
     o->db_bytes = slot_store_used_bytes(s->store);
     o->map_bytes = slot_store_map_bytes(s->store);
     o->nosync = s->opts.nosync;
+    o->pipelined = s->opts.pipelined;
     o->reads_paused = s->stats.reads_paused;
     o->accepts_paused = s->stats.accepts_paused;
     o->connections_timed_out = s->stats.conns_timed_out;
