@@ -68,6 +68,8 @@
     X(NOT_SUBSCRIBED, "not_subscribed", "this connection is not subscribed as that consumer")                \
     X(BUSY, "busy", "another backup is running; retry when it ends")                                         \
     X(BACKUP_FAILED, "backup_failed", "the backup could not be written; the store is unchanged")             \
+    X(WRONG_SET, "wrong_set", "the event is placed on another replica set; nothing was changed")            \
+    X(CROSS_SET, "cross_set", "the cart's events are placed on more than one replica set; nothing was held") \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {
@@ -81,10 +83,11 @@ typedef enum slot_err {
  * Wire codes of the contract that this slotd never sends (so they are not in
  * SLOT_ERR_MAP and have no slot_err: slot_reply.err is SLOT_E__COUNT for them,
  * slot_reply.error names them), but that a client meets from a server of a
- * placement (PROTOCOL v1.2, "Placement"): the C client's follower retries them
- * (src/client/client_follow.c; the rule is clients/fixtures/README.md's).
- *   wrong_set — the event is placed on another replica set; "primary" names its primary
+ * placement (docs/protocol.md, "Placement"): the C client's follower retries
+ * them (src/client/client_follow.c; the rule is clients/fixtures/README.md's).
  *   moving    — the event is being moved; retry after "retry_after_ms"; nothing changed
+ * wrong_set is SLOT_E_WRONG_SET now (slotd sends it with --placement); its
+ * wire name stays here too for the clients that compare names.
  */
 #define SLOT_ERR_WIRE_WRONG_SET "wrong_set"
 #define SLOT_ERR_WIRE_MOVING "moving"

@@ -390,4 +390,19 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 /* A text log line is cut at this many bytes (JSON lines are jansson's). */
 #define SLOT_LOG_LINE_BYTES_MAX 4096u
 
+/* ---- placement (--placement; docs/design.md, "Many replica sets") */
+
+/* etcd steps (a create's CAS, a placement op's listing) waiting at once; beyond: overloaded */
+#define SLOT_PLACE_STEPS_MAX 256
+/* a done step whose entry never came back for it (its connection went away) is reused after this */
+#define SLOT_PLACE_STEP_KEEP_MS 10000
+/* how often a primary checks that its addresses are published under the placement's set key */
+#define SLOT_PLACE_TICK_MS 200
+/* keys the placement op lists at most (events and sets); beyond, the reply says "truncated" */
+#define SLOT_PLACE_LIST_MAX 10000
+/* the placement's key prefix "/slotd/placement/NAME/", its NUL included */
+#define SLOT_PLACE_PREFIX_BYTES (SLOT_CLUSTER_NAME_BYTES_MAX + 20)
+/* an etcd key or value of the placement: the prefix, the kind, an event name or a set's addresses */
+#define SLOT_PLACE_KEY_BYTES 512
+
 #endif

@@ -79,7 +79,8 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(DEALLOCATE, "deallocate", true, true)              \
     X(JOIN, "join", true, false)                         \
     X(ADMISSION, "admission", false, false)              \
-    X(SET_ADMISSION, "set_admission", true, true)
+    X(SET_ADMISSION, "set_admission", true, true)      \
+    X(PLACEMENT, "placement", false, false)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -400,6 +401,9 @@ typedef struct slot_res {
     slot_consumer_pos *consumers;          /* feed_consumers: nconsumers known consumers, heap (feed_head: the head) */
     uint32_t nconsumers;                   /* at most SLOT_FEED_CONSUMERS_MAX */
     slot_cluster_view *cluster_view;       /* cluster, cluster_change: the set as this node sees it, heap; or NULL */
+    char *fields; /* placement, wrong_set: more reply fields, a JSON fragment that begins with ','
+                     (fields_len bytes, heap; the replica-set layer's src/cluster/placement*.c); or NULL */
+    size_t fields_len;
     char primary[SLOT_CLUSTER_ADDR_BYTES]; /* not_primary: the primary's client address "H:P"; "" = unknown */
     char item_event[SLOT_EVENT_BYTES_MAX + 1]; /* hold_many: the item a sold_out or an error is about; "" = none */
     bool waitlist_full;                        /* waitlist_join: sold_out with "waitlist_full":true */

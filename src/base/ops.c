@@ -119,6 +119,7 @@ void slot_res_clear(slot_res *res)
     free(res->shard_free);
     free(res->violations);
     free(res->cluster_view);
+    free(res->fields);
     free(res->text);
     free(res->cart);
     free(res->entries);

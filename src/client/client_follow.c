@@ -252,7 +252,7 @@ static follow_step step_of(int rc, const slot_reply *r)
     if (rc < 0)
         return STEP_OTHER;
     if (r->err == SLOT_E_NOT_PRIMARY || r->err == SLOT_E_UNAVAILABLE || r->err == SLOT_E_SHUTTING_DOWN ||
-        (r->err == SLOT_E__COUNT && strcmp(r->error, SLOT_ERR_WIRE_WRONG_SET) == 0))
+        r->err == SLOT_E_WRONG_SET)
         return STEP_OTHER;
     if (rc == 0 &&
         (r->err == SLOT_E_OVERLOADED || (r->err == SLOT_E__COUNT && strcmp(r->error, SLOT_ERR_WIRE_MOVING) == 0)))
@@ -263,7 +263,7 @@ static follow_step step_of(int rc, const slot_reply *r)
 /* A redirecting answer: not_primary or wrong_set, whose "primary" may name where to go. */
 static bool redirects(const slot_reply *r)
 {
-    return r->err == SLOT_E_NOT_PRIMARY || (r->err == SLOT_E__COUNT && strcmp(r->error, SLOT_ERR_WIRE_WRONG_SET) == 0);
+    return r->err == SLOT_E_NOT_PRIMARY || r->err == SLOT_E_WRONG_SET;
 }
 
 int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_reply *out)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cluster_int.h"
+#include "placement.h"
 #include "server/commit.h"
 #include "server/loop.h"
 #include "slot/assert.h"
@@ -124,6 +125,26 @@ static const slot__cluster_hooks clu_hooks = {
     .write_pause = slot__clu_write_pause,
     .is_primary = slot__clu_is_primary,
     .primary_http = slot__clu_primary_http,
+};
+
+/* The same, with the placement's steps (--placement; placement.c). */
+static const slot__cluster_hooks clu_hooks_place = {
+    .write_gate = slot__clu_write_gate,
+    .batch_record = slot__clu_batch_record,
+    .batch_unrecord = slot__clu_batch_unrecord,
+    .batch_hold = slot__clu_batch_hold,
+    .read_gate = slot__clu_read_gate,
+    .job_run = job_run,
+    .job_done = job_done,
+    .cluster_view = slot__clu_cluster_view,
+    .metrics = slot__clu_metrics_get,
+    .change = slot__clu_change,
+    .write_pause = slot__clu_write_pause,
+    .is_primary = slot__clu_is_primary,
+    .primary_http = slot__clu_primary_http,
+    .place_admit = slot__place_admit,
+    .place_run = slot__place_run,
+    .place_answered = slot__place_answered,
 };
 
 /* ---- etcd: the lease and our node key */
@@ -528,7 +549,9 @@ int slot__cluster_start(server *s)
         return -1;
     }
     s->batch.wset = &c->wset;
-    s->clu_up = &clu_hooks;
+    s->clu_up = o->placement ? &clu_hooks_place : &clu_hooks;
+    if (slot__place_start(c) != 0)
+        return -1;
     uv_timer_init(s->loop, &c->tick);
     c->tick.data = c;
     c->tick_open = true;
@@ -556,6 +579,7 @@ void slot__cluster_stop(server *s)
     }
     c->stopping = true;
     slot__clu_snap_stop(c);
+    slot__place_stop(c);
     if (c->tick_open)
         uv_close((uv_handle_t *)&c->tick, NULL);
     if (c->check_open)
@@ -577,6 +601,7 @@ void slot__cluster_free(server *s)
         slot_rlog_close(c->rlog);
     }
     slot_wset_free(&c->wset);
+    slot__place_free(c);
     pthread_mutex_destroy(&c->rlog_mu);
     s->batch.wset = NULL;
     s->clu = NULL;

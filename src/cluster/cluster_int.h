@@ -97,8 +97,11 @@ enum { CLU_SNAP_NONE, CLU_SNAP_WANT, CLU_SNAP_SENDING, CLU_SNAP_ACK };
 /* The commit thread's job (s->batch.job_cluster). */
 typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE, CLU_JOB_SNAP } clu_job;
 
+struct slot__placement;
+
 typedef struct slot__cluster {
     server *s;
+    struct slot__placement *place; /* --placement (placement.c); NULL without it */
     clu_role role;
     char self[SLOT_CLUSTER_NAME_BYTES];
     char adv[SLOT_CLUSTER_ADDR_BYTES];       /* our client address */

@@ -91,6 +91,7 @@ enum slot__flag_id {
     OPT_CONFIG,
     OPT_CLUSTER,
     OPT_NODE,
+    OPT_PLACEMENT,
     OPT_ETCD,
     OPT_SECRET,
     OPT_ADVERTISE,

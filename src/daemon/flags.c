@@ -188,6 +188,14 @@ const slot__flag slot__flags[] = {
     ANY(OPT_NODE, 0, "node", "ID", SLOT__FLAG_NAME, R, true, 1, SLOT_CLUSTER_NAME_BYTES_MAX, NULL,
         "this node's id in the set (same characters); needed with --cluster",
         "This node's id in the set, the same characters as *--cluster*.", FIELD(node_id)),
+    ANY(OPT_PLACEMENT, 0, "placement", "NAME", SLOT__FLAG_NAME, R, true, 1, SLOT_CLUSTER_NAME_BYTES_MAX, NULL,
+        "share events with the other replica sets of placement NAME (same etcd; the set's name is --cluster)",
+        "Be one of the replica sets of the placement _NAME_ (the same characters as *--cluster*), which "
+        "share one etcd: each event is placed on one set, by a map in etcd (one key per event, changed "
+        "only by compare-and-swap). *create_event* on this set's primary places the event here before it "
+        "is answered; a name placed on another set is *wrong_set*; the *placement* op shows the map and "
+        "each set's primary (see docs/design.md, \"Many replica sets\"). Default: none.",
+        FIELD(placement)),
     ANY(OPT_ETCD, 0, "etcd", "URL[,URL]", SLOT__FLAG_TEXT, R, true, 0, 0, NULL,
         "etcd endpoints (http://H:P); needed with --cluster",
         "The etcd endpoints (*http://*_HOST:PORT_, 1..16 of them) that hold the set's configuration and "

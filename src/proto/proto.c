@@ -728,6 +728,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_event(c, r, REQUIRED));
         return get_hold(c, r);
     case SLOT_OP_CHECK:
+    case SLOT_OP_PLACEMENT:
         return get_event(c, r, OPTIONAL);
     case SLOT_OP_EXPIRE:
     case SLOT_OP_STATS:

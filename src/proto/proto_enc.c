@@ -583,6 +583,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
         }
         if (res->err == SLOT_E_NOT_PRIMARY && res->primary[0]) /* docs/protocol.md, "Clients following the primary" */
             kv_view_str(&w, "primary", res->primary, sizeof res->primary);
+        if (res->fields) /* wrong_set's event, set, gen and primary (docs/protocol.md, "Placement") */
+            slot__jw_mem(&w, res->fields, res->fields_len);
         return finish(&w);
     }
     put_head(&w, &req->id, true);
@@ -592,6 +594,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     put_server_facts(&w, req, res);
     if (res->cluster_view)
         put_cluster_view(&w, res->cluster_view);
+    if (res->fields) /* placement's events and sets */
+        slot__jw_mem(&w, res->fields, res->fields_len);
     return finish(&w);
 }
 

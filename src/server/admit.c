@@ -53,6 +53,8 @@ void slot__admit(server *s, conn *c, entry *e)
         e->state = ENTRY_READ_WAIT;
         return;
     }
+    if (s->clu && s->clu_up->place_admit && s->clu_up->place_admit(s, c, e))
+        return; /* --placement: it waits at its connection's head for the map (src/cluster/placement.c) */
     if (s->stopping) {
         slot_res_error(&e->res, SLOT_E_SHUTTING_DOWN, NULL);
         slot__count_error(s, SLOT_E_SHUTTING_DOWN);

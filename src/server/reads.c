@@ -80,12 +80,52 @@ static int standalone_cluster(server *s, slot_res *res)
     return 0;
 }
 
+/* A --placement node's deferred write (it waited to reach its connection's
+ * head) or the placement op: the replica-set layer's steps, then queued as a
+ * write, answered, or left waiting (src/cluster/placement.c). */
+static void run_placed(server *s, entry *e)
+{
+    if (!s->clu || !s->clu_up->place_run) {
+        slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "this server is not a member of a placement (--placement)");
+        slot__count_result(s, e);
+        return;
+    }
+    slot__place_state st = s->clu_up->place_run(s, e);
+    if (st == SLOT__PLACE_RUNNING) {
+        e->state = ENTRY_READ_WAIT;
+        s->reads_waiting = true;
+        return;
+    }
+    if (st == SLOT__PLACE_ANSWERED) {
+        slot__count_result(s, e);
+        return;
+    }
+    /* At its connection's head: every earlier entry is answered, so queueing
+     * it now keeps the connection's order (nothing of it is parked). */
+    if (s->stopping) {
+        slot_res_error(&e->res, SLOT_E_SHUTTING_DOWN, NULL);
+        slot__count_error(s, SLOT_E_SHUTTING_DOWN);
+        return;
+    }
+    if (s->queue.len >= s->opts.queue_max) {
+        slot_res_error(&e->res, SLOT_E_OVERLOADED, "server queue holds %u requests; retry later", s->queue.len);
+        slot__count_error(s, SLOT_E_OVERLOADED);
+        return;
+    }
+    e->owner = (uintptr_t)e->conn;
+    slot__queue_push(s, e);
+}
+
 /* Runs a read-only op now: every earlier entry of its connection is answered,
  * so the read sees every write acknowledged before it (docs/protocol.md, "Ordering"). */
 void slot__run_read(server *s, entry *e)
 {
     slot_res *res = &e->res;
     e->state = ENTRY_DONE;
+    if (e->place_step == SLOT__PLACE_DEFER || e->req.op == SLOT_OP_PLACEMENT) {
+        run_placed(s, e);
+        return;
+    }
     if (e->req.op == SLOT_OP_HELLO) {
         /* The role this hello granted (set by slot__authorize when the line
          * was parsed), not the connection's role now: hellos pipelined behind

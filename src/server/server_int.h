@@ -80,6 +80,8 @@ typedef struct entry {
                             compares (never dereferences), so a connection's writes keep their order */
     uint64_t t0_ns;      /* uv_hrtime() at arrival */
     uint64_t change_tag; /* cluster_change: the change it started (0: none yet); the replica-set layer's */
+    uint8_t place_step;  /* --placement: SLOT__PLACE_* (0: none), the replica-set layer's (placement.c) */
+    uint64_t place_tag;  /* --placement: its etcd step's tag (0: none yet); the replica-set layer's */
     slot_req req;
     slot_res res;
 } entry;
@@ -121,6 +123,7 @@ struct conn {
     entry *head, *tail;
     uint32_t pending; /* entries in the FIFO */
     uint32_t parked;  /* of them, ENTRY_PARKED: its later writes park behind them */
+    uint32_t placing; /* of them, writes that wait at the head for the placement map (--placement) */
     char *partial;    /* bytes of a line not ended yet */
     size_t partial_len, partial_cap;
     char *out; /* replies being collected */
@@ -193,6 +196,22 @@ typedef enum slot__read_gate {
     SLOT__READ_ANSWERED = 2, /* refused: res holds the error */
 } slot__read_gate;
 
+/* An entry's place_step (--placement; src/cluster/placement.c): where it is
+ * in the steps that run before a write is queued. */
+enum {
+    SLOT__PLACE_NONE = 0,  /* not one of the placement's */
+    SLOT__PLACE_DEFER = 1, /* READ_WAIT: runs its steps when it reaches its connection's head */
+    SLOT__PLACE_FRESH = 2, /* queued create_event whose map entry it made: undone if the create is refused */
+    SLOT__PLACE_DONE = 3,  /* queued (or answered); nothing more to do */
+};
+
+/* What place_run (below) says of a deferred entry. */
+typedef enum slot__place_state {
+    SLOT__PLACE_ANSWERED = 0, /* res is filled: answer it */
+    SLOT__PLACE_RUNNING = 1,  /* waiting for etcd: it stays READ_WAIT and is asked again */
+    SLOT__PLACE_QUEUE = 2,    /* run it: the caller queues it as a write */
+} slot__place_state;
+
 /* What change (below) says of a cluster_change entry. */
 typedef enum slot__change_state {
     SLOT__CHANGE_ANSWERED = 0, /* res is filled: answer it */
@@ -237,6 +256,14 @@ typedef struct slot__cluster_hooks {
     /* loop: the primary's HTTP address "HOST:PORT" as it published it, or ""
      * when not known (a 307's Location). Valid until the loop's next turn. */
     const char *(*primary_http)(server *s);
+    /* loop, --placement (src/cluster/placement.c; NULL without it): a
+     * parsed write of c being admitted; true when the layer took it (it is
+     * then READ_WAIT with place_step SLOT__PLACE_DEFER). */
+    bool (*place_admit)(server *s, conn *c, entry *e);
+    /* loop: a deferred entry at its connection's head, or the placement op. */
+    slot__place_state (*place_run)(server *s, entry *e);
+    /* loop: an entry is being answered (every reply of a --placement node). */
+    void (*place_answered)(server *s, entry *e);
 } slot__cluster_hooks;
 
 struct slot__cluster;

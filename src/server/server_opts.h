@@ -42,6 +42,7 @@ typedef struct slot__server_opts {
     const char *node_id;     /* --node ID */
     const char *etcd;        /* --etcd URL[,URL] */
     const char *secret_file; /* --cluster-secret-file */
+    const char *placement;   /* --placement NAME: the sets sharing this name share events (NULL: none) */
     char adv_host[64];       /* --advertise HOST:PORT; adv_port 0: the bound --listen address */
     uint16_t adv_port;
     char repl_host[64]; /* --repl-listen HOST:PORT; "" : --listen's host, port 0 */

@@ -1,0 +1,639 @@
+/*
+ * placement.c — many replica sets sharing events through a map in etcd
+ * (--placement NAME; docs/design.md, "Many replica sets", and
+ * docs/protocol.md, "Placement"). Loop thread only.
+ *
+ * The keys, under the placement's prefix P = /slotd/placement/NAME/:
+ *
+ *   P event/E   {"set":"S","gen":G,"state":"serving"}   made by CAS (create if absent)
+ *   P set/S     {"primary":"H:P","http":"H:P","repl":"H:P","node":"ID"}  put by S's primary
+ *
+ * What this file does:
+ *   - create_event on the primary: before it is queued, the event's map
+ *     entry is made by a CAS that succeeds only when the key is absent. A
+ *     name already placed on this set goes on to the create (which answers
+ *     as it would: a replay, or the event's own error); a name placed on
+ *     another set is wrong_set (with that set, its gen and its primary), and
+ *     so is a child whose parent is placed on another set; a parent the map
+ *     does not hold is unknown_event. A create that the commit refuses
+ *     deletes the entry it made, when its answer goes out.
+ *   - the primary publishes its addresses under P set/S, so that
+ *     placement and wrong_set can name it.
+ *   - the placement op reads the map from etcd and answers it.
+ *
+ * Order on a connection: the create waits at its connection's head (as a
+ * read does) so its etcd steps run with nothing of its connection after it
+ * queued; every write of the connection admitted while one waits waits
+ * behind it the same way (conn.placing).
+ *
+ * Each etcd step is a slot in a bounded table (SLOT_PLACE_STEPS_MAX), named
+ * by a tag the entry keeps: an entry whose connection went away leaves its
+ * slot done, and a done slot is reused after SLOT_PLACE_STEP_KEEP_MS.
+ */
+#include "placement.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/loop.h"
+#include "slot/assert.h"
+
+enum { STEP_PARENT, STEP_CAS, STEP_OWNER, STEP_LIST };
+
+typedef struct place_step {
+    struct slot__placement *p;
+    uint64_t tag;    /* 0: free */
+    bool busy;       /* an etcd call is in flight */
+    bool done;       /* err, msg and fields hold the outcome */
+    uint8_t kind;    /* STEP_*: what the call in flight (or the last one) was */
+    bool queue;      /* done: the entry goes on to the write queue */
+    bool fresh;      /* done, queue: the CAS made the entry */
+    uint64_t done_ms; /* loop time it became done */
+    slot_err err;
+    char msg[200];
+    char *fields; /* heap, handed to the entry's res */
+    size_t fields_len;
+    char event[SLOT_EVENT_BYTES_MAX + 1];
+    char filter[SLOT_EVENT_BYTES_MAX + 1]; /* placement op: the event asked for ("" all) */
+    char owner[SLOT_CLUSTER_NAME_BYTES];   /* wrong_set: the set that holds the event */
+    uint64_t owner_gen;
+} place_step;
+
+struct slot__placement {
+    clu *c;
+    char prefix[SLOT_PLACE_PREFIX_BYTES]; /* /slotd/placement/NAME/ */
+    char set[SLOT_CLUSTER_NAME_BYTES]; /* this set's name: --cluster */
+    uv_timer_t tick;
+    bool tick_open;
+    bool reg_busy;
+    uint64_t reg_tenure; /* the tenure whose addresses we published (0: none yet) */
+    uint64_t tags;
+    place_step steps[SLOT_PLACE_STEPS_MAX];
+};
+
+static void key_event(const slot__placement *p, const char *ev, char *out, size_t n)
+{
+    snprintf(out, n, "%sevent/%s", p->prefix, ev);
+}
+
+static place_step *step_of(slot__placement *p, uint64_t tag)
+{
+    for (size_t i = 0; tag && i < SLOT_PLACE_STEPS_MAX; i++)
+        if (p->steps[i].tag == tag)
+            return &p->steps[i];
+    return NULL;
+}
+
+static void step_free(place_step *st)
+{
+    free(st->fields);
+    memset(st, 0, sizeof(*st));
+}
+
+/* A free slot, reusing done ones left past SLOT_PLACE_STEP_KEEP_MS; NULL: full. */
+static place_step *step_new(slot__placement *p)
+{
+    uint64_t now = uv_now(p->c->s->loop);
+    for (size_t i = 0; i < SLOT_PLACE_STEPS_MAX; i++) {
+        place_step *st = &p->steps[i];
+        if (st->tag && st->done && !st->busy && now - st->done_ms > SLOT_PLACE_STEP_KEEP_MS)
+            step_free(st);
+        if (!st->tag) {
+            st->p = p;
+            st->tag = ++p->tags;
+            return st;
+        }
+    }
+    return NULL;
+}
+
+static void step_finish(slot__placement *p, place_step *st, slot_err err, const char *msg)
+{
+    st->busy = false;
+    st->done = true;
+    st->err = err;
+    snprintf(st->msg, sizeof(st->msg), "%.190s", msg ? msg : "");
+    st->done_ms = uv_now(p->c->s->loop);
+    slot__reads_resume(p->c->s);
+}
+
+/* ---- growing a fragment of reply fields */
+
+typedef struct frag {
+    char *b;
+    size_t n, cap;
+    bool oom;
+} frag;
+
+static void frag_add(frag *f, const char *s, size_t n)
+{
+    if (f->oom)
+        return;
+    if (f->n + n + 1 > f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 256;
+        while (cap < f->n + n + 1)
+            cap *= 2;
+        char *b = realloc(f->b, cap);
+        if (!b) {
+            f->oom = true;
+            return;
+        }
+        f->b = b;
+        f->cap = cap;
+    }
+    memcpy(f->b + f->n, s, n);
+    f->n += n;
+    f->b[f->n] = 0;
+}
+
+static void frag_cstr(frag *f, const char *s)
+{
+    frag_add(f, s, strlen(s));
+}
+
+/* A JSON string (names are [A-Za-z0-9._:-], addresses H:P: no escapes
+ * needed, but the value is encoded by jansson all the same). */
+static void frag_jstr(frag *f, const char *s)
+{
+    json_t *j = json_string(s);
+    char *t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    if (t)
+        frag_cstr(f, t);
+    else
+        f->oom = true;
+    free(t);
+    json_decref(j);
+}
+
+/* ---- the map's values */
+
+/* The set and gen of an event's value; false when it is not one. */
+static bool parse_entry(const uint8_t *v, size_t n, char *set, size_t set_n, uint64_t *gen, json_t **out)
+{
+    json_t *j = json_loadb((const char *)v, n, 0, NULL);
+    const char *s = j ? json_string_value(json_object_get(j, "set")) : NULL;
+    json_t *g = j ? json_object_get(j, "gen") : NULL;
+    if (!s || !json_is_integer(g) || json_integer_value(g) < 1) {
+        json_decref(j);
+        return false;
+    }
+    snprintf(set, set_n, "%s", s);
+    *gen = (uint64_t)json_integer_value(g);
+    if (out)
+        *out = j;
+    else
+        json_decref(j);
+    return true;
+}
+
+/* ---- wrong_set: the owner's primary, then the answer */
+
+static void wrong_set_answer(slot__placement *p, place_step *st, const char *primary)
+{
+    frag f = {0};
+    frag_cstr(&f, ",\"event\":");
+    frag_jstr(&f, st->event);
+    frag_cstr(&f, ",\"set\":");
+    frag_jstr(&f, st->owner);
+    char gen[32];
+    snprintf(gen, sizeof gen, ",\"gen\":%" PRIu64, st->owner_gen);
+    frag_cstr(&f, gen);
+    if (primary && primary[0]) {
+        frag_cstr(&f, ",\"primary\":");
+        frag_jstr(&f, primary);
+    }
+    if (f.oom) {
+        free(f.b);
+        step_finish(p, st, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    st->fields = f.b;
+    st->fields_len = f.n;
+    char msg[sizeof(((place_step *)0)->msg)];
+    snprintf(msg, sizeof msg, "event %.64s is placed on replica set %.64s", st->event, st->owner);
+    step_finish(p, st, SLOT_E_WRONG_SET, msg);
+}
+
+static void on_owner(slot_etcd *e, int status, const slot_etcd_get_result *r, void *data)
+{
+    (void)e;
+    place_step *st = data;
+    slot__placement *p = st->p;
+    const char *primary = NULL;
+    json_t *j = NULL;
+    if (status == 0 && r->found) {
+        j = json_loadb((const char *)r->kv.value, r->kv.value_len, 0, NULL);
+        primary = j ? json_string_value(json_object_get(j, "primary")) : NULL;
+    }
+    wrong_set_answer(p, st, primary);
+    json_decref(j);
+}
+
+/* wrong_set for st->event placed on st->owner: read the owner's primary first. */
+static void owner_lookup(slot__placement *p, place_step *st)
+{
+    char key[SLOT_PLACE_KEY_BYTES];
+    snprintf(key, sizeof key, "%sset/%s", p->prefix, st->owner);
+    st->kind = STEP_OWNER;
+    if (slot_etcd_get(p->c->etcd, key, on_owner, st) != 0)
+        wrong_set_answer(p, st, NULL); /* the answer without its primary */
+}
+
+/* ---- create_event: the parent's set, then the CAS */
+
+static int cas_start(slot__placement *p, place_step *st);
+
+static void on_parent(slot_etcd *e, int status, const slot_etcd_get_result *r, void *data)
+{
+    (void)e;
+    place_step *st = data;
+    slot__placement *p = st->p;
+    if (status != 0) {
+        step_finish(p, st, SLOT_E_UNAVAILABLE, "the placement map could not be read; nothing was changed, retry");
+        return;
+    }
+    char set[SLOT_CLUSTER_NAME_BYTES];
+    uint64_t gen = 0;
+    if (!r->found) {
+        step_finish(p, st, SLOT_E_UNKNOWN_EVENT, "the parent is in no replica set of the placement");
+        return;
+    }
+    if (!parse_entry(r->kv.value, r->kv.value_len, set, sizeof set, &gen, NULL)) {
+        step_finish(p, st, SLOT_E_INTERNAL, "the parent's placement entry is not one slotd wrote");
+        return;
+    }
+    if (strcmp(set, p->set) != 0) { /* a family is placed together (docs/protocol.md, "Placement") */
+        snprintf(st->owner, sizeof st->owner, "%s", set);
+        st->owner_gen = gen;
+        owner_lookup(p, st);
+        return;
+    }
+    if (cas_start(p, st) != 0)
+        step_finish(p, st, SLOT_E_OVERLOADED, "too many etcd requests in flight; nothing was changed, retry");
+}
+
+static void on_cas(slot_etcd *e, int status, const slot_etcd_cas_result *r, void *data)
+{
+    (void)e;
+    place_step *st = data;
+    slot__placement *p = st->p;
+    if (status != 0) {
+        /* etcd may have applied it (a retried request): the create is not
+         * run, so an entry it made names this set for an event that does
+         * not exist here; a retry of the create finds it and goes on. */
+        step_finish(p, st, SLOT_E_UNAVAILABLE, "the placement map could not be changed; nothing was created, retry");
+        return;
+    }
+    if (r->succeeded) {
+        st->queue = st->fresh = true;
+        step_finish(p, st, SLOT_E_OK, NULL);
+        return;
+    }
+    char set[SLOT_CLUSTER_NAME_BYTES];
+    uint64_t gen = 0;
+    if (!r->found || !parse_entry(r->current.value, r->current.value_len, set, sizeof set, &gen, NULL)) {
+        step_finish(p, st, SLOT_E_UNAVAILABLE, "the placement entry changed meanwhile; nothing was created, retry");
+        return;
+    }
+    if (strcmp(set, p->set) == 0) { /* placed here already: the create answers (a replay, or exists) */
+        st->queue = true;
+        step_finish(p, st, SLOT_E_OK, NULL);
+        return;
+    }
+    snprintf(st->owner, sizeof st->owner, "%s", set);
+    st->owner_gen = gen;
+    owner_lookup(p, st);
+}
+
+/* The CAS that makes the event's entry when its key is absent; 0 or the etcd call's error. */
+static int cas_start(slot__placement *p, place_step *st)
+{
+    char key[SLOT_PLACE_KEY_BYTES], val[SLOT_PLACE_KEY_BYTES];
+    key_event(p, st->event, key, sizeof key);
+    int n = snprintf(val, sizeof val, "{\"set\":\"%s\",\"gen\":1,\"state\":\"serving\"}", p->set);
+    st->kind = STEP_CAS;
+    return slot_etcd_cas(p->c->etcd, key, 0, val, (size_t)n, 0, on_cas, st);
+}
+
+/* ---- the placement op: the map and the sets, from etcd */
+
+static void put_event(frag *f, bool *first, const char *name, json_t *v)
+{
+    frag_cstr(f, *first ? "" : ",");
+    *first = false;
+    frag_jstr(f, name);
+    frag_cstr(f, ":");
+    json_t *out = json_object();
+    json_t *x;
+    if (!out) {
+        f->oom = true;
+        return;
+    }
+    if ((x = json_object_get(v, "set")) && json_is_string(x))
+        json_object_set(out, "set", x);
+    if ((x = json_object_get(v, "gen")) && json_is_integer(x))
+        json_object_set(out, "gen", x);
+    if ((x = json_object_get(v, "state")) && json_is_string(x))
+        json_object_set(out, "state", x);
+    if ((x = json_object_get(v, "to")) && json_is_string(x))
+        json_object_set(out, "to", x);
+    char *t = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (t)
+        frag_cstr(f, t);
+    else
+        f->oom = true;
+    free(t);
+    json_decref(out);
+}
+
+static void put_set(frag *f, bool *first, const char *name, json_t *v)
+{
+    frag_cstr(f, *first ? "" : ",");
+    *first = false;
+    frag_jstr(f, name);
+    frag_cstr(f, ":{");
+    const char *pr = json_string_value(json_object_get(v, "primary"));
+    const char *ht = json_string_value(json_object_get(v, "http"));
+    bool any = false;
+    if (pr && pr[0]) {
+        frag_cstr(f, "\"primary\":");
+        frag_jstr(f, pr);
+        any = true;
+    }
+    if (ht && ht[0]) {
+        frag_cstr(f, any ? ",\"http\":" : "\"http\":");
+        frag_jstr(f, ht);
+    }
+    frag_cstr(f, "}");
+}
+
+static void on_list(slot_etcd *e, int status, const slot_etcd_range_result *r, void *data)
+{
+    (void)e;
+    place_step *st = data;
+    slot__placement *p = st->p;
+    if (status != 0) {
+        step_finish(p, st, SLOT_E_UNAVAILABLE, "the placement map could not be read; retry");
+        return;
+    }
+    size_t plen = strlen(p->prefix);
+    frag ev = {0}, sets = {0};
+    bool ev_first = true, set_first = true, found = false;
+    for (size_t i = 0; i < r->count; i++) {
+        const slot_etcd_kv *kv = &r->kvs[i];
+        if (kv->key_len <= plen)
+            continue;
+        const char *rest = kv->key + plen;
+        json_t *v = json_loadb((const char *)kv->value, kv->value_len, 0, NULL);
+        if (!v || !json_is_object(v)) {
+            json_decref(v);
+            continue; /* not a value slotd wrote: left out */
+        }
+        if (strncmp(rest, "event/", 6) == 0 && rest[6]) {
+            if (!st->filter[0] || strcmp(rest + 6, st->filter) == 0) {
+                put_event(&ev, &ev_first, rest + 6, v);
+                found = true;
+            }
+        } else if (strncmp(rest, "set/", 4) == 0 && rest[4]) {
+            put_set(&sets, &set_first, rest + 4, v);
+        }
+        json_decref(v);
+    }
+    if (st->filter[0] && !found) {
+        free(ev.b);
+        free(sets.b);
+        snprintf(st->event, sizeof st->event, "%s", st->filter);
+        step_finish(p, st, SLOT_E_UNKNOWN_EVENT, "the placement map holds no such event");
+        return;
+    }
+    frag f = {0};
+    frag_cstr(&f, ",\"events\":{");
+    if (ev.b)
+        frag_add(&f, ev.b, ev.n);
+    frag_cstr(&f, "},\"sets\":{");
+    if (sets.b)
+        frag_add(&f, sets.b, sets.n);
+    frag_cstr(&f, "}");
+    if (r->more)
+        frag_cstr(&f, ",\"truncated\":true");
+    bool oom = f.oom || ev.oom || sets.oom;
+    free(ev.b);
+    free(sets.b);
+    if (oom) {
+        free(f.b);
+        step_finish(p, st, SLOT_E_INTERNAL, "out of memory");
+        return;
+    }
+    st->fields = f.b;
+    st->fields_len = f.n;
+    step_finish(p, st, SLOT_E_OK, NULL);
+}
+
+/* ---- this set's primary, published under P set/S */
+
+static void on_reg(slot_etcd *e, int status, const slot_etcd_write_result *r, void *data)
+{
+    (void)e, (void)r;
+    slot__placement *p = data;
+    p->reg_busy = false;
+    if (status != 0)
+        p->reg_tenure = 0; /* put again on the next tick */
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    slot__placement *p = t->data;
+    clu *c = p->c;
+    if (c->stopping || !c->etcd || p->reg_busy || c->role != CLU_PRIMARY || p->reg_tenure == c->tenure)
+        return;
+    char key[SLOT_PLACE_KEY_BYTES], val[4 * SLOT_CLUSTER_ADDR_BYTES + 128];
+    snprintf(key, sizeof key, "%sset/%s", p->prefix, p->set);
+    int n = snprintf(val, sizeof val, "{\"primary\":\"%s\",\"http\":\"%s\",\"repl\":\"%s\",\"node\":\"%s\"}", c->adv,
+                     c->http_addr, c->repl_addr, c->self);
+    if (slot_etcd_put(c->etcd, key, val, (size_t)n, 0, on_reg, p) == 0) {
+        p->reg_busy = true;
+        p->reg_tenure = c->tenure;
+    }
+}
+
+/* ---- the hooks (server_int.h, slot__cluster_hooks) */
+
+bool slot__place_admit(server *s, conn *c, entry *e)
+{
+    if (!s->clu || !s->clu->place)
+        return false;
+    if (e->req.op != SLOT_OP_CREATE_EVENT && c->placing == 0)
+        return false;
+    e->state = ENTRY_READ_WAIT;
+    e->place_step = SLOT__PLACE_DEFER;
+    c->placing++;
+    return true;
+}
+
+/* The deferred entry leaves its wait (queued or answered). */
+static void undefer(entry *e, uint8_t step)
+{
+    SLOT_ASSERT(e->place_step == SLOT__PLACE_DEFER);
+    if (e->conn) {
+        SLOT_ASSERT(e->conn->placing > 0);
+        e->conn->placing--;
+    }
+    e->place_step = step;
+}
+
+/* A step done: its outcome into e (moved, the slot freed). */
+static slot__place_state collect(entry *e, place_step *st)
+{
+    bool queue = st->queue && st->err == SLOT_E_OK;
+    bool fresh = st->fresh;
+    if (e->place_step == SLOT__PLACE_DEFER)
+        undefer(e, queue && fresh ? SLOT__PLACE_FRESH : SLOT__PLACE_DONE);
+    if (!queue) {
+        if (st->err != SLOT_E_OK)
+            slot_res_error(&e->res, st->err, "%s", st->msg);
+        e->res.fields = st->fields;
+        e->res.fields_len = st->fields_len;
+        st->fields = NULL;
+    }
+    step_free(st);
+    return queue ? SLOT__PLACE_QUEUE : SLOT__PLACE_ANSWERED;
+}
+
+slot__place_state slot__place_run(server *s, entry *e)
+{
+    slot__placement *p = s->clu ? s->clu->place : NULL;
+    if (!p) {
+        slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "this server is not a member of a placement (--placement)");
+        return SLOT__PLACE_ANSWERED;
+    }
+    if (e->place_tag) {
+        place_step *st = step_of(p, e->place_tag);
+        if (!st) {
+            if (e->place_step == SLOT__PLACE_DEFER)
+                undefer(e, SLOT__PLACE_DONE);
+            slot_res_error(&e->res, SLOT_E_INTERNAL, "the placement step's state was lost");
+            return SLOT__PLACE_ANSWERED;
+        }
+        if (!st->done)
+            return SLOT__PLACE_RUNNING;
+        return collect(e, st);
+    }
+    bool create = e->req.op == SLOT_OP_CREATE_EVENT;
+    if (e->req.op != SLOT_OP_PLACEMENT && !create) { /* it waited behind a create of its connection */
+        undefer(e, SLOT__PLACE_DONE);
+        return SLOT__PLACE_QUEUE;
+    }
+    if (create && slot__clu_write_gate(s, &e->res)) { /* not_primary (with its address), or unavailable */
+        undefer(e, SLOT__PLACE_DONE);
+        return SLOT__PLACE_ANSWERED;
+    }
+    place_step *st = step_new(p);
+    if (!st) {
+        if (e->place_step == SLOT__PLACE_DEFER)
+            undefer(e, SLOT__PLACE_DONE);
+        slot_res_error(&e->res, SLOT_E_OVERLOADED, "%u placement steps wait for etcd; retry later",
+                       (unsigned)SLOT_PLACE_STEPS_MAX);
+        return SLOT__PLACE_ANSWERED;
+    }
+    e->place_tag = st->tag;
+    st->busy = true;
+    int rc = 0;
+    if (create) {
+        snprintf(st->event, sizeof st->event, "%s", e->req.event);
+        if (e->req.parent_len > 0) {
+            char key[SLOT_PLACE_KEY_BYTES];
+            key_event(p, e->req.parent, key, sizeof key);
+            st->kind = STEP_PARENT;
+            rc = slot_etcd_get(p->c->etcd, key, on_parent, st);
+        } else {
+            rc = cas_start(p, st);
+        }
+    } else {
+        snprintf(st->filter, sizeof st->filter, "%s", e->req.event_len ? e->req.event : "");
+        st->kind = STEP_LIST;
+        rc = slot_etcd_get_prefix(p->c->etcd, p->prefix, SLOT_PLACE_LIST_MAX, on_list, st);
+    }
+    if (rc != 0) {
+        e->place_tag = 0;
+        step_free(st);
+        if (e->place_step == SLOT__PLACE_DEFER)
+            undefer(e, SLOT__PLACE_DONE);
+        slot_res_error(&e->res, SLOT_E_OVERLOADED, "too many etcd requests in flight; nothing was changed, retry");
+        return SLOT__PLACE_ANSWERED;
+    }
+    return SLOT__PLACE_RUNNING;
+}
+
+static void on_undo(slot_etcd *e, int status, const slot_etcd_write_result *r, void *data)
+{
+    (void)e, (void)r;
+    slot__placement *p = data;
+    if (status != 0)
+        SLOT__CLU_LOG(p->c, SLOT__LOG_WARN, "a refused create's placement entry could not be deleted",
+                      SLOT__LF_S("error", slot_etcd_err_name(status)));
+}
+
+void slot__place_answered(server *s, entry *e)
+{
+    slot__placement *p = s->clu ? s->clu->place : NULL;
+    if (!p || e->place_step != SLOT__PLACE_FRESH)
+        return;
+    e->place_step = SLOT__PLACE_DONE;
+    if (e->res.err == SLOT_E_OK)
+        return;
+    /* The create that made the entry was refused: a refused create_event
+     * leaves no map entry (docs/protocol.md, "Placement"). */
+    char key[SLOT_PLACE_KEY_BYTES];
+    key_event(p, e->req.event, key, sizeof key);
+    if (slot_etcd_del(p->c->etcd, key, on_undo, p) != 0)
+        SLOT__CLU_LOG(p->c, SLOT__LOG_WARN, "a refused create's placement entry could not be deleted",
+                      SLOT__LF_S("event", e->req.event));
+}
+
+/* ---- start and stop */
+
+int slot__place_start(clu *c)
+{
+    const slot__server_opts *o = &c->s->opts;
+    if (!o->placement)
+        return 0;
+    slot__placement *p = calloc(1, sizeof(*p));
+    if (!p) {
+        slot__log(SLOT__LOG_ERROR, "out of memory");
+        return -1;
+    }
+    p->c = c;
+    snprintf(p->prefix, sizeof p->prefix, "/slotd/placement/%s/", o->placement);
+    snprintf(p->set, sizeof p->set, "%s", o->cluster);
+    uv_timer_init(c->s->loop, &p->tick);
+    p->tick.data = p;
+    p->tick_open = true;
+    uv_timer_start(&p->tick, on_tick, 0, SLOT_PLACE_TICK_MS);
+    c->place = p;
+    SLOT__CLU_LOG(c, SLOT__LOG_INFO, "placement member", SLOT__LF_S("placement", o->placement),
+                  SLOT__LF_S("set", p->set));
+    return 0;
+}
+
+void slot__place_stop(clu *c)
+{
+    slot__placement *p = c->place;
+    if (!p || !p->tick_open)
+        return;
+    uv_close((uv_handle_t *)&p->tick, NULL);
+    p->tick_open = false;
+}
+
+void slot__place_free(clu *c)
+{
+    slot__placement *p = c->place;
+    if (!p)
+        return;
+    for (size_t i = 0; i < SLOT_PLACE_STEPS_MAX; i++)
+        free(p->steps[i].fields);
+    free(p);
+    c->place = NULL;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""test_placement.py SLOTD — two replica sets of one placement (--placement)
+sharing one etcd (docs/design.md, "Many replica sets"; docs/protocol.md,
+"Placement"). Each set is one node (--min-replicas 0), its own primary.
+
+Checks: each primary publishes its addresses (the placement op names both);
+create_event places the event on its set (the map entry exists when the
+create is answered); the same name created on the other set is wrong_set
+with the owner's set, gen and primary, and that set has no such event; a
+child created on another set than its parent is wrong_set; a child of a
+parent the map does not hold is unknown_event; a refused create leaves no
+map entry; placement with "event" answers that event alone, and an event the
+map does not hold is unknown_event; a create and a hold pipelined on one
+connection keep their order; over HTTP the same wrong_set.
+Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
+stopped by its PID; the folders are temporary.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import slotd_kit as kit
+from slotd_kit import check, call
+
+ETCD = shutil.which('etcd') or '/usr/bin/etcd'
+
+
+def free_port():
+    s = socket.socket()
+    s.bind((kit.LOOPBACK, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_etcd(base):
+    cport, pport = free_port(), free_port()
+    client = 'http://%s:%d' % (kit.LOOPBACK, cport)
+    peer = 'http://%s:%d' % (kit.LOOPBACK, pport)
+    log = open(os.path.join(base, 'etcd.log'), 'w')
+    proc = subprocess.Popen([ETCD, '--name', 't', '--data-dir', os.path.join(base, 'etcd-data'),
+                             '--listen-client-urls', client, '--advertise-client-urls', client,
+                             '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
+                             '--initial-cluster', 't=' + peer],
+                            stdout=log, stderr=log)
+    kit.STARTED.append(proc)
+    for _ in range(200):
+        try:
+            socket.create_connection((kit.LOOPBACK, cport), timeout=1).close()
+            return proc, client
+        except OSError:
+            time.sleep(0.05)
+    sys.exit('etcd did not start')
+
+
+def one(port, req):
+    return call(port, [req])[0]
+
+
+def wait_primary(port):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        r = one(port, {'op': 'cluster'})
+        if r.get('role') == 'primary':
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def main():
+    slotd = sys.argv[1]
+    if not os.access(ETCD, os.X_OK):
+        print('etcd not found (install etcd-server)')
+        sys.exit(77)
+    base = tempfile.mkdtemp(prefix='slotd-place-')
+    try:
+        _, etcd_url = start_etcd(base)
+        secret = os.path.join(base, 'secret')
+        with open(secret, 'w') as f:
+            f.write('placement-test-secret-0123456789\n')
+        os.chmod(secret, 0o600)
+        sets = {}
+        for name in ('s1', 's2'):
+            sets[name] = kit.Server(slotd, os.path.join(base, name), http=True, extra=[
+                '--cluster', name, '--node', 'n1', '--etcd', etcd_url, '--cluster-secret-file', secret,
+                '--placement', 'p', '--min-replicas', '0', '--heartbeat-ms', '50',
+                '--failover-timeout-ms', '600', '--durability', 'nosync'],
+                stderr_path=os.path.join(base, name + '.log'))
+        p1, p2 = sets['s1'].port, sets['s2'].port
+        check(wait_primary(p1) and wait_primary(p2), 'both single-node sets become primary')
+
+        # each primary publishes its addresses
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            m = one(p1, {'op': 'placement'})
+            if len(m.get('sets', {})) == 2:
+                break
+            time.sleep(0.1)
+        check(m.get('ok') and m.get('sets', {}).get('s1', {}).get('primary') == '127.0.0.1:%d' % p1 and
+              m['sets'].get('s2', {}).get('primary') == '127.0.0.1:%d' % p2,
+              'placement names both sets\' primaries', m)
+        check(m['sets']['s2'].get('http') == '127.0.0.1:%d' % sets['s2'].http_port,
+              'and their HTTP addresses', m)
+
+        # create_event places the event on its set
+        r = one(p1, {'op': 'create_event', 'event': 'a', 'capacity': 100})
+        check(r.get('ok'), 'create_event on s1', r)
+        m = one(p2, {'op': 'placement', 'event': 'a'})
+        check(m.get('ok') and m.get('events') == {'a': {'set': 's1', 'gen': 1, 'state': 'serving'}},
+              'the map holds a on s1 (asked of s2)', m)
+        r = one(p1, {'op': 'create_event', 'event': 'a', 'capacity': 100})
+        check(r.get('ok') or r.get('error') != 'wrong_set', 'the same create again on s1 is not wrong_set', r)
+
+        # the name placed elsewhere
+        r = one(p2, {'op': 'create_event', 'event': 'a', 'capacity': 5})
+        check(r.get('error') == 'wrong_set' and r.get('set') == 's1' and r.get('gen') == 1 and
+              r.get('event') == 'a' and r.get('primary') == '127.0.0.1:%d' % p1,
+              'create of a on s2: wrong_set naming s1, gen 1 and its primary', r)
+        r = one(p2, {'op': 'event', 'event': 'a'})
+        check(r.get('error') == 'unknown_event', 's2 made no event a', r)
+
+        # families are placed together
+        r = one(p2, {'op': 'create_event', 'event': 'a.vip', 'capacity': 10, 'parent': 'a'})
+        check(r.get('error') == 'wrong_set' and r.get('set') == 's1', 'a child on another set than its parent', r)
+        r = one(p1, {'op': 'create_event', 'event': 'a.vip', 'capacity': 10, 'parent': 'a'})
+        check(r.get('ok'), 'the child on its parent\'s set', r)
+        r = one(p2, {'op': 'create_event', 'event': 'orphan', 'capacity': 10, 'parent': 'nosuch'})
+        check(r.get('error') == 'unknown_event', 'a parent the map does not hold: unknown_event', r)
+        m = one(p1, {'op': 'placement', 'event': 'orphan'})
+        check(m.get('error') == 'unknown_event', 'and no entry for the child', m)
+
+        # a refused create leaves no map entry
+        r = one(p2, {'op': 'create_event', 'event': 'bad', 'capacity': 10, 'shards': 100000})
+        check(not r.get('ok') and r.get('error') not in ('wrong_set', 'unavailable'), 'a create the server refuses', r)
+        ok = False
+        for _ in range(50):
+            m = one(p1, {'op': 'placement', 'event': 'bad'})
+            if m.get('error') == 'unknown_event':
+                ok = True
+                break
+            time.sleep(0.1)
+        check(ok, 'the refused create left no map entry', m)
+
+        # order on one connection: a create, then a hold on it, pipelined
+        out = call(p2, [{'op': 'create_event', 'event': 'b', 'capacity': 3},
+                        {'op': 'hold', 'event': 'b', 'user': 'u1', 'qty': 1, 'request': 'r1'},
+                        {'op': 'event', 'event': 'b'}])
+        check(len(out) == 3 and out[0].get('ok') and out[1].get('ok') and out[2].get('held') == 1,
+              'pipelined create, hold, event answered in order', out)
+        m = one(p1, {'op': 'placement'})
+        check(m.get('ok') and set(m.get('events', {})) == {'a', 'a.vip', 'b'} and m['events']['b']['set'] == 's2',
+              'the whole map: a, a.vip on s1 and b on s2', m)
+        if os.environ.get('SLOT_TEST_VERBOSE'):
+            print(json.dumps(m))
+
+        # placement on any role, and of an event the map does not hold
+        m = one(p2, {'op': 'placement', 'event': 'nosuch'})
+        check(m.get('error') == 'unknown_event', 'placement of an event the map does not hold', m)
+
+        for name, srv in sets.items():
+            check(srv.stop() == 0, 'set %s stops cleanly' % name, srv.stderr_text()[-2000:])
+    finally:
+        kit.stop_all()
+        shutil.rmtree(base, ignore_errors=True)
+    kit.finish()
+
+
+if __name__ == '__main__':
+    main()
