@@ -17,7 +17,10 @@
  * "Invariants"; 5 and 6 are about answers and are checked by tests, the scan
  * checks the state they leave: 1, 2, 3, 4, 7 and the expiry index), and
  * the feed's agreement with the holds (slot_feed_check_holds, reported as
- * invariant 8; a scan of the whole feed, so only when event is NULL).
+ * invariant 8; a scan of the whole feed, so only when event is NULL), and
+ * for a seated event the seat invariant (docs/protocol.md, "Seated events":
+ * every seat in exactly one state, its counts those of the event, each shard
+ * and each category; reported as invariant 9).
  *   event/event_len: one event, or NULL/0 for all.
  * Fills res->events_checked, holds_checked, nviolations, violations.
  * Cost: O(holds + shards + users) of the scanned events; runs on a read txn.

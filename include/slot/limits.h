@@ -20,6 +20,18 @@
 #define SLOT_DIGEST_HEX_BYTES 64    /* digest: SHA-256 as lowercase hex */
 #define SLOT_PATH_BYTES_MAX 1023    /* backup: the server-side file's absolute path (kept in a request's cart space) */
 
+/* Seated events (docs/protocol.md, "Seated events"; docs/design.md, "Seats"). */
+#define SLOT_SEATS_MAX 1000000          /* seats of one event (its capacity) */
+#define SLOT_SEAT_NAME_BYTES_MAX 16     /* a section's or a row's name: 1..16 bytes of [A-Za-z0-9] */
+#define SLOT_SEAT_ID_BYTES_MAX 50       /* "SECTION-ROW-NUMBER": 16 + 1 + 16 + 1 + up to 16 digits */
+#define SLOT_SEAT_NUMBER_MAX 65535      /* seat numbers: 1..65535 (from, to) */
+#define SLOT_SEAT_ROW_SEATS_MAX 4096    /* seats of one row (to - from + 1): its record stays small */
+#define SLOT_SEAT_ROWS_MAX 65536        /* rows of one event */
+#define SLOT_SEAT_SECTIONS_MAX 4096     /* sections of one event */
+#define SLOT_SEAT_CATEGORIES_MAX 64     /* distinct categories of one event (kept in its map header) */
+#define SLOT_SEAT_CATEGORY_BYTES_MAX 64 /* a category's name: 1..64 bytes of the event-name rule */
+#define SLOT_SEAT_IDS_BYTES_MAX 2048    /* a hold's "seats": the ids' bytes, each with a NUL, in the request */
+
 /* Numbers (docs/protocol.md, "Names and numbers"). */
 #define SLOT_CAPACITY_MAX (UINT64_C(1) << 40) /* capacity and max_per_user: 0..2^40 */
 #define SLOT_SHARDS_MAX 1024                  /* shards: 1..1024 */

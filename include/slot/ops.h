@@ -79,8 +79,9 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(DEALLOCATE, "deallocate", true, true)              \
     X(JOIN, "join", true, false)                         \
     X(ADMISSION, "admission", false, false)              \
-    X(SET_ADMISSION, "set_admission", true, true)      \
-    X(PLACEMENT, "placement", false, false)
+    X(SET_ADMISSION, "set_admission", true, true)        \
+    X(PLACEMENT, "placement", false, false)              \
+    X(SEAT_MAP, "seat_map", false, false)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -133,6 +134,10 @@ enum {
     SLOT_HAS_ALLOC_QTY = 1u << 14,     /* allocate, deallocate: qty given */
     SLOT_HAS_CLIENT_LIMITS = 1u << 15, /* create_event: max_active_per_client or client_rate given */
     SLOT_HAS_GRANT = 1u << 16,         /* hold, hold_many, waitlist_join: grant given */
+    SLOT_HAS_SEATS = 1u << 17,         /* hold, confirm: "seats" given (seat_ids) */
+    SLOT_HAS_ADJACENT = 1u << 18,      /* hold: "adjacent":true */
+    SLOT_HAS_CATEGORY = 1u << 19,      /* hold: "category" given */
+    SLOT_HAS_SECTION = 1u << 20,       /* hold: "section" given */
 };
 
 /* One item of a cart (hold_many): an event and the units wanted of it. */
@@ -144,6 +149,28 @@ typedef struct slot_item {
     uint8_t alloc_len;                  /* 0: from the free shards; else the item's block ("allocation") */
     char alloc[SLOT_EVENT_BYTES_MAX + 1];
 } slot_item;
+
+/* A seat map as create_event's "seats" gave it (docs/protocol.md, "Seated
+ * events"), checked by the parser (src/proto/proto_seat.c): names, ranges,
+ * no duplicate section or row, at most SLOT_SEATS_MAX seats. Heap, owned by
+ * the request that carries it (slot_req.seat_map), freed by slot_req_clear. */
+typedef struct slot_seat_row_def {
+    uint8_t section_len, name_len;
+    uint8_t category; /* 0: none; else 1 + its index in the map's cats */
+    char section[SLOT_SEAT_NAME_BYTES_MAX + 1];
+    char name[SLOT_SEAT_NAME_BYTES_MAX + 1];
+    uint32_t from, to; /* 1..SLOT_SEAT_NUMBER_MAX, from <= to */
+} slot_seat_row_def;
+
+typedef struct slot_seat_map {
+    uint32_t nrows, nsections; /* rows in map order: section by section, as given */
+    uint8_t ncats;             /* distinct categories, in order of first use */
+    uint64_t seats;            /* sum of the rows' lengths, 1..SLOT_SEATS_MAX */
+    uint32_t row_max;          /* the longest row's seats */
+    uint8_t cat_len[SLOT_SEAT_CATEGORIES_MAX];
+    char cats[SLOT_SEAT_CATEGORIES_MAX][SLOT_SEAT_CATEGORY_BYTES_MAX + 1];
+    slot_seat_row_def rows[]; /* nrows */
+} slot_seat_map;
 
 /* subscribe's "from" (docs/protocol.md, "Feed"). */
 typedef enum slot_feed_from { SLOT_FEED_FROM_ACKED = 0, SLOT_FEED_FROM_START, SLOT_FEED_FROM_SEQ } slot_feed_from;
@@ -194,7 +221,17 @@ typedef struct slot_req {
     union {                                   /* one op uses one of them: no entry pays for both */
         slot_item items[SLOT_CART_ITEMS_MAX]; /* hold_many */
         char path[SLOT_PATH_BYTES_MAX + 1];   /* backup: the file the server writes, absolute */
+        struct {                              /* hold, confirm: "seats", each id NUL-ended, in request order */
+            uint16_t n;                       /* 1..max_per_request ids */
+            uint16_t len;                     /* bytes used of ids */
+            char ids[SLOT_SEAT_IDS_BYTES_MAX];
+        } seat_ids;
     };
+    /* seated events (docs/protocol.md, "Seated events") */
+    uint8_t category_len, section_len;                   /* hold: the filters; 0 = none */
+    char category[SLOT_SEAT_CATEGORY_BYTES_MAX + 1];     /* hold: "category" */
+    char section[SLOT_SEAT_NAME_BYTES_MAX + 1];          /* hold: "section" */
+    slot_seat_map *seat_map;                             /* create_event: "seats", heap (slot_req_clear); or NULL */
     /* v1.2 admission (docs/protocol.md, "Admission") */
     uint8_t admission;                   /* create_event, set_admission: SLOT_ADMISSION_* */
     uint32_t admit_per_s;                /* SLOT_ADMIT_PER_S_MIN..MAX */
@@ -218,6 +255,11 @@ typedef struct slot_req {
     uint8_t node_len;
     char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1]; /* the member it names */
 } slot_req;
+
+/* slot_req_clear — free a request's heap part (seat_map) and set it NULL;
+ * the rest is left. Whoever parsed into req calls it before reusing or
+ * dropping req. NULL-safe on the field. Thread: the request's owner. */
+void slot_req_clear(slot_req *req);
 
 /* The waiting room (docs/protocol.md, "Admission"): the event's mode and an entry's state on the wire. */
 enum { SLOT_ADMISSION_NONE = 0, SLOT_ADMISSION_QUEUE = 1, SLOT_ADMISSION_LOTTERY = 2 };
@@ -420,6 +462,12 @@ typedef struct slot_res {
     char grant[SLOT_HOLD_ID_BYTES + 1];        /* admitted: the grant */
     const char *limit;                         /* rate_limited: "client_rate" or "max_active_per_client" (static) */
     uint64_t retry_after_ms;                   /* rate_limited: when a retry may pass */
+    /* seated events (docs/protocol.md, "Seated events") */
+    bool taken;           /* hold: status "taken" (extra carries "taken":[...]) */
+    bool seated;          /* sold_out of a seated event: "max_adjacent" is written */
+    uint64_t max_adjacent; /* sold_out of a seated event: the longest free run asked about */
+    char *extra;          /* JSON members ("k":v,...) written after the op's fields of an ok reply, heap; or NULL */
+    size_t extra_len;
 } slot_res;
 
 /* slot_res_clear — free a result's heap parts and zero it. `res` may be zeroed already. */

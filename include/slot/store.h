@@ -102,6 +102,10 @@ typedef struct slot_event_rec {
     uint8_t drawn;        /* the admit clock started (and, lottery, the draw made) */
     uint64_t lottery_key; /* the draw's random key */
     uint64_t lottery_n;   /* entries in the draw (joined before it) */
+    /* Seated events (docs/protocol.md, "Seated events"): one byte after the
+     * version-5 layout, written only when set (an unseated event's record is
+     * unchanged, and a record without it reads as unseated). */
+    uint8_t seated; /* 1: the event's units are the seats of its seat map (src/alloc/seat.c) */
 } slot_event_rec;
 
 /* How a hold was made: its request key's kind of use (docs/protocol.md,
@@ -434,6 +438,25 @@ int slot_store_client_hold_del(slot_store *st, MDB_txn *txn, const char *ev, siz
  * into seqs; *n receives how many. */
 int slot_store_client_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const char *client,
                             size_t client_len, uint64_t *seqs, uint32_t max, uint32_t *n);
+
+/*
+ * ---- Seat maps (docs/design.md, "Seats"; src/store/store_seat.c): rows in
+ * the waitlist database under the event's name, one type byte after it, so
+ * write sets, the digest, backups and replication carry them as they carry
+ * every row there. The store keeps the bytes; src/alloc/seat.c packs them.
+ *   ev + 'M'                    the map's header (sizes, categories and their counts)
+ *   ev + 'R' + u32 row          one row: names, numbers, category, free, longest run, a state byte a seat
+ *   ev + 'N' + name             a row's index by "SECTION-ROW", or a section's marker by "SECTION"
+ *   ev + 'S' + u64 hold seq     the hold's seats, in its order (row, number pairs)
+ * type: one of "MRNS"; sub: the bytes after it (0..400). A read copies at
+ * most cap bytes into out and sets *len to the value's size (a value over
+ * cap is MDB_CORRUPTED: the caller's buffer is sized to the largest row).
+ * 0, MDB_NOTFOUND or an LMDB error; the caller's transaction.
+ */
+int slot_store_seat_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, char type, const void *sub,
+                        size_t sub_len, void *out, size_t cap, size_t *len);
+int slot_store_seat_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, char type, const void *sub,
+                        size_t sub_len, const void *val, size_t val_len);
 
 /*
  * ---- Replication groundwork (src/store/store_repl.c; docs/design.md, "Storage",

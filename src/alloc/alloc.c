@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "alloc_int.h"
+#include "seat_int.h"
 #include "slot/assert.h"
 
 typedef slot__alloc_ctx ctx;
@@ -66,9 +67,18 @@ static int hold_replay(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold
                        (unsigned)asked);
         return 0;
     }
-    int rc = slot__hold_settle(c, e, h);
+    bool same = true; /* a seat hold's replay names the same seats in the same order ("Clarifications of v1.2") */
+    int rc = e->seated && (req->has & SLOT_HAS_SEATS) ? slot__seat_same(c, req, h, &same) : 0;
+    if (rc == 0 && !same) {
+        slot_res_error(res, SLOT_E_IDEMPOTENCY_CONFLICT, "request \"%s\" was used with other seats", req->request);
+        return 0;
+    }
+    if (rc == 0)
+        rc = slot__hold_settle(c, e, h);
     slot__res_hold(res, h, h->status);
     res->replay = true;
+    if (rc == 0 && e->seated)
+        rc = slot__seat_res(c, h, res);
     return rc;
 }
 
@@ -91,6 +101,9 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
     }
     if (rc != MDB_NOTFOUND)
         return rc;
+    slot__seat_ask ask; /* unknown seats, categories and sections come with unknown blocks (seat_int.h) */
+    if ((rc = slot__seat_resolve(c, req, &e, &ask, res)) != 0)
+        return slot__answered_ok(rc);
     /* an unknown block comes before max_per_request ("Clarifications of v1.2", Hold decision order) */
     if (req->alloc_len > 0 && (rc = slot__block_known(c, req, res)) != 0)
         return slot__answered_ok(rc);
@@ -107,13 +120,22 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
         return rc;
     uint64_t user_qty = 0;
     rc = slot__hold_admit(c, req, &e, &user_qty, res);
+    if (rc == 0 && res->err == SLOT_E_OK && res->sold_out && ask.mode != SLOT__SEAT_NONE)
+        rc = slot__answered_ok(slot__seat_sold_out(c, &ask, res)); /* with max_adjacent */
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
+    slot__seat_list chosen;
+    if (ask.mode != SLOT__SEAT_NONE && (rc = slot__seat_pick(c, &e, &ask, req->qty, &chosen, res)) != 0)
+        return slot__answered_ok(rc); /* taken, or sold_out: no N adjacent (of the filter) anywhere */
     slot__hold_new(h, req->user, req->user_len, req->request, req->request_len, req->qty);
     h->alloc_len = req->alloc_len;
     memcpy(h->alloc, req->alloc, req->alloc_len + 1u);
     slot__client_note(h, req, &e);
+    c->seats = ask.mode != SLOT__SEAT_NONE ? &chosen : NULL;
     rc = slot__hold_make(c, &e, h, user_qty + h->qty);
+    c->seats = NULL;
+    if (rc == 0 && e.seated)
+        rc = slot__seat_res(c, h, res);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
     if (rc == 0)
@@ -138,6 +160,8 @@ static int op_give_back(ctx *c, const slot_req *req, slot_res *res, bool cancel)
         slot__res_hold(res, &h, h.status);
         res->done = may;
     }
+    if (rc == 0 && e.seated)
+        rc = slot__seat_res(c, &h, res);
     return rc;
 }
 
@@ -151,7 +175,7 @@ static int op_get_hold(ctx *c, const slot_req *req, slot_res *res)
     if (rc != 0)
         return slot__answered_ok(rc);
     slot__res_hold(res, &h, slot__hold_due(&h, c->now_ms) ? SLOT_HOLD_EXPIRED : h.status);
-    return 0;
+    return e.seated ? slot__seat_res(c, &h, res) : 0;
 }
 
 /* The event view of record e into res, with a child's effective_available. */
@@ -159,7 +183,15 @@ static int view_put(ctx *c, slot_res *res, const slot_event_rec *e)
 {
     slot__view_fill(&res->view, c->ev, c->ev_len, e);
     int rc = slot__view_family(c, &res->view, e);
-    return rc == 0 ? slot__view_blocks(c, &res->view) : rc;
+    if (rc == 0)
+        rc = slot__view_blocks(c, &res->view);
+    if (rc == 0 && e->seated) {
+        free(res->extra); /* the view is put once per reply; an edit's first try may have put one */
+        res->extra = NULL;
+        res->extra_len = 0;
+        rc = slot__seat_view(c, e, res);
+    }
+    return rc;
 }
 
 static int op_event(ctx *c, slot_res *res)
@@ -189,6 +221,11 @@ static int parent_check(ctx *c, const slot_req *req, slot_event_rec *p, slot_res
     }
     if (rc != 0)
         return rc;
+    if (p->seated) { /* "Clarifications of v1.2", Types */
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "parent: \"%s\" is a seated event, which cannot have children",
+                       req->parent);
+        return SLOT__ANSWERED;
+    }
     if (p->children >= SLOT_CHILDREN_MAX) {
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "parent: \"%s\" has %d children, the most an event may have",
                        req->parent, SLOT_CHILDREN_MAX);
@@ -218,7 +255,7 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
         return 0;
     }
     if (rc == 0) {
-        if (!same_parent || e.capacity != req->capacity || e.shards != req->shards ||
+        if (!same_parent || e.seated != (req->seat_map != NULL) || e.capacity != req->capacity || e.shards != req->shards ||
             e.hold_ttl_ms != req->hold_ttl_ms || e.max_per_user != req->max_per_user ||
             e.max_per_request != req->max_per_request || e.opens_at_ms != req->opens_at_ms ||
             e.closes_at_ms != req->closes_at_ms || e.max_extensions != req->max_extensions ||
@@ -235,6 +272,10 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     if (rc != MDB_NOTFOUND)
         return rc;
     slot_event_rec p;
+    if (req->parent_len > 0 && req->seat_map) {
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "parent: a seated event with a parent is not supported");
+        return 0;
+    }
     if (req->parent_len > 0) {
         rc = parent_check(c, req, &p, res);
         if (rc != 0)
@@ -265,7 +306,8 @@ static int op_create_event(ctx *c, const slot_req *req, slot_res *res)
     e.admit_per_s = req->admit_per_s;
     e.grant_ttl_ms = req->grant_ttl_ms;
     e.queue_opens_at_ms = req->queue_opens_at_ms;
-    rc = shards_spread(c, e.shards, e.capacity);
+    e.seated = req->seat_map != NULL;
+    rc = e.seated ? slot__seat_create(c, &e, req->seat_map) : shards_spread(c, e.shards, e.capacity);
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);
     if (rc == 0 && req->parent_len > 0) {
@@ -296,6 +338,11 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
     uint64_t allocated = e.held + e.confirmed + e.allocated;
     switch (req->op) {
     case SLOT_OP_SET_CAPACITY:
+        if (e.seated) { /* "Clarifications of v1.2", Seats: the seat map is the capacity */
+            slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "capacity: event \"%.*s\" is seated; its seats are its capacity",
+                           (int)c->ev_len, c->ev);
+            return 0;
+        }
         if (req->capacity < allocated) {
             slot_res_error(res, SLOT_E_CAPACITY_BELOW_ALLOCATED,
                            "capacity %llu is below held + confirmed + allocated %llu (descendants included)",
@@ -313,6 +360,8 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
         if (rc == 0)
             rc = shards_spread(c, req->shards, e.capacity - allocated);
         e.shards = (uint16_t)req->shards;
+        if (rc == 0 && e.seated) /* rows regroup: row i in shard i mod shards */
+            rc = slot__seat_reshard(c, &e);
         break;
     case SLOT_OP_SET_STATUS:
         e.status = req->status;
@@ -377,6 +426,8 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
     case SLOT_OP_SET_STATUS:
     case SLOT_OP_SET_SALE_WINDOW:
         return op_edit_event(&c, req, res);
+    case SLOT_OP_SEAT_MAP:
+        return slot__seat_map_op(&c, res);
     case SLOT_OP_SHARDS:
         return op_shards(&c, res);
     case SLOT_OP_EXPIRE:

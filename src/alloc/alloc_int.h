@@ -44,6 +44,7 @@ typedef struct slot__alloc_ctx {
     const char *ev;
     size_t ev_len;
     uint64_t now_ms; /* ms since the Unix epoch */
+    struct slot__seat_list *seats; /* a seat hold's chosen seats for slot__units_take (seat_int.h); NULL: none */
 } slot__alloc_ctx;
 
 /* ---- alloc_rng.c: the random numbers (called by hold.c and confirm.c) */

@@ -4,6 +4,8 @@
  */
 #include "slot/check.h"
 
+#include "seat_int.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -486,6 +488,15 @@ static int check_event(void *p, const char *ev, size_t ev_len, const slot_event_
     if (k->held != e->held || k->confirmed != e->confirmed)
         violation(k, 2, "counters held %llu confirmed %llu, holds say %llu and %llu", (unsigned long long)e->held,
                   (unsigned long long)e->confirmed, (unsigned long long)k->held, (unsigned long long)k->confirmed);
+    if (e->seated) { /* seated events (invariant 9): every seat in one state, the counts those of the seats */
+        slot__alloc_ctx sc = {NULL, k->st, k->txn, ev, ev_len, 0, NULL};
+        char detail[160];
+        rc = slot__seat_check(&sc, e, detail, sizeof detail);
+        if (rc != 0)
+            return rc;
+        if (detail[0])
+            violation(k, 9, "%s", detail);
+    }
     /* a family's entry is served when its event and every ancestor have the units */
     rc = check_waitlist(k, free_sum < k->anc_free ? free_sum : k->anc_free);
     if (rc == 0 && e->max_per_user > 0) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc_int.h"
+#include "seat_int.h"
 #include "slot/assert.h"
 
 typedef slot__alloc_ctx ctx;
@@ -100,6 +101,8 @@ static int reacquire(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_r
         rc = slot__hold_feed(c, n, SLOT_FEED_HOLD_CONFIRMED);
     if (rc == 0)
         slot__res_hold(res, n, SLOT_HOLD_CONFIRMED);
+    if (rc == 0 && e->seated) /* best available seats (slot__seat_take) */
+        rc = slot__seat_res(c, n, res);
     return rc;
 }
 
@@ -117,10 +120,14 @@ int slot__op_confirm(ctx *c, const slot_req *req, slot_res *res)
     int rc = slot__hold_open(c, req, req->user, true, &e, &h, res);
     if (rc != 0)
         return slot__answered_ok(rc);
+    if (!e.seated && (req->has & SLOT_HAS_SEATS)) {
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "seats: event \"%s\" has no seat map", req->event);
+        return 0;
+    }
     if (h.status == SLOT_HOLD_CONFIRMED) {
         slot__res_hold(res, &h, SLOT_HOLD_CONFIRMED);
         res->replay = true;
-        return 0;
+        return e.seated ? slot__seat_res(c, &h, res) : 0;
     }
     if (h.status == SLOT_HOLD_HELD) {
         uint32_t keep = (req->has & SLOT_HAS_QTY) ? req->qty : h.qty;
@@ -129,9 +136,14 @@ int slot__op_confirm(ctx *c, const slot_req *req, slot_res *res)
                            (unsigned)h.qty);
             return 0;
         }
+        /* a seated hold's partial confirm may name the seats it keeps; they move to the list's front */
+        if (e.seated && (rc = slot__seat_keep(c, req, &h, &keep, res)) != 0)
+            return slot__answered_ok(rc);
         rc = slot__hold_confirm(c, &e, &h, keep);
         if (rc == 0)
             slot__res_hold(res, &h, SLOT_HOLD_CONFIRMED);
+        if (rc == 0 && e.seated)
+            rc = slot__seat_res(c, &h, res);
         return rc;
     }
     if (req->reacquire && (h.status == SLOT_HOLD_EXPIRED || h.status == SLOT_HOLD_RELEASED))

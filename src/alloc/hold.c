@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "alloc_int.h"
+#include "seat_int.h"
 #include "slot/assert.h"
 #include "slot/failpoint.h"
 #include "slot/feed.h"
@@ -320,8 +321,11 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     if (rc != 0) {
     } else if (to == SLOT_HOLD_CONFIRMED) {
         e->confirmed += h->qty;
+        if (e->seated) /* the seats become confirmed (seat_int.h) */
+            rc = slot__seat_move(c, e, h, from, to, 0, h->qty);
     } else {
-        rc = give_back(c, c->ev, c->ev_len, e, h->parts, h->nparts, h->seq, h->qty, to_block);
+        rc = e->seated ? slot__seat_move(c, e, h, from, to, 0, h->qty) /* each seat back to its row's shard */
+                       : give_back(c, c->ev, c->ev_len, e, h->parts, h->nparts, h->seq, h->qty, to_block);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
             rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, h->user, h->user_len, &u);
@@ -434,7 +438,9 @@ int slot__hold_confirm(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint32_t kee
         e->held -= back;
         bool to_block = false;
         int rc = block_back(c, h, back, SLOT_HOLD_HELD, SLOT_HOLD_RELEASED, &to_block);
-        if (rc == 0)
+        if (rc == 0 && e->seated) /* the seats after the kept ones (slot__seat_keep put those first) */
+            rc = slot__seat_move(c, e, h, SLOT_HOLD_HELD, SLOT_HOLD_RELEASED, (uint16_t)keep, (uint16_t)back);
+        else if (rc == 0)
             rc = give_back(c, c->ev, c->ev_len, e, give, ngive, h->seq, back, to_block);
         if (rc == 0 && e->max_per_user > 0) {
             uint64_t u;
@@ -520,7 +526,9 @@ int slot__units_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hol
 {
     SLOT_ASSERT(as == SLOT_HOLD_HELD || as == SLOT_HOLD_CONFIRMED);
     bool blk = h->alloc_len > 0;
-    int rc = blk ? block_take(c, h, as) : shards_take(c, c->ev, c->ev_len, e, h->qty, h->parts, &h->nparts);
+    int rc = blk         ? block_take(c, h, as)
+             : e->seated ? slot__seat_take(c, e, h, as) /* the seats chosen (c->seats), or best available */
+                         : shards_take(c, c->ev, c->ev_len, e, h->qty, h->parts, &h->nparts);
     if (blk)
         h->nparts = 0;
     h->nanc = 0;

@@ -125,7 +125,14 @@ void slot_res_clear(slot_res *res)
     free(res->entries);
     free(res->consumers);
     free(res->stats);
+    free(res->extra);
     memset(res, 0, sizeof(*res));
+}
+
+void slot_req_clear(slot_req *req)
+{
+    free(req->seat_map);
+    req->seat_map = NULL;
 }
 
 void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...)

@@ -520,7 +520,7 @@ static slot_err parse_confirm(const parse_ctx *c, slot_req *r)
     if (v && !json_is_boolean(v))
         return field_fail(c, "reacquire", v, "true or false");
     r->reacquire = json_is_true(v);
-    return SLOT_E_OK;
+    return slot__proto_seat_confirm(c->root, r, c->msg, c->msglen);
 }
 
 /* extend: the hold's fields and by_ms. */
@@ -541,7 +541,10 @@ static slot_err parse_create_event(const parse_ctx *c, slot_req *r)
     int64_t ttl = SLOT_HOLD_TTL_MS_DEFAULT, mpu = 0, mpr = SLOT_MAX_PER_REQUEST_DEFAULT;
     bool given = false;
     TRY(get_event(c, r, REQUIRED));
-    TRY(get_capacity(c, r));
+    if (json_object_get(c->root, "seats")) /* a seated event: capacity is its seat count */
+        TRY(slot__proto_seat_map(c->root, r, c->msg, c->msglen));
+    else
+        TRY(get_capacity(c, r));
     TRY(get_shards(c, r, OPTIONAL));
     TRY(get_int(c, "hold_ttl_ms", OPTIONAL, SLOT_HOLD_TTL_MS_MIN, SLOT_HOLD_TTL_MS_MAX, &ttl, &given));
     if (given)
@@ -641,8 +644,15 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         TRY(get_request(c, r));
         TRY(get_client(c, r));
         TRY(get_room_id(c, "grant", OPTIONAL, r->grant, NULL));
-        TRY(get_qty(c, r));
         TRY(get_alloc(c, r, OPTIONAL));
+        if (r->op == SLOT_OP_HOLD) { /* seats, adjacent, category, section (proto_seat.c) */
+            bool qty_done = false;
+            TRY(slot__proto_seat_hold(c->root, r, &qty_done, c->msg, c->msglen));
+            if (!qty_done)
+                TRY(get_qty(c, r));
+        } else {
+            TRY(get_qty(c, r));
+        }
         if (r->op == SLOT_OP_WAITLIST_JOIN && r->alloc_len > 0) /* not built yet: refused, never ignored */
             return fail(c->msg, c->msglen, SLOT_E_INVALID_ARGUMENT,
                         "allocation: waitlist_join from a block is not supported by this server");
@@ -712,6 +722,7 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         return get_user(c, r);
     case SLOT_OP_EVENT:
     case SLOT_OP_SHARDS:
+    case SLOT_OP_SEAT_MAP:
         return get_event(c, r, REQUIRED);
     case SLOT_OP_CREATE_EVENT:
         return parse_create_event(c, r);
@@ -778,5 +789,7 @@ slot_err slot__proto_parse_full(const char *line, size_t len, ptrdiff_t byte_del
     json_decref(c.root);
     if (err == SLOT_E_OK)
         slot__proto_check_parsed(req);
+    else
+        slot_req_clear(req); /* a refused create_event keeps no seat map */
     return err;
 }

@@ -353,9 +353,15 @@ static void put_confirm(slot__jw *w, const slot_res *res)
 
 static void put_hold_reply(slot__jw *w, const slot_res *res)
 {
+    if (res->taken) { /* named seats not free (docs/protocol.md, "Seated events"): extra carries "taken" */
+        kv_cstr(w, "status", "taken");
+        return;
+    }
     if (res->sold_out) {
         kv_cstr(w, "status", "sold_out");
         slot__jw_key_u64(w, "available", res->available);
+        if (res->seated) /* a seated event's: the longest free run of the filter */
+            slot__jw_key_u64(w, "max_adjacent", res->max_adjacent);
         put_short(w, res);
         if (res->block) /* a block's hold: what the block has left (docs/protocol.md, "Allocations") */
             slot__jw_key_u64(w, "remaining", res->block_remaining);
@@ -589,6 +595,10 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
     }
     put_head(&w, &req->id, true);
     put_op_fields(&w, req, res);
+    if (res->extra && res->extra_len > 0) { /* members the allocator wrote: seats, taken, rows, categories */
+        SLOT__JW_LIT(&w, ",");
+        slot__jw_mem(&w, res->extra, res->extra_len);
+    }
     if (res->replay)
         kv_bool(&w, "replay", true);
     put_server_facts(&w, req, res);

@@ -57,6 +57,18 @@ bool slot__proto_parse_fast(const char *line, size_t len, slot_req *req);
 slot_err slot__proto_parse_full(const char *line, size_t len, ptrdiff_t byte_delta, slot_req *req, char *msg,
                                 size_t msglen);
 
+/* proto_seat.c (docs/protocol.md, "Seated events"). Each returns SLOT_E_OK or
+ * invalid_argument with a message naming the field.
+ * slot__proto_seat_map — create_event's "seats" into r->seat_map (heap;
+ *   r owns it) and r->capacity; "capacity", when given, must equal the count.
+ * slot__proto_seat_hold — a hold's "seats" (then *qty_done: r->qty is their
+ *   number, "qty" when given must agree), "adjacent", "category", "section";
+ *   seats with any of the three others is refused.
+ * slot__proto_seat_confirm — a partial confirm's "seats". */
+slot_err slot__proto_seat_map(json_t *root, slot_req *r, char *msg, size_t msglen);
+slot_err slot__proto_seat_hold(json_t *root, slot_req *r, bool *qty_done, char *msg, size_t msglen);
+slot_err slot__proto_seat_confirm(json_t *root, slot_req *r, char *msg, size_t msglen);
+
 /* slot__proto_feed_put — the op's own fields of a feed op's success reply
  * into w (nothing for other ops). */
 void slot__proto_feed_put(slot__jw *w, const slot_req *req, const slot_res *res);

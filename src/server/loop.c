@@ -25,6 +25,7 @@ entry *slot__entry_get(server *s)
     s->pool.live++;
     memset(e, 0, offsetof(entry, req));
     memset(&e->res, 0, sizeof(e->res));
+    e->req.seat_map = NULL; /* a fresh entry's req is not zeroed; slot__entry_put frees it */
     e->req.op = SLOT_OP__COUNT;
     e->req.id.kind = SLOT_ID_NONE;
     return e;
@@ -34,6 +35,7 @@ void slot__entry_put(server *s, entry *e)
 {
     SLOT_ASSERT(s->pool.live > 0);
     slot_res_clear(&e->res);
+    slot_req_clear(&e->req);
     s->pool.live--;
     e->next = s->pool.free;
     s->pool.free = e;

@@ -276,8 +276,8 @@ int slot_store_sync(slot_store *st)
 #define EVENT_REC_V2_BYTES (EVENT_REC_V1_BYTES + 8 + 8 + 2 + 8) /* version 2: the window, max_extensions, max_hold_ms */
 #define EVENT_REC_V3_BYTES (EVENT_REC_V2_BYTES + 4 + 8 * 4)     /* version 3: the waitlist's setting and counters */
 #define EVENT_REC_BYTES_MAX \
-    (EVENT_REC_V3_BYTES + 1 + SLOT_EVENT_BYTES_MAX + 4 + 8 + 8 + 8 + 8 + 4 + 82) /* version 4: parent, children, \
-                                 allocated, the family's join order and waiting; 5: the client limits */
+    (EVENT_REC_V3_BYTES + 1 + SLOT_EVENT_BYTES_MAX + 4 + 8 + 8 + 8 + 8 + 4 + 82 + 1) /* version 4: parent, \
+                  children, allocated, the family's join order and waiting; 5: the client limits; the seated byte */
 
 int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_event_rec *out)
 {
@@ -363,7 +363,10 @@ int slot_store_event_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
         if (out->admission > SLOT_ADMISSION_LOTTERY)
             return MDB_CORRUPTED;
     }
-    return b.bad || b.len != v.mv_size ? MDB_CORRUPTED : 0;
+    out->seated = 0;
+    if (version >= 5 && !b.bad && b.len + 1 == v.mv_size) /* the seated byte (slot/store.h) */
+        out->seated = get_u8(&b);
+    return b.bad || b.len != v.mv_size || out->seated > 1 ? MDB_CORRUPTED : 0;
 }
 
 int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_event_rec *rec)
@@ -416,6 +419,10 @@ int slot_store_event_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev
     SLOT_ASSERT(!k.b.bad);
     SLOT_ASSERT(!b.bad);
     SLOT_ASSERT(b.len == EVENT_REC_V3_BYTES + 1u + rec->parent_len + 122u); /* the version-5 layout, whole */
+    SLOT_ASSERT(rec->seated <= 1);
+    if (rec->seated)
+        put_u8(&b, 1); /* only then: an unseated event's record keeps its bytes */
+    SLOT_ASSERT(!b.bad);
     MDB_val kv = key_val(&k), v = {b.len, raw};
     return store_put(st, txn, DB_EVENTS, &kv, &v, 0);
 }
