@@ -53,6 +53,8 @@ TEST_IMPL(http_line_status_table)
         {SLOT_E_SHUTTING_DOWN, 503},
         {SLOT_E_UNAVAILABLE, 503},
         {SLOT_E_NOT_PRIMARY, 307},
+        {SLOT_E_WRONG_SET, 307},
+        {SLOT_E_CROSS_SET, 409},
         {SLOT_E_STORAGE_FULL, 507},
         {SLOT_E_INTERNAL, 500},
         {SLOT_E_BUSY, 409},

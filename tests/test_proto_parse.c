@@ -504,6 +504,7 @@ static const op_case op_cases[] = {
      1,
      {"\"event\":\"e\"", "\"admission\":\"queue\"", "\"admit_per_s\":50", "\"grant_ttl_ms\":1000"}},
     {"seat_map", SLOT_OP_SEAT_MAP, 1, {"\"event\":\"e\""}},
+    {"placement", SLOT_OP_PLACEMENT, 0, {NULL}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */
