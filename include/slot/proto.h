@@ -18,10 +18,10 @@
  * _CLUSTER is the list of a replica-set member (slot_res.cluster). */
 #define SLOT_PROTO_FEATURES                                                                                    \
     "[\"windows\",\"extend\",\"partial_confirm\",\"reacquire\",\"hold_many\",\"waitlist\",\"feed\",\"types\"," \
-    "\"allocations\",\"admission\",\"client_limits\"]"
+    "\"allocations\",\"admission\",\"client_limits\",\"seats\"]"
 #define SLOT_PROTO_FEATURES_CLUSTER                                                                            \
     "[\"windows\",\"extend\",\"partial_confirm\",\"reacquire\",\"hold_many\",\"waitlist\",\"feed\",\"types\"," \
-    "\"allocations\",\"admission\",\"client_limits\",\"cluster\"]"
+    "\"allocations\",\"admission\",\"client_limits\",\"seats\",\"cluster\"]"
 #define SLOT_REPLY_BYTES_HINT 512 /* most replies fit; shards/check/stats may need more */
 
 /*

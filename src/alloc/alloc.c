@@ -120,6 +120,17 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
         return rc;
     uint64_t user_qty = 0;
     rc = slot__hold_admit(c, req, &e, &user_qty, res);
+    if (rc == 0 && res->err == SLOT_E_OK && res->sold_out && ask.mode == SLOT__SEAT_NAMED) {
+        /* Named seats short of free units: at least one of them is not free, and
+         * that answer is "taken" with those seats (docs/protocol.md, "Seated
+         * events"); only seats that are all free stay sold_out (a waitlist). */
+        slot__seat_list probe;
+        res->sold_out = false;
+        rc = slot__seat_pick(c, &e, &ask, req->qty, &probe, res);
+        if (rc != 0)
+            return slot__answered_ok(rc);
+        res->sold_out = true;
+    }
     if (rc == 0 && res->err == SLOT_E_OK && res->sold_out && ask.mode != SLOT__SEAT_NONE)
         rc = slot__answered_ok(slot__seat_sold_out(c, &ask, res)); /* with max_adjacent */
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)

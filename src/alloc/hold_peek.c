@@ -16,6 +16,8 @@ bool slot_alloc_sold_out_peek(const slot_alloc *a, MDB_txn *rtxn, const slot_req
     slot_event_rec e;
     if (slot_store_event_get(st, rtxn, req->event, req->event_len, &e) != 0)
         return false; /* unknown_event (or a storage error) comes from the write path */
+    if (e.seated)
+        return false; /* seats: "taken" and max_adjacent are the write path's (docs/protocol.md, "Seated events") */
     /* 3. replay / idempotency_conflict: the key must be certainly unknown. */
     if (slot__idem_peek(a->idem, req->event, req->event_len, req->user, req->user_len, req->request,
                         req->request_len) != -1)
