@@ -43,12 +43,13 @@ TEST_IMPL(cluster_hot_release)
     json_t *h = call1(p, "{\"op\":\"hello\"}"); /* one "features", "cluster" in it */
     ASSERT(h && jok(h));
     json_t *f = json_object_get(h, "features");
-    ASSERT_EQ(json_array_size(f), 12u);
+    ASSERT_EQ(json_array_size(f), 13u);
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 7)), "types");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 8)), "allocations");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 9)), "admission");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 10)), "client_limits");
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 11)), "cluster");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 11)), "seats");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 12)), "cluster");
     json_decref(h);
     atomic_store(&primary_node, p);
     loader ls[6];

@@ -568,7 +568,7 @@ TEST_IMPL(proto_v11_encode_replies)
     json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
     json_t *f = json_object_get(j, "features");
     ASSERT(json_is_array(f));
-    ASSERT_EQ(json_array_size(f), 11u);
+    ASSERT_EQ(json_array_size(f), 12u);
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 0)), "windows");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 3)), "reacquire");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 4)), "hold_many");
@@ -578,14 +578,15 @@ TEST_IMPL(proto_v11_encode_replies)
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 8)), "allocations");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 9)), "admission");
     ASSERT_STR_EQ(json_string_value(json_array_get(f, 10)), "client_limits");
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 11)), "seats");
     json_decref(j);
     /* A replica-set member's hello: one "features", with "cluster" last, and the server facts. */
     res.cluster = true;
     res.version = "9.9";
     j = roundtrip(&req, &res, buf, sizeof(buf)); /* duplicate keys are refused */
     f = json_object_get(j, "features");
-    ASSERT_EQ(json_array_size(f), 12u);
-    ASSERT_STR_EQ(json_string_value(json_array_get(f, 11)), "cluster");
+    ASSERT_EQ(json_array_size(f), 13u);
+    ASSERT_STR_EQ(json_string_value(json_array_get(f, 12)), "cluster");
     ASSERT_STR_EQ(jstr(j, "version"), "9.9");
     json_decref(j);
     slot_res_clear(&res);
