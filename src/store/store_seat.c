@@ -20,7 +20,7 @@ static void seat_key(key *k, const char *ev, size_t ev_len, char type, const voi
     put_u8(&k->b, (uint8_t)type);
     if (k->b.len + sub_len > k->b.cap) {
         k->b.bad = true;
-    } else {
+    } else if (sub_len > 0) { /* sub may be NULL when empty (memcpy's arguments must not be) */
         memcpy(k->b.p + k->b.len, sub, sub_len);
         k->b.len += sub_len;
     }
