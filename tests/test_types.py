@@ -17,11 +17,14 @@ types"): events that share a parent's capacity, on a real slotd.
    children (user_limit); set_capacity of a parent below what its children
    hold is capacity_below_allocated; effective_available on a child; a cart
    over one family counts the shared units once per item.
-4. The feed's hold entries carry "chain" (the event, then its ancestors), and
+4. waitlist_join from a block: held at once when the block has the units,
+   else waiting and offered from the block when its units come back or
+   allocate adds to it; an unknown block refused, nothing changed.
+5. The feed's hold entries carry "chain" (the event, then its ancestors), and
    none for an event without a parent.
-5. HTTP: create_event with parent, a child's sold_out with short, the child's
+6. HTTP: create_event with parent, a child's sold_out with short, the child's
    view: the same bodies TCP gives.
-6. A restart keeps the family's counts (the store's own records).
+7. A restart keeps the family's counts (the store's own records).
 The server listens on 127.0.0.1:0 in a temporary folder and is stopped by PID.
 """
 import http.client
@@ -262,6 +265,49 @@ def cart_blocks(port):
     c.close()
 
 
+def block_waitlist(port):
+    """waitlist_join with "allocation" (docs/protocol.md, "Allocations"): held at once from the
+    block when it has the units; otherwise it waits, and is offered a hold from the block when
+    the block's units come back (a release) or allocate adds to it; an unknown block is
+    invalid_argument with nothing changed; deallocate makes its entries wait for free units."""
+    c = Conn(port)
+    ok(c, op='create_event', event='club', capacity=10, waitlist_max=10)
+    ok(c, op='allocate', event='club', allocation='fans', qty=2)
+    before = ok(c, op='digest')
+    r = c.ask({'op': 'waitlist_join', 'event': 'club', 'user': 'x', 'request': 'j', 'qty': 1, 'allocation': 'nosuch'})
+    check(r.get('error') == 'invalid_argument' and 'allocation' in r.get('message', ''),
+          'a join from an unknown block: invalid_argument naming allocation', r)
+    check(ok(c, op='digest')['digest'] == before['digest'], 'a join from an unknown block: nothing changed')
+    r = ok(c, op='waitlist_join', event='club', user='a', request='j', qty=2, allocation='fans')
+    check(r.get('status') == 'held', 'a join the block can meet: held', r)
+    first = r['hold']
+    r = ok(c, op='waitlist_join', event='club', user='b', request='j', qty=1, allocation='fans')
+    check(r.get('status') == 'waiting' and r.get('position') == 1, 'the block is empty: the join waits', r)
+    v = ok(c, op='event', event='club')
+    check(v['available'] == 8 and v['allocations']['fans']['remaining'] == 0,
+          'a block\'s waiter does not take the free units', v)
+    ok(c, op='release', event='club', hold=first, user='a', request='r')
+    r = ok(c, op='waitlist', event='club', user='b', request='j')
+    check(r.get('status') == 'offered' and r.get('hold_status') == 'held', 'the released block units: offered to b', r)
+    v = ok(c, op='event', event='club')
+    fans = v['allocations']['fans']
+    check(fans['held'] == 1 and fans['remaining'] == 1 and v['available'] == 8,
+          'the offer came from the block, the free units untouched', v)
+    r = ok(c, op='waitlist_join', event='club', user='d', request='j', qty=2, allocation='fans')
+    check(r.get('status') == 'waiting', 'd waits for 2 of the block (1 left)', r)
+    r = ok(c, op='allocate', event='club', allocation='fans', qty=1)
+    check(r.get('remaining') == 0, 'allocate adds to the block and serves d: nothing left', r)
+    r = ok(c, op='waitlist', event='club', user='d', request='j')
+    check(r.get('status') == 'offered', 'allocate served the block\'s waiter', r)
+    r = ok(c, op='waitlist_join', event='club', user='e', request='j', qty=1, allocation='fans')
+    check(r.get('status') == 'waiting', 'e waits on the empty block', r)
+    ok(c, op='deallocate', event='club', allocation='fans')
+    r = ok(c, op='waitlist', event='club', user='e', request='j')
+    check(r.get('status') == 'offered', 'the block removed: its waiter is served from the free units', r)
+    clean(c, 'block waitlists')
+    c.close()
+
+
 def post(port, op, body):
     h = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
     h.request('POST', '/v1/' + op, body=json.dumps(body).encode(), headers={'Content-Type': 'application/json'})
@@ -327,6 +373,7 @@ def main():
             feed(srv.port)
             allocations(srv.port)
             cart_blocks(srv.port)
+            block_waitlist(srv.port)
             over_http(srv)
             restart(binary, data, srv)
         finally:

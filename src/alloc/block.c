@@ -164,6 +164,11 @@ int slot__op_allocate(ctx *c, const slot_req *req, slot_res *res)
         b.max_per_user = req->max_per_user;
     if (rc == 0)
         rc = slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
+    if (rc == 0 && e.waiting > 0) { /* entries waiting on this block may be met now */
+        rc = slot__waitlist_serve(c, &e);
+        if (rc == 0) /* the reply's remaining is what the hand-out left */
+            rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+    }
     return rc == 0 ? block_done(c, &e, &b, res) : rc;
 }
 
@@ -198,7 +203,9 @@ int slot__op_deallocate(ctx *c, const slot_req *req, slot_res *res)
         rc = all && b.held + b.confirmed == 0
                  ? slot_store_block_del(c->st, c->txn, c->ev, c->ev_len, b.name, b.name_len)
                  : slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
-    if (rc == 0 && n > 0) /* the units given back serve the waitlist as a release would */
+    /* The units given back serve the waitlist as a release would; a block
+     * removed makes its waiting entries wait for the free units instead. */
+    if (rc == 0 && (n > 0 || all))
         rc = slot__waitlist_serve(c, &e);
     return rc == 0 ? block_done(c, &e, &b, res) : rc;
 }

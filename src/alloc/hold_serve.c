@@ -48,6 +48,10 @@ static int offer(ctx *c, slot_event_rec *e, slot_wait_rec *w)
     slot__hold_new(h, w->user, w->user_len, w->request, w->request_len, w->qty);
     h->kind = SLOT_HOLD_KIND_WAITLIST;
     h->origin = w->join;
+    if (w->alloc_len > 0 && !w->alloc_public) { /* from its block (head_fits saw its units there) */
+        h->alloc_len = w->alloc_len;
+        memcpy(h->alloc, w->alloc, w->alloc_len + 1u);
+    }
     int rc = slot__hold_make(c, e, h, UINT64_MAX);
     if (rc == 0) /* docs/protocol.md, "Feed": an offer is hold.offered, never hold.held */
         rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_OFFERED);
@@ -70,11 +74,28 @@ static int offer(ctx *c, slot_event_rec *e, slot_wait_rec *w)
 }
 
 /* Whether the head entry w of c's event (record e) can be served now: its
- * qty free on the event and on every ancestor. */
-static int head_fits(ctx *c, const slot_event_rec *e, const slot_wait_rec *w, bool *fits)
+ * qty free on the event and on every ancestor; for an entry of a block, its
+ * qty left in the block (docs/protocol.md, "Allocations": a waitlist entry
+ * with allocation is served from its block). A block removed by deallocate
+ * (gone, or closed) gave its units back to the free shards, and so do its
+ * holds' units: its entries are served from the free units from then on
+ * (w->alloc_public). */
+static int head_fits(ctx *c, const slot_event_rec *e, slot_wait_rec *w, bool *fits)
 {
     uint64_t avail = 0;
     *fits = false;
+    w->alloc_public = false;
+    if (w->alloc_len > 0) {
+        slot_block_rec b;
+        int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, w->alloc, w->alloc_len, &b);
+        if (rc != 0 && rc != MDB_NOTFOUND)
+            return rc;
+        if (rc == 0 && !b.closed) {
+            *fits = w->qty <= b.remaining;
+            return 0;
+        }
+        w->alloc_public = true;
+    }
     if (w->qty > slot__free_units(e))
         return 0;
     int rc = slot__chain_free(c, e, w->qty, &avail, NULL);

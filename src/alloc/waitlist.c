@@ -124,6 +124,8 @@ static int join_queue(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t u
     memcpy(w.user, req->user, req->user_len + 1u);
     w.request_len = req->request_len;
     memcpy(w.request, req->request, req->request_len + 1u);
+    w.alloc_len = req->alloc_len; /* served from its block (docs/protocol.md, "Allocations") */
+    memcpy(w.alloc, req->alloc, req->alloc_len + 1u);
     e->waiting++;
     e->waiting_qty += w.qty;
     int rc = slot__family_note(c, e, 1, &w.order); /* the family's one join order */
@@ -150,7 +152,9 @@ static int join_queue(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t u
  * -> replay or idempotency_conflict -> max_per_request -> not_on_sale ->
  * user_limit (the waiting units count) -> held when units are free and
  * nobody waits -> waiting -> sold_out with waitlist_full when the list is
- * full or the event has none.
+ * full or the event has none. With `allocation`, an unknown block comes
+ * before max_per_request, and "units are free" means the block has them (a
+ * block's holds never wait behind the waitlist, as a hold from it does not).
  */
 static int op_join(ctx *c, const slot_req *req, slot_res *res)
 {
@@ -159,6 +163,9 @@ static int op_join(ctx *c, const slot_req *req, slot_res *res)
     if (rc == 0)
         rc = join_known(c, req, &e, res);
     if (rc != MDB_NOTFOUND)
+        return slot__answered_ok(rc);
+    /* an unknown block before max_per_request, as for a hold ("Allocations") */
+    if (req->alloc_len > 0 && (rc = slot__block_known(c, req, res)) != 0)
         return slot__answered_ok(rc);
     if (req->qty > e.max_per_request) {
         slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "qty: %u is above the event's max_per_request %u",
@@ -179,6 +186,8 @@ static int op_join(ctx *c, const slot_req *req, slot_res *res)
         slot_hold_rec h;
         slot__hold_new(&h, req->user, req->user_len, req->request, req->request_len, req->qty);
         h.kind = SLOT_HOLD_KIND_WAITLIST;
+        h.alloc_len = req->alloc_len; /* from the block: its units (block_take) */
+        memcpy(h.alloc, req->alloc, req->alloc_len + 1u);
         rc = slot__hold_make(c, &e, &h, user_qty + h.qty);
         if (rc == 0)
             rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, &e);

@@ -653,9 +653,6 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         } else {
             TRY(get_qty(c, r));
         }
-        if (r->op == SLOT_OP_WAITLIST_JOIN && r->alloc_len > 0) /* not built yet: refused, never ignored */
-            return fail(c->msg, c->msglen, SLOT_E_INVALID_ARGUMENT,
-                        "allocation: waitlist_join from a block is not supported by this server");
         return SLOT_E_OK;
     case SLOT_OP_ALLOCATE:
     case SLOT_OP_DEALLOCATE: {

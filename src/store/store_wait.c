@@ -15,11 +15,13 @@
 #include "store_int.h"
 
 #define WAIT_REC_VERSION 1
-#define WAIT_ENTRY_VERSION 2 /* a waiting entry's value: version 2 adds the family order (version 1 reads as 0) */
+/* A waiting entry's value: version 2 adds the family order (version 1 reads
+ * as 0), version 3 the block it waits on (older versions read as none). */
+#define WAIT_ENTRY_VERSION 3
 #define WAIT_ENTRY 'e'
 #define WAIT_KEY 'k'
 #define WAIT_TREE 'f'
-#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 8)
+#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 8 + 1 + SLOT_EVENT_BYTES_MAX)
 #define KEY_VAL_BYTES (1 + 1 + 8 + 2 + 8 + 8 + 8)
 #define TREE_SIZE (UINT64_C(1) << SLOT_JOIN_SEQ_BITS) /* nodes 1..TREE_SIZE-1 */
 
@@ -110,6 +112,7 @@ int slot_store_wait_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     put_name(&b, rec->user, rec->user_len);
     put_name(&b, rec->request, rec->request_len);
     put_be(&b, rec->order, 8);
+    put_name(&b, rec->alloc, rec->alloc_len);
     SLOT_ASSERT(!b.bad && !k.b.bad);
     MDB_val kv = key_val(&k), v = {b.len, raw};
     /* Join seqs grow: the entry is its event's last, and often the database's. */
@@ -137,7 +140,10 @@ static int entry_decode(const MDB_val *k, const MDB_val *v, size_t plen, slot_wa
     out->joined_at_ms = get_be(&b, 8);
     out->user_len = (uint8_t)get_name(&b, out->user, sizeof(out->user));
     out->request_len = (uint8_t)get_name(&b, out->request, sizeof(out->request));
-    out->order = version >= WAIT_ENTRY_VERSION ? get_be(&b, 8) : 0;
+    out->order = version >= 2 ? get_be(&b, 8) : 0;
+    out->alloc_len = version >= 3 ? (uint8_t)get_name(&b, out->alloc, sizeof(out->alloc)) : 0;
+    if (version < 3)
+        out->alloc[0] = 0;
     out->state = SLOT_WAIT_WAITING;
     out->hold_seq = out->hold_tag = 0;
     return b.bad || b.len != v->mv_size || version < 1 || version > WAIT_ENTRY_VERSION ? MDB_CORRUPTED : 0;
