@@ -386,6 +386,35 @@ uint64_t m_position(const model *m, const mevent *e, const mwait *w)
 /* The hand-out: while the head's qty can be met, it is offered a held hold with the event's
  * TTL (its units were counted for the user at the join); a head that cannot be met blocks
  * those behind it. */
+/* v1.2, "Allocations": whether w waits on a block that is still open (a removed block's
+ * entries wait for the free units, as its holds' units go back to the free shards). */
+static bool m_wait_block_open(const model *m, const mwait *w)
+{
+    const mevent *e = &m->ev[w->ev];
+    return w->blk && e->blk[w->blk - 1].exists && !e->blk[w->blk - 1].closed;
+}
+
+/* A new hold h of ev made from block b (an entry's or the request's; index + 1): its units move from the
+ * block's remaining to held, out of allocated along the chain. */
+static void m_block_take_(model *m, uint32_t ev, mhold *h, uint32_t b, uint32_t user, uint32_t qty)
+{
+    mevent *e = &m->ev[ev];
+    h->blk = (uint8_t)b; /* above the old nh: a rollback forgets it */
+    U_SET(m, e->blk[b - 1].remaining, e->blk[b - 1].remaining - qty);
+    U_SET(m, e->blk[b - 1].held, e->blk[b - 1].held + qty);
+    U_SET(m, e->blk[b - 1].user[user], e->blk[b - 1].user[user] + qty);
+    m_alloc_chain(m, ev, -(int64_t)qty);
+}
+
+/* Whether the waiting entry w can be met now: its block's remaining, or the free units of
+ * its event and every ancestor. */
+static bool m_wait_fits(model *m, const mwait *w)
+{
+    if (m_wait_block_open(m, w))
+        return w->qty <= m->ev[w->ev].blk[w->blk - 1].remaining;
+    return w->qty <= m_chain_free(m, w->ev);
+}
+
 /* Offers the head w of ev its hold. */
 static void m_offer(model *m, uint32_t ev, mwait *w)
 {
@@ -393,6 +422,10 @@ static void m_offer(model *m, uint32_t ev, mwait *w)
     mhold *h = m_new_hold_(m, ev, w->user, w->key, w->qty, true);
     h->wl = true; /* above the old nh: a rollback forgets it */
     h->tag_unknown = true;
+    if (m_wait_block_open(m, w)) { /* an entry of a block: the offer is a hold from it */
+        m_block_take_(m, ev, h, w->blk, w->user, w->qty);
+        m->n.block_offers++;
+    }
     h->went = (uint32_t)(w - m->w) + 1;
     U_SET(m, w->state, (uint8_t)SLOT_WAIT_OFFERED);
     U_SET(m, w->hold, hold_index(m, h) + 1);
@@ -428,7 +461,7 @@ static void m_serve_family(model *m, uint32_t root)
         }
         if (!best)
             break;
-        if (best->qty > m_chain_free(m, best_ev)) {
+        if (!m_wait_fits(m, best)) {
             blocked[best_ev] = true;
             continue;
         }
@@ -454,10 +487,9 @@ void m_serve(model *m, uint32_t ev)
     while (e->waiting > 0) {
         mwait *w = m_wait_head(m, e);
         ASSERT(w != NULL);
-        uint64_t free_units = m_free(e);
-        if (w->qty > free_units) {
+        if (!m_wait_fits(m, w)) {
             for (uint32_t i = w->next; i; i = m->w[i - 1].next)
-                if (m->w[i - 1].state == SLOT_WAIT_WAITING && m->w[i - 1].qty <= free_units) {
+                if (m->w[i - 1].state == SLOT_WAIT_WAITING && m_wait_fits(m, &m->w[i - 1])) {
                     m->n.blocked++; /* someone behind it could be met: it waits all the same */
                     break;
                 }
@@ -538,12 +570,7 @@ mres m_hold(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
         return r;
     r.h = m_new_hold(m, ev, user, key, qty);
     if (b) { /* the block's units move to held, out of allocated along the chain */
-        mhold *nh = &m->h[hold_index(m, r.h)];
-        nh->blk = (uint8_t)b; /* above the old nh: a rollback forgets it */
-        U_SET(m, e->blk[b - 1].remaining, e->blk[b - 1].remaining - qty);
-        U_SET(m, e->blk[b - 1].held, e->blk[b - 1].held + qty);
-        U_SET(m, e->blk[b - 1].user[user], e->blk[b - 1].user[user] + qty);
-        m_alloc_chain(m, ev, -(int64_t)qty);
+        m_block_take_(m, ev, &m->h[hold_index(m, r.h)], b, user, qty);
         m->n.block_holds++;
     }
     r.st = SLOT_HOLD_HELD;
@@ -785,6 +812,11 @@ mres m_join(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
         r.replay = true;
         return r;
     }
+    uint32_t b = m->req_blk;
+    if (b && (!e->blk[b - 1].exists || e->blk[b - 1].closed)) { /* an unknown block, before max_per_request */
+        r.err = SLOT_E_INVALID_ARGUMENT;
+        return r;
+    }
     if (qty > e->mpr) {
         r.err = SLOT_E_INVALID_ARGUMENT;
         return r;
@@ -798,7 +830,8 @@ mres m_join(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
         }
         r.sold_out = false;
         r.available = 0;
-        const mwait *nw = m_wait_append(m, ev, user, key, qty);
+        mwait *nw = m_wait_append(m, ev, user, key, qty);
+        nw->blk = (uint8_t)b; /* above the old nw: a rollback forgets it */
         r.ws = SLOT_WAIT_WAITING;
         r.pos = e->waiting; /* the tail */
         r.wqty = nw->qty;
@@ -806,6 +839,8 @@ mres m_join(model *m, uint32_t ev, uint32_t user, uint32_t key, uint32_t qty)
     }
     mhold *nh = m_new_hold(m, ev, user, key, qty);
     nh->wl = true; /* above the old nh: a rollback forgets it */
+    if (b)
+        m_block_take_(m, ev, nh, b, user, qty);
     r.h = nh;
     r.st = SLOT_HOLD_HELD;
     return r;
@@ -927,6 +962,8 @@ mres m_allocate(model *m, uint32_t ev, uint32_t b, uint64_t qty, bool has_mpu, u
         U_SET(m, e->blk[b].mpu, mpu);
     m_alloc_chain(m, ev, (int64_t)qty);
     m->n.allocs++;
+    if (e->waiting > 0)
+        m_serve(m, ev); /* entries waiting on the block may be met now */
     return r;
 }
 
@@ -947,8 +984,8 @@ mres m_deallocate(model *m, uint32_t ev, uint32_t b, uint64_t qty)
         if (e->blk[b].held + e->blk[b].confirmed == 0)
             U_SET(m, e->blk[b].exists, false);
     }
-    if (n > 0)
-        m_serve(m, ev); /* the units given back serve the waitlist as a release would */
+    if (n > 0 || !qty) /* the units given back serve the waitlist as a release would; a removed */
+        m_serve(m, ev); /* block's entries wait for the free units from now on */
     m->n.deallocs++;
     return r;
 }

@@ -61,6 +61,7 @@ typedef struct mwait {
     uint32_t hold; /* offered: the hold's index + 1 */
     uint16_t user, qty;
     uint8_t state; /* slot_wait_state */
+    uint8_t blk;   /* v1.2: the block it waits on, index + 1 (0: the free units) */
 } mwait;
 
 typedef struct mevent {
@@ -122,6 +123,7 @@ typedef struct stats {
     uint64_t carts, cart_replay, cart_sold_out, cart_refused;
     uint64_t joins, join_waiting, join_held, join_full, join_replay, join_refused, leaves, leave_none;
     uint64_t offers, blocked, wstates;
+    uint64_t block_joins, block_offers; /* v1.2: joins naming a block; offers made from a block */
     uint64_t children, short_parent, family_serves, family_carts;          /* v1.2 ticket types */
     uint64_t allocs, alloc_sold_out, deallocs, block_holds, block_refused; /* v1.2 allocations */
 } stats;

@@ -671,7 +671,17 @@ void op_join(model *m)
         qty = oh ? (uint32_t)oh->qty + oh->returned : ow->qty;
     slot_req q = req_wait(m, SLOT_OP_WAITLIST_JOIN, ev, user, key);
     q.qty = qty;
+    m->req_blk = 0;
+    if (chance(m, 250)) { /* v1.2: waiting on a block (now and then one that is not there) */
+        uint32_t b = below(m, M_BLOCKS);
+        char name[4] = {'b', (char)('0' + b), 0, 0};
+        slot_test_set_name(q.alloc, &q.alloc_len, sizeof q.alloc, name);
+        q.has |= SLOT_HAS_ALLOCATION;
+        m->req_blk = b + 1;
+        m->n.block_joins++;
+    }
     mres want = m_join(m, ev, user, key, qty);
+    m->req_blk = 0;
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;

@@ -20,7 +20,8 @@
  * out as the protocol says, inside the op that returns them (release,
  * expiry by any path, cancel, a partial confirm, a capacity increase, a
  * leave): strictly in join order, a head whose qty cannot be met blocking
- * those behind it. Joins (held at once, waiting with their position,
+ * those behind it; an entry naming a block (v1.2) is met from its block
+ * while the block is open. Joins (held at once, waiting with their position,
  * waitlist_full, replays, conflicts with hold and cart keys, user_limit
  * counting waiting units), leaves and the waitlist op are checked reply by
  * reply; the event views carry waiting and waiting_qty; after a reopen (and
@@ -168,6 +169,8 @@ static void expect_coverage(const stats *n, uint64_t ops)
     ASSERT_GT(n->offers, 1000);
     ASSERT_GT(n->blocked, 10);
     ASSERT_GT(n->wstates, 1000);
+    ASSERT_GT(n->block_joins, 1000); /* v1.2: waitlist_join from a block, and offers made from one */
+    ASSERT_GT(n->block_offers, 10);
 }
 
 static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
@@ -207,9 +210,10 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->children, (unsigned long long)n->short_parent, (unsigned long long)n->family_serves,
            (unsigned long long)n->family_carts);
     printf("  v1.2 allocations: %llu allocate (%llu sold_out), %llu deallocate, %llu holds from blocks, %llu refused "
-           "by a block\n",
+           "by a block, %llu joins naming a block, %llu offers from a block\n",
            (unsigned long long)n->allocs, (unsigned long long)n->alloc_sold_out, (unsigned long long)n->deallocs,
-           (unsigned long long)n->block_holds, (unsigned long long)n->block_refused);
+           (unsigned long long)n->block_holds, (unsigned long long)n->block_refused, (unsigned long long)n->block_joins,
+           (unsigned long long)n->block_offers);
     fflush(stdout);
 }
 

@@ -35,6 +35,7 @@ typedef struct check_ctx {
     size_t users_matched;
     int err;
     uint64_t waiting, waiting_qty, head_qty, offered, left, key_waiting; /* the waitlist's scan */
+    slot_wait_rec head; /* the first waiting entry (when waiting > 0) */
     uint8_t depth;                                                       /* the event's ancestors */
     uint64_t anc_free;     /* the least free units over the ancestors (UINT64_MAX: none) */
     uint64_t desc_waiting; /* entries waiting on the descendants */
@@ -208,8 +209,10 @@ static int user_add(check_ctx *k, const char *user, size_t user_len, uint64_t qt
 static int check_wait_row(void *p, const slot_wait_rec *w)
 {
     check_ctx *k = p;
-    if (k->waiting == 0)
+    if (k->waiting == 0) {
         k->head_qty = w->qty;
+        k->head = *w;
+    }
     k->waiting++;
     k->waiting_qty += w->qty;
     if (w->join >= k->e->next_join)
@@ -284,6 +287,20 @@ static int check_waitlist(check_ctx *k, uint64_t free_units)
                   (unsigned long long)k->left, (unsigned long long)tree_left, (unsigned long long)k->waiting);
     if (k->waiting > e->waitlist_max)
         violation(k, 2, "%llu waiting, waitlist_max %u", (unsigned long long)k->waiting, (unsigned)e->waitlist_max);
+    if (k->waiting > 0 && k->head.alloc_len > 0) { /* a block's entry: its block's units are what it waits for */
+        slot_block_rec b;
+        rc = slot_store_block_get(k->st, k->txn, k->ev, k->ev_len, k->head.alloc, k->head.alloc_len, &b);
+        if (rc != 0 && rc != MDB_NOTFOUND)
+            return rc;
+        bool open = rc == 0 && !b.closed; /* else it waits for the free units (a removed block) */
+        rc = 0;
+        if (open) {
+            if (b.remaining >= k->head_qty)
+                violation(k, 5, "%llu units left in block \"%s\" while the first entry waits on it for %llu",
+                          (unsigned long long)b.remaining, b.name, (unsigned long long)k->head_qty);
+            return 0;
+        }
+    }
     if (k->waiting > 0 && free_units >= k->head_qty)
         violation(k, 5, "%llu units free while the first entry waits for %llu", (unsigned long long)free_units,
                   (unsigned long long)k->head_qty);
