@@ -993,11 +993,11 @@ mres m_deallocate(model *m, uint32_t ev, uint32_t b, uint64_t qty)
 /* ---- hold_many */
 
 /* The model's fingerprint of a cart: same items in any order, same print. */
-uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty)
+uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk)
 {
     uint64_t sum = (uint64_t)n;
     for (int i = 0; i < n; i++) {
-        uint64_t z = ((uint64_t)ev[i] << 20 | qty[i]) * UINT64_C(0x9e3779b97f4a7c15);
+        uint64_t z = ((uint64_t)blk[i] << 52 | (uint64_t)ev[i] << 20 | qty[i]) * UINT64_C(0x9e3779b97f4a7c15);
         sum += z ^ (z >> 29);
     }
     return sum;
@@ -1007,11 +1007,11 @@ uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty)
  * of v1.1"): replay or idempotency_conflict -> per item max_per_request,
  * not_on_sale, user_limit -> the first item sold out -> all held. *item is
  * the item the answer names (-1: none); hs[] the cart's holds. */
-mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, int *item,
+mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk, int *item,
             mhold **hs)
 {
     mres r = {.err = SLOT_E_OK};
-    uint64_t print = m_print(n, ev, qty);
+    uint64_t print = m_print(n, ev, qty, blk);
     int found = 0;
     *item = -1;
     for (int i = 0; i < n; i++) {
@@ -1038,13 +1038,18 @@ mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, co
     for (int i = 0; i < n; i++) {
         mevent *e = &m->ev[ev[i]];
         mres t = {.err = SLOT_E_OK};
-        if (qty[i] > e->mpr)
+        uint32_t b = blk[i];
+        m->req_blk = b; /* m_admit_ asks the block ("Allocations": an item takes from it as a hold would) */
+        if (b && (!e->blk[b - 1].exists || e->blk[b - 1].closed))
+            t.err = SLOT_E_INVALID_ARGUMENT; /* an unknown block, before max_per_request */
+        else if (qty[i] > e->mpr)
             t.err = SLOT_E_INVALID_ARGUMENT;
         else if (!m_admit_(m, e, ev[i], user, qty[i], &t) && t.err == SLOT_E_OK && sold < 0) {
             sold = i;
             r.available = t.available;
             r.short_ev = t.short_ev;
         }
+        m->req_blk = 0;
         if (t.err != SLOT_E_OK) {
             r.err = t.err;
             *item = i;
@@ -1059,7 +1064,7 @@ mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, co
     /* A family's shared units and max_per_user counted once per item ("Ticket types"):
      * the events on two or more items' chains, in the order first met. */
     uint32_t sev[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX], sitems[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX];
-    uint64_t sneed[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX];
+    uint64_t sneed[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX], sneed_free[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX];
     int sfirst[M_CART_ITEMS * SLOT_FAMILY_DEPTH_MAX];
     uint32_t ns = 0;
     for (int i = 0; i < n; i++) {
@@ -1072,11 +1077,12 @@ mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, co
             if (s == ns) {
                 sev[ns] = ch[j];
                 sitems[ns] = 0;
-                sneed[ns] = 0;
+                sneed[ns] = sneed_free[ns] = 0;
                 sfirst[ns++] = i;
             }
             sitems[s]++;
             sneed[s] += qty[i];
+            sneed_free[s] += blk[i] ? 0 : qty[i]; /* a block item needs none of the family's free units */
         }
     }
     for (uint32_t s = 0; s < ns; s++) {
@@ -1090,7 +1096,7 @@ mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, co
     }
     for (uint32_t s = 0; s < ns; s++) {
         const mevent *e = &m->ev[sev[s]];
-        if (sitems[s] >= 2 && m_free(e) < sneed[s]) {
+        if (sitems[s] >= 2 && m_free(e) < sneed_free[s]) {
             r.sold_out = true;
             r.available = m_free(e);
             r.short_ev = e->name;
@@ -1103,6 +1109,10 @@ mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, co
         hs[i] = m_new_hold(m, ev[i], user, key, qty[i]);
         hs[i]->cart = true; /* above the old nh: a rollback forgets it */
         hs[i]->print = print;
+        if (blk[i]) {
+            m_block_take_(m, ev[i], hs[i], blk[i], user, qty[i]);
+            m->n.block_items++;
+        }
     }
     return r;
 }

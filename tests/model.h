@@ -123,7 +123,7 @@ typedef struct stats {
     uint64_t carts, cart_replay, cart_sold_out, cart_refused;
     uint64_t joins, join_waiting, join_held, join_full, join_replay, join_refused, leaves, leave_none;
     uint64_t offers, blocked, wstates;
-    uint64_t block_joins, block_offers; /* v1.2: joins naming a block; offers made from a block */
+    uint64_t block_joins, block_offers, block_items; /* block_items: cart items from a block held */ /* v1.2: joins naming a block; offers made from a block */
     uint64_t children, short_parent, family_serves, family_carts;          /* v1.2 ticket types */
     uint64_t allocs, alloc_sold_out, deallocs, block_holds, block_refused; /* v1.2 allocations */
 } stats;
@@ -132,6 +132,7 @@ typedef struct stats {
 typedef struct mcart {
     int n;
     uint32_t key, ev[M_CART_ITEMS], qty[M_CART_ITEMS];
+    uint32_t blk[M_CART_ITEMS]; /* v1.2: an item's block, index + 1 (0: the free shards) */
 } mcart;
 
 typedef struct model {
@@ -278,12 +279,12 @@ int due_cmp(const void *x, const void *y);
  * expiry index's order (due_cmp). Returns how many. */
 uint64_t m_expire_due(model *m, uint64_t limit);
 /* The model's fingerprint of a cart: same items in any order, same print. */
-uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty);
+uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk);
 /* hold_many, in the order of decisions of docs/protocol.md ("Clarifications
  * of v1.1"): replay or idempotency_conflict -> per item max_per_request,
  * not_on_sale, user_limit -> the first item sold out -> all held. *item is
  * the item the answer names (-1: none); hs[] the cart's holds. */
-mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, int *item,
+mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk, int *item,
             mhold **hs);
 
 /* ---- model_store.c: the store under test, and the model's view of it */

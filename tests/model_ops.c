@@ -502,6 +502,7 @@ void op_cart(model *m)
         for (int i = 0; i < c.n; i++) {
             c.ev[i] = last->ev[c.n - 1 - i];
             c.qty[i] = last->qty[c.n - 1 - i];
+            c.blk[i] = last->blk[c.n - 1 - i];
         }
     } else {
         int got = 0;
@@ -514,6 +515,7 @@ void op_cart(model *m)
                 continue;
             c.ev[got] = ev;
             c.qty[got] = 1 + below(m, chance(m, 40) ? m->ev[ev].mpr + 3 : 3);
+            c.blk[got] = chance(m, 150) ? 1 + below(m, M_BLOCKS) : 0; /* v1.2: an item from a block */
             got++;
         }
         c.n = got;
@@ -532,11 +534,15 @@ void op_cart(model *m)
     for (int i = 0; i < c.n; i++) {
         slot_test_set_name(q.items[i].event, &q.items[i].event_len, sizeof q.items[i].event, m->ev[c.ev[i]].name);
         q.items[i].qty = (uint16_t)c.qty[i];
+        if (c.blk[i]) {
+            char name[4] = {'b', (char)('0' + c.blk[i] - 1), 0, 0};
+            slot_test_set_name(q.items[i].alloc, &q.items[i].alloc_len, sizeof q.items[i].alloc, name);
+        }
     }
     q.nitems = (uint8_t)c.n;
     int item;
     mhold *hs[M_CART_ITEMS];
-    mres want = m_cart(m, user, c.key, c.n, c.ev, c.qty, &item, hs);
+    mres want = m_cart(m, user, c.key, c.n, c.ev, c.qty, c.blk, &item, hs);
     slot_res r = {0};
     if (!run_on(m, NULL, &q, &r))
         return;

@@ -171,6 +171,7 @@ static void expect_coverage(const stats *n, uint64_t ops)
     ASSERT_GT(n->wstates, 1000);
     ASSERT_GT(n->block_joins, 1000); /* v1.2: waitlist_join from a block, and offers made from one */
     ASSERT_GT(n->block_offers, 10);
+    ASSERT_GT(n->block_items, 10);
 }
 
 static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
@@ -210,10 +211,10 @@ static void stats_print(const stats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->children, (unsigned long long)n->short_parent, (unsigned long long)n->family_serves,
            (unsigned long long)n->family_carts);
     printf("  v1.2 allocations: %llu allocate (%llu sold_out), %llu deallocate, %llu holds from blocks, %llu refused "
-           "by a block, %llu joins naming a block, %llu offers from a block\n",
+           "by a block, %llu joins naming a block, %llu offers from a block, %llu cart items from a block\n",
            (unsigned long long)n->allocs, (unsigned long long)n->alloc_sold_out, (unsigned long long)n->deallocs,
            (unsigned long long)n->block_holds, (unsigned long long)n->block_refused, (unsigned long long)n->block_joins,
-           (unsigned long long)n->block_offers);
+           (unsigned long long)n->block_offers, (unsigned long long)n->block_items);
     fflush(stdout);
 }
 
