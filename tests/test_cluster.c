@@ -463,7 +463,10 @@ static void counts_of(int i, const char *ev, char *out, size_t cap)
  * areas; holds through both and on the venue; kill -9 of the primary: the new
  * primary shows the same counts, its check is clean, a hold through an area
  * is sold_out naming the venue, a release returns along the chain there, and
- * every node converges to one digest with a clean check.
+ * every node converges to one digest with a clean check. A block of another
+ * event (allocations: a hold from it and a join waiting on it) keeps its
+ * view across the failover, and its hold's release there serves the waiter
+ * from the block.
  */
 TEST_IMPL(cluster_family_survives_failover)
 {
@@ -494,6 +497,23 @@ TEST_IMPL(cluster_family_survives_failover)
         counts_of(p, evs[e], before[e], sizeof before[e]);
     ASSERT_STR_EQ(before[0], "27/0/3/0"); /* the venue counts its areas' units */
     ASSERT_STR_EQ(before[1], "9/0/11/3");
+    /* A block (docs/protocol.md, "Allocations"): units set aside, a hold from it, and a join
+     * waiting on it; the event's view (allocated, its blocks, waiting) must survive as it is. */
+    json_decref(must(p, "{\"op\":\"create_event\",\"event\":\"club\",\"capacity\":10,\"waitlist_max\":5}"));
+    json_decref(must(p, "{\"op\":\"allocate\",\"event\":\"club\",\"allocation\":\"fans\",\"qty\":4}"));
+    json_t *bh = must(p, "{\"op\":\"hold\",\"event\":\"club\",\"user\":\"f1\",\"request\":\"k\",\"qty\":4,"
+                         "\"allocation\":\"fans\"}");
+    char block_hold[40];
+    snprintf(block_hold, sizeof block_hold, "%s", jstr(bh, "hold"));
+    json_decref(bh);
+    bh = must(p, "{\"op\":\"waitlist_join\",\"event\":\"club\",\"user\":\"f2\",\"request\":\"j\",\"qty\":2,"
+                 "\"allocation\":\"fans\"}");
+    ASSERT_STR_EQ(jstr(bh, "status"), "waiting");
+    json_decref(bh);
+    json_t *club = must(p, "{\"op\":\"event\",\"event\":\"club\"}");
+    char *club_before = json_dumps(club, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(club);
+    ASSERT(strstr(club_before, "\"fans\":{\"confirmed\":0,\"held\":4,\"qty\":4,\"remaining\":0}") != NULL);
     ASSERT(wait_converged(WAIT_LONG_MS, NULL));
     int old = p;
     slot_test_server_kill9(&nodes[old].srv);
@@ -505,6 +525,21 @@ TEST_IMPL(cluster_family_survives_failover)
         counts_of(p, evs[e], now, sizeof now);
         ASSERT_STR_EQ(now, before[e]);
     }
+    club = must(p, "{\"op\":\"event\",\"event\":\"club\"}");
+    char *club_after = json_dumps(club, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(club);
+    ASSERT_STR_EQ(club_after, club_before); /* the block's counts and its waiter, as acknowledged */
+    free(club_after);
+    free(club_before);
+    /* The block's hold released on the new primary: its units go back to the block and serve
+     * the join waiting on it. */
+    char brel[200];
+    snprintf(brel, sizeof brel, "{\"op\":\"release\",\"event\":\"club\",\"hold\":\"%s\",\"user\":\"f1\"}",
+             block_hold);
+    json_decref(must(p, brel));
+    bh = must(p, "{\"op\":\"waitlist\",\"event\":\"club\",\"user\":\"f2\",\"request\":\"j\"}");
+    ASSERT_STR_EQ(jstr(bh, "status"), "offered");
+    json_decref(bh);
     json_t *j = must(p, "{\"op\":\"check\"}");
     ASSERT_EQ(json_array_size(json_object_get(j, "violations")), 0u);
     json_decref(j);
