@@ -14,7 +14,9 @@ a real slotd.
 2. client_rate (1 hold/s, burst 2): two holds pass, the third is rate_limited
    with limit "client_rate"; a replay and a request refused with another
    error (max_per_request) take no token; another key has its own bucket.
-3. Decision order: user_limit comes before rate_limited.
+3. Decision order: user_limit (the event's and a block's) comes before
+   rate_limited; a cart refused by a later item's error takes no token for
+   its earlier items.
 4. Bad input: a client of 129 bytes, an empty client, a number; a negative
    max_active_per_client, a client_rate over 1,000,000: invalid_argument,
    the digest unchanged.
@@ -102,6 +104,25 @@ def rate(port):
         hold(c, 'order', 'w%d' % i, 'k', client='o')
     r = hold(c, 'order', 'w0', 'k2', client='o')
     check(r.get('error') == 'user_limit', 'user_limit comes before rate_limited', r)
+    # a block's max_per_user is a user_limit too: before rate_limited
+    ok(c, op='create_event', event='border', capacity=10, client_rate=1)
+    ok(c, op='allocate', event='border', allocation='fans', qty=5, max_per_user=1)
+    for i in range(2):
+        hold(c, 'border', 'v%d' % i, 'k', client='b', allocation='fans')
+    r = hold(c, 'border', 'v0', 'k2', client='b', allocation='fans')
+    check(r.get('error') == 'user_limit', "the block's user_limit comes before rate_limited", r)
+    # a cart refused by a later item's error takes no token for its earlier items
+    ok(c, op='create_event', event='ca', capacity=10, client_rate=1)
+    ok(c, op='create_event', event='cb', capacity=10, client_rate=1, max_per_request=2)
+    for i in range(3):
+        r = c.ask({'op': 'hold_many', 'user': 'x%d' % i, 'request': 'c', 'client': 'z',
+                   'items': [{'event': 'ca', 'qty': 1}, {'event': 'cb', 'qty': 5}]})
+        check(r.get('error') == 'invalid_argument', 'a cart refused on its second item', r)
+    for i in range(2):
+        r = hold(c, 'ca', 'y%d' % i, 'k', client='z')
+        check(r.get('status') == 'held', 'the refused carts spent none of the burst (hold %d)' % i, r)
+    r = hold(c, 'ca', 'y2', 'k', client='z')
+    check(r.get('error') == 'rate_limited', 'the burst spent by holds: rate_limited', r)
     c.close()
 
 

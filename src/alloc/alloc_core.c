@@ -292,6 +292,31 @@ static int block_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t 
     return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
 }
 
+/* The block's max_per_user alone (block_admit decides it again with the
+ * remaining): user_limit after expiring due holds when over. Runs before the
+ * client limits, which come after every user_limit. */
+static int block_user_admit(ctx *c, const slot_req *req, slot_event_rec *e, slot_res *res)
+{
+    slot_block_rec b;
+    int rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+    if (rc != 0)
+        return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc; /* slot__block_known ran */
+    if (b.max_per_user == 0)
+        return 0;
+    uint64_t u = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        rc = slot_store_block_user_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, req->user,
+                                       req->user_len, &u);
+        if (rc != 0 || u + req->qty <= b.max_per_user)
+            return rc;
+        if (pass == 0 && (rc = slot__expire_event_due(c, e)) != 0)
+            return rc;
+    }
+    slot_res_error(res, SLOT_E_USER_LIMIT, "user has %llu of allocation \"%s\"'s max_per_user %llu",
+                   (unsigned long long)u, req->alloc, (unsigned long long)b.max_per_user);
+    return 0;
+}
+
 /* Decides not_on_sale of the ancestors, user_limit and sold_out (over the
  * event's chain) after expiring due holds when that could change the
  * answer. Returns 0 and leaves res->err OK when the hold may go on. */
@@ -323,7 +348,15 @@ int slot__hold_admit(ctx *c, const slot_req *req, slot_event_rec *e, uint64_t *u
                        (unsigned long long)e->max_per_user);
         return 0;
     }
-    /* rate_limited comes after user_limit, before sold_out ("Hold decision order") */
+    /* rate_limited comes after every user_limit, the block's too, before sold_out ("Hold
+     * decision order"): a block's max_per_user is decided here, its remaining after. */
+    if (rc == 0 && req->alloc_len > 0 && req->client_len > 0) {
+        rc = block_user_admit(c, req, e, res);
+        if (rc != 0 || res->err != SLOT_E_OK)
+            return rc;
+        if (e->max_per_user > 0) /* its expiry may have returned the user's units */
+            rc = slot_store_user_get(c->st, c->txn, c->ev, c->ev_len, req->user, req->user_len, user_qty);
+    }
     if (rc == 0 && req->client_len > 0) {
         rc = slot__client_admit(c, req, e, res);
         if (rc != 0 || res->err != SLOT_E_OK)

@@ -45,6 +45,10 @@ typedef struct slot__alloc_ctx {
     size_t ev_len;
     uint64_t now_ms; /* ms since the Unix epoch */
     struct slot__seat_list *seats; /* a seat hold's chosen seats for slot__units_take (seat_int.h); NULL: none */
+    /* A cart item's client_rate token (client.c): with rate_defer the bucket is
+     * only checked and rate_due set; the cart spends the token once it is
+     * answered held or sold_out (an item refused later leaves it unspent). */
+    bool rate_defer, rate_due;
 } slot__alloc_ctx;
 
 /* ---- alloc_rng.c: the random numbers (called by hold.c and confirm.c) */
@@ -284,6 +288,10 @@ int slot__hold_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e,
  * the key's rows.
  */
 int slot__client_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *e, slot_res *res);
+/* slot__client_spend — a cart's deferred token (c->rate_due, set by
+ * slot__client_admit under c->rate_defer): the key's bucket of c's event
+ * gives it up now. 0 or ENOMEM. The writing allocator's thread. */
+int slot__client_spend(slot__alloc_ctx *c, const slot_req *req);
 void slot__client_buckets_free(slot_alloc *a);
 void slot__client_note(slot_hold_rec *h, const slot_req *req, const slot_event_rec *e);
 

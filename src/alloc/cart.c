@@ -310,6 +310,7 @@ int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < k->n; i++) {
         k->c[i] = (ctx){a, a->store, txn, req->items[i].event, req->items[i].event_len, now_ms};
+        k->c[i].rate_defer = true; /* the items' tokens are spent only when the cart is held or sold_out */
         rc = slot__event_load(&k->c[i], &k->e[i], res);
         if (rc == SLOT__ANSWERED)
             name_item(res, k, i);
@@ -340,6 +341,10 @@ int slot__op_hold_many(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_
             if (rc == 0)
                 rc = slot__grant_use(c, k->grant_seq[i]);
         }
+        /* "Clarifications of v1.2", Client limits: a cart answered held or sold_out takes a
+         * token for each item's event; one refused with another error takes none. */
+        for (uint32_t i = 0; rc == 0 && res->err == SLOT_E_OK && i < k->n; i++)
+            rc = slot__client_spend(&k->c[i], req);
         if (rc == 0 && res->err == SLOT_E_OK && !res->sold_out)
             rc = res_cart(res, k);
     }

@@ -143,7 +143,29 @@ int slot__client_admit(slot__alloc_ctx *c, const slot_req *req, slot_event_rec *
             res->retry_after_ms = 1;
         return 0;
     }
+    if (c->rate_defer) { /* a cart item: spent once the cart is answered held or sold_out */
+        c->rate_due = true;
+        return 0;
+    }
     b->milli -= 1000; /* the hold goes on to held, taken or sold_out: it takes its token */
+    return 0;
+}
+
+int slot__client_spend(slot__alloc_ctx *c, const slot_req *req)
+{
+    if (!c->rate_due)
+        return 0;
+    slot_event_rec e;
+    int rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc != 0)
+        return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+    uint64_t burst = 2000u * e.client_rate;
+    bucket *b = bucket_get(c->a, bucket_key(c->ev, c->ev_len, req->client, req->client_len), burst, c->now_ms);
+    if (!b)
+        return ENOMEM;
+    SLOT_ASSERT(b->milli >= 1000); /* slot__client_admit saw a whole token, in this transaction */
+    b->milli -= 1000;
+    c->rate_due = false;
     return 0;
 }
 
