@@ -12,6 +12,8 @@ it drives the allocator without the server.
    hold's sold_out carries max_adjacent.
 2. Race: 64 connections ask at once for the same 2 seats: exactly one gets
    them, every other answer is "taken" naming both; check is clean.
+3. allocate on a seated event is invalid_argument, nothing changed, check
+   clean (it once took the units from the shards' counts, not the seats).
 The server listens on 127.0.0.1:0 in a temporary folder and is stopped by PID.
 """
 import os
@@ -77,6 +79,21 @@ def race(port):
         c.close()
 
 
+def no_seat_blocks(port):
+    """allocate on a seated event is refused with nothing changed: its units would leave the
+    shards' counts while every seat stayed free (check found the shards and rows disagreeing)."""
+    c = Conn(port)
+    house(c, 'blk', 6)
+    before = c.ask({'op': 'digest'})
+    r = c.ask({'op': 'allocate', 'event': 'blk', 'allocation': 'p', 'qty': 2})
+    check(r.get('error') == 'invalid_argument' and 'seated' in r.get('message', ''),
+          'allocate on a seated event: invalid_argument', r)
+    check(c.ask({'op': 'digest'}).get('digest') == before.get('digest'), 'a refused allocate changed nothing')
+    r = c.ask({'op': 'check'})
+    check(r.get('ok') is True and not r.get('violations'), 'check is clean after the refused allocate', r)
+    c.close()
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit('usage: test_seats_e2e.py SLOTD')
@@ -90,6 +107,7 @@ def main():
             c.close()
             sold_out_answers(srv.port)
             race(srv.port)
+            no_seat_blocks(srv.port)
         finally:
             stop_all()
     finish()

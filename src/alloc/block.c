@@ -114,6 +114,11 @@ int slot__op_allocate(ctx *c, const slot_req *req, slot_res *res)
     int rc = slot__event_load(c, &e, res);
     if (rc != 0)
         return slot__answered_ok(rc);
+    if (e.seated) { /* a block of a seated event would be seats in state 'x': not built (seat_int.h) */
+        slot_res_error(res, SLOT_E_INVALID_ARGUMENT,
+                       "allocation: event \"%s\" is seated; blocks of seats are not supported by this server", c->ev);
+        return 0;
+    }
     /* Not held back by the waitlist ("Clarifications of v1.2"); due holds are expired first, as a
      * hold's would, before the block is read: an expired hold of a closed block may end it. */
     uint64_t avail = 0;
