@@ -123,6 +123,17 @@ def main():
         require(re.search(r'units left\s+965 / 1000', cp.stdout) is not None and cp.stdout.count('holds/s') == 1,
               'watch --once prints one frame with the units left', cp.stdout)
         require('\x1b[' not in cp.stdout, 'watch --once writes no terminal escapes', repr(cp.stdout))
+        # An event with a waiting room: its counts in the frame (docs/protocol.md, "Admission").
+        import time
+        joins = [{'op': 'join', 'event': 'wr', 'user': 'j%d' % i, 'request': 'j'} for i in range(7)]
+        r = call(port, [{'op': 'create_event', 'event': 'wr', 'capacity': 100, 'admission': 'queue',
+                         'admit_per_s': 5, 'opens_at': int(time.time() * 1000) + 3600000}] + joins, WAIT_S)
+        require(all(x.get('ok') for x in r), 'event wr with a room and 7 joins', r)
+        cp = subprocess.run([SLOTCTL, '--host', host, 'watch', 'wr', '--once', '--interval', '100'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=WAIT_S)
+        require(cp.returncode == 0 and re.search(r'room \(queue, 5/s\)\s+joined 7\s+waiting 7\s+admitted 0\s+open grants 0',
+                                                 cp.stdout) is not None and 'admissions/s' in cp.stdout,
+                'watch shows the room: mode, rate, joined, waiting, admitted, open grants', cp.stdout)
         cp = subprocess.run([SLOTCTL, '--host', host, 'watch', 'nosuch', '--once'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=WAIT_S)
         require(cp.returncode == 1 and 'unknown_event' in cp.stderr, 'an unknown event: exit 1, unknown_event', cp.stderr)

@@ -36,7 +36,9 @@
 const char *slotctl_watch_help(void)
 {
     return "A live view of the server, redrawn every interval until q or Ctrl-C: with EVENT its units\n"
-           "left (a bar of available/capacity), held, confirmed and waiting; then holds/s, sold-out\n"
+           "left (a bar of available/capacity), held, confirmed and waiting, and for an event with a\n"
+           "waiting room its mode, rate, joined, waiting, admitted, open grants, joins/s and\n"
+           "admissions/s; then holds/s, sold-out\n"
            "answers/s, requests/s and errors/s over the last interval, latency p50/p99 (the server's\n"
            "histogram since it started), connections, queue, commits/s and the time per commit, and\n"
            "the database's size. Ends with exit 2 and a message when the server goes away.\n"
@@ -180,6 +182,19 @@ static void draw(const char *addr, const char *event, const sample *a, const sam
         printf("] %5.1f%%%s", cap ? 100.0 * (double)avail / (double)cap : 0.0, nl);
         printf("  held %" PRIu64 "   confirmed %" PRIu64 "   waiting %" PRIu64 "%s", u64(e, "held"),
                u64(e, "confirmed"), u64(e, "waiting"), nl);
+        json_t *room = json_object_get(e, "room"), *ra = json_object_get(a->event, "room");
+        if (json_is_object(room)) { /* docs/protocol.md, "Admission": the waiting room's counts */
+            json_t *mode = json_object_get(e, "admission");
+            double dt_s = (double)(b->t_ms - a->t_ms) / 1000.0;
+            uint64_t adm = u64(room, "admitted"), adm0 = json_is_object(ra) ? u64(ra, "admitted") : adm;
+            uint64_t joi = u64(room, "joined"), joi0 = json_is_object(ra) ? u64(ra, "joined") : joi;
+            printf("  room (%s, %" PRIu64 "/s)  joined %" PRIu64 "   waiting %" PRIu64 "   admitted %" PRIu64
+                   "   open grants %" PRIu64 "%s",
+                   json_is_string(mode) ? json_string_value(mode) : "?", u64(e, "admit_per_s"), joi,
+                   u64(room, "waiting"), adm, u64(room, "open_grants"), nl);
+            printf("  joins/s %10.0f   admissions/s %10.0f%s", dt_s > 0 && joi >= joi0 ? (double)(joi - joi0) / dt_s : 0.0,
+                   dt_s > 0 && adm >= adm0 ? (double)(adm - adm0) / dt_s : 0.0, nl);
+        }
         printf("%s", nl);
     }
     double dt = (double)(b->t_ms - a->t_ms) / 1000.0;
