@@ -270,8 +270,9 @@ int bench_slotd_allocate(bench_admin *a, const char *event, const char *block, u
                          uint64_t *remaining, char *err, size_t errlen)
 {
     char line[2 * SLOT_EVENT_BYTES_MAX + 96];
-    int n = snprintf(line, sizeof(line), "{\"op\":\"allocate\",\"event\":\"%s\",\"allocation\":\"%s\",\"qty\":%" PRIu64 "}\n",
-                     event, block, qty);
+    int n = snprintf(line, sizeof(line),
+                     "{\"op\":\"allocate\",\"event\":\"%s\",\"allocation\":\"%s\",\"qty\":%" PRIu64 "}\n", event, block,
+                     qty);
     if (n < 0 || (size_t)n >= sizeof(line)) {
         snprintf(err, errlen, "allocate: names too long");
         return BENCH_EXIT_USAGE;

@@ -167,8 +167,8 @@ static int block_checks(bench_run *run, bench_verdict *v)
     else if (got->block_qty != cfg->allocation || got->block_held != blk->held_units || got->block_confirmed != 0 ||
              got->block_remaining != rest)
         bench_problem(v,
-                      "%s's block %s shows qty %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64
-                      ", remaining %" PRIu64 "; the answers say %" PRIu64 ", %" PRIu64 ", 0, %" PRIu64,
+                      "%s's block %s shows qty %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64 ", remaining %" PRIu64
+                      "; the answers say %" PRIu64 ", %" PRIu64 ", 0, %" PRIu64,
                       pub->name, BENCH_BLOCK_NAME, got->block_qty, got->block_held, got->block_confirmed,
                       got->block_remaining, cfg->allocation, blk->held_units, rest);
     v->views[1] = (bench_view){.capacity = got->block_qty,
@@ -270,15 +270,15 @@ static void ledger_totals(const bench_run *run, bench_verdict *v)
         /* --allocation: event 0's view counts the block's units too; the public holds are the rest */
         bool pub = run->cfg->allocation && i == 0;
         uint64_t held = pub ? got->held - (v->views[1].held < got->held ? v->views[1].held : got->held) : got->held;
-        uint64_t confirmed = pub ? got->confirmed - (v->views[1].confirmed < got->confirmed ? v->views[1].confirmed
-                                                                                              : got->confirmed)
+        uint64_t confirmed = pub ? got->confirmed -
+                                       (v->views[1].confirmed < got->confirmed ? v->views[1].confirmed : got->confirmed)
                                  : got->confirmed;
         if (s[2] > 0 && (s[0] != held || s[1] != confirmed))
             bench_problem(v,
                           "%s%s%s: get_hold shows %" PRIu64 " units held and %" PRIu64 " confirmed, the event %" PRIu64
                           " and %" PRIu64,
-                          run->events[i].name, run->events[i].allocation[0] ? " block " : "",
-                          run->events[i].allocation, s[0], s[1], held, confirmed);
+                          run->events[i].name, run->events[i].allocation[0] ? " block " : "", run->events[i].allocation,
+                          s[0], s[1], held, confirmed);
     }
     free(sums);
 }

@@ -97,10 +97,28 @@ TEST_IMPL(bench_allocation_sells_both_parts)
     char port[16], json[600];
     snprintf(port, sizeof(port), "%u", (unsigned)srv.port);
     snprintf(json, sizeof(json), "%s/alloc.json", tmp);
-    const char *args[] = {"hot-release", "--port",     port,    "--capacity",      "2000", "--allocation",
-                          "500",         "--event",    "pre",   "--connections",   "8",    "--qty",
-                          "1:70,2:20,4:10", "--tail",  "50",    "--duration",      "30",   "--requests",
-                          "20000",       "--json",     json,    NULL};
+    const char *args[] = {"hot-release",
+                          "--port",
+                          port,
+                          "--capacity",
+                          "2000",
+                          "--allocation",
+                          "500",
+                          "--event",
+                          "pre",
+                          "--connections",
+                          "8",
+                          "--qty",
+                          "1:70,2:20,4:10",
+                          "--tail",
+                          "50",
+                          "--duration",
+                          "30",
+                          "--requests",
+                          "20000",
+                          "--json",
+                          json,
+                          NULL};
     char *out = malloc(OUT_BYTES);
     ASSERT(out);
     int rc = run_bench(args, out);
