@@ -75,6 +75,11 @@ typedef struct bench_config {
     uint32_t events;      /* hot-release: --cart (one event per cart item) */
     uint32_t cart;        /* hot-release: events per cart, 1..SLOT_CART_ITEMS_MAX; 1 = plain holds */
     uint32_t types;       /* hot-release: N ticket types (children of a 3-level family) sharing --capacity; 0 = none */
+    /* hot-release --allocation: units of the event set aside in block BENCH_BLOCK_NAME (0 = none,
+     * else 1..capacity); --presale-share: percent of the connections whose holds take from it;
+     * presale_conns: connections 0..presale_conns-1 are those (derived by options_check.c). */
+    uint64_t allocation;
+    uint32_t presale_pct, presale_conns;
     double zipf_exponent; /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
     const char *json_path, *csv_path, *svg_path;
 } bench_config;

@@ -26,6 +26,11 @@ typedef struct bench_view {
     char status[16];
     uint64_t opens_at_ms;                        /* the sale window's opening; 0 = none (or a target without windows) */
     uint64_t waitlist_max, waiting, waiting_qty; /* the waitlist (0 for a target without one) */
+    /* docs/protocol.md, "Allocations" (slotd; 0 and false elsewhere): the unused units of the
+     * event's blocks, and its block BENCH_BLOCK_NAME as "allocations" shows it (has_block: it does). */
+    uint64_t allocated;
+    bool has_block;
+    uint64_t block_qty, block_remaining, block_held, block_confirmed;
 } bench_view;
 
 /* What a run asks of the target's events. */
@@ -56,6 +61,10 @@ typedef struct bench_driver {
     int (*check)(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen);
     int (*expire)(bench_admin *a, const char *event, uint64_t *expired, char *err, size_t errlen);
     int (*stats)(bench_admin *a, json_t **stats, char *err, size_t errlen);
+    /* optional (NULL: the target has no allocations): allocate qty free units of event to block
+     * (admin); *total and *remaining from the reply. Fewer free units is an error (sold_out). */
+    int (*allocate)(bench_admin *a, const char *event, const char *block, uint64_t qty, uint64_t *total,
+                    uint64_t *remaining, char *err, size_t errlen);
     /* optional (NULL: a target of one node): move the admin connection to the
      * primary before verification; and "H:P" of the node it is on (borrowed). */
     int (*to_primary)(bench_admin *a, char *err, size_t errlen);

@@ -94,6 +94,12 @@ static size_t encode_hold(const bench_run *run, const bench_ticket *t, char *buf
     p += bench_key_name(t->key, p, 32);
     p = PUT_LIT(p, "\",\"qty\":");
     p += snprintf(p, 16, "%u", (unsigned)t->qty);
+    const char *block = run->events[t->event].allocation;
+    if (block[0]) { /* a hold from a block (docs/protocol.md, "Allocations") */
+        p = PUT_LIT(p, ",\"allocation\":\"");
+        p = put(p, block, strlen(block));
+        *p++ = '"';
+    }
     p = PUT_LIT(p, "}\n");
     return (size_t)(p - buf);
 }
@@ -619,6 +625,7 @@ const bench_driver bench_driver_slotd = {
     .check = bench_slotd_check,
     .expire = bench_slotd_expire,
     .stats = bench_slotd_stats,
+    .allocate = bench_slotd_allocate,
     .to_primary = bench_slotd_admin_to_primary,
     .node = bench_slotd_admin_node,
 };

@@ -27,6 +27,10 @@ int bench_slotd_event(bench_admin *a, const char *event, bench_view *v, char *er
 int bench_slotd_check(bench_admin *a, const char *event, uint32_t *violations, char *detail, size_t detlen);
 int bench_slotd_expire(bench_admin *a, const char *event, uint64_t *expired, char *err, size_t errlen);
 int bench_slotd_stats(bench_admin *a, json_t **stats, char *err, size_t errlen);
+/* bench_slotd_allocate — allocate qty units of event to block (docs/protocol.md, "Allocations");
+ * the block's total and remaining from the reply. 0, or an exit status with err (sold_out too). */
+int bench_slotd_allocate(bench_admin *a, const char *event, const char *block, uint64_t qty, uint64_t *total,
+                         uint64_t *remaining, char *err, size_t errlen);
 /* bench_slotd_admin_to_primary — with several --host values, move the admin
  * connection to the node that says (cluster op) it is the primary, waiting up to
  * BENCH_ADMIN_PRIMARY_WAIT_MS; one --host: nothing. 0 or an exit status with err. */

@@ -69,6 +69,15 @@ static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, 
             return false;
         memcpy(dst, v, vn);
         dst[vn] = 0;
+    } else if (kind == V_NUM && key_is(k, kn, "remaining")) {
+        uint64_t x = 0;
+        for (size_t i = 0; i < vn; i++) {
+            if (v[i] < '0' || v[i] > '9' || x > UINT64_MAX / 10 - 1)
+                return false;
+            x = x * 10 + (uint64_t)(v[i] - '0');
+        }
+        r->remaining = x;
+        r->has_remaining = true;
     } else if (kind == V_NUM && (key_is(k, kn, "qty") || key_is(k, kn, "expires_at") || key_is(k, kn, "available") ||
                                  key_is(k, kn, "returned") || key_is(k, kn, "extensions"))) {
         uint64_t x = 0;
@@ -231,6 +240,13 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     r->hold_len = (uint32_t)strlen(rep.hold);
     memcpy(r->hold, rep.hold, r->hold_len + 1);
     snprintf(r->primary, sizeof(r->primary), "%s", rep.primary);
+    if (r->sold_out && rep.line) { /* a block hold's sold_out names what the block has left */
+        json_t *o = json_loads(rep.line, 0, NULL);
+        json_t *rem = json_object_get(o, "remaining");
+        r->has_remaining = json_is_integer(rem);
+        r->remaining = r->has_remaining ? (uint64_t)json_integer_value(rem) : 0;
+        json_decref(o);
+    }
     bool cart_ok = rep.nholds == 0 || (rep.line && cart_holds(rep.line, r));
     slot_reply_clear(&rep);
     return cart_ok ? 0 : -1;

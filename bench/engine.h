@@ -53,6 +53,10 @@ typedef struct bench_event {
     uint64_t returned_units; /* churn: given back by partial confirms */
     uint64_t sellout_ns;     /* when units left fell below the smallest qty; 0 = not yet */
     bool measured;           /* false: the warm-up event */
+    uint64_t sold_out;       /* sold_out answers to its holds, cumulative */
+    /* hot-release --allocation: "" the event's public units; else the block its holds take from
+     * (docs/protocol.md, "Allocations"), on the event of the same name, capacity the block's units. */
+    char allocation[SLOT_EVENT_BYTES_MAX + 1];
 } bench_event;
 
 /* Counters of one phase. */
@@ -62,6 +66,9 @@ typedef struct bench_counters {
     uint64_t holds, held_units, sold_out, confirmed, released, expired, abandoned;
     uint64_t replays, unexpected, bad_sold_out; /* bad_sold_out: sold_out with available >= qty */
     uint64_t tail_seen;                         /* sold_out answers after the sell-out */
+    /* --allocation: sold_out answers whose "remaining" (docs/protocol.md, "Allocations") does not fit:
+     * a block hold's without it or with remaining >= qty, a public hold's with it */
+    uint64_t bad_block_sold_out;
     uint64_t errors[SLOT_E__COUNT + 1];
     uint64_t first_send_ns, last_reply_ns, first_sold_out_ns, last_sold_out_ns, sellout_ns;
     uint64_t backlog_max; /* open loop: most requests due but not sent at once */

@@ -61,6 +61,7 @@ int bench__loops_open(bench_run *run)
             memcpy(ev[e].name, run->events[e].name, sizeof(ev[e].name));
             ev[e].capacity = run->events[e].capacity;
             ev[e].measured = run->events[e].measured;
+            memcpy(ev[e].allocation, run->events[e].allocation, sizeof(ev[e].allocation));
         }
         l->cfg = l->loop_cfg = lc;
         l->drv = run->drv;
@@ -137,6 +138,7 @@ static void merge_counters(bench_counters *d, const bench_counters *s)
     d->replays += s->replays;
     d->unexpected += s->unexpected;
     d->bad_sold_out += s->bad_sold_out;
+    d->bad_block_sold_out += s->bad_block_sold_out;
     d->tail_seen += s->tail_seen;
     for (unsigned e = 0; e <= SLOT_E__COUNT; e++)
         d->errors[e] += s->errors[e];
@@ -171,9 +173,10 @@ static void merge_events(bench_run *run, bench_run *l)
         d->released_units += s->released_units;
         d->expired_units += s->expired_units;
         d->returned_units += s->returned_units;
+        d->sold_out += s->sold_out;
         d->sellout_ns = max_u64(d->sellout_ns, s->sellout_ns);
         s->holds = s->held_units = s->out_units = s->confirmed_units = 0;
-        s->released_units = s->expired_units = s->returned_units = 0;
+        s->released_units = s->expired_units = s->returned_units = s->sold_out = 0;
     }
 }
 

@@ -63,3 +63,8 @@ void bench_ledger_free(bench_ledger *l)
     free(l->ids);
     memset(l, 0, sizeof(*l));
 }
+
+bool bench_ledger_id_is(const bench_ledger *l, size_t i, const char *id, size_t len)
+{
+    return l->holds[i].id_len == len && memcmp(bench_ledger_id(l, i), id, len) == 0;
+}

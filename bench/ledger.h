@@ -8,6 +8,7 @@
 #ifndef SLOT_BENCH_LEDGER_H
 #define SLOT_BENCH_LEDGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,8 @@ long bench_ledger_add_hold(bench_ledger *l, const char *id, size_t len, uint64_t
                            uint8_t expect, uint64_t expires_at_ms);
 /* bench_ledger_id — the hold id of entry i (not NUL-terminated; length in the entry). Borrowed until the next add. */
 const char *bench_ledger_id(const bench_ledger *l, size_t i);
+/* bench_ledger_id_is — entry i's hold id is id (len bytes). */
+bool bench_ledger_id_is(const bench_ledger *l, size_t i, const char *id, size_t len);
 /* bench_ledger_free — free its memory; l is empty afterwards. */
 void bench_ledger_free(bench_ledger *l);
 

@@ -105,6 +105,12 @@
 #define BENCH_REQ_BYTES 512        /* one encoded request; get_hold is the longest ... */
 #define BENCH_CART_REQ_BYTES (96 + SLOT_CART_ITEMS_MAX * (SLOT_EVENT_BYTES_MAX + 32)) /* ... but for a hold_many */
 #define BENCH_CART_DEFAULT 1 /* hot-release --cart: events per cart; 1 = plain holds */
+/* hot-release --allocation N (docs/protocol.md, "Allocations"): the block the bench allocates N
+ * units to, and the share of the connections (percent, 1..99) whose holds take from it. */
+#define BENCH_BLOCK_NAME "presale"
+#define BENCH_PRESALE_PCT_DEFAULT 25u
+#define BENCH_PRESALE_PCT_MIN 1u
+#define BENCH_PRESALE_PCT_MAX 99u
 /* Following the primary (drv_slotd.c): a connection whose request met not_primary,
  * unavailable, a close or silence is opened again (on the primary, or the next
  * host) and its requests in flight are sent again with the same keys. */

@@ -1,9 +1,9 @@
 /* options.c — slot-bench's command line: one table of options, each valid
  * for some scenarios, with defaults per scenario; --help is generated from
  * the same table so it cannot drift from what is parsed. This file holds the
- * table, the defaults, --help, the parsing loop and the configuration as
- * JSON; the value parsers and the checks between options are in
- * options_check.c (options.h). */
+ * table, the defaults, --help and the parsing loop; the value parsers and
+ * the checks between options are in options_check.c (options.h), the
+ * configuration as JSON in config_json.c. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -99,6 +99,8 @@ enum {
     O_POLL,
     O_THREADS,
     O_PEER,
+    O_ALLOCATION,
+    O_PRESALE,
 };
 
 #define ONLY(s) (1u << (s))
@@ -182,6 +184,14 @@ static const struct opt_def {
     OPT_UINT("types", "N", O_TYPES, ONLY(BENCH_HOT_RELEASE), types, 0, SLOT_CART_ITEMS_MAX,
              "a 3-level family: NAME of --capacity, NAME-area under it, N ticket types NAME-<i> under that whose "
              "capacities add up to twice --capacity; buyers spread over the types; 0 = one plain event"),
+    OPT_UINT("allocation", "N", O_ALLOCATION, ONLY(BENCH_HOT_RELEASE), allocation, 0, SLOT_CAPACITY_MAX,
+             "a presale beside the public sale: allocate N of the event's units to the block \"" BENCH_BLOCK_NAME
+             "\"; the --presale-share of the connections hold from it, the rest from the public units; the run "
+             "ends when both are sold out; 0..--capacity, 0 = no block"),
+    OPT_UINT("presale-share", "PCT", O_PRESALE, ONLY(BENCH_HOT_RELEASE), presale_pct, BENCH_PRESALE_PCT_MIN,
+             BENCH_PRESALE_PCT_MAX,
+             "with --allocation: percent of the connections (rounded, at least one, and one left for the public "
+             "sale) whose holds take from the block"),
     OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE), opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
                 "create the event with its sale opening S seconds ahead (opens_at), and send every "
                 "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
@@ -276,6 +286,7 @@ static void defaults(bench_config *c, bench_scenario s)
     }
     c->events = s == BENCH_MULTI_EVENT ? BENCH_EVENTS_DEFAULT : 1;
     c->cart = BENCH_CART_DEFAULT;
+    c->presale_pct = BENCH_PRESALE_PCT_DEFAULT;
     c->zipf_exponent = BENCH_ZIPF_EXPONENT_DEFAULT;
     c->qty.n = 1;
     c->qty.qty[0] = c->qty.cum[0] = c->qty.min = c->qty.max = 1;
@@ -414,7 +425,10 @@ static const char *const scenario_text[] = {
         "more sold_out answers came back. Verified: held units = capacity (less a remainder below the\n"
         "smallest --qty), check clean, the event's counters, every hold by get_hold. A run that\n"
         "--duration or --requests stops before the sell-out is verified the same way for what it\n"
-        "did (nothing oversold), without the sell-out.\n",
+        "did (nothing oversold), without the sell-out. With --allocation N, N units go to the block\n"
+        "\"presale\" first; the --presale-share of the connections hold from it, the rest hold public\n"
+        "units, until both are sold out: public held = capacity - N and block held = N (each less a\n"
+        "remainder below the smallest --qty), and the event shows the block's held and remaining.\n",
     [BENCH_OPEN_LOOP] =
         "Holds are sent on a fixed schedule of --rate per second, spread over the connections, whatever\n"
         "the replies do; latency is measured from each request's intended send time, so a stalled\n"
@@ -635,59 +649,4 @@ int bench_config_parse(bench_config *c, bench_scenario scenario, int argc, char 
         return BENCH_EXIT_USAGE;
     fill_seed_and_event(c, seeded);
     return bench_cross_checks(c, v11_given, peer_given) ? BENCH_EXIT_USAGE : -1;
-}
-
-json_t *bench_config_json(const bench_config *c)
-{
-    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:b, s:s, s:i, s:i, s:s, s:I, s:i, s:I, s:I, s:f, s:I, s:I, s:f}",
-                          "scenario", c->name, "target", c->target == BENCH_TARGET_REDIS ? "redis" : "slotd", "host",
-                          c->host, "port", (int)c->port, "token", c->token != NULL, "event", c->event, "connections",
-                          (int)c->connections, "pipeline", (int)c->pipeline, "qty", c->qty.text, "capacity",
-                          (json_int_t)c->capacity, "shards", (int)c->shards, "max_per_user",
-                          (json_int_t)c->max_per_user, "users", (json_int_t)c->users, "duration_s",
-                          c->duration_ms / 1000.0, "requests", (json_int_t)c->requests, "seed", (json_int_t)c->seed,
-                          "warmup_s", c->warmup_ms / 1000.0);
-    if (!o)
-        return NULL;
-    json_t *hosts = json_array();
-    for (uint32_t i = 0; i < c->nhosts; i++)
-        json_array_append_new(hosts, json_string(c->hosts[i]));
-    json_object_set_new(o, "hosts", hosts);
-    json_object_set_new(o, "threads", json_integer(c->threads));
-    if (c->target == BENCH_TARGET_REDIS && c->scenario != BENCH_PING)
-        json_object_set_new(o, "peer", json_string(c->peer == BENCH_PEER_MIN ? "min" : "full"));
-    if (bench_scenario_sells_out(c->scenario))
-        json_object_set_new(o, "tail", json_integer((json_int_t)c->tail));
-    if (c->scenario == BENCH_HOT_RELEASE)
-        json_object_set_new(o, "opens_in_s", json_real(c->opens_in_ms / 1e3));
-    if (c->scenario == BENCH_HOT_RELEASE)
-        json_object_set_new(o, "cart", json_integer(c->cart));
-    if (c->scenario == BENCH_HOT_RELEASE)
-        json_object_set_new(o, "types", json_integer(c->types));
-    if (c->scenario == BENCH_OPEN_LOOP)
-        json_object_set_new(o, "rate", json_real(c->rate_per_s));
-    if (c->scenario == BENCH_CHURN) {
-        json_object_set_new(o, "confirm_pct", json_integer(c->confirm_pct));
-        json_object_set_new(o, "release_pct", json_integer(c->release_pct));
-        json_object_set_new(o, "abandon_pct", json_integer(c->abandon_pct));
-        json_object_set_new(o, "extend_pct", json_integer(c->extend_pct));
-        json_object_set_new(o, "partial_pct", json_integer(c->partial_pct));
-        json_object_set_new(o, "late_pct", json_integer(c->late_pct));
-        json_object_set_new(o, "think_ms", json_pack("[i, i]", (int)c->think_min_ms, (int)c->think_max_ms));
-        json_object_set_new(o, "hold_ttl_ms", json_integer(c->hold_ttl_ms));
-    }
-    if (c->scenario == BENCH_WAITLIST) {
-        json_object_set_new(o, "waiters", json_integer(c->waiters));
-        json_object_set_new(o, "poll_ms", json_integer(c->poll_ms));
-        json_object_set_new(o, "confirm_pct", json_integer(c->confirm_pct));
-        json_object_set_new(o, "release_pct", json_integer(c->release_pct));
-        json_object_set_new(o, "abandon_pct", json_integer(c->abandon_pct));
-        json_object_set_new(o, "think_ms", json_pack("[i, i]", (int)c->think_min_ms, (int)c->think_max_ms));
-        json_object_set_new(o, "hold_ttl_ms", json_integer(c->hold_ttl_ms));
-    }
-    if (c->scenario == BENCH_MULTI_EVENT) {
-        json_object_set_new(o, "events", json_integer(c->events));
-        json_object_set_new(o, "zipf_s", json_real(c->zipf_exponent));
-    }
-    return o;
 }

@@ -256,6 +256,38 @@ static bool report_path_writable(const char *path)
     return access(dir, W_OK | X_OK) == 0;
 }
 
+/* hot-release --allocation (docs/protocol.md, "Allocations"): a block of N units beside the
+ * public sale, on slotd, plain holds on one thread. Two measured events in the run: 0 the public
+ * units (capacity - N), 1 the block (N), both the one event on the target. The first
+ * presale_conns connections hold from the block: --presale-share of them, rounded, at least one
+ * while the block can sell a hold, and one left for the public units while they can.
+ * 0 or BENCH_EXIT_USAGE. */
+static int allocation_checks(bench_config *c)
+{
+    if (c->allocation == 0 && c->presale_pct != BENCH_PRESALE_PCT_DEFAULT)
+        return bench_usage_error(c, "%s", "--presale-share is the block's share: give --allocation N");
+    if (c->allocation == 0)
+        return 0;
+    if (c->allocation > c->capacity)
+        return bench_usage_error(c, "--allocation %" PRIu64 " is above --capacity %" PRIu64, c->allocation,
+                                 c->capacity);
+    if (c->cart > 1 || c->types || c->threads > 1 || c->target == BENCH_TARGET_REDIS)
+        return bench_usage_error(c, "%s",
+                                 "--allocation takes plain holds on slotd, on one thread (no --cart, --types, redis, "
+                                 "--threads)");
+    c->events = 2;
+    bool block_sells = c->allocation >= c->qty.min, public_sells = c->capacity - c->allocation >= c->qty.min;
+    uint32_t k = c->connections, p = (uint32_t)(((uint64_t)k * c->presale_pct + 50) / 100);
+    if (block_sells && public_sells && k < 2)
+        return bench_usage_error(c, "%s", "--allocation needs 2 connections or more: one for each sale");
+    if (block_sells && p < 1)
+        p = 1;
+    if (public_sells && p > k - 1)
+        p = k - 1;
+    c->presale_conns = !block_sells ? 0 : !public_sells ? k : p;
+    return 0;
+}
+
 /* Relations between options, once all are read. 0 or BENCH_EXIT_USAGE. */
 int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
 {
@@ -264,6 +296,9 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
     if (c->types && (c->cart > 1 || c->target == BENCH_TARGET_REDIS || c->threads > 1))
         return bench_usage_error(c, "%s",
                                  "--types takes plain holds on slotd, on one thread (no --cart, redis, --threads)");
+    int rc = allocation_checks(c);
+    if (rc)
+        return rc;
     bool waitlist = c->scenario == BENCH_WAITLIST;
     if (waitlist && c->target == BENCH_TARGET_REDIS)
         return bench_usage_error(c, "%s", "the waitlist scenario needs slotd's waitlist; the redis target has none");

@@ -48,6 +48,33 @@ void bench_report_numbers(bench_report *r)
 
 /* ---------------------------------------------------------------- the summary table */
 
+/* hot-release --allocation: the holds/s of one part (events[0] the public units, events[1]
+ * the block) until it sold out, or over the run when it did not; its sell-out time into *sell_s
+ * (0: not sold out). */
+static double part_rate(const bench_report *r, const bench_event *e, double *sell_s)
+{
+    uint64_t t0 = r->n->first_send_ns;
+    *sell_s = e->sellout_ns > t0 ? ns_s(e->sellout_ns - t0) : 0;
+    double s = *sell_s > 0 ? *sell_s : r->run_s;
+    return s > 0 ? (double)e->holds / s : 0;
+}
+
+static void print_parts(const bench_report *r, FILE *f)
+{
+    const bench_config *c = r->run->cfg;
+    for (uint32_t i = 0; i < 2; i++) {
+        const bench_event *e = &r->run->events[i];
+        double sell_s, rate = part_rate(r, e, &sell_s);
+        fprintf(f, "  %-17s %" PRIu64 " holds (%" PRIu64 " of %" PRIu64 " units), %" PRIu64 " sold_out: %.0f holds/s",
+                i ? "presale block" : "public sale", e->holds, e->held_units, e->capacity, e->sold_out, rate);
+        if (sell_s > 0)
+            fprintf(f, " until its sell-out at %.3f s", sell_s);
+        if (i)
+            fprintf(f, "; %u of %u connections, block \"%s\"", c->presale_conns, c->connections, e->allocation);
+        fprintf(f, "\n");
+    }
+}
+
 static const char *jstr(json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
@@ -159,6 +186,8 @@ static void print_counts(const bench_report *r, FILE *f)
                 c->cart, n->carts * c->cart, r->holds_per_s / c->cart);
     if (c->scenario != BENCH_PING)
         fprintf(f, "  sold_out          %" PRIu64 ": %.0f answers/s\n", n->sold_out, r->sold_out_per_s);
+    if (c->allocation)
+        print_parts(r, f);
     if (r->sellout_s > 0)
         fprintf(f, "  time to sell out  %.3f s\n", r->sellout_s);
     if (r->run->opens_at_ms > 0) {
@@ -316,6 +345,28 @@ json_t *bench_machine_json(void)
 
 /* ---------------------------------------------------------------- --json */
 
+/* hot-release --allocation: the public sale's and the block's holds, units, sold_out answers,
+ * holds/s and sell-out apart; the block's remaining as the event showed it after the run. */
+static json_t *parts_json(const bench_report *r)
+{
+    const bench_config *c = r->run->cfg;
+    json_t *o = json_pack("{s:s, s:I, s:i, s:I}", "block", BENCH_BLOCK_NAME, "qty", (json_int_t)c->allocation,
+                          "presale_connections", (int)c->presale_conns, "bad_sold_out",
+                          (json_int_t)r->n->bad_block_sold_out);
+    for (uint32_t i = 0; o && i < 2; i++) {
+        const bench_event *e = &r->run->events[i];
+        double sell_s, rate = part_rate(r, e, &sell_s);
+        json_object_set_new(o, i ? "presale" : "public",
+                            json_pack("{s:I, s:I, s:I, s:I, s:f, s:f}", "capacity", (json_int_t)e->capacity, "holds",
+                                      (json_int_t)e->holds, "held_units", (json_int_t)e->held_units, "sold_out",
+                                      (json_int_t)e->sold_out, "holds_per_s", rate, "sellout_s", sell_s));
+    }
+    if (o && r->verdict->ran)
+        json_object_set_new(json_object_get(o, "presale"), "remaining",
+                            json_integer((json_int_t)r->verdict->views[0].block_remaining));
+    return o;
+}
+
 static json_t *counters_json_base(const bench_report *r)
 {
     const bench_counters *n = r->n;
@@ -378,6 +429,8 @@ static json_t *counters_json_base(const bench_report *r)
                       (int)pos[1], (int)pos[2], "order_violations", (int)wl->order_violations, "in_order",
                       wl->order_violations == 0));
     }
+    if (o && r->run->cfg->allocation)
+        json_object_set_new(o, "allocation", parts_json(r));
     if (o && r->run->opens_at_ms > 0)
         json_object_set_new(o, "opening",
                             json_pack("{s:I, s:I, s:I}", "opens_at", (json_int_t)r->run->opens_at_ms, "lag_ms",
@@ -409,6 +462,10 @@ static json_t *events_json(const bench_run *run, const bench_verdict *v)
                               "expired_units", (json_int_t)e->expired_units, "sellout_s", ns_s(sell_ns));
         if (o && run->cfg->scenario == BENCH_CHURN)
             json_object_set_new(o, "returned_units", json_integer((json_int_t)e->returned_units));
+        if (o && run->cfg->allocation && i < 2) {
+            json_object_set_new(o, "allocation", json_string(e->allocation));
+            json_object_set_new(o, "sold_out", json_integer((json_int_t)e->sold_out));
+        }
         if (v->ran)
             json_object_set_new(o, "server",
                                 json_pack("{s:I, s:I, s:I, s:I, s:s}", "capacity", (json_int_t)v->views[i].capacity,

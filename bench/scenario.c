@@ -93,6 +93,37 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, con
     return 0;
 }
 
+/* hot-release --allocation N (docs/protocol.md, "Allocations"): N of the new event's units
+ * into block BENCH_BLOCK_NAME; then events[0] stands for the public units (capacity - N) and
+ * events[1] for the block (N), both holds on the one event. The reply must name a new block of
+ * N units, all unused. 0 or an exit status with err. */
+static int setup_block(bench_run *run, char *err, size_t errlen)
+{
+    const bench_config *cfg = run->cfg;
+    bench_event *pub = &run->events[0], *blk = &run->events[1];
+    if (!run->drv->allocate) {
+        snprintf(err, errlen, "--allocation: the %s target has no allocations", run->drv->name);
+        return BENCH_EXIT_USAGE;
+    }
+    uint64_t total = 0, remaining = 0;
+    int rc = run->drv->allocate(run->admin, pub->name, BENCH_BLOCK_NAME, cfg->allocation, &total, &remaining, err,
+                                errlen);
+    if (rc)
+        return rc;
+    if (total != cfg->allocation || remaining != cfg->allocation) {
+        snprintf(err, errlen,
+                 "allocate %" PRIu64 " to %s of %s: the block has %" PRIu64 " units, %" PRIu64
+                 " unused: use a new --event",
+                 cfg->allocation, BENCH_BLOCK_NAME, pub->name, total, remaining);
+        return BENCH_EXIT_FAILED;
+    }
+    snprintf(blk->name, sizeof(blk->name), "%s", pub->name);
+    snprintf(blk->allocation, sizeof(blk->allocation), "%s", BENCH_BLOCK_NAME);
+    blk->capacity = cfg->allocation;
+    pub->capacity = cfg->capacity - cfg->allocation;
+    return 0;
+}
+
 /* The measured events, then (with --warmup) the warm-up event, all created on the target. */
 static int setup_events(bench_run *run, char *err, size_t errlen)
 {
@@ -130,6 +161,8 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
         if (cfg->types && !warm) /* the types' capacities add up to twice the venue's */
             e->capacity = 2 * cfg->capacity / cfg->types + 1;
         e->measured = !warm;
+        if (cfg->allocation && i == 1) /* the block: allocated below, on event 0 of the same name */
+            continue;
         /* Churn's and the waitlist's holds expire by design; nothing else may expire before verification counted it. */
         bool expiring = cfg->scenario == BENCH_CHURN || cfg->scenario == BENCH_WAITLIST;
         uint32_t ttl_ms = expiring && !warm ? cfg->hold_ttl_ms : SLOT_HOLD_TTL_MS_MAX;
@@ -137,7 +170,7 @@ static int setup_events(bench_run *run, char *err, size_t errlen)
         if (rc)
             return rc;
     }
-    return 0;
+    return cfg->allocation ? setup_block(run, err, errlen) : 0;
 }
 
 /* Stats of the target (slotd: the stats op), and into node (cap bytes) the node

@@ -51,6 +51,11 @@ static void answers_consistent(const bench_run *run, const bench_counters *n, be
                       n->unexpected);
     if (n->bad_sold_out)
         bench_problem(v, "%" PRIu64 " sold_out answers said at least qty units were available", n->bad_sold_out);
+    if (n->bad_block_sold_out)
+        bench_problem(v,
+                      "%" PRIu64 " sold_out answers did not fit the block: a presale hold's without \"remaining\" "
+                      "or with remaining >= qty, or a public hold's with it",
+                      n->bad_block_sold_out);
     if (run->inflight_total)
         bench_problem(v, "%" PRIu64 " requests never answered", run->inflight_total);
 }
@@ -131,8 +136,53 @@ static void expected_view(const bench_run *run, const bench_event *e, bench_view
     x->available = used < e->capacity ? e->capacity - used : 0;
 }
 
+/* hot-release --allocation (docs/protocol.md, "Allocations"): the one event's view (views[0])
+ * against the tallies of its public units (events[0]) and its block (events[1]): held is both
+ * parts' held units, the block shows the presale's held units and the rest of its N remaining,
+ * allocated is that rest, and free + held + confirmed + allocated is the capacity. views[1]
+ * is the block as a view of its own (capacity its qty, available its remaining). */
+static int block_checks(bench_run *run, bench_verdict *v)
+{
+    const bench_config *cfg = run->cfg;
+    const bench_event *pub = &run->events[0], *blk = &run->events[1];
+    const bench_view *got = &v->views[0];
+    uint64_t held = pub->held_units + blk->held_units;
+    uint64_t rest = blk->held_units < cfg->allocation ? cfg->allocation - blk->held_units : 0;
+    uint64_t free_want = cfg->capacity >= held + rest ? cfg->capacity - held - rest : 0;
+    if (got->available + got->held + got->confirmed + got->allocated != got->capacity)
+        bench_problem(v,
+                      "%s: free %" PRIu64 " + held %" PRIu64 " + confirmed %" PRIu64 " + allocated %" PRIu64
+                      " is not capacity %" PRIu64,
+                      pub->name, got->available, got->held, got->confirmed, got->allocated, got->capacity);
+    if (got->capacity != cfg->capacity || got->held != held || got->confirmed != 0 || got->available != free_want ||
+        got->allocated != rest)
+        bench_problem(v,
+                      "%s shows capacity %" PRIu64 ", free %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64
+                      ", allocated %" PRIu64 "; the answers say %" PRIu64 ", %" PRIu64 ", %" PRIu64 " (%" PRIu64
+                      " public + %" PRIu64 " presale), 0, %" PRIu64,
+                      pub->name, got->capacity, got->available, got->held, got->confirmed, got->allocated,
+                      cfg->capacity, free_want, held, pub->held_units, blk->held_units, rest);
+    if (!got->has_block)
+        bench_problem(v, "%s shows no block %s in its allocations", pub->name, BENCH_BLOCK_NAME);
+    else if (got->block_qty != cfg->allocation || got->block_held != blk->held_units || got->block_confirmed != 0 ||
+             got->block_remaining != rest)
+        bench_problem(v,
+                      "%s's block %s shows qty %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64 ", remaining %" PRIu64
+                      "; the answers say %" PRIu64 ", %" PRIu64 ", 0, %" PRIu64,
+                      pub->name, BENCH_BLOCK_NAME, got->block_qty, got->block_held, got->block_confirmed,
+                      got->block_remaining, cfg->allocation, blk->held_units, rest);
+    v->views[1] = (bench_view){.capacity = got->block_qty,
+                               .available = got->block_remaining,
+                               .held = got->block_held,
+                               .confirmed = got->block_confirmed};
+    snprintf(v->views[1].status, sizeof(v->views[1].status), "%s", got->status);
+    return 0;
+}
+
 static int event_checks(bench_run *run, uint32_t i, bench_verdict *v)
 {
+    if (run->cfg->allocation && i == 1)
+        return 0; /* the block: block_checks, with event 0 */
     const bench_event *e = &run->events[i];
     char detail[600];
     uint32_t violations = 0;
@@ -150,6 +200,8 @@ static int event_checks(bench_run *run, uint32_t i, bench_verdict *v)
         bench_problem(v, "%s", detail);
         return 0;
     }
+    if (run->cfg->allocation)
+        return block_checks(run, v);
     if (got->available + got->held + got->confirmed != got->capacity) /* invariant 1, as the event shows it */
         bench_problem(v,
                       "%s: available %" PRIu64 " + held %" PRIu64 " + confirmed %" PRIu64 " is not capacity %" PRIu64,
@@ -215,11 +267,18 @@ static void ledger_totals(const bench_run *run, bench_verdict *v)
     for (uint32_t i = 0; i < run->nevents; i++) {
         const uint64_t *s = &sums[(size_t)i * 3];
         const bench_view *got = &v->views[i];
-        if (s[2] > 0 && (s[0] != got->held || s[1] != got->confirmed))
+        /* --allocation: event 0's view counts the block's units too; the public holds are the rest */
+        bool pub = run->cfg->allocation && i == 0;
+        uint64_t held = pub ? got->held - (v->views[1].held < got->held ? v->views[1].held : got->held) : got->held;
+        uint64_t confirmed = pub ? got->confirmed -
+                                       (v->views[1].confirmed < got->confirmed ? v->views[1].confirmed : got->confirmed)
+                                 : got->confirmed;
+        if (s[2] > 0 && (s[0] != held || s[1] != confirmed))
             bench_problem(v,
-                          "%s: get_hold shows %" PRIu64 " units held and %" PRIu64 " confirmed, the event %" PRIu64
+                          "%s%s%s: get_hold shows %" PRIu64 " units held and %" PRIu64 " confirmed, the event %" PRIu64
                           " and %" PRIu64,
-                          run->events[i].name, s[0], s[1], got->held, got->confirmed);
+                          run->events[i].name, run->events[i].allocation[0] ? " block " : "", run->events[i].allocation,
+                          s[0], s[1], held, confirmed);
     }
     free(sums);
 }

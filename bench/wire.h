@@ -76,6 +76,8 @@ typedef struct bench_result {
     slot_hold_status status; /* held/confirmed/...: hold, confirm, release, get_hold, hold_not_active */
     uint32_t qty;
     uint64_t available, expires_at_ms;
+    bool has_remaining; /* a block hold's sold_out: "remaining", the block's unused units ("Allocations") */
+    uint64_t remaining;
     uint64_t returned,
         extensions; /* confirm, get_hold: units given back by a partial confirm; extend, get_hold: extensions */
     /* waitlist_join, waitlist, waitlist_leave (docs/protocol.md, "Waitlist"): the entry's state

@@ -6,9 +6,8 @@
  *   or one of the --users pool; held answers go into the ledger.
  *   churn: sessions hold, think, then confirm / release / abandon; some extend
  *   first, some confirm fewer units than held, some pay late with reacquire.
- *   verify: get_hold for every ledger entry; status, qty, returned units,
- *   extensions, expires_at and links must be the ones the answers said.
- *   waitlist: its phases are in workload_wait.c (the prefill is the one here).
+ *   waitlist: its phases are in workload_wait.c (the prefill is the one here);
+ *   verification's get_hold of every hold is in workload_check.c.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -75,6 +74,8 @@ static void new_hold(bench_run *run, bench_conn *c, bench_ticket *t)
     t->event = ph->zipf ? pick_event(run, c)
                : cfg->types && ph->measure && ph->event_count > 1
                    ? (uint16_t)(ph->event_first + bench_rand(&c->rng) % ph->event_count)
+               : cfg->allocation && ph->measure && c->index < cfg->presale_conns
+                   ? (uint16_t)(ph->event_first + 1) /* --allocation: this buyer is in the presale */
                    : ph->event_first;
     t->qty = ph->unit_holds ? 1 : (uint16_t)bench_qty_pick(&cfg->qty, bench_rand(&c->rng));
     t->user = cfg->users > 0 && !ph->unique_users ? bench_rand(&c->rng) % cfg->users : run->next_user++;
@@ -99,7 +100,7 @@ static void event_sold(bench_run *run, bench_event *e, uint64_t now_ns)
         run->n.sellout_ns = now_ns;
 }
 
-static void sellout_check(bench_run *run, bench_event *e, uint64_t now_ns)
+static void sellout_check_one(bench_run *run, bench_event *e, uint64_t now_ns)
 {
     uint64_t used = e->out_units + e->confirmed_units;
     uint32_t qty_min = run->phase->unit_holds ? 1 : run->cfg->qty.min;
@@ -108,14 +109,37 @@ static void sellout_check(bench_run *run, bench_event *e, uint64_t now_ns)
     event_sold(run, e, now_ns);
 }
 
+/* --allocation: both parts (the public units, the block) are asked, so that one which could
+ * never sell a hold (fewer units than the smallest qty from the start, or no buyer of its own)
+ * counts as sold out at the first answer. */
+static void sellout_check(bench_run *run, bench_event *e, uint64_t now_ns)
+{
+    if (!run->cfg->allocation || !run->phase->measure) {
+        sellout_check_one(run, e, now_ns);
+        return;
+    }
+    for (uint32_t i = 0; i < 2; i++)
+        sellout_check_one(run, &run->events[i], now_ns);
+}
+
 static void sold_out_answer(bench_run *run, const bench_ticket *t, const bench_result *r, uint64_t now_ns)
 {
     bench_counters *n = &run->n;
+    bench_event *e = &run->events[t->event];
     if (n->sold_out++ == 0)
         n->first_sold_out_ns = now_ns;
     n->last_sold_out_ns = now_ns;
+    e->sold_out++;
     if (r->available >= t->qty)
         n->bad_sold_out++; /* invariant 5, as the client sees it */
+    if (run->cfg->allocation) {
+        /* A block's sold_out names its "remaining", below qty; a public one names none. */
+        bool block = e->allocation[0] != 0;
+        if (block != r->has_remaining || (block && r->remaining >= t->qty))
+            n->bad_block_sold_out++;
+        if (run->phase->measure)
+            sellout_check(run, e, now_ns);
+    }
     /* --threads: a loop's tallies hold only its own answers, so the target's word that fewer units
      * than the smallest qty are left is what says the event sold out (no units come back here). */
     if ((run->cfg->threads > 1 || run->cfg->types) && t->cart <= 1 && r->available < run->cfg->qty.min)
@@ -369,18 +393,13 @@ static void hold_settled(bench_run *run, uint32_t idx, slot_hold_status st, uint
     }
 }
 
-static bool hold_id_is(const bench_ledger *l, size_t i, const char *id, size_t len)
-{
-    return l->holds[i].id_len == len && memcmp(bench_ledger_id(l, i), id, len) == 0;
-}
-
 /* A late payment got a fresh hold, confirmed: the new hold into the ledger, both linked. */
 static void reacquired(bench_run *run, const bench_ticket *t, const bench_result *r)
 {
     bench_ledger *l = &run->ledger;
     const bench_hold *old = &l->holds[t->key];
-    if (!hold_id_is(l, t->key, r->replaces, strlen(r->replaces)) || r->hold_len == 0 ||
-        hold_id_is(l, t->key, r->hold, r->hold_len) || r->qty != t->qty || r->returned != 0) {
+    if (!bench_ledger_id_is(l, t->key, r->replaces, strlen(r->replaces)) || r->hold_len == 0 ||
+        bench_ledger_id_is(l, t->key, r->hold, r->hold_len) || r->qty != t->qty || r->returned != 0) {
         run->n.unexpected++; /* not the reacquire asked for: the ledger check shows what the target did */
         return;
     }
@@ -419,7 +438,7 @@ void bench_confirm_answer(bench_run *run, const bench_ticket *t, const bench_res
             return;
         }
         /* The hold itself confirmed: r->qty units, the rest given back. */
-        if (r->replaces[0] || !hold_id_is(&run->ledger, t->key, r->hold, r->hold_len) || r->qty < 1 ||
+        if (r->replaces[0] || !bench_ledger_id_is(&run->ledger, t->key, r->hold, r->hold_len) || r->qty < 1 ||
             r->qty > h->qty || r->returned != h->qty - r->qty) {
             run->n.unexpected++;
             return;
@@ -529,80 +548,6 @@ static void churn_on_result(bench_run *run, bench_conn *c, const bench_ticket *t
     bench_think(run, s, delay_ms);
 }
 
-/* ---------------------------------------------------------------- verification: get_hold for every hold */
-
-static bool verify_next(bench_run *run, bench_conn *c, bench_ticket *t)
-{
-    (void)c;
-    bench_ledger *l = &run->ledger;
-    if (l->cursor >= l->n)
-        return false;
-    const bench_hold *h = &l->holds[l->cursor];
-    memset(t, 0, sizeof(*t));
-    t->op = BENCH_OP_GET_HOLD;
-    t->key = l->cursor++;
-    t->user = h->user;
-    t->event = h->event;
-    t->qty = h->qty;
-    t->session = UINT32_MAX;
-    return true;
-}
-
-/* Does get_hold's link (id, "" for none) name the ledger entry h links to with flag? */
-static bool link_matches(const bench_ledger *l, const bench_hold *h, uint8_t flag, const char *id)
-{
-    if (!(h->flags & flag))
-        return id[0] == 0;
-    return hold_id_is(l, h->link, id, strlen(id));
-}
-
-/* What get_hold's answer r says differently from ledger entry i, into why ("" when nothing). */
-static void hold_differs(const bench_ledger *l, size_t i, const bench_result *r, char *why, size_t n)
-{
-    const bench_hold *h = &l->holds[i];
-    bool ext_known = !(h->flags & BENCH_HOLD_EXT_UNKNOWN);
-    why[0] = 0;
-    if (!r->ok)
-        snprintf(why, n, "%s: %.60s", slot_err_name(r->err), r->text);
-    else if (h->seen != h->expect)
-        snprintf(why, n, "status %s", r->has_status ? slot_hold_status_name(r->status) : "(none)");
-    else if (r->qty != h->qty)
-        snprintf(why, n, "qty %u", r->qty);
-    else if (r->returned != h->returned)
-        snprintf(why, n, "returned %" PRIu64 " (a partial confirm gave back %u)", r->returned, h->returned);
-    else if (ext_known && r->extensions != h->extensions)
-        snprintf(why, n, "extensions %" PRIu64 " (extended %u times)", r->extensions, h->extensions);
-    else if (ext_known && h->expires_at_ms && r->expires_at_ms != h->expires_at_ms)
-        snprintf(why, n, "expires_at %" PRIu64 " (the answers said %" PRIu64 ")", r->expires_at_ms, h->expires_at_ms);
-    else if (!link_matches(l, h, BENCH_HOLD_REPLACES, r->replaces))
-        snprintf(why, n, "replaces \"%.40s\"", r->replaces);
-    else if (!link_matches(l, h, BENCH_HOLD_REPLACED, r->replaced_by))
-        snprintf(why, n, "replaced_by \"%.40s\"", r->replaced_by);
-}
-
-static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *t, const bench_result *r,
-                             uint64_t now_ns)
-{
-    (void)c;
-    (void)now_ns;
-    bench_ledger *l = &run->ledger;
-    bench_hold *h = &l->holds[t->key];
-    l->checked++;
-    h->seen = r->ok && r->has_status ? (uint8_t)r->status : (uint8_t)SLOT_HOLD__COUNT;
-    char why[160];
-    hold_differs(l, t->key, r, why, sizeof(why));
-    if (why[0] == 0)
-        return;
-    l->mismatches++;
-    if (!r->ok)
-        l->errors++;
-    if (l->first_mismatch[0] == 0)
-        snprintf(l->first_mismatch, sizeof(l->first_mismatch),
-                 "hold %.*s of u%" PRIu64 " on %s: expected %s x%u, get_hold said %s", (int)h->id_len,
-                 bench_ledger_id(l, t->key), h->user, run->events[h->event].name,
-                 slot_hold_status_name((slot_hold_status)h->expect), h->qty, why);
-}
-
 /* ---------------------------------------------------------------- phases */
 
 bench_phase bench_workload_phase(const bench_run *run)
@@ -671,21 +616,5 @@ bench_phase bench_prefill_phase(const bench_run *run)
         .unit_holds = cfg->scenario == BENCH_WAITLIST,
         .next = hold_next,
         .on_result = hold_on_result,
-    };
-}
-
-bench_phase bench_verify_phase(const bench_run *run)
-{
-    uint32_t conns = run->nconns < BENCH_VERIFY_CONNS ? run->nconns : BENCH_VERIFY_CONNS;
-    return (bench_phase){
-        .name = "ledger check",
-        .conns = conns,
-        .pipeline = BENCH_VERIFY_PIPELINE,
-        .one_loop = true,
-        .requests_max = run->ledger.n > 0 ? run->ledger.n : 1, /* one get_hold per hold */
-        .duration_ms = BENCH_DURATION_MS_MAX,
-        .tail = UINT64_MAX,
-        .next = verify_next,
-        .on_result = verify_on_result,
     };
 }
