@@ -48,8 +48,8 @@ static bool is_event_name(const char *s)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                  c == '_' || c == ':' || c == '-';
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                  c == ':' || c == '-';
         if (!ok)
             return false;
     }
@@ -57,8 +57,7 @@ static bool is_event_name(const char *s)
 }
 
 /* A number option into *v and its flag *have. 0 or EXIT_USAGE. */
-static int num_opt(const ctl *x, const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *v,
-                   bool *have)
+static int num_opt(const ctl *x, const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *v, bool *have)
 {
     if (ctl_parse_num(x, what, arg, min, max, v))
         return EXIT_USAGE;
@@ -133,7 +132,8 @@ static int create_opt(const ctl *x, int o, const char *arg, create_args *a)
     switch (o) {
     case 'P': { /* --parent: ticket types */
         if (!is_event_name(arg))
-            return ctl_usage_error(x, "--parent: an event name of 1..64 bytes of A-Z a-z 0-9 . _ : - expected, not '%s'",
+            return ctl_usage_error(x,
+                                   "--parent: an event name of 1..64 bytes of A-Z a-z 0-9 . _ : - expected, not '%s'",
                                    arg);
         size_t n = strlen(arg);
         memcpy(a->req.parent, arg, n + 1);

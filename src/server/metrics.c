@@ -476,8 +476,8 @@ static void write_store(mbuf *b, server *s, const store_view *v)
     family(b, "slotd_allocation_remaining_units", "gauge", "A block's unused units (blocks of the events shown).");
     for (size_t i = 0; i < v->events.nblocks; i++) {
         const block_sample *bs = &v->events.blocks[i];
-        labelled2_u64(b, "slotd_allocation_remaining_units", "event", v->events.ev[bs->ev].name, "allocation",
-                      bs->name, bs->remaining);
+        labelled2_u64(b, "slotd_allocation_remaining_units", "event", v->events.ev[bs->ev].name, "allocation", bs->name,
+                      bs->remaining);
     }
     family(b, "slotd_allocation_held_units", "gauge", "Units held from a block (blocks of the events shown).");
     for (size_t i = 0; i < v->events.nblocks; i++) {
