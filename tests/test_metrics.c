@@ -18,12 +18,14 @@
 
 TEST_DECLARE(metrics_counters_equal_stats_after_hot_release)
 TEST_DECLARE(metrics_events_on_sale_and_consumers)
+TEST_DECLARE(metrics_families_and_blocks)
 TEST_DECLARE(metrics_refused_to_a_frontend)
 TEST_DECLARE(metrics_examples_pass_promtool)
 
 TEST_LIST_START
 TEST_ENTRY(metrics_counters_equal_stats_after_hot_release)
 TEST_ENTRY(metrics_events_on_sale_and_consumers)
+TEST_ENTRY(metrics_families_and_blocks)
 TEST_ENTRY(metrics_refused_to_a_frontend)
 TEST_ENTRY(metrics_examples_pass_promtool)
 TEST_LIST_END
@@ -257,10 +259,12 @@ TEST_IMPL(metrics_events_on_sale_and_consumers)
     slot_client_close(c); /* the subscription ends; the consumer stays known */
     c = slot_test_dial(&srv);
     char *text = metrics_text(c);
-    ASSERT(sample(text, "slotd_event_capacity_units{event=\"m-open\"}") == 10);
-    ASSERT(sample(text, "slotd_event_held_units{event=\"m-open\"}") == 3);
-    ASSERT(sample(text, "slotd_event_available_units{event=\"m-open\"}") == 7);
-    ASSERT(sample(text, "slotd_event_confirmed_units{event=\"m-open\"}") == 0);
+    ASSERT(sample(text, "slotd_event_capacity_units{event=\"m-open\",family=\"m-open\"}") == 10);
+    ASSERT(sample(text, "slotd_event_held_units{event=\"m-open\",family=\"m-open\"}") == 3);
+    ASSERT(sample(text, "slotd_event_available_units{event=\"m-open\",family=\"m-open\"}") == 7);
+    ASSERT(sample(text, "slotd_event_confirmed_units{event=\"m-open\",family=\"m-open\"}") == 0);
+    ASSERT(sample(text, "slotd_event_allocated_units{event=\"m-open\",family=\"m-open\"}") == 0);
+    ASSERT(sample(text, "slotd_allocation_blocks_shown") == 0);
     ASSERT(sample(text, "slotd_events_on_sale_shown") == 1);
     ASSERT(!has_series(text, "slotd_event_held_units{event=\"m-closed\"}"));
     ASSERT(!has_series(text, "slotd_event_held_units{event=\"m-later\"}"));
@@ -268,6 +272,86 @@ TEST_IMPL(metrics_events_on_sale_and_consumers)
     ASSERT(head >= 4); /* three events created and a hold */
     ASSERT(sample(text, "slotd_feed_consumers") == 1);
     ASSERT(sample(text, "slotd_feed_consumer_lag_entries{consumer=\"mail\"}") == head);
+    slot_client_close(c);
+    slot_test_stop(&srv);
+    promtool_check(text);
+    free(text);
+}
+
+/* The per-event series of event ev (of family fam) agree with the server's
+ * view of it: available = capacity - held - confirmed - allocated, and each
+ * equals the view's field. */
+static void event_series_match_view(slot_client *c, const char *text, const char *ev, const char *fam)
+{
+    char line[200];
+    snprintf(line, sizeof line, "{\"op\":\"event\",\"event\":\"%s\"}\n", ev);
+    json_t *v = call_json(c, line);
+    ASSERT(json_is_true(json_object_get(v, "ok")));
+    static const char *const fields[] = {"capacity", "available", "held", "confirmed", "allocated"};
+    double got[5];
+    for (size_t i = 0; i < 5; i++) {
+        char series[200];
+        snprintf(series, sizeof series, "slotd_event_%s_units{event=\"%s\",family=\"%s\"}", fields[i], ev, fam);
+        got[i] = sample(text, series);
+        double want = (double)json_integer_value(json_object_get(v, fields[i]));
+        if (got[i] != want)
+            T_FAIL_("%s is %.17g, the view's %s %.17g", series, got[i], fields[i], want);
+    }
+    if (got[1] != got[0] - got[2] - got[3] - got[4])
+        T_FAIL_("%s: available %.17g != capacity - held - confirmed - allocated", ev, got[1]);
+    json_decref(v);
+}
+
+/* A 3-level family (venue > area > tt): every event's series carry the
+ * root's name as family; after an allocate on the area and a hold from its
+ * block, allocated and available count the block, and the block has its
+ * remaining and held series. */
+TEST_IMPL(metrics_families_and_blocks)
+{
+    slot_test_server srv;
+    slot_test_start(&srv, NULL);
+    slot_client *c = slot_test_dial(&srv);
+    static const char *const setup[] = {
+        "{\"op\":\"create_event\",\"event\":\"venue\",\"capacity\":20,\"shards\":2}\n",
+        "{\"op\":\"create_event\",\"event\":\"area\",\"capacity\":12,\"shards\":2,\"parent\":\"venue\"}\n",
+        "{\"op\":\"create_event\",\"event\":\"tt\",\"capacity\":6,\"shards\":2,\"parent\":\"area\"}\n",
+        "{\"op\":\"create_event\",\"event\":\"solo\",\"capacity\":4}\n",
+        "{\"op\":\"hold\",\"event\":\"tt\",\"user\":\"u2\",\"request\":\"r1\",\"qty\":2}\n",
+        "{\"op\":\"allocate\",\"event\":\"area\",\"allocation\":\"fans\",\"qty\":5}\n",
+        "{\"op\":\"allocate\",\"event\":\"area\",\"allocation\":\"press\",\"qty\":1}\n",
+        "{\"op\":\"hold\",\"event\":\"area\",\"user\":\"u3\",\"request\":\"r1\",\"qty\":2,\"allocation\":\"fans\"}\n",
+    };
+    for (size_t i = 0; i < sizeof setup / sizeof setup[0]; i++) {
+        json_t *v = call_json(c, setup[i]);
+        const char *status = json_string_value(json_object_get(v, "status"));
+        if (!json_is_true(json_object_get(v, "ok")) || (status && strcmp(status, "sold_out") == 0))
+            T_FAIL_("setup %zu (%s) refused", i, setup[i]);
+        json_decref(v);
+    }
+    char *text = metrics_text(c);
+    /* the family label: the root's name, a root's own */
+    ASSERT(sample(text, "slotd_event_capacity_units{event=\"tt\",family=\"venue\"}") == 6);
+    ASSERT(sample(text, "slotd_event_capacity_units{event=\"area\",family=\"venue\"}") == 12);
+    ASSERT(sample(text, "slotd_event_capacity_units{event=\"venue\",family=\"venue\"}") == 20);
+    ASSERT(sample(text, "slotd_event_capacity_units{event=\"solo\",family=\"solo\"}") == 4);
+    /* area: held 2 through tt + 2 from its block; 6 allocated, 2 of them held: 4 unused */
+    ASSERT(sample(text, "slotd_event_held_units{event=\"area\",family=\"venue\"}") == 4);
+    ASSERT(sample(text, "slotd_event_allocated_units{event=\"area\",family=\"venue\"}") == 4);
+    ASSERT(sample(text, "slotd_event_available_units{event=\"area\",family=\"venue\"}") == 12 - 4 - 4);
+    ASSERT(sample(text, "slotd_event_allocated_units{event=\"venue\",family=\"venue\"}") == 4);
+    ASSERT(sample(text, "slotd_event_available_units{event=\"venue\",family=\"venue\"}") == 20 - 4 - 4);
+    ASSERT(sample(text, "slotd_event_allocated_units{event=\"tt\",family=\"venue\"}") == 0);
+    event_series_match_view(c, text, "venue", "venue");
+    event_series_match_view(c, text, "area", "venue");
+    event_series_match_view(c, text, "tt", "venue");
+    event_series_match_view(c, text, "solo", "solo");
+    /* the blocks, in name order */
+    ASSERT(sample(text, "slotd_allocation_blocks_shown") == 2);
+    ASSERT(sample(text, "slotd_allocation_remaining_units{event=\"area\",allocation=\"fans\"}") == 3);
+    ASSERT(sample(text, "slotd_allocation_held_units{event=\"area\",allocation=\"fans\"}") == 2);
+    ASSERT(sample(text, "slotd_allocation_remaining_units{event=\"area\",allocation=\"press\"}") == 1);
+    ASSERT(sample(text, "slotd_allocation_held_units{event=\"area\",allocation=\"press\"}") == 0);
+    ASSERT(!has_series(text, "slotd_allocation_remaining_units{event=\"venue\""));
     slot_client_close(c);
     slot_test_stop(&srv);
     promtool_check(text);

@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/time.h>
+
+#include "ctl_time.h"
 #include "slot/client.h"
 #include "slot/limits.h"
 #include "slot/proto.h"
@@ -66,6 +69,24 @@ int ctl_parse_num(const ctl *x, const char *what, const char *s, uint64_t min, u
     }
     *out = v;
     return 0;
+}
+
+static uint64_t wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* A time option (--opens-at, --closes-at, --queue-opens-at): ISO 8601, +30s,
+ * ms since the epoch, or 0. */
+int ctl_parse_time(const ctl *x, const char *what, const char *arg, uint64_t *out)
+{
+    if (slot_ctl_time_parse(arg, wall_ms(), out) == 0)
+        return 0;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: not a time (ISO 8601, +30s, ms since the epoch, or 0): '%.64s'", what, arg);
+    return ctl_usage_error(x, "%s", msg);
 }
 
 /* The n positional arguments `rest` left after getopt: between min and max of them. */
@@ -210,11 +231,13 @@ static int cmd_help(ctl *x, int argc, char **argv);
 static const ctl_cmd commands[] = {
     {"create",
      "EVENT --capacity N [--shards N] [--hold-ttl-ms MS] [--max-per-user N] [--max-per-request N]\n"
-     "       [--opens-at TIME] [--closes-at TIME] [--max-extensions N] [--max-hold-ms MS] [--waitlist-max N]",
+     "       [--opens-at TIME] [--closes-at TIME] [--max-extensions N] [--max-hold-ms MS] [--waitlist-max N]\n"
+     "       [--parent EVENT] [--max-active-per-client N] [--client-rate N] [--seats FILE]\n"
+     "       [--admission MODE [--admit-per-s N] [--grant-ttl-ms MS] [--queue-opens-at TIME]]",
      "create an event (create_event)",
      "Creates EVENT with CAPACITY units spread evenly over its shards. Running it again with\n"
      "the same settings changes nothing (replay); other settings are refused (event_exists).\n"
-     "  --capacity N          units to sell, 0..2^40 (required)\n"
+     "  --capacity N          units to sell, 0..2^40 (required, unless --seats gives the seats)\n"
      "  --shards N            1..1024 (server default 16)\n"
      "  --hold-ttl-ms MS      how long a hold lasts, 1000..86400000 (default 600000)\n"
      "  --max-per-user N      held + confirmed units per user, 0..2^40, 0 = no limit (default 0)\n"
@@ -224,8 +247,24 @@ static const ctl_cmd commands[] = {
      "  --max-extensions N    extends per hold, 0..100 (default 1)\n"
      "  --max-hold-ms MS      a hold never lasts past created + MS, 1000..2^40 (default 2 x hold-ttl-ms)\n"
      "  --waitlist-max N      entries the waitlist may hold, 0..10000000, 0 = no waitlist (default 0)\n"
+     "Ticket types, client limits, seats (protocol v1.2):\n"
+     "  --parent EVENT        a ticket type of EVENT: holds take units from it and from each of its\n"
+     "                        ancestors; an existing event, at most 3 levels, 64 children\n"
+     "                        each (default none: a root)\n"
+     "  --max-active-per-client N\n"
+     "                        units one client key may hold at once, 0..2^40, 0 = no limit (default 0)\n"
+     "  --client-rate N       new holds per second per client key, 0..1000000, 0 = no limit (default 0)\n"
+     "  --seats FILE          a seated event: FILE holds the seat map as JSON,\n"
+     "                        {\"sections\":[{\"name\":\"A\",\"rows\":[{\"name\":\"1\",\"from\":1,\"to\":20}]}]};\n"
+     "                        the capacity is its seat count (default none)\n"
+     "Waiting room (protocol v1.2, \"Admission\"):\n"
+     "  --admission MODE      none, queue or lottery (default none)\n"
+     "  --admit-per-s N       admissions per second, 1..1000000 (default 100; needs a room)\n"
+     "  --grant-ttl-ms MS     how long a grant lasts, 1000..86400000 (default 600000; needs a room)\n"
+     "  --queue-opens-at TIME joins from this time on (default 0: at once; needs a room)\n"
      "TIME is ISO 8601 (2025-11-30T12:00:00Z, +01:00 offsets, no zone = UTC), +30s / +5m / +2h / +1d\n"
-     "from now, ms since the Unix epoch, or 0 (none).\n",
+     "from now, ms since the Unix epoch, or 0 (none). Server errors exit 1: a --parent that is no\n"
+     "event is unknown_event, a 4th level or a parent with 64 children invalid_argument.\n",
      cmd_create},
     {"window", "EVENT [--opens-at TIME] [--closes-at TIME]", "set an event's sale window (set_sale_window)",
      "Holds before --opens-at or from --closes-at on are answered not_on_sale; confirms, releases\n"
@@ -233,8 +272,10 @@ static const ctl_cmd commands[] = {
      "TIME as for create. set_status closed still closes the event whatever the window says.\n",
      cmd_window},
     {"show", "EVENT", "show an event's counters and the free units of each shard (event, shards)",
-     "Prints the event view (capacity, available, held, confirmed, settings) and a table of\n"
-     "the free units per shard. With --json, prints the two raw replies, one per line.\n",
+     "Prints the event view (capacity, available, held, confirmed, settings; allocated; for a\n"
+     "ticket type its parent and effective_available, the least available over its chain; for\n"
+     "a parent its children) and a table of the free units per shard. With --json, prints the\n"
+     "two raw replies, one per line.\n",
      cmd_show},
     {"waitlist", "EVENT [--limit N]", "show an event's waitlist: length, units, first entries (waitlist_entries)",
      "Prints how many entries wait and for how many units, and the first entries in join order\n"

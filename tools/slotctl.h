@@ -4,8 +4,9 @@
  * and the helpers of slotctl.c that the commands use: argument checks
  * (usage errors, numbers, getopt), and the connection to slotd, which
  * follows the primary of a replica set. The commands are in slotctl_cmds.c
- * (event and server commands) and in their own modules (slotctl_feed.c,
- * slotctl_backup.c, slotctl_watch.c, slotctl_cluster.c, slotctl_metrics.c).
+ * (event and server commands) and in their own modules (slotctl_create.c,
+ * slotctl_alloc.c, slotctl_room.c, slotctl_feed.c, slotctl_backup.c,
+ * slotctl_watch.c, slotctl_cluster.c, slotctl_metrics.c).
  * Single-threaded: slotctl runs one command and exits.
  */
 #ifndef SLOTCTL_H
@@ -60,6 +61,14 @@ int ctl_usage_error(const ctl *x, const char *fmt, const char *arg);
 int ctl_parse_num(const ctl *x, const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 /*
+ * ctl_parse_time — a time option's argument into ms since the Unix epoch
+ * (slot_ctl_time_parse: ISO 8601, +30s / +5m / +2h / +1d from now, ms since
+ * the epoch, or 0 for none). what names the option in the message. Returns
+ * 0, or EXIT_USAGE after a message on stderr.
+ */
+int ctl_parse_time(const ctl *x, const char *what, const char *arg, uint64_t *out);
+
+/*
  * ctl_want_args — the n positional arguments rest[] left after getopt are
  * between min and max of them. Returns 0, or EXIT_USAGE after a message.
  */
@@ -111,12 +120,30 @@ void ctl_print_cmd_help(FILE *f, const ctl_cmd *c);
 /* ---------------------------------------------------------------- slotctl_cmds.c */
 
 /*
+ * ctl_print_event_view — the event view of r (the reply of event,
+ * create_event, set_status, ...) as a two-column table on stdout: the
+ * counters and settings, then the v1.2 fields the view has (allocated; a
+ * child's parent and effective_available; a parent's children; the client
+ * limits and the waiting room when set; a seated event's categories), read
+ * from r->line.
+ */
+void ctl_print_event_view(const slot_reply *r);
+
+/*
+ * ctl_call_show_view — sends req, an op whose reply is the event view, and
+ * prints the view (the raw line with --json). Returns the exit status as
+ * ctl_call.
+ */
+int ctl_call_show_view(ctl *x, const slot_req *req);
+
+/*
  * The commands of slotctl's table, one per name (cmd_verify_backup:
  * verify-backup). Each runs with x's global options set and x->cmd its
  * name; argv[0] is the command's name and getopt is reset (optind = 0).
  * Each returns slotctl's exit status: 0, EXIT_SERVER_ERROR, EXIT_CONNECTION
  * or EXIT_USAGE.
  */
+/* create (slotctl_create.c; docs/protocol.md, "create_event" and "Version 1.2"). */
 int cmd_create(ctl *x, int argc, char **argv);
 int cmd_show(ctl *x, int argc, char **argv);
 int cmd_reshard(ctl *x, int argc, char **argv);

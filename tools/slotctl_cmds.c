@@ -1,10 +1,11 @@
 /*
  * slotctl_cmds.c — slotctl's commands (slotctl.h), one function each: the
- * event commands (create, window, show, waitlist, reshard, capacity, status,
- * cancel), the server-wide ones (check, expire, stats, digest, metrics,
- * cluster, backup) and the front ends of the modules that parse their own
- * options (feed, watch, restore, verify-backup); and the printing of an
- * event view, its shards and the replies slotctl does not model. The command
+ * event commands (window, show, waitlist, reshard, capacity, status, cancel;
+ * create is slotctl_create.c), the server-wide ones (check, expire, stats,
+ * digest, metrics, cluster, backup) and the front ends of the modules that
+ * parse their own options (feed, watch, restore, verify-backup); and the
+ * printing of an event view (with its v1.2 fields), its shards and the
+ * replies slotctl does not model. The command
  * table and its help texts are in slotctl.c.
  */
 #include <errno.h>
@@ -15,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sys/time.h>
 
 #include "ctl_time.h"
 #include "slot/client.h"
@@ -31,27 +30,80 @@
 
 /* ---------------------------------------------------------------- output */
 
-static void print_event_view(const slot_reply *r)
+/* The event view's first column and a blank (as it has always been: scripts
+ * and tests read these lines; the longer v1.2 names just push their value
+ * out by a few columns). */
+#define VIEW_COL "%-16s "
+
+/* An unsigned integer member of o, or 0. */
+static uint64_t member_u64(json_t *o, const char *key)
 {
-    printf("%-16s %s\n", "event", r->event);
-    printf("%-16s %s\n", "status", r->status);
-    printf("%-16s %" PRIu64 "\n", "capacity", r->capacity);
-    printf("%-16s %" PRIu64 "\n", "available", r->available);
-    printf("%-16s %" PRIu64 "\n", "held", r->held);
-    printf("%-16s %" PRIu64 "\n", "confirmed", r->confirmed);
-    printf("%-16s %" PRIu64 "\n", "shards", r->shards);
-    printf("%-16s %" PRIu64 "\n", "hold_ttl_ms", r->hold_ttl_ms);
-    printf("%-16s %" PRIu64 "%s\n", "max_per_user", r->max_per_user, r->max_per_user ? "" : " (no limit)");
-    printf("%-16s %" PRIu64 "\n", "max_per_request", r->max_per_request);
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* The v1.2 fields of an event view (docs/protocol.md, "Version 1.2"), which
+ * slot_reply does not model: read from the reply's line; each printed only
+ * when the view has it. */
+static void print_view_v12(const slot_reply *r)
+{
+    json_t *j = r->line ? json_loads(r->line, 0, NULL) : NULL;
+    if (!j)
+        return;
+    if (json_object_get(j, "allocated"))
+        printf(VIEW_COL "%" PRIu64 "\n", "allocated", member_u64(j, "allocated"));
+    json_t *parent = json_object_get(j, "parent");
+    if (json_is_string(parent)) {
+        printf(VIEW_COL "%s\n", "parent", json_string_value(parent));
+        printf(VIEW_COL "%" PRIu64 " (the least available over the chain)\n", "effective_available",
+               member_u64(j, "effective_available"));
+    }
+    if (json_object_get(j, "children"))
+        printf(VIEW_COL "%" PRIu64 "\n", "children", member_u64(j, "children"));
+    if (json_object_get(j, "max_active_per_client"))
+        printf(VIEW_COL "%" PRIu64 " units\n", "max_active_per_client", member_u64(j, "max_active_per_client"));
+    if (json_object_get(j, "client_rate"))
+        printf(VIEW_COL "%" PRIu64 " holds/s\n", "client_rate", member_u64(j, "client_rate"));
+    json_t *adm = json_object_get(j, "admission");
+    if (json_is_string(adm)) {
+        char t[40];
+        printf(VIEW_COL "%s (admit_per_s %" PRIu64 ", grant_ttl_ms %" PRIu64 ", queue_opens_at %s)\n", "admission",
+               json_string_value(adm), member_u64(j, "admit_per_s"), member_u64(j, "grant_ttl_ms"),
+               slot_ctl_time_format(member_u64(j, "queue_opens_at"), t, sizeof t));
+    }
+    const char *cat;
+    json_t *cv;
+    json_object_foreach(json_object_get(j, "categories"), cat, cv) /* a seated event's */
+    {
+        printf(VIEW_COL "%s: capacity %" PRIu64 ", available %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64 "\n",
+               "category", cat, member_u64(cv, "capacity"), member_u64(cv, "available"), member_u64(cv, "held"),
+               member_u64(cv, "confirmed"));
+    }
+    json_decref(j);
+}
+
+void ctl_print_event_view(const slot_reply *r)
+{
+    printf(VIEW_COL "%s\n", "event", r->event);
+    printf(VIEW_COL "%s\n", "status", r->status);
+    printf(VIEW_COL "%" PRIu64 "\n", "capacity", r->capacity);
+    printf(VIEW_COL "%" PRIu64 "\n", "available", r->available);
+    printf(VIEW_COL "%" PRIu64 "\n", "held", r->held);
+    printf(VIEW_COL "%" PRIu64 "\n", "confirmed", r->confirmed);
+    printf(VIEW_COL "%" PRIu64 "\n", "shards", r->shards);
+    printf(VIEW_COL "%" PRIu64 "\n", "hold_ttl_ms", r->hold_ttl_ms);
+    printf(VIEW_COL "%" PRIu64 "%s\n", "max_per_user", r->max_per_user, r->max_per_user ? "" : " (no limit)");
+    printf(VIEW_COL "%" PRIu64 "\n", "max_per_request", r->max_per_request);
     char t[40];
-    printf("%-16s %s\n", "opens_at", slot_ctl_time_format(r->opens_at_ms, t, sizeof t));
-    printf("%-16s %s\n", "closes_at", slot_ctl_time_format(r->closes_at_ms, t, sizeof t));
-    printf("%-16s %" PRIu64 "\n", "max_extensions", r->max_extensions);
-    printf("%-16s %" PRIu64 "\n", "max_hold_ms", r->max_hold_ms);
-    printf("%-16s %" PRIu64 "%s\n", "waitlist_max", r->waitlist_max, r->waitlist_max ? "" : " (no waitlist)");
-    printf("%-16s %" PRIu64 " (%" PRIu64 " units)\n", "waiting", r->waiting, r->waiting_qty);
+    printf(VIEW_COL "%s\n", "opens_at", slot_ctl_time_format(r->opens_at_ms, t, sizeof t));
+    printf(VIEW_COL "%s\n", "closes_at", slot_ctl_time_format(r->closes_at_ms, t, sizeof t));
+    printf(VIEW_COL "%" PRIu64 "\n", "max_extensions", r->max_extensions);
+    printf(VIEW_COL "%" PRIu64 "\n", "max_hold_ms", r->max_hold_ms);
+    printf(VIEW_COL "%" PRIu64 "%s\n", "waitlist_max", r->waitlist_max, r->waitlist_max ? "" : " (no waitlist)");
+    printf(VIEW_COL "%" PRIu64 " (%" PRIu64 " units)\n", "waiting", r->waiting, r->waiting_qty);
+    print_view_v12(r);
     if (r->replay)
-        printf("%-16s %s\n", "replay", "yes (the event already had these settings)");
+        printf(VIEW_COL "%s\n", "replay", "yes (the event already had these settings)");
 }
 
 static void print_shards(const slot_reply *r)
@@ -88,126 +140,14 @@ static void print_members(const slot_reply *r, const char *key)
 
 /* ---------------------------------------------------------------- commands */
 
-static uint64_t wall_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
-/* A time option (--opens-at, --closes-at): ISO 8601, +30s, ms since the epoch, or 0. */
-static int parse_time(const ctl *x, const char *what, const char *arg, uint64_t *out)
-{
-    if (slot_ctl_time_parse(arg, wall_ms(), out) == 0)
-        return 0;
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s: not a time (ISO 8601, +30s, ms since the epoch, or 0): '%.64s'", what, arg);
-    return ctl_usage_error(x, "%s", msg);
-}
-
-/* One option of create into req. 0 or EXIT_USAGE. */
-static int create_opt(const ctl *x, int o, const char *arg, slot_req *req)
-{
-    uint64_t v = 0;
-    switch (o) {
-    case 'o':
-    case 'e':
-        if (parse_time(x, o == 'o' ? "--opens-at" : "--closes-at", arg, &v))
-            return EXIT_USAGE;
-        *(o == 'o' ? &req->opens_at_ms : &req->closes_at_ms) = v;
-        req->has |= o == 'o' ? SLOT_HAS_OPENS_AT : SLOT_HAS_CLOSES_AT;
-        return 0;
-    case 'x':
-        if (ctl_parse_num(x, "--max-extensions", arg, 0, SLOT_MAX_EXTENSIONS_MAX, &v))
-            return EXIT_USAGE;
-        req->max_extensions = (uint32_t)v;
-        req->has |= SLOT_HAS_MAX_EXTENSIONS;
-        return 0;
-    case 'w':
-        if (ctl_parse_num(x, "--waitlist-max", arg, 0, SLOT_WAITLIST_MAX_MAX, &v))
-            return EXIT_USAGE;
-        slot_req_set_waitlist_max(req, (uint32_t)v);
-        return 0;
-    case 'm':
-        if (ctl_parse_num(x, "--max-hold-ms", arg, SLOT_MAX_HOLD_MS_MIN, SLOT_MAX_HOLD_MS_MAX, &v))
-            return EXIT_USAGE;
-        req->max_hold_ms = v;
-        req->has |= SLOT_HAS_MAX_HOLD_MS;
-        return 0;
-    case 'c':
-        if (ctl_parse_num(x, "--capacity", arg, 0, SLOT_CAPACITY_MAX, &v))
-            return EXIT_USAGE;
-        req->capacity = v;
-        return 0;
-    case 's':
-        if (ctl_parse_num(x, "--shards", arg, 1, SLOT_SHARDS_MAX, &v))
-            return EXIT_USAGE;
-        req->shards = (uint32_t)v;
-        req->has |= SLOT_HAS_SHARDS;
-        return 0;
-    case 't':
-        if (ctl_parse_num(x, "--hold-ttl-ms", arg, SLOT_HOLD_TTL_MS_MIN, SLOT_HOLD_TTL_MS_MAX, &v))
-            return EXIT_USAGE;
-        req->hold_ttl_ms = (uint32_t)v;
-        req->has |= SLOT_HAS_HOLD_TTL;
-        return 0;
-    case 'u':
-        if (ctl_parse_num(x, "--max-per-user", arg, 0, SLOT_CAPACITY_MAX, &v))
-            return EXIT_USAGE;
-        req->max_per_user = v;
-        req->has |= SLOT_HAS_MAX_PER_USER;
-        return 0;
-    default: /* 'r' */
-        if (ctl_parse_num(x, "--max-per-request", arg, 1, SLOT_MAX_PER_REQUEST_MAX, &v))
-            return EXIT_USAGE;
-        req->max_per_request = (uint32_t)v;
-        req->has |= SLOT_HAS_MAX_PER_REQUEST;
-        return 0;
-    }
-}
-
-/* Sends an op whose reply is the event view, and prints that view (the raw
- * line with --json). Returns the command's exit status. */
-static int call_show_view(ctl *x, const slot_req *req)
+int ctl_call_show_view(ctl *x, const slot_req *req)
 {
     slot_reply r;
     int rc = ctl_call(x, req, &r);
     if (rc == 0 && !x->json)
-        print_event_view(&r);
+        ctl_print_event_view(&r);
     slot_reply_clear(&r);
     return rc;
-}
-
-int cmd_create(ctl *x, int argc, char **argv)
-{
-    static const struct option opts[] = {{"capacity", required_argument, NULL, 'c'},
-                                         {"shards", required_argument, NULL, 's'},
-                                         {"hold-ttl-ms", required_argument, NULL, 't'},
-                                         {"max-per-user", required_argument, NULL, 'u'},
-                                         {"max-per-request", required_argument, NULL, 'r'},
-                                         {"opens-at", required_argument, NULL, 'o'},
-                                         {"closes-at", required_argument, NULL, 'e'},
-                                         {"max-extensions", required_argument, NULL, 'x'},
-                                         {"max-hold-ms", required_argument, NULL, 'm'},
-                                         {"waitlist-max", required_argument, NULL, 'w'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {0}};
-    slot_req req;
-    slot_req_init(&req, SLOT_OP_CREATE_EVENT);
-    bool have_capacity = false;
-    int o, rc = 0;
-    while ((o = ctl_next_opt(x, argc, argv, opts, &rc)) >= 0) {
-        if ((rc = create_opt(x, o, optarg, &req)))
-            return rc;
-        have_capacity |= o == 'c';
-    }
-    if (o == -2 || (rc = ctl_want_args(x, argc - optind, argv + optind, 1, 1)))
-        return rc;
-    if (!have_capacity)
-        return ctl_usage_error(x, "%s", "--capacity is required");
-    if (slot_req_set_event(&req, argv[optind]) < 0)
-        return ctl_usage_error(x, "event name longer than 64 bytes: '%s'", argv[optind]);
-    return call_show_view(x, &req);
 }
 
 int cmd_show(ctl *x, int argc, char **argv)
@@ -223,7 +163,7 @@ int cmd_show(ctl *x, int argc, char **argv)
     slot_reply r;
     rc = ctl_call(x, &req, &r);
     if (rc == 0 && !x->json)
-        print_event_view(&r);
+        ctl_print_event_view(&r);
     slot_reply_clear(&r);
     if (rc)
         return rc;
@@ -263,7 +203,7 @@ static int cmd_event_number(ctl *x, int argc, char **argv, slot_op op)
         req.shards = (uint32_t)v;
     else
         req.capacity = v;
-    return call_show_view(x, &req);
+    return ctl_call_show_view(x, &req);
 }
 
 int cmd_reshard(ctl *x, int argc, char **argv)
@@ -293,7 +233,7 @@ int cmd_status(ctl *x, int argc, char **argv)
         req.status = SLOT_EVENT_CLOSED;
     else
         return ctl_usage_error(x, "status must be on_sale or closed, not '%s'", st);
-    return call_show_view(x, &req);
+    return ctl_call_show_view(x, &req);
 }
 
 int cmd_window(ctl *x, int argc, char **argv)
@@ -305,7 +245,7 @@ int cmd_window(ctl *x, int argc, char **argv)
     uint64_t t[2] = {0, 0};
     int o, rc = 0;
     while ((o = ctl_next_opt(x, argc, argv, opts, &rc)) >= 0)
-        if (parse_time(x, o == 'o' ? "--opens-at" : "--closes-at", optarg, &t[o == 'e']))
+        if (ctl_parse_time(x, o == 'o' ? "--opens-at" : "--closes-at", optarg, &t[o == 'e']))
             return EXIT_USAGE;
     if (o == -2 || (rc = ctl_want_args(x, argc - optind, argv + optind, 1, 1)))
         return rc;
@@ -314,7 +254,7 @@ int cmd_window(ctl *x, int argc, char **argv)
         return rc;
     req.opens_at_ms = t[0];
     req.closes_at_ms = t[1];
-    return call_show_view(x, &req);
+    return ctl_call_show_view(x, &req);
 }
 
 int cmd_cancel(ctl *x, int argc, char **argv)

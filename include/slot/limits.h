@@ -391,6 +391,8 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
  * stays bounded whatever the store holds. */
 #define SLOT_METRICS_EVENTS_MAX 64
 #define SLOT_METRICS_CONSUMERS_MAX 64
+/* Allocation blocks with series of their own: those of the events shown, at most this many. */
+#define SLOT_METRICS_BLOCKS_MAX 256
 /* The metrics text's first buffer (bytes); it grows by doubling. A store with
  * a few events fits; SLOT_METRICS_*_MAX bound the growth. */
 #define SLOT_METRICS_TEXT_INITIAL_BYTES 16384u

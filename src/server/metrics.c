@@ -114,6 +114,17 @@ static void labelled_u64(mbuf *b, const char *name, const char *key, const char 
     mb_printf(b, "\"} %" PRIu64 "\n", v);
 }
 
+/* name{key1="value1",key2="value2"} v */
+static void labelled2_u64(mbuf *b, const char *name, const char *key1, const char *value1, const char *key2,
+                          const char *value2, uint64_t v)
+{
+    mb_printf(b, "%s{%s=\"", name, key1);
+    mb_label(b, value1);
+    mb_printf(b, "\",%s=\"", key2);
+    mb_label(b, value2);
+    mb_printf(b, "\"} %" PRIu64 "\n", v);
+}
+
 /* ---- histograms: slot_hist's slots summed at fixed bounds (slot/hist.h) */
 
 typedef struct bucket {
@@ -163,18 +174,61 @@ static void histogram(mbuf *b, const char *name, const char *help, const slot_hi
     mb_printf(b, "%s_count %" PRIu64 "\n", name, h->count);
 }
 
-/* ---- what the store holds: events on sale, the feed */
+/* ---- what the store holds: events on sale, their families and blocks, the feed */
 
 typedef struct ev_sample {
     char name[SLOT_EVENT_BYTES_MAX + 1];
-    uint64_t capacity, available, held, confirmed;
+    char family[SLOT_EVENT_BYTES_MAX + 1]; /* the root of the event's family: itself for a root */
+    uint64_t capacity, available, held, confirmed, allocated;
 } ev_sample;
 
+/* One block (an allocation, docs/protocol.md, "Allocations") of an event shown. */
+typedef struct block_sample {
+    uint32_t ev; /* index of its event in ev_scan.ev */
+    char name[SLOT_EVENT_BYTES_MAX + 1];
+    uint64_t remaining, held;
+} block_sample;
+
 typedef struct ev_scan {
+    slot_store *st;
+    MDB_txn *txn;
     uint64_t now_ms;
-    size_t n;
+    int rc; /* a storage error met inside the scan (0: none) */
+    size_t n, nblocks;
     ev_sample ev[SLOT_METRICS_EVENTS_MAX];
+    block_sample blocks[SLOT_METRICS_BLOCKS_MAX];
 } ev_scan;
+
+static void copy_name(char *dst, const char *src, size_t len)
+{
+    size_t n = len < SLOT_EVENT_BYTES_MAX ? len : SLOT_EVENT_BYTES_MAX;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* The root of rec's family into e->family: rec's own name for a root, else
+ * up the parents. A family is at most SLOT_FAMILY_DEPTH_MAX levels
+ * (create_event refuses a deeper one), so the parent is read only to see
+ * whether it has a parent of its own: at most SLOT_ANCESTORS_MAX - 1 reads
+ * (one) per event, in the scan's read transaction. 0 or an LMDB error. */
+static int find_family(ev_scan *x, ev_sample *e, const slot_event_rec *rec)
+{
+    if (rec->parent_len == 0) {
+        memcpy(e->family, e->name, sizeof e->family);
+        return 0;
+    }
+    copy_name(e->family, rec->parent, rec->parent_len);
+    for (int hop = 0; hop < SLOT_ANCESTORS_MAX - 1; hop++) {
+        slot_event_rec up;
+        int rc = slot_store_event_get(x->st, x->txn, e->family, strlen(e->family), &up);
+        if (rc != 0)
+            return rc;
+        if (up.parent_len == 0)
+            return 0;
+        copy_name(e->family, up.parent, up.parent_len);
+    }
+    return 0;
+}
 
 /* On sale: status on_sale and inside its sale window, if it has one. */
 static int on_event(void *ctx, const char *ev, size_t ev_len, const slot_event_rec *rec)
@@ -184,15 +238,56 @@ static int on_event(void *ctx, const char *ev, size_t ev_len, const slot_event_r
                 (rec->closes_at_ms == 0 || x->now_ms < rec->closes_at_ms);
     if (!open)
         return 0;
+    SLOT_ASSERT(x->n < SLOT_METRICS_EVENTS_MAX); /* the scan stopped at the bound */
     ev_sample *e = &x->ev[x->n++];
-    size_t n = ev_len < SLOT_EVENT_BYTES_MAX ? ev_len : SLOT_EVENT_BYTES_MAX;
-    memcpy(e->name, ev, n);
-    e->name[n] = 0;
+    copy_name(e->name, ev, ev_len);
     e->capacity = rec->capacity;
     e->held = rec->held;
     e->confirmed = rec->confirmed;
-    e->available = rec->capacity - rec->held - rec->confirmed;
+    e->allocated = rec->allocated;
+    /* free = capacity - held - confirmed - allocated (slot/store.h); never below 0 here */
+    uint64_t used = rec->held + rec->confirmed + rec->allocated;
+    e->available = used < rec->capacity ? rec->capacity - used : 0;
+    int rc = find_family(x, e, rec);
+    if (rc != 0) {
+        x->rc = rc;
+        return 1;
+    }
     return x->n == SLOT_METRICS_EVENTS_MAX ? 1 : 0; /* 1: enough; the scan stops */
+}
+
+/* blocks_read's scan of one event's blocks: the event's index in x->ev. */
+typedef struct block_ctx {
+    ev_scan *x;
+    uint32_t ev;
+} block_ctx;
+
+static int on_block(void *ctx, const slot_block_rec *rec)
+{
+    block_ctx *b = ctx;
+    ev_scan *x = b->x;
+    if (x->nblocks == SLOT_METRICS_BLOCKS_MAX)
+        return 1; /* enough; the scan stops */
+    block_sample *bs = &x->blocks[x->nblocks++];
+    bs->ev = b->ev;
+    copy_name(bs->name, rec->name, rec->name_len);
+    bs->remaining = rec->remaining;
+    bs->held = rec->held;
+    return 0;
+}
+
+/* The blocks of the events shown, event by event in name order and each
+ * event's in name order, up to SLOT_METRICS_BLOCKS_MAX in all: one cursor
+ * seek per event shown. 0 or an LMDB error. */
+static int blocks_read(ev_scan *x)
+{
+    for (size_t i = 0; i < x->n && x->nblocks < SLOT_METRICS_BLOCKS_MAX; i++) {
+        block_ctx b = {.x = x, .ev = (uint32_t)i};
+        int rc = slot_store_blocks_scan(x->st, x->txn, x->ev[i].name, strlen(x->ev[i].name), on_block, &b);
+        if (rc != 0 && rc != 1)
+            return rc;
+    }
+    return 0;
 }
 
 typedef struct consumer_sample {
@@ -233,10 +328,14 @@ static void store_read(server *s, store_view *v)
     int rc = slot__read_begin(s);
     if (rc == 0)
         rc = slot_store_seq_get(s->store, s->rtxn, &v->seq, NULL);
+    v->events.st = s->store;
+    v->events.txn = s->rtxn;
     if (rc == 0)
         rc = slot_store_events_scan(s->store, s->rtxn, on_event, &v->events);
     if (rc == 1)
-        rc = 0;
+        rc = v->events.rc;
+    if (rc == 0)
+        rc = blocks_read(&v->events);
     if (rc == 0)
         rc = slot_feed_bounds(s->store, s->rtxn, &v->feed_oldest, &v->feed_head);
     if (rc == 0)
@@ -352,18 +451,39 @@ static void write_store(mbuf *b, server *s, const store_view *v)
         size_t off;
     } per_event[] = {
         {"slotd_event_capacity_units", "An event's capacity (events on sale only).", offsetof(ev_sample, capacity)},
-        {"slotd_event_available_units", "An event's free units (events on sale only).", offsetof(ev_sample, available)},
-        {"slotd_event_held_units", "An event's held units (events on sale only).", offsetof(ev_sample, held)},
-        {"slotd_event_confirmed_units", "An event's confirmed units (events on sale only).",
+        {"slotd_event_available_units",
+         "An event's free units: capacity - held - confirmed - allocated (events on sale only).",
+         offsetof(ev_sample, available)},
+        {"slotd_event_held_units", "An event's held units, its descendants' included (events on sale only).",
+         offsetof(ev_sample, held)},
+        {"slotd_event_confirmed_units", "An event's confirmed units, its descendants' included (events on sale only).",
          offsetof(ev_sample, confirmed)},
+        {"slotd_event_allocated_units",
+         "Unused units of the blocks of an event and its descendants (events on sale only).",
+         offsetof(ev_sample, allocated)},
     };
     for (size_t k = 0; k < sizeof per_event / sizeof per_event[0]; k++) {
         family(b, per_event[k].name, "gauge", per_event[k].help);
         for (size_t i = 0; i < v->events.n; i++) {
             uint64_t val;
             memcpy(&val, (const char *)&v->events.ev[i] + per_event[k].off, sizeof val);
-            labelled_u64(b, per_event[k].name, "event", v->events.ev[i].name, val);
+            labelled2_u64(b, per_event[k].name, "event", v->events.ev[i].name, "family", v->events.ev[i].family, val);
         }
+    }
+    _Static_assert(SLOT_METRICS_BLOCKS_MAX == 256, "slotd_allocation_blocks_shown's help says 256");
+    one_u64(b, "slotd_allocation_blocks_shown", "gauge",
+            "Blocks with series below: those of the events shown, in name order, at most 256.", v->events.nblocks);
+    family(b, "slotd_allocation_remaining_units", "gauge", "A block's unused units (blocks of the events shown).");
+    for (size_t i = 0; i < v->events.nblocks; i++) {
+        const block_sample *bs = &v->events.blocks[i];
+        labelled2_u64(b, "slotd_allocation_remaining_units", "event", v->events.ev[bs->ev].name, "allocation", bs->name,
+                      bs->remaining);
+    }
+    family(b, "slotd_allocation_held_units", "gauge", "Units held from a block (blocks of the events shown).");
+    for (size_t i = 0; i < v->events.nblocks; i++) {
+        const block_sample *bs = &v->events.blocks[i];
+        labelled2_u64(b, "slotd_allocation_held_units", "event", v->events.ev[bs->ev].name, "allocation", bs->name,
+                      bs->held);
     }
 }
 
