@@ -19,6 +19,7 @@
 TEST_DECLARE(metrics_counters_equal_stats_after_hot_release)
 TEST_DECLARE(metrics_events_on_sale_and_consumers)
 TEST_DECLARE(metrics_families_and_blocks)
+TEST_DECLARE(metrics_waiting_rooms)
 TEST_DECLARE(metrics_refused_to_a_frontend)
 TEST_DECLARE(metrics_examples_pass_promtool)
 
@@ -26,6 +27,7 @@ TEST_LIST_START
 TEST_ENTRY(metrics_counters_equal_stats_after_hot_release)
 TEST_ENTRY(metrics_events_on_sale_and_consumers)
 TEST_ENTRY(metrics_families_and_blocks)
+TEST_ENTRY(metrics_waiting_rooms)
 TEST_ENTRY(metrics_refused_to_a_frontend)
 TEST_ENTRY(metrics_examples_pass_promtool)
 TEST_LIST_END
@@ -352,6 +354,59 @@ TEST_IMPL(metrics_families_and_blocks)
     ASSERT(sample(text, "slotd_allocation_remaining_units{event=\"area\",allocation=\"press\"}") == 1);
     ASSERT(sample(text, "slotd_allocation_held_units{event=\"area\",allocation=\"press\"}") == 0);
     ASSERT(!has_series(text, "slotd_allocation_remaining_units{event=\"venue\""));
+    slot_client_close(c);
+    slot_test_stop(&srv);
+    promtool_check(text);
+    free(text);
+}
+
+/*
+ * The waiting rooms (docs/protocol.md, "Admission"): a room before its sale
+ * opens is shown (its joins), a room whose sale opened shows admissions, open
+ * grants and the last admission's wait; an event without a room has none.
+ */
+TEST_IMPL(metrics_waiting_rooms)
+{
+    slot_test_server srv;
+    slot_test_start(&srv, NULL);
+    slot_client *c = slot_test_dial(&srv);
+    char line[300];
+    snprintf(line, sizeof line,
+             "{\"op\":\"create_event\",\"event\":\"later\",\"capacity\":10,\"admission\":\"queue\","
+             "\"admit_per_s\":100,\"opens_at\":%llu}\n",
+             (unsigned long long)(slot_test_now_ms() + 3600000));
+    json_decref(call_json(c, line));
+    snprintf(line, sizeof line,
+             "{\"op\":\"create_event\",\"event\":\"now\",\"capacity\":3,\"admission\":\"queue\","
+             "\"admit_per_s\":1000,\"opens_at\":%llu}\n",
+             (unsigned long long)(slot_test_now_ms() + 200));
+    json_decref(call_json(c, line));
+    json_decref(call_json(c, "{\"op\":\"create_event\",\"event\":\"plain\",\"capacity\":3}\n"));
+    for (int i = 0; i < 5; i++) {
+        snprintf(line, sizeof line, "{\"op\":\"join\",\"event\":\"later\",\"user\":\"u%d\",\"request\":\"j\"}\n", i);
+        json_decref(call_json(c, line));
+        snprintf(line, sizeof line, "{\"op\":\"join\",\"event\":\"now\",\"user\":\"u%d\",\"request\":\"j\"}\n", i);
+        json_decref(call_json(c, line));
+    }
+    char *text = NULL;
+    for (int tries = 0; tries < 250; tries++) { /* admissions of "now": 3 (the stop rule: 3 units) */
+        free(text);
+        text = metrics_text(c);
+        if (has_series(text, "slotd_room_admissions_total{event=\"now\"} 3"))
+            break;
+        usleep(20 * 1000);
+    }
+    ASSERT(sample(text, "slotd_rooms_shown") == 2);
+    ASSERT(sample(text, "slotd_room_joins_total{event=\"later\"}") == 5);
+    ASSERT(sample(text, "slotd_room_admissions_total{event=\"later\"}") == 0);
+    ASSERT(sample(text, "slotd_room_waiting_entries{event=\"later\"}") == 5);
+    ASSERT(!has_series(text, "slotd_room_last_wait_seconds{event=\"later\"}"));
+    ASSERT(sample(text, "slotd_room_joins_total{event=\"now\"}") == 5);
+    ASSERT(sample(text, "slotd_room_admissions_total{event=\"now\"}") == 3);
+    ASSERT(sample(text, "slotd_room_waiting_entries{event=\"now\"}") == 2);
+    ASSERT(sample(text, "slotd_room_open_grants{event=\"now\"}") == 3);
+    ASSERT(sample(text, "slotd_room_last_wait_seconds{event=\"now\"}") > 0); /* joined before the opening */
+    ASSERT(!has_series(text, "slotd_room_joins_total{event=\"plain\"}"));
     slot_client_close(c);
     slot_test_stop(&srv);
     promtool_check(text);

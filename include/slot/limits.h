@@ -393,6 +393,9 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 #define SLOT_METRICS_CONSUMERS_MAX 64
 /* Allocation blocks with series of their own: those of the events shown, at most this many. */
 #define SLOT_METRICS_BLOCKS_MAX 256
+/* Events with a waiting room that get series of their own (on_sale, any window: a room
+ * fills before the sale opens): the first ones in name order. */
+#define SLOT_METRICS_ROOMS_MAX 64
 /* The metrics text's first buffer (bytes); it grows by doubling. A store with
  * a few events fits; SLOT_METRICS_*_MAX bound the growth. */
 #define SLOT_METRICS_TEXT_INITIAL_BYTES 16384u

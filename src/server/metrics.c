@@ -189,6 +189,59 @@ typedef struct block_sample {
     uint64_t remaining, held;
 } block_sample;
 
+/* An event's waiting room (docs/protocol.md, "Admission"). */
+typedef struct room_sample {
+    char name[SLOT_EVENT_BYTES_MAX + 1];
+    uint64_t joined, admitted, open;
+    bool have_wait;
+    uint64_t last_wait_ms; /* the last admitted entry's wait: admitted_at - joined_at */
+} room_sample;
+
+typedef struct room_scan {
+    slot_store *st;
+    MDB_txn *txn;
+    int rc;
+    size_t n, known;
+    room_sample r[SLOT_METRICS_ROOMS_MAX];
+} room_scan;
+
+/* An event with a room and status on_sale, whatever its window (a room fills
+ * before the sale opens): its counts, and the wait of its last admission
+ * (two reads: the rank's join seq, then the entry). */
+static int on_room(void *ctx, const char *ev, size_t ev_len, const slot_event_rec *rec)
+{
+    room_scan *x = ctx;
+    if (rec->admission == SLOT_ADMISSION_NONE || rec->status != SLOT_EVENT_ON_SALE)
+        return 0;
+    x->known++;
+    if (x->n == SLOT_METRICS_ROOMS_MAX)
+        return 0; /* counted, not shown */
+    room_sample *r = &x->r[x->n++];
+    size_t n = ev_len < SLOT_EVENT_BYTES_MAX ? ev_len : SLOT_EVENT_BYTES_MAX;
+    memcpy(r->name, ev, n);
+    r->name[n] = 0;
+    r->joined = rec->room_joined;
+    r->admitted = rec->room_admitted;
+    r->open = rec->room_open;
+    r->have_wait = false;
+    if (rec->room_admitted == 0)
+        return 0;
+    uint64_t seq = 0;
+    slot_room_entry ent;
+    int rc = slot_store_room_rank_get(x->st, x->txn, ev, ev_len, rec->room_admitted - 1, &seq);
+    if (rc == 0)
+        rc = slot_store_room_get(x->st, x->txn, ev, ev_len, seq, &ent);
+    if (rc == MDB_NOTFOUND)
+        return 0; /* check's business; the counts are still shown */
+    if (rc != 0) {
+        x->rc = rc;
+        return 1;
+    }
+    r->have_wait = true;
+    r->last_wait_ms = ent.admitted_at_ms > ent.joined_at_ms ? ent.admitted_at_ms - ent.joined_at_ms : 0;
+    return 0;
+}
+
 typedef struct ev_scan {
     slot_store *st;
     MDB_txn *txn;
@@ -318,6 +371,7 @@ typedef struct store_view {
     bool ok;
     uint64_t seq, feed_oldest, feed_head;
     ev_scan events;
+    room_scan rooms;
     feed_scan feed;
 } store_view;
 
@@ -336,6 +390,12 @@ static void store_read(server *s, store_view *v)
         rc = v->events.rc;
     if (rc == 0)
         rc = blocks_read(&v->events);
+    v->rooms.st = s->store;
+    v->rooms.txn = s->rtxn;
+    if (rc == 0)
+        rc = slot_store_events_scan(s->store, s->rtxn, on_room, &v->rooms);
+    if (rc == 1)
+        rc = v->rooms.rc;
     if (rc == 0)
         rc = slot_feed_bounds(s->store, s->rtxn, &v->feed_oldest, &v->feed_head);
     if (rc == 0)
@@ -420,6 +480,8 @@ static void write_commits(mbuf *b, const server *s)
               s->stats.sync_ns, commit_buckets, sizeof commit_buckets / sizeof commit_buckets[0], 1e9);
 }
 
+static void write_rooms(mbuf *b, const room_scan *x);
+
 static void write_store(mbuf *b, server *s, const store_view *v)
 {
     one_u64(b, "slotd_metrics_store_up", "gauge",
@@ -484,6 +546,41 @@ static void write_store(mbuf *b, server *s, const store_view *v)
         const block_sample *bs = &v->events.blocks[i];
         labelled2_u64(b, "slotd_allocation_held_units", "event", v->events.ev[bs->ev].name, "allocation", bs->name,
                       bs->held);
+    }
+    write_rooms(b, &v->rooms);
+}
+
+/* The waiting rooms (docs/protocol.md, "Admission"): joins and admissions
+ * so far, those waiting, open grants, and the wait of the last admission. */
+static void write_rooms(mbuf *b, const room_scan *x)
+{
+    _Static_assert(SLOT_METRICS_ROOMS_MAX == 64, "slotd_rooms_shown's help says 64");
+    one_u64(b, "slotd_rooms_shown", "gauge",
+            "Events with a waiting room and series below: the first 64 on_sale in name order (any window).", x->n);
+    static const struct {
+        const char *name, *type, *help;
+    } fam[] = {
+        {"slotd_room_joins_total", "counter", "Entries that joined the event's waiting room (the view's room.joined)."},
+        {"slotd_room_admissions_total", "counter", "Entries admitted so far (room.admitted)."},
+        {"slotd_room_waiting_entries", "gauge", "Entries not admitted yet (room.waiting)."},
+        {"slotd_room_open_grants", "gauge", "Grants admitted, unused and not expired (room.open_grants)."},
+    };
+    for (size_t k = 0; k < sizeof fam / sizeof fam[0]; k++) {
+        family(b, fam[k].name, fam[k].type, fam[k].help);
+        for (size_t i = 0; i < x->n; i++) {
+            const room_sample *r = &x->r[i];
+            uint64_t val = k == 0 ? r->joined : k == 1 ? r->admitted : k == 2 ? r->joined - r->admitted : r->open;
+            labelled_u64(b, fam[k].name, "event", r->name, val);
+        }
+    }
+    family(b, "slotd_room_last_wait_seconds", "gauge",
+           "The last admitted entry's wait in the room, from its join to its admission.");
+    for (size_t i = 0; i < x->n; i++) {
+        if (!x->r[i].have_wait)
+            continue;
+        mb_printf(b, "slotd_room_last_wait_seconds{event=\"");
+        mb_label(b, x->r[i].name);
+        mb_printf(b, "\"} %" PRIu64 ".%03" PRIu64 "\n", x->r[i].last_wait_ms / 1000, x->r[i].last_wait_ms % 1000);
     }
 }
 
