@@ -14,6 +14,8 @@ it drives the allocator without the server.
    them, every other answer is "taken" naming both; check is clean.
 3. allocate on a seated event is invalid_argument, nothing changed, check
    clean (it once took the units from the shards' counts, not the seats).
+4. The feed: a seated hold's entries carry its seats (after a partial
+   confirm, the kept ones); a plain hold's carry none.
 The server listens on 127.0.0.1:0 in a temporary folder and is stopped by PID.
 """
 import os
@@ -94,6 +96,36 @@ def no_seat_blocks(port):
     c.close()
 
 
+def feed_seats(port):
+    """Feed entries of a seated hold carry its seats (docs/protocol.md, "Seated events"): the
+    held hold's, and after a partial confirm the kept ones; an unseated event's carry none."""
+    c = Conn(port)
+    house(c, 'fs', 6)
+    h = c.ask({'op': 'hold', 'event': 'fs', 'user': 'u', 'request': 'r', 'seats': ['A-1-2', 'A-1-3']})
+    require(h.get('status') == 'held', 'a named hold', h)
+    r = c.ask({'op': 'confirm', 'event': 'fs', 'user': 'u', 'hold': h['hold'], 'request': 'c', 'seats': ['A-1-3']})
+    require(r.get('status') == 'confirmed', 'a partial confirm keeping A-1-3', r)
+    r = c.ask({'op': 'create_event', 'event': 'fp', 'capacity': 5})
+    require(r.get('ok') is True, 'an unseated event', r)
+    p = c.ask({'op': 'hold', 'event': 'fp', 'user': 'u', 'request': 'r', 'qty': 1})
+    require(p.get('status') == 'held', 'a plain hold', p)
+    sub = Conn(port)
+    r = sub.ask({'op': 'subscribe', 'consumer': 'seats-test', 'from': 'start'})
+    require(r.get('ok') is True, 'subscribe', r)
+    entries = {}
+    for _ in range(int(r['head'] - r['from'] + 1)):
+        e = sub.line()
+        entries.setdefault((e.get('type'), e.get('hold')), e)
+    held = entries.get(('hold.held', h['hold']), {})
+    check(held.get('seats') == ['A-1-2', 'A-1-3'], 'hold.held carries the hold\'s seats', held)
+    conf = entries.get(('hold.confirmed', h['hold']), {})
+    check(conf.get('seats') == ['A-1-3'] and conf.get('returned') == 1, 'hold.confirmed carries the kept seats', conf)
+    plain = entries.get(('hold.held', p['hold']), {})
+    check(plain and 'seats' not in plain, 'a plain hold\'s entry has no seats', plain)
+    sub.close()
+    c.close()
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit('usage: test_seats_e2e.py SLOTD')
@@ -108,6 +140,7 @@ def main():
             sold_out_answers(srv.port)
             race(srv.port)
             no_seat_blocks(srv.port)
+            feed_seats(srv.port)
         finally:
             stop_all()
     finish()

@@ -86,6 +86,11 @@ typedef struct slot_feed_entry {
     char alloc[SLOT_EVENT_BYTES_MAX + 1];
     /* event.* */
     slot_event_view view;
+    /* record version 6: a seated hold's seats (docs/protocol.md, "Seated
+     * events": feed entries carry "seats"), ids comma-separated, 0 = none.
+     * Last, so that a memset up to `seats` clears all the rest. */
+    uint32_t seats_len;
+    char seats[SLOT_FEED_SEATS_BYTES_MAX];
 } slot_feed_entry;
 
 /*

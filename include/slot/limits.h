@@ -40,6 +40,8 @@
 #define SLOT_HOLD_TTL_MS_MAX 86400000
 #define SLOT_HOLD_TTL_MS_DEFAULT 600000 /* 10 minutes */
 #define SLOT_MAX_PER_REQUEST_MAX 1000   /* max_per_request: 1..1000 */
+/* A seated hold's feed entry lists its seat ids, comma-separated: at most this many bytes. */
+#define SLOT_FEED_SEATS_BYTES_MAX (SLOT_MAX_PER_REQUEST_MAX * (SLOT_SEAT_ID_BYTES_MAX + 1))
 #define SLOT_MAX_PER_REQUEST_DEFAULT 10
 #define SLOT_JSON_DEPTH_MAX 32 /* nesting; the top-level object is level 1 */
 

@@ -209,6 +209,9 @@ int slot__family_note(slot__alloc_ctx *c, slot_event_rec *e, int delta, uint64_t
  * LMDB error (abort). docs/protocol.md, "Feed".
  */
 int slot__hold_feed(slot__alloc_ctx *c, const slot_hold_rec *h, slot_feed_type type);
+/* slot__hold_feed_seated — the same, with the hold's seats when `seated`
+ * (its event has a seat map: docs/protocol.md, "Seated events"). */
+int slot__hold_feed_seated(slot__alloc_ctx *c, const slot_hold_rec *h, slot_feed_type type, bool seated);
 int slot__event_feed(slot__alloc_ctx *c, const slot_event_view *v, slot_feed_type type);
 
 /*

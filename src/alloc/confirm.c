@@ -98,7 +98,7 @@ static int reacquire(ctx *c, const slot_req *req, slot_event_rec *e, slot_hold_r
     if (rc == 0)
         rc = slot_store_event_put(c->st, c->txn, c->ev, c->ev_len, e);
     if (rc == 0) /* one hold.confirmed with replaces, and no hold.held (docs/protocol.md, "Feed") */
-        rc = slot__hold_feed(c, n, SLOT_FEED_HOLD_CONFIRMED);
+        rc = slot__hold_feed_seated(c, n, SLOT_FEED_HOLD_CONFIRMED, e->seated);
     if (rc == 0)
         slot__res_hold(res, n, SLOT_HOLD_CONFIRMED);
     if (rc == 0 && e->seated) /* best available seats (slot__seat_take) */

@@ -47,13 +47,18 @@ static bool type_is_event(slot_feed_type t)
 
 #define ENTRY_BYTES_MAX                                                                                              \
     (2 + 8 + 1 + SLOT_EVENT_BYTES_MAX + 16 + 1 + SLOT_USER_BYTES_MAX + 2 + 8 + 1 + SLOT_REQUEST_BYTES_MAX + 2 + 16 + \
-     1 + (SLOT_ANCESTORS_MAX + 1) * (1 + SLOT_EVENT_BYTES_MAX)) /* version 4: the chain and the block */
+     1 + (SLOT_ANCESTORS_MAX + 1) * (1 + SLOT_EVENT_BYTES_MAX) /* version 4: the chain and the block */ +      \
+     4 + SLOT_FEED_SEATS_BYTES_MAX) /* version 6: the seats */
+/* The feed's record version: 6 adds a seated hold's seats (older entries read as none; 5 is
+ * SLOT_RECORD_VERSION, which the feed wrote before). */
+#define FEED_VERSION 6
+_Static_assert(FEED_VERSION >= SLOT_RECORD_VERSION, "the feed's version follows the store's");
 #define CONSUMER_REC_BYTES 16
 
 static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
 {
     buf b = {.p = raw, .cap = cap};
-    put_u8(&b, SLOT_RECORD_VERSION);
+    put_u8(&b, FEED_VERSION);
     put_u8(&b, (uint8_t)e->type);
     put_be(&b, e->at_ms, 8);
     put_name(&b, e->event, e->event_len);
@@ -90,6 +95,12 @@ static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
         for (uint8_t i = 0; i < e->nchain; i++)
             put_name(&b, e->chain[i], e->chain_len[i]);
         put_name(&b, e->alloc, e->alloc_len);
+        SLOT_ASSERT(e->seats_len <= SLOT_FEED_SEATS_BYTES_MAX);
+        put_be(&b, e->seats_len, 4);
+        if (e->seats_len > 0 && !b.bad && b.len + e->seats_len <= b.cap) {
+            memcpy(b.p + b.len, e->seats, e->seats_len);
+            b.len += e->seats_len;
+        }
     }
     SLOT_ASSERT(!b.bad); /* ENTRY_BYTES_MAX fits the largest entry */
     return b.len;
@@ -98,10 +109,10 @@ static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
 static int entry_unpack(const MDB_val *v, uint64_t seq, slot_feed_entry *e)
 {
     buf b = {.p = v->mv_data, .cap = v->mv_size};
-    memset(e, 0, sizeof(*e));
+    memset(e, 0, offsetof(slot_feed_entry, seats)); /* seats: only its first seats_len bytes are read */
     e->seq = seq;
     uint8_t version = get_u8(&b);
-    if (version < 2 || version > SLOT_RECORD_VERSION) /* the feed began at version 2 */
+    if (version < 2 || version > FEED_VERSION) /* the feed began at version 2 */
         return MDB_CORRUPTED;
     uint8_t type = get_u8(&b);
     if (type >= SLOT_FEED__COUNT)
@@ -147,6 +158,14 @@ static int entry_unpack(const MDB_val *v, uint64_t seq, slot_feed_entry *e)
             for (uint8_t i = 0; i < e->nchain; i++)
                 e->chain_len[i] = (uint8_t)get_name(&b, e->chain[i], sizeof(e->chain[i]));
             e->alloc_len = (uint8_t)get_name(&b, e->alloc, sizeof(e->alloc));
+        }
+        if (version >= 6) {
+            uint64_t n = get_be(&b, 4);
+            if (b.bad || n > SLOT_FEED_SEATS_BYTES_MAX || b.len + n > b.cap)
+                return MDB_CORRUPTED;
+            memcpy(e->seats, b.p + b.len, n);
+            e->seats_len = (uint32_t)n;
+            b.len += n;
         }
     }
     return b.bad || b.len != v->mv_size ? MDB_CORRUPTED : 0;

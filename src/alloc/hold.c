@@ -348,7 +348,7 @@ int slot__hold_finish(ctx *c, slot_event_rec *e, slot_hold_rec *h, slot_hold_sta
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
     if (rc == 0)
-        rc = slot__hold_feed(c, h, slot_feed_type_of_status(to));
+        rc = slot__hold_feed_seated(c, h, slot_feed_type_of_status(to), e->seated);
     /* The units that came back go to those waiting, in this commit; their
      * hold.offered entries follow the move that freed the units. */
     if (rc == 0 && to != SLOT_HOLD_CONFIRMED)
@@ -481,8 +481,11 @@ int slot__hold_extend(ctx *c, slot_hold_rec *h, uint64_t by_ms)
         rc = slot_store_expiry_put(c->st, c->txn, h->expires_at_ms, c->ev, c->ev_len, h->seq);
     if (rc == 0)
         rc = slot_store_hold_put(c->st, c->txn, c->ev, c->ev_len, h);
+    slot_event_rec e; /* extends are rare: whether the event is seated is read here */
     if (rc == 0)
-        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_EXTENDED);
+        rc = slot_store_event_get(c->st, c->txn, c->ev, c->ev_len, &e);
+    if (rc == 0)
+        rc = slot__hold_feed_seated(c, h, SLOT_FEED_HOLD_EXTENDED, e.seated);
     return rc;
 }
 
@@ -625,7 +628,7 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
     if (rc == 0 && h->client_len > 0) /* docs/protocol.md, "Client limits": the key's units held */
         rc = client_move(c, h, (int64_t)h->qty);
     if (rc == 0 && !offer) /* an offer's entry is hold.offered, written by the waitlist */
-        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_HELD);
+        rc = slot__hold_feed_seated(c, h, SLOT_FEED_HOLD_HELD, e->seated);
     return rc;
 }
 
@@ -633,7 +636,12 @@ int slot__hold_make(ctx *c, slot_event_rec *e, slot_hold_rec *h, uint64_t user_t
 
 int slot__hold_feed(ctx *c, const slot_hold_rec *h, slot_feed_type type)
 {
-    slot_feed_entry f;
+    return slot__hold_feed_seated(c, h, type, false);
+}
+
+int slot__hold_feed_seated(ctx *c, const slot_hold_rec *h, slot_feed_type type, bool seated)
+{
+    slot_feed_entry f; /* ~50 KiB with room for the seats; only the fixed part is cleared */
     memset(&f, 0, offsetof(slot_feed_entry, view));
     f.type = type;
     f.at_ms = c->now_ms;
@@ -666,13 +674,19 @@ int slot__hold_feed(ctx *c, const slot_hold_rec *h, slot_feed_type type)
             memcpy(f.chain[i], ch.anc[i].name, ch.anc[i].len + 1u);
         }
     }
+    f.seats_len = 0;
+    if (seated) { /* docs/protocol.md, "Seated events": feed entries carry "seats" */
+        int rc = slot__seat_feed(c, h, f.seats, &f.seats_len);
+        if (rc != 0)
+            return rc;
+    }
     return slot_feed_append(c->st, c->txn, &f);
 }
 
 int slot__event_feed(ctx *c, const slot_event_view *v, slot_feed_type type)
 {
     slot_feed_entry f;
-    memset(&f, 0, sizeof(f));
+    memset(&f, 0, offsetof(slot_feed_entry, seats)); /* an event entry has no seats (seats_len 0) */
     f.type = type;
     f.at_ms = c->now_ms;
     f.event_len = (uint8_t)c->ev_len;

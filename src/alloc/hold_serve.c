@@ -54,7 +54,7 @@ static int offer(ctx *c, slot_event_rec *e, slot_wait_rec *w)
     }
     int rc = slot__hold_make(c, e, h, UINT64_MAX);
     if (rc == 0) /* docs/protocol.md, "Feed": an offer is hold.offered, never hold.held */
-        rc = slot__hold_feed(c, h, SLOT_FEED_HOLD_OFFERED);
+        rc = slot__hold_feed_seated(c, h, SLOT_FEED_HOLD_OFFERED, e->seated);
     if (rc == 0 && (e->waiting == 0 || e->waiting_qty < w->qty))
         rc = MDB_CORRUPTED;
     if (rc != 0)

@@ -575,6 +575,38 @@ int slot__seat_keep(ctx *c, const slot_req *req, const slot_hold_rec *h, uint32_
     return slot__seat_list_put(c, h->seq, &out);
 }
 
+int slot__seat_feed(ctx *c, const slot_hold_rec *h, char *out, uint32_t *len)
+{
+    slot__seat_list l;
+    *len = 0;
+    int rc = slot__seat_list_get(c, h->seq, &l);
+    if (rc == MDB_NOTFOUND)
+        return MDB_CORRUPTED;
+    if (rc != 0)
+        return rc;
+    if (l.n > h->qty)
+        l.n = h->qty; /* after a partial confirm: the kept seats, first in the list */
+    slot__seat_row *r = malloc(sizeof *r);
+    if (!r)
+        return ENOMEM;
+    uint32_t cur = UINT32_MAX, n = 0;
+    for (uint16_t i = 0; i < l.n; i++) {
+        if (l.s[i].row != cur && (rc = slot__seat_row_get(c, l.s[i].row, r)) != 0)
+            break;
+        cur = l.s[i].row;
+        char id[SLOT_SEAT_ID_BYTES_MAX + 1];
+        size_t k = slot__seat_id(r, l.s[i].num, id);
+        SLOT_ASSERT(n + (i ? 1u : 0u) + k <= SLOT_FEED_SEATS_BYTES_MAX); /* l.n <= SLOT_MAX_PER_REQUEST_MAX */
+        if (i)
+            out[n++] = ',';
+        memcpy(out + n, id, k);
+        n += (uint32_t)k;
+    }
+    free(r);
+    *len = rc == 0 ? n : 0;
+    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+}
+
 int slot__seat_res(ctx *c, const slot_hold_rec *h, slot_res *res)
 {
     slot__seat_list l;

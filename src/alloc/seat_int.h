@@ -188,6 +188,11 @@ int slot__seat_keep(slot__alloc_ctx *c, const slot_req *req, const slot_hold_rec
  * confirm the kept ones) to res->extra. 0, ENOMEM or an LMDB error. */
 int slot__seat_res(slot__alloc_ctx *c, const slot_hold_rec *h, slot_res *res);
 
+/* slot__seat_feed — h's seat ids (its first h->qty, as slot__seat_res) into
+ * out, comma-separated, *len their bytes (at most SLOT_FEED_SEATS_BYTES_MAX).
+ * 0, ENOMEM, MDB_CORRUPTED (no seat list) or an LMDB error. */
+int slot__seat_feed(slot__alloc_ctx *c, const slot_hold_rec *h, char *out, uint32_t *len);
+
 /* slot__seat_same — *same := true when req names the very seats of hold h
  * in the same order (a replay's test; after a partial confirm, which moved
  * the kept seats first, the same seats in any order). 0 or an LMDB error. */

@@ -136,6 +136,19 @@ size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)
         }
         if (e->alloc_len > 0)
             slot__jw_key_str(&w, "allocation", e->alloc, e->alloc_len, SLOT__JW_STR_STRICT);
+        if (e->seats_len > 0) { /* docs/protocol.md, "Seated events": the hold's seats */
+            slot__jw_key(&w, "seats");
+            SLOT__JW_LIT(&w, "[");
+            for (uint32_t at = 0; at < e->seats_len && at <= SLOT_FEED_SEATS_BYTES_MAX;) {
+                const char *p = e->seats + at, *comma = memchr(p, ',', e->seats_len - at);
+                size_t n = comma ? (size_t)(comma - p) : e->seats_len - at;
+                if (at > 0)
+                    SLOT__JW_LIT(&w, ",");
+                slot__jw_str(&w, p, n, SLOT__JW_STR_STRICT);
+                at += (uint32_t)n + 1u;
+            }
+            SLOT__JW_LIT(&w, "]");
+        }
         if (e->type == SLOT_FEED_HOLD_CONFIRMED) {
             slot__jw_key_u64(&w, "returned", e->returned);
             if (e->replaces_seq)
