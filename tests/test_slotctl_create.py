@@ -20,6 +20,9 @@ ticket type, against a real slotd.
    room show in its view (and in show's output); --seats FILE makes a seated
    event whose capacity is the seat count; the same create again is a
    replay (exit 0), other settings event_exists (exit 1).
+5. slotctl seats: the rows' states and the category counts; --svg draws one
+   square per seat in map order coloured by state; an unknown event exits 1,
+   no EVENT 64.
 The server listens on 127.0.0.1:0 in a temporary folder and is stopped by PID.
 """
 import json
@@ -178,6 +181,40 @@ def other_settings(port, c, tmp):
     check(rc == 1 and 'invalid_argument' in err, '--capacity other than the seat count: the server refuses', err)
 
 
+def seats_picture(port, c, tmp):
+    """slotctl seats EVENT prints the seat_map rows and the categories; --svg FILE draws one
+    square per seat coloured by its state; an unseated event exits 1."""
+    house = {'sections': [{'name': 'A', 'rows': [{'name': '1', 'from': 1, 'to': 5, 'category': 'st'},
+                                                 {'name': '2', 'from': 1, 'to': 4, 'category': 'st'}]}]}
+    r = c.ask({'op': 'create_event', 'event': 'pic', 'seats': house})
+    require(r.get('ok') is True, 'a seated event', r)
+    h = c.ask({'op': 'hold', 'event': 'pic', 'user': 'u', 'request': 'r', 'seats': ['A-1-2', 'A-1-3']})
+    require(h.get('status') == 'held', 'a hold of A-1-2 and A-1-3', h)
+    r = c.ask({'op': 'confirm', 'event': 'pic', 'user': 'u', 'hold': h['hold'], 'request': 'c', 'seats': ['A-1-3']})
+    require(r.get('status') == 'confirmed', 'A-1-3 confirmed, A-1-2 back', r)
+    h = c.ask({'op': 'hold', 'event': 'pic', 'user': 'v', 'request': 'r', 'seats': ['A-2-4']})
+    require(h.get('status') == 'held', 'a hold of A-2-4', h)
+    rc, out, err = ctl(port, 'seats', 'pic')
+    lines = out.splitlines()
+    check(rc == 0 and 'A-1              ..c..' in lines and 'A-2              ...h' in lines,
+          'slotctl seats prints each row\'s states', out + err)
+    check(any(l.startswith('category st') and 'capacity 9' in l and 'held 1' in l and 'confirmed 1' in l
+              for l in lines), 'slotctl seats prints the category counts', out)
+    svg = os.path.join(tmp, 'pic.svg')
+    rc, out, err = ctl(port, 'seats', 'pic', '--svg', svg)
+    check(rc == 0, 'slotctl seats --svg exits 0', err)
+    import xml.etree.ElementTree as ET
+    root = ET.parse(svg).getroot()
+    seats = [e.get('fill') for e in root.iter('{http://www.w3.org/2000/svg}rect')
+             if e.get('rx') == '2']  # the seats' squares (the legend's have no rx)
+    want = ['#43a047', '#43a047', '#c62828', '#43a047', '#43a047', '#43a047', '#43a047', '#43a047', '#fb8c00']
+    check(seats == want, 'the SVG has one square per seat, coloured by state, in map order', seats)
+    rc, out, err = ctl(port, 'seats', 'nosuch-seats')
+    check(rc == 1 and 'unknown_event' in err, 'slotctl seats of an unknown event: exit 1', err)
+    rc, out, err = ctl(port, 'seats')
+    check(rc == 64, 'slotctl seats without EVENT: exit 64', err)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='slotctl-create-')
     srv = Server(SLOTD, os.path.join(tmp, 'data'))
@@ -187,6 +224,7 @@ def main():
         refused(srv.port, c)
         usage_errors(srv.port, c, tmp)
         other_settings(srv.port, c, tmp)
+        seats_picture(srv.port, c, tmp)
         r = c.ask({'op': 'check'})
         check(r.get('ok') and r.get('violations') == [], 'check clean at the end', r)
         c.close()

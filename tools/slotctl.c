@@ -305,6 +305,13 @@ static const ctl_cmd commands[] = {
      "Prints the room's settings, joined/admitted/waiting/open grants, whether it admits now\n"
      "(the stop rule: not while open grants >= available) and the next admission ranks.\n",
      cmd_room},
+    {"seats", "EVENT [--svg FILE]", "show a seated event's seats by row, or draw them as SVG (seat_map)",
+     "Prints one line per row, each seat one character of its state (. free, h held,\n"
+     "c confirmed, x in an allocation), then the counts per category. With --svg FILE it\n"
+     "writes a picture instead: the sections and their rows, each seat a square coloured by\n"
+     "state, a legend and the counts per category. An unseated event is invalid_argument.\n"
+     "  --svg FILE            write the picture to FILE (replaced if it exists)\n",
+     cmd_seats},
     {"status", "EVENT on_sale|closed", "open or close an event for sale (set_status)",
      "A closed event answers new holds with not_on_sale; confirms and releases go on.\n", cmd_status},
     {"cancel", "EVENT HOLD", "cancel a held or confirmed hold, returning its units (cancel)",

@@ -154,6 +154,8 @@ int cmd_deallocate(ctl *x, int argc, char **argv);
 int cmd_allocations(ctl *x, int argc, char **argv);
 /* room (slotctl_room.c; docs/protocol.md, "Admission"). */
 int cmd_room(ctl *x, int argc, char **argv);
+/* seats (slotctl_seats.c; docs/protocol.md, "Seated events"). */
+int cmd_seats(ctl *x, int argc, char **argv);
 int cmd_status(ctl *x, int argc, char **argv);
 int cmd_window(ctl *x, int argc, char **argv);
 int cmd_cancel(ctl *x, int argc, char **argv);

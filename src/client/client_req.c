@@ -400,6 +400,7 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         break;
     case SLOT_OP_EVENT:
     case SLOT_OP_SHARDS:
+    case SLOT_OP_SEAT_MAP: /* docs/protocol.md, "Seated events" */
         w_str_field(w, "event", req->event, req->event_len);
         break;
     case SLOT_OP_CHECK:
