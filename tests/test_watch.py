@@ -134,6 +134,15 @@ def main():
         require(cp.returncode == 0 and re.search(r'room \(queue, 5/s\)\s+joined 7\s+waiting 7\s+admitted 0\s+open grants 0',
                                                  cp.stdout) is not None and 'admissions/s' in cp.stdout,
                 'watch shows the room: mode, rate, joined, waiting, admitted, open grants', cp.stdout)
+        # A seated event: its rows' seats in the frame (docs/protocol.md, "Seated events").
+        house = {'sections': [{'name': 'A', 'rows': [{'name': '1', 'from': 1, 'to': 6}]}]}
+        r = call(port, [{'op': 'create_event', 'event': 'ws', 'seats': house},
+                        {'op': 'hold', 'event': 'ws', 'user': 'u', 'request': 'r', 'seats': ['A-1-2', 'A-1-3']}], WAIT_S)
+        require(all(x.get('ok') for x in r), 'seated event ws with a hold of 2 seats', r)
+        cp = subprocess.run([SLOTCTL, '--host', host, 'watch', 'ws', '--once', '--interval', '100'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=WAIT_S)
+        require(cp.returncode == 0 and re.search(r'A-1\s+\.hh\.\.\.', cp.stdout) is not None,
+                'watch shows a seated event\'s rows', cp.stdout)
         cp = subprocess.run([SLOTCTL, '--host', host, 'watch', 'nosuch', '--once'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=WAIT_S)
         require(cp.returncode == 1 and 'unknown_event' in cp.stderr, 'an unknown event: exit 1, unknown_event', cp.stderr)

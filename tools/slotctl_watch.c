@@ -38,7 +38,8 @@ const char *slotctl_watch_help(void)
     return "A live view of the server, redrawn every interval until q or Ctrl-C: with EVENT its units\n"
            "left (a bar of available/capacity), held, confirmed and waiting, and for an event with a\n"
            "waiting room its mode, rate, joined, waiting, admitted, open grants, joins/s and\n"
-           "admissions/s; then holds/s, sold-out\n"
+           "admissions/s, and for a seated event its rows' seats (the first 24 rows); then holds/s,\n"
+           "sold-out\n"
            "answers/s, requests/s and errors/s over the last interval, latency p50/p99 (the server's\n"
            "histogram since it started), connections, queue, commits/s and the time per commit, and\n"
            "the database's size. Ends with exit 2 and a message when the server goes away.\n"
@@ -51,7 +52,10 @@ typedef struct sample {
     uint64_t t_ms; /* monotonic */
     bool have_event;
     json_t *stats, *event; /* replies (owned) */
+    json_t *seats;         /* a seated event's seat_map reply (owned), else NULL */
 } sample;
+
+#define WATCH_SEAT_ROWS_MAX 24 /* rows of a seated event's map in a frame */
 
 static uint64_t mono_ms(void)
 {
@@ -106,6 +110,10 @@ static int take(slot_follow *f, const char *event, sample *s, char *why, size_t 
         slot_req_event(&req, SLOT_OP_EVENT, event);
         rc = ask(f, &req, &s->event, why, whylen);
         s->have_event = rc == 0;
+        if (rc == 0 && json_object_get(s->event, "categories")) { /* seated: its map too */
+            slot_req_event(&req, SLOT_OP_SEAT_MAP, event);
+            rc = ask(f, &req, &s->seats, why, whylen);
+        }
     }
     s->t_ms = mono_ms();
     return rc;
@@ -115,6 +123,7 @@ static void drop(sample *s)
 {
     json_decref(s->stats);
     json_decref(s->event);
+    json_decref(s->seats);
     memset(s, 0, sizeof(*s));
 }
 
@@ -182,6 +191,23 @@ static void draw(const char *addr, const char *event, const sample *a, const sam
         printf("] %5.1f%%%s", cap ? 100.0 * (double)avail / (double)cap : 0.0, nl);
         printf("  held %" PRIu64 "   confirmed %" PRIu64 "   waiting %" PRIu64 "%s", u64(e, "held"),
                u64(e, "confirmed"), u64(e, "waiting"), nl);
+        json_t *rows = json_object_get(b->seats, "rows");
+        if (json_is_object(rows)) { /* docs/protocol.md, "Seated events": the seats, live */
+            const char *rk;
+            json_t *rv;
+            size_t shown = 0, width = (size_t)(term_cols() > 40 ? term_cols() - 20 : 20);
+            printf("  seats (. free  h held  c confirmed  x allocation)%s", nl);
+            json_object_foreach(rows, rk, rv) {
+                if (shown++ == WATCH_SEAT_ROWS_MAX) {
+                    printf("  ... %zu more rows%s", json_object_size(rows) - WATCH_SEAT_ROWS_MAX, nl);
+                    break;
+                }
+                const char *states = json_string_value(rv);
+                size_t n = states ? strlen(states) : 0;
+                printf("  %-12s %.*s%s%s", rk, (int)(n < width ? n : width), states ? states : "",
+                       n > width ? "..." : "", nl);
+            }
+        }
         json_t *room = json_object_get(e, "room"), *ra = json_object_get(a->event, "room");
         if (json_is_object(room)) { /* docs/protocol.md, "Admission": the waiting room's counts */
             json_t *mode = json_object_get(e, "admission");
