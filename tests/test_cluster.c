@@ -468,7 +468,8 @@ static void counts_of(int i, const char *ev, char *out, size_t cap)
  * every node converges to one digest with a clean check. A block of another
  * event (allocations: a hold from it and a join waiting on it) keeps its
  * view across the failover, and its hold's release there serves the waiter
- * from the block.
+ * from the block; a seated event keeps its seat map (held and confirmed
+ * seats), and a named hold of a held seat there is taken.
  */
 TEST_IMPL(cluster_family_survives_failover)
 {
@@ -516,6 +517,23 @@ TEST_IMPL(cluster_family_survives_failover)
     char *club_before = json_dumps(club, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(club);
     ASSERT(strstr(club_before, "\"fans\":{\"confirmed\":0,\"held\":4,\"qty\":4,\"remaining\":0}") != NULL);
+    /* A seated event (docs/protocol.md, "Seated events"): named seats held and confirmed; its
+     * seat map must survive as it is. */
+    json_decref(must(p, "{\"op\":\"create_event\",\"event\":\"hall\",\"seats\":{\"sections\":[{\"name\":\"A\","
+                        "\"rows\":[{\"name\":\"1\",\"from\":1,\"to\":6}]}]}}"));
+    bh = must(p, "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s1\",\"request\":\"k\",\"seats\":[\"A-1-2\",\"A-1-3\"]}");
+    ASSERT_STR_EQ(jstr(bh, "status"), "held");
+    char seat_line[300];
+    snprintf(seat_line, sizeof seat_line,
+             "{\"op\":\"confirm\",\"event\":\"hall\",\"user\":\"s1\",\"hold\":\"%s\",\"request\":\"c\","
+             "\"seats\":[\"A-1-3\"]}",
+             jstr(bh, "hold"));
+    json_decref(bh);
+    json_decref(must(p, seat_line));
+    json_decref(must(p, "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s2\",\"request\":\"k\",\"seats\":[\"A-1-5\"]}"));
+    json_t *sm = must(p, "{\"op\":\"seat_map\",\"event\":\"hall\"}");
+    ASSERT_STR_EQ(jstr(json_object_get(sm, "rows"), "A-1"), "..c.h.");
+    json_decref(sm);
     ASSERT(wait_converged(WAIT_LONG_MS, NULL));
     int old = p;
     slot_test_server_kill9(&nodes[old].srv);
@@ -531,6 +549,12 @@ TEST_IMPL(cluster_family_survives_failover)
     char *club_after = json_dumps(club, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(club);
     ASSERT_STR_EQ(club_after, club_before); /* the block's counts and its waiter, as acknowledged */
+    sm = must(p, "{\"op\":\"seat_map\",\"event\":\"hall\"}");
+    ASSERT_STR_EQ(jstr(json_object_get(sm, "rows"), "A-1"), "..c.h."); /* the seats, as acknowledged */
+    json_decref(sm);
+    sm = must(p, "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s3\",\"request\":\"k\",\"seats\":[\"A-1-4\",\"A-1-5\"]}");
+    ASSERT_STR_EQ(jstr(sm, "status"), "taken"); /* A-1-5 is still s2's on the new primary */
+    json_decref(sm);
     free(club_after);
     free(club_before);
     /* The block's hold released on the new primary: its units go back to the block and serve
