@@ -521,7 +521,8 @@ TEST_IMPL(cluster_family_survives_failover)
      * seat map must survive as it is. */
     json_decref(must(p, "{\"op\":\"create_event\",\"event\":\"hall\",\"seats\":{\"sections\":[{\"name\":\"A\","
                         "\"rows\":[{\"name\":\"1\",\"from\":1,\"to\":6}]}]}}"));
-    bh = must(p, "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s1\",\"request\":\"k\",\"seats\":[\"A-1-2\",\"A-1-3\"]}");
+    bh = must(p,
+              "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s1\",\"request\":\"k\",\"seats\":[\"A-1-2\",\"A-1-3\"]}");
     ASSERT_STR_EQ(jstr(bh, "status"), "held");
     char seat_line[300];
     snprintf(seat_line, sizeof seat_line,
@@ -530,7 +531,8 @@ TEST_IMPL(cluster_family_survives_failover)
              jstr(bh, "hold"));
     json_decref(bh);
     json_decref(must(p, seat_line));
-    json_decref(must(p, "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s2\",\"request\":\"k\",\"seats\":[\"A-1-5\"]}"));
+    json_decref(
+        must(p, "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s2\",\"request\":\"k\",\"seats\":[\"A-1-5\"]}"));
     json_t *sm = must(p, "{\"op\":\"seat_map\",\"event\":\"hall\"}");
     ASSERT_STR_EQ(jstr(json_object_get(sm, "rows"), "A-1"), "..c.h.");
     json_decref(sm);
@@ -552,7 +554,8 @@ TEST_IMPL(cluster_family_survives_failover)
     sm = must(p, "{\"op\":\"seat_map\",\"event\":\"hall\"}");
     ASSERT_STR_EQ(jstr(json_object_get(sm, "rows"), "A-1"), "..c.h."); /* the seats, as acknowledged */
     json_decref(sm);
-    sm = must(p, "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s3\",\"request\":\"k\",\"seats\":[\"A-1-4\",\"A-1-5\"]}");
+    sm = must(p,
+              "{\"op\":\"hold\",\"event\":\"hall\",\"user\":\"s3\",\"request\":\"k\",\"seats\":[\"A-1-4\",\"A-1-5\"]}");
     ASSERT_STR_EQ(jstr(sm, "status"), "taken"); /* A-1-5 is still s2's on the new primary */
     json_decref(sm);
     free(club_after);
@@ -560,8 +563,7 @@ TEST_IMPL(cluster_family_survives_failover)
     /* The block's hold released on the new primary: its units go back to the block and serve
      * the join waiting on it. */
     char brel[200];
-    snprintf(brel, sizeof brel, "{\"op\":\"release\",\"event\":\"club\",\"hold\":\"%s\",\"user\":\"f1\"}",
-             block_hold);
+    snprintf(brel, sizeof brel, "{\"op\":\"release\",\"event\":\"club\",\"hold\":\"%s\",\"user\":\"f1\"}", block_hold);
     json_decref(must(p, brel));
     bh = must(p, "{\"op\":\"waitlist\",\"event\":\"club\",\"user\":\"f2\",\"request\":\"j\"}");
     ASSERT_STR_EQ(jstr(bh, "status"), "offered");
@@ -675,8 +677,8 @@ TEST_IMPL(cluster_room_survives_failover)
         snprintf(grant, sizeof grant, "%s", jstr(adm, "grant"));
         json_decref(adm);
         snprintf(line, sizeof line,
-                 "{\"op\":\"hold\",\"event\":\"room\",\"user\":\"r%d\",\"request\":\"h\",\"qty\":1,\"grant\":\"%s\"}", k,
-                 grant);
+                 "{\"op\":\"hold\",\"event\":\"room\",\"user\":\"r%d\",\"request\":\"h\",\"qty\":1,\"grant\":\"%s\"}",
+                 k, grant);
         json_t *h = must(p, line);
         ASSERT_STR_EQ(jstr(h, "status"), "held");
         snprintf(line, sizeof line, "{\"op\":\"release\",\"event\":\"room\",\"hold\":\"%s\",\"user\":\"r%d\"}",

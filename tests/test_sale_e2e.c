@@ -40,9 +40,8 @@ TEST_IMPL(sale_e2e_features_window_extend_partial)
     slot_reply r;
     slot_req_init(&q, SLOT_OP_HELLO);
     slot_test_call(c, &q, &r);
-    ASSERT_STR_EQ(
-        r.features,
-        "windows,extend,partial_confirm,reacquire,hold_many,waitlist,feed,types,allocations,admission,client_limits,seats");
+    ASSERT_STR_EQ(r.features, "windows,extend,partial_confirm,reacquire,hold_many,waitlist,feed,types,allocations,"
+                              "admission,client_limits,seats");
     slot_reply_clear(&r);
     /* A window an hour ahead: not_on_sale with both times; set_sale_window opens it. */
     uint64_t opens = slot_test_now_ms() + 3600000;

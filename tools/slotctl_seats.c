@@ -16,7 +16,7 @@
 #include "slot/client.h"
 #include "slotctl.h"
 
-#define SEAT_PX 12    /* a seat's square, with its gap */
+#define SEAT_PX 12 /* a seat's square, with its gap */
 #define ROW_LABEL_PX 64
 #define SECTION_GAP_PX 22
 #define TOP_PX 64 /* title and legend */
@@ -66,7 +66,8 @@ static int write_svg(const char *path, const char *event, json_t *rows, json_t *
     char last_sec[64] = "";
     const char *k;
     json_t *v;
-    json_object_foreach(rows, k, v) {
+    json_object_foreach(rows, k, v)
+    {
         size_t n = strlen(json_string_value(v));
         longest = n > longest ? n : longest;
         nrows++;
@@ -105,7 +106,8 @@ static int write_svg(const char *path, const char *event, json_t *rows, json_t *
     }
     size_t y = TOP_PX;
     last_sec[0] = 0;
-    json_object_foreach(rows, k, v) {
+    json_object_foreach(rows, k, v)
+    {
         size_t sl = strcspn(k, "-");
         if (strncmp(last_sec, k, sl) != 0 || last_sec[sl] != 0) {
             snprintf(last_sec, sizeof last_sec, "%.*s", (int)sl, k);
@@ -126,7 +128,8 @@ static int write_svg(const char *path, const char *event, json_t *rows, json_t *
         y += SEAT_PX;
     }
     y += 24;
-    json_object_foreach(cats, k, v) {
+    json_object_foreach(cats, k, v)
+    {
         fprintf(f, "<text x=\"12\" y=\"%zu\">category ", y);
         xml_text(f, k);
         fprintf(f, ": capacity %" PRIu64 ", available %" PRIu64 ", held %" PRIu64 ", confirmed %" PRIu64 "</text>\n",
@@ -171,8 +174,7 @@ int cmd_seats(ctl *x, int argc, char **argv)
     } else if (!x->json) {
         const char *k;
         json_t *v;
-        json_object_foreach(rows, k, v)
-            printf("%-16s %s\n", k, json_string_value(v));
+        json_object_foreach(rows, k, v) printf("%-16s %s\n", k, json_string_value(v));
         printf("\n. free  h held  c confirmed  x allocation\n");
         json_object_foreach(json_object_get(jv, "categories"), k, v)
             printf("category %-16s capacity %" PRIu64 "  available %" PRIu64 "  held %" PRIu64 "  confirmed %" PRIu64

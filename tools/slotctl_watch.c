@@ -197,7 +197,8 @@ static void draw(const char *addr, const char *event, const sample *a, const sam
             json_t *rv;
             size_t shown = 0, width = (size_t)(term_cols() > 40 ? term_cols() - 20 : 20);
             printf("  seats (. free  h held  c confirmed  x allocation)%s", nl);
-            json_object_foreach(rows, rk, rv) {
+            json_object_foreach(rows, rk, rv)
+            {
                 if (shown++ == WATCH_SEAT_ROWS_MAX) {
                     printf("  ... %zu more rows%s", json_object_size(rows) - WATCH_SEAT_ROWS_MAX, nl);
                     break;
@@ -218,7 +219,8 @@ static void draw(const char *addr, const char *event, const sample *a, const sam
                    "   open grants %" PRIu64 "%s",
                    json_is_string(mode) ? json_string_value(mode) : "?", u64(e, "admit_per_s"), joi,
                    u64(room, "waiting"), adm, u64(room, "open_grants"), nl);
-            printf("  joins/s %10.0f   admissions/s %10.0f%s", dt_s > 0 && joi >= joi0 ? (double)(joi - joi0) / dt_s : 0.0,
+            printf("  joins/s %10.0f   admissions/s %10.0f%s",
+                   dt_s > 0 && joi >= joi0 ? (double)(joi - joi0) / dt_s : 0.0,
                    dt_s > 0 && adm >= adm0 ? (double)(adm - adm0) / dt_s : 0.0, nl);
         }
         printf("%s", nl);

@@ -330,7 +330,7 @@ typedef struct slot_wait_rec {
                                     fam_next_join when it joined; 0: joined before v1.2) */
     uint8_t alloc_len;           /* a waiting entry's block (docs/protocol.md, "Allocations"); 0: none */
     char alloc[SLOT_EVENT_BYTES_MAX + 1];
-    bool alloc_public;           /* not stored: the hand-out found the block removed (hold_serve.c) */
+    bool alloc_public; /* not stored: the hand-out found the block removed (hold_serve.c) */
     uint8_t user_len, request_len;
     char user[SLOT_USER_BYTES_MAX + 1];
     char request[SLOT_REQUEST_BYTES_MAX + 1];

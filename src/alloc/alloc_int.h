@@ -43,7 +43,7 @@ typedef struct slot__alloc_ctx {
     MDB_txn *txn;
     const char *ev;
     size_t ev_len;
-    uint64_t now_ms; /* ms since the Unix epoch */
+    uint64_t now_ms;               /* ms since the Unix epoch */
     struct slot__seat_list *seats; /* a seat hold's chosen seats for slot__units_take (seat_int.h); NULL: none */
     /* A cart item's client_rate token (client.c): with rate_defer the bucket is
      * only checked and rate_due set; the cart spends the token once it is

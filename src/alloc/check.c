@@ -35,8 +35,8 @@ typedef struct check_ctx {
     size_t users_matched;
     int err;
     uint64_t waiting, waiting_qty, head_qty, offered, left, key_waiting; /* the waitlist's scan */
-    slot_wait_rec head; /* the first waiting entry (when waiting > 0) */
-    uint8_t depth;                                                       /* the event's ancestors */
+    slot_wait_rec head;    /* the first waiting entry (when waiting > 0) */
+    uint8_t depth;         /* the event's ancestors */
     uint64_t anc_free;     /* the least free units over the ancestors (UINT64_MAX: none) */
     uint64_t desc_waiting; /* entries waiting on the descendants */
     uint64_t block_units;  /* unused units of the blocks of the event and its descendants */

@@ -47,8 +47,8 @@ static bool type_is_event(slot_feed_type t)
 
 #define ENTRY_BYTES_MAX                                                                                              \
     (2 + 8 + 1 + SLOT_EVENT_BYTES_MAX + 16 + 1 + SLOT_USER_BYTES_MAX + 2 + 8 + 1 + SLOT_REQUEST_BYTES_MAX + 2 + 16 + \
-     1 + (SLOT_ANCESTORS_MAX + 1) * (1 + SLOT_EVENT_BYTES_MAX) /* version 4: the chain and the block */ +      \
-     4 + SLOT_FEED_SEATS_BYTES_MAX) /* version 6: the seats */
+     1 + (SLOT_ANCESTORS_MAX + 1) * (1 + SLOT_EVENT_BYTES_MAX) /* version 4: the chain and the block */ + 4 +        \
+     SLOT_FEED_SEATS_BYTES_MAX) /* version 6: the seats */
 /* The feed's record version: 6 adds a seated hold's seats (older entries read as none; 5 is
  * SLOT_RECORD_VERSION, which the feed wrote before). */
 #define FEED_VERSION 6

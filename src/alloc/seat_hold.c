@@ -145,8 +145,8 @@ int slot__seat_resolve(ctx *c, const slot_req *req, const slot_event_rec *e, slo
         if (rc == 0 && req->section_len > 0) {
             uint8_t v[4];
             size_t vlen = 0;
-            rc = slot_store_seat_get(c->st, c->txn, c->ev, c->ev_len, 'N', req->section, req->section_len, v,
-                                     sizeof v, &vlen);
+            rc = slot_store_seat_get(c->st, c->txn, c->ev, c->ev_len, 'N', req->section, req->section_len, v, sizeof v,
+                                     &vlen);
             if (rc == MDB_NOTFOUND) {
                 slot_res_error(res, SLOT_E_INVALID_ARGUMENT, "section: event \"%.*s\" has no section \"%s\"",
                                (int)c->ev_len, c->ev, req->section);
@@ -279,8 +279,8 @@ static bool row_runs(const slot__seat_row *r, uint32_t qty, bool *have_first, ui
     return false;
 }
 
-static int pick_adjacent(ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, uint32_t qty,
-                         slot__seat_list *out, slot__seat_row *r, slot_res *res)
+static int pick_adjacent(ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, uint32_t qty, slot__seat_list *out,
+                         slot__seat_row *r, slot_res *res)
 {
     slot__seat_hdr h;
     int rc = slot__seat_hdr_get(c, &h);
@@ -480,8 +480,8 @@ int slot__seat_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hold
     return rc;
 }
 
-int slot__seat_move(ctx *c, const slot_event_rec *e, const slot_hold_rec *h, slot_hold_status from,
-                    slot_hold_status to, uint16_t first, uint16_t count)
+int slot__seat_move(ctx *c, const slot_event_rec *e, const slot_hold_rec *h, slot_hold_status from, slot_hold_status to,
+                    uint16_t first, uint16_t count)
 {
     SLOT_ASSERT(from == SLOT_HOLD_HELD || from == SLOT_HOLD_CONFIRMED);
     slot__seat_list l;

@@ -30,9 +30,9 @@ typedef struct slot__seat_row {
     uint8_t cat; /* 0: none; else 1 + index into the header's cats */
     char sec[SLOT_SEAT_NAME_BYTES_MAX + 1];
     char name[SLOT_SEAT_NAME_BYTES_MAX + 1];
-    uint32_t from, to;     /* seat numbers */
-    uint32_t free;         /* '.' seats */
-    uint32_t longest;      /* the longest run of '.' */
+    uint32_t from, to;                /* seat numbers */
+    uint32_t free;                    /* '.' seats */
+    uint32_t longest;                 /* the longest run of '.' */
     char st[SLOT_SEAT_ROW_SEATS_MAX]; /* st[n - from]: seat n's state */
 } slot__seat_row;
 
@@ -115,12 +115,17 @@ int slot__seat_check(slot__alloc_ctx *c, const slot_event_rec *e, char *detail, 
 /* ---- seat_hold.c: the hold's side */
 
 /* What a hold asked of a seated event, after slot__seat_resolve. */
-typedef enum slot__seat_mode { SLOT__SEAT_NONE = 0, SLOT__SEAT_NAMED, SLOT__SEAT_ADJACENT, SLOT__SEAT_ANY } slot__seat_mode;
+typedef enum slot__seat_mode {
+    SLOT__SEAT_NONE = 0,
+    SLOT__SEAT_NAMED,
+    SLOT__SEAT_ADJACENT,
+    SLOT__SEAT_ANY
+} slot__seat_mode;
 
 typedef struct slot__seat_ask {
     slot__seat_mode mode;
-    uint8_t cat;        /* 0: any category; else 1 + index */
-    uint8_t sec_len;    /* 0: any section */
+    uint8_t cat;     /* 0: any category; else 1 + index */
+    uint8_t sec_len; /* 0: any section */
     char sec[SLOT_SEAT_NAME_BYTES_MAX + 1];
     slot__seat_list named; /* NAMED: the seats, request order */
 } slot__seat_ask;

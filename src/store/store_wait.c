@@ -21,7 +21,8 @@
 #define WAIT_ENTRY 'e'
 #define WAIT_KEY 'k'
 #define WAIT_TREE 'f'
-#define ENTRY_VAL_BYTES (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 8 + 1 + SLOT_EVENT_BYTES_MAX)
+#define ENTRY_VAL_BYTES \
+    (1 + 2 + 8 + 1 + SLOT_USER_BYTES_MAX + 1 + SLOT_REQUEST_BYTES_MAX + 8 + 1 + SLOT_EVENT_BYTES_MAX)
 #define KEY_VAL_BYTES (1 + 1 + 8 + 2 + 8 + 8 + 8)
 #define TREE_SIZE (UINT64_C(1) << SLOT_JOIN_SEQ_BITS) /* nodes 1..TREE_SIZE-1 */
 
