@@ -47,10 +47,12 @@
 
 TEST_DECLARE(model_fixed_seeds)
 TEST_DECLARE(model_random_seed)
+TEST_DECLARE(model_rooms)
 
 TEST_LIST_START
 TEST_ENTRY(model_fixed_seeds)
 TEST_ENTRY(model_random_seed)
+TEST_ENTRY(model_rooms)
 TEST_LIST_END
 
 static volatile uint64_t g_seed, g_op; /* printed when the test fails */
@@ -316,4 +318,23 @@ TEST_IMPL(model_fixed_seeds)
         if (one)
             break;
     }
+}
+
+/* The waiting room against its model (model_room.c): a new seed each run
+ * (SLOT_MODEL_ROOM_SEED repeats one), SLOT_MODEL_ROOM_OPS ops (40,000). */
+TEST_IMPL(model_rooms)
+{
+    uint64_t seed = env_u64("SLOT_MODEL_ROOM_SEED", 0);
+    if (seed == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    }
+    uint64_t ops = env_u64("SLOT_MODEL_ROOM_OPS", 40000);
+    printf("model rooms: seed %llu (SLOT_MODEL_ROOM_SEED=%llu to repeat), %llu ops\n", (unsigned long long)seed,
+           (unsigned long long)seed, (unsigned long long)ops);
+    fflush(stdout);
+    g_seed = seed;
+    signal(SIGABRT, on_abort);
+    room_model_run(seed, ops);
 }
