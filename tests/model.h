@@ -390,7 +390,8 @@ void one_op(model *m);
 
 /* ---- model_room.c: the waiting room's model (queue rooms, joins, admissions, grants) */
 
-/* ops random ops of seed on rooms, each reply and every batch's room views against the model. */
-void room_model_run(uint64_t seed, uint64_t ops);
+/* ops random ops of seed on rooms, each reply and every batch's room views against the model;
+ * *op_now: the op running (printed on failure). */
+void room_model_run(uint64_t seed, uint64_t ops, volatile uint64_t *op_now);
 
 #endif

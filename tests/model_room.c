@@ -64,7 +64,7 @@ typedef struct rstats {
     uint64_t queries, q_waiting, q_admitted, q_expired, q_sold_out, q_unknown;
     uint64_t ticks, admitted, stopped, expired_out, not_on_sale;
     uint64_t holds_granted, holds_regrant, holds_sold_out, no_grant, other_grant, expired_grant, used_out;
-    uint64_t released, confirmed;
+    uint64_t released, confirmed, edges;
 } rstats;
 
 typedef struct rmodel {
@@ -432,7 +432,7 @@ static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
            "%llu sold_out, %llu unknown); %llu ticks admitted %llu, %llu stopped by open grants >= available, "
            "%llu grants expired out; holds: %llu with a grant (%llu counted out), %llu again on a used grant, "
            "%llu sold_out, admission_required %llu none / %llu another's / %llu expired, %llu not_on_sale; "
-           "%llu released, %llu confirmed\n",
+           "%llu released, %llu confirmed; %llu clock steps to a grant's expiry\n",
            (unsigned long long)seed, (unsigned long long)ops, (unsigned long long)n->rooms,
            (unsigned long long)n->joins, (unsigned long long)n->join_new, (unsigned long long)n->join_early,
            (unsigned long long)n->join_replay, (unsigned long long)n->join_replay_other_key,
@@ -443,7 +443,8 @@ static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->used_out, (unsigned long long)n->holds_regrant,
            (unsigned long long)n->holds_sold_out, (unsigned long long)n->no_grant,
            (unsigned long long)n->other_grant, (unsigned long long)n->expired_grant,
-           (unsigned long long)n->not_on_sale, (unsigned long long)n->released, (unsigned long long)n->confirmed);
+           (unsigned long long)n->not_on_sale, (unsigned long long)n->released, (unsigned long long)n->confirmed,
+           (unsigned long long)n->edges);
     fflush(stdout);
 }
 
@@ -473,9 +474,10 @@ static void r_coverage(const rstats *n, uint64_t ops)
     ASSERT_GT(n->other_grant, 100);
     ASSERT_GT(n->expired_grant, 10);
     ASSERT_GT(n->not_on_sale, 10);
+    ASSERT_GT(n->edges, 30);
 }
 
-void room_model_run(uint64_t seed, uint64_t ops)
+void room_model_run(uint64_t seed, uint64_t ops, volatile uint64_t *op_now)
 {
     rmodel *rm = calloc(1, sizeof *rm);
     model *m = calloc(1, sizeof *m);
@@ -490,10 +492,18 @@ void room_model_run(uint64_t seed, uint64_t ops)
     r_commit(rm);
     uint32_t batch = 0, batch_len = 1 + below(m, M_BATCH_MAX);
     for (m->op = 0; m->op < ops; m->op++) {
+        *op_now = m->op;
         m->now += below(m, 12);
         if (chance(m, 2))
             m->now += 500 + below(m, 4000); /* past grants' expiry */
         rroom *r = &rm->r[rm->live[below(m, R_LIVE)]];
+        if (r->admitted && chance(m, 60)) { /* to the very ms a grant expires, or one before: an edge */
+            const rentry *en = &r->en[below(m, (uint32_t)r->admitted)];
+            if (en->admitted_at + r->gttl > m->now + 1) {
+                m->now = en->admitted_at + r->gttl - below(m, 2);
+                rm->n.edges++;
+            }
+        }
         uint32_t p = below(m, 1000);
         if (below(m, R_NEW_ROOM_EVERY) == 0)
             r_new_room(rm, below(m, R_LIVE));

@@ -56,14 +56,14 @@ TEST_ENTRY(model_rooms)
 TEST_LIST_END
 
 static volatile uint64_t g_seed, g_op; /* printed when the test fails */
-static volatile bool g_strict;
+static volatile bool g_strict, g_rooms;
 
 static void on_abort(int sig)
 {
     char msg[160];
     int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (%s=%llu)\n",
                        (unsigned long long)g_op, (unsigned long long)g_seed,
-                       g_strict ? "SLOT_MODEL_STRICT_SEED" : "SLOT_MODEL_SEED", (unsigned long long)g_seed);
+                       g_rooms ? "SLOT_MODEL_ROOM_SEED" : g_strict ? "SLOT_MODEL_STRICT_SEED" : "SLOT_MODEL_SEED", (unsigned long long)g_seed);
     if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0) {
         /* nothing more to do while failing */
     }
@@ -335,6 +335,7 @@ TEST_IMPL(model_rooms)
            (unsigned long long)seed, (unsigned long long)ops);
     fflush(stdout);
     g_seed = seed;
+    g_rooms = true;
     signal(SIGABRT, on_abort);
-    room_model_run(seed, ops);
+    room_model_run(seed, ops, &g_op);
 }
