@@ -49,12 +49,13 @@ typedef struct rroom {
     char name[16];
     uint64_t cap, opens, held, confirmed;
     uint32_t per_s, gttl;
-    bool drawn;
-    uint64_t milli, admit_at; /* the admit clock */
+    bool drawn, lottery, keyed; /* keyed: the draw's key read from the store */
+    uint64_t milli, admit_at;    /* the admit clock */
+    uint64_t key, lot_n;         /* the lottery's draw: its key and the joins before it */
     uint64_t joined, admitted, open, exp_k;
     uint32_t user_seq[R_USERS]; /* the user's entry's seq, 0 = none */
     uint32_t next_key[R_USERS];
-    rentry en[R_USERS]; /* by seq - 1 (queue: rank k is seq k + 1) */
+    rentry en[R_USERS]; /* by seq - 1 (rank k is seq k + 1, in a drawn lottery seq P(k) + 1 for k < lot_n) */
     rhold h[R_HOLDS];
     uint32_t nh;
 } rroom;
@@ -62,7 +63,7 @@ typedef struct rroom {
 typedef struct rstats {
     uint64_t rooms, joins, join_new, join_replay, join_replay_other_key, join_sold_out, join_early;
     uint64_t queries, q_waiting, q_admitted, q_expired, q_sold_out, q_unknown;
-    uint64_t ticks, admitted, stopped, expired_out, not_on_sale;
+    uint64_t ticks, admitted, stopped, expired_out, not_on_sale, draws, drawn_entries, pos_null, out_of_order;
     uint64_t holds_granted, holds_regrant, holds_sold_out, no_grant, other_grant, expired_grant, used_out;
     uint64_t released, confirmed, edges;
 } rstats;
@@ -73,6 +74,58 @@ typedef struct rmodel {
     uint32_t nr, live[R_LIVE];
     rstats n;
 } rmodel;
+
+/* The lottery's permutation as docs/protocol.md describes it (a 6-round Feistel network over
+ * the smallest even-bit domain of at least 4 n, cycle-walked into 0..n-1), written again here
+ * with room.c's round function: the model checks the wiring (who is drawn, rank and seq both
+ * ways, positions, the admission and expiry order), and that P is a bijection. */
+static uint64_t r_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t r_perm(uint64_t key, uint64_t n, uint64_t x, bool inverse)
+{
+    unsigned half = 1;
+    while (half < 32 && (UINT64_C(1) << (2 * half)) < n)
+        half++;
+    uint64_t mask = (UINT64_C(1) << half) - 1, y = x;
+    do {
+        uint64_t l = (y >> half) & mask, r = y & mask;
+        for (int i = 0; i < 6; i++) {
+            int round = inverse ? 5 - i : i;
+            if (!inverse) {
+                uint64_t t = l ^ (r_mix(key ^ ((uint64_t)round << 56) ^ r) & mask);
+                l = r;
+                r = t;
+            } else {
+                uint64_t t = r ^ (r_mix(key ^ ((uint64_t)round << 56) ^ l) & mask);
+                r = l;
+                l = t;
+            }
+        }
+        y = (l << half) | r;
+    } while (y >= n);
+    return y;
+}
+
+static bool r_lottery_on(const rroom *r)
+{
+    return r->lottery && r->drawn && r->lot_n > 0;
+}
+
+/* The entry index (seq - 1) admitted at rank k, and an entry's rank. */
+static uint64_t r_at_rank(const rroom *r, uint64_t k)
+{
+    return r_lottery_on(r) && k < r->lot_n ? r_perm(r->key, r->lot_n, k, false) : k;
+}
+
+static uint64_t r_rank(const rroom *r, uint64_t ix)
+{
+    return r_lottery_on(r) && ix < r->lot_n ? r_perm(r->key, r->lot_n, ix, true) : ix;
+}
 
 static uint64_t r_avail(const rroom *r)
 {
@@ -87,6 +140,35 @@ static void r_start(rroom *r, uint64_t now)
     r->drawn = true;
     r->milli = 1000ull * r->per_s;
     r->admit_at = now;
+    if (r->lottery && r->opens) { /* opens_at 0: a lottery is a queue */
+        r->lot_n = r->joined;
+        r->keyed = false;
+    }
+}
+
+/* After the op that drew: the key the store committed (random), and P checked a bijection. */
+static void r_learn_key(rmodel *rm, rroom *r)
+{
+    if (!r->drawn || !r->lottery || !r->opens || r->keyed)
+        return;
+    slot_event_rec rec;
+    ASSERT_EQ(slot_store_event_get(rm->m->st, txn(rm->m), r->name, strlen(r->name), &rec), 0);
+    ASSERT(rec.drawn);
+    ASSERT_U64_EQ(rec.lottery_n, r->lot_n);
+    r->key = rec.lottery_key;
+    r->keyed = true;
+    bool seen[R_USERS] = {0};
+    for (uint64_t k = 0; k < r->lot_n; k++) {
+        uint64_t ix = r_perm(r->key, r->lot_n, k, false);
+        ASSERT_LT(ix, r->lot_n);
+        ASSERT(!seen[ix]);
+        seen[ix] = true;
+        ASSERT_U64_EQ(r_perm(r->key, r->lot_n, ix, true), k);
+        if (ix != k)
+            rm->n.out_of_order++;
+    }
+    rm->n.draws++;
+    rm->n.drawn_entries += r->lot_n;
 }
 
 static void expect_answer(const rroom *r, const rentry *en, const slot_res *res, uint64_t now, bool replay,
@@ -108,8 +190,13 @@ static void expect_answer(const rroom *r, const rentry *en, const slot_res *res,
         return;
     }
     ASSERT_EQ(res->room_status, SLOT_ROOM_WAITING);
+    if (r->lottery && r->opens && !r->drawn) { /* before the draw: no position yet */
+        ASSERT(res->position_null);
+        ASSERT_EQ(res->draw_at_ms, r->opens);
+        return;
+    }
     ASSERT(!res->position_null);
-    uint64_t rank = (uint64_t)(en - r->en);
+    uint64_t rank = r_rank(r, (uint64_t)(en - r->en));
     ASSERT_GE(rank, r->admitted);
     ASSERT_EQ(res->position, rank - r->admitted + 1);
 }
@@ -146,13 +233,14 @@ static void r_new_room(rmodel *rm, uint32_t slot)
     r->per_s = 1 + below(m, chance(m, 200) ? 200 : 10);
     r->gttl = SLOT_GRANT_TTL_MS_MIN + below(m, 8000);
     r->opens = chance(m, 500) ? m->now + below(m, 3000) : 0;
+    r->lottery = chance(m, 500);
     slot_req q = slot_test_req(SLOT_OP_CREATE_EVENT, r->name);
     q.capacity = r->cap;
     q.shards = 1 + below(m, 3);
     q.hold_ttl_ms = SLOT_HOLD_TTL_MS_MAX; /* holds end by release or confirm, not by expiry */
     q.max_per_request = 2;
     q.opens_at_ms = r->opens;
-    q.admission = SLOT_ADMISSION_QUEUE;
+    q.admission = r->lottery ? SLOT_ADMISSION_LOTTERY : SLOT_ADMISSION_QUEUE;
     q.admit_per_s = r->per_s;
     q.grant_ttl_ms = r->gttl;
     q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_REQUEST;
@@ -193,7 +281,8 @@ static void r_join(rmodel *rm, rroom *r)
         rm->n.join_sold_out++;
         return;
     }
-    r_start(r, m->now);
+    r_start(r, m->now); /* a join at or after opens_at comes after the draw */
+    r_learn_key(rm, r);
     rentry *en = &r->en[r->joined];
     memset(en, 0, sizeof *en);
     en->user = (uint16_t)u;
@@ -230,6 +319,7 @@ static void r_query(rmodel *rm, rroom *r)
     expect_answer(r, en, &res, m->now, false, "admission");
     learn_grant(en, &res);
     rm->n.queries++;
+    rm->n.pos_null += res.position_null;
     count_answer(rm, &res);
 }
 
@@ -296,7 +386,7 @@ static void r_hold(rmodel *rm, rroom *r)
     ASSERT_EQ(res.hold_status, SLOT_HOLD_HELD);
     rentry *en = &r->en[r->user_seq[u] - 1];
     if (en->state == 1) { /* grant_use: an open grant the cursor has not passed is counted out */
-        uint64_t rank = (uint64_t)(en - r->en);
+        uint64_t rank = r_rank(r, (uint64_t)(en - r->en));
         if (rank >= r->exp_k) {
             ASSERT_GT(r->open, 0);
             r->open--;
@@ -350,8 +440,9 @@ static void r_tick_room(rmodel *rm, rroom *r)
     if (r->drawn && r->admitted >= r->joined && r->exp_k >= r->admitted)
         return; /* not due */
     r_start(r, now);
+    r_learn_key(rm, r); /* the store's tick ran first: its draw is there */
     for (uint32_t i = 0; i < SLOT_ROOM_BATCH_MAX && r->exp_k < r->admitted; i++) {
-        rentry *en = &r->en[r->exp_k];
+        rentry *en = &r->en[r_at_rank(r, r->exp_k)];
         if (en->admitted_at + r->gttl > now)
             break;
         if (en->state == 1) {
@@ -372,7 +463,7 @@ static void r_tick_room(rmodel *rm, rroom *r)
         rm->n.stopped++; /* the stop rule holds admissions back */
     for (uint32_t i = 0; i < SLOT_ROOM_BATCH_MAX && r->milli >= 1000 && r->admitted < r->joined && r->open < avail;
          i++) {
-        rentry *en = &r->en[r->admitted];
+        rentry *en = &r->en[r_at_rank(r, r->admitted)];
         ASSERT_EQ(en->state, 0);
         en->state = 1;
         en->admitted_at = now;
@@ -386,9 +477,9 @@ static void r_tick_room(rmodel *rm, rroom *r)
 static void r_tick(rmodel *rm)
 {
     uint64_t before = rm->n.admitted, got = 0;
+    ASSERT_EQ(slot_alloc_admit_due(&rm->m->a, txn(rm->m), rm->m->now, &got), 0);
     for (uint32_t i = 0; i < rm->nr; i++)
         r_tick_room(rm, &rm->r[i]);
-    ASSERT_EQ(slot_alloc_admit_due(&rm->m->a, txn(rm->m), rm->m->now, &got), 0);
     ASSERT_EQ(got, rm->n.admitted - before);
     rm->n.ticks++;
 }
@@ -399,7 +490,7 @@ static void r_expect_view(rmodel *rm, MDB_txn *ro, const rroom *r)
     slot_res res = {0};
     ASSERT(run_on(rm->m, ro, &q, &res));
     expect_err(&res, SLOT_E_OK, "event (room)");
-    ASSERT_EQ(res.view.admission, SLOT_ADMISSION_QUEUE);
+    ASSERT_EQ(res.view.admission, r->lottery ? SLOT_ADMISSION_LOTTERY : SLOT_ADMISSION_QUEUE);
     ASSERT_EQ(res.view.admit_per_s, r->per_s);
     ASSERT_EQ(res.view.grant_ttl_ms, r->gttl);
     ASSERT_U64_EQ(res.view.room_joined, r->joined);
@@ -432,7 +523,8 @@ static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
            "%llu sold_out, %llu unknown); %llu ticks admitted %llu, %llu stopped by open grants >= available, "
            "%llu grants expired out; holds: %llu with a grant (%llu counted out), %llu again on a used grant, "
            "%llu sold_out, admission_required %llu none / %llu another's / %llu expired, %llu not_on_sale; "
-           "%llu released, %llu confirmed; %llu clock steps to a grant's expiry\n",
+           "%llu released, %llu confirmed; %llu clock steps to a grant's expiry; lottery: %llu draws of %llu entries "
+           "(%llu drawn out of join order), %llu positions null before the draw\n",
            (unsigned long long)seed, (unsigned long long)ops, (unsigned long long)n->rooms,
            (unsigned long long)n->joins, (unsigned long long)n->join_new, (unsigned long long)n->join_early,
            (unsigned long long)n->join_replay, (unsigned long long)n->join_replay_other_key,
@@ -444,7 +536,8 @@ static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->holds_sold_out, (unsigned long long)n->no_grant,
            (unsigned long long)n->other_grant, (unsigned long long)n->expired_grant,
            (unsigned long long)n->not_on_sale, (unsigned long long)n->released, (unsigned long long)n->confirmed,
-           (unsigned long long)n->edges);
+           (unsigned long long)n->edges, (unsigned long long)n->draws, (unsigned long long)n->drawn_entries,
+           (unsigned long long)n->out_of_order, (unsigned long long)n->pos_null);
     fflush(stdout);
 }
 
@@ -475,6 +568,9 @@ static void r_coverage(const rstats *n, uint64_t ops)
     ASSERT_GT(n->expired_grant, 10);
     ASSERT_GT(n->not_on_sale, 10);
     ASSERT_GT(n->edges, 15);
+    ASSERT_GT(n->draws, 3);
+    ASSERT_GT(n->out_of_order, 2);
+    ASSERT_GT(n->pos_null, 10);
 }
 
 void room_model_run(uint64_t seed, uint64_t ops, volatile uint64_t *op_now)
