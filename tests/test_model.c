@@ -38,6 +38,11 @@
  * scans now and then. Event names differ in length and some are a prefix of
  * another ("e00003" and "e00003.17"), as keys that share a prefix must not
  * mix.
+ *
+ * model_rooms: the waiting room (docs/protocol.md, "Admission") against its own
+ * model (model_room.c, which says what it covers), 40,000 ops of a new seed
+ * (SLOT_MODEL_ROOM_SEED repeats one, SLOT_MODEL_ROOM_OPS sets the length) on a
+ * store of its own.
  */
 #include <signal.h>
 #include <time.h>
