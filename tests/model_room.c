@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define R_LIVE 4            /* rooms live at once */
-#define R_USERS M_USERS     /* users per room: at most this many entries */
-#define R_HOLDS 32          /* a room's holds the model follows */
-#define R_ROOMS_MAX 48      /* rooms per run: under SLOT_ROOMS_TICK_MAX, so each tick sees every due room */
+#define R_LIVE 4             /* rooms live at once */
+#define R_USERS M_USERS      /* users per room: at most this many entries */
+#define R_HOLDS 32           /* a room's holds the model follows */
+#define R_ROOMS_MAX 48       /* rooms per run: under SLOT_ROOMS_TICK_MAX, so each tick sees every due room */
 #define R_NEW_ROOM_EVERY 400 /* mean ops between replacing a live room */
 
 _Static_assert(R_ROOMS_MAX < SLOT_ROOMS_TICK_MAX, "a tick admits in every room");
@@ -50,8 +50,8 @@ typedef struct rroom {
     uint64_t cap, opens, held, confirmed;
     uint32_t per_s, gttl;
     bool drawn, lottery, keyed; /* keyed: the draw's key read from the store */
-    uint64_t milli, admit_at;    /* the admit clock */
-    uint64_t key, lot_n;         /* the lottery's draw: its key and the joins before it */
+    uint64_t milli, admit_at;   /* the admit clock */
+    uint64_t key, lot_n;        /* the lottery's draw: its key and the joins before it */
     uint64_t joined, admitted, open, exp_k;
     uint32_t user_seq[R_USERS]; /* the user's entry's seq, 0 = none */
     uint32_t next_key[R_USERS];
@@ -65,7 +65,7 @@ typedef struct rstats {
     uint64_t queries, q_waiting, q_admitted, q_expired, q_sold_out, q_unknown;
     uint64_t ticks, admitted, stopped, expired_out, not_on_sale, draws, drawn_entries, pos_null, out_of_order;
     uint64_t holds_granted, holds_regrant, holds_sold_out, no_grant, other_grant, expired_grant, used_out;
-    uint64_t released, confirmed, edges;
+    uint64_t released, confirmed, edges, aborts, reopens;
 } rstats;
 
 typedef struct rmodel {
@@ -73,6 +73,9 @@ typedef struct rmodel {
     rroom r[R_ROOMS_MAX];
     uint32_t nr, live[R_LIVE];
     rstats n;
+    /* the model as the last commit left it, for an aborted batch */
+    rroom saved[R_ROOMS_MAX];
+    uint32_t saved_nr, saved_live[R_LIVE];
 } rmodel;
 
 /* The lottery's permutation as docs/protocol.md describes it (a 6-round Feistel network over
@@ -502,13 +505,25 @@ static void r_expect_view(rmodel *rm, MDB_txn *ro, const rroom *r)
     ASSERT_U64_EQ(res.view.available, r_avail(r));
 }
 
-static void r_commit(rmodel *rm)
+/* Ends the batch: commit, or now and then abort it (the model goes back to the last commit);
+ * then every live room's view on a read txn against the model. */
+static void r_commit(rmodel *rm, bool abort_it)
 {
     model *m = rm->m;
-    if (m->txn) {
+    if (m->txn && abort_it) {
+        mdb_txn_abort(m->txn);
+        m->txn = NULL;
+        memcpy(rm->r, rm->saved, sizeof rm->r);
+        rm->nr = rm->saved_nr;
+        memcpy(rm->live, rm->saved_live, sizeof rm->live);
+        rm->n.aborts++;
+    } else if (m->txn) {
         ASSERT_EQ(mdb_txn_commit(m->txn), 0);
         m->txn = NULL;
     }
+    memcpy(rm->saved, rm->r, sizeof rm->r);
+    rm->saved_nr = rm->nr;
+    memcpy(rm->saved_live, rm->live, sizeof rm->live);
     MDB_txn *ro;
     ASSERT_EQ(mdb_txn_begin(slot_store_env(m->st), NULL, MDB_RDONLY, &ro), 0);
     for (uint32_t i = 0; i < R_LIVE; i++)
@@ -524,7 +539,7 @@ static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
            "%llu grants expired out; holds: %llu with a grant (%llu counted out), %llu again on a used grant, "
            "%llu sold_out, admission_required %llu none / %llu another's / %llu expired, %llu not_on_sale; "
            "%llu released, %llu confirmed; %llu clock steps to a grant's expiry; lottery: %llu draws of %llu entries "
-           "(%llu drawn out of join order), %llu positions null before the draw\n",
+           "(%llu drawn out of join order), %llu positions null before the draw; %llu aborted batches, %llu reopens\n",
            (unsigned long long)seed, (unsigned long long)ops, (unsigned long long)n->rooms,
            (unsigned long long)n->joins, (unsigned long long)n->join_new, (unsigned long long)n->join_early,
            (unsigned long long)n->join_replay, (unsigned long long)n->join_replay_other_key,
@@ -532,12 +547,12 @@ static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)n->q_admitted, (unsigned long long)n->q_expired, (unsigned long long)n->q_sold_out,
            (unsigned long long)n->q_unknown, (unsigned long long)n->ticks, (unsigned long long)n->admitted,
            (unsigned long long)n->stopped, (unsigned long long)n->expired_out, (unsigned long long)n->holds_granted,
-           (unsigned long long)n->used_out, (unsigned long long)n->holds_regrant,
-           (unsigned long long)n->holds_sold_out, (unsigned long long)n->no_grant,
-           (unsigned long long)n->other_grant, (unsigned long long)n->expired_grant,
+           (unsigned long long)n->used_out, (unsigned long long)n->holds_regrant, (unsigned long long)n->holds_sold_out,
+           (unsigned long long)n->no_grant, (unsigned long long)n->other_grant, (unsigned long long)n->expired_grant,
            (unsigned long long)n->not_on_sale, (unsigned long long)n->released, (unsigned long long)n->confirmed,
            (unsigned long long)n->edges, (unsigned long long)n->draws, (unsigned long long)n->drawn_entries,
-           (unsigned long long)n->out_of_order, (unsigned long long)n->pos_null);
+           (unsigned long long)n->out_of_order, (unsigned long long)n->pos_null, (unsigned long long)n->aborts,
+           (unsigned long long)n->reopens);
     fflush(stdout);
 }
 
@@ -550,7 +565,7 @@ static void r_coverage(const rstats *n, uint64_t ops)
     ASSERT_GT(n->join_early, 10);
     ASSERT_GT(n->join_replay, 100);
     ASSERT_GT(n->join_replay_other_key, 100);
-    ASSERT_GT(n->join_sold_out, 5);
+    ASSERT_GT(n->join_sold_out, 2);
     ASSERT_GT(n->q_waiting, 100);
     ASSERT_GT(n->q_admitted, 100);
     ASSERT_GT(n->q_expired, 100);
@@ -571,6 +586,8 @@ static void r_coverage(const rstats *n, uint64_t ops)
     ASSERT_GT(n->draws, 3);
     ASSERT_GT(n->out_of_order, 2);
     ASSERT_GT(n->pos_null, 10);
+    ASSERT_GT(n->aborts, 5);
+    ASSERT_GT(n->reopens, 1);
 }
 
 void room_model_run(uint64_t seed, uint64_t ops, volatile uint64_t *op_now)
@@ -585,7 +602,7 @@ void room_model_run(uint64_t seed, uint64_t ops, volatile uint64_t *op_now)
     store_open(m);
     for (uint32_t i = 0; i < R_LIVE; i++)
         r_new_room(rm, i);
-    r_commit(rm);
+    r_commit(rm, false);
     uint32_t batch = 0, batch_len = 1 + below(m, M_BATCH_MAX);
     for (m->op = 0; m->op < ops; m->op++) {
         *op_now = m->op;
@@ -615,11 +632,17 @@ void room_model_run(uint64_t seed, uint64_t ops, volatile uint64_t *op_now)
             r_tick(rm);
         if (++batch < batch_len)
             continue;
-        r_commit(rm);
+        r_commit(rm, chance(m, 20));
         batch = 0;
         batch_len = 1 + below(m, M_BATCH_MAX);
+        if (chance(m, 8)) { /* a new allocator on the reopened store: the rooms are as committed */
+            store_close(m);
+            store_open(m);
+            rm->n.reopens++;
+            r_commit(rm, false);
+        }
     }
-    r_commit(rm);
+    r_commit(rm, false);
     r_stats(&rm->n, seed, ops);
     r_coverage(&rm->n, ops);
     store_close(m);
