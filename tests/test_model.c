@@ -68,7 +68,10 @@ static void on_abort(int sig)
     char msg[160];
     int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (%s=%llu)\n",
                        (unsigned long long)g_op, (unsigned long long)g_seed,
-                       g_rooms ? "SLOT_MODEL_ROOM_SEED" : g_strict ? "SLOT_MODEL_STRICT_SEED" : "SLOT_MODEL_SEED", (unsigned long long)g_seed);
+                       g_rooms    ? "SLOT_MODEL_ROOM_SEED"
+                       : g_strict ? "SLOT_MODEL_STRICT_SEED"
+                                  : "SLOT_MODEL_SEED",
+                       (unsigned long long)g_seed);
     if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0) {
         /* nothing more to do while failing */
     }
