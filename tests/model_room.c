@@ -2,20 +2,25 @@
  * tests/model_room.c — the waiting room (docs/protocol.md, "Admission") held to
  * a reference model, for test_model.c's model_rooms case.
  *
- * Queue rooms are created now and then (capacity, admit_per_s, grant_ttl_ms and
- * an opens_at in the future or none, drawn at random), live R_LIVE at once.
- * Random ops: join (one place per user: a second join of the user, with the same
- * key or another, answers the user's one entry with replay), admission of a
- * known or an unknown ticket, hold with the user's valid grant, with none, with
- * another user's grant or with an expired one (admission_required), release and
- * confirm of such holds (free units drive the stop rule and sold_out), and the
- * primary's admission timer (slot_alloc_admit_due at the virtual now). The model
- * keeps what room.c keeps — the admit clock (a token bucket of one second's
- * worth, full at opens_at, started by the first tick or join at or after it),
- * admitted and open grants, the expiry cursor in admission order and each
- * entry's state — and predicts every reply (status, position, grant's
- * expires_at, replay) exactly; after every batch each live room's view (room
- * counts, held, confirmed, available) is compared with it on a read txn.
+ * Rooms are created now and then, a queue or a lottery (capacity, admit_per_s,
+ * grant_ttl_ms and an opens_at in the future or none drawn at random), R_LIVE
+ * live at once. Random ops: join (one place per user: a second join of the
+ * user, with the same key or another, answers the user's one entry with
+ * replay), admission of a known or an unknown ticket, hold with the user's
+ * valid grant, with none, with another user's grant or with an expired one
+ * (admission_required), release and confirm of such holds (free units drive
+ * the stop rule and sold_out), and the primary's admission timer
+ * (slot_alloc_admit_due at the virtual now). The model keeps what room.c
+ * keeps — the admit clock (a token bucket of one second's worth, full at
+ * opens_at, started by the first tick or join at or after it), the lottery's
+ * draw (the joins before it; its random key is read from the store after the
+ * op that drew), admitted and open grants, the expiry cursor in admission
+ * order and each entry's state — and predicts every reply (status, position
+ * or null before the draw, grant's expires_at, replay) exactly; the clock now
+ * and then lands on a grant's expires_at or the ms before. After every batch
+ * (some are aborted: the model goes back to the last commit; now and then the
+ * store is reopened with a new allocator) each live room's view (room counts,
+ * held, confirmed, available) is compared with the model on a read txn.
  */
 #include "model.h"
 
