@@ -52,7 +52,7 @@ typedef struct rhold {
 
 typedef struct rroom {
     char name[16];
-    uint64_t cap, opens, held, confirmed;
+    uint64_t cap, opens, qopens, held, confirmed; /* qopens: queue_opens_at (0: joins at once) */
     uint32_t per_s, gttl;
     bool drawn, lottery, keyed; /* keyed: the draw's key read from the store */
     uint64_t milli, admit_at;   /* the admit clock */
@@ -66,7 +66,7 @@ typedef struct rroom {
 } rroom;
 
 typedef struct rstats {
-    uint64_t rooms, joins, join_new, join_replay, join_replay_other_key, join_sold_out, join_early;
+    uint64_t rooms, joins, join_too_early, join_new, join_replay, join_replay_other_key, join_sold_out, join_early;
     uint64_t queries, q_waiting, q_admitted, q_expired, q_sold_out, q_unknown;
     uint64_t ticks, admitted, stopped, expired_out, not_on_sale, draws, drawn_entries, pos_null, out_of_order;
     uint64_t holds_granted, holds_regrant, holds_sold_out, no_grant, other_grant, expired_grant, used_out;
@@ -242,6 +242,9 @@ static void r_new_room(rmodel *rm, uint32_t slot)
     r->gttl = SLOT_GRANT_TTL_MS_MIN + below(m, 8000);
     r->opens = chance(m, 500) ? m->now + below(m, 3000) : 0;
     r->lottery = chance(m, 500);
+    if (r->lottery && !r->opens && chance(m, 800)) /* mostly a draw, with joins before it */
+        r->opens = m->now + 1000 + below(m, 3000);
+    r->qopens = chance(m, 300) ? m->now + below(m, 2000) : 0;
     slot_req q = slot_test_req(SLOT_OP_CREATE_EVENT, r->name);
     q.capacity = r->cap;
     q.shards = 1 + below(m, 3);
@@ -251,6 +254,7 @@ static void r_new_room(rmodel *rm, uint32_t slot)
     q.admission = r->lottery ? SLOT_ADMISSION_LOTTERY : SLOT_ADMISSION_QUEUE;
     q.admit_per_s = r->per_s;
     q.grant_ttl_ms = r->gttl;
+    q.queue_opens_at_ms = r->qopens;
     q.has |= SLOT_HAS_SHARDS | SLOT_HAS_HOLD_TTL | SLOT_HAS_MAX_PER_REQUEST;
     slot_res res = {0};
     ASSERT(run_on(m, NULL, &q, &res));
@@ -281,6 +285,13 @@ static void r_join(rmodel *rm, rroom *r)
             rm->n.join_replay++;
         else
             rm->n.join_replay_other_key++;
+        return;
+    }
+    if (r->qopens && m->now < r->qopens) { /* before queue_opens_at: no joins yet */
+        expect_err(&res, SLOT_E_NOT_ON_SALE, "join (before queue_opens_at)");
+        ASSERT_EQ(res.draw_at_ms, r->qopens); /* written as queue_opens_at */
+        ASSERT_EQ(res.opens_at_ms, r->opens);
+        rm->n.join_too_early++;
         return;
     }
     if (r_avail(r) == 0 && r->held == 0) {
@@ -501,6 +512,7 @@ static void r_expect_view(rmodel *rm, MDB_txn *ro, const rroom *r)
     ASSERT_EQ(res.view.admission, r->lottery ? SLOT_ADMISSION_LOTTERY : SLOT_ADMISSION_QUEUE);
     ASSERT_EQ(res.view.admit_per_s, r->per_s);
     ASSERT_EQ(res.view.grant_ttl_ms, r->gttl);
+    ASSERT_U64_EQ(res.view.queue_opens_at_ms, r->qopens);
     ASSERT_U64_EQ(res.view.room_joined, r->joined);
     ASSERT_U64_EQ(res.view.room_admitted, r->admitted);
     ASSERT_U64_EQ(res.view.room_waiting, r->joined - r->admitted);
@@ -539,7 +551,8 @@ static void r_commit(rmodel *rm, bool abort_it)
 static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
 {
     printf("model rooms: seed %llu, %llu ops, %llu rooms; joins %llu (%llu new, %llu before the clock, %llu replays "
-           "same key, %llu other key, %llu sold_out); admission %llu (%llu waiting, %llu admitted, %llu expired, "
+           "same key, %llu other key, %llu sold_out, %llu before queue_opens_at); admission %llu (%llu waiting, %llu "
+           "admitted, %llu expired, "
            "%llu sold_out, %llu unknown); %llu ticks admitted %llu, %llu stopped by open grants >= available, "
            "%llu grants expired out; holds: %llu with a grant (%llu counted out), %llu again on a used grant, "
            "%llu sold_out, admission_required %llu none / %llu another's / %llu expired, %llu not_on_sale; "
@@ -548,16 +561,16 @@ static void r_stats(const rstats *n, uint64_t seed, uint64_t ops)
            (unsigned long long)seed, (unsigned long long)ops, (unsigned long long)n->rooms,
            (unsigned long long)n->joins, (unsigned long long)n->join_new, (unsigned long long)n->join_early,
            (unsigned long long)n->join_replay, (unsigned long long)n->join_replay_other_key,
-           (unsigned long long)n->join_sold_out, (unsigned long long)n->queries, (unsigned long long)n->q_waiting,
-           (unsigned long long)n->q_admitted, (unsigned long long)n->q_expired, (unsigned long long)n->q_sold_out,
-           (unsigned long long)n->q_unknown, (unsigned long long)n->ticks, (unsigned long long)n->admitted,
-           (unsigned long long)n->stopped, (unsigned long long)n->expired_out, (unsigned long long)n->holds_granted,
-           (unsigned long long)n->used_out, (unsigned long long)n->holds_regrant, (unsigned long long)n->holds_sold_out,
-           (unsigned long long)n->no_grant, (unsigned long long)n->other_grant, (unsigned long long)n->expired_grant,
-           (unsigned long long)n->not_on_sale, (unsigned long long)n->released, (unsigned long long)n->confirmed,
-           (unsigned long long)n->edges, (unsigned long long)n->draws, (unsigned long long)n->drawn_entries,
-           (unsigned long long)n->out_of_order, (unsigned long long)n->pos_null, (unsigned long long)n->aborts,
-           (unsigned long long)n->reopens);
+           (unsigned long long)n->join_sold_out, (unsigned long long)n->join_too_early, (unsigned long long)n->queries,
+           (unsigned long long)n->q_waiting, (unsigned long long)n->q_admitted, (unsigned long long)n->q_expired,
+           (unsigned long long)n->q_sold_out, (unsigned long long)n->q_unknown, (unsigned long long)n->ticks,
+           (unsigned long long)n->admitted, (unsigned long long)n->stopped, (unsigned long long)n->expired_out,
+           (unsigned long long)n->holds_granted, (unsigned long long)n->used_out, (unsigned long long)n->holds_regrant,
+           (unsigned long long)n->holds_sold_out, (unsigned long long)n->no_grant, (unsigned long long)n->other_grant,
+           (unsigned long long)n->expired_grant, (unsigned long long)n->not_on_sale, (unsigned long long)n->released,
+           (unsigned long long)n->confirmed, (unsigned long long)n->edges, (unsigned long long)n->draws,
+           (unsigned long long)n->drawn_entries, (unsigned long long)n->out_of_order, (unsigned long long)n->pos_null,
+           (unsigned long long)n->aborts, (unsigned long long)n->reopens);
     fflush(stdout);
 }
 
@@ -570,7 +583,8 @@ static void r_coverage(const rstats *n, uint64_t ops)
     ASSERT_GT(n->join_early, 10);
     ASSERT_GT(n->join_replay, 100);
     ASSERT_GT(n->join_replay_other_key, 100);
-    ASSERT_GT(n->join_sold_out, 2);
+    ASSERT_GT(n->join_sold_out, 5);
+    ASSERT_GT(n->join_too_early, 3);
     ASSERT_GT(n->q_waiting, 100);
     ASSERT_GT(n->q_admitted, 100);
     ASSERT_GT(n->q_expired, 100);
@@ -589,7 +603,7 @@ static void r_coverage(const rstats *n, uint64_t ops)
     ASSERT_GT(n->not_on_sale, 10);
     ASSERT_GT(n->edges, 15);
     ASSERT_GT(n->draws, 3);
-    ASSERT_GT(n->out_of_order, 2);
+    ASSERT_GT(n->out_of_order, 5);
     ASSERT_GT(n->pos_null, 10);
     ASSERT_GT(n->aborts, 5);
     ASSERT_GT(n->reopens, 1);
