@@ -388,4 +388,10 @@ void learn_offer_tags(model *m, uint32_t from);
 /* One op, picked by weight (per mille). */
 void one_op(model *m);
 
+/* ---- model_room.c: the waiting room's model (queue and lottery rooms, joins, admissions, grants) */
+
+/* ops random ops of seed on rooms, each reply and every batch's room views against the model;
+ * *op_now: the op running (printed on failure). */
+void room_model_run(uint64_t seed, uint64_t ops, volatile uint64_t *op_now);
+
 #endif

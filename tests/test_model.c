@@ -38,6 +38,11 @@
  * scans now and then. Event names differ in length and some are a prefix of
  * another ("e00003" and "e00003.17"), as keys that share a prefix must not
  * mix.
+ *
+ * model_rooms: the waiting room (docs/protocol.md, "Admission") against its own
+ * model (model_room.c, which says what it covers), 40,000 ops of a new seed
+ * (SLOT_MODEL_ROOM_SEED repeats one, SLOT_MODEL_ROOM_OPS sets the length) on a
+ * store of its own.
  */
 #include <signal.h>
 #include <time.h>
@@ -47,21 +52,26 @@
 
 TEST_DECLARE(model_fixed_seeds)
 TEST_DECLARE(model_random_seed)
+TEST_DECLARE(model_rooms)
 
 TEST_LIST_START
 TEST_ENTRY(model_fixed_seeds)
 TEST_ENTRY(model_random_seed)
+TEST_ENTRY(model_rooms)
 TEST_LIST_END
 
 static volatile uint64_t g_seed, g_op; /* printed when the test fails */
-static volatile bool g_strict;
+static volatile bool g_strict, g_rooms;
 
 static void on_abort(int sig)
 {
     char msg[160];
     int len = snprintf(msg, sizeof msg, "model test failed at op %llu with seed %llu (%s=%llu)\n",
                        (unsigned long long)g_op, (unsigned long long)g_seed,
-                       g_strict ? "SLOT_MODEL_STRICT_SEED" : "SLOT_MODEL_SEED", (unsigned long long)g_seed);
+                       g_rooms    ? "SLOT_MODEL_ROOM_SEED"
+                       : g_strict ? "SLOT_MODEL_STRICT_SEED"
+                                  : "SLOT_MODEL_SEED",
+                       (unsigned long long)g_seed);
     if (len > 0 && write(STDERR_FILENO, msg, (size_t)len) < 0) {
         /* nothing more to do while failing */
     }
@@ -316,4 +326,24 @@ TEST_IMPL(model_fixed_seeds)
         if (one)
             break;
     }
+}
+
+/* The waiting room against its model (model_room.c): a new seed each run
+ * (SLOT_MODEL_ROOM_SEED repeats one), SLOT_MODEL_ROOM_OPS ops (40,000). */
+TEST_IMPL(model_rooms)
+{
+    uint64_t seed = env_u64("SLOT_MODEL_ROOM_SEED", 0);
+    if (seed == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    }
+    uint64_t ops = env_u64("SLOT_MODEL_ROOM_OPS", 40000);
+    printf("model rooms: seed %llu (SLOT_MODEL_ROOM_SEED=%llu to repeat), %llu ops\n", (unsigned long long)seed,
+           (unsigned long long)seed, (unsigned long long)ops);
+    fflush(stdout);
+    g_seed = seed;
+    g_rooms = true;
+    signal(SIGABRT, on_abort);
+    room_model_run(seed, ops, &g_op);
 }
