@@ -984,7 +984,7 @@ mres m_deallocate(model *m, uint32_t ev, uint32_t b, uint64_t qty)
         if (e->blk[b].held + e->blk[b].confirmed == 0)
             U_SET(m, e->blk[b].exists, false);
     }
-    if (n > 0 || !qty) /* the units given back serve the waitlist as a release would; a removed */
+    if (n > 0 || !qty)  /* the units given back serve the waitlist as a release would; a removed */
         m_serve(m, ev); /* block's entries wait for the free units from now on */
     m->n.deallocs++;
     return r;
@@ -1007,8 +1007,8 @@ uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty, const uint32_t 
  * of v1.1"): replay or idempotency_conflict -> per item max_per_request,
  * not_on_sale, user_limit -> the first item sold out -> all held. *item is
  * the item the answer names (-1: none); hs[] the cart's holds. */
-mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk, int *item,
-            mhold **hs)
+mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk,
+            int *item, mhold **hs)
 {
     mres r = {.err = SLOT_E_OK};
     uint64_t print = m_print(n, ev, qty, blk);

@@ -123,7 +123,8 @@ typedef struct stats {
     uint64_t carts, cart_replay, cart_sold_out, cart_refused;
     uint64_t joins, join_waiting, join_held, join_full, join_replay, join_refused, leaves, leave_none;
     uint64_t offers, blocked, wstates;
-    uint64_t block_joins, block_offers, block_items; /* block_items: cart items from a block held */ /* v1.2: joins naming a block; offers made from a block */
+    uint64_t block_joins, block_offers, block_items;
+        /* block_items: cart items from a block held */ /* v1.2: joins naming a block; offers made from a block */
     uint64_t children, short_parent, family_serves, family_carts;          /* v1.2 ticket types */
     uint64_t allocs, alloc_sold_out, deallocs, block_holds, block_refused; /* v1.2 allocations */
 } stats;
@@ -284,8 +285,8 @@ uint64_t m_print(int n, const uint32_t *ev, const uint32_t *qty, const uint32_t 
  * of v1.1"): replay or idempotency_conflict -> per item max_per_request,
  * not_on_sale, user_limit -> the first item sold out -> all held. *item is
  * the item the answer names (-1: none); hs[] the cart's holds. */
-mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk, int *item,
-            mhold **hs);
+mres m_cart(model *m, uint32_t user, uint32_t key, int n, const uint32_t *ev, const uint32_t *qty, const uint32_t *blk,
+            int *item, mhold **hs);
 
 /* ---- model_store.c: the store under test, and the model's view of it */
 
