@@ -21,6 +21,7 @@ typedef enum bench_scenario {
     BENCH_MULTI_EVENT,
     BENCH_WAITLIST,
     BENCH_PING, /* the round-trip ceiling: PING (redis), hello (slotd); no events */
+    BENCH_WAITING_ROOM, /* a crowd joins a waiting room, is admitted, holds with its grant (room.c) */
 } bench_scenario;
 
 typedef enum bench_target_kind { BENCH_TARGET_SLOTD, BENCH_TARGET_REDIS } bench_target_kind;
@@ -80,6 +81,9 @@ typedef struct bench_config {
      * presale_conns: connections 0..presale_conns-1 are those (derived by options_check.c). */
     uint64_t allocation;
     uint32_t presale_pct, presale_conns;
+    /* waiting-room (docs/protocol.md, "Admission"): entries, the room's admit_per_s, lottery (else queue) */
+    uint32_t crowd, admit_per_s;
+    bool lottery;
     double zipf_exponent; /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
     const char *json_path, *csv_path, *svg_path;
 } bench_config;

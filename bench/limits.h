@@ -98,6 +98,23 @@
 #define BENCH_VERIFY_CONNS 8                      /* the ledger check: connections ... */
 #define BENCH_VERIFY_PIPELINE 128                 /* ... and get_hold requests in flight on each */
 #define BENCH_JOIN_PIPELINE BENCH_VERIFY_PIPELINE /* waitlist: joins (and leaves) in flight on their one connection */
+/* waiting-room (room.c): --crowd, --admit-per-s, --confirm-share; polling and samples */
+#define BENCH_CROWD_MIN 10u
+#define BENCH_CROWD_MAX 1000000u
+#define BENCH_CROWD_DEFAULT 10000u
+#define BENCH_ADMIT_PER_S_MAX 1000000u /* the server's admit_per_s range */
+#define BENCH_ADMIT_PER_S_DEFAULT 1000u
+#define BENCH_ROOM_CONFIRM_PCT_DEFAULT 50u
+#define BENCH_ROOM_CONNS_DEFAULT 4
+#define BENCH_ROOM_PIPELINE_DEFAULT 16
+#define BENCH_ROOM_POLL_MS 50u          /* an entry asks for its admission at most this often */
+#define BENCH_ROOM_LOOKAHEAD_MS 250u    /* entries polled: the next admit_per_s x this in admission order */
+#define BENCH_ROOM_OPEN_DELAY_MS 500u   /* --opens-in 0: the sale opens this long after the last join */
+#define BENCH_ROOM_HOLD_OFF_MS (3600u * 1000u) /* --opens-in 0: opens_at until the joins are done */
+#define BENCH_ROOM_GRANT_TTL_MS (3u * 3600u * 1000u) /* above --duration's bound: no grant expires in a run */
+#define BENCH_ROOM_NOGRANT_TRIES 3      /* holds without a valid grant, each must be admission_required */
+#define BENCH_ROOM_IDLE_SLEEP_MS 2      /* a round with nothing due */
+#define BENCH_ROOM_CHI2_P 0.001         /* the lottery's uniformity test rejects below this */
 #define BENCH_LEDGER_MAX (64u << 20)              /* holds remembered for the ledger check */
 #define BENCH_EXPIRE_ROUNDS_MAX 64 /* admin expire calls after a churn run (each bounded by the server) */
 #define BENCH_EXPIRE_MARGIN_MS 50  /* churn: wait this long past the last expires_at */

@@ -38,6 +38,8 @@ static const struct {
     [BENCH_WAITLIST] = {"waitlist", "wl",
                         "K buyers wait for a sold-out event while units come back: offers in join order?"},
     [BENCH_PING] = {"ping", "pi", "the round-trip ceiling: Redis PING, or slotd's hello, through the same engine"},
+    [BENCH_WAITING_ROOM] = {"waiting-room", "wr",
+                            "a crowd joins a waiting room (queue or lottery), is admitted at a rate, holds with grants"},
 };
 
 const char *bench_scenario_name(bench_scenario s)
@@ -101,11 +103,16 @@ enum {
     O_PEER,
     O_ALLOCATION,
     O_PRESALE,
+    O_CROWD,
+    O_ADMIT,
+    O_MODE,
+    O_CONFIRM_SHARE,
 };
 
 #define ONLY(s) (1u << (s))
 #define ALL 0x3fu                                           /* the scenarios that hold (waitlist included) */
-#define ANY (ALL | ONLY(BENCH_PING))                        /* every scenario */
+#define ROOM ONLY(BENCH_WAITING_ROOM)
+#define ANY (ALL | ONLY(BENCH_PING) | ROOM)                 /* every scenario */
 #define CHURN_WL (ONLY(BENCH_CHURN) | ONLY(BENCH_WAITLIST)) /* the options of holds that come back */
 /* --threads: the closed-loop scenarios whose connections are independent (not churn's sessions,
  * nor open-loop's one schedule, nor the waitlist's ordered joins). */
@@ -152,13 +159,13 @@ static const struct opt_def {
     OPT("host", "H", O_HOST, ANY, K_TEXT,
         "server address: HOST or HOST:PORT; several (repeated or comma-separated) are a replica set's "
         "members, and the load follows the primary"),
-    OPT("cluster-members", "H:P,...", O_MEMBERS, ANY, K_TEXT, "a replica set's members (the same as --host)"),
+    OPT("cluster-members", "H:P,...", O_MEMBERS, ANY & ~ROOM, K_TEXT, "a replica set's members (the same as --host)"),
     OPT_UINT("port", "P", O_PORT, ANY, port, 1, BENCH_PORT_MAX, "server port"),
     OPT("token", "T", O_TOKEN, ANY, K_TEXT, "send hello with this token on every connection (redis: AUTH)"),
-    OPT("target", "URL", O_TARGET, ANY, K_OTHER,
+    OPT("target", "URL", O_TARGET, ANY & ~ROOM, K_OTHER,
         "slotd://H:P, or redis://H:P to run the same scenario against Redis+Lua"),
     OPT("allow-remote", NULL, O_REMOTE, ANY, K_FLAG, "allow a host that is not loopback (refused otherwise)"),
-    OPT("event", "NAME", O_EVENT, ALL, K_TEXT, "event to create (multi-event: NAME-<i>); must be new"),
+    OPT("event", "NAME", O_EVENT, ALL | ROOM, K_TEXT, "event to create (multi-event: NAME-<i>); must be new"),
     OPT_UINT("connections", "K", O_CONNS, ANY, connections, 1, BENCH_CONNS_MAX, "concurrent connections"),
     OPT_UINT("pipeline", "D", O_PIPELINE, ANY, pipeline, 1, BENCH_PIPELINE_MAX,
              "requests in flight per connection (open-loop: at most)"),
@@ -171,7 +178,7 @@ static const struct opt_def {
              "user pool: each hold picks one of N users (0 = a new user each)"),
     OPT_SECONDS("duration", O_DURATION, ANY, duration_ms, BENCH_DURATION_MS_MIN, BENCH_DURATION_MS_MAX,
                 "bound on the measured phase in seconds, fractions allowed"),
-    OPT_UINT("requests", "N", O_REQUESTS, ANY, requests, 1, BENCH_REQUESTS_MAX,
+    OPT_UINT("requests", "N", O_REQUESTS, ANY & ~ROOM, requests, 1, BENCH_REQUESTS_MAX,
              "bound on the requests sent in the measured phase"),
     OPT_UINT("seed", "N", O_SEED, ANY, seed, 0, BENCH_SEED_MAX, "random seed: event name, users, quantities, shards"),
     OPT_SECONDS("warmup", O_WARMUP, ALL, warmup_ms, 0, BENCH_DURATION_MS_MAX,
@@ -192,9 +199,17 @@ static const struct opt_def {
              BENCH_PRESALE_PCT_MAX,
              "with --allocation: percent of the connections (rounded, at least one, and one left for the public "
              "sale) whose holds take from the block"),
-    OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE), opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
+    OPT_SECONDS("opens-in", O_OPENS_IN, ONLY(BENCH_HOT_RELEASE) | ROOM, opens_in_ms, 0, BENCH_OPENS_IN_MS_MAX,
                 "create the event with its sale opening S seconds ahead (opens_at), and send every "
-                "connection's first hold at that instant; earlier answers count apart as not_on_sale"),
+                "connection's first hold at that instant; earlier answers count apart as not_on_sale (waiting-room: "
+                "the opening, every join must be answered before it; 0 = 0.5 s after the last join, by "
+                "set_sale_window)"),
+    OPT_UINT("crowd", "N", O_CROWD, ROOM, crowd, BENCH_CROWD_MIN, BENCH_CROWD_MAX,
+             "entries: users u0..u<N-1> join the room before the opening; the event has N units"),
+    OPT_UINT("admit-per-s", "R", O_ADMIT, ROOM, admit_per_s, 1, BENCH_ADMIT_PER_S_MAX, "the room's admit_per_s"),
+    OPT("mode", "queue|lottery", O_MODE, ROOM, K_OTHER, "the room's admission order"),
+    OPT_UINT("confirm-share", "PCT", O_CONFIRM_SHARE, ROOM, confirm_pct, 0, BENCH_PCT_MAX,
+             "percent of the admitted buyers who confirm their hold; the others release it"),
     OPT_REAL("rate", "R", O_RATE, ONLY(BENCH_OPEN_LOOP), rate_per_s, BENCH_RATE_PER_S_MIN, BENCH_RATE_PER_S_MAX,
              "requests per second, sent on schedule whatever the replies"),
     OPT_UINT("confirm", "PCT", O_CONFIRM, CHURN_WL, confirm_pct, 0, BENCH_PCT_MAX,
@@ -229,8 +244,8 @@ static const struct opt_def {
         "redis: the Lua script that answers holds: full (bench/peers/slot_hold.lua, slotd's rules) or min "
         "(slot_hold_min.lua, the hold a user would write; the full one does the rest)"),
     OPT("json", "FILE", O_JSON, ANY, K_TEXT, "write every number, the configuration and machine facts as JSON"),
-    OPT("csv", "FILE", O_CSV, ANY, K_TEXT, "write the time series (every 100 ms) as CSV"),
-    OPT("svg", "FILE", O_SVG, ANY, K_TEXT, "write the sell-out curve and latency curves as SVG"),
+    OPT("csv", "FILE", O_CSV, ANY & ~ROOM, K_TEXT, "write the time series (every 100 ms) as CSV"),
+    OPT("svg", "FILE", O_SVG, ANY & ~ROOM, K_TEXT, "write the sell-out curve and latency curves as SVG"),
     OPT("help", NULL, O_HELP, ANY, K_FLAG, "this help"),
 #undef OPT
 #undef OPT_REAL
@@ -259,7 +274,7 @@ static void defaults(bench_config *c, bench_scenario s)
                                            : BENCH_CAPACITY_DEFAULT;
     c->shards = SLOT_SHARDS_DEFAULT;
     /* The scenarios that end on their own (sold out; every waiter offered) get a long bound. */
-    c->duration_ms = bench_scenario_sells_out(s) || s == BENCH_WAITLIST ? BENCH_DURATION_SELL_MS_DEFAULT
+    c->duration_ms = bench_scenario_sells_out(s) || s == BENCH_WAITLIST || s == BENCH_WAITING_ROOM ? BENCH_DURATION_SELL_MS_DEFAULT
                                                                         : BENCH_DURATION_MS_DEFAULT;
     c->requests = BENCH_REQUESTS_DEFAULT;
     c->tail = BENCH_TAIL_DEFAULT;
@@ -277,6 +292,13 @@ static void defaults(bench_config *c, bench_scenario s)
                                            : 0;
     c->waiters = BENCH_WAITERS_DEFAULT;
     c->poll_ms = BENCH_POLL_MS_DEFAULT;
+    c->crowd = BENCH_CROWD_DEFAULT;
+    c->admit_per_s = BENCH_ADMIT_PER_S_DEFAULT;
+    if (s == BENCH_WAITING_ROOM) {
+        c->confirm_pct = BENCH_ROOM_CONFIRM_PCT_DEFAULT;
+        c->connections = BENCH_ROOM_CONNS_DEFAULT;
+        c->pipeline = BENCH_ROOM_PIPELINE_DEFAULT;
+    }
     if (s == BENCH_WAITLIST) {
         c->confirm_pct = BENCH_CONFIRM_PCT_WAITLIST_DEFAULT;
         c->release_pct = BENCH_RELEASE_PCT_WAITLIST_DEFAULT;
@@ -399,6 +421,8 @@ static bool range_text(const bench_config *d, const struct opt_def *o, char *buf
                      BENCH_QTY_WEIGHT_MAX, BENCH_QTY_CHOICES_MAX, d->qty.text);
         else if (o->id == O_PEER)
             snprintf(buf, n, "default full");
+        else if (o->id == O_MODE)
+            snprintf(buf, n, "default queue");
         else if (o->id == O_THINK)
             snprintf(buf, n, "0 <= A <= B <= %u; default %u:%u", BENCH_THINK_MS_MAX, d->think_min_ms, d->think_max_ms);
         else
@@ -463,6 +487,19 @@ static const char *const scenario_text[] = {
                    "PING (redis://), or a hello (slotd has no ping op; a hello is answered on its loop thread\n"
                    "without the store), for --duration or --requests. The ceiling a hold rate is set against,\n"
                    "from the same client. Verified: every request answered, no error.\n",
+    [BENCH_WAITING_ROOM] =
+        "An event of --crowd units with a waiting room (docs/protocol.md, \"Admission\"): --crowd users join\n"
+        "before the sale opens (K connections, D joins in flight each: joins/s); from the opening the\n"
+        "server admits --admit-per-s; each buyer polls its admission (the next 0.25 s of admissions in\n"
+        "admission order, each at most every 50 ms; a lottery's positions are learnt by one sweep after\n"
+        "the draw), holds one unit with its grant when admitted, then confirms (--confirm-share) or\n"
+        "releases. Positions count from views of the event taken just before and after them on the same\n"
+        "connection (exact when both show the same admitted count). Reported: joins/s, admissions/s, the\n"
+        "wait of the first, median and last admitted (from the opening; the client's view and the\n"
+        "server's admitted_at). Verified: queue, admission order = join order (positions and admitted_at);\n"
+        "lottery, every entry admitted once and a chi-square test (10 x 10 deciles of join rank against\n"
+        "admission rank) not rejected at p = 0.001; holds without a valid grant are admission_required;\n"
+        "room.open_grants <= available in every view; the event's counters; check clean.\n",
 };
 
 void bench_usage(FILE *f, bench_scenario s)
@@ -498,6 +535,15 @@ static const struct opt_def *opt_by_id(int id)
     return NULL;
 }
 
+/* --mode: "queue" or "lottery" into *lottery; false if neither. */
+static bool parse_mode(const char *a, bool *lottery)
+{
+    if (strcmp(a, "queue") != 0 && strcmp(a, "lottery") != 0)
+        return false;
+    *lottery = a[0] == 'l';
+    return true;
+}
+
 /* One numeric (or otherwise checked) option, read as its table entry says.
  * 0, or an exit status after a message that gives the range. */
 static int set_value(bench_config *c, int id, const char *a, bool *port_given)
@@ -526,6 +572,7 @@ static int set_value(bench_config *c, int id, const char *a, bool *port_given)
              : id == O_THINK  ? bench_parse_think(a, &c->think_min_ms, &c->think_max_ms)
              : id == O_TARGET ? bench_parse_target(a, c, port_given)
              : id == O_PEER   ? bench_parse_peer(a, &c->peer)
+             : id == O_MODE   ? parse_mode(a, &c->lottery)
                               : false;
     }
     if (ok)

@@ -18,6 +18,7 @@
 #include "exit.h"
 #include "limits.h"
 #include "report.h"
+#include "room.h"
 #include "scenario.h"
 #include "util.h"
 #include "verify.h"
@@ -305,6 +306,8 @@ int bench_run_scenario(bench_scenario scenario, int argc, char **argv)
     int rc = bench_config_parse(&cfg, scenario, argc, argv);
     if (rc >= 0)
         return rc;
+    if (scenario == BENCH_WAITING_ROOM)
+        return bench_room_run(&cfg); /* its own flow (room.c): joins, admissions, holds with grants */
     bench_run *run = calloc(1, sizeof(*run));
     if (!run)
         return BENCH_EXIT_FAILED;

@@ -23,6 +23,7 @@
 
 static const bench_scenario scenarios[] = {
     BENCH_HOT_RELEASE, BENCH_OPEN_LOOP, BENCH_CHURN, BENCH_SOLD_OUT, BENCH_MULTI_EVENT, BENCH_WAITLIST, BENCH_PING,
+    BENCH_WAITING_ROOM,
 };
 
 #define SCENARIOS_N (sizeof(scenarios) / sizeof(scenarios[0]))
