@@ -404,8 +404,18 @@ static void w_op_fields(slot__jw *w, const slot_req *req)
         w_str_field(w, "event", req->event, req->event_len);
         break;
     case SLOT_OP_CHECK:
+    case SLOT_OP_PLACEMENT: /* docs/protocol.md, "Placement": one event, or the whole map */
         if (req->has & SLOT_HAS_EVENT)
             w_str_field(w, "event", req->event, req->event_len);
+        break;
+    case SLOT_OP_JOIN: /* docs/protocol.md, "Admission" */
+        w_str_field(w, "event", req->event, req->event_len);
+        w_str_field(w, "user", req->user, req->user_len);
+        w_str_field(w, "request", req->request, req->request_len);
+        break;
+    case SLOT_OP_ADMISSION:
+        w_str_field(w, "event", req->event, req->event_len);
+        w_str_field(w, "ticket", req->ticket, strlen(req->ticket));
         break;
     case SLOT_OP_CREATE_EVENT:
         w_create_event(w, req);
