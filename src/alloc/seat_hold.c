@@ -609,36 +609,32 @@ int slot__seat_feed(ctx *c, const slot_hold_rec *h, char *out, uint32_t *len)
 
 int slot__seat_res(ctx *c, const slot_hold_rec *h, slot_res *res)
 {
-    slot__seat_list l;
-    int rc = slot__seat_list_get(c, h->seq, &l);
-    if (rc == MDB_NOTFOUND)
-        return MDB_CORRUPTED;
-    if (rc != 0)
-        return rc;
-    if (l.n > h->qty)
-        l.n = h->qty; /* after a partial confirm: the kept seats, first in the list */
-    slot__seat_row *r = malloc(sizeof *r);
-    char *buf = malloc(16 + (size_t)l.n * (SLOT_SEAT_ID_BYTES_MAX + 3));
-    rc = r && buf ? 0 : ENOMEM;
+    /* The ids as the feed has them (one walk of the list), then quoted: "seats":["A-1-2",...] */
+    char *ids = malloc(SLOT_FEED_SEATS_BYTES_MAX);
+    char *buf = malloc(16 + 3 * (size_t)SLOT_FEED_SEATS_BYTES_MAX);
+    uint32_t len = 0;
+    int rc = ids && buf ? slot__seat_feed(c, h, ids, &len) : ENOMEM;
     size_t n = 0;
-    if (rc == 0)
-        n = (size_t)sprintf(buf, "\"seats\":[");
-    uint32_t cur = UINT32_MAX;
-    for (uint16_t i = 0; rc == 0 && i < l.n; i++) {
-        if (l.s[i].row != cur && (rc = slot__seat_row_get(c, l.s[i].row, r)) != 0)
-            break;
-        cur = l.s[i].row;
-        char id[SLOT_SEAT_ID_BYTES_MAX + 1];
-        slot__seat_id(r, l.s[i].num, id);
-        n += (size_t)sprintf(buf + n, "%s\"%s\"", i ? "," : "", id);
-    }
     if (rc == 0) {
+        n = (size_t)sprintf(buf, "\"seats\":[\"");
+        for (uint32_t k = 0; k < len; k++) {
+            if (ids[k] == ',') {
+                memcpy(buf + n, "\",\"", 3);
+                n += 3;
+            } else {
+                buf[n++] = ids[k];
+            }
+        }
+        if (len == 0)
+            n--; /* no seats: [] */
+        else
+            buf[n++] = '"';
         buf[n++] = ']';
         rc = slot__seat_extra(res, buf, n);
     }
-    free(r);
+    free(ids);
     free(buf);
-    return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
+    return rc;
 }
 
 int slot__seat_same(ctx *c, const slot_req *req, const slot_hold_rec *h, bool *same)
