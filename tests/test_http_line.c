@@ -55,6 +55,7 @@ TEST_IMPL(http_line_status_table)
         {SLOT_E_NOT_PRIMARY, 307},
         {SLOT_E_WRONG_SET, 307},
         {SLOT_E_CROSS_SET, 409},
+        {SLOT_E_MOVING, 503},
         {SLOT_E_STORAGE_FULL, 507},
         {SLOT_E_INTERNAL, 500},
         {SLOT_E_BUSY, 409},

@@ -505,6 +505,19 @@ static const op_case op_cases[] = {
      {"\"event\":\"e\"", "\"admission\":\"queue\"", "\"admit_per_s\":50", "\"grant_ttl_ms\":1000"}},
     {"seat_map", SLOT_OP_SEAT_MAP, 1, {"\"event\":\"e\""}},
     {"placement", SLOT_OP_PLACEMENT, 0, {NULL}},
+    {"move_event", SLOT_OP_MOVE_EVENT, 2, {"\"event\":\"e\"", "\"to\":\"s2\""}},
+    {"place_state", SLOT_OP_PLACE_STATE, 1, {"\"event\":\"e\""}},
+    {"place_export", SLOT_OP_PLACE_EXPORT, 2, {"\"event\":\"e\"", "\"gen\":1", "\"cursor\":\"AQE=\""}},
+    {"place_stage",
+     SLOT_OP_PLACE_STAGE,
+     4,
+     {"\"event\":\"e\"", "\"gen\":2", "\"set\":\"s1\"", "\"data\":\"\"", "\"first\":true"}},
+    {"place_relinquish", SLOT_OP_PLACE_RELINQUISH, 3, {"\"event\":\"e\"", "\"gen\":1", "\"set\":\"s2\""}},
+    {"place_own", SLOT_OP_PLACE_OWN, 2, {"\"event\":\"e\"", "\"gen\":2"}},
+    {"place_done", SLOT_OP_PLACE_DONE, 2, {"\"event\":\"e\"", "\"gen\":2"}},
+    {"place_abort", SLOT_OP_PLACE_ABORT, 3, {"\"event\":\"e\"", "\"gen\":2", "\"set\":\"s1\""}},
+    {"place_reclaim", SLOT_OP_PLACE_RECLAIM, 2, {"\"event\":\"e\"", "\"gen\":1"}},
+    {"place_purge", SLOT_OP_PLACE_PURGE, 2, {"\"event\":\"e\"", "\"gen\":1"}},
 };
 
 /* The request of c without fragment `skip` (-1: all of them). */
@@ -528,6 +541,7 @@ TEST_IMPL(proto_every_op_parses)
             T_FAIL_("%s: %s", line, last_msg);
         ASSERT_EQ(r.op, op_cases[i].want);
         ASSERT_EQ(r.id.kind, SLOT_ID_STR);
+        slot_req_clear(&r);
     }
 }
 
@@ -555,6 +569,7 @@ TEST_IMPL(proto_every_required_field)
             op_line(c, k, line, sizeof(line));
             if (parse(line, &r) != SLOT_E_OK)
                 T_FAIL_("%s: %s", line, last_msg);
+            slot_req_clear(&r);
         }
     }
 }

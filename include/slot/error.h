@@ -70,6 +70,7 @@
     X(BACKUP_FAILED, "backup_failed", "the backup could not be written; the store is unchanged")             \
     X(WRONG_SET, "wrong_set", "the event is placed on another replica set; nothing was changed")            \
     X(CROSS_SET, "cross_set", "the cart's events are placed on more than one replica set; nothing was held") \
+    X(MOVING, "moving", "the event is being moved to another replica set; nothing was changed, retry after retry_after_ms") \
     X(INTERNAL, "internal", "internal error; nothing was changed")
 
 typedef enum slot_err {
@@ -80,14 +81,10 @@ typedef enum slot_err {
 } slot_err;
 
 /*
- * Wire codes of the contract that this slotd never sends (so they are not in
- * SLOT_ERR_MAP and have no slot_err: slot_reply.err is SLOT_E__COUNT for them,
- * slot_reply.error names them), but that a client meets from a server of a
- * placement (docs/protocol.md, "Placement"): the C client's follower retries
- * them (src/client/client_follow.c; the rule is clients/fixtures/README.md's).
- *   moving    — the event is being moved; retry after "retry_after_ms"; nothing changed
- * wrong_set is SLOT_E_WRONG_SET now (slotd sends it with --placement); its
- * wire name stays here too for the clients that compare names.
+ * Wire names of the placement's answers (docs/protocol.md, "Placement"), kept
+ * for the clients that compare names: wrong_set is SLOT_E_WRONG_SET and moving
+ * SLOT_E_MOVING (slotd sends both with --placement); the C client's follower
+ * retries them (src/client/client_follow.c; the rule is clients/fixtures/README.md's).
  */
 #define SLOT_ERR_WIRE_WRONG_SET "wrong_set"
 #define SLOT_ERR_WIRE_MOVING "moving"

@@ -47,7 +47,9 @@
     X(HOLD_EXTENDED, "hold.extended")   \
     X(HOLD_OFFERED, "hold.offered")     \
     X(EVENT_CREATED, "event.created")   \
-    X(EVENT_CHANGED, "event.changed")
+    X(EVENT_CHANGED, "event.changed")   \
+    X(EVENT_MOVED, "event.moved")       \
+    X(EVENT_ARRIVED, "event.arrived")
 
 typedef enum slot_feed_type {
 #define SLOT__FT_ENUM(name, wire) SLOT_FEED_##name,
@@ -86,6 +88,12 @@ typedef struct slot_feed_entry {
     char alloc[SLOT_EVENT_BYTES_MAX + 1];
     /* event.* */
     slot_event_view view;
+    /* record version 7: event.moved's target set ("to") and event.arrived's
+     * source ("from"), and the gen the event has there (docs/protocol.md,
+     * "Placement"); event.arrived also carries the view */
+    uint8_t place_set_len;
+    char place_set[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
+    uint64_t place_gen;
     /* record version 6: a seated hold's seats (docs/protocol.md, "Seated
      * events": feed entries carry "seats"), ids comma-separated, 0 = none.
      * Last, so that a memset up to `seats` clears all the rest. */

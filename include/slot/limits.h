@@ -423,5 +423,20 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 #define SLOT_PLACE_PREFIX_BYTES (SLOT_CLUSTER_NAME_BYTES_MAX + 20)
 /* an etcd key or value of the placement: the prefix, the kind, an event name or a set's addresses */
 #define SLOT_PLACE_KEY_BYTES 512
+/* a placement gen: 1 at create, +1 per move */
+#define SLOT_PLACE_GEN_MAX (1ull << 53)
+/* the internal ops' "mac": HMAC-SHA256 as lowercase hex */
+#define SLOT_PLACE_MAC_HEX_BYTES 64
+/* place_export's reply carries at most this many raw bytes of records (base64: 4/3 of it,
+ * under the default --max-line of the target, which reads them as place_stage) */
+#define SLOT_PLACE_CHUNK_BYTES (32u << 10)
+/* place_stage's "data" decoded, at most (a chunk, or the tail's changes of one chunk) */
+#define SLOT_PLACE_DATA_BYTES_MAX (2 * SLOT_PLACE_CHUNK_BYTES)
+/* place_export's cursor: a database id and a key */
+#define SLOT_PLACE_CURSOR_BYTES 520
+/* keys one place_purge deletes at most (one batch's write set stays small) */
+#define SLOT_PLACE_PURGE_KEYS 4096
+/* "moving": when a client should retry a write of an event in its cut-over */
+#define SLOT_PLACE_MOVING_RETRY_MS 100
 
 #endif

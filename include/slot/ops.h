@@ -81,7 +81,17 @@ bool slot_hold_transition_ok(slot_hold_status from, slot_hold_status to);
     X(ADMISSION, "admission", false, false)              \
     X(SET_ADMISSION, "set_admission", true, true)        \
     X(PLACEMENT, "placement", false, false)              \
-    X(SEAT_MAP, "seat_map", false, false)
+    X(SEAT_MAP, "seat_map", false, false)                \
+    X(MOVE_EVENT, "move_event", false, true)             \
+    X(PLACE_STATE, "place_state", false, false)          \
+    X(PLACE_EXPORT, "place_export", false, false)        \
+    X(PLACE_STAGE, "place_stage", true, false)           \
+    X(PLACE_RELINQUISH, "place_relinquish", true, false) \
+    X(PLACE_OWN, "place_own", true, false)               \
+    X(PLACE_DONE, "place_done", true, false)             \
+    X(PLACE_ABORT, "place_abort", true, false)           \
+    X(PLACE_RECLAIM, "place_reclaim", true, false)       \
+    X(PLACE_PURGE, "place_purge", true, false)
 
 typedef enum slot_op {
 #define SLOT__OP_ENUM(name, wire, writes, admin) SLOT_OP_##name,
@@ -99,6 +109,28 @@ slot_op slot_op_from_name(const char *name, size_t len);
 bool slot_op_writes(slot_op op);
 /* slot_op_admin — true when the op needs role admin (docs/protocol.md, "Admin ops"). */
 bool slot_op_admin(slot_op op);
+/* slot_op_internal — true for the placement's internal ops (place_*: one
+ * set's primary to another's during a move; docs/design.md, "Moving an
+ * event"). They are authenticated by their "mac" (the cluster secret), not
+ * by a role. Any thread. */
+bool slot_op_internal(slot_op op);
+
+/* The placement's internal ops' fields (place_*; move_event's "to" is set):
+ * heap, owned by the request (slot_req.place), freed by slot_req_clear. */
+typedef struct slot_place_args {
+    uint64_t gen;                                  /* 1..SLOT_PLACE_GEN_MAX (place_state: 0) */
+    uint8_t set_len;                               /* "set" (move_event: "to"); 0 = absent */
+    char set[SLOT_CLUSTER_NAME_BYTES_MAX + 1];     /* a set's name (the cluster name rule) */
+    bool first;                                    /* place_stage: the first chunk */
+    bool has_mac;                                  /* "mac" given, 64 lowercase hex digits */
+    char mac[SLOT_PLACE_MAC_HEX_BYTES + 1];
+    size_t data_b64_len;                           /* the "data" text as sent (the mac covers it) */
+    char *data_b64;                                /* heap, NUL-ended; NULL = absent */
+    uint8_t *data;                                 /* "data" decoded: records (slot/store.h, place); heap or NULL */
+    size_t data_len;
+    uint16_t cursor_len;                           /* place_export: the cursor decoded; 0 = from the start */
+    uint8_t cursor[SLOT_PLACE_CURSOR_BYTES];
+} slot_place_args;
 
 /*
  * Request: what a client asked, already checked for syntax (names, ranges).
@@ -232,6 +264,7 @@ typedef struct slot_req {
     char category[SLOT_SEAT_CATEGORY_BYTES_MAX + 1];     /* hold: "category" */
     char section[SLOT_SEAT_NAME_BYTES_MAX + 1];          /* hold: "section" */
     slot_seat_map *seat_map;                             /* create_event: "seats", heap (slot_req_clear); or NULL */
+    slot_place_args *place;                              /* move_event, place_*: heap (slot_req_clear); or NULL */
     /* v1.2 admission (docs/protocol.md, "Admission") */
     uint8_t admission;                   /* create_event, set_admission: SLOT_ADMISSION_* */
     uint32_t admit_per_s;                /* SLOT_ADMIT_PER_S_MIN..MAX */
@@ -256,7 +289,7 @@ typedef struct slot_req {
     char node[SLOT_CLUSTER_NAME_BYTES_MAX + 1]; /* the member it names */
 } slot_req;
 
-/* slot_req_clear — free a request's heap part (seat_map) and set it NULL;
+/* slot_req_clear — free a request's heap parts (seat_map, place) and set them NULL;
  * the rest is left. Whoever parsed into req calls it before reusing or
  * dropping req. NULL-safe on the field. Thread: the request's owner. */
 void slot_req_clear(slot_req *req);

@@ -73,4 +73,13 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
  */
 size_t slot_proto_encode_error(const slot_id *id, slot_err err, const char *message, char *buf, size_t cap);
 
+/*
+ * slot_place_b64_encode — base64 (RFC 4648, padded) of src[0..n) into dst
+ * (cap bytes, NUL-ended): the placement's records on the wire (place_export's
+ * "data" and "cursor"; docs/design.md, "Moving an event").
+ *   Returns the text's length without the NUL, or 0 when cap is short
+ *   (cap >= (n + 2) / 3 * 4 + 1 suffices). Thread-safe.
+ */
+size_t slot_place_b64_encode(const uint8_t *src, size_t n, char *dst, size_t cap);
+
 #endif

@@ -291,6 +291,8 @@ typedef int (*slot_store_hold_fn)(void *ctx, const slot_hold_rec *rec);
 typedef int (*slot_store_user_fn)(void *ctx, const char *user, size_t user_len, uint64_t qty);
 typedef int (*slot_store_expiry_fn)(void *ctx, uint64_t expires_at_ms, const char *ev, size_t ev_len, uint64_t seq);
 
+/* slot_store_events_scan: the events this set owns (placement: an event
+ * whose record is not OWNED is left out; no record is owned). */
 int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx);
 int slot_store_holds_scan(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_store_hold_fn fn,
                           void *ctx);
@@ -460,6 +462,63 @@ int slot_store_seat_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
                         size_t sub_len, void *out, size_t cap, size_t *len);
 int slot_store_seat_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, char type, const void *sub,
                         size_t sub_len, const void *val, size_t val_len);
+
+/*
+ * Placement (docs/design.md, "Moving an event"): an event's placement record
+ * in this set's store, waitlist database key name(E) + 'p', value u8 version
+ * (1), u8 state, u64 gen, name(peer). No record: owned at gen 1 (the event was
+ * created here, or the store has no placement). The states (the fence is
+ * src/alloc/place.c's):
+ *   OWNED        served at gen
+ *   STAGED       a move's copy arriving from peer (the source), to be owned at gen
+ *   RELINQUISHED given up at gen to peer (the target): writes answered moving
+ *   GONE         owned by peer at gen: answered wrong_set
+ *   ABORTED      a move to here at gen was undone (peer: the source)
+ */
+enum { SLOT_PLACE_ABSENT = 0, SLOT_PLACE_OWNED, SLOT_PLACE_STAGED, SLOT_PLACE_RELINQUISHED, SLOT_PLACE_GONE,
+       SLOT_PLACE_ABORTED };
+typedef struct slot_place_rec {
+    uint8_t state; /* SLOT_PLACE_OWNED..ABORTED (ABSENT only as "no record") */
+    uint64_t gen;  /* 1..SLOT_PLACE_GEN_MAX */
+    uint8_t peer_len;
+    char peer[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
+} slot_place_rec;
+
+/* slot_store_place_get — E's record into out (zeroed first). 0, MDB_NOTFOUND
+ * (no record), MDB_CORRUPTED or an LMDB error. The caller's transaction. */
+int slot_store_place_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, slot_place_rec *out);
+/* slot_store_place_put — E's record := rec. 0 or an LMDB error. Write txn. */
+int slot_store_place_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const slot_place_rec *rec);
+/*
+ * slot_store_place_export — the next chunk of E's keys (events, shards,
+ * holds, users, waitlist, in that order and key order; not the expiry index
+ * or E's record) as records u8 db, u16 klen (BE), key, u32 vlen (BE), value
+ * into out (cap bytes; *used bytes, *count records). cursor (cursor_len
+ * bytes; 0: from the start) is an earlier call's next: u8 db then the last
+ * key sent. *next_len := 0 when the walk is done, else next (at least
+ * SLOT_PLACE_CURSOR_BYTES) holds the cursor to go on from.
+ * 0, EINVAL (a bad cursor), ENOSPC (one record over cap), ENOMEM or an LMDB
+ * error. Any transaction.
+ */
+int slot_store_place_export(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const uint8_t *cursor,
+                            size_t cursor_len, uint8_t *out, size_t cap, size_t *used, uint32_t *count,
+                            uint8_t *next, size_t *next_len);
+/*
+ * slot_store_place_apply — puts (and, for vlen 0xFFFFFFFF, deletes) each
+ * record of data (export's format) into txn. Every record must be one of E's
+ * keys of those databases (never its record): all are checked before the
+ * first write, so EINVAL (a malformed record, a foreign key) changes
+ * nothing. *count: records applied. 0, EINVAL or an LMDB error. Write txn.
+ */
+int slot_store_place_apply(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, const uint8_t *data,
+                           size_t len, uint32_t *count);
+/* slot_store_place_any — *any := whether E has a key of the walk here. 0 or an LMDB error. */
+int slot_store_place_any(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, bool *any);
+/* slot_store_place_purge — deletes up to max (<= SLOT_PLACE_PURGE_KEYS) of
+ * E's keys of the walk (not its record); *deleted of them, *more when some
+ * remain. 0, ENOMEM or an LMDB error. Write txn. */
+int slot_store_place_purge(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, uint32_t max,
+                           uint32_t *deleted, bool *more);
 
 /*
  * ---- Replication groundwork (src/store/store_repl.c; docs/design.md, "Storage",

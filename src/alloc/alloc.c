@@ -415,6 +415,17 @@ int slot_alloc_run(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t no
 {
     ctx c = {a, a->store, txn, req->event, req->event_len, now_ms};
     res->err = SLOT_E_OK;
+    if (slot_op_internal(req->op))
+        return slot__op_place(&c, req, res);
+    /* The fence (docs/design.md, "Moving an event"): an event is served only
+     * while this set's committed state says it owns it. */
+    int frc = 0;
+    if (req->op == SLOT_OP_HOLD_MANY)
+        frc = slot__place_cart_fence(a, txn, req, now_ms, res);
+    else if (req->event_len > 0 && req->op != SLOT_OP_CREATE_EVENT && req->op != SLOT_OP_PLACEMENT)
+        frc = slot__place_fence(&c, slot_op_writes(req->op), res);
+    if (frc != 0)
+        return slot__answered_ok(frc);
     switch (req->op) {
     case SLOT_OP_HOLD:
         return op_hold(&c, req, res);

@@ -469,4 +469,25 @@ bool slot__idem_cold(slot__idem *ix, const char *ev, size_t ev_len);
 void slot__idem_cold_del(slot__idem *ix, const char *ev, size_t ev_len);
 size_t slot__idem_cold_count(const slot__idem *ix);
 
+/* ---- place.c: placement (docs/design.md, "Moving an event") */
+
+/*
+ * slot__place_fence — whether c's event is served here (its placement
+ * record, slot/store.h): 0 yes; SLOT__ANSWERED with res = moving
+ * (retry_after_ms; a write of an event relinquished here, or any op of one
+ * staged here) or wrong_set (res->fields: event, set, gen; an event gone from
+ * here or whose move here was undone). writes: the op writes (a relinquished
+ * event's reads are served). Or an LMDB error. The caller's transaction.
+ */
+int slot__place_fence(slot__alloc_ctx *c, bool writes, slot_res *res);
+/* slot__place_cart_fence — the same for every item of a hold_many: moving
+ * for an item in a cut-over; wrong_set when every item is on the first
+ * item's other set; cross_set (res->fields: the events not on the first
+ * item's set, request order) when the items are on more than one set. */
+int slot__place_cart_fence(slot_alloc *a, MDB_txn *txn, const slot_req *req, uint64_t now_ms, slot_res *res);
+/* slot__op_place — runs one of the internal ops (req->op place_*, req->place
+ * set; their rules: docs/design.md, "Moving an event"). Each refuses a state
+ * it does not move from with invalid_argument and writes nothing then. */
+int slot__op_place(slot__alloc_ctx *c, const slot_req *req, slot_res *res);
+
 #endif

@@ -40,7 +40,13 @@ slot_feed_type slot_feed_type_of_status(slot_hold_status s)
 
 static bool type_is_event(slot_feed_type t)
 {
-    return t == SLOT_FEED_EVENT_CREATED || t == SLOT_FEED_EVENT_CHANGED;
+    return t == SLOT_FEED_EVENT_CREATED || t == SLOT_FEED_EVENT_CHANGED || t == SLOT_FEED_EVENT_MOVED ||
+           t == SLOT_FEED_EVENT_ARRIVED;
+}
+
+static bool type_is_place(slot_feed_type t)
+{
+    return t == SLOT_FEED_EVENT_MOVED || t == SLOT_FEED_EVENT_ARRIVED;
 }
 
 /* ---- packing */
@@ -48,10 +54,11 @@ static bool type_is_event(slot_feed_type t)
 #define ENTRY_BYTES_MAX                                                                                              \
     (2 + 8 + 1 + SLOT_EVENT_BYTES_MAX + 16 + 1 + SLOT_USER_BYTES_MAX + 2 + 8 + 1 + SLOT_REQUEST_BYTES_MAX + 2 + 16 + \
      1 + (SLOT_ANCESTORS_MAX + 1) * (1 + SLOT_EVENT_BYTES_MAX) /* version 4: the chain and the block */ + 4 +        \
-     SLOT_FEED_SEATS_BYTES_MAX) /* version 6: the seats */
+     SLOT_FEED_SEATS_BYTES_MAX /* version 6: the seats */ + 1 + SLOT_CLUSTER_NAME_BYTES_MAX + 8) /* version 7 */
 /* The feed's record version: 6 adds a seated hold's seats (older entries read as none; 5 is
- * SLOT_RECORD_VERSION, which the feed wrote before). */
-#define FEED_VERSION 6
+ * SLOT_RECORD_VERSION, which the feed wrote before); 7 adds, after the view of
+ * event.moved and event.arrived (types no older entry has), the set and the gen. */
+#define FEED_VERSION 7
 _Static_assert(FEED_VERSION >= SLOT_RECORD_VERSION, "the feed's version follows the store's");
 #define CONSUMER_REC_BYTES 16
 
@@ -80,6 +87,10 @@ static size_t entry_pack(const slot_feed_entry *e, uint8_t *raw, size_t cap)
         put_be(&b, v->waitlist_max, 4); /* record version 3 */
         put_be(&b, v->waiting, 8);
         put_be(&b, v->waiting_qty, 8);
+        if (type_is_place(e->type)) { /* version 7 */
+            put_name(&b, e->place_set, e->place_set_len);
+            put_be(&b, e->place_gen, 8);
+        }
     } else {
         put_be(&b, e->hold_seq, 8);
         put_be(&b, e->hold_tag, 8);
@@ -140,6 +151,12 @@ static int entry_unpack(const MDB_val *v, uint64_t seq, slot_feed_entry *e)
             w->waitlist_max = (uint32_t)get_be(&b, 4);
             w->waiting = get_be(&b, 8);
             w->waiting_qty = get_be(&b, 8);
+        }
+        if (type_is_place(e->type)) { /* version 7: only entries of 7 have these types */
+            if (version < 7)
+                return MDB_CORRUPTED;
+            e->place_set_len = (uint8_t)get_name(&b, e->place_set, sizeof e->place_set);
+            e->place_gen = get_be(&b, 8);
         }
     } else {
         e->hold_seq = get_be(&b, 8);

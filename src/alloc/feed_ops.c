@@ -186,7 +186,8 @@ static size_t seen_key(uint8_t *key, const char *ev, uint8_t ev_len, uint64_t se
 static int check_collect(void *p, const slot_feed_entry *e)
 {
     check_ctx *k = p;
-    if (e->type == SLOT_FEED_EVENT_CREATED || e->type == SLOT_FEED_EVENT_CHANGED)
+    if (e->type == SLOT_FEED_EVENT_CREATED || e->type == SLOT_FEED_EVENT_CHANGED || e->type == SLOT_FEED_EVENT_MOVED ||
+        e->type == SLOT_FEED_EVENT_ARRIVED)
         return 0;
     if (k->only && (e->event_len != k->only_len || memcmp(e->event, k->only, k->only_len) != 0))
         return 0;

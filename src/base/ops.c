@@ -42,6 +42,24 @@ bool slot_op_admin(slot_op op)
     return (unsigned)op < SLOT_OP__COUNT && op_table[op].admin;
 }
 
+bool slot_op_internal(slot_op op)
+{
+    switch (op) {
+    case SLOT_OP_PLACE_STATE:
+    case SLOT_OP_PLACE_EXPORT:
+    case SLOT_OP_PLACE_STAGE:
+    case SLOT_OP_PLACE_RELINQUISH:
+    case SLOT_OP_PLACE_OWN:
+    case SLOT_OP_PLACE_DONE:
+    case SLOT_OP_PLACE_ABORT:
+    case SLOT_OP_PLACE_RECLAIM:
+    case SLOT_OP_PLACE_PURGE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 const char *slot_cluster_change_name(slot_cluster_change c)
 {
     switch (c) {
@@ -133,6 +151,12 @@ void slot_req_clear(slot_req *req)
 {
     free(req->seat_map);
     req->seat_map = NULL;
+    if (req->place) {
+        free(req->place->data_b64);
+        free(req->place->data);
+        free(req->place);
+        req->place = NULL;
+    }
 }
 
 void slot_res_error(slot_res *res, slot_err err, const char *fmt, ...)

@@ -255,7 +255,7 @@ static follow_step step_of(int rc, const slot_reply *r)
         r->err == SLOT_E_WRONG_SET)
         return STEP_OTHER;
     if (rc == 0 &&
-        (r->err == SLOT_E_OVERLOADED || (r->err == SLOT_E__COUNT && strcmp(r->error, SLOT_ERR_WIRE_MOVING) == 0)))
+        (r->err == SLOT_E_OVERLOADED || r->err == SLOT_E_MOVING))
         return STEP_SAME;
     return STEP_ANSWER;
 }
@@ -293,7 +293,7 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
         else
             snprintf(f->err, sizeof(f->err), "%s: %s: %.300s", node, out->error, out->message);
         if (step == STEP_SAME) { /* moving or overloaded: nothing changed; the connection stays */
-            bool told = out->err == SLOT_E__COUNT && out->retry_after_ms > 0;
+            bool told = out->err == SLOT_E_MOVING && out->retry_after_ms > 0;
             int wait = told ? (out->retry_after_ms < SLOT_FOLLOW_MOVING_WAIT_MS_MAX ? (int)out->retry_after_ms
                                                                                     : SLOT_FOLLOW_MOVING_WAIT_MS_MAX)
                             : backoff;

@@ -143,6 +143,7 @@ static const slot__cluster_hooks clu_hooks_place = {
     .is_primary = slot__clu_is_primary,
     .primary_http = slot__clu_primary_http,
     .place_admit = slot__place_admit,
+    .place_auth = slot__place_auth,
     .place_run = slot__place_run,
     .place_answered = slot__place_answered,
 };
@@ -540,6 +541,7 @@ int slot__cluster_start(server *s)
         slot_repl_secret_clear(&secret);
         return -1;
     }
+    c->place_secret = secret; /* the placement's internal ops are signed with it (placement.c) */
     slot_repl_secret_clear(&secret);
     slot_etcd_opts eo = {.timeout_ms = SLOT_CLUSTER_ETCD_TIMEOUT_MS};
     rc = slot_etcd_new(s->loop, o->etcd, &eo, &c->etcd);
@@ -602,6 +604,7 @@ void slot__cluster_free(server *s)
     }
     slot_wset_free(&c->wset);
     slot__place_free(c);
+    slot_repl_secret_clear(&c->place_secret);
     pthread_mutex_destroy(&c->rlog_mu);
     s->batch.wset = NULL;
     s->clu = NULL;

@@ -102,6 +102,7 @@ struct slot__placement;
 typedef struct slot__cluster {
     server *s;
     struct slot__placement *place; /* --placement (placement.c); NULL without it */
+    slot_repl_secret place_secret; /* the cluster secret: the internal ops' mac (placement.c); wiped at free */
     clu_role role;
     char self[SLOT_CLUSTER_NAME_BYTES];
     char adv[SLOT_CLUSTER_ADDR_BYTES];       /* our client address */

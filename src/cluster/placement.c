@@ -34,6 +34,10 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -591,6 +595,50 @@ void slot__place_answered(server *s, entry *e)
     if (slot_etcd_del(p->c->etcd, key, on_undo, p) != 0)
         SLOT__CLU_LOG(p->c, SLOT__LOG_WARN, "a refused create's placement entry could not be deleted",
                       SLOT__LF_S("event", e->req.event));
+}
+
+/* ---- the internal ops' mac */
+
+int slot__place_mac(const clu *c, const char *op, const char *event, uint64_t gen, const char *set, const char *data,
+                    size_t data_len, char out[SLOT_PLACE_MAC_HEX_BYTES + 1])
+{
+    char head[32 + SLOT_EVENT_BYTES_MAX + SLOT_CLUSTER_NAME_BYTES_MAX + 64];
+    int n = snprintf(head, sizeof head, "slotd-place-1\n%s\n%s\n%" PRIu64 "\n%s\n", op, event, gen, set);
+    out[0] = 0;
+    if (n < 0 || (size_t)n >= sizeof head)
+        return -1;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    size_t mdlen = 0;
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *x = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end()};
+    int ok = x && EVP_MAC_init(x, c->place_secret.bytes, c->place_secret.len, params) == 1 &&
+             EVP_MAC_update(x, (const unsigned char *)head, (size_t)n) == 1 &&
+             (data_len == 0 || EVP_MAC_update(x, (const unsigned char *)data, data_len) == 1) &&
+             EVP_MAC_final(x, md, &mdlen, sizeof md) == 1 && mdlen == 32;
+    EVP_MAC_CTX_free(x);
+    EVP_MAC_free(mac);
+    if (!ok)
+        return -1;
+    for (size_t i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}
+
+bool slot__place_auth(server *s, entry *e)
+{
+    const slot_req *r = &e->req;
+    if (r->op == SLOT_OP_PLACE_STATE)
+        return true; /* a read of one record's state: no secret needed */
+    char want[SLOT_PLACE_MAC_HEX_BYTES + 1];
+    const slot_place_args *p = r->place;
+    bool ok = p && p->has_mac &&
+              slot__place_mac(s->clu, slot_op_name(r->op), r->event, p->gen, p->set, p->data_b64 ? p->data_b64 : "",
+                              p->data_b64 ? p->data_b64_len : 0, want) == 0 &&
+              CRYPTO_memcmp(want, p->mac, SLOT_PLACE_MAC_HEX_BYTES) == 0;
+    if (!ok)
+        slot_res_error(&e->res, SLOT_E_FORBIDDEN, "op %s: its mac is not the cluster secret's", slot_op_name(r->op));
+    return ok;
 }
 
 /* ---- start and stop */

@@ -48,4 +48,23 @@ slot__place_state slot__place_run(server *s, entry *e);
  */
 void slot__place_answered(server *s, entry *e);
 
+/*
+ * slot__place_mac — the mac of an internal op (docs/design.md, "Moving an
+ * event"): HMAC-SHA256 with the cluster secret over "slotd-place-1\n" op
+ * "\n" event "\n" gen (decimal) "\n" set "\n" data, as 64 lowercase hex
+ * digits and a NUL into out. set, data: "" when the op has none (data: the
+ * "data" field's base64 text, data_len bytes). Any thread (it reads only
+ * c->place_secret, set before the loop runs). Returns 0, or -1 when
+ * libcrypto fails (out is then "").
+ */
+int slot__place_mac(const clu *c, const char *op, const char *event, uint64_t gen, const char *set, const char *data,
+                    size_t data_len, char out[SLOT_PLACE_MAC_HEX_BYTES + 1]);
+
+/*
+ * slot__place_auth — s->clu_up->place_auth: internal op e may run here when
+ * its mac matches (compared in constant time). false: e->res is forbidden
+ * (a wrong or missing mac). Loop thread.
+ */
+bool slot__place_auth(server *s, entry *e);
+
 #endif

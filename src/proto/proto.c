@@ -748,6 +748,18 @@ static slot_err parse_fields(const parse_ctx *c, slot_req *r)
         return get_path(c, r);
     case SLOT_OP_CLUSTER_CHANGE:
         return parse_cluster_change(c, r);
+    case SLOT_OP_MOVE_EVENT:
+    case SLOT_OP_PLACE_STATE:
+    case SLOT_OP_PLACE_EXPORT:
+    case SLOT_OP_PLACE_STAGE:
+    case SLOT_OP_PLACE_RELINQUISH:
+    case SLOT_OP_PLACE_OWN:
+    case SLOT_OP_PLACE_DONE:
+    case SLOT_OP_PLACE_ABORT:
+    case SLOT_OP_PLACE_RECLAIM:
+    case SLOT_OP_PLACE_PURGE: /* docs/design.md, "Moving an event" (proto_place.c) */
+        TRY(get_event(c, r, REQUIRED));
+        return slot__proto_place_parse(c->root, r, c->msg, c->msglen);
     default:
         return slot__proto_feed_parse(c->root, r, c->msg, c->msglen);
     }

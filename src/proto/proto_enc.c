@@ -587,6 +587,8 @@ size_t slot_proto_encode(const slot_req *req, const slot_res *res, char *buf, si
             kv_cstr(&w, "limit", lim);
             slot__jw_key_u64(&w, "retry_after_ms", res->retry_after_ms);
         }
+        if (res->err == SLOT_E_MOVING) /* docs/protocol.md, "Placement" */
+            slot__jw_key_u64(&w, "retry_after_ms", res->retry_after_ms);
         if (res->err == SLOT_E_NOT_PRIMARY && res->primary[0]) /* docs/protocol.md, "Clients following the primary" */
             kv_view_str(&w, "primary", res->primary, sizeof res->primary);
         if (res->fields) /* wrong_set's event, set, gen and primary (docs/protocol.md, "Placement") */

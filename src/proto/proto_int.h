@@ -69,6 +69,12 @@ slot_err slot__proto_seat_map(json_t *root, slot_req *r, char *msg, size_t msgle
 slot_err slot__proto_seat_hold(json_t *root, slot_req *r, bool *qty_done, char *msg, size_t msglen);
 slot_err slot__proto_seat_confirm(json_t *root, slot_req *r, char *msg, size_t msglen);
 
+/* slot__proto_place_parse — move_event's "to" and the internal ops' fields
+ * (set, gen, mac, first, data, cursor) into r->place (heap; r owns it, also
+ * on an error), after proto.c parsed the event (proto_place.c). SLOT_E_OK or
+ * invalid_argument with msg naming the field. */
+slot_err slot__proto_place_parse(json_t *root, slot_req *r, char *msg, size_t msglen);
+
 /* slot__proto_feed_put — the op's own fields of a feed op's success reply
  * into w (nothing for other ops). */
 void slot__proto_feed_put(slot__jw *w, const slot_req *req, const slot_res *res);

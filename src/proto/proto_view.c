@@ -113,7 +113,14 @@ size_t slot_feed_encode(const slot_feed_entry *e, char *out, size_t cap)
     slot__jw_key_str(&w, "type", type, strlen(type), SLOT__JW_STR_STRICT);
     slot__jw_key_u64(&w, "at", e->at_ms);
     slot__jw_key_str(&w, "event", e->event, e->event_len, SLOT__JW_STR_STRICT);
-    if (e->type == SLOT_FEED_EVENT_CREATED || e->type == SLOT_FEED_EVENT_CHANGED) {
+    if (e->type == SLOT_FEED_EVENT_MOVED) { /* docs/protocol.md, "Placement": the last entry of E here */
+        slot__jw_key_str(&w, "to", e->place_set, e->place_set_len, SLOT__JW_STR_STRICT);
+        slot__jw_key_u64(&w, "gen", e->place_gen);
+    } else if (e->type == SLOT_FEED_EVENT_ARRIVED) { /* the first entry of E here: its state */
+        slot__jw_key_str(&w, "from", e->place_set, e->place_set_len, SLOT__JW_STR_STRICT);
+        slot__jw_key_u64(&w, "gen", e->place_gen);
+        slot__proto_put_view(&w, &e->view);
+    } else if (e->type == SLOT_FEED_EVENT_CREATED || e->type == SLOT_FEED_EVENT_CHANGED) {
         slot__proto_put_view(&w, &e->view);
     } else {
         hold_id(&w, "hold", e->hold_seq, e->hold_tag);

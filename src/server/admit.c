@@ -37,6 +37,13 @@ void slot__admit(server *s, conn *c, entry *e)
         slot__count_error(s, e->res.err);
         return;
     }
+    if (slot_op_internal(e->req.op) && !(s->clu && s->clu_up->place_auth && s->clu_up->place_auth(s, e))) {
+        if (e->res.err == SLOT_E_OK) /* no placement here */
+            slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "op %s: this server is not a member of a placement (--placement)",
+                           slot_op_name(e->req.op));
+        slot__count_error(s, e->res.err);
+        return;
+    }
     bool feed_op = e->req.op == SLOT_OP_SUBSCRIBE || e->req.op == SLOT_OP_ACK || e->req.op == SLOT_OP_UNSUBSCRIBE;
     if (c->http && feed_op) { /* a feed consumer needs a connection that lasts (docs/protocol.md, "HTTP") */
         slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "op %s is not available over HTTP; use the TCP protocol",

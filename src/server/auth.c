@@ -66,6 +66,8 @@ slot__auth_verdict slot__authorize(server *s, conn *c, entry *e)
         e->res.role = role; /* this hello's answer: a later hello may change c->role before it is encoded */
         return SLOT__AUTH_OK;
     }
+    if (slot_op_internal(e->req.op))
+        return SLOT__AUTH_OK; /* one set's primary to another's: its mac authenticates it (admit.c) */
     if (c->role == SLOT_ROLE_NONE) {
         slot_res_error(&e->res, SLOT_E_UNAUTHENTICATED, "send hello with a valid token first");
         c->close_after_flush = true;

@@ -44,6 +44,7 @@ static const unsigned short status_of[SLOT_E__COUNT] = {
     [SLOT_E_NOT_PRIMARY] = MHD_HTTP_TEMPORARY_REDIRECT,
     [SLOT_E_WRONG_SET] = MHD_HTTP_TEMPORARY_REDIRECT, /* docs/protocol.md, "Placement" */
     [SLOT_E_CROSS_SET] = MHD_HTTP_CONFLICT,
+    [SLOT_E_MOVING] = MHD_HTTP_SERVICE_UNAVAILABLE, /* a move's cut-over: retry after retry_after_ms */
     [SLOT_E_STORAGE_FULL] = MHD_HTTP_INSUFFICIENT_STORAGE,
 };
 

@@ -25,7 +25,8 @@ entry *slot__entry_get(server *s)
     s->pool.live++;
     memset(e, 0, offsetof(entry, req));
     memset(&e->res, 0, sizeof(e->res));
-    e->req.seat_map = NULL; /* a fresh entry's req is not zeroed; slot__entry_put frees it */
+    e->req.seat_map = NULL; /* a fresh entry's req is not zeroed; slot__entry_put frees them */
+    e->req.place = NULL;
     e->req.op = SLOT_OP__COUNT;
     e->req.id.kind = SLOT_ID_NONE;
     return e;

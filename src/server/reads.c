@@ -122,7 +122,7 @@ void slot__run_read(server *s, entry *e)
 {
     slot_res *res = &e->res;
     e->state = ENTRY_DONE;
-    if (e->place_step == SLOT__PLACE_DEFER || e->req.op == SLOT_OP_PLACEMENT) {
+    if (e->place_step == SLOT__PLACE_DEFER || e->req.op == SLOT_OP_PLACEMENT || e->req.op == SLOT_OP_MOVE_EVENT) {
         run_placed(s, e);
         return;
     }

@@ -264,6 +264,9 @@ typedef struct slot__cluster_hooks {
     slot__place_state (*place_run)(server *s, entry *e);
     /* loop: an entry is being answered (every reply of a --placement node). */
     void (*place_answered)(server *s, entry *e);
+    /* loop, --placement: whether internal op e (place_*) may run here: its
+     * mac is the cluster secret's; false with e->res filled (forbidden). */
+    bool (*place_auth)(server *s, entry *e);
 } slot__cluster_hooks;
 
 struct slot__cluster;

@@ -56,7 +56,17 @@ static int event_row(void *c, const MDB_val *k, const MDB_val *v)
     size_t len = get_name(&b, ev, sizeof(ev));
     slot_event_rec rec;
     int rc = b.bad ? MDB_CORRUPTED : slot_store_event_get(es->st, es->txn, ev, len, &rec);
-    return rc == 0 ? es->fn(es->ctx, ev, len, &rec) : rc;
+    if (rc != 0)
+        return rc;
+    /* An event this set does not own (a move's stage, or one given up) is
+     * not this set's: placement (slot/store.h) */
+    slot_place_rec pr;
+    rc = slot_store_place_get(es->st, es->txn, ev, len, &pr);
+    if (rc == 0 && pr.state != SLOT_PLACE_OWNED)
+        return 0;
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return rc;
+    return es->fn(es->ctx, ev, len, &rec);
 }
 
 int slot_store_events_scan(slot_store *st, MDB_txn *txn, slot_store_event_fn fn, void *ctx)
