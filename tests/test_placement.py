@@ -122,8 +122,11 @@ def main():
         check(r.get('error') == 'wrong_set' and r.get('set') == 's1' and r.get('gen') == 1 and
               r.get('event') == 'a' and r.get('primary') == '127.0.0.1:%d' % p1,
               'create of a on s2: wrong_set naming s1, gen 1 and its primary', r)
+        r = one(p2, {'op': 'place_state', 'event': 'a'})
+        check(r.get('exists') is False, 's2 made no event a', r)
         r = one(p2, {'op': 'event', 'event': 'a'})
-        check(r.get('error') == 'unknown_event', 's2 made no event a', r)
+        check(r.get('error') == 'wrong_set' and r.get('set') == 's1',
+              'and answers it wrong_set naming s1 (unknown_event only for a name the map lacks)', r)
 
         # families are placed together
         r = one(p2, {'op': 'create_event', 'event': 'a.vip', 'capacity': 10, 'parent': 'a'})

@@ -423,6 +423,8 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 #define SLOT_PLACE_PREFIX_BYTES (SLOT_CLUSTER_NAME_BYTES_MAX + 20)
 /* an etcd key or value of the placement: the prefix, the kind, an event name or a set's addresses */
 #define SLOT_PLACE_KEY_BYTES 512
+/* the map's copy on each node: a failed read or an ended watch is tried again after this */
+#define SLOT_PLACE_CACHE_RETRY_MS 500
 /* a placement gen: 1 at create, +1 per move */
 #define SLOT_PLACE_GEN_MAX (1ull << 53)
 /* the internal ops' "mac": HMAC-SHA256 as lowercase hex */

@@ -231,8 +231,9 @@ static bool hreq_progress(hreq *r)
         slot__run_read(s, e);
     if (e->state != ENTRY_DONE)
         return false;
-    if (e->place_step && s->clu && s->clu_up->place_answered)
-        s->clu_up->place_answered(s, e); /* --placement: a refused create's map entry goes */
+    if (s->clu && s->clu_up->place_answered &&
+        (e->place_step || e->res.err == SLOT_E_UNKNOWN_EVENT || e->res.err == SLOT_E_WRONG_SET))
+        s->clu_up->place_answered(s, e); /* --placement: a refused create's map entry goes; redirects */
     r->err = e->res.err;
     r->retry_after_ms = e->res.retry_after_ms;
     if (!slot__conn_encode(c, e)) { /* out of memory: a 500 without a body */
