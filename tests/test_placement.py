@@ -108,6 +108,10 @@ def main():
         check(m['sets']['s2'].get('http') == '127.0.0.1:%d' % sets['s2'].http_port,
               'and their HTTP addresses', m)
 
+        h = one(p1, {'op': 'hello'})
+        check(h.get('features', [])[-1:] == ['placement'] and 'cluster' in h.get('features', []),
+              'hello lists placement (after cluster and http)', h)
+
         # create_event places the event on its set
         r = one(p1, {'op': 'create_event', 'event': 'a', 'capacity': 100})
         check(r.get('ok'), 'create_event on s1', r)
