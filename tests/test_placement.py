@@ -15,6 +15,7 @@ connection keep their order; over HTTP the same wrong_set.
 Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
 stopped by its PID; the folders are temporary.
 """
+import http.client
 import json
 import os
 import shutil
@@ -73,8 +74,88 @@ def wait_primary(port):
     return False
 
 
+def http_post(port, op, body):
+    c = http.client.HTTPConnection(kit.LOOPBACK, port, timeout=30)
+    c.request('POST', '/v1/' + op, body=json.dumps(body), headers={'Content-Type': 'application/json'})
+    resp = c.getresponse()
+    data = resp.read()
+    loc = resp.getheader('Location')
+    c.close()
+    return resp.status, loc, json.loads(data)
+
+
+def check_http_wrong_set(sets):
+    """A create on the set that does not own the name: 307 to the owner's HTTP address."""
+    status, loc, r = http_post(sets['s2'].http_port, 'create_event', {'event': 'a', 'capacity': 5})
+    check(status == 307 and r.get('error') == 'wrong_set' and r.get('http') == '127.0.0.1:%d' % sets['s1'].http_port,
+          'HTTP create of a on s2: 307, the reply names s1\'s HTTP address', (status, r))
+    check(loc == 'http://127.0.0.1:%d/v1/create_event' % sets['s1'].http_port,
+          'and Location is the owner\'s HTTP address, not s2\'s own', loc)
+    status, loc, r = http_post(int(loc.rsplit(':', 1)[1].split('/')[0]), 'create_event', {'event': 'a', 'capacity': 100})
+    check(status == 200 and r.get('ok'), 'the same create at the Location is answered (a replay)', (status, r))
+
+
+def check_routing(sets, probe):
+    """A client seeded with s1 only holds on events of both sets through slot_route."""
+    addr = {name: '127.0.0.1:%d' % srv.port for name, srv in sets.items()}
+    owner = {}
+    for i in range(3):
+        for name in ('s1', 's2'):
+            ev = 'route-%s-%d' % (name, i)
+            r = one(sets[name].port, {'op': 'create_event', 'event': ev, 'capacity': 50})
+            check(r.get('ok'), 'create %s on %s' % (ev, name), r)
+            owner[ev] = name
+    proc = subprocess.Popen([probe, addr['s1']], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    kit.STARTED.append(proc)
+
+    def ask(line):
+        proc.stdin.write(line + '\n')
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    def hold_line(ev):
+        return json.dumps({'op': 'hold', 'event': ev, 'user': 'u-' + ev, 'qty': 2, 'request': 'k-' + ev})
+
+    holds = {}
+    for ev in sorted(owner):
+        a = ask(hold_line(ev))
+        rep = a.get('reply') or {}
+        check(a.get('rc') == 0 and rep.get('ok') and rep.get('status') == 'held' and a.get('node') == addr[owner[ev]],
+              'route: hold of %s answered by its owner %s' % (ev, owner[ev]), a)
+        holds[ev] = rep.get('hold')
+    # an event created after the route read the map: found by a re-read
+    r = one(sets['s2'].port, {'op': 'create_event', 'event': 'route-late', 'capacity': 5})
+    check(r.get('ok'), 'create route-late on s2 after the map was read', r)
+    owner['route-late'] = 's2'
+    a = ask(hold_line('route-late'))
+    check(a.get('rc') == 0 and (a.get('reply') or {}).get('ok') and a.get('node') == addr['s2'],
+          'route: the late event is held on s2', a)
+    holds['route-late'] = a['reply'].get('hold')
+    # every request again: a replay of the same hold, never a second one
+    for ev in sorted(owner):
+        a = ask(hold_line(ev))
+        rep = a.get('reply') or {}
+        check(a.get('rc') == 0 and rep.get('replay') is True and rep.get('hold') == holds[ev] and
+              a.get('node') == addr[owner[ev]], 'route: %s sent again is a replay on its owner' % ev, a)
+    st = ask('stats')
+    check(st.get('map_reads', 0) >= 2 and st.get('map_failures') == 0, 'route: the map was read (and re-read)', st)
+    proc.stdin.close()
+    check(proc.wait(timeout=30) == 0, 'route_probe exits 0')
+    # each hold exactly once, on its owner; the other set has none of it
+    for ev, name in sorted(owner.items()):
+        other = 's2' if name == 's1' else 's1'
+        r = one(sets[name].port, {'op': 'get_hold', 'event': ev, 'hold': holds[ev]})
+        check(r.get('ok') and r.get('qty') == 2 and r.get('status') == 'held', 'get_hold of %s on %s' % (ev, name), r)
+        v = one(sets[name].port, {'op': 'event', 'event': ev})
+        check(v.get('held') == 2, '%s holds 2 units on %s: one hold' % (ev, name), v)
+        r = one(sets[other].port, {'op': 'get_hold', 'event': ev, 'hold': holds[ev]})
+        check(not r.get('ok') and r.get('error') in ('wrong_set', 'unknown_event'),
+              '%s is not on %s' % (ev, other), r)
+
+
 def main():
     slotd = sys.argv[1]
+    probe = sys.argv[2] if len(sys.argv) > 2 else None
     if not os.access(ETCD, os.X_OK):
         print('etcd not found (install etcd-server)')
         sys.exit(77)
@@ -162,6 +243,10 @@ def main():
         # placement on any role, and of an event the map does not hold
         m = one(p2, {'op': 'placement', 'event': 'nosuch'})
         check(m.get('error') == 'unknown_event', 'placement of an event the map does not hold', m)
+
+        check_http_wrong_set(sets)
+        if probe:
+            check_routing(sets, probe)
 
         for name, srv in sets.items():
             check(srv.stop() == 0, 'set %s stops cleanly' % name, srv.stderr_text()[-2000:])
