@@ -153,9 +153,35 @@ def check_routing(sets, probe):
               '%s is not on %s' % (ev, other), r)
 
 
+def check_slotctl(sets, slotctl):
+    """slotctl placement prints the map and the sets; --event, --json; an unknown event exits 1."""
+    host = ['--host', '127.0.0.1:%d' % sets['s2'].port]
+    p = subprocess.run([slotctl] + host + ['placement'], capture_output=True, text=True, timeout=60)
+    if os.environ.get('SLOT_TEST_VERBOSE'):
+        print(p.stdout)
+    lines = p.stdout.splitlines()
+    row = [l.split() for l in lines if l.split()[:1] == ['a']]
+    check(p.returncode == 0 and row == [['a', 's1', '1', 'serving']], 'slotctl placement: a on s1, gen 1', p.stdout)
+    sets_rows = {l.split()[0]: l.split()[1:] for l in lines[lines.index(next(x for x in lines if x.startswith('sets:'))):]
+                 if l.startswith('  ') and not l.split()[0] == 'set'}
+    check(sets_rows.get('s1') == ['127.0.0.1:%d' % sets['s1'].port, '127.0.0.1:%d' % sets['s1'].http_port] and
+          sets_rows.get('s2', [''])[0] == '127.0.0.1:%d' % sets['s2'].port, 'and both sets\' addresses', p.stdout)
+    p = subprocess.run([slotctl] + host + ['--json', 'placement', '--event', 'b'], capture_output=True, text=True,
+                       timeout=60)
+    m = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(m.get('events') == {'b': {'set': 's2', 'gen': 1, 'state': 'serving'}}, 'slotctl --json placement --event b',
+          p.stdout + p.stderr)
+    p = subprocess.run([slotctl] + host + ['placement', '--event', 'nosuch'], capture_output=True, text=True,
+                       timeout=60)
+    check(p.returncode == 1 and 'unknown_event' in p.stderr, 'slotctl placement --event nosuch exits 1', p.stderr)
+    p = subprocess.run([slotctl, 'placement', 'extra'], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 64, 'slotctl placement with an argument is a usage error', p.stderr)
+
+
 def main():
     slotd = sys.argv[1]
     probe = sys.argv[2] if len(sys.argv) > 2 else None
+    slotctl = sys.argv[3] if len(sys.argv) > 3 else None
     if not os.access(ETCD, os.X_OK):
         print('etcd not found (install etcd-server)')
         sys.exit(77)
@@ -245,6 +271,8 @@ def main():
         check(m.get('error') == 'unknown_event', 'placement of an event the map does not hold', m)
 
         check_http_wrong_set(sets)
+        if slotctl:
+            check_slotctl(sets, slotctl)
         if probe:
             check_routing(sets, probe)
 
