@@ -193,12 +193,13 @@ static void map_take(slot_route *r, json_t *root)
     }
 }
 
-int slot_route_refresh(slot_route *r)
+/* Read the map through the seed, stopping at deadline (monotonic ms; 0: the seed's own bound). */
+static int map_read(slot_route *r, int64_t deadline)
 {
     r->tried = true;
     r->st.map_reads++;
     slot_reply rep;
-    int rc = slot_follow_call_line(r->seed, PLACEMENT_LINE, strlen(PLACEMENT_LINE), &rep);
+    int rc = slot__follow_call(r->seed, PLACEMENT_LINE, strlen(PLACEMENT_LINE), &rep, 0, deadline);
     if (rc == 0 && !rep.ok)
         rc = -EPROTO;
     json_t *root = rc == 0 ? json_loads(rep.line, 0, NULL) : NULL;
@@ -214,6 +215,11 @@ int slot_route_refresh(slot_route *r)
     json_decref(root);
     slot_reply_clear(&rep);
     return rc;
+}
+
+int slot_route_refresh(slot_route *r)
+{
+    return map_read(r, 0);
 }
 
 /* ---- a call */
@@ -270,7 +276,7 @@ int slot_route_call_line(slot_route *r, const char *event, const char *line, siz
         return -EMSGSIZE;
     int64_t deadline = slot__now_ms() + r->o.deadline_ms;
     if (!r->tried)
-        (void)slot_route_refresh(r); /* no map (standalone, no answer): the seed takes everything */
+        (void)map_read(r, deadline); /* no map (standalone, no answer): the seed takes everything */
     bool reread_unknown = false, reread_failed = false;
     uint32_t wrong = 0;
     for (;;) {
@@ -287,7 +293,7 @@ int slot_route_call_line(slot_route *r, const char *event, const char *line, siz
                 reread_failed = true;
                 char before[ADDR_CAP];
                 snprintf(before, sizeof(before), "%s", r->sets[si].primary);
-                if (slot_route_refresh(r) == 0 && strcmp(before, r->sets[si].primary) != 0)
+                if (map_read(r, deadline) == 0 && strcmp(before, r->sets[si].primary) != 0)
                     continue;
                 snprintf(r->err, sizeof(r->err), "%.780s", slot_follow_error(f));
             }
@@ -304,22 +310,22 @@ int slot_route_call_line(slot_route *r, const char *event, const char *line, siz
             int asked = si >= 0 ? si : set_of_node(r, node);
             int owner = learn_owner(r, event && event[0] ? event : out->event, out);
             if (owner < 0 || owner == asked || !r->sets[owner].primary[0])
-                (void)slot_route_refresh(r); /* the answer alone does not say where: read the map */
+                (void)map_read(r, deadline); /* the answer alone does not say where: read the map */
             continue;
         }
         if (out->err == SLOT_E_UNKNOWN_EVENT && event && event[0] && !reread_unknown && slot__now_ms() < deadline) {
             /* An event made after the map was read, or asked of the seed: read it once more. */
             reread_unknown = true;
             int asked = si >= 0 ? si : set_of_node(r, node);
-            if (slot_route_refresh(r) == 0) {
+            if (map_read(r, deadline) == 0) {
                 const route_ev *e = ev_find(r, event);
                 if (e && (int)e->set != asked && r->sets[e->set].primary[0]) {
                     r->st.unknown_rerouted++;
                     continue;
                 }
             }
-            r->err[0] = 0;
         }
+        r->err[0] = 0; /* answered: a map read that failed on the way is not the call's error */
         return 0;
     }
 }
