@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_placement.py SLOTD — two replica sets of one placement (--placement)
+"""test_placement.py SLOTD ... — two replica sets of one placement (--placement)
 sharing one etcd (docs/design.md, "Many replica sets"; docs/protocol.md,
 "Placement"). Each set is one node (--min-replicas 0), its own primary.
 
@@ -11,7 +11,19 @@ child created on another set than its parent is wrong_set; a child of a
 parent the map does not hold is unknown_event; a refused create leaves no
 map entry; placement with "event" answers that event alone, and an event the
 map does not hold is unknown_event; a create and a hold pipelined on one
-connection keep their order; over HTTP the same wrong_set.
+connection keep their order; over HTTP wrong_set is 307 with Location on
+the owning set's HTTP address (the reply's "http"); slotctl placement
+prints the map and the sets (--event, --json, an unknown event exits 1).
+Routing (slot_route, through tests/route_probe.c, seeded with s1 only):
+holds on events of both sets each land on the owner's primary, once (the
+event's held count; get_hold on the owner); the other set does not have
+them (wrong_set, or unknown_event where the set has no fence yet); an event
+created on s2 after the map was read is found by a re-read; every request
+sent again is a replay of the same hold. slot-bench multi-event --placement
+seeded with s1: its 4 events are created on both sets (round-robin), each
+sold out on its owner and absent from the other, and the run's
+verification (every hold by get_hold) passes.
+Usage: test_placement.py SLOTD [ROUTE_PROBE [SLOTCTL [SLOT_BENCH]]].
 Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
 stopped by its PID; the folders are temporary.
 """
@@ -178,10 +190,30 @@ def check_slotctl(sets, slotctl):
     check(p.returncode == 64, 'slotctl placement with an argument is a usage error', p.stderr)
 
 
+def check_bench(sets, bench):
+    """slot-bench multi-event --placement seeded with s1: events over both sets, each verified on its owner."""
+    p = subprocess.run([bench, 'multi-event', '--placement', '--host', '127.0.0.1:%d' % sets['s1'].port,
+                        '--event', 'pb', '--events', '4', '--capacity', '150', '--connections', '8', '--tail', '20',
+                        '--zipf', '0', '--duration', '60'], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0 and 'verification: passed' in p.stdout, 'slot-bench --placement over two sets verifies',
+          p.stdout[-1500:] + p.stderr[-1500:])
+    m = one(sets['s2'].port, {'op': 'placement'})
+    placed = {e: v['set'] for e, v in m.get('events', {}).items() if e.startswith('pb-')}
+    check(placed == {'pb-0': 's1', 'pb-1': 's2', 'pb-2': 's1', 'pb-3': 's2'}, 'its events are spread over both sets',
+          placed)
+    for ev, name in sorted(placed.items()):
+        v = one(sets[name].port, {'op': 'event', 'event': ev})
+        check(v.get('held') == 150 and v.get('available') == 0, '%s sold out on its owner %s' % (ev, name), v)
+        other = 's2' if name == 's1' else 's1'
+        v = one(sets[other].port, {'op': 'event', 'event': ev})
+        check(not v.get('ok'), '%s is not on %s' % (ev, other), v)
+
+
 def main():
     slotd = sys.argv[1]
     probe = sys.argv[2] if len(sys.argv) > 2 else None
     slotctl = sys.argv[3] if len(sys.argv) > 3 else None
+    bench = sys.argv[4] if len(sys.argv) > 4 else None
     if not os.access(ETCD, os.X_OK):
         print('etcd not found (install etcd-server)')
         sys.exit(77)
@@ -275,6 +307,8 @@ def main():
             check_slotctl(sets, slotctl)
         if probe:
             check_routing(sets, probe)
+        if bench:
+            check_bench(sets, bench)
 
         for name, srv in sets.items():
             check(srv.stop() == 0, 'set %s stops cleanly' % name, srv.stderr_text()[-2000:])
