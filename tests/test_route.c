@@ -26,6 +26,7 @@ TEST_DECLARE(route_moving_waits_then_sends_again)
 TEST_DECLARE(route_wrong_set_loop_is_bounded)
 TEST_DECLARE(route_without_placement_uses_the_seed)
 TEST_DECLARE(route_cart_goes_by_its_first_item)
+TEST_DECLARE(route_line_without_event_follows_the_answer)
 
 TEST_LIST_START
 TEST_ENTRY(route_sends_each_event_to_its_owner)
@@ -36,6 +37,7 @@ TEST_ENTRY(route_moving_waits_then_sends_again)
 TEST_ENTRY(route_wrong_set_loop_is_bounded)
 TEST_ENTRY(route_without_placement_uses_the_seed)
 TEST_ENTRY(route_cart_goes_by_its_first_item)
+TEST_ENTRY(route_line_without_event_follows_the_answer)
 TEST_LIST_END
 
 /* ---------------------------------------------------------------- the fake sets */
@@ -527,5 +529,26 @@ TEST_IMPL(route_cart_goes_by_its_first_item)
     slot_reply_clear(&rep);
     ASSERT_EQ(lines_at(1, "cart-1"), 1);
     ASSERT_EQ(lines_at(0, "cart-1"), 0);
+    done(r, &a, &b);
+}
+
+/* A line sent without naming its event goes to the seed; the seed's wrong_set names the
+ * event and its owner, and the same line goes there. */
+TEST_IMPL(route_line_without_event_follows_the_answer)
+{
+    fake a, b;
+    slot_route *r = two_sets(&a, &b);
+    world_own("e2", 1);
+    world_map("e2:s2");
+    const char *line = "{\"op\":\"hold\",\"event\":\"e2\",\"user\":\"u\",\"qty\":1,\"request\":\"k1\"}\n";
+    slot_reply rep;
+    ASSERT_EQ(slot_route_call_line(r, NULL, line, strlen(line), &rep), 0);
+    ASSERT(rep.ok);
+    ASSERT_STR_EQ(rep.hold, "s2-h0");
+    slot_reply_clear(&rep);
+    ASSERT_EQ(lines_at(0, "k1"), 1);
+    ASSERT_EQ(lines_at(1, "k1"), 1);
+    ASSERT_EQ(slot_route_call_line(r, NULL, "{\"op\":\"hold\"", 14, &rep), -EMSGSIZE); /* no newline */
+    slot_reply_clear(&rep);
     done(r, &a, &b);
 }

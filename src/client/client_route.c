@@ -278,6 +278,7 @@ int slot_route_call_line(slot_route *r, const char *event, const char *line, siz
     if (!r->tried)
         (void)map_read(r, deadline); /* no map (standalone, no answer): the seed takes everything */
     bool reread_unknown = false, reread_failed = false;
+    char learned[SLOT_EVENT_BYTES_MAX + 1];
     uint32_t wrong = 0;
     for (;;) {
         slot_reply_clear(out);
@@ -286,7 +287,8 @@ int slot_route_call_line(slot_route *r, const char *event, const char *line, siz
         int rc = slot__follow_call(f, line, len, out, SLOT__FOLLOW_STOP_WRONG_SET, deadline);
         const char *node = slot_follow_node(f);
         if (rc < 0) {
-            snprintf(r->err, sizeof(r->err), "%.780s", slot_follow_error(f));
+            if (!r->err[0] || slot__now_ms() < deadline) /* else: the map read took the time, and says why */
+                snprintf(r->err, sizeof(r->err), "%.780s", slot_follow_error(f));
             /* The set's primary may have moved on (a failover the follower could not see, its
              * list being that one address): a fresh map names the new one. Once a call. */
             if (si >= 0 && !reread_failed && rc != -EMSGSIZE && slot__now_ms() < deadline) {
@@ -308,7 +310,11 @@ int slot_route_call_line(slot_route *r, const char *event, const char *line, siz
                 return wrong > SLOT_ROUTE_REDIRECTS_MAX ? -EAGAIN : -ETIMEDOUT;
             }
             int asked = si >= 0 ? si : set_of_node(r, node);
-            int owner = learn_owner(r, event && event[0] ? event : out->event, out);
+            if ((!event || !event[0]) && out->event[0]) { /* a line routed without its event: now by the answer's */
+                snprintf(learned, sizeof(learned), "%s", out->event);
+                event = learned;
+            }
+            int owner = learn_owner(r, event, out);
             if (owner < 0 || owner == asked || !r->sets[owner].primary[0])
                 (void)map_read(r, deadline); /* the answer alone does not say where: read the map */
             continue;
