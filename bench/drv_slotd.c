@@ -530,7 +530,8 @@ static void conn_open(slotd_conn *sc)
     sc->gen = st->gen;
     bool placed = run->nsets > 1;
     snprintf(sc->node, sizeof(sc->node), "%s", placed ? st->set_node[sc->set] : st->node);
-    const struct sockaddr *to = placed ? (const struct sockaddr *)&st->set_addr[sc->set] : (const struct sockaddr *)&run->addr;
+    const struct sockaddr *to = placed ? (const struct sockaddr *)&st->set_addr[sc->set]
+                                       : (const struct sockaddr *)&run->addr;
     int rc = uv_tcp_connect(&sc->connect_req, sc->tcp, to, connect_cb);
     if (rc < 0)
         reroute(sc, NULL, uv_strerror(rc));
@@ -588,7 +589,8 @@ static int placement_open(bench_run *run, slotd_state *st)
     for (uint32_t i = 0; i < run->nevents; i++) {
         int s = bench_slotd_admin_event_set(run->admin, run->events[i].name);
         if (s < 0) {
-            bench_fail(run, BENCH_EXIT_FAILED, "--placement: event %s was not created by this run", run->events[i].name);
+            bench_fail(run, BENCH_EXIT_FAILED, "--placement: event %s was not created by this run",
+                       run->events[i].name);
             return -1;
         }
         run->events[i].set = (uint8_t)s;

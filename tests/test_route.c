@@ -53,11 +53,11 @@ typedef struct fake {
     uint16_t port;
     pthread_t th;
     volatile int stop;
-    bool no_fence;      /* another set's event: unknown_event instead of wrong_set */
-    bool no_primary;    /* wrong_set without "primary" */
-    bool no_placement;  /* the placement op is an error (a server without --placement) */
-    int moving_left;    /* writes still to answer moving */
-    const char *liar;   /* wrong_set names this set whatever the world says (NULL: the truth) */
+    bool no_fence;     /* another set's event: unknown_event instead of wrong_set */
+    bool no_primary;   /* wrong_set without "primary" */
+    bool no_placement; /* the placement op is an error (a server without --placement) */
+    int moving_left;   /* writes still to answer moving */
+    const char *liar;  /* wrong_set names this set whatever the world says (NULL: the truth) */
 } fake;
 
 static struct {

@@ -45,7 +45,9 @@ static void print_map(const slot_reply *r)
 
 int cmd_placement(ctl *x, int argc, char **argv)
 {
-    static const struct option opts[] = {{"event", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option opts[] = {{"event", required_argument, NULL, 'e'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
     const char *event = NULL;
     int o, rc = 0;
     while ((o = ctl_next_opt(x, argc, argv, opts, &rc)) >= 0)

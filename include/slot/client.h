@@ -389,10 +389,10 @@ typedef struct slot_route slot_route;
 
 /* What a slot_route did, summed over its calls. */
 typedef struct slot_route_stats {
-    uint64_t calls;        /* slot_route_call* */
-    uint64_t wrong_set;    /* wrong_set answers taken (each sent the request to another set) */
-    uint64_t map_reads;    /* placement ops sent (the first and every refresh) */
-    uint64_t map_failures; /* placement ops that did not give a map (an error answer or no answer) */
+    uint64_t calls;            /* slot_route_call* */
+    uint64_t wrong_set;        /* wrong_set answers taken (each sent the request to another set) */
+    uint64_t map_reads;        /* placement ops sent (the first and every refresh) */
+    uint64_t map_failures;     /* placement ops that did not give a map (an error answer or no answer) */
     uint64_t unknown_rerouted; /* unknown_event answers after which a fresh map named another set */
 } slot_route_stats;
 
@@ -446,8 +446,8 @@ const char *slot_route_node(const slot_route *r);
  * set's addresses ("" when unknown) until the next call on r. Returns 1 when
  * the map holds the event, 0 when not (nothing written).
  */
-int slot_route_owner(const slot_route *r, const char *event, char *set, size_t cap, uint64_t *gen,
-                     const char **primary, const char **http);
+int slot_route_owner(const slot_route *r, const char *event, char *set, size_t cap, uint64_t *gen, const char **primary,
+                     const char **http);
 /* slot_route_nsets — sets the held map names; slot_route_set — the i-th (0..nsets-1):
  * its name, primary and http ("" when unknown), borrowed until the next call; NULL out of range. */
 uint32_t slot_route_nsets(const slot_route *r);

@@ -210,7 +210,9 @@ static int map_read(slot_route *r, int64_t deadline)
     if (rc < 0) {
         r->st.map_failures++;
         snprintf(r->err, sizeof(r->err), "placement: %.700s",
-                 rc == -EPROTO ? rep.message : rc == -ENOMEM ? "out of memory" : slot_follow_error(r->seed));
+                 rc == -EPROTO   ? rep.message
+                 : rc == -ENOMEM ? "out of memory"
+                                 : slot_follow_error(r->seed));
     }
     json_decref(root);
     slot_reply_clear(&rep);
@@ -368,8 +370,8 @@ const char *slot_route_node(const slot_route *r)
     return r->node;
 }
 
-int slot_route_owner(const slot_route *r, const char *event, char *set, size_t cap, uint64_t *gen,
-                     const char **primary, const char **http)
+int slot_route_owner(const slot_route *r, const char *event, char *set, size_t cap, uint64_t *gen, const char **primary,
+                     const char **http)
 {
     const route_ev *e = ev_find(r, event);
     if (!e)

@@ -141,10 +141,11 @@ static enum MHD_Result answer_reply(hreq *r, const char *url)
     /* not_primary: this set's primary; wrong_set: the owning set's, as its reply names it
      * ("http"), and no Location when it does not (this set's primary is not the owner). */
     char owner[SLOT_CLUSTER_ADDR_BYTES];
-    const char *primary = status != MHD_HTTP_TEMPORARY_REDIRECT ? NULL
-                          : r->err != SLOT_E_WRONG_SET        ? primary_http(s)
-                          : slot__http_owner_addr(r->c.out, out_len, owner, sizeof(owner)) > 0 ? owner
-                                                                                              : NULL;
+    const char *primary = NULL;
+    if (status == MHD_HTTP_TEMPORARY_REDIRECT && r->err != SLOT_E_WRONG_SET)
+        primary = primary_http(s);
+    else if (status == MHD_HTTP_TEMPORARY_REDIRECT && slot__http_owner_addr(r->c.out, out_len, owner, sizeof(owner)))
+        primary = owner;
     if (primary) {
         char loc[128 + SLOT_HTTP_OP_BYTES_MAX + SLOT_EVENT_BYTES_MAX];
         int n = snprintf(loc, sizeof(loc), "http://%s%s", primary, url);

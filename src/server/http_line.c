@@ -155,8 +155,8 @@ size_t slot__http_owner_addr(const char *line, size_t len, char *out, size_t cap
         size_t j = i + klen, n = 0;
         while (j + n < len && line[j + n] != '"' && n < cap - 1) {
             char ch = line[j + n];
-            bool addr = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                        ch == '.' || ch == ':' || ch == '[' || ch == ']' || ch == '-';
+            bool addr = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                        ch == ':' || ch == '[' || ch == ']' || ch == '-';
             if (!addr)
                 return 0;
             n++;
