@@ -441,4 +441,16 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 /* "moving": when a client should retry a write of an event in its cut-over */
 #define SLOT_PLACE_MOVING_RETRY_MS 100
 
+/* ---- clients that route by the placement (slot_route_*, slot/client.h, src/client/client_route.c) */
+
+/* replica sets a slot_route keeps (name, primary, HTTP address, one follower each) */
+#define SLOT_ROUTE_SETS_MAX 64
+/* events a slot_route's map keeps; the placement op lists at most SLOT_PLACE_LIST_MAX keys. A map
+ * that would grow past it is dropped and learned again (from the next placement reply or
+ * wrong_set answers) */
+#define SLOT_ROUTE_EVENTS_MAX 16384
+/* wrong_set answers one slot_route call follows before it gives up (-EAGAIN): one per move
+ * of the event since the map was read, and a stale map costs one */
+#define SLOT_ROUTE_REDIRECTS_MAX 8
+
 #endif

@@ -13,7 +13,8 @@
  *     entry is made by a CAS that succeeds only when the key is absent. A
  *     name already placed on this set goes on to the create (which answers
  *     as it would: a replay, or the event's own error); a name placed on
- *     another set is wrong_set (with that set, its gen and its primary), and
+ *     another set is wrong_set (with that set, its gen, its primary and its
+ *     HTTP address: a 307's Location over HTTP), and
  *     so is a child whose parent is placed on another set; a parent the map
  *     does not hold is unknown_event. A create that the commit refuses
  *     deletes the entry it made, when its answer goes out.
@@ -196,7 +197,9 @@ static bool parse_entry(const uint8_t *v, size_t n, char *set, size_t set_n, uin
 
 /* ---- wrong_set: the owner's primary, then the answer */
 
-static void wrong_set_answer(slot__placement *p, place_step *st, const char *primary)
+/* primary and http: the owner's addresses as it published them (NULL or "": not sent);
+ * "http" is what the HTTP listener's 307 puts in Location (routing clients, design.md). */
+static void wrong_set_answer(slot__placement *p, place_step *st, const char *primary, const char *http)
 {
     frag f = {0};
     frag_cstr(&f, ",\"event\":");
@@ -209,6 +212,10 @@ static void wrong_set_answer(slot__placement *p, place_step *st, const char *pri
     if (primary && primary[0]) {
         frag_cstr(&f, ",\"primary\":");
         frag_jstr(&f, primary);
+    }
+    if (http && http[0]) {
+        frag_cstr(&f, ",\"http\":");
+        frag_jstr(&f, http);
     }
     if (f.oom) {
         free(f.b);
@@ -227,13 +234,14 @@ static void on_owner(slot_etcd *e, int status, const slot_etcd_get_result *r, vo
     (void)e;
     place_step *st = data;
     slot__placement *p = st->p;
-    const char *primary = NULL;
+    const char *primary = NULL, *http = NULL;
     json_t *j = NULL;
     if (status == 0 && r->found) {
         j = json_loadb((const char *)r->kv.value, r->kv.value_len, 0, NULL);
         primary = j ? json_string_value(json_object_get(j, "primary")) : NULL;
+        http = j ? json_string_value(json_object_get(j, "http")) : NULL;
     }
-    wrong_set_answer(p, st, primary);
+    wrong_set_answer(p, st, primary, http);
     json_decref(j);
 }
 
@@ -244,7 +252,7 @@ static void owner_lookup(slot__placement *p, place_step *st)
     snprintf(key, sizeof key, "%sset/%s", p->prefix, st->owner);
     st->kind = STEP_OWNER;
     if (slot_etcd_get(p->c->etcd, key, on_owner, st) != 0)
-        wrong_set_answer(p, st, NULL); /* the answer without its primary */
+        wrong_set_answer(p, st, NULL, NULL); /* the answer without its primary */
 }
 
 /* ---- create_event: the parent's set, then the CAS */
