@@ -548,7 +548,7 @@ TEST_IMPL(route_line_without_event_follows_the_answer)
     slot_reply_clear(&rep);
     ASSERT_EQ(lines_at(0, "k1"), 1);
     ASSERT_EQ(lines_at(1, "k1"), 1);
-    ASSERT_EQ(slot_route_call_line(r, NULL, "{\"op\":\"hold\"", 14, &rep), -EMSGSIZE); /* no newline */
+    ASSERT_EQ(slot_route_call_line(r, NULL, "{\"op\":\"hold\"", 12, &rep), -EMSGSIZE); /* no newline */
     slot_reply_clear(&rep);
     done(r, &a, &b);
 }
