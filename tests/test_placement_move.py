@@ -21,7 +21,10 @@ Checks:
   - kill -9 of s1's slotd in a move (failpoints kill_move_after_relinquish
     and kill_move_after_own of slotd-failpoints), then a restart: within 30 s
     the move is undone (first) or finished (second), the event is served by
-    exactly one set, and every acknowledged hold is there.
+    exactly one set, and every acknowledged hold is there; while the dead
+    mover's lock is held a move on the other set is `moving` (two movers);
+  - kill -9 of the target (s2) while the map says moving, then a restart: the
+    move is settled (undone or finished) within 30 s, by one set, every hold there.
 Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
 stopped by its PID; the folders are temporary.
 """
@@ -277,6 +280,12 @@ def main():
             check(r is None or not r.get('ok'), 'the move of %s dies with s1 (%s)' % (ev, fp), r)
             sets['s1'].proc.wait(30)
             check(not sets['s1'].alive(), 's1 was killed in the move')
+            if ev == 'k1':  # two movers at once: the dead mover's lock is still held
+                r = one(sets['s2'].port, {'op': 'move_event', 'event': 'hot', 'to': 's1'})
+                check(r.get('error') == 'moving' and r.get('retry_after_ms', 0) > 0,
+                      'a move on s2 while the dead mover\'s lock is held is moving', r)
+                check(entry(sets['s2'].port, 'hot') == {'set': 's2', 'gen': 2, 'state': 'serving'},
+                      'and the map entry of hot is unchanged', entry(sets['s2'].port, 'hot'))
             restart(sets, 's1', slotd, base, etcd_url, secret)
             e, at = wait_resolved(sets['s2'].port, ev, 30 - (time.time() - t0) + 5)
             check(at is not None and at - t0 <= 30, 'the move of %s is resolved within 30 s' % ev,
@@ -292,6 +301,35 @@ def main():
                   'every acknowledged hold of %s is on %s' % (ev, resolved_to))
             r = one(port, {'op': 'hold', 'event': ev, 'user': 'after', 'request': 'after', 'qty': 1})
             check(r.get('ok'), '%s sells %s after the recovery' % (resolved_to, ev), r)
+
+        # kill -9 of the target in a move: settled within 30 s of its restart, served by one set
+        r = one(sets['s1'].port, {'op': 'create_event', 'event': 'k3', 'capacity': 100000})
+        check(r.get('ok'), 'create k3 on s1', r)
+        acked = hold_all(sets['s1'].port, 'k3', 'k', 20000)
+        check(all(x.get('ok') for x in acked.values()), '20000 holds on k3')
+        mc = kit.Conn(sets['s1'].port, timeout=60)
+        mc.send({'op': 'move_event', 'event': 'k3', 'to': 's2'})
+        end = time.time() + 30
+        while time.time() < end and (entry(sets['s1'].port, 'k3') or {}).get('state') != 'moving':
+            time.sleep(0.005)
+        sets['s2'].kill()
+        r = mc.line()
+        mc.close()
+        print('the move of k3 with its target killed: %s' % r.get('message', r))
+        t0 = time.time()
+        restart(sets, 's2', slotd, base, etcd_url, secret)
+        e, at = wait_resolved(sets['s1'].port, 'k3', 35)
+        check(at is not None and at - t0 <= 30, 'the move of k3 is settled within 30 s of the target\'s restart',
+              (e, at and at - t0))
+        owner, seen = served_by_one(sets, 'k3')
+        check(owner is not None and e and owner == e.get('set'), 'k3 is served by exactly one set, the map\'s',
+              (seen, e))
+        if owner:
+            got = call_many(sets[owner].port, [{'op': 'get_hold', 'event': 'k3', 'hold': x['hold'], 'user': u}
+                                               for u, x in sorted(acked.items())])
+            check(len(got) == len(acked) and all(g.get('ok') and g.get('status') == 'held' for g in got),
+                  'every acknowledged hold of k3 is on %s' % owner)
+            print('k3 settled on %s at gen %s, %.1f s after the restart' % (owner, e.get('gen'), at - t0))
         for name in ('s1', 's2'):
             c = one(sets[name].port, {'op': 'check'})
             check(c.get('ok') and c.get('violations_total') == 0, 'check is clean on %s at the end' % name, c)

@@ -357,7 +357,9 @@ int mv_copy(mv_move *m, bool tail)
         cursor = next ? strdup(next) : NULL;
         json_decref(r);
         if (rc != 0) {
-            snprintf(m->why, sizeof m->why, "staging on %s failed (%d)", m->j->to, rc);
+            if (!m->why[0])
+                snprintf(m->why, sizeof m->why, "staging on %s failed: %s", m->j->to,
+                         rc < 0 ? strerror(-rc) : "refused");
             break;
         }
         if (!cursor)
@@ -382,6 +384,6 @@ int mv_copy(mv_move *m, bool tail)
     if (rc == 0)
         rc = stage_drain(m);
     if (rc != 0 && !m->why[0])
-        snprintf(m->why, sizeof m->why, "staging on %s failed (%d)", m->j->to, rc);
+        snprintf(m->why, sizeof m->why, "staging on %s failed: %s", m->j->to, rc < 0 ? strerror(-rc) : "refused");
     return rc;
 }
