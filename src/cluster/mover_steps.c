@@ -142,10 +142,12 @@ int mv_undo(mv_move *m)
     json_t *r = NULL;
     mv_close(&m->dst); /* replies of the pipeline may be unread: a fresh connection */
     int rc = mv_place(m, &m->dst, mv_op(m, "place_abort", m->gen + 1, j->set), &r);
-    bool owned = rc == 1 && strcmp(mv_err(r), "invalid_argument") == 0;
     json_decref(r);
-    if (owned) /* own committed although its answer was lost: the move is finished instead */
-        return mv_finish(m) == 0 ? 1 : 0;
+    if (rc == 1) { /* refused: finished only when T's record says owned at G+1 */
+        mv_pstate st;
+        if (mv_state(m, &m->dst, &st) == 0 && strcmp(st.state, "owned") == 0 && st.gen == m->gen + 1)
+            return mv_finish(m) == 0 ? 1 : -1; /* own committed although its answer was lost */
+    }
     if (rc != 0) {
         mv_fail(j, SLOT_E_UNAVAILABLE, "%s; the target could not be told to abort: recovery resolves the move",
                 m->why);
