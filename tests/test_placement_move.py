@@ -254,6 +254,10 @@ def main():
         for name in ('s1', 's2'):
             c = one(sets[name].port, {'op': 'check'})
             check(c.get('ok') and c.get('violations_total') == 0, 'check is clean on ' + name, c)
+        w = subprocess.run([slotctl, '--host', '127.0.0.1:%d' % p1, 'move', 'hot', '--to', 's2'],
+                           capture_output=True, text=True, timeout=60)
+        check(w.returncode == 1 and 'placed on set s2 (gen 2), primary 127.0.0.1:%d' % p2 in w.stderr,
+              'slotctl move sent to the old owner prints where the event is', (w.returncode, w.stderr))
         v = one(p2, {'op': 'event', 'event': 'hot'})
         held = sum(1 for u in want if want[u][1] == 'held') + 1  # + the hold "x"
         check(v.get('ok') and v['available'] + v['held'] + v['confirmed'] + v.get('allocated', 0) == cap,
