@@ -24,7 +24,8 @@ Checks:
     exactly one set, and every acknowledged hold is there; while the dead
     mover's lock is held a move on the other set is `moving` (two movers);
   - kill -9 of the target (s2) while the map says moving, then a restart: the
-    move is settled (undone or finished) within 30 s, by one set, every hold there.
+    move is settled (undone or finished) within 30 s, by one set, every hold there;
+  - a move to a set whose primary is down: unavailable, the map back at once.
 Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
 stopped by its PID; the folders are temporary.
 """
@@ -334,6 +335,16 @@ def main():
             check(len(got) == len(acked) and all(g.get('ok') and g.get('status') == 'held' for g in got),
                   'every acknowledged hold of k3 is on %s' % owner)
             print('k3 settled on %s at gen %s, %.1f s after the restart' % (owner, e.get('gen'), at - t0))
+        # a target that is down: nothing was sent, so the map is back at once
+        before = entry(sets['s1'].port, 'k1')
+        sets['s2'].kill()
+        r = one(sets['s1'].port, {'op': 'move_event', 'event': 'k1', 'to': 's2'})
+        check(r.get('error') == 'unavailable' and 'served here' in r.get('message', ''),
+              'a move to a set whose primary is down is unavailable', r)
+        check(entry(sets['s1'].port, 'k1') == before, 'and the map entry is back at once', entry(sets['s1'].port, 'k1'))
+        r = one(sets['s1'].port, {'op': 'hold', 'event': 'k1', 'user': 'down', 'request': 'down', 'qty': 1})
+        check(r.get('ok'), 's1 goes on selling k1', r)
+        restart(sets, 's2', slotd, base, etcd_url, secret)
         for name in ('s1', 's2'):
             c = one(sets[name].port, {'op': 'check'})
             check(c.get('ok') and c.get('violations_total') == 0, 'check is clean on %s at the end' % name, c)

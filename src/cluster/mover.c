@@ -224,6 +224,7 @@ static int stage_send(mv_move *m, const char *b64, bool first)
         json_decref(req);
         return -ENOMEM;
     }
+    m->staged_any = true; /* from here T may hold a copy, even if the send fails */
     int rc = mv_send(&m->dst, req);
     json_decref(req);
     if (rc != 0)

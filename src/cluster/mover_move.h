@@ -35,6 +35,7 @@ typedef struct mv_move {
     uint64_t records; /* of the last export */
     uint64_t tail_records;
     unsigned inflight; /* place_stage lines sent whose answers are not read */
+    bool staged_any;   /* a place_stage line was sent to T (before: T can hold nothing of this move) */
     char why[200];     /* what failed */
 } mv_move;
 

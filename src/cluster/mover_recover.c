@@ -31,6 +31,7 @@ static int resolve_one(mv_move *m, const mv_entry *e, int64_t rev)
     snprintf(j->to, sizeof j->to, "%s", e->to);
     m->gen = e->gen;
     m->map_rev = rev;
+    m->staged_any = true; /* what the dead mover sent T is not known: the undo aborts on T first */
     char addr[SLOT_CLUSTER_ADDR_BYTES] = "";
     if (mv_set_addr(m->x, e->to, addr, sizeof addr) != 0 || !addr[0]) {
         mv_unlock(m->x);

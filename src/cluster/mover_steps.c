@@ -140,8 +140,16 @@ int mv_undo(mv_move *m)
 {
     mv_job *j = m->j;
     json_t *r = NULL;
+    int rc;
+    if (!m->staged_any) { /* T was sent nothing: it cannot own E at G+1; the map goes back at once */
+        rc = mv_map_cas(m, m->map_rev, j->set, m->gen, "serving", NULL, NULL);
+        if (rc == 0) {
+            mv_fail(j, SLOT_E_UNAVAILABLE, "%s; nothing was sent to %s, the event is served here", m->why, j->to);
+            return 0;
+        }
+    }
     mv_close(&m->dst); /* replies of the pipeline may be unread: a fresh connection */
-    int rc = mv_place(m, &m->dst, mv_op(m, "place_abort", m->gen + 1, j->set), &r);
+    rc = mv_place(m, &m->dst, mv_op(m, "place_abort", m->gen + 1, j->set), &r);
     json_decref(r);
     if (rc == 1) { /* refused: finished only when T's record says owned at G+1 */
         mv_pstate st;
