@@ -79,12 +79,20 @@ typedef struct mv_kv {
     int64_t mod_rev;
 } mv_kv;
 
+/* mv_ctx_open — the thread's loop and etcd client (job->endpoints) for job
+ * (borrowed for the thread's life). 0 or a SLOT_ETCD_E* code (nothing to close). */
 int mv_ctx_open(mv_ctx *x, mv_job *job);
+/* mv_ctx_close — releases the lock if held, closes the client, runs the loop dry. */
 void mv_ctx_close(mv_ctx *x);
 /* Runs the loop's ready work (the keep-alive) without waiting. */
 void mv_pump(mv_ctx *x);
 
-/* etcd, blocking on the thread's loop; 0 or a SLOT_ETCD_E* code. */
+/* etcd, one call at a time, blocking on the thread's loop (each bounded by the
+ * client's timeout per endpoint); 0 or a SLOT_ETCD_E* code. out's value is
+ * heap (mv_kv_free). list: every key under prefix (at most SLOT_PLACE_LIST_MAX)
+ * as {"rest of the key": "value"}, heap (json_decref). cas: *ok says whether
+ * it applied (a retried CAS that etcd applied counts), current the value
+ * found when it did not (may be NULL), new_rev the key's revision after it. */
 int mv_etcd_get(mv_ctx *x, const char *key, mv_kv *out);
 int mv_etcd_list(mv_ctx *x, const char *prefix, json_t **names_values); /* {"key-suffix": value-text} */
 int mv_etcd_cas(mv_ctx *x, const char *key, int64_t expect_rev, const char *value, int64_t lease, bool *ok,
@@ -95,7 +103,8 @@ void mv_kv_free(mv_kv *kv);
 int mv_lock(mv_ctx *x, const char *event, const char *from, const char *to, uint64_t gen, char **holder);
 void mv_unlock(mv_ctx *x);
 
-/* Connections: 0 or -errno. */
+/* Connections to a set's primary "H:P" (connect bounded by SLOT_PLACE_CONNECT_MS,
+ * each reply by SLOT_PLACE_IO_MS): 0 or -errno (-EPROTO: not a JSON object). */
 int mv_connect(mv_conn *k, const char *addr);
 void mv_close(mv_conn *k);
 /* Adds "mac" to req for op (the fields already in req). 0, or -1 (out of memory). */
