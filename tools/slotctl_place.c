@@ -123,15 +123,17 @@ int cmd_move(ctl *x, int argc, char **argv)
         free(raw);
         if (json_is_true(json_object_get(r, "ok"))) {
             if (!x->json)
-                printf("moved %s to %s: gen %" PRId64 ", write pause %" PRId64 " ms, total %" PRId64
-                       " ms, %" PRId64 " records\n",
+                printf("moved %s to %s: gen %" PRId64 ", write pause %" PRId64 " ms, total %" PRId64 " ms, %" PRId64
+                       " records\n",
                        event, str(r, "to"), (int64_t)json_integer_value(json_object_get(r, "gen")),
                        (int64_t)json_integer_value(json_object_get(r, "pause_ms")),
                        (int64_t)json_integer_value(json_object_get(r, "total_ms")),
                        (int64_t)json_integer_value(json_object_get(r, "records")));
         } else if (strcmp(str(r, "error"), "wrong_set") == 0) {
-            fprintf(stderr, "slotctl: move %s: the event is placed on set %s (gen %" PRId64 ")%s%s: send the move to"
-                    " that set's primary\n", event, str(r, "set"), (int64_t)json_integer_value(json_object_get(r, "gen")),
+            fprintf(stderr,
+                    "slotctl: move %s: the event is placed on set %s (gen %" PRId64 ")%s%s: send the move to"
+                    " that set's primary\n",
+                    event, str(r, "set"), (int64_t)json_integer_value(json_object_get(r, "gen")),
                     str(r, "primary")[0] ? ", primary " : "", str(r, "primary"));
             status = EXIT_SERVER_ERROR;
         } else {

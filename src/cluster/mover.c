@@ -180,8 +180,7 @@ typedef struct delta {
     size_t n;
 } delta;
 
-static int put_rec(delta *d, uint8_t db, const uint8_t *key, uint16_t klen, const uint8_t *v, uint32_t vlen,
-                   bool del)
+static int put_rec(delta *d, uint8_t db, const uint8_t *key, uint16_t klen, const uint8_t *v, uint32_t vlen, bool del)
 {
     size_t need = 1 + 2 + klen + 4 + (del ? 0 : vlen);
     if (d->n + need > SLOT_PLACE_CHUNK_BYTES)

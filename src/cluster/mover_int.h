@@ -28,7 +28,7 @@ enum { MV_MOVE = 1, MV_RESOLVE = 2 };
 /* One job of the mover thread, with its inputs (copied by the loop thread)
  * and its outcome (written by the thread). */
 typedef struct mv_job {
-    int mode; /* MV_MOVE: move `event` to `to`; MV_RESOLVE: recovery's pass */
+    int mode;        /* MV_MOVE: move `event` to `to`; MV_RESOLVE: recovery's pass */
     bool check_done; /* resolve: also look for relinquished records whose move finished (a first pass) */
     char event[SLOT_EVENT_BYTES_MAX + 1];
     char to[SLOT_CLUSTER_NAME_BYTES];
@@ -45,10 +45,10 @@ typedef struct mv_job {
     char msg[240];
     char *fields; /* heap: the reply's fields (",\"k\":v..."), handed to the entry's res */
     size_t fields_len;
-    uint64_t retry_after_ms; /* moving: when to try again */
+    uint64_t retry_after_ms;                         /* moving: when to try again */
     uint64_t start_ms, pause_start_ms, pause_end_ms; /* uv_hrtime in ms: the reply's total_ms and pause_ms */
-    unsigned resolved; /* resolve: moves finished or undone by this pass */
-    bool want_check; /* a place_done could not be sent: look again on the next pass */
+    unsigned resolved;                               /* resolve: moves finished or undone by this pass */
+    bool want_check;                                 /* a place_done could not be sent: look again on the next pass */
     atomic_bool done;
 } mv_job;
 
@@ -61,8 +61,8 @@ typedef struct mv_ctx {
     slot_etcd *etcd;
     uv_timer_t keep; /* the lock lease's keep-alive */
     bool keep_on, keep_busy;
-    int64_t lease;      /* the lock's lease (0: none) */
-    bool lock_lost;     /* a keep-alive found the lease gone */
+    int64_t lease;  /* the lock's lease (0: none) */
+    bool lock_lost; /* a keep-alive found the lease gone */
     char key_lock[SLOT_PLACE_KEY_BYTES];
 } mv_ctx;
 

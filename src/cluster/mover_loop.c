@@ -36,11 +36,11 @@ struct slot__mover {
     bool thread_live; /* started and not joined */
     mv_job *job;      /* the thread's job (running, or done and not yet collected) */
     atomic_int job_state;
-    uint64_t tag;         /* the move_event entry's place_tag (0: a recovery pass) */
+    uint64_t tag; /* the move_event entry's place_tag (0: a recovery pass) */
     uint64_t tags;
-    uint64_t done_ms;     /* loop time the job came back */
-    bool check_done;      /* the next recovery pass looks for relinquished records too */
-    uint64_t tenure_seen; /* the tenure whose first pass ran */
+    uint64_t done_ms;        /* loop time the job came back */
+    bool check_done;         /* the next recovery pass looks for relinquished records too */
+    uint64_t tenure_seen;    /* the tenure whose first pass ran */
     slot_repl_secret secret; /* the cluster secret (c->place_secret), copied into each job */
 };
 
@@ -297,7 +297,8 @@ slot__place_state slot__mover_run(server *s, entry *e)
     if (slot__clu_write_gate(s, &e->res)) /* not_primary (with its address), or unavailable */
         return SLOT__PLACE_ANSWERED;
     if (m->job) {
-        moving_now(e, m->job->mode == MV_MOVE ? "another move runs on this set" : "recovery of a move runs on this set");
+        moving_now(e,
+                   m->job->mode == MV_MOVE ? "another move runs on this set" : "recovery of a move runs on this set");
         return SLOT__PLACE_ANSWERED;
     }
     mv_job *j = job_new(m, MV_MOVE);

@@ -11,7 +11,7 @@
 typedef struct mv_entry {
     char set[SLOT_CLUSTER_NAME_BYTES];
     char to[SLOT_CLUSTER_NAME_BYTES]; /* moving: the target */
-    char state[16];                    /* serving | moving */
+    char state[16];                   /* serving | moving */
     uint64_t gen;
 } mv_entry;
 

@@ -97,8 +97,9 @@ static int check(mv_move *m, char *target, size_t tn)
     bool mine = (strcmp(st.state, "absent") == 0 && m->gen == 1) ||
                 (strcmp(st.state, "owned") == 0 && st.gen == m->gen);
     if (!st.exists || !mine) {
-        mv_fail(j, SLOT_E_UNAVAILABLE, "this set's record of %s is %s at gen %" PRIu64 ", the map's gen is %" PRIu64
-                "; nothing was changed", j->event, st.state, st.gen, m->gen);
+        mv_fail(j, SLOT_E_UNAVAILABLE,
+                "this set's record of %s is %s at gen %" PRIu64 ", the map's gen is %" PRIu64 "; nothing was changed",
+                j->event, st.state, st.gen, m->gen);
         return -1;
     }
     return 0;
@@ -157,8 +158,7 @@ int mv_undo(mv_move *m)
             return mv_finish(m) == 0 ? 1 : -1; /* own committed although its answer was lost */
     }
     if (rc != 0) {
-        mv_fail(j, SLOT_E_UNAVAILABLE, "%s; the target could not be told to abort: recovery resolves the move",
-                m->why);
+        mv_fail(j, SLOT_E_UNAVAILABLE, "%s; the target could not be told to abort: recovery resolves the move", m->why);
         return -1;
     }
     rc = mv_place(m, &m->src, mv_op(m, "place_reclaim", m->gen, NULL), &r);
