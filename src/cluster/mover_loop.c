@@ -276,6 +276,11 @@ slot__place_state slot__mover_run(server *s, entry *e)
         return SLOT__PLACE_ANSWERED;
     }
     if (e->place_tag) {
+        if (!m->open) { /* stopped while its thread ran: the thread was let go */
+            slot_res_error(&e->res, SLOT_E_UNAVAILABLE,
+                           "the server is stopping; the move is finished or undone by recovery when it is back");
+            return SLOT__PLACE_ANSWERED;
+        }
         if (!m->job || m->tag != e->place_tag) {
             slot_res_error(&e->res, SLOT_E_INTERNAL, "the move's state was lost");
             return SLOT__PLACE_ANSWERED;
