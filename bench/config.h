@@ -50,6 +50,10 @@ typedef struct bench_config {
     uint32_t nhosts; /* 1..BENCH_HOSTS_MAX */
     const char *token;
     bool allow_remote;
+    /* multi-event --placement: the --host members are of replica sets sharing one placement;
+     * events are created round-robin over the sets, each connection sells one set's events on
+     * that set's primary (docs/protocol.md, "Clients routing by the placement") */
+    bool placement;
     char event[SLOT_EVENT_BYTES_MAX + 1]; /* base name; multi-event appends "-<i>" */
     uint32_t connections, pipeline;
     uint32_t threads; /* event loops, each with its share of the connections; 1..BENCH_THREADS_MAX */

@@ -18,6 +18,10 @@
  * 256 connections meeting the same failover move it once, not 256 times.
  * Each connection gives up (the run fails) after BENCH_FOLLOW_ATTEMPTS_MAX
  * reconnects or BENCH_FOLLOW_DEADLINE_MS without an answer.
+ *
+ * --placement (several replica sets): connection i belongs to set i % sets and
+ * goes to that set's primary (its own target, moved only by a not_primary that
+ * names the set's new primary); the workload gives it only that set's events.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +50,9 @@ typedef struct slotd_state {
     uint64_t gen;         /* raised by every move */
     char acked[ADDR_CAP]; /* the node of the last acknowledged write */
     uv_timer_t tick;      /* the silence detector */
+    /* --placement: each set's primary, where its connections go */
+    struct sockaddr_storage set_addr[BENCH_SETS_MAX];
+    char set_node[BENCH_SETS_MAX][ADDR_CAP];
 } slotd_state;
 
 typedef struct slotd_conn {
@@ -59,6 +66,7 @@ typedef struct slotd_conn {
     bool closing;        /* slotd_close: free once `handles` are closed */
     int handles;         /* while closing: handles whose close callback is still to come */
     uint64_t gen;        /* the state's gen when this connection was opened */
+    uint8_t set;         /* --placement: the replica set it sells on (run->nsets > 1) */
     char node[ADDR_CAP]; /* where it was opened */
     uint64_t wait_ns;    /* since when the oldest request in flight waits */
     uint32_t lost;       /* requests in flight when it was cut: sent again on reconnect */
@@ -238,10 +246,9 @@ static void write_cb(uv_write_t *req, int status)
 
 /* ---------------------------------------------------------------- following the primary */
 
-/* Point the run at addr ("H:P"): resolve it (numeric or by name). false when it does not. */
-static bool set_target(bench_run *run, const char *addr)
+/* addr ("H:P") resolved (numeric or by name) into *out. false when it does not. */
+static bool resolve(const char *addr, struct sockaddr_storage *out)
 {
-    slotd_state *st = run->drv_state;
     char host[ADDR_CAP], port[8];
     uint16_t p;
     if (slot_addr_split(addr, strlen(addr), host, sizeof(host), &p) < 0)
@@ -250,8 +257,17 @@ static bool set_target(bench_run *run, const char *addr)
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
     if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
         return false;
-    memcpy(&run->addr, res->ai_addr, res->ai_addrlen);
+    memcpy(out, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
+    return true;
+}
+
+/* Point the run at addr ("H:P"). false when it does not resolve. */
+static bool set_target(bench_run *run, const char *addr)
+{
+    slotd_state *st = run->drv_state;
+    if (!resolve(addr, &run->addr))
+        return false;
     snprintf(st->node, sizeof(st->node), "%s", addr);
     for (uint32_t i = 0; i < run->cfg->nhosts; i++)
         if (strcmp(run->cfg->hosts[i], addr) == 0)
@@ -267,6 +283,14 @@ static bool move_target(slotd_conn *sc, const char *primary)
 {
     bench_run *run = sc->c->run;
     slotd_state *st = run->drv_state;
+    if (run->nsets > 1) { /* --placement: the set's own primary, when a not_primary names a new one */
+        if (primary && primary[0] && strcmp(primary, st->set_node[sc->set]) != 0 &&
+            resolve(primary, &st->set_addr[sc->set])) {
+            snprintf(st->set_node[sc->set], sizeof(st->set_node[0]), "%s", primary);
+            return true;
+        }
+        return primary && primary[0] && strcmp(primary, st->set_node[sc->set]) == 0;
+    }
     if (primary && primary[0] && strcmp(primary, st->node) != 0 && set_target(run, primary))
         return true;
     if (primary && primary[0] && strcmp(primary, st->node) == 0 && sc->gen != st->gen)
@@ -504,8 +528,11 @@ static void conn_open(slotd_conn *sc)
     uv_tcp_init(&run->loop, sc->tcp);
     sc->tcp->data = sc;
     sc->gen = st->gen;
-    snprintf(sc->node, sizeof(sc->node), "%s", st->node);
-    int rc = uv_tcp_connect(&sc->connect_req, sc->tcp, (struct sockaddr *)&run->addr, connect_cb);
+    bool placed = run->nsets > 1;
+    snprintf(sc->node, sizeof(sc->node), "%s", placed ? st->set_node[sc->set] : st->node);
+    const struct sockaddr *to = placed ? (const struct sockaddr *)&st->set_addr[sc->set]
+                                       : (const struct sockaddr *)&run->addr;
+    int rc = uv_tcp_connect(&sc->connect_req, sc->tcp, to, connect_cb);
     if (rc < 0)
         reroute(sc, NULL, uv_strerror(rc));
 }
@@ -540,6 +567,38 @@ static void tcp_closed(uv_handle_t *h)
         conn_free(sc);
 }
 
+/* --placement: the sets' primaries and each event's set (run->nsets, events[].set). 0, or -1
+ * with the run failed. */
+static int placement_open(bench_run *run, slotd_state *st)
+{
+    uint32_t n = bench_slotd_admin_sets(run->admin);
+    if (n <= 1)
+        return 0; /* one set (or no --placement): the run's one target */
+    if (n > run->cfg->events || n > run->nconns) {
+        bench_fail(run, BENCH_EXIT_USAGE, "--placement: %u replica sets need at least %u events and connections", n, n);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const char *p = bench_slotd_admin_set_primary(run->admin, i);
+        if (!resolve(p, &st->set_addr[i])) {
+            bench_fail(run, BENCH_EXIT_CONNECTION, "--placement: set primary %s does not resolve", p);
+            return -1;
+        }
+        snprintf(st->set_node[i], sizeof(st->set_node[i]), "%s", p);
+    }
+    for (uint32_t i = 0; i < run->nevents; i++) {
+        int s = bench_slotd_admin_event_set(run->admin, run->events[i].name);
+        if (s < 0) {
+            bench_fail(run, BENCH_EXIT_FAILED, "--placement: event %s was not created by this run",
+                       run->events[i].name);
+            return -1;
+        }
+        run->events[i].set = (uint8_t)s;
+    }
+    run->nsets = n;
+    return 0;
+}
+
 static int slotd_open(bench_run *run)
 {
     slotd_state *st = calloc(1, sizeof(*st));
@@ -555,6 +614,8 @@ static int slotd_open(bench_run *run)
     for (uint32_t i = 0; i < run->cfg->nhosts; i++)
         if (strcmp(run->cfg->hosts[i], st->node) == 0)
             st->idx = i;
+    if (placement_open(run, st) < 0)
+        return -1;
     uv_timer_init(&run->loop, &st->tick);
     st->tick.data = run;
     uv_timer_start(&st->tick, tick_cb, BENCH_FOLLOW_TICK_MS, BENCH_FOLLOW_TICK_MS);
@@ -572,6 +633,7 @@ static int slotd_open(bench_run *run)
         }
         sc->out_cap = cap;
         sc->c = c;
+        sc->set = run->nsets > 1 ? (uint8_t)(i % run->nsets) : 0;
         sc->backoff_ms = BENCH_FOLLOW_BACKOFF_MS;
         c->drv = sc;
         sc->connect_req.data = sc->write_req.data = sc->hello_req.data = sc;

@@ -37,6 +37,12 @@ int bench_slotd_allocate(bench_admin *a, const char *event, const char *block, u
 int bench_slotd_admin_to_primary(bench_admin *a, char *err, size_t errlen);
 /* bench_slotd_admin_peer — the socket address hello's answer came from: where the load starts. */
 const struct sockaddr_storage *bench_slotd_admin_peer(const bench_admin *a);
+/* --placement (drv_slotd_admin.c): the replica sets of the map (0 without --placement), the
+ * i-th set's primary "H:P" (NULL out of range; borrowed), and the set an event was created on
+ * (-1: not created by this admin). */
+uint32_t bench_slotd_admin_sets(const bench_admin *a);
+const char *bench_slotd_admin_set_primary(const bench_admin *a, uint32_t i);
+int bench_slotd_admin_event_set(const bench_admin *a, const char *event);
 /* bench_slotd_admin_node — that node as "H:P" (borrowed until the next admin call). */
 const char *bench_slotd_admin_node(const bench_admin *a);
 

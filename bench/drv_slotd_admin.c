@@ -3,6 +3,11 @@
  * (hello, create_event, event, check, expire, stats) through slot_follow, so
  * they reach the replica set's primary whichever --host is tried first, and
  * a call interrupted by a failover is sent again with the same request.
+ *
+ * With --placement the admin also reads the placement's map (slot_route) and
+ * keeps one follower per replica set: events are created round-robin over
+ * the sets, and each event's own calls (event, check) go to its set; expire
+ * runs on every set.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +24,15 @@
 
 struct bench_admin {
     slot_follow *f;
+    /* --placement */
+    uint32_t nsets;
+    slot_follow *sets[BENCH_SETS_MAX];
+    char set_primary[BENCH_SETS_MAX][SLOT_CLIENT_ADDR_BYTES_MAX + 1];
+    uint32_t ncreated;
+    struct {
+        char name[SLOT_EVENT_BYTES_MAX + 1];
+        uint8_t set;
+    } created[BENCH_EVENTS_MAX + 4];
     const bench_config *cfg;
     json_t *hello;
     struct sockaddr_storage peer; /* the address the first answer came from */
@@ -37,18 +51,50 @@ const char *bench_slotd_admin_node(const bench_admin *a)
 /* One call; 0 on an ok reply, else an exit status and err. r must be cleared by the caller.
  * slotd closes connections idle past its --idle-timeout-ms, as the admin connection is
  * through the load: slot_follow opens it again and sends the request again. */
-static int call(bench_admin *a, const char *what, const slot_req *req, slot_reply *r, char *err, size_t errlen)
+static int call_on(bench_admin *a, slot_follow *f, const char *what, const slot_req *req, slot_reply *r, char *err,
+                   size_t errlen)
 {
-    int rc = slot_follow_call(a->f, req, r);
+    int rc = slot_follow_call(f, req, r);
     if (rc < 0) {
-        snprintf(err, errlen, "%s: %s", what, slot_follow_error(a->f));
+        snprintf(err, errlen, "%s: %s", what, slot_follow_error(f));
         return BENCH_EXIT_CONNECTION;
     }
     if (!r->ok) {
         snprintf(err, errlen, "%s: %s: %s", what, r->error, r->message);
         return BENCH_EXIT_FAILED;
     }
+    (void)a;
     return 0;
+}
+
+static int call(bench_admin *a, const char *what, const slot_req *req, slot_reply *r, char *err, size_t errlen)
+{
+    return call_on(a, a->f, what, req, r, err, errlen);
+}
+
+int bench_slotd_admin_event_set(const bench_admin *a, const char *event)
+{
+    for (uint32_t i = 0; i < a->ncreated; i++)
+        if (strcmp(a->created[i].name, event) == 0)
+            return a->created[i].set;
+    return -1;
+}
+
+uint32_t bench_slotd_admin_sets(const bench_admin *a)
+{
+    return a->nsets;
+}
+
+const char *bench_slotd_admin_set_primary(const bench_admin *a, uint32_t i)
+{
+    return i < a->nsets ? a->set_primary[i] : NULL;
+}
+
+/* The follower of event's set (--placement), else the admin's own. */
+static slot_follow *follower_of(bench_admin *a, const char *event)
+{
+    int s = a->nsets ? bench_slotd_admin_event_set(a, event) : -1;
+    return s >= 0 ? a->sets[s] : a->f;
 }
 
 void bench_slotd_admin_close(bench_admin *a)
@@ -56,6 +102,8 @@ void bench_slotd_admin_close(bench_admin *a)
     if (!a)
         return;
     slot_follow_free(a->f);
+    for (uint32_t i = 0; i < a->nsets; i++)
+        slot_follow_free(a->sets[i]);
     json_decref(a->hello);
     free(a);
 }
@@ -90,6 +138,56 @@ static int admin_follow(bench_admin *a, const char *first, char *err, size_t err
     return 0;
 }
 
+/* --placement: the map, read through every --host (slot_route), and a follower of each
+ * set's published primary. 0 or an exit status with err. */
+static int admin_placement(bench_admin *a, char *err, size_t errlen)
+{
+    const bench_config *cfg = a->cfg;
+    char list[(BENCH_HOSTS_MAX + 1) * sizeof(cfg->hosts[0])] = "";
+    for (uint32_t i = 0; i < cfg->nhosts; i++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? "," : "", cfg->hosts[i]);
+    slot_follow_opts o;
+    slot_follow_opts_default(&o);
+    o.token = cfg->token;
+    o.connect_timeout_ms = BENCH_CONNECT_TIMEOUT_MS;
+    o.reply_timeout_ms = BENCH_CALL_TIMEOUT_MS;
+    o.deadline_ms = BENCH_CALL_TIMEOUT_MS + BENCH_FOLLOW_DEADLINE_MS;
+    slot_route *rt = NULL;
+    char why[300];
+    if (slot_route_new(list, &o, &rt, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--host: %s", why);
+        return BENCH_EXIT_USAGE;
+    }
+    int rc = slot_route_refresh(rt);
+    if (rc < 0) {
+        snprintf(err, errlen, "--placement: %s", slot_route_error(rt));
+        slot_route_free(rt);
+        return rc == -EPROTO ? BENCH_EXIT_FAILED : BENCH_EXIT_CONNECTION;
+    }
+    uint32_t n = slot_route_nsets(rt);
+    rc = 0;
+    if (n == 0 || n > BENCH_SETS_MAX) {
+        snprintf(err, errlen, "--placement: the map names %u replica sets (1..%d)", n, BENCH_SETS_MAX);
+        rc = BENCH_EXIT_FAILED;
+    }
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        const char *primary = NULL;
+        const char *name = slot_route_set(rt, i, &primary, NULL);
+        if (!primary || !primary[0]) {
+            snprintf(err, errlen, "--placement: replica set %s has no primary published", name);
+            rc = BENCH_EXIT_CONNECTION;
+        } else if (slot_follow_new(primary, &o, &a->sets[i], why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "--placement: set %s: %s", name, why);
+            rc = BENCH_EXIT_FAILED;
+        } else {
+            snprintf(a->set_primary[i], sizeof(a->set_primary[i]), "%s", primary);
+            a->nsets = i + 1;
+        }
+    }
+    slot_route_free(rt);
+    return rc;
+}
+
 /* Connect (to the primary, following it) and say hello; keeps hello's reply
  * and where it came from, which is where the load goes. */
 int bench_slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err, size_t errlen)
@@ -121,6 +219,8 @@ int bench_slotd_admin_open(const bench_config *cfg, bench_admin **out, char *err
         }
     }
     slot_reply_clear(&r);
+    if (rc == 0 && cfg->placement)
+        rc = admin_placement(a, err, errlen);
     if (rc) {
         bench_slotd_admin_close(a);
         return rc;
@@ -145,6 +245,8 @@ static void sleep_ms(long ms)
  * still be taking over). One --host: nothing is asked. 0 or an exit status. */
 int bench_slotd_admin_to_primary(bench_admin *a, char *err, size_t errlen)
 {
+    if (a->nsets)
+        return 0; /* --placement: each set's follower follows its own primary */
     if (a->cfg->nhosts <= 1)
         return 0;
     char last[400] = "nothing was asked";
@@ -212,10 +314,11 @@ static void view_blocks(const char *line, bench_view *v)
 }
 
 /* A call whose reply is an event's view (create_event, event): into v. 0 or an exit status. */
-static int view_call(bench_admin *a, const char *what, const slot_req *req, bench_view *v, char *err, size_t errlen)
+static int view_call(bench_admin *a, slot_follow *f, const char *what, const slot_req *req, bench_view *v, char *err,
+                     size_t errlen)
 {
     slot_reply r;
-    int rc = call(a, what, req, &r, err, errlen);
+    int rc = call_on(a, f, what, req, &r, err, errlen);
     if (rc == 0) {
         view_blocks(r.line, v);
         v->capacity = r.capacity;
@@ -252,14 +355,26 @@ int bench_slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_vi
         req.parent_len = (uint8_t)n;
         req.has |= SLOT_HAS_PARENT;
     }
-    return view_call(a, "create_event", &req, v, err, errlen);
+    if (!a->nsets)
+        return view_call(a, a->f, "create_event", &req, v, err, errlen);
+    if (a->ncreated >= sizeof(a->created) / sizeof(a->created[0])) {
+        snprintf(err, errlen, "create_event: more events than --placement keeps");
+        return BENCH_EXIT_FAILED;
+    }
+    uint32_t set = a->ncreated % a->nsets; /* round-robin: event i on set i % sets */
+    int rc = view_call(a, a->sets[set], "create_event", &req, v, err, errlen);
+    if (rc == 0) {
+        snprintf(a->created[a->ncreated].name, sizeof(a->created[0].name), "%s", s->name);
+        a->created[a->ncreated++].set = (uint8_t)set;
+    }
+    return rc;
 }
 
 int bench_slotd_event(bench_admin *a, const char *event, bench_view *v, char *err, size_t errlen)
 {
     slot_req req;
     slot_req_event(&req, SLOT_OP_EVENT, event);
-    return view_call(a, "event", &req, v, err, errlen);
+    return view_call(a, follower_of(a, event), "event", &req, v, err, errlen);
 }
 
 /* allocate (docs/protocol.md, "Allocations"): the request line is written here (the client
@@ -306,7 +421,7 @@ int bench_slotd_check(bench_admin *a, const char *event, uint32_t *violations, c
     slot_req req;
     slot_req_event(&req, SLOT_OP_CHECK, event);
     slot_reply r;
-    int rc = call(a, "check", &req, &r, detail, detlen);
+    int rc = call_on(a, follower_of(a, event), "check", &req, &r, detail, detlen);
     if (rc == 0) {
         *violations = r.nviolations;
         snprintf(detail, detlen, "%s", r.nviolations ? r.line : "");
@@ -320,11 +435,15 @@ int bench_slotd_expire(bench_admin *a, const char *event, uint64_t *expired, cha
     (void)event; /* slotd's expire runs the sweeper over every event */
     slot_req req;
     slot_req_init(&req, SLOT_OP_EXPIRE);
-    slot_reply r;
-    int rc = call(a, "expire", &req, &r, err, errlen);
-    if (rc == 0)
-        *expired = r.expired;
-    slot_reply_clear(&r);
+    *expired = 0;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < (a->nsets ? a->nsets : 1); i++) { /* --placement: every set */
+        slot_reply r;
+        rc = call_on(a, a->nsets ? a->sets[i] : a->f, "expire", &req, &r, err, errlen);
+        if (rc == 0)
+            *expired += r.expired;
+        slot_reply_clear(&r);
+    }
     return rc;
 }
 

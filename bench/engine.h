@@ -57,6 +57,7 @@ typedef struct bench_event {
     /* hot-release --allocation: "" the event's public units; else the block its holds take from
      * (docs/protocol.md, "Allocations"), on the event of the same name, capacity the block's units. */
     char allocation[SLOT_EVENT_BYTES_MAX + 1];
+    uint8_t set; /* --placement: the replica set (index of the driver's sets) that owns it */
 } bench_event;
 
 /* Counters of one phase. */
@@ -212,6 +213,11 @@ struct bench_run {
     uint64_t opening_lag_ms;    /* how late after the opening the bench woke to send (wall clock, ms) */
     bench_event *events;
     uint32_t nevents; /* measured events, then (with --warmup) the warm-up event */
+    /* --placement: replica sets the events are spread over (0 or 1: no routing); connection i
+     * sells the events of set i % nsets, and checks their holds (set_cursor: the ledger check's
+     * next entry to look at, per set) */
+    uint32_t nsets;
+    size_t set_cursor[BENCH_SETS_MAX];
     double *zipf_cum; /* multi-event: cumulative popularity */
     uint64_t next_user, next_key;
     uint64_t rng;

@@ -38,6 +38,7 @@
 #define BENCH_EXPIRE_WAIT_MS_MAX 70000u       /* churn: how long verification waits for holds to expire */
 #define BENCH_EXPIRE_SLACK_MS 10000u          /* ... of which this is kept for the sweep after the TTL */
 #define BENCH_HOLD_TTL_MS_MAX (BENCH_EXPIRE_WAIT_MS_MAX - BENCH_EXPIRE_SLACK_MS) /* churn: --hold-ttl-ms */
+#define BENCH_SETS_MAX 8 /* --placement: replica sets the events are spread over (<= BENCH_VERIFY_CONNS) */
 #define BENCH_EVENTS_MAX 1024                                                    /* multi-event: events at once */
 #define BENCH_ZIPF_EXPONENT_MAX 10.0                                             /* --zipf */
 #define BENCH_WAITERS_MAX 1000000u           /* waitlist --waiters (the server's list takes SLOT_WAITLIST_MAX_MAX) */

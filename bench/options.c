@@ -65,6 +65,7 @@ enum {
     O_TOKEN,
     O_TARGET,
     O_REMOTE,
+    O_PLACEMENT,
     O_EVENT,
     O_CONNS,
     O_PIPELINE,
@@ -236,6 +237,9 @@ static const struct opt_def {
     OPT_UINT("poll-ms", "MS", O_POLL, ONLY(BENCH_WAITLIST), poll_ms, BENCH_POLL_MS_MIN, BENCH_POLL_MS_MAX,
              "a waiter asks for its entry's state every MS ms, at position p every MS x min(8, ceil(p / capacity))"),
     OPT_UINT("events", "E", O_EVENTS, ONLY(BENCH_MULTI_EVENT), events, 1, BENCH_EVENTS_MAX, "events at once"),
+    OPT("placement", NULL, O_PLACEMENT, ONLY(BENCH_MULTI_EVENT), K_FLAG,
+        "the --host members are of replica sets of one placement (--placement): read the map, create the "
+        "events round-robin over the sets, and send each connection's holds to one set's primary (its events)"),
     OPT_REAL("zipf", "S", O_ZIPF, ONLY(BENCH_MULTI_EVENT), zipf_exponent, 0, BENCH_ZIPF_EXPONENT_MAX,
              "Zipf exponent of event popularity (0 = uniform)"),
     OPT_UINT("threads", "N", O_THREADS, THREADED, threads, 1, BENCH_THREADS_MAX,
@@ -624,6 +628,9 @@ static int one_option(bench_config *c, int id, const char *a, bool *port_given)
         return -1;
     case O_REMOTE:
         c->allow_remote = true;
+        return -1;
+    case O_PLACEMENT:
+        c->placement = true;
         return -1;
     case O_JSON:
         c->json_path = a;

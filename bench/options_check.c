@@ -296,6 +296,10 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
     if (c->types && (c->cart > 1 || c->target == BENCH_TARGET_REDIS || c->threads > 1))
         return bench_usage_error(c, "%s",
                                  "--types takes plain holds on slotd, on one thread (no --cart, redis, --threads)");
+    if (c->placement && (c->cart > 1 || c->target == BENCH_TARGET_REDIS || c->threads > 1 || c->warmup_ms > 0))
+        return bench_usage_error(c, "%s",
+                                 "--placement takes plain holds on slotd, on one thread (no --cart, redis, --threads, "
+                                 "--warmup)");
     int rc = allocation_checks(c);
     if (rc)
         return rc;

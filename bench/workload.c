@@ -61,6 +61,12 @@ static uint16_t pick_event(const bench_run *run, bench_conn *c)
         else
             lo = mid + 1;
     }
+    if (run->nsets > 1) { /* --placement: the nearest event of this connection's set */
+        uint32_t set = c->index % run->nsets;
+        lo = lo - lo % run->nsets + set;
+        if (lo >= ph->event_count)
+            lo -= run->nsets; /* there is one: the driver checked events >= sets */
+    }
     return (uint16_t)(ph->event_first + lo);
 }
 

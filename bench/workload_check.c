@@ -14,16 +14,30 @@
 #include "wire.h"
 #include "workload.h"
 
+/* --placement: the next ledger entry of connection c's set (each connection asks the set it is
+ * connected to); its index, or l->n when none is left. */
+static size_t next_of_set(bench_run *run, const bench_conn *c)
+{
+    bench_ledger *l = &run->ledger;
+    uint32_t set = c->index % run->nsets;
+    size_t *cur = &run->set_cursor[set];
+    while (*cur < l->n && run->events[l->holds[*cur].event].set != set)
+        (*cur)++;
+    return *cur < l->n ? (*cur)++ : l->n;
+}
+
 static bool verify_next(bench_run *run, bench_conn *c, bench_ticket *t)
 {
-    (void)c;
     bench_ledger *l = &run->ledger;
-    if (l->cursor >= l->n)
+    size_t i = run->nsets > 1 ? next_of_set(run, c) : l->cursor;
+    if (i >= l->n)
         return false;
-    const bench_hold *h = &l->holds[l->cursor];
+    if (run->nsets <= 1)
+        l->cursor++;
+    const bench_hold *h = &l->holds[i];
     memset(t, 0, sizeof(*t));
     t->op = BENCH_OP_GET_HOLD;
-    t->key = l->cursor++;
+    t->key = i;
     t->user = h->user;
     t->event = h->event;
     t->qty = h->qty;

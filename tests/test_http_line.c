@@ -13,6 +13,7 @@ TEST_DECLARE(http_line_idempotency_key)
 TEST_DECLARE(http_line_byte_delta_counts_from_the_body)
 TEST_DECLARE(http_line_op_names)
 TEST_DECLARE(http_line_event_body_escapes)
+TEST_DECLARE(http_line_owner_addr_of_wrong_set)
 
 TEST_LIST_START
 TEST_ENTRY(http_line_status_table)
@@ -21,6 +22,7 @@ TEST_ENTRY(http_line_idempotency_key)
 TEST_ENTRY(http_line_byte_delta_counts_from_the_body)
 TEST_ENTRY(http_line_op_names)
 TEST_ENTRY(http_line_event_body_escapes)
+TEST_ENTRY(http_line_owner_addr_of_wrong_set)
 TEST_LIST_END
 
 TEST_IMPL(http_line_status_table)
@@ -161,4 +163,24 @@ TEST_IMPL(http_line_event_body_escapes)
     ASSERT_EQ(n, strlen("{\"event\":\"e\\\"1\"}"));
     ASSERT(memcmp(buf, "{\"event\":\"e\\\"1\"}", n) == 0);
     free(buf);
+}
+
+/* A wrong_set reply's "http": the owner's HTTP address for the 307's Location. */
+TEST_IMPL(http_line_owner_addr_of_wrong_set)
+{
+    char out[80];
+    const char *l = "{\"ok\":false,\"error\":\"wrong_set\",\"message\":\"m\",\"event\":\"a\",\"set\":\"s1\","
+                    "\"gen\":1,\"primary\":\"127.0.0.1:7001\",\"http\":\"127.0.0.1:8001\"}\n";
+    ASSERT_EQ(slot__http_owner_addr(l, strlen(l), out, sizeof(out)), strlen("127.0.0.1:8001"));
+    ASSERT_STR_EQ(out, "127.0.0.1:8001");
+    const char *v6 = "{\"ok\":false,\"error\":\"wrong_set\",\"http\":\"[::1]:8001\"}";
+    ASSERT_EQ(slot__http_owner_addr(v6, strlen(v6), out, sizeof(out)), strlen("[::1]:8001"));
+    ASSERT_STR_EQ(out, "[::1]:8001");
+    const char *none = "{\"ok\":false,\"error\":\"wrong_set\",\"set\":\"s1\",\"primary\":\"h:1\"}";
+    ASSERT_EQ(slot__http_owner_addr(none, strlen(none), out, sizeof(out)), 0);
+    const char *bad = "{\"ok\":false,\"error\":\"wrong_set\",\"http\":\"h:1/x?y\"}"; /* not an address */
+    ASSERT_EQ(slot__http_owner_addr(bad, strlen(bad), out, sizeof(out)), 0);
+    const char *cut = "{\"ok\":false,\"http\":\"h:1";
+    ASSERT_EQ(slot__http_owner_addr(cut, strlen(cut), out, sizeof(out)), 0);
+    ASSERT_EQ(slot__http_owner_addr(l, strlen(l), out, 5), 0); /* longer than out */
 }

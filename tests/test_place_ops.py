@@ -264,8 +264,20 @@ def main():
         r = one(p1, {'op': 'hold', 'event': 'hot', 'user': 'x', 'request': 'after', 'qty': 1})
         check(r.get('error') == 'wrong_set' and r.get('set') == 's2' and r.get('gen') == 2 and r.get('event') == 'hot',
               's1 answers wrong_set naming s2 at gen 2', r)
+        check(r.get('primary') == '127.0.0.1:%d' % p2, 'with s2\'s primary (the map\'s copy)', r)
         r = one(p1, {'op': 'event', 'event': 'hot'})
         check(r.get('error') == 'wrong_set', 'reads too, once it is gone', r)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            r = one(p1, {'op': 'hold', 'event': 'other', 'user': 'x', 'request': 'x1', 'qty': 1})
+            if r.get('error') == 'wrong_set':
+                break
+            time.sleep(0.1)
+        check(r.get('error') == 'wrong_set' and r.get('set') == 's2' and r.get('gen') == 1 and
+              r.get('primary') == '127.0.0.1:%d' % p2,
+              'an event s1 never had but the map places on s2: wrong_set, not unknown_event', r)
+        r = one(p1, {'op': 'event', 'event': 'nowhere'})
+        check(r.get('error') == 'unknown_event', 'a name the map does not hold: unknown_event', r)
 
         view2 = one(p2, {'op': 'event', 'event': 'hot'})
         for k in ('capacity', 'available', 'held', 'confirmed', 'allocated', 'shards'):

@@ -346,6 +346,15 @@ static const ctl_cmd commands[] = {
      "                 epoch; nothing is lost, writes pause briefly\n"
      "With --json, the raw reply.\n",
      cmd_cluster},
+    {"placement", "[--event EVENT]", "show which replica set owns each event, and each set's primary (placement)",
+     "Asks any member (the first of --host that answers; with --placement every set of the\n"
+     "placement answers the same map) for the placement's map, from etcd, and prints two\n"
+     "tables: each event's set, gen, state (serving or moving) and the set it moves to, and\n"
+     "each set's primary and HTTP address as the set's primary published them.\n"
+     "  --event EVENT         that event alone; an event the map does not hold is\n"
+     "                        unknown_event (exit 1)\n"
+     "A server without --placement answers with an error (exit 1). With --json, the raw reply.\n",
+     cmd_placement},
     {"move", "EVENT --to SET", "move an event to another replica set of the placement (move_event)",
      "Sent to the primary of the set that owns EVENT (the first --host), which copies the event to\n"
      "SET's primary while it sells, hands it over, flips the placement map and answers; prints the\n"

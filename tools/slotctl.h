@@ -6,7 +6,8 @@
  * follows the primary of a replica set. The commands are in slotctl_cmds.c
  * (event and server commands) and in their own modules (slotctl_create.c,
  * slotctl_alloc.c, slotctl_room.c, slotctl_feed.c, slotctl_backup.c,
- * slotctl_watch.c, slotctl_cluster.c, slotctl_metrics.c, slotctl_place.c).
+ * slotctl_watch.c, slotctl_cluster.c, slotctl_metrics.c, slotctl_place.c,
+ * slotctl_move.c).
  * Single-threaded: slotctl runs one command and exits.
  */
 #ifndef SLOTCTL_H
@@ -156,7 +157,7 @@ int cmd_allocations(ctl *x, int argc, char **argv);
 int cmd_room(ctl *x, int argc, char **argv);
 /* seats (slotctl_seats.c; docs/protocol.md, "Seated events"). */
 int cmd_seats(ctl *x, int argc, char **argv);
-/* move (slotctl_place.c; docs/protocol.md, "Placement"). */
+/* move (slotctl_move.c; docs/protocol.md, "Placement"). */
 int cmd_move(ctl *x, int argc, char **argv);
 int cmd_status(ctl *x, int argc, char **argv);
 int cmd_window(ctl *x, int argc, char **argv);
@@ -173,5 +174,7 @@ int cmd_verify_backup(ctl *x, int argc, char **argv);
 int cmd_watch(ctl *x, int argc, char **argv);
 int cmd_cluster(ctl *x, int argc, char **argv);
 int cmd_metrics(ctl *x, int argc, char **argv);
+/* placement (slotctl_place.c; docs/protocol.md, "Placement"). */
+int cmd_placement(ctl *x, int argc, char **argv);
 
 #endif

@@ -11,6 +11,8 @@
  *      just several sends before the receives), receive in order, call.
  *   3. A follower of a replica set's primary (slot_follow_*): a blocking call
  *      that moves to the node that is primary and sends the same request again.
+ *   4. A router over the replica sets of a placement (slot_route_*): one
+ *      follower per set, each request sent to the set that owns its event.
  * Tests, slotctl and slot-bench all use this library. Not thread-safe per
  * object: use one slot_client per thread.
  */
@@ -349,5 +351,108 @@ const char *slot_follow_node(const slot_follow *f);
 slot_client *slot_follow_client(slot_follow *f);
 /* slot_follow_stats_get — the counters so far into *out. */
 void slot_follow_stats_get(const slot_follow *f, slot_follow_stats *out);
+
+/* ---- routing by the placement: many replica sets (src/client/client_route.c)
+ *
+ * With --placement (docs/protocol.md, "Placement") each event lives on one
+ * replica set, and a map says which. A slot_route is a caller of every set of
+ * one placement: seeded with the addresses of any members (of any sets), it
+ * reads the map with {"op":"placement"} (at its first call, and again when an
+ * answer says the map it holds is stale) and keeps one slot_follow per set,
+ * made on first use from the set's published primary. Each call:
+ *   - a request that names an event (hold_many: its first item's event; the
+ *     server answers cross_set for a cart over several sets) goes to the
+ *     follower of the set the map places the event on; a request without an
+ *     event, an event the map does not hold, a set whose primary is unknown,
+ *     and the placement op itself go to the seed follower (the seed list);
+ *   - inside a set the follower does what slot_follow does: it follows
+ *     not_primary, waits on moving (retry_after_ms, at most
+ *     SLOT_FOLLOW_MOVING_WAIT_MS_MAX a wait) and on overloaded, and moves on
+ *     after a lost connection;
+ *   - wrong_set: the answer's set, gen, primary and http are taken into the
+ *     map (and the map is read again when the answer names no primary, or
+ *     names the set just asked), and the same request line goes to the
+ *     owner; at most SLOT_ROUTE_REDIRECTS_MAX wrong_set answers a call;
+ *   - unknown_event for an event that the map did not place on the set that
+ *     answered: the map is read once more (an event created since), and when it
+ *     now places the event on another set, the request goes there.
+ * The whole call (every set, wait and read of the map) stops at the opts'
+ * deadline_ms. The request line is the same at every send, its request key
+ * included, so a resend to the owner after a lost reply is a replay (as for
+ * slot_follow); wrong_set and moving change nothing on the server.
+ * A standalone server or a set without --placement answers the placement op
+ * with an error: the route then sends everything to the seed follower, as a
+ * slot_follow would.
+ * Not thread-safe: one slot_route per thread.
+ */
+typedef struct slot_route slot_route;
+
+/* What a slot_route did, summed over its calls. */
+typedef struct slot_route_stats {
+    uint64_t calls;            /* slot_route_call* */
+    uint64_t wrong_set;        /* wrong_set answers taken (each sent the request to another set) */
+    uint64_t map_reads;        /* placement ops sent (the first and every refresh) */
+    uint64_t map_failures;     /* placement ops that did not give a map (an error answer or no answer) */
+    uint64_t unknown_rerouted; /* unknown_event answers after which a fresh map named another set */
+} slot_route_stats;
+
+/*
+ * slot_route_new — a router over the placement that the seed members belong
+ * to: addrs as slot_follow_new's ("H:P[,H:P...]", members of any sets).
+ *   opts: NULL for the defaults; copied (the token too); every follower it
+ *   makes (the seed's and one per set) uses them, and deadline_ms bounds a
+ *   whole slot_route_call.
+ * Connects nothing yet. Returns 0 and *out (owned; slot_route_free frees),
+ * or slot_follow_new's errors (-EINVAL with err, -ENOMEM).
+ */
+int slot_route_new(const char *addrs, const slot_follow_opts *opts, slot_route **out, char *err, size_t errlen);
+/* slot_route_free — close every connection and free r; NULL is a no-op. */
+void slot_route_free(slot_route *r);
+
+/*
+ * slot_route_refresh — read the map now ({"op":"placement"} through the seed
+ * follower) and replace the one held. Returns 0; -EPROTO when the server
+ * answered with an error (no --placement: the map stays empty and calls go
+ * to the seed), or the follower's negative error (no answer). A map over
+ * SLOT_ROUTE_EVENTS_MAX events keeps the first SLOT_ROUTE_EVENTS_MAX; a reply
+ * with more than SLOT_ROUTE_SETS_MAX sets keeps the first of them (events of
+ * the others go to the seed, and wrong_set sends them on).
+ */
+int slot_route_refresh(slot_route *r);
+
+/*
+ * slot_route_call — send req to the primary of the set that owns its event,
+ * as above, and return the first answer that is not retried (ok, or the
+ * server's error). slot_route_call_line — the same for a request line as it
+ * is (len bytes ending in "\n"), routed by event (NULL or "": the seed).
+ * Returns as slot_follow_call: 0 with the answer in out; -ETIMEDOUT at the
+ * deadline, -EAGAIN after the attempts of a follower or
+ * SLOT_ROUTE_REDIRECTS_MAX wrong_set answers (out then holds the last
+ * wrong_set), -EMSGSIZE for a request that does not encode. After a negative
+ * return the outcome of a write is unknown: send it again with the same key.
+ * out must be cleared with slot_reply_clear in every case.
+ */
+int slot_route_call(slot_route *r, const slot_req *req, slot_reply *out);
+int slot_route_call_line(slot_route *r, const char *event, const char *line, size_t len, slot_reply *out);
+
+/* slot_route_error — what the last failed call met, for people ("" after one
+ * that answered). Borrowed until the next call on r. */
+const char *slot_route_error(const slot_route *r);
+/* slot_route_node — "H:P" of the node the last answer came from ("" before any). Borrowed until the next call. */
+const char *slot_route_node(const slot_route *r);
+/*
+ * slot_route_owner — the set the held map places event on, into set (cap
+ * bytes) with its gen; *primary and *http (either may be NULL) borrow the
+ * set's addresses ("" when unknown) until the next call on r. Returns 1 when
+ * the map holds the event, 0 when not (nothing written).
+ */
+int slot_route_owner(const slot_route *r, const char *event, char *set, size_t cap, uint64_t *gen, const char **primary,
+                     const char **http);
+/* slot_route_nsets — sets the held map names; slot_route_set — the i-th (0..nsets-1):
+ * its name, primary and http ("" when unknown), borrowed until the next call; NULL out of range. */
+uint32_t slot_route_nsets(const slot_route *r);
+const char *slot_route_set(const slot_route *r, uint32_t i, const char **primary, const char **http);
+/* slot_route_stats_get — the counters so far into *out. */
+void slot_route_stats_get(const slot_route *r, slot_route_stats *out);
 
 #endif

@@ -424,6 +424,8 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 #define SLOT_PLACE_PREFIX_BYTES (SLOT_CLUSTER_NAME_BYTES_MAX + 20)
 /* an etcd key or value of the placement: the prefix, the kind, an event name or a set's addresses */
 #define SLOT_PLACE_KEY_BYTES 512
+/* the map's copy on each node: a failed read or an ended watch is tried again after this */
+#define SLOT_PLACE_CACHE_RETRY_MS 500
 /* a placement gen: 1 at create, +1 per move */
 #define SLOT_PLACE_GEN_MAX (1ull << 53)
 /* the internal ops' "mac": HMAC-SHA256 as lowercase hex */
@@ -461,5 +463,16 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 #define SLOT_PLACE_FINISH_TRIES 5
 _Static_assert(SLOT_PLACE_LOCK_TTL_S * 1000 + 2 * SLOT_PLACE_RECOVER_MS <= 30000,
                "a dead mover's move is resolved within 30 s: its lock expires, then a recovery pass or two");
+/* ---- clients that route by the placement (slot_route_*, slot/client.h, src/client/client_route.c) */
+
+/* replica sets a slot_route keeps (name, primary, HTTP address, one follower each) */
+#define SLOT_ROUTE_SETS_MAX 64
+/* events a slot_route's map keeps; the placement op lists at most SLOT_PLACE_LIST_MAX keys. A map
+ * that would grow past it is dropped and learned again (from the next placement reply or
+ * wrong_set answers) */
+#define SLOT_ROUTE_EVENTS_MAX 16384
+/* wrong_set answers one slot_route call follows before it gives up (-EAGAIN): one per move
+ * of the event since the map was read, and a stale map costs one */
+#define SLOT_ROUTE_REDIRECTS_MAX 8
 
 #endif

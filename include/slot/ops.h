@@ -468,6 +468,7 @@ typedef struct slot_res {
     uint64_t feed_trimmed;            /* the sweeper's: feed entries trimmed */
     bool cluster;                     /* hello: a replica-set member; "features" then lists "cluster" too */
     bool http;                        /* hello: the server has --http; "features" then lists "http" too */
+    bool placement;                   /* hello: the server has --placement; "features" then lists "placement" */
     const char *version;              /* hello: the server's version (static text), or NULL */
     uint64_t backup_bytes, backup_ms; /* backup: the file's size in bytes, the whole backup's time in ms */
     char *text;                       /* metrics: the Prometheus text, heap, text_len bytes; or NULL */

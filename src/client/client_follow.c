@@ -146,12 +146,14 @@ void slot_follow_free(slot_follow *f)
     free(f);
 }
 
-static int64_t now_ms(void)
+int64_t slot__now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+#define now_ms slot__now_ms
 
 static int left_ms(int64_t deadline_ms, int cap_ms)
 {
@@ -247,10 +249,12 @@ typedef enum follow_step {
     STEP_SAME,   /* the same node again, after a wait */
 } follow_step;
 
-static follow_step step_of(int rc, const slot_reply *r)
+static follow_step step_of(int rc, const slot_reply *r, unsigned flags)
 {
     if (rc < 0)
         return STEP_OTHER;
+    if (r->err == SLOT_E_WRONG_SET && (flags & SLOT__FOLLOW_STOP_WRONG_SET))
+        return STEP_ANSWER; /* slot_route goes to the owner's follower */
     if (r->err == SLOT_E_NOT_PRIMARY || r->err == SLOT_E_UNAVAILABLE || r->err == SLOT_E_SHUTTING_DOWN ||
         r->err == SLOT_E_WRONG_SET)
         return STEP_OTHER;
@@ -266,13 +270,16 @@ static bool redirects(const slot_reply *r)
     return r->err == SLOT_E_NOT_PRIMARY || r->err == SLOT_E_WRONG_SET;
 }
 
-int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_reply *out)
+int slot__follow_call(slot_follow *f, const char *line, size_t len, slot_reply *out, unsigned flags,
+                      int64_t deadline_cap_ms)
 {
     memset(out, 0, sizeof(*out));
     f->st.calls++;
     if (len == 0 || len > SLOT_CLIENT_LINE_MAX || line[len - 1] != '\n')
         return -EMSGSIZE;
     int64_t t0 = now_ms(), deadline_ms = t0 + f->o.deadline_ms;
+    if (deadline_cap_ms > 0 && deadline_cap_ms < deadline_ms)
+        deadline_ms = deadline_cap_ms;
     int backoff = f->o.backoff_ms;
     bool followed = false; /* the last step was a redirect: the next one pauses */
     uint32_t n = 0;
@@ -283,7 +290,7 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
         const char *node = f->nodes[f->cur];
         int rc = attempt(f, line, len, deadline_ms, out);
         /* A hello refused with not_primary (rc 1) is followed like the request's own answer. */
-        follow_step step = step_of(rc, out);
+        follow_step step = step_of(rc, out, flags);
         if (step == STEP_ANSWER) {
             answered(f);
             return 0;
@@ -328,6 +335,11 @@ int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_rep
     snprintf(f->err, sizeof(f->err), "gave up after %u attempt%s in %lld ms (%s); last: %.500s", n, n == 1 ? "" : "s",
              (long long)(now_ms() - t0), timed_out ? "deadline" : "attempt bound", what);
     return timed_out ? -ETIMEDOUT : -EAGAIN;
+}
+
+int slot_follow_call_line(slot_follow *f, const char *line, size_t len, slot_reply *out)
+{
+    return slot__follow_call(f, line, len, out, 0, 0);
 }
 
 int slot_follow_call(slot_follow *f, const slot_req *req, slot_reply *out)

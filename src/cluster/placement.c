@@ -13,7 +13,8 @@
  *     entry is made by a CAS that succeeds only when the key is absent. A
  *     name already placed on this set goes on to the create (which answers
  *     as it would: a replay, or the event's own error); a name placed on
- *     another set is wrong_set (with that set, its gen and its primary), and
+ *     another set is wrong_set (with that set, its gen, its primary and its
+ *     HTTP address: a 307's Location over HTTP), and
  *     so is a child whose parent is placed on another set; a parent the map
  *     does not hold is unknown_event. A create that the commit refuses
  *     deletes the entry it made, when its answer goes out.
@@ -77,6 +78,7 @@ struct slot__placement {
     bool reg_busy;
     uint64_t reg_tenure; /* the tenure whose addresses we published (0: none yet) */
     uint64_t tags;
+    slot__place_cache *cache; /* the map as this node sees it (place_cache.c) */
     place_step steps[SLOT_PLACE_STEPS_MAX];
 };
 
@@ -197,7 +199,9 @@ static bool parse_entry(const uint8_t *v, size_t n, char *set, size_t set_n, uin
 
 /* ---- wrong_set: the owner's primary, then the answer */
 
-static void wrong_set_answer(slot__placement *p, place_step *st, const char *primary)
+/* primary and http: the owner's addresses as it published them (NULL or "": not sent);
+ * "http" is what the HTTP listener's 307 puts in Location (routing clients, design.md). */
+static void wrong_set_answer(slot__placement *p, place_step *st, const char *primary, const char *http)
 {
     frag f = {0};
     frag_cstr(&f, ",\"event\":");
@@ -210,6 +214,10 @@ static void wrong_set_answer(slot__placement *p, place_step *st, const char *pri
     if (primary && primary[0]) {
         frag_cstr(&f, ",\"primary\":");
         frag_jstr(&f, primary);
+    }
+    if (http && http[0]) {
+        frag_cstr(&f, ",\"http\":");
+        frag_jstr(&f, http);
     }
     if (f.oom) {
         free(f.b);
@@ -228,13 +236,14 @@ static void on_owner(slot_etcd *e, int status, const slot_etcd_get_result *r, vo
     (void)e;
     place_step *st = data;
     slot__placement *p = st->p;
-    const char *primary = NULL;
+    const char *primary = NULL, *http = NULL;
     json_t *j = NULL;
     if (status == 0 && r->found) {
         j = json_loadb((const char *)r->kv.value, r->kv.value_len, 0, NULL);
         primary = j ? json_string_value(json_object_get(j, "primary")) : NULL;
+        http = j ? json_string_value(json_object_get(j, "http")) : NULL;
     }
-    wrong_set_answer(p, st, primary);
+    wrong_set_answer(p, st, primary, http);
     json_decref(j);
 }
 
@@ -245,7 +254,7 @@ static void owner_lookup(slot__placement *p, place_step *st)
     snprintf(key, sizeof key, "%sset/%s", p->prefix, st->owner);
     st->kind = STEP_OWNER;
     if (slot_etcd_get(p->c->etcd, key, on_owner, st) != 0)
-        wrong_set_answer(p, st, NULL); /* the answer without its primary */
+        wrong_set_answer(p, st, NULL, NULL); /* the answer without its primary */
 }
 
 /* ---- create_event: the parent's set, then the CAS */
@@ -584,10 +593,81 @@ static void on_undo(slot_etcd *e, int status, const slot_etcd_write_result *r, v
                       SLOT__LF_S("error", slot_etcd_err_name(status)));
 }
 
+/* wrong_set's fields for event ev on set, with the set's addresses when known. */
+static void redirect_fields(slot__placement *p, entry *e, const char *ev, const char *set, uint64_t gen)
+{
+    const char *primary = "", *http = "";
+    slot__place_cache_set(p->cache, set, &primary, &http);
+    frag f = {0};
+    frag_cstr(&f, ",\"event\":");
+    frag_jstr(&f, ev);
+    frag_cstr(&f, ",\"set\":");
+    frag_jstr(&f, set);
+    char num[32];
+    snprintf(num, sizeof num, ",\"gen\":%" PRIu64, gen);
+    frag_cstr(&f, num);
+    if (primary[0]) {
+        frag_cstr(&f, ",\"primary\":");
+        frag_jstr(&f, primary);
+    }
+    if (http[0]) {
+        frag_cstr(&f, ",\"http\":");
+        frag_jstr(&f, http);
+    }
+    if (f.oom) {
+        free(f.b);
+        return; /* the answer goes out as it was */
+    }
+    free(e->res.fields);
+    e->res.fields = f.b;
+    e->res.fields_len = f.n;
+}
+
+/* An answer about an event that is not served here: the map's owner. */
+static void redirect(slot__placement *p, entry *e)
+{
+    slot_res *res = &e->res;
+    const slot_req *r = &e->req;
+    if (r->op == SLOT_OP_CREATE_EVENT || r->op == SLOT_OP_PLACEMENT || slot_op_internal(r->op))
+        return;
+    const char *ev = r->op == SLOT_OP_HOLD_MANY ? res->item_event : r->event;
+    if (!ev[0])
+        return;
+    if (res->err == SLOT_E_UNKNOWN_EVENT) {
+        char set[SLOT_CLUSTER_NAME_BYTES];
+        uint64_t gen = 0;
+        bool moving = false;
+        if (!slot__place_cache_event(p->cache, ev, set, &gen, &moving) || moving || strcmp(set, p->set) == 0)
+            return; /* the map holds no other owner (or the event is on its way here) */
+        slot_res_error(res, SLOT_E_WRONG_SET, "event \"%s\" is placed on replica set \"%s\"", ev, set);
+        redirect_fields(p, e, ev, set, gen);
+        return;
+    }
+    if (res->err != SLOT_E_WRONG_SET || !res->fields || strstr(res->fields, "\"primary\""))
+        return; /* the create's wrong_set names the primary itself */
+    /* The fence's: ,"event":"E","set":"T","gen":G */
+    char *obj = malloc(res->fields_len + 2);
+    if (!obj)
+        return;
+    obj[0] = '{';
+    memcpy(obj + 1, res->fields + 1, res->fields_len - 1);
+    obj[res->fields_len] = '}';
+    json_t *j = json_loadb(obj, res->fields_len + 1, 0, NULL);
+    free(obj);
+    const char *set = json_string_value(json_object_get(j, "set"));
+    if (set)
+        redirect_fields(p, e, ev, set, (uint64_t)json_integer_value(json_object_get(j, "gen")));
+    json_decref(j);
+}
+
 void slot__place_answered(server *s, entry *e)
 {
     slot__placement *p = s->clu ? s->clu->place : NULL;
-    if (!p || e->place_step != SLOT__PLACE_FRESH)
+    if (!p)
+        return;
+    if (e->res.err == SLOT_E_UNKNOWN_EVENT || e->res.err == SLOT_E_WRONG_SET)
+        redirect(p, e);
+    if (e->place_step != SLOT__PLACE_FRESH)
         return;
     e->place_step = SLOT__PLACE_DONE;
     if (e->res.err == SLOT_E_OK)
@@ -664,6 +744,12 @@ int slot__place_start(clu *c)
     p->tick.data = p;
     p->tick_open = true;
     uv_timer_start(&p->tick, on_tick, 0, SLOT_PLACE_TICK_MS);
+    p->cache = slot__place_cache_start(p, c->s->loop, c->etcd, p->prefix);
+    if (!p->cache) {
+        slot__log(SLOT__LOG_ERROR, "out of memory");
+        uv_close((uv_handle_t *)&p->tick, NULL);
+        return -1;
+    }
     c->place = p;
     if (slot__mover_start(c) != 0)
         return -1; /* logged; slot__place_free frees p */
@@ -678,6 +764,7 @@ void slot__place_stop(clu *c)
     slot__mover_stop(c);
     if (!p || !p->tick_open)
         return;
+    slot__place_cache_stop(p->cache);
     uv_close((uv_handle_t *)&p->tick, NULL);
     p->tick_open = false;
 }
@@ -690,6 +777,7 @@ void slot__place_free(clu *c)
         return;
     for (size_t i = 0; i < SLOT_PLACE_STEPS_MAX; i++)
         free(p->steps[i].fields);
+    slot__place_cache_free(p->cache);
     free(p);
     c->place = NULL;
 }

@@ -9,6 +9,25 @@
 #include "cluster_int.h"
 
 typedef struct slot__placement slot__placement;
+typedef struct slot__place_cache slot__place_cache;
+
+/* ---- place_cache.c: this node's copy of the map, kept by an etcd watch */
+
+/* slot__place_cache_start — read the map under prefix (a string that must
+ * outlive the cache) and keep it by a watch on etcd. NULL when out of memory.
+ * slot__place_cache_stop — cancel the watch and close the timer (before the
+ * etcd client closes); slot__place_cache_free — free it after the loop ran
+ * the closes. NULL-safe. */
+slot__place_cache *slot__place_cache_start(slot__placement *p, uv_loop_t *loop, slot_etcd *etcd, const char *prefix);
+void slot__place_cache_stop(slot__place_cache *pc);
+void slot__place_cache_free(slot__place_cache *pc);
+/* slot__place_cache_event — the cached entry of event ev: its set (the
+ * target while moving), gen and whether it is moving. false: not cached. */
+bool slot__place_cache_event(const slot__place_cache *pc, const char *ev, char set[SLOT_CLUSTER_NAME_BYTES],
+                             uint64_t *gen, bool *moving);
+/* slot__place_cache_set — set's published addresses (valid until the next
+ * loop turn; "" when unknown). false: the set is not cached. */
+bool slot__place_cache_set(const slot__place_cache *pc, const char *set, const char **primary, const char **http);
 
 /*
  * slot__place_start — with --placement, the layer's state and its timer
@@ -44,7 +63,11 @@ slot__place_state slot__place_run(server *s, entry *e);
 
 /*
  * slot__place_answered — s->clu_up->place_answered: e's reply is going
- * out; a refused create_event whose CAS made the map entry deletes it.
+ * out (called for a reply of an entry with place_step, and for every
+ * unknown_event and wrong_set). A refused create_event whose CAS made the
+ * map entry deletes it; an unknown_event of an event the map places on
+ * another set becomes wrong_set naming it; a wrong_set gets the owner's
+ * "primary" and "http" when the map knows them.
  */
 void slot__place_answered(server *s, entry *e);
 

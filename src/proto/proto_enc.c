@@ -469,6 +469,8 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
             SLOT__JW_LIT(w, ",\"cluster\"");
         if (res->http)
             SLOT__JW_LIT(w, ",\"http\"");
+        if (res->placement) /* docs/protocol.md, "Placement" */
+            SLOT__JW_LIT(w, ",\"placement\"");
         SLOT__JW_LIT(w, "]");
         break;
     case SLOT_OP_HOLD:

@@ -309,8 +309,9 @@ void slot__conn_flush(conn *c)
         if (e->state != ENTRY_DONE)
             break;
         s->conn_up.feed_answered(c, e);
-        if (e->place_step && s->clu && s->clu_up->place_answered)
-            s->clu_up->place_answered(s, e); /* --placement: a refused create's map entry goes */
+        if (s->clu && s->clu_up->place_answered &&
+            (e->place_step || e->res.err == SLOT_E_UNKNOWN_EVENT || e->res.err == SLOT_E_WRONG_SET))
+            s->clu_up->place_answered(s, e); /* --placement: a refused create's map entry goes; redirects */
         if (!slot__conn_encode(c, e)) {
             slot__conn_dropped(c, "out_of_memory", "no memory for a reply");
             slot__conn_close(c);

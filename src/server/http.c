@@ -124,7 +124,8 @@ static const char *primary_http(server *s)
 static enum MHD_Result answer_reply(hreq *r, const char *url)
 {
     server *s = r->h->s;
-    struct MHD_Response *resp = MHD_create_response_from_buffer(r->c.out_len, r->c.out, MHD_RESPMEM_MUST_COPY);
+    size_t out_len = r->c.out_len;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(out_len, r->c.out, MHD_RESPMEM_MUST_COPY);
     r->c.out_len = 0;
     if (!resp)
         return MHD_NO;
@@ -137,7 +138,14 @@ static enum MHD_Result answer_reply(hreq *r, const char *url)
         snprintf(ra, sizeof(ra), "%llu", (unsigned long long)((r->retry_after_ms + 999) / 1000));
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
-    const char *primary = status == MHD_HTTP_TEMPORARY_REDIRECT ? primary_http(s) : NULL;
+    /* not_primary: this set's primary; wrong_set: the owning set's, as its reply names it
+     * ("http"), and no Location when it does not (this set's primary is not the owner). */
+    char owner[SLOT_CLUSTER_ADDR_BYTES];
+    const char *primary = NULL;
+    if (status == MHD_HTTP_TEMPORARY_REDIRECT && r->err != SLOT_E_WRONG_SET)
+        primary = primary_http(s);
+    else if (status == MHD_HTTP_TEMPORARY_REDIRECT && slot__http_owner_addr(r->c.out, out_len, owner, sizeof(owner)))
+        primary = owner;
     if (primary) {
         char loc[128 + SLOT_HTTP_OP_BYTES_MAX + SLOT_EVENT_BYTES_MAX];
         int n = snprintf(loc, sizeof(loc), "http://%s%s", primary, url);
@@ -231,8 +239,9 @@ static bool hreq_progress(hreq *r)
         slot__run_read(s, e);
     if (e->state != ENTRY_DONE)
         return false;
-    if (e->place_step && s->clu && s->clu_up->place_answered)
-        s->clu_up->place_answered(s, e); /* --placement: a refused create's map entry goes */
+    if (s->clu && s->clu_up->place_answered &&
+        (e->place_step || e->res.err == SLOT_E_UNKNOWN_EVENT || e->res.err == SLOT_E_WRONG_SET))
+        s->clu_up->place_answered(s, e); /* --placement: a refused create's map entry goes; redirects */
     r->err = e->res.err;
     r->retry_after_ms = e->res.retry_after_ms;
     if (!slot__conn_encode(c, e)) { /* out of memory: a 500 without a body */

@@ -145,3 +145,28 @@ size_t slot__http_event_body(char **buf, size_t *cap, const char *name)
     SLOT_ASSERT(len < *cap);
     return len;
 }
+
+size_t slot__http_owner_addr(const char *line, size_t len, char *out, size_t cap)
+{
+    static const char key[] = ",\"http\":\"";
+    const size_t klen = sizeof(key) - 1;
+    for (size_t i = 0; cap > 1 && i + klen <= len; i++) {
+        if (memcmp(line + i, key, klen) != 0)
+            continue;
+        size_t j = i + klen, n = 0;
+        while (j + n < len && line[j + n] != '"' && n < cap - 1) {
+            char ch = line[j + n];
+            bool addr = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                        ch == ':' || ch == '[' || ch == ']' || ch == '-';
+            if (!addr)
+                return 0;
+            n++;
+        }
+        if (n == 0 || j + n >= len || line[j + n] != '"')
+            return 0; /* empty, cut or too long */
+        memcpy(out, line + j, n);
+        out[n] = 0;
+        return n;
+    }
+    return 0;
+}

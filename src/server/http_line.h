@@ -51,4 +51,14 @@ bool slot__http_body_has_request(const char *body, size_t n);
  * its length, or 0 when out of memory. */
 size_t slot__http_event_body(char **buf, size_t *cap, const char *name);
 
+/*
+ * slot__http_owner_addr — the "http" member of a wrong_set reply line (len
+ * bytes; the server's own encoding: a member `"http":"H:P"` whose value has no
+ * escapes), the owning set's HTTP address for a 307's Location
+ * (docs/protocol.md, "Placement"), into out (cap bytes, NUL-terminated).
+ * Only address bytes are taken ([A-Za-z0-9.:[]-], 1..cap-1 of them); any other
+ * value is not an address. Returns its length, or 0 when the line has none.
+ */
+size_t slot__http_owner_addr(const char *line, size_t len, char *out, size_t cap);
+
 #endif

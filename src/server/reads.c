@@ -134,6 +134,7 @@ void slot__run_read(server *s, entry *e)
             res->role = e->conn->role;
         res->cluster = s->clu != NULL;        /* "features" adds "cluster" (docs/protocol.md, "hello") */
         res->http = s->http.listener != NULL; /* and "http" with --http */
+        res->placement = s->clu && s->opts.placement; /* and "placement" with --placement */
         res->version = SLOT_VERSION;          /* static text; proto writes it as "version" */
         return;
     }
