@@ -48,7 +48,7 @@ typedef struct slotd_state {
     char node[ADDR_CAP];  /* "H:P" of run->addr */
     uint32_t idx;         /* cfg->hosts index to move on from */
     uint64_t gen;         /* raised by every move */
-    char acked[ADDR_CAP]; /* the node of the last acknowledged write */
+    char acked[BENCH_SETS_MAX][ADDR_CAP]; /* the node of the last acknowledged write, per set (--placement) */
     uv_timer_t tick;      /* the silence detector */
     /* --placement: each set's primary, where its connections go */
     struct sockaddr_storage set_addr[BENCH_SETS_MAX];
@@ -362,16 +362,18 @@ static void conn_ready(slotd_conn *sc)
     slotd_flush(c);
 }
 
-/* A write was acknowledged on sc: a new node doing so is a failover seen. */
+/* A write was acknowledged on sc: a new node of the same replica set doing
+ * so is a failover seen (each set of a placement has its own primary). */
 static void acked(slotd_conn *sc)
 {
     bench_run *run = sc->c->run;
     slotd_state *st = run->drv_state;
-    if (strcmp(st->acked, sc->node) == 0)
+    char *last = st->acked[run->nsets > 1 ? sc->set : 0];
+    if (strcmp(last, sc->node) == 0)
         return;
-    if (st->acked[0])
+    if (last[0])
         run->failovers++;
-    snprintf(st->acked, sizeof(st->acked), "%s", sc->node);
+    snprintf(last, ADDR_CAP, "%s", sc->node);
 }
 
 /* The silence detector: requests in flight and no reply for BENCH_FOLLOW_REPLY_MS. */

@@ -135,7 +135,8 @@ def check_routing(sets, probe):
         check(a.get('rc') == 0 and rep.get('ok') and rep.get('status') == 'held' and a.get('node') == addr[owner[ev]],
               'route: hold of %s answered by its owner %s' % (ev, owner[ev]), a)
         holds[ev] = rep.get('hold')
-    # an event created after the route read the map: found by a re-read
+    # an event created after the route read the map: found by a re-read, or by the
+    # wrong_set the set it asked answers from its own copy of the map
     r = one(sets['s2'].port, {'op': 'create_event', 'event': 'route-late', 'capacity': 5})
     check(r.get('ok'), 'create route-late on s2 after the map was read', r)
     owner['route-late'] = 's2'
@@ -150,7 +151,8 @@ def check_routing(sets, probe):
         check(a.get('rc') == 0 and rep.get('replay') is True and rep.get('hold') == holds[ev] and
               a.get('node') == addr[owner[ev]], 'route: %s sent again is a replay on its owner' % ev, a)
     st = ask('stats')
-    check(st.get('map_reads', 0) >= 2 and st.get('map_failures') == 0, 'route: the map was read (and re-read)', st)
+    check(st.get('map_reads', 0) >= 1 and (st.get('map_reads', 0) >= 2 or st.get('wrong_set', 0) >= 1) and
+          st.get('map_failures') == 0, 'route: the map was read (and re-read, or a wrong_set named the owner)', st)
     proc.stdin.close()
     check(proc.wait(timeout=30) == 0, 'route_probe exits 0')
     # each hold exactly once, on its owner; the other set has none of it
