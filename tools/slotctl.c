@@ -355,6 +355,15 @@ static const ctl_cmd commands[] = {
      "                        unknown_event (exit 1)\n"
      "A server without --placement answers with an error (exit 1). With --json, the raw reply.\n",
      cmd_placement},
+    {"move", "EVENT --to SET", "move an event to another replica set of the placement (move_event)",
+     "Sent to the primary of the set that owns EVENT (the first --host), which copies the event to\n"
+     "SET's primary while it sells, hands it over, flips the placement map and answers; prints the\n"
+     "new gen, the event's write pause and the move's total time. Sent once, never retried; waits\n"
+     "for the answer up to 600 s. A move that fails part-way is undone (the event stays where it\n"
+     "was) or finished by the server. wrong_set: the event is on another set, which is printed\n"
+     "with its primary. moving: another move runs. With --json, the raw reply.\n"
+     "  --to SET              the replica set to move to (required)\n",
+     cmd_move},
     {"watch", "[EVENT] [--once] [--interval MS]", "a live view: units left, holds/s, sold-out/s, latency, commits",
      NULL, cmd_watch},
     {"backup", "FILE", "write a hot backup of the server's store to FILE, on the server's machine (backup)", NULL,

@@ -6,7 +6,8 @@
  * follows the primary of a replica set. The commands are in slotctl_cmds.c
  * (event and server commands) and in their own modules (slotctl_create.c,
  * slotctl_alloc.c, slotctl_room.c, slotctl_feed.c, slotctl_backup.c,
- * slotctl_watch.c, slotctl_cluster.c, slotctl_metrics.c, slotctl_place.c).
+ * slotctl_watch.c, slotctl_cluster.c, slotctl_metrics.c, slotctl_place.c,
+ * slotctl_move.c).
  * Single-threaded: slotctl runs one command and exits.
  */
 #ifndef SLOTCTL_H
@@ -156,6 +157,8 @@ int cmd_allocations(ctl *x, int argc, char **argv);
 int cmd_room(ctl *x, int argc, char **argv);
 /* seats (slotctl_seats.c; docs/protocol.md, "Seated events"). */
 int cmd_seats(ctl *x, int argc, char **argv);
+/* move (slotctl_move.c; docs/protocol.md, "Placement"). */
+int cmd_move(ctl *x, int argc, char **argv);
 int cmd_status(ctl *x, int argc, char **argv);
 int cmd_window(ctl *x, int argc, char **argv);
 int cmd_cancel(ctl *x, int argc, char **argv);

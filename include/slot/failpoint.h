@@ -29,7 +29,10 @@
  * only in the page cache; that test must see the loss. early_reply, armed
  * the same way, is the pipelined path's: a batch's answers go out when it
  * ran, not when the log's flush reached it (docs/design.md, "Pipelined
- * group commit"), which the same test must catch.
+ * group commit"), which the same test must catch. kill_move_before_relinquish,
+ * kill_move_after_relinquish and kill_move_after_own are the mover's
+ * (src/cluster/mover_steps.c): they kill slotd between a move's steps, so
+ * tests/test_placement_move.py sees recovery undo or finish the move.
  */
 #ifndef SLOT_FAILPOINT_H
 #define SLOT_FAILPOINT_H
@@ -48,7 +51,10 @@
     X(SLOW_HANDBACK, "slow_handback")                       \
     X(CAS_LOST, "cas_lost")                                 \
     X(NO_FLUSH, "no_flush")                                 \
-    X(EARLY_REPLY, "early_reply")
+    X(EARLY_REPLY, "early_reply")                           \
+    X(KILL_MOVE_BEFORE_RELINQUISH, "kill_move_before_relinquish") \
+    X(KILL_MOVE_AFTER_RELINQUISH, "kill_move_after_relinquish")   \
+    X(KILL_MOVE_AFTER_OWN, "kill_move_after_own")
 
 #define SLOT_FP_SLOW_HANDBACK_MS 10000 /* slow_handback's sleep */
 
@@ -68,7 +74,8 @@ typedef enum slot_failpoint {
 int slot_failpoints_parse(const char *spec, char *err, unsigned errlen);
 /* slot_failpoint_hit — true when fp fires now (counts its passes). Thread:
  * the commit thread (the only one that runs the write path); cas_lost's only
- * on the loop thread of its etcd client. Each failpoint's count is touched by
+ * on the loop thread of its etcd client; the kill_move_* ones on the mover
+ * thread. Each failpoint's count is touched by
  * one thread only. */
 bool slot_failpoint_hit(slot_failpoint fp);
 #define SLOT_FAIL(fp) slot_failpoint_hit(SLOT_FP_##fp)

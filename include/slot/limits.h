@@ -149,6 +149,7 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_CTL_TIMEOUT_S_MIN 1
 #define SLOT_CTL_TIMEOUT_S_MAX 86400
 #define SLOT_CTL_CONNECT_TIMEOUT_MS 5000 /* slotctl's connect */
+#define SLOT_CTL_MOVE_TIMEOUT_S 600       /* slotctl move: the longest wait for a move's answer */
 #define SLOT_CTL_HOST_BYTES_MAX 255      /* slotctl --host */
 #define SLOT__STR(x) #x
 #define SLOT__XSTR(x) SLOT__STR(x)
@@ -441,6 +442,27 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 /* "moving": when a client should retry a write of an event in its cut-over */
 #define SLOT_PLACE_MOVING_RETRY_MS 100
 
+/* ---- the mover (src/cluster/mover*.c; docs/design.md, "The mover") */
+
+/* TTL of the etcd lease that holds the placement's move lock; a mover that
+ * dies frees it this long after its last keep-alive (sent every third of it) */
+#define SLOT_PLACE_LOCK_TTL_S 5
+/* how often a placement primary looks for a move a dead mover left (recovery) */
+#define SLOT_PLACE_RECOVER_MS 5000
+/* place_stage lines in flight at once on the mover's connection to the target */
+#define SLOT_PLACE_PIPELINE 8
+/* a reply of the source's or the target's primary to one mover line: beyond, the step failed */
+#define SLOT_PLACE_IO_MS 10000
+/* the connect to a set's primary */
+#define SLOT_PLACE_CONNECT_MS 2000
+/* records of one event the mover tracks (step 4's table); beyond, the move is refused and undone */
+#define SLOT_PLACE_MOVE_RECORDS_MAX (16u << 20)
+/* moving: the retry_after_ms of a move_event refused while another move runs (the lock held) */
+#define SLOT_PLACE_BUSY_RETRY_MS 1000
+/* a finishing step (map CAS, place_done) is tried this many times before recovery is left to it */
+#define SLOT_PLACE_FINISH_TRIES 5
+_Static_assert(SLOT_PLACE_LOCK_TTL_S * 1000 + 2 * SLOT_PLACE_RECOVER_MS <= 30000,
+               "a dead mover's move is resolved within 30 s: its lock expires, then a recovery pass or two");
 /* ---- clients that route by the placement (slot_route_*, slot/client.h, src/client/client_route.c) */
 
 /* replica sets a slot_route keeps (name, primary, HTTP address, one follower each) */

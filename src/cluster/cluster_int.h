@@ -98,11 +98,13 @@ enum { CLU_SNAP_NONE, CLU_SNAP_WANT, CLU_SNAP_SENDING, CLU_SNAP_ACK };
 typedef enum clu_job { CLU_JOB_NONE, CLU_JOB_APPLY, CLU_JOB_PROMOTE, CLU_JOB_SNAP } clu_job;
 
 struct slot__placement;
+struct slot__mover;
 
 typedef struct slot__cluster {
     server *s;
     struct slot__placement *place; /* --placement (placement.c); NULL without it */
     slot_repl_secret place_secret; /* the cluster secret: the internal ops' mac (placement.c); wiped at free */
+    struct slot__mover *mover;     /* --placement: the mover's loop side (mover_loop.c); NULL without it */
     clu_role role;
     char self[SLOT_CLUSTER_NAME_BYTES];
     char adv[SLOT_CLUSTER_ADDR_BYTES];       /* our client address */

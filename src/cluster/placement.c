@@ -33,6 +33,8 @@
  */
 #include "placement.h"
 
+#include "mover.h"
+
 #include <inttypes.h>
 #include <jansson.h>
 #include <openssl/core_names.h>
@@ -522,6 +524,8 @@ slot__place_state slot__place_run(server *s, entry *e)
         slot_res_error(&e->res, SLOT_E_INVALID_ARGUMENT, "this server is not a member of a placement (--placement)");
         return SLOT__PLACE_ANSWERED;
     }
+    if (e->req.op == SLOT_OP_MOVE_EVENT) /* the mover (mover_loop.c) */
+        return slot__mover_run(s, e);
     if (e->place_tag) {
         place_step *st = step_of(p, e->place_tag);
         if (!st) {
@@ -747,6 +751,8 @@ int slot__place_start(clu *c)
         return -1;
     }
     c->place = p;
+    if (slot__mover_start(c) != 0)
+        return -1; /* logged; slot__place_free frees p */
     SLOT__CLU_LOG(c, SLOT__LOG_INFO, "placement member", SLOT__LF_S("placement", o->placement),
                   SLOT__LF_S("set", p->set));
     return 0;
@@ -755,6 +761,7 @@ int slot__place_start(clu *c)
 void slot__place_stop(clu *c)
 {
     slot__placement *p = c->place;
+    slot__mover_stop(c);
     if (!p || !p->tick_open)
         return;
     slot__place_cache_stop(p->cache);
@@ -765,6 +772,7 @@ void slot__place_stop(clu *c)
 void slot__place_free(clu *c)
 {
     slot__placement *p = c->place;
+    slot__mover_free(c);
     if (!p)
         return;
     for (size_t i = 0; i < SLOT_PLACE_STEPS_MAX; i++)
