@@ -210,8 +210,13 @@ int slot__op_deallocate(ctx *c, const slot_req *req, slot_res *res)
                  : slot_store_block_put(c->st, c->txn, c->ev, c->ev_len, &b);
     /* The units given back serve the waitlist as a release would; a block
      * removed makes its waiting entries wait for the free units instead. */
-    if (rc == 0 && (n > 0 || all))
+    if (rc == 0 && (n > 0 || all)) {
         rc = slot__waitlist_serve(c, &e);
+        /* The reply's remaining is what the hand-out left: a block kept open may
+         * have met its own waiting entries (model seed 1796283277713573550). */
+        if (rc == 0 && !all)
+            rc = slot_store_block_get(c->st, c->txn, c->ev, c->ev_len, req->alloc, req->alloc_len, &b);
+    }
     return rc == 0 ? block_done(c, &e, &b, res) : rc;
 }
 
