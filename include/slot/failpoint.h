@@ -33,6 +33,11 @@
  * kill_move_after_relinquish and kill_move_after_own are the mover's
  * (src/cluster/mover_steps.c): they kill slotd between a move's steps, so
  * tests/test_placement_move.py sees recovery undo or finish the move.
+ * pause_move_before_relinquish, pause_move_after_relinquish and
+ * pause_move_after_own make the mover stand still there for
+ * SLOT_FP_PAUSE_MOVE_MS (its loop turning: the lock is kept alive while etcd
+ * answers), so tests/test_placement_partition.py cuts the source from etcd
+ * in that step.
  */
 #ifndef SLOT_FAILPOINT_H
 #define SLOT_FAILPOINT_H
@@ -54,9 +59,13 @@
     X(EARLY_REPLY, "early_reply")                           \
     X(KILL_MOVE_BEFORE_RELINQUISH, "kill_move_before_relinquish") \
     X(KILL_MOVE_AFTER_RELINQUISH, "kill_move_after_relinquish")   \
-    X(KILL_MOVE_AFTER_OWN, "kill_move_after_own")
+    X(KILL_MOVE_AFTER_OWN, "kill_move_after_own")                 \
+    X(PAUSE_MOVE_BEFORE_RELINQUISH, "pause_move_before_relinquish") \
+    X(PAUSE_MOVE_AFTER_RELINQUISH, "pause_move_after_relinquish")   \
+    X(PAUSE_MOVE_AFTER_OWN, "pause_move_after_own")
 
 #define SLOT_FP_SLOW_HANDBACK_MS 10000 /* slow_handback's sleep */
+#define SLOT_FP_PAUSE_MOVE_MS 4000     /* pause_move_*'s stand-still */
 
 typedef enum slot_failpoint {
 #define SLOT__FP_ENUM(name, spelling) SLOT_FP_##name,

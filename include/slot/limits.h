@@ -447,6 +447,10 @@ _Static_assert(SLOT_EVENT_BYTES_MAX + SLOT_USER_BYTES_MAX + SLOT_REQUEST_BYTES_M
 /* TTL of the etcd lease that holds the placement's move lock; a mover that
  * dies frees it this long after its last keep-alive (sent every third of it) */
 #define SLOT_PLACE_LOCK_TTL_S 5
+/* a mover trusts its lock this long after the send of the last keep-alive etcd answered
+ * (two missed keep-alives): past it the lease may be gone in etcd, so the mover acts as if
+ * it were (it stops before place_own and undoes), as a lease holder must by its own clock */
+#define SLOT_PLACE_LOCK_TRUST_MS (SLOT_PLACE_LOCK_TTL_S * 1000 * 2 / 3)
 /* how often a placement primary looks for a move a dead mover left (recovery) */
 #define SLOT_PLACE_RECOVER_MS 5000
 /* place_stage lines in flight at once on the mover's connection to the target */

@@ -62,7 +62,9 @@ typedef struct mv_ctx {
     uv_timer_t keep; /* the lock lease's keep-alive */
     bool keep_on, keep_busy;
     int64_t lease;  /* the lock's lease (0: none) */
-    bool lock_lost; /* a keep-alive found the lease gone */
+    bool lock_lost; /* a keep-alive found the lease gone, or none was answered for SLOT_PLACE_LOCK_TRUST_MS */
+    uint64_t keep_sent_ms; /* monotonic ms: the send of the keep-alive in flight (or of the grant) */
+    uint64_t lease_ok_ms;  /* monotonic ms: the send of the last grant or keep-alive etcd answered alive */
     char key_lock[SLOT_PLACE_KEY_BYTES];
 } mv_ctx;
 
@@ -101,6 +103,12 @@ void mv_kv_free(mv_kv *kv);
 /* The lock: lease + put-if-absent of P lock, keep-alive on the loop.
  * 0 taken; 1 held by another (holder gets its value, heap); or an etcd code. */
 int mv_lock(mv_ctx *x, const char *event, const char *from, const char *to, uint64_t gen, char **holder);
+/* mv_lock_trusted — whether the lock may still be held: no keep-alive found the
+ * lease gone, and etcd answered one sent within SLOT_PLACE_LOCK_TRUST_MS (by this
+ * thread's monotonic clock; a lease's holder cannot know etcd's, so it counts from
+ * its own sends). Once false it stays false until the next mv_lock. Thread: the
+ * mover's. */
+bool mv_lock_trusted(mv_ctx *x);
 void mv_unlock(mv_ctx *x);
 
 /* Connections to a set's primary "H:P" (connect bounded by SLOT_PLACE_CONNECT_MS,

@@ -201,19 +201,33 @@ static void on_keep(slot_etcd *e, int status, const slot_etcd_lease_result *r, v
     x->keep_busy = false;
     if (status == 0 && r->ttl_s == 0)
         x->lock_lost = true; /* the lease is gone: recovery may act; the move stops at its next check */
+    else if (status == 0)
+        x->lease_ok_ms = x->keep_sent_ms; /* etcd's TTL restarted no earlier than this send */
 }
 
 static void keep_tick(uv_timer_t *t)
 {
     mv_ctx *x = t->data;
-    if (x->lease && !x->keep_busy && slot_etcd_lease_keepalive(x->etcd, x->lease, on_keep, x) == 0)
+    if (x->lease && !x->keep_busy && slot_etcd_lease_keepalive(x->etcd, x->lease, on_keep, x) == 0) {
         x->keep_busy = true;
+        x->keep_sent_ms = uv_hrtime() / 1000000u;
+    }
+}
+
+bool mv_lock_trusted(mv_ctx *x)
+{
+    if (x->lock_lost)
+        return false;
+    if (uv_hrtime() / 1000000u - x->lease_ok_ms > SLOT_PLACE_LOCK_TRUST_MS)
+        x->lock_lost = true; /* etcd may have expired it: a partition from etcd, or a stall */
+    return !x->lock_lost;
 }
 
 int mv_lock(mv_ctx *x, const char *event, const char *from, const char *to, uint64_t gen, char **holder)
 {
     *holder = NULL;
     mv_wait w = {0};
+    uint64_t sent = uv_hrtime() / 1000000u;
     int rc = slot_etcd_lease_grant(x->etcd, SLOT_PLACE_LOCK_TTL_S, on_lease, &w);
     if (rc != 0)
         return rc;
@@ -221,6 +235,8 @@ int mv_lock(mv_ctx *x, const char *event, const char *from, const char *to, uint
     if (w.status != 0)
         return w.status;
     x->lease = w.lease;
+    x->lease_ok_ms = sent;
+    x->lock_lost = false;
     json_t *v = json_pack("{s:s,s:s,s:s,s:I,s:s}", "event", event, "from", from, "to", to, "gen", (json_int_t)gen,
                           "node", x->job->node);
     char *t = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;

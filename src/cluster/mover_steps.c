@@ -202,17 +202,40 @@ int mv_finish(mv_move *m)
     return 0;
 }
 
-/* The lock's lease was found gone (etcd lost it, or keep-alives failed
- * past its TTL): recovery may act on the move, so this mover stops before
- * place_own and undoes what it did (undo and recovery do the same steps). */
+/* The lock's lease was found gone, or may be (no keep-alive answered for
+ * SLOT_PLACE_LOCK_TRUST_MS: this server cut from etcd, say): recovery may act
+ * on the move, so this mover stops before place_own and undoes what it did
+ * (undo and recovery do the same steps; T's own or abort, whichever commits
+ * first, decides, so a mover that goes on regardless is still safe). */
 static bool lock_lost(mv_move *m)
 {
     mv_pump(m->x);
-    if (!m->x->lock_lost)
+    if (mv_lock_trusted(m->x))
         return false;
-    snprintf(m->why, sizeof m->why, "the move lock's lease was lost");
+    snprintf(m->why, sizeof m->why, "the move lock's lease was lost or could not be kept alive (etcd unreachable?)");
     return true;
 }
+
+#ifdef SLOT_FAILPOINTS
+/* pause_move_*: the mover stands still for SLOT_FP_PAUSE_MOVE_MS between two
+ * steps, its loop (the lock's keep-alive) still turning, so a test can cut this
+ * server from etcd in that step (tests/test_placement_partition.py). */
+static void fp_pause(mv_move *m)
+{
+    uint64_t end = now_ms() + SLOT_FP_PAUSE_MOVE_MS;
+    while (now_ms() < end) {
+        mv_pump(m->x);
+        uv_sleep(10);
+    }
+}
+#define FP_PAUSE(m, fp)      \
+    do {                     \
+        if (SLOT_FAIL(fp))   \
+            fp_pause(m);     \
+    } while (0)
+#else
+#define FP_PAUSE(m, fp) ((void)(m))
+#endif
 
 static void reply_fields(mv_move *m)
 {
@@ -267,6 +290,7 @@ void mv_run_move(mv_ctx *x)
     }
     if (SLOT_FAIL(KILL_MOVE_BEFORE_RELINQUISH))
         raise(SIGKILL); /* as kill -9 would, mid-move (tests/test_placement_move.py) */
+    FP_PAUSE(&m, PAUSE_MOVE_BEFORE_RELINQUISH);
     j->pause_start_ms = now_ms();
     json_t *r = NULL;
     rc = mv_place(&m, &m.src, mv_op(&m, "place_relinquish", m.gen, j->to), &r); /* 5 */
@@ -275,6 +299,7 @@ void mv_run_move(mv_ctx *x)
     json_decref(r);
     if (SLOT_FAIL(KILL_MOVE_AFTER_RELINQUISH))
         raise(SIGKILL); /* as kill -9 would, mid-move (tests/test_placement_move.py) */
+    FP_PAUSE(&m, PAUSE_MOVE_AFTER_RELINQUISH);
     if (rc != 0 || mv_copy(&m, true) != 0 || lock_lost(&m)) { /* 6 */
         if (mv_undo(&m) == 1)
             reply_fields(&m);
@@ -286,6 +311,7 @@ void mv_run_move(mv_ctx *x)
     json_decref(r);
     if (SLOT_FAIL(KILL_MOVE_AFTER_OWN))
         raise(SIGKILL); /* as kill -9 would, mid-move (tests/test_placement_move.py) */
+    FP_PAUSE(&m, PAUSE_MOVE_AFTER_OWN);
     if (rc != 0) {
         if (mv_undo(&m) == 1) /* an own that did commit makes the abort refuse: then it finishes */
             reply_fields(&m);
