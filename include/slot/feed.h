@@ -181,6 +181,9 @@ int slot_feed_run(slot_store *st, MDB_txn *txn, const slot_req *req, uint64_t no
  * hold.held (or hold.offered) entry is kept, the type of its newest entry must
  * agree with its status in the holds database, and an entry must never name a
  * hold that does not exist. Each disagreement is reported to fn (invariant 8).
+ * Per event only the entries after its last event.moved or event.arrived
+ * count: a moved event's holds are another set's, an arrived one's came as
+ * the source left them.
  * ev/ev_len: only that event's holds (NULL: every event). O(entries) time,
  * O(holds in the feed) memory. Any transaction.
  */
