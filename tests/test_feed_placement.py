@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""test_feed_placement.py SLOTD SLOTCTL MAIL_WORKER — the feed of a placement
+(docs/design.md, "The feed of a placement"): `slotctl feed --placement` and
+`examples/mail_worker.py --placement` over two one-node replica sets of one
+placement on one etcd.
+
+Two sets s1 and s2; events a (s1), b (s2) and hot (s1), with holds, confirms
+and releases on each. Then, while a seller keeps holding hot (retrying moving,
+following wrong_set) and a, b keep changing: hot moves s1 -> s2 (gen 2), more
+writes, and back s2 -> s1 (gen 3), more writes. What each set's feed holds is
+read directly from each set (the truth): an event's entries are its epochs,
+each from an event.created or event.arrived up to the event.moved that ends it
+(or the end), in gen order.
+
+Checks:
+  - a run of `slotctl feed --placement p --etcd URL --json --state F` before the
+    moves, then a `--follow --state F` run through them (stopped by SIGTERM once
+    it printed what the truth says), together print every entry of both sets
+    exactly once, each event's entries in its order, event.moved and
+    event.arrived of both moves included;
+  - a fresh run without state, after it all, prints the same: hot's 600 entries
+    on s1 before its first move are more than a turn of reading (256 lines), so
+    s2's event.arrived is read before s1's event.moved and must wait for it;
+  - examples/mail_worker.py --placement p --etcd URL --entries --until-head
+    delivers the same, once each, in order per event, and mails each
+    hold.confirmed once;
+  - bad usage: --placement without --etcd, with --from, and an etcd that does not
+    answer, each a clear error.
+Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
+stopped by its PID; every wait is bounded by a count and a time; the folders
+are temporary.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import slotd_kit as kit
+from slotd_kit import check, require, call
+from test_placement import start_etcd, wait_primary, one, ETCD
+from test_placement_move import place_args, call_many, Seller
+
+
+def read_feed(port, consumer='truth'):
+    """Every entry of the set's feed, from the oldest, up to its head now; the consumer is forgotten after."""
+    c = kit.Conn(port, timeout=30)
+    r = c.ask({'op': 'subscribe', 'consumer': consumer, 'from': 'start', 'window': 10000})
+    require(r.get('ok'), 'subscribe %s on %d' % (consumer, port), r)
+    out, head = [], r['head']
+    end = time.time() + 30
+    while (not out or out[-1]['feed'] < head) and head and time.time() < end and len(out) < 100000:
+        m = c.line()
+        if 'feed' in m:
+            out.append(m)
+    c.close()
+    one(port, {'op': 'feed_forget', 'consumer': consumer})
+    return out
+
+
+def truth(sets):
+    """{event: [(set, seq), ...]} in the order a consumer must see, and every (set, seq) of both feeds."""
+    segs, every, outside = {}, set(), []
+    for name, srv in sets.items():
+        cur = {}
+        for e in read_feed(srv.port):
+            every.add((name, e['feed']))
+            ev, t = e['event'], e['type']
+            if t in ('event.created', 'event.arrived'):
+                cur[ev] = (1 if t == 'event.created' else e['gen'], [])
+                segs.setdefault(ev, []).append(cur[ev])
+            if ev not in cur:
+                outside.append(e)
+                continue
+            cur[ev][1].append((name, e['feed'], t))
+            if t == 'event.moved':
+                del cur[ev]
+    require(not outside, 'every entry of both feeds is in an epoch of its event', outside[:3])
+    order = {}
+    for ev, ss in segs.items():
+        order[ev] = [x for _, seg in sorted(ss, key=lambda s: s[0]) for x in seg]
+    return order, every
+
+
+def judge_output(what, lines, order, every):
+    """lines: the JSON entries a consumer printed (each with "set"). Checks exactly once and per-event order."""
+    got = [(m['set'], m['feed']) for m in lines]
+    dup = len(got) - len(set(got))
+    missing = every - set(got)
+    extra = set(got) - every
+    check(dup == 0, '%s: no entry twice' % what, dup)
+    check(not missing and not extra, '%s: every entry of both sets, nothing else (%d)' % (what, len(every)),
+          (sorted(missing)[:5], sorted(extra)[:5]))
+    per = {}
+    for m in lines:
+        per.setdefault(m['event'], []).append((m['set'], m['feed'], m['type']))
+    bad = [ev for ev in order if per.get(ev) != order[ev]]
+    check(not bad, '%s: each event\'s entries in its order across the moves' % what,
+          [(ev, [x for x in zip(per.get(ev, []), order[ev]) if x[0] != x[1]][:3]) for ev in bad][:2])
+    hot = [t for _, _, t in per.get('hot', [])]
+    check(hot.count('event.moved') == 2 and hot.count('event.arrived') == 2,
+          '%s: hot\'s two hand-overs, event.moved and event.arrived each, are seen' % what, hot.count('event.moved'))
+
+
+def slotctl_feed(slotctl, etcd_url, extra, timeout=120):
+    r = subprocess.run([slotctl, '--json', 'feed', '--placement', 'p', '--etcd', etcd_url] + extra,
+                       capture_output=True, text=True, timeout=timeout)
+    return r.returncode, [json.loads(x) for x in r.stdout.splitlines() if x.strip()], r.stderr
+
+
+def writes(sets, tag, n):
+    """n holds on a (s1) and b (s2), each third confirmed and each fifth released."""
+    for ev, name in (('a', 's1'), ('b', 's2')):
+        port = sets[name].port
+        hs = call_many(port, [{'op': 'hold', 'event': ev, 'user': '%s%d' % (tag, i), 'request': '%s%d' % (tag, i),
+                               'qty': 1} for i in range(n)])
+        check(all(h.get('ok') for h in hs), '%d holds on %s (%s)' % (n, ev, tag), [h for h in hs if not h.get('ok')][:2])
+        ops = [{'op': 'confirm', 'event': ev, 'user': '%s%d' % (tag, i), 'hold': h['hold']}
+               for i, h in enumerate(hs) if i % 3 == 0 and h.get('ok')]
+        ops += [{'op': 'release', 'event': ev, 'user': '%s%d' % (tag, i), 'hold': h['hold']}
+                for i, h in enumerate(hs) if i % 5 == 1 and h.get('ok')]
+        rs = call_many(port, ops)
+        check(all(x.get('ok') for x in rs), 'confirms and releases on %s (%s)' % (ev, tag))
+
+
+def hot_changes(port, tag, n):
+    """n holds of hot on port (its owner), each fourth confirmed and each seventh released."""
+    hs = call_many(port, [{'op': 'hold', 'event': 'hot', 'user': '%s%d' % (tag, i), 'request': '%s%d' % (tag, i),
+                           'qty': 1} for i in range(n)])
+    check(all(h.get('ok') for h in hs), '%d holds on hot (%s)' % (n, tag), [h for h in hs if not h.get('ok')][:2])
+    ops = [{'op': 'confirm', 'event': 'hot', 'user': '%s%d' % (tag, i), 'hold': h['hold']}
+           for i, h in enumerate(hs) if i % 4 == 0 and h.get('ok')]
+    ops += [{'op': 'release', 'event': 'hot', 'user': '%s%d' % (tag, i), 'hold': h['hold']}
+            for i, h in enumerate(hs) if i % 7 == 1 and h.get('ok')]
+    rs = call_many(port, ops)
+    check(all(x.get('ok') for x in rs), 'confirms and releases on hot (%s)' % tag)
+
+
+def move(slotctl, port, to, gen):
+    r = subprocess.run([slotctl, '--host', '127.0.0.1:%d' % port, 'move', 'hot', '--to', to],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0 and 'moved hot to %s: gen %d' % (to, gen) in r.stdout, 'slotctl move hot --to ' + to,
+          (r.stdout, r.stderr))
+
+
+def main():
+    slotd, slotctl, worker = sys.argv[1], sys.argv[2], sys.argv[3]
+    if not os.access(ETCD, os.X_OK):
+        print('etcd not found (install etcd-server)')
+        sys.exit(77)
+    base = tempfile.mkdtemp(prefix='slotd-pfeed-')
+    follow = None
+    try:
+        _, etcd_url = start_etcd(base)
+        secret = os.path.join(base, 'secret')
+        with open(secret, 'w') as f:
+            f.write('placement-test-secret-0123456789\n')
+        os.chmod(secret, 0o600)
+        sets = {}
+        for name in ('s1', 's2'):
+            sets[name] = kit.Server(slotd, os.path.join(base, name), extra=place_args(name, etcd_url, secret),
+                                    stderr_path=os.path.join(base, name + '.log'))
+        p1, p2 = sets['s1'].port, sets['s2'].port
+        require(wait_primary(p1) and wait_primary(p2), 'both single-node sets become primary')
+        end = time.time() + 10
+        while time.time() < end and len(one(p1, {'op': 'placement'}).get('sets', {})) < 2:
+            time.sleep(0.1)
+
+        # bad usage
+        for extra, want in ((['feed', '--placement', 'p'], 'needs --etcd'),
+                            (['feed', '--placement', 'p', '--etcd', etcd_url, '--from', '3'], 'takes no --from'),
+                            (['feed', '--etcd', etcd_url], 'goes with --placement')):
+            r = subprocess.run([slotctl] + extra, capture_output=True, text=True, timeout=30)
+            check(r.returncode == 64 and want in r.stderr, 'slotctl %s: usage error' % ' '.join(extra[1:3]),
+                  (r.returncode, r.stderr))
+        r = subprocess.run([slotctl, 'feed', '--placement', 'p', '--etcd', 'http://127.0.0.1:9'],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 2 and 'etcd' in r.stderr, 'an etcd that does not answer: exit 2 naming it',
+              (r.returncode, r.stderr))
+
+        for ev, port in (('a', p1), ('b', p2), ('hot', p1)):
+            r = one(port, {'op': 'create_event', 'event': ev, 'capacity': 100000})
+            require(r.get('ok'), 'create %s' % ev, r)
+        writes(sets, 'x', 60)
+        hot_changes(p1, 'h', 450)  # hot: ~600 entries on s1 before its first move
+
+        state = os.path.join(base, 'pfeed.state')
+        rc, first, err = slotctl_feed(slotctl, etcd_url, ['--state', state])
+        check(rc == 0 and first and os.path.exists(state), 'slotctl feed --placement --state: a first run', (rc, err))
+        print('first run: %d entries; %s' % (len(first), err.strip().splitlines()[-1:]))
+        out_path = os.path.join(base, 'follow.out')
+        out = open(out_path, 'w')
+        follow = subprocess.Popen([slotctl, '--json', 'feed', '--placement', 'p', '--etcd', etcd_url, '--state', state,
+                                   '--follow'], stdout=out, stderr=subprocess.PIPE, text=True)
+
+        seller = Seller({'s1': p1, 's2': p2}, 'hot')
+        seller.start()
+        writes(sets, 'y', 30)
+        time.sleep(0.3)
+        move(slotctl, p1, 's2', 2)
+        writes(sets, 'z', 30)
+        hot_changes(p2, 'i', 60)
+        time.sleep(0.5)  # the seller is on s2 by now (it waited out its moving answers)
+        move(slotctl, p2, 's1', 3)
+        hot_changes(p1, 'j', 60)
+        time.sleep(0.3)
+        seller.stop.set()
+        seller.join(30)
+        check(not seller.errors, 'the seller saw no errors', seller.errors[:3])
+        check(seller.redirects >= 2, 'the seller followed hot to s2 and back', (seller.redirects, len(seller.acked), seller.moving))
+        writes(sets, 'w', 20)
+
+        order, every = truth(sets)
+        print('truth: %d entries (s1 %d, s2 %d); hot %d' % (len(every), sum(1 for s, _ in every if s == 's1'),
+                                                            sum(1 for s, _ in every if s == 's2'), len(order['hot'])))
+        want = len(every) - len(first)
+        end = time.time() + 60
+        n = 0
+        while time.time() < end and n < want:
+            with open(out_path) as f:
+                n = sum(1 for _ in f)
+            time.sleep(0.2)
+        follow.send_signal(signal.SIGTERM)
+        _, ferr = follow.communicate(timeout=60)
+        out.close()
+        check(follow.returncode == 0, 'the --follow run ends at SIGTERM with 0', (follow.returncode, ferr))
+        follow = None
+        with open(out_path) as f:
+            second = [json.loads(x) for x in f if x.strip()]
+        print('follow run: %d entries; %s' % (len(second), ferr.strip().splitlines()[-1:]))
+        judge_output('a first run and a --follow run resumed from its --state', first + second, order, every)
+
+        rc, fresh, err = slotctl_feed(slotctl, etcd_url, [])
+        check(rc == 0, 'a fresh run without --state', (rc, err))
+        check(' 0 waited' not in err and 'waited for a hand-over' in err,
+              'in it s2\'s event.arrived waited for s1\'s event.moved', err)
+        print('fresh run: %d entries; %s' % (len(fresh), err.strip().splitlines()[-1:]))
+        judge_output('a fresh run', fresh, order, every)
+
+        wstate = os.path.join(base, 'mail.state')
+        r = subprocess.run([sys.executable, worker, '--placement', 'p', '--etcd', etcd_url, '--state', wstate,
+                            '--entries', '--until-head'], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, 'mail_worker.py --placement --until-head', (r.returncode, r.stderr[-2000:]))
+        lines = r.stdout.splitlines()
+        entries = [json.loads(x[len('entry '):]) for x in lines if x.startswith('entry ')]
+        judge_output('mail_worker.py --placement', entries, order, every)
+        mails = [x for x in lines if x.startswith('mail to ') and 'confirmed' in x]
+        confirmed = sum(1 for m in entries if m['type'] == 'hold.confirmed')
+        check(len(mails) == confirmed and len(set(mails)) == len(mails),
+              'mail_worker.py mails each hold.confirmed once', (len(mails), confirmed))
+        for name in ('s1', 's2'):
+            c = one(sets[name].port, {'op': 'feed_consumers'})
+            left = [x['consumer'] for x in c.get('consumers', []) if x['consumer'].startswith('slotctl.')]
+            check(c.get('ok') and not left, 'slotctl forgot its consumers on ' + name, c)
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+            follow.wait()
+        kit.stop_all()
+        shutil.rmtree(base, ignore_errors=True)
+    kit.finish()
+
+
+if __name__ == '__main__':
+    main()
