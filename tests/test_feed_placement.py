@@ -7,23 +7,25 @@ placement on one etcd.
 Two sets s1 and s2; events a (s1), b (s2) and hot (s1), with holds, confirms
 and releases on each. Then, while a seller keeps holding hot (retrying moving,
 following wrong_set) and a, b keep changing: hot moves s1 -> s2 (gen 2), more
-writes, and back s2 -> s1 (gen 3), more writes. What each set's feed holds is
+writes, and back s2 -> s1 (gen 3), more writes; then s2 restarts (on a new
+port, which its primary publishes in etcd) and b changes again. What each set's feed holds is
 read directly from each set (the truth): an event's entries are its epochs,
 each from an event.created or event.arrived up to the event.moved that ends it
 (or the end), in gen order.
 
 Checks:
   - a run of `slotctl feed --placement p --etcd URL --json --state F` before the
-    moves, then a `--follow --state F` run through them (stopped by SIGTERM once
-    it printed what the truth says), together print every entry of both sets
+    moves, then a `--follow --state F` run through them and s2's restart (it
+    subscribes to s2 again; stopped by SIGTERM once it printed what the truth
+    says), together print every entry of both sets
     exactly once, each event's entries in its order, event.moved and
     event.arrived of both moves included;
   - a fresh run without state, after it all, prints the same: hot's 600 entries
     on s1 before its first move are more than a turn of reading (256 lines), so
     s2's event.arrived is read before s1's event.moved and must wait for it;
-  - examples/mail_worker.py --placement p --etcd URL --entries --until-head
-    delivers the same, once each, in order per event, and mails each
-    hold.confirmed once;
+  - examples/mail_worker.py --placement p --etcd URL --entries --until-head,
+    run before the moves and again at the end from its state file, delivers
+    the same, once each, in order per event, and mails each hold.confirmed once;
   - bad usage: --placement without --etcd, with --from, and an etcd that does not
     answer, each a clear error.
 Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
@@ -43,7 +45,7 @@ import time
 import slotd_kit as kit
 from slotd_kit import check, require, call
 from test_placement import start_etcd, wait_primary, one, ETCD
-from test_placement_move import place_args, call_many, Seller
+from test_placement_move import place_args, call_many, Seller, restart
 
 
 def read_feed(port, consumer='truth'):
@@ -110,6 +112,14 @@ def slotctl_feed(slotctl, etcd_url, extra, timeout=120):
     r = subprocess.run([slotctl, '--json', 'feed', '--placement', 'p', '--etcd', etcd_url] + extra,
                        capture_output=True, text=True, timeout=timeout)
     return r.returncode, [json.loads(x) for x in r.stdout.splitlines() if x.strip()], r.stderr
+
+
+def mail_worker(worker, etcd_url, state):
+    """One run of mail_worker.py --placement --until-head; its stdout lines."""
+    r = subprocess.run([sys.executable, worker, '--placement', 'p', '--etcd', etcd_url, '--state', state,
+                        '--entries', '--until-head'], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, 'mail_worker.py --placement --until-head', (r.returncode, r.stderr[-2000:]))
+    return r.stdout.splitlines()
 
 
 def writes(sets, tag, n):
@@ -192,6 +202,8 @@ def main():
         rc, first, err = slotctl_feed(slotctl, etcd_url, ['--state', state])
         check(rc == 0 and first and os.path.exists(state), 'slotctl feed --placement --state: a first run', (rc, err))
         print('first run: %d entries; %s' % (len(first), err.strip().splitlines()[-1:]))
+        wstate = os.path.join(base, 'mail.state')
+        mail1 = mail_worker(worker, etcd_url, wstate)
         out_path = os.path.join(base, 'follow.out')
         out = open(out_path, 'w')
         follow = subprocess.Popen([slotctl, '--json', 'feed', '--placement', 'p', '--etcd', etcd_url, '--state', state,
@@ -212,6 +224,10 @@ def main():
         seller.join(30)
         check(not seller.errors, 'the seller saw no errors', seller.errors[:3])
         check(seller.redirects >= 2, 'the seller followed hot to s2 and back', (seller.redirects, len(seller.acked), seller.moving))
+        # a restart of s2 (a new port, published in etcd by its primary): the --follow run
+        # subscribes again from its position there
+        sets['s2'].stop()
+        restart(sets, 's2', slotd, base, etcd_url, secret)
         writes(sets, 'w', 20)
 
         order, every = truth(sets)
@@ -228,6 +244,8 @@ def main():
         _, ferr = follow.communicate(timeout=60)
         out.close()
         check(follow.returncode == 0, 'the --follow run ends at SIGTERM with 0', (follow.returncode, ferr))
+        check('set s2: the server closed the connection; subscribing again' in ferr,
+              'the --follow run subscribed to s2 again after its restart', ferr)
         follow = None
         with open(out_path) as f:
             second = [json.loads(x) for x in f if x.strip()]
@@ -241,13 +259,10 @@ def main():
         print('fresh run: %d entries; %s' % (len(fresh), err.strip().splitlines()[-1:]))
         judge_output('a fresh run', fresh, order, every)
 
-        wstate = os.path.join(base, 'mail.state')
-        r = subprocess.run([sys.executable, worker, '--placement', 'p', '--etcd', etcd_url, '--state', wstate,
-                            '--entries', '--until-head'], capture_output=True, text=True, timeout=120)
-        check(r.returncode == 0, 'mail_worker.py --placement --until-head', (r.returncode, r.stderr[-2000:]))
-        lines = r.stdout.splitlines()
+        lines = mail1 + mail_worker(worker, etcd_url, wstate)
         entries = [json.loads(x[len('entry '):]) for x in lines if x.startswith('entry ')]
-        judge_output('mail_worker.py --placement', entries, order, every)
+        judge_output('mail_worker.py --placement, a run before the moves and one resumed from its state after',
+                     entries, order, every)
         mails = [x for x in lines if x.startswith('mail to ') and 'confirmed' in x]
         confirmed = sum(1 for m in entries if m['type'] == 'hold.confirmed')
         check(len(mails) == confirmed and len(set(mails)) == len(mails),

@@ -73,6 +73,7 @@ typedef struct pset {
     int probe_set;       /* -1, or the source whose feed this set's held event.arrived waits on */
     uint64_t probe_head; /* ... until that set's next passes it */
     uint32_t fails;      /* subscribes in a row that failed */
+    bool probe_warned;   /* a feed_consumers of this set failed once (said once) */
 } pset;
 
 typedef struct pfeed {
@@ -272,6 +273,24 @@ static pev *ev_get(pfeed *p, const char *ev)
     return NULL;
 }
 
+/* A follower of s's addresses into *out (the one there freed first). 0, or -1 after a message. */
+static int follower(const pfeed *p, const pset *s, slot_follow **out)
+{
+    slot_follow_opts fo;
+    slot_follow_opts_default(&fo);
+    fo.token = p->o->token;
+    fo.connect_timeout_ms = SLOT_CTL_CONNECT_TIMEOUT_MS;
+    fo.reply_timeout_ms = p->o->timeout_ms;
+    char err[300];
+    slot_follow_free(*out);
+    *out = NULL;
+    if (slot_follow_new(s->addrs, &fo, out, err, sizeof err) < 0) {
+        fprintf(stderr, "slotctl: feed: set %s: %s\n", s->name, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* The probe of an event.arrived on set x from the set `from` (docs/design.md): the source's
  * head now, asked of its primary. 0, or -1 after a message (tried again next turn). */
 static int probe(pfeed *p, pset *x, int from)
@@ -283,9 +302,13 @@ static int probe(pfeed *p, pset *x, int from)
     json_t *v = rc == 0 ? json_loads(r.line ? r.line : "", 0, NULL) : NULL;
     slot_reply_clear(&r);
     if (!json_is_true(json_object_get(v, "ok"))) {
-        fprintf(stderr, "slotctl: feed: set %s: feed_consumers: %s\n", s->name,
-                v ? jstr(v, "error") : slot_follow_error(s->side));
+        if (!s->probe_warned) /* once: it is asked again each turn, bounded by SLOT_CTL_FEED_HOLD_MS_MAX */
+            fprintf(stderr, "slotctl: feed: set %s: feed_consumers: %s\n", s->name,
+                    v ? jstr(v, "error") : slot_follow_error(s->side));
+        s->probe_warned = true;
         json_decref(v);
+        if (!v && set_addrs(p, s, NULL) == 0) /* no answer: its primary may have moved */
+            follower(p, s, &s->side);
         return -1;
     }
     x->probe_set = from;
@@ -432,23 +455,6 @@ static int state_save(pfeed *p)
 
 /* ---- the sets' connections */
 
-static int follower(const pfeed *p, const pset *s, slot_follow **out)
-{
-    slot_follow_opts fo;
-    slot_follow_opts_default(&fo);
-    fo.token = p->o->token;
-    fo.connect_timeout_ms = SLOT_CTL_CONNECT_TIMEOUT_MS;
-    fo.reply_timeout_ms = p->o->timeout_ms;
-    char err[300];
-    slot_follow_free(*out);
-    *out = NULL;
-    if (slot_follow_new(s->addrs, &fo, out, err, sizeof err) < 0) {
-        fprintf(stderr, "slotctl: feed: set %s: %s\n", s->name, err);
-        return -1;
-    }
-    return 0;
-}
-
 /* (Re)subscribes s from s->next (or its oldest entry). 0; 1 a refusal; -1 no answer (try again). */
 static int subscribe(pfeed *p, pset *s)
 {
@@ -494,6 +500,8 @@ static int resubscribe(pfeed *p, pset *s)
         if (stop_asked)
             return 0;
         set_addrs(p, s, NULL); /* an etcd that does not answer keeps the addresses known */
+        if (follower(p, s, &s->side) != 0)
+            return 1;
         int rc = subscribe(p, s);
         if (rc >= 0)
             return rc;
