@@ -299,7 +299,11 @@ class Placement:
             src = self.sets.get(m.get("from", ""))
             if not handed and src is not None and src is not x:
                 if x.probe is None or x.probe[0] is not src:
-                    x.probe = (src, src.head_now())
+                    try:
+                        x.probe = (src, src.head_now())
+                    except ConnectionError as e:  # asked again next turn, bounded by HOLD_S_MAX
+                        print("probe of set %s: %s" % (src.name, e), file=sys.stderr, flush=True)
+                        return "hold"
                 if src.next <= x.probe[1]:
                     return "hold"
             x.probe = None
@@ -325,8 +329,8 @@ class Placement:
         x.next = m["feed"] + 1
         x.ack()
         self.since_state += 1
-        if self.since_state >= STATE_EVERY:
-            self.save()
+        if self.since_state >= STATE_EVERY or (verdict == "take" and m["type"] in ("hold.confirmed", "hold.expired")):
+            self.save()                      # after a mail at once: a restart never mails twice
 
     def turn(self, x):
         """The held entry of x again, then up to TURN_LINES of its lines. True when something moved."""

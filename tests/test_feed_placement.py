@@ -259,6 +259,12 @@ def main():
         print('fresh run: %d entries; %s' % (len(fresh), err.strip().splitlines()[-1:]))
         judge_output('a fresh run', fresh, order, every)
 
+        r = subprocess.run([slotctl, 'feed', '--placement', 'p', '--etcd', etcd_url], capture_output=True, text=True,
+                           timeout=120)
+        human = r.stdout.splitlines()
+        check(r.returncode == 0 and len(human) == len(every) and all(x[:4] in ('s1  ', 's2  ') for x in human),
+              'a human run: a line per entry, each starting with its set', (r.returncode, human[:2], r.stderr))
+
         lines = mail1 + mail_worker(worker, etcd_url, wstate)
         entries = [json.loads(x[len('entry '):]) for x in lines if x.startswith('entry ')]
         judge_output('mail_worker.py --placement, a run before the moves and one resumed from its state after',

@@ -39,6 +39,7 @@ const char *slotctl_feed_help(void)
            "to its event.moved, then the target's from its event.arrived (docs/design.md, \"The\n"
            "feed of a placement\"). Human lines start with the set; --json lines get \"set\".\n"
            "At the end, on stderr: entries printed and dropped, and each set's next seq.\n"
+           "Needs role admin (feed_consumers for a hand-over's probe, feed_forget at the end).\n"
            "  --placement NAME  the placement (slotd --placement)\n"
            "  --etcd URL        its etcd, http://HOST:PORT[,...]\n"
            "  --state FILE      resume: each set's position and each event's hand-over, read at\n"
