@@ -1,24 +1,24 @@
 #!/usr/bin/env python3
 """test_feed_placement.py SLOTD SLOTCTL MAIL_WORKER — the feed of a placement
 (docs/design.md, "The feed of a placement"): `slotctl feed --placement` and
-`examples/mail_worker.py --placement` over two one-node replica sets of one
-placement on one etcd.
+`examples/mail_worker.py --placement` over two replica sets of one placement
+on one etcd.
 
-Two sets s1 and s2; events a (s1), b (s2) and hot (s1), with holds, confirms
-and releases on each. Then, while a seller keeps holding hot (retrying moving,
-following wrong_set) and a, b keep changing: hot moves s1 -> s2 (gen 2), more
-writes, and back s2 -> s1 (gen 3), more writes; then s2 restarts (on a new
-port, which its primary publishes in etcd) and b changes again. What each set's feed holds is
-read directly from each set (the truth): an event's entries are its epochs,
-each from an event.created or event.arrived up to the event.moved that ends it
-(or the end), in gen order.
+Two sets, s1 (one node) and s2 (three nodes); events a (s1), b (s2) and hot
+(s1), with holds, confirms and releases on each. Then, while a seller keeps
+holding hot (retrying moving, following wrong_set) and a, b keep changing: hot
+moves s1 -> s2 (gen 2), more writes, and back s2 -> s1 (gen 3), more writes;
+then s2 fails over (kill -9 of its primary) and b changes again on the new
+primary. What each set's feed holds is read directly from each set (the
+truth): an event's entries are its epochs, each from an event.created or
+event.arrived up to the event.moved that ends it (or the end), in gen order.
 
 Checks:
   - a run of `slotctl feed --placement p --etcd URL --json --state F` before the
-    moves, then a `--follow --state F` run through them and s2's restart (it
-    subscribes to s2 again; stopped by SIGTERM once it printed what the truth
-    says), together print every entry of both sets
-    exactly once, each event's entries in its order, event.moved and
+    moves, then a `--follow --state F` run through them and s2's failover (it
+    follows s2's new primary and subscribes there again; stopped by SIGTERM
+    once it printed what the truth says), together print every entry of both
+    sets exactly once, each event's entries in its order, event.moved and
     event.arrived of both moves included;
   - a fresh run without state, after it all, prints the same: hot's 600 entries
     on s1 before its first move are more than a turn of reading (256 lines), so
@@ -45,7 +45,7 @@ import time
 import slotd_kit as kit
 from slotd_kit import check, require, call
 from test_placement import start_etcd, wait_primary, one, ETCD
-from test_placement_move import place_args, call_many, Seller, restart
+from test_placement_move import place_args, call_many, Seller
 
 
 def read_feed(port, consumer='truth'):
@@ -114,6 +114,26 @@ def slotctl_feed(slotctl, etcd_url, extra, timeout=120):
     return r.returncode, [json.loads(x) for x in r.stdout.splitlines() if x.strip()], r.stderr
 
 
+def start_s2_node(slotd, base, etcd_url, secret, i):
+    """Node n{i} of the three-node set s2."""
+    return kit.Server(slotd, os.path.join(base, 's2-n%d' % i), stderr_path=os.path.join(base, 's2-n%d.log' % i),
+                      extra=['--cluster', 's2', '--node', 'n%d' % i, '--etcd', etcd_url, '--cluster-secret-file',
+                             secret, '--placement', 'p', '--min-replicas', '0', '--heartbeat-ms', '50',
+                             '--failover-timeout-ms', '600', '--durability', 'nosync'])
+
+
+def wait_members(port, n):
+    """True once the primary at port names n members and none is joining (at most 60 s)."""
+    end = time.time() + 60
+    while time.time() < end:
+        r = one(port, {'op': 'cluster'})
+        ms = r.get('members', [])
+        if len(ms) >= n and all(m.get('role') != 'joining' for m in ms):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def mail_worker(worker, etcd_url, state):
     """One run of mail_worker.py --placement --until-head; its stdout lines."""
     r = subprocess.run([sys.executable, worker, '--placement', 'p', '--etcd', etcd_url, '--state', state,
@@ -170,12 +190,15 @@ def main():
         with open(secret, 'w') as f:
             f.write('placement-test-secret-0123456789\n')
         os.chmod(secret, 0o600)
-        sets = {}
-        for name in ('s1', 's2'):
-            sets[name] = kit.Server(slotd, os.path.join(base, name), extra=place_args(name, etcd_url, secret),
-                                    stderr_path=os.path.join(base, name + '.log'))
+        sets = {'s1': kit.Server(slotd, os.path.join(base, 's1'), extra=place_args('s1', etcd_url, secret),
+                                 stderr_path=os.path.join(base, 's1.log'))}
+        require(wait_primary(sets['s1'].port), 's1 (one node) becomes primary')
+        s2 = [start_s2_node(slotd, base, etcd_url, secret, 1)]
+        require(wait_primary(s2[0].port), 's2\'s n1 founds its set')
+        s2 += [start_s2_node(slotd, base, etcd_url, secret, i) for i in (2, 3)]
+        require(wait_members(s2[0].port, 3), 's2 has three members, none joining')
+        sets['s2'] = s2[0]
         p1, p2 = sets['s1'].port, sets['s2'].port
-        require(wait_primary(p1) and wait_primary(p2), 'both single-node sets become primary')
         end = time.time() + 10
         while time.time() < end and len(one(p1, {'op': 'placement'}).get('sets', {})) < 2:
             time.sleep(0.1)
@@ -224,10 +247,22 @@ def main():
         seller.join(30)
         check(not seller.errors, 'the seller saw no errors', seller.errors[:3])
         check(seller.redirects >= 2, 'the seller followed hot to s2 and back', (seller.redirects, len(seller.acked), seller.moving))
-        # a restart of s2 (a new port, published in etcd by its primary): the --follow run
-        # subscribes again from its position there
-        sets['s2'].stop()
-        restart(sets, 's2', slotd, base, etcd_url, secret)
+        # a failover in s2 (kill -9 of its primary): the --follow run follows the new primary
+        # (a member it read from etcd, or the not_primary it is sent on) and subscribes there again
+        sets['s2'].kill()
+        sets['s2'] = None
+        end = time.time() + 30
+        while time.time() < end and sets['s2'] is None:
+            for srv in s2[1:]:
+                if one(srv.port, {'op': 'cluster'}).get('role') == 'primary':
+                    sets['s2'] = srv
+            time.sleep(0.1)
+        require(sets['s2'] is not None, 'a new primary of s2 within 30 s')
+        r = {}
+        while time.time() < end and not r.get('ok'):  # until it has taken over (writes answered)
+            r = one(sets['s2'].port, {'op': 'hold', 'event': 'b', 'user': 'over', 'request': 'over', 'qty': 1})
+            time.sleep(0.1)
+        require(r.get('ok'), 'the new primary of s2 takes writes', r)
         writes(sets, 'w', 20)
 
         order, every = truth(sets)
@@ -244,12 +279,13 @@ def main():
         _, ferr = follow.communicate(timeout=60)
         out.close()
         check(follow.returncode == 0, 'the --follow run ends at SIGTERM with 0', (follow.returncode, ferr))
-        check('set s2: the server closed the connection; subscribing again' in ferr,
-              'the --follow run subscribed to s2 again after its restart', ferr)
+        check('set s2: ' in ferr and 'subscribing again' in ferr,
+              'the --follow run subscribed to s2 again after its failover', ferr)
         follow = None
         with open(out_path) as f:
             second = [json.loads(x) for x in f if x.strip()]
         print('follow run: %d entries; %s' % (len(second), ferr.strip().splitlines()[-1:]))
+        print('\n'.join(x for x in ferr.splitlines() if 'set s2' in x)[:600])
         judge_output('a first run and a --follow run resumed from its --state', first + second, order, every)
 
         rc, fresh, err = slotctl_feed(slotctl, etcd_url, [])
