@@ -38,24 +38,11 @@
 #include "slot/etcd.h"
 #include "slot/limits.h"
 #include "slotctl_feed.h"
+#include "slotctl_handover.h"
 
-#define NAME_CAP (SLOT_CLUSTER_NAME_BYTES_MAX + 1)
-#define EV_CAP (SLOT_EVENT_BYTES_MAX + 1)
+#define NAME_CAP CTL_HO_NAME_CAP
 #define ADDRS_CAP (SLOT_FOLLOW_NODES_MAX * (SLOT_CLIENT_ADDR_BYTES_MAX + 1))
-#define EV_SLOTS (2u * SLOT_CTL_FEED_EVENTS_MAX) /* a power of two: the table is at most half full */
-#define FEED_WINDOW SLOT_FEED_WINDOW_DEFAULT     /* entries pushed past the last ack; acked every half */
-_Static_assert((EV_SLOTS & (EV_SLOTS - 1)) == 0, "the event table's size is a power of two");
-
-/* One event's hand-over state: the set whose entries are printed (owner, "" not known yet),
- * the gen it has there (0: not known), and, after the owner's event.moved, where to. */
-typedef struct pev {
-    bool used;
-    bool open; /* the owner's epoch goes on (no event.moved of it printed since) */
-    char name[EV_CAP];
-    char owner[NAME_CAP];
-    char to[NAME_CAP]; /* after the owner's event.moved: the target, and to_gen */
-    uint64_t gen, to_gen;
-} pev;
+#define FEED_WINDOW SLOT_FEED_WINDOW_DEFAULT /* entries pushed past the last ack; acked every half */
 
 typedef struct pset {
     char name[NAME_CAP];
@@ -84,8 +71,7 @@ typedef struct pfeed {
     slot_etcd *etcd;
     pset sets[SLOT_CTL_FEED_SETS_MAX];
     uint32_t nsets;
-    pev *evs; /* EV_SLOTS */
-    uint32_t nevs;
+    ctl_handover ho;                               /* each event's hand-over state */
     uint64_t printed, dropped, waits, since_state; /* waits: entries held for a hand-over */
 } pfeed;
 
@@ -249,30 +235,6 @@ static int find_set(const pfeed *p, const char *name)
     return -1;
 }
 
-/* ---- the events' hand-over state */
-
-/* The state of ev (made unknown when new); NULL when the table is full. */
-static pev *ev_get(pfeed *p, const char *ev)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (const char *q = ev; *q; q++)
-        h = (h ^ (uint8_t)*q) * 1099511628211ull;
-    for (uint32_t i = 0; i < EV_SLOTS; i++) {
-        pev *e = &p->evs[(h + i) & (EV_SLOTS - 1)];
-        if (e->used && strcmp(e->name, ev) == 0)
-            return e;
-        if (!e->used) {
-            if (p->nevs == SLOT_CTL_FEED_EVENTS_MAX)
-                return NULL;
-            p->nevs++;
-            e->used = true;
-            snprintf(e->name, sizeof e->name, "%s", ev);
-            return e;
-        }
-    }
-    return NULL;
-}
-
 /* A follower of s's addresses into *out (the one there freed first). 0, or -1 after a message. */
 static int follower(const pfeed *p, const pset *s, slot_follow **out)
 {
@@ -318,62 +280,32 @@ static int probe(pfeed *p, pset *x, int from)
 }
 
 /*
- * judge — the rule of docs/design.md, "The feed of a placement", for entry v
- * read from set xi: V_PRINT (the event's state has taken it), V_DROP, V_HOLD
- * (nothing changed: judge it again later), or V_FAIL after a message.
+ * judge — ctl_handover_judge for entry v read from set xi, with the probe of
+ * an event.arrived whose source's event.moved was not taken (the header
+ * comment): V_PRINT, V_DROP, V_HOLD (judge it again later), or V_FAIL after
+ * a message.
  */
 static int judge(pfeed *p, int xi, json_t *v)
 {
     pset *x = &p->sets[xi];
     const char *type = jstr(v, "type"), *name = jstr(v, "event");
-    pev *e = ev_get(p, name);
-    if (!e) {
+    bool arrived = strcmp(type, "event.arrived") == 0;
+    const char *peer = arrived ? jstr(v, "from") : jstr(v, "to");
+    int from = arrived ? find_set(p, peer) : -1;
+    bool passed = from < 0 || from == xi || (x->probe_set == from && p->sets[from].next > x->probe_head);
+    ctl_ho_verdict h = ctl_handover_judge(&p->ho, x->name, type, name, peer, jnum(v, "gen"), passed);
+    if (h == CTL_HO_WAIT && x->probe_set != from && probe(p, x, from) == 0 && p->sets[from].next > x->probe_head)
+        h = ctl_handover_judge(&p->ho, x->name, type, name, peer, jnum(v, "gen"), true);
+    if (h == CTL_HO_FULL) {
         fprintf(stderr, "slotctl: feed: more than %d events: the hand-over state of event %s cannot be kept\n",
                 SLOT_CTL_FEED_EVENTS_MAX, name);
         return V_FAIL;
     }
-    if (strcmp(type, "event.moved") == 0) {
-        if (e->owner[0] && strcmp(e->owner, x->name) != 0)
-            return V_DROP; /* the end of an epoch of x that another set's entries continued */
-        snprintf(e->owner, sizeof e->owner, "%s", x->name);
-        snprintf(e->to, sizeof e->to, "%s", jstr(v, "to"));
-        e->to_gen = jnum(v, "gen");
-        e->open = false;
-        return V_PRINT;
-    }
-    if (strcmp(type, "event.arrived") == 0) {
-        uint64_t g = jnum(v, "gen");
-        if (e->gen && g <= e->gen)
-            return V_DROP; /* an arrival this consumer has taken already */
-        bool handed = e->owner[0] && !e->open && strcmp(e->to, x->name) == 0 && e->to_gen == g;
-        int from = find_set(p, jstr(v, "from"));
-        if (!handed && from >= 0 && from != xi) {
-            if (x->probe_set != from && probe(p, x, from) != 0)
-                return V_HOLD;
-            if (p->sets[from].next <= x->probe_head)
-                return V_HOLD; /* the source's event.moved may be still to come */
-        }
+    if (h == CTL_HO_WAIT)
+        return V_HOLD;
+    if (arrived)
         x->probe_set = -1;
-        snprintf(e->owner, sizeof e->owner, "%s", x->name);
-        e->gen = g;
-        e->open = true;
-        e->to[0] = 0;
-        return V_PRINT;
-    }
-    if (strcmp(type, "event.created") == 0 && !e->owner[0])
-        e->gen = 1;
-    if (!e->owner[0]) {
-        snprintf(e->owner, sizeof e->owner, "%s", x->name);
-        e->open = true;
-        return V_PRINT;
-    }
-    if (strcmp(e->owner, x->name) != 0)
-        return V_DROP; /* an epoch of x that the owner's event.arrived has continued */
-    if (!e->open) {    /* x writes the event after its event.moved: the move was undone (reclaim) */
-        e->open = true;
-        e->to[0] = 0;
-    }
-    return V_PRINT;
+    return h == CTL_HO_TAKE ? V_PRINT : V_DROP;
 }
 
 /* ---- --state: {"placement":P,"sets":{S:{"next":N}},"events":{E:{"owner","gen","open","to","to_gen"}}} */
@@ -405,7 +337,7 @@ static int state_load(pfeed *p)
     }
     json_object_foreach(json_object_get(j, "events"), k, v)
     {
-        pev *e = strlen(k) <= SLOT_EVENT_BYTES_MAX ? ev_get(p, k) : NULL;
+        ctl_ho_event *e = ctl_handover_get(&p->ho, k);
         if (!e) {
             fprintf(stderr, "slotctl: feed: --state %s: event '%.70s' does not fit\n", p->o->state, k);
             json_decref(j);
@@ -430,8 +362,8 @@ static int state_save(pfeed *p)
     json_t *sets = json_object(), *evs = json_object();
     for (uint32_t i = 0; i < p->nsets; i++)
         json_object_set_new(sets, p->sets[i].name, json_pack("{s:I}", "next", (json_int_t)p->sets[i].next));
-    for (uint32_t i = 0; i < EV_SLOTS; i++) {
-        const pev *e = &p->evs[i];
+    for (uint32_t i = 0; i < CTL_HO_SLOTS; i++) {
+        const ctl_ho_event *e = &p->ho.slots[i];
         if (e->used && e->owner[0])
             json_object_set_new(evs, e->name,
                                 json_pack("{s:s,s:I,s:b,s:s,s:I}", "owner", e->owner, "gen", (json_int_t)e->gen, "open",
@@ -699,7 +631,7 @@ static void close_all(pfeed *p)
         uv_run(&p->loop, UV_RUN_DEFAULT);
     }
     uv_loop_close(&p->loop);
-    free(p->evs);
+    ctl_handover_free(&p->ho);
 }
 
 int slotctl_pfeed(const slotctl_pfeed_opts *o)
@@ -710,7 +642,7 @@ int slotctl_pfeed(const slotctl_pfeed_opts *o)
     p->o = o;
     snprintf(p->prefix, sizeof p->prefix, "/slotd/placement/%s/", o->placement);
     snprintf(p->me, sizeof p->me, "slotctl.%ld", (long)getpid());
-    if (uv_loop_init(&p->loop) != 0 || !(p->evs = calloc(EV_SLOTS, sizeof *p->evs))) {
+    if (uv_loop_init(&p->loop) != 0 || ctl_handover_init(&p->ho) != 0) {
         fprintf(stderr, "slotctl: feed: out of memory\n");
         return 1;
     }
