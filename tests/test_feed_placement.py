@@ -26,8 +26,11 @@ Checks:
   - examples/mail_worker.py --placement p --etcd URL --entries --until-head,
     run before the moves and again at the end from its state file, delivers
     the same, once each, in order per event, and mails each hold.confirmed once;
-  - bad usage: --placement without --etcd, with --from, and an etcd that does not
-    answer, each a clear error.
+  - a run --from the first run's positions (its "next" at the end), without
+    state, prints what the --follow run printed;
+  - bad usage: --placement without --etcd, a --from that is not SET=SEQ of a
+    set of the placement, --consumer, and an etcd that does not answer, each a
+    clear error.
 Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
 stopped by its PID; every wait is bounded by a count and a time; the folders
 are temporary.
@@ -205,7 +208,9 @@ def main():
 
         # bad usage
         for extra, want in ((['feed', '--placement', 'p'], 'needs --etcd'),
-                            (['feed', '--placement', 'p', '--etcd', etcd_url, '--from', '3'], 'takes no --from'),
+                            (['feed', '--placement', 'p', '--etcd', etcd_url, '--from', '3'], 'want SET=SEQ'),
+                            (['feed', '--placement', 'p', '--etcd', etcd_url, '--from', 's9=3'], 'want SET=SEQ'),
+                            (['feed', '--placement', 'p', '--etcd', etcd_url, '--consumer', 'x'], 'takes no --consumer'),
                             (['feed', '--etcd', etcd_url], 'goes with --placement')):
             r = subprocess.run([slotctl] + extra, capture_output=True, text=True, timeout=30)
             check(r.returncode == 64 and want in r.stderr, 'slotctl %s: usage error' % ' '.join(extra[1:3]),
@@ -222,9 +227,9 @@ def main():
         hot_changes(p1, 'h', 450)  # hot: ~600 entries on s1 before its first move
 
         state = os.path.join(base, 'pfeed.state')
-        rc, first, err = slotctl_feed(slotctl, etcd_url, ['--state', state])
-        check(rc == 0 and first and os.path.exists(state), 'slotctl feed --placement --state: a first run', (rc, err))
-        print('first run: %d entries; %s' % (len(first), err.strip().splitlines()[-1:]))
+        rc, first, err1 = slotctl_feed(slotctl, etcd_url, ['--state', state])
+        check(rc == 0 and first and os.path.exists(state), 'slotctl feed --placement --state: a first run', (rc, err1))
+        print('first run: %d entries; %s' % (len(first), err1.strip().splitlines()[-1:]))
         wstate = os.path.join(base, 'mail.state')
         mail1 = mail_worker(worker, etcd_url, wstate)
         out_path = os.path.join(base, 'follow.out')
@@ -287,6 +292,13 @@ def main():
         print('follow run: %d entries; %s' % (len(second), ferr.strip().splitlines()[-1:]))
         print('\n'.join(x for x in ferr.splitlines() if 'set s2' in x)[:600])
         judge_output('a first run and a --follow run resumed from its --state', first + second, order, every)
+
+        # --from the first run's positions (its "next"), without --state: what the --follow run printed
+        nxt = err1.strip().splitlines()[-1].split('next: ')[1].split()
+        rc, again, err = slotctl_feed(slotctl, etcd_url, ['--from', ','.join(nxt)])
+        check(rc == 0 and sorted((m['set'], m['feed']) for m in again) == sorted((m['set'], m['feed']) for m in second),
+              '--from %s prints what the --follow run from the state printed' % ','.join(nxt), (rc, err, len(again)))
+        judge_output('a --from run', first + again, order, every)
 
         rc, fresh, err = slotctl_feed(slotctl, etcd_url, [])
         check(rc == 0, 'a fresh run without --state', (rc, err))

@@ -42,6 +42,9 @@ const char *slotctl_feed_help(void)
            "Needs role admin (feed_consumers for a hand-over's probe, feed_forget at the end).\n"
            "  --placement NAME  the placement (slotd --placement)\n"
            "  --etcd URL        its etcd, http://HOST:PORT[,...]\n"
+           "  --from SET=SEQ[,SET=SEQ...]  with --placement: where to start on those sets (the\n"
+           "                    \"next\" of an earlier run's end), over --state's positions; an\n"
+           "                    exact resume across a move needs --state\n"
            "  --state FILE      resume: each set's position and each event's hand-over, read at\n"
            "                    start when FILE exists, written every 100 entries and at the end\n"
            "                    (SIGINT or SIGTERM ends a --follow run and writes it)\n";
@@ -252,17 +255,15 @@ static int read_entries(feed_conn *c, const char *me, uint64_t from, bool follow
 }
 
 /* The checks of --placement's options and the run (slotctl_pfeed.h). */
-static int placement_feed(slotctl_pfeed_opts *po, bool from, const char *consumer, bool consumers)
+static int placement_feed(slotctl_pfeed_opts *po, const char *consumer, bool consumers)
 {
     if (!po->etcd || !po->etcd[0]) {
         fprintf(stderr, "slotctl: feed: --placement needs --etcd URL\n");
         return 64;
     }
-    if (from || consumer || consumers) {
+    if (consumer || consumers) {
         fprintf(stderr, "slotctl: feed: --placement takes no %s (a run resumes from --state FILE)\n",
-                from       ? "--from"
-                : consumer ? "--consumer"
-                           : "--consumers");
+                consumer ? "--consumer" : "--consumers");
         return 64;
     }
     size_t n = strlen(po->placement);
@@ -291,19 +292,13 @@ int slotctl_feed(slot_follow *f, const char *token, bool json, int timeout_ms, i
     slotctl_pfeed_opts po = {.token = token, .json = json, .timeout_ms = timeout_ms};
     feed_conn conn = {.f = f, .c = NULL}, *c = &conn;
     uint64_t from = 0;
-    const char *consumer = NULL;
+    const char *consumer = NULL, *from_arg = NULL;
     bool follow = false, consumers = false;
     int o;
     while ((o = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        char *end = NULL;
         switch (o) {
         case 'f':
-            errno = 0;
-            from = (optarg[0] >= '0' && optarg[0] <= '9') ? strtoull(optarg, &end, 10) : 0;
-            if (!end || *end || errno || from < 1 || from > INT64_MAX) {
-                fprintf(stderr, "slotctl: feed: --from: want a seq 1..2^63-1, not '%s'\n", optarg);
-                return 64;
-            }
+            from_arg = optarg; /* a seq, or with --placement SET=SEQ,...: read after the loop */
             break;
         case 'c':
             consumer = optarg;
@@ -334,7 +329,17 @@ int slotctl_feed(slot_follow *f, const char *token, bool json, int timeout_ms, i
     }
     if (po.placement) {
         po.follow = follow;
-        return placement_feed(&po, from != 0, consumer, consumers);
+        po.from = from_arg;
+        return placement_feed(&po, consumer, consumers);
+    }
+    if (from_arg) {
+        char *end = NULL;
+        errno = 0;
+        from = (from_arg[0] >= '0' && from_arg[0] <= '9') ? strtoull(from_arg, &end, 10) : 0;
+        if (!end || *end || errno || from < 1 || from > INT64_MAX) {
+            fprintf(stderr, "slotctl: feed: --from: want a seq 1..2^63-1, not '%s'\n", from_arg);
+            return 64;
+        }
     }
     if (po.etcd || po.state) {
         fprintf(stderr, "slotctl: feed: %s goes with --placement NAME\n", po.etcd ? "--etcd" : "--state");

@@ -353,6 +353,36 @@ static int state_load(pfeed *p)
     return 0;
 }
 
+/* --from SET=SEQ[,SET=SEQ...] over the positions. 0, or 64 after a message. */
+static int from_load(pfeed *p)
+{
+    for (const char *q = p->o->from; q && *q;) {
+        const char *comma = strchr(q, ','), *eq = strchr(q, '=');
+        size_t len = comma ? (size_t)(comma - q) : strlen(q);
+        char name[NAME_CAP];
+        char *end = NULL;
+        int i = -1;
+        unsigned long long seq = 0;
+        if (eq && eq < q + len && (size_t)(eq - q) < sizeof name) {
+            memcpy(name, q, (size_t)(eq - q));
+            name[eq - q] = 0;
+            i = find_set(p, name);
+            errno = 0;
+            seq = eq[1] >= '0' && eq[1] <= '9' ? strtoull(eq + 1, &end, 10) : 0;
+        }
+        if (i < 0 || !end || end != q + len || errno || seq < 1 || seq > INT64_MAX) {
+            fprintf(stderr,
+                    "slotctl: feed: --from: want SET=SEQ of a set of placement %s and a seq 1..2^63-1,"
+                    " not '%.*s'\n",
+                    p->o->placement, (int)len, q);
+            return 64;
+        }
+        p->sets[i].next = seq;
+        q += len + (comma ? 1 : 0);
+    }
+    return 0;
+}
+
 /* Writes the state (a temporary file, fsync, rename). 0, or 1 after a message. */
 static int state_save(pfeed *p)
 {
@@ -653,7 +683,7 @@ int slotctl_pfeed(const slotctl_pfeed_opts *o)
         close_all(p);
         return 64;
     }
-    if ((rc = read_sets(p)) == 0 && (!o->state || (rc = state_load(p)) == 0)) {
+    if ((rc = read_sets(p)) == 0 && (!o->state || (rc = state_load(p)) == 0) && (rc = from_load(p)) == 0) {
         for (uint32_t i = 0; i < p->nsets && rc == 0; i++)
             if (follower(p, &p->sets[i], &p->sets[i].side) != 0)
                 rc = 64;

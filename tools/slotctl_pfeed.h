@@ -15,6 +15,7 @@ typedef struct slotctl_pfeed_opts {
     const char *token;     /* slotctl's --token (admin: feed_consumers, feed_forget); NULL: none */
     const char *state;     /* --state FILE: read at start when it exists, rewritten as entries
                               are printed and at the end; NULL: start at each set's oldest entry */
+    const char *from;      /* --from "SET=SEQ[,SET=SEQ...]": positions over the state's; NULL: none */
     bool follow;           /* go on until SIGINT or SIGTERM; else stop at every set's head */
     bool json;             /* each entry's line as the set sent it, with "set" added */
     int timeout_ms;        /* each reply, 1..; the --follow wait itself is unbounded */
@@ -25,7 +26,8 @@ typedef struct slotctl_pfeed_opts {
  * call). Prints the entries on stdout; at the end, on stderr, how many were
  * printed and dropped and each set's next seq. Single-threaded; installs
  * handlers of SIGINT and SIGTERM that end the run at the next turn.
- * Returns slotctl's exit status: 0; 1 a server's error, an entry that waited
+ * Returns slotctl's exit status: 0; 64 a bad --from (a set the placement
+ * lacks, a seq out of 1..2^63-1) or --etcd; 1 a server's error, an entry that waited
  * SLOT_CTL_FEED_HOLD_MS_MAX for its hand-over, a bad state file, more events
  * than SLOT_CTL_FEED_EVENTS_MAX; 2 etcd or a set could not be reached
  * (SLOT_CTL_FEED_RESUBSCRIBES_MAX subscribes in a row failed).
