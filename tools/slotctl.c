@@ -330,7 +330,7 @@ static const ctl_cmd commands[] = {
      "Prints the number of write batches the state has seen (seq) and a hash of every event,\n"
      "shard, hold and user record: two servers with the same seq and digest hold the same data.\n",
      cmd_digest},
-    {"feed", "[--from N] [--consumer NAME] [--follow] | --consumers",
+    {"feed", "[--from N] [--consumer NAME] [--follow] | --consumers | --placement NAME --etcd URL [--state FILE] [--from SET=SEQ,...] [--follow]",
      "print the feed's entries, or the consumers' positions and lag", NULL, cmd_feed},
     {"cluster", "[add|remove|promote NODE]", "show the replica set, or change its members (cluster, cluster_change)",
      "Without arguments: asks any node (the first of --host that answers) for the replica set's\n"

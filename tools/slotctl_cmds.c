@@ -389,7 +389,7 @@ int cmd_feed(ctl *x, int argc, char **argv)
             return 0;
         }
     int rc = ctl_connect(x);
-    return rc ? rc : slotctl_feed(x->follow, x->json, x->timeout_ms, argc, argv);
+    return rc ? rc : slotctl_feed(x->follow, x->token, x->json, x->timeout_ms, argc, argv);
 }
 
 /* True (after printing the command's help) when argv asks for --help: the

@@ -4,6 +4,7 @@
  * moves, and forgets that consumer when it ends (needs role admin; it says
  * so otherwise), so a look at the feed never holds back retention for long.
  * --consumer NAME only picks where to start: after NAME's stored ack.
+ * --placement NAME --etcd URL reads every set of a placement (slotctl_pfeed.c).
  */
 #include "slotctl_feed.h"
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "slot/limits.h"
+#include "slotctl_pfeed.h"
 
 #define FEED_WINDOW 1000 /* entries in flight to slotctl; it acks each batch it printed */
 
@@ -30,7 +32,22 @@ const char *slotctl_feed_help(void)
            "  --from N          the first seq to print (1..)\n"
            "  --consumer NAME   start after this consumer's stored ack (its position is not moved)\n"
            "  --follow          keep printing as changes commit\n"
-           "  --consumers       list consumers: name, acked, lag behind the head\n";
+           "  --consumers       list consumers: name, acked, lag behind the head\n"
+           "With --placement NAME --etcd URL: every replica set of the placement at once (the sets\n"
+           "and their members read from etcd; each set's primary followed through not_primary and\n"
+           "failovers), each event's entries in order and once across its moves: the source's up\n"
+           "to its event.moved, then the target's from its event.arrived (docs/design.md, \"The\n"
+           "feed of a placement\"). Human lines start with the set; --json lines get \"set\".\n"
+           "At the end, on stderr: entries printed and dropped, and each set's next seq.\n"
+           "Needs role admin (feed_consumers for a hand-over's probe, feed_forget at the end).\n"
+           "  --placement NAME  the placement (slotd --placement)\n"
+           "  --etcd URL        its etcd, http://HOST:PORT[,...]\n"
+           "  --from SET=SEQ[,SET=SEQ...]  with --placement: where to start on those sets (the\n"
+           "                    \"next\" of an earlier run's end), over --state's positions; an\n"
+           "                    exact resume across a move needs --state\n"
+           "  --state FILE      resume: each set's position and each event's hand-over, read at\n"
+           "                    start when FILE exists, written every 100 entries and at the end\n"
+           "                    (SIGINT or SIGTERM ends a --follow run and writes it)\n";
 }
 
 /* One line of c as JSON, NULL after printing why (timeout, closed, not JSON). */
@@ -106,13 +123,19 @@ static int server_error(json_t *r)
     return 1;
 }
 
-/* SEQ  TIME(UTC)  TYPE  EVENT  key=value ... for the entry's other fields. */
-static void show_entry(json_t *v, const char *raw, bool json)
+void slotctl_feed_show(json_t *v, const char *raw, bool json, const char *set)
 {
+    if (json && set) { /* {"set":S, then the line as it came without its "{" */
+        printf("{\"set\":\"%s\",%s\n", set, raw[0] == '{' ? raw + 1 : raw);
+        fflush(stdout);
+        return;
+    }
     if (json) {
         printf("%s\n", raw);
         return;
     }
+    if (set)
+        printf("%s  ", set);
     json_int_t at = json_integer_value(json_object_get(v, "at"));
     time_t secs = (time_t)(at / 1000);
     struct tm tm;
@@ -135,6 +158,12 @@ static void show_entry(json_t *v, const char *raw, bool json)
     }
     printf("\n");
     fflush(stdout);
+}
+
+/* SEQ  TIME(UTC)  TYPE  EVENT  key=value ... for the entry's other fields. */
+static void show_entry(json_t *v, const char *raw, bool json)
+{
+    slotctl_feed_show(v, raw, json, NULL);
 }
 
 static int list_consumers(feed_conn *c, bool json, int timeout_ms)
@@ -225,28 +254,51 @@ static int read_entries(feed_conn *c, const char *me, uint64_t from, bool follow
     return r ? 0 : 2;
 }
 
-int slotctl_feed(slot_follow *f, bool json, int timeout_ms, int argc, char **argv)
+/* The checks of --placement's options and the run (slotctl_pfeed.h). */
+static int placement_feed(slotctl_pfeed_opts *po, const char *consumer, bool consumers)
 {
-    static const struct option longopts[] = {{"from", required_argument, NULL, 'f'},
-                                             {"consumer", required_argument, NULL, 'c'},
-                                             {"follow", no_argument, NULL, 'F'},
-                                             {"consumers", no_argument, NULL, 'C'},
-                                             {0}};
+    if (!po->etcd || !po->etcd[0]) {
+        fprintf(stderr, "slotctl: feed: --placement needs --etcd URL\n");
+        return 64;
+    }
+    if (consumer || consumers) {
+        fprintf(stderr, "slotctl: feed: --placement takes no %s (a run resumes from --state FILE)\n",
+                consumer ? "--consumer" : "--consumers");
+        return 64;
+    }
+    size_t n = strlen(po->placement);
+    if (n == 0 || n > SLOT_CLUSTER_NAME_BYTES_MAX ||
+        strspn(po->placement, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              "0123456789._-") != n) {
+        fprintf(stderr, "slotctl: feed: --placement: 1..%d bytes of [A-Za-z0-9._-], not '%s'\n",
+                SLOT_CLUSTER_NAME_BYTES_MAX, po->placement);
+        return 64;
+    }
+    if (po->state && (!po->state[0] || strlen(po->state) > SLOT_CTL_FEED_STATE_PATH_BYTES_MAX)) {
+        fprintf(stderr, "slotctl: feed: --state: want a file name of 1..%d bytes\n",
+                SLOT_CTL_FEED_STATE_PATH_BYTES_MAX);
+        return 64;
+    }
+    return slotctl_pfeed(po);
+}
+
+int slotctl_feed(slot_follow *f, const char *token, bool json, int timeout_ms, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"from", required_argument, NULL, 'f'},      {"consumer", required_argument, NULL, 'c'},
+        {"follow", no_argument, NULL, 'F'},          {"consumers", no_argument, NULL, 'C'},
+        {"placement", required_argument, NULL, 'p'}, {"etcd", required_argument, NULL, 'e'},
+        {"state", required_argument, NULL, 's'},     {0}};
+    slotctl_pfeed_opts po = {.token = token, .json = json, .timeout_ms = timeout_ms};
     feed_conn conn = {.f = f, .c = NULL}, *c = &conn;
     uint64_t from = 0;
-    const char *consumer = NULL;
+    const char *consumer = NULL, *from_arg = NULL;
     bool follow = false, consumers = false;
     int o;
     while ((o = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        char *end = NULL;
         switch (o) {
         case 'f':
-            errno = 0;
-            from = (optarg[0] >= '0' && optarg[0] <= '9') ? strtoull(optarg, &end, 10) : 0;
-            if (!end || *end || errno || from < 1 || from > INT64_MAX) {
-                fprintf(stderr, "slotctl: feed: --from: want a seq 1..2^63-1, not '%s'\n", optarg);
-                return 64;
-            }
+            from_arg = optarg; /* a seq, or with --placement SET=SEQ,...: read after the loop */
             break;
         case 'c':
             consumer = optarg;
@@ -257,6 +309,15 @@ int slotctl_feed(slot_follow *f, bool json, int timeout_ms, int argc, char **arg
         case 'C':
             consumers = true;
             break;
+        case 'p':
+            po.placement = optarg;
+            break;
+        case 'e':
+            po.etcd = optarg;
+            break;
+        case 's':
+            po.state = optarg;
+            break;
         default:
             fprintf(stderr, "slotctl: feed: bad option '%s' (see 'slotctl feed --help')\n", argv[optind - 1]);
             return 64;
@@ -264,6 +325,24 @@ int slotctl_feed(slot_follow *f, bool json, int timeout_ms, int argc, char **arg
     }
     if (optind < argc) {
         fprintf(stderr, "slotctl: feed: unexpected argument '%s'\n", argv[optind]);
+        return 64;
+    }
+    if (po.placement) {
+        po.follow = follow;
+        po.from = from_arg;
+        return placement_feed(&po, consumer, consumers);
+    }
+    if (from_arg) {
+        char *end = NULL;
+        errno = 0;
+        from = (from_arg[0] >= '0' && from_arg[0] <= '9') ? strtoull(from_arg, &end, 10) : 0;
+        if (!end || *end || errno || from < 1 || from > INT64_MAX) {
+            fprintf(stderr, "slotctl: feed: --from: want a seq 1..2^63-1, not '%s'\n", from_arg);
+            return 64;
+        }
+    }
+    if (po.etcd || po.state) {
+        fprintf(stderr, "slotctl: feed: %s goes with --placement NAME\n", po.etcd ? "--etcd" : "--state");
         return 64;
     }
     if (consumers)

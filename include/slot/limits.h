@@ -151,6 +151,20 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_CTL_CONNECT_TIMEOUT_MS 5000 /* slotctl's connect */
 #define SLOT_CTL_MOVE_TIMEOUT_S 600       /* slotctl move: the longest wait for a move's answer */
 #define SLOT_CTL_HOST_BYTES_MAX 255      /* slotctl --host */
+/* slotctl feed --placement (tools/slotctl_pfeed.c; docs/design.md, "The feed of a placement") */
+#define SLOT_CTL_FEED_SETS_MAX 64 /* replica sets followed at once: as a slot_route keeps */
+/* events whose hand-over state is kept (name, owner, gen): a table of twice this many slots */
+#define SLOT_CTL_FEED_EVENTS_MAX 65536
+/* the longest an entry of the target waits for the source's event.moved, or for the source's
+ * feed to pass its head of the probe, before the run stops (exit 1): a move's whole pause is
+ * far shorter, so this is a source that cannot be read */
+#define SLOT_CTL_FEED_HOLD_MS_MAX 30000
+#define SLOT_CTL_FEED_RESUBSCRIBES_MAX 20 /* subscribes of one set in a row that fail (exit 2) */
+#define SLOT_CTL_FEED_RESUBSCRIBE_PAUSE_MS 200 /* between two of them */
+#define SLOT_CTL_FEED_TURN_LINES 256  /* lines taken from one set before the next set's turn */
+#define SLOT_CTL_FEED_POLL_MS 100     /* the wait for any set's next line when nothing moved */
+#define SLOT_CTL_FEED_STATE_EVERY 100 /* entries between two writes of --state (and at the end) */
+#define SLOT_CTL_FEED_STATE_PATH_BYTES_MAX 4000 /* --state FILE's name (its temporary twin adds 4) */
 #define SLOT__STR(x) #x
 #define SLOT__XSTR(x) SLOT__STR(x)
 #define SLOT_LISTEN_DEFAULT SLOT_HOST_DEFAULT ":" SLOT__XSTR(SLOT_PORT_DEFAULT)
@@ -478,5 +492,7 @@ _Static_assert(SLOT_PLACE_LOCK_TTL_S * 1000 + 2 * SLOT_PLACE_RECOVER_MS <= 30000
 /* wrong_set answers one slot_route call follows before it gives up (-EAGAIN): one per move
  * of the event since the map was read, and a stale map costs one */
 #define SLOT_ROUTE_REDIRECTS_MAX 8
+
+_Static_assert(SLOT_CTL_FEED_SETS_MAX <= SLOT_ROUTE_SETS_MAX, "slotctl feed --placement follows at most the sets a router keeps");
 
 #endif
