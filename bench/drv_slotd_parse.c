@@ -69,6 +69,15 @@ static bool apply(const char *k, size_t kn, int kind, const char *v, size_t vn, 
             return false;
         memcpy(dst, v, vn);
         dst[vn] = 0;
+    } else if (kind == V_NUM && key_is(k, kn, "max_adjacent")) { /* a seated event's sold_out */
+        uint64_t x = 0;
+        for (size_t i = 0; i < vn; i++) {
+            if (v[i] < '0' || v[i] > '9' || x > UINT64_MAX / 10 - 1)
+                return false;
+            x = x * 10 + (uint64_t)(v[i] - '0');
+        }
+        r->max_adjacent = x;
+        r->has_max_adjacent = true;
     } else if (kind == V_NUM && key_is(k, kn, "remaining")) {
         uint64_t x = 0;
         for (size_t i = 0; i < vn; i++) {
@@ -209,6 +218,39 @@ static bool cart_holds(const char *line, bench_result *r)
     return good;
 }
 
+/* A seated event's members (docs/protocol.md, "Seated events"): "seats" (a hold's, get_hold's)
+ * or "taken" (the named seats not free), ids of at most SLOT_SEAT_ID_BYTES_MAX bytes, into
+ * r->seat_text (more than BENCH_SEAT_QTY_MAX: the first ones, and seats_cut); "max_adjacent".
+ * false: the line is not JSON or a member has another shape. */
+static bool seat_members(const char *line, size_t len, bench_result *r)
+{
+    json_t *root = json_loadb(line, len, 0, NULL);
+    json_t *ids = json_object_get(root, "seats"), *taken = json_object_get(root, "taken");
+    json_t *adj = json_object_get(root, "max_adjacent");
+    bool good = root != NULL && (!ids || json_is_array(ids)) && (!taken || json_is_array(taken));
+    if (good && json_is_integer(adj) && json_integer_value(adj) >= 0) {
+        r->has_max_adjacent = true;
+        r->max_adjacent = (uint64_t)json_integer_value(adj);
+    }
+    json_t *list = ids ? ids : taken;
+    size_t off = 0;
+    for (size_t i = 0; good && list && i < json_array_size(list); i++) {
+        const char *id = json_string_value(json_array_get(list, i));
+        size_t n = id ? strlen(id) : 0;
+        if (n == 0 || n > SLOT_SEAT_ID_BYTES_MAX) {
+            good = false;
+        } else if (r->nseats >= BENCH_SEAT_QTY_MAX) {
+            r->seats_cut = true;
+        } else {
+            memcpy(r->seat_text + off, id, n + 1);
+            r->seat_off[r->nseats++] = (uint16_t)off;
+            off += n + 1;
+        }
+    }
+    json_decref(root);
+    return good;
+}
+
 /* The slow path: the client library's parser. */
 static int slow_parse(const char *line, size_t len, bench_result *r)
 {
@@ -249,7 +291,10 @@ static int slow_parse(const char *line, size_t len, bench_result *r)
     }
     bool cart_ok = rep.nholds == 0 || (rep.line && cart_holds(rep.line, r));
     slot_reply_clear(&rep);
-    return cart_ok ? 0 : -1;
+    bool seated = memmem(line, len, "\"seats\":", 8) || memmem(line, len, "\"taken\":", 8) ||
+                  memmem(line, len, "\"max_adjacent\":", 15);
+    bool seats_ok = !seated || seat_members(line, len, r);
+    return cart_ok && seats_ok ? 0 : -1;
 }
 
 int bench_parse_slotd_reply(const char *line, size_t len, bench_result *r)

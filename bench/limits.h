@@ -129,6 +129,12 @@
 #define BENCH_PRESALE_PCT_DEFAULT 25u
 #define BENCH_PRESALE_PCT_MIN 1u
 #define BENCH_PRESALE_PCT_MAX 99u
+/* hot-release --seated FILE (seats.c; docs/protocol.md, "Seated events"): the file's size (it is
+ * sent whole in one create_event line, which slotd's --max-line bounds first: 64 KiB by default),
+ * and the seats of one hold the bench follows (--qty with --seated: a buyer's 1..6 and room over). */
+#define BENCH_SEAT_MAP_BYTES_MAX (16 << 20)
+#define BENCH_SEAT_QTY_MAX 16u
+#define BENCH_SEAT_REQ_BYTES (160 + SLOT_EVENT_BYTES_MAX + BENCH_SEAT_QTY_MAX * (SLOT_SEAT_ID_BYTES_MAX + 3)) /* a named hold */
 /* Following the primary (drv_slotd.c): a connection whose request met not_primary,
  * unavailable, a close or silence is opened again (on the primary, or the next
  * host) and its requests in flight are sent again with the same keys. */
@@ -145,6 +151,7 @@
 #define BENCH_ADMIN_PRIMARY_PAUSE_MS 100 /* between cluster asks that found no primary */
 
 _Static_assert(BENCH_VERIFY_PIPELINE <= BENCH_PIPELINE_MAX, "verification pipeline above the server's bound");
+_Static_assert(BENCH_SEAT_QTY_MAX <= SLOT_MAX_PER_REQUEST_MAX, "--seated --qty above the server's max_per_request");
 _Static_assert(BENCH_HOLD_TTL_MS_MAX >= SLOT_HOLD_TTL_MS_MIN, "--hold-ttl-ms has an empty range");
 
 #endif

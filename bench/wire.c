@@ -22,6 +22,10 @@ bool bench_result_status(const char *s, size_t n, bench_result *r)
         r->sold_out = true;
         return true;
     }
+    if (n == 5 && memcmp(s, "taken", 5) == 0) { /* a named hold of a seat not free ("Seated events") */
+        r->taken = true;
+        return true;
+    }
     for (int st = 0; st < SLOT_HOLD__COUNT; st++) {
         const char *name = slot_hold_status_name((slot_hold_status)st);
         if (strlen(name) == n && memcmp(s, name, n) == 0) {

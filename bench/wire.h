@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "limits.h"
 #include "slot/client.h"
 #include "slot/error.h"
 #include "slot/limits.h"
@@ -43,6 +44,11 @@ enum {
     BENCH_TICKET_PARTIAL = 1u << 0,   /* send qty: confirm only the ticket's qty units (below the hold's) */
     BENCH_TICKET_REACQUIRE = 1u << 1, /* send reacquire:true: a late payment */
 };
+/* bench_ticket.flags of a hold on a seated event (hot-release --seated; docs/protocol.md, "Seated events"). */
+enum {
+    BENCH_TICKET_ADJACENT = 1u << 2, /* send adjacent:true with qty: the server picks qty seats together */
+    BENCH_TICKET_NAMED = 1u << 3,    /* send "seats": the qty seats from `seat` on, in one row of the map */
+};
 
 /* One request in flight (or, open loop, due but not sent yet). */
 typedef struct bench_ticket {
@@ -50,11 +56,12 @@ typedef struct bench_ticket {
     uint64_t user;    /* user number: the name is "u<user>" */
     uint64_t key;     /* hold, waitlist ops: request key number ("r<key>"); other ops: ledger index */
     uint32_t session; /* churn, waitlist: the session it belongs to; else UINT32_MAX */
+    uint32_t seat;    /* a named hold (BENCH_TICKET_NAMED): its first seat, an index of the run's seat map */
     uint16_t event;   /* index into run->events */
     uint16_t qty;
     uint8_t op;    /* bench_op */
     uint8_t tries; /* sends after the first (following the primary; capped at 255): a replay is then expected */
-    uint8_t flags; /* confirm: BENCH_TICKET_* */
+    uint8_t flags; /* confirm, seated hold: BENCH_TICKET_* */
     uint8_t
         cart; /* hold: 0 or 1 a plain hold; 2..SLOT_CART_ITEMS_MAX a hold_many of events event..event+cart-1, qty each */
 } bench_ticket;
@@ -87,12 +94,20 @@ typedef struct bench_result {
     bool has_wait, waitlist_full, left, offered;
     slot_wait_state wait;
     uint64_t position;
+    /* seated events (docs/protocol.md, "Seated events"): a hold answered "taken" (seats lists the
+     * taken ones); a sold_out's max_adjacent; the answer's "seats" (held, get_hold) or "taken", as
+     * nseats ids in seat_text at seat_off[i] (NUL-ended; too many: seats_cut) */
+    bool taken, has_max_adjacent, seats_cut;
+    uint64_t max_adjacent;
+    uint32_t nseats;
     char hold[SLOT_HOLD_ARG_BYTES_MAX + 1];
     uint32_t hold_len;
     char replaces[SLOT_HOLD_ARG_BYTES_MAX + 1];    /* a reacquire's confirm, get_hold: the hold it replaces ("" none) */
     char replaced_by[SLOT_HOLD_ARG_BYTES_MAX + 1]; /* get_hold: the hold a reacquire made in its place ("" none) */
     char text[160];                                /* !ok: the server's message (for reports) */
     char primary[SLOT_CLIENT_ADDR_BYTES_MAX + 1];  /* not_primary: the primary's "H:P" ("" unknown) */
+    uint16_t seat_off[BENCH_SEAT_QTY_MAX];
+    char seat_text[BENCH_SEAT_QTY_MAX * (SLOT_SEAT_ID_BYTES_MAX + 1)];
     uint32_t ncart;                                /* hold_many held: entries of cart (0 otherwise) */
     bench_cart_item cart[SLOT_CART_ITEMS_MAX];
 } bench_result;
@@ -102,7 +117,8 @@ void bench_result_clear(bench_result *r);
 
 /*
  * bench_result_status — a status word of an answer (n bytes, not
- * NUL-terminated) into r: "sold_out" sets r->sold_out, a hold status name
+ * NUL-terminated) into r: "sold_out" sets r->sold_out, "taken" (a seated
+ * event's named hold) r->taken, a hold status name
  * ("held", ...: slot_hold_status_name) sets r->has_status and r->status.
  * Returns false for any other word (on_sale, ...), r unchanged.
  */
