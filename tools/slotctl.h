@@ -203,6 +203,8 @@ int cmd_room(ctl *x, int argc, char **argv);
 int cmd_seats(ctl *x, int argc, char **argv);
 /* move (slotctl_move.c; docs/protocol.md, "Placement"). */
 int cmd_move(ctl *x, int argc, char **argv);
+/* rebalance (slotctl_rebalance.c; docs/design.md, "Evening out a placement"). */
+int cmd_rebalance(ctl *x, int argc, char **argv);
 int cmd_status(ctl *x, int argc, char **argv);
 int cmd_window(ctl *x, int argc, char **argv);
 int cmd_cancel(ctl *x, int argc, char **argv);
