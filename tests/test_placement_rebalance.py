@@ -16,7 +16,10 @@ Checks:
   - --by holds (holds_made sampled --interval-ms apart): while a client holds
     on one event of s2 nothing is planned (its move would only swap the sets:
     the stop rule); while it holds on two, one of those two moves to s1;
-  - --max-moves bounds the plan.
+  - --max-moves bounds the plan;
+  - --apply stops at the first move that fails, with its error (exit 1): a
+    third set, without events, whose slotd is killed after it published its
+    key; the map is unchanged.
 Needs etcd (Debian's etcd-server; else exit 77). Every process it starts is
 stopped by its PID; the folders are temporary.
 """
@@ -233,6 +236,24 @@ def main():
         for name in ('s1', 's2'):
             c = one(sets[name].port, {'op': 'check'})
             check(c.get('ok') and c.get('violations_total') == 0, 'check is clean on %s at the end' % name, c)
+
+        # --apply stops at the first failed move: a third set s3, without events, whose slotd is killed
+        # (its key stays in the map): the plan sends events to it, the first move is unavailable
+        sets['s3'] = kit.Server(slotd, os.path.join(base, 's3'), extra=place_args('s3', etcd_url, secret),
+                                stderr_path=os.path.join(base, 's3.log'))
+        check(wait_primary(sets['s3'].port), 's3 becomes primary')
+        end = time.time() + 10
+        while time.time() < end and len(one(p1, {'op': 'placement'}).get('sets', {})) < 3:
+            time.sleep(0.1)
+        sets['s3'].kill()
+        before = the_map(p1)
+        rc, out, err = rebalance(slotctl, etcd_url, '--apply')
+        plan = moves_of(out)
+        check(rc == 1 and len(plan) == 2 and all(t == 's3' for _, _, t in plan) and 'moved ' not in out and
+              'unavailable' in err and 'stopped at move 1 of 2' in err,
+              '--apply to a set that is down stops at the first move with its error (exit 1)', (rc, out, err))
+        check(the_map(p1) == before, 'and the map is unchanged', the_map(p1))
+        print('apply to a set that is down:\n' + out.strip() + '\n' + err.strip())
     finally:
         kit.stop_all()
         shutil.rmtree(base, ignore_errors=True)

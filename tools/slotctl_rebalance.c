@@ -43,6 +43,7 @@ typedef struct rb_set {
     uint16_t port;
     double load;    /* the plan's, changed by each planned move */
     slot_client *k; /* to its primary, opened on first use */
+    bool down;      /* no primary published, or it did not take a connection: asked once */
 } rb_set;
 
 typedef struct rb_event {
@@ -72,6 +73,7 @@ typedef struct rb {
     int nevs, ncold; /* events; those left alone */
     rb_move moves[SLOT_CTL_REBALANCE_MOVES_MAX];
     int nmoves;
+    int lo_down; /* the plan stopped at this least loaded set, whose primary does not answer; -1: it did not */
 } rb;
 
 static const char *str(json_t *o, const char *k)
@@ -229,16 +231,24 @@ static int read_map(rb *b)
 
 /* ---------------------------------------------------------------- the sets' views */
 
-/* The view of e from its set's primary into *out. 0, or an exit status after a message. */
+/* ask_view's answer for a set whose primary cannot be asked (none published, or no connection). */
+#define RB_DOWN (-1)
+
+/* The view of e from its set's primary into *out. 0, RB_DOWN (said once per set, on stderr), or an exit
+ * status after a message. */
 static int ask_view(rb *b, rb_event *e, json_t **out)
 {
     rb_set *s = &b->sets[e->set];
     *out = NULL;
-    if (!s->host[0]) {
-        fprintf(stderr, "slotctl: rebalance: set %s has published no primary: ask again when it has one\n", s->name);
-        return EXIT_CONNECTION;
+    if (s->down)
+        return RB_DOWN;
+    int rc = s->host[0] && !s->k ? ctl_line_open(b->x, s->host, s->port, &s->k) : 0;
+    if (!s->host[0] || rc == EXIT_CONNECTION) {
+        s->down = true;
+        fprintf(stderr, "slotctl: rebalance: set %s: %s\n", s->name,
+                s->host[0] ? "its primary does not answer" : "it has published no primary");
+        return RB_DOWN;
     }
-    int rc = s->k ? 0 : ctl_line_open(b->x, s->host, s->port, &s->k);
     if (rc != 0)
         return rc;
     json_t *req = json_pack("{s:s,s:s}", "op", "event", "event", e->name);
@@ -269,6 +279,14 @@ static int sample(rb *b, bool second, double interval_s)
             continue;
         json_t *v = NULL;
         int rc = ask_view(b, e, &v);
+        if (rc == RB_DOWN && !second && !b->by_holds) { /* it cannot be moved from there now; it weighs 1 */
+            e->why = "its set's primary does not answer";
+            continue;
+        }
+        if (rc == RB_DOWN) {
+            fprintf(stderr, "slotctl: rebalance: --by holds needs every set's rate: nothing planned\n");
+            return EXIT_CONNECTION;
+        }
         if (rc != 0)
             return rc;
         const char *parent = str(v, "parent");
@@ -338,6 +356,10 @@ static bool plan_step(rb *b)
             hi = i;
         if (b->sets[i].load < b->sets[lo].load)
             lo = i;
+    }
+    if (b->sets[lo].down) { /* the least loaded set cannot take an event now: no move can help it */
+        b->lo_down = lo;
+        return false;
     }
     double now = b->sets[hi].load - b->sets[lo].load, omax = -1e300, omin = 1e300;
     for (int i = 0; i < b->nsets; i++)
@@ -416,7 +438,10 @@ static void print_plan(const rb *b, double before)
     print_load(b, before);
     printf(" -> ");
     print_load(b, spread(b));
-    printf("%s\n", b->nmoves ? "" : " (no move makes it smaller)");
+    if (b->lo_down >= 0)
+        printf(" (it stops at set %s, the least loaded, whose primary does not answer)\n", b->sets[b->lo_down].name);
+    else
+        printf("%s\n", b->nmoves ? "" : " (no move makes it smaller)");
 }
 
 /* Each planned move through slotctl move's code, in order; stops at the first that fails. */
@@ -491,7 +516,8 @@ int cmd_rebalance(ctl *x, int argc, char **argv)
         fprintf(stderr, "slotctl: rebalance: out of memory\n");
         return EXIT_CONNECTION;
     }
-    *b = (rb){.x = x, .placement = placement, .etcd = etcd, .by_holds = strcmp(by, "holds") == 0, .evs = evs};
+    *b = (rb){
+        .x = x, .placement = placement, .etcd = etcd, .by_holds = strcmp(by, "holds") == 0, .evs = evs, .lo_down = -1};
     rc = read_map(b);
     if (rc == 0)
         rc = measure(b, interval_ms);
