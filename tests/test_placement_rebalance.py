@@ -150,7 +150,8 @@ def main():
                 (('--dry-run', '--max-moves', '0'), 'p', '--max-moves', 'a --max-moves of 0'),
                 (('--dry-run',), 'nope', "no placement 'nope'", 'an unknown placement'),
                 (('--dry-run',), 'nosets', 'has no replica sets', 'a placement without sets'),
-                (('--dry-run',), None, '--placement NAME', 'no --placement')):
+                (('--dry-run',), None, '--placement NAME', 'no --placement'),
+                (('--dry-run',), 'p/event', '[A-Za-z0-9._:-]', 'a --placement with a slash')):
             rc, out, err = rebalance(slotctl, etcd_url, *args, placement=placement)
             check(rc == 64 and words in err and not moves_of(out), what + ': exit 64 and says so', (rc, out, err))
         check(the_map(p1) == before, 'the map is unchanged after the refused runs', the_map(p1))

@@ -175,7 +175,10 @@ static int read_map(rb *b)
         fprintf(stderr, "slotctl: rebalance: cannot make an event loop\n");
         return EXIT_CONNECTION;
     }
-    slot_etcd_opts o = {.timeout_ms = SLOT_CTL_REBALANCE_ETCD_MS / SLOT_ETCD_ENDPOINTS_MAX,
+    uint32_t endpoints = 1; /* each is tried at most once per request: the whole read within the bound */
+    for (const char *p = b->etcd; *p && endpoints < SLOT_ETCD_ENDPOINTS_MAX; p++)
+        endpoints += *p == ',';
+    slot_etcd_opts o = {.timeout_ms = SLOT_CTL_REBALANCE_ETCD_MS / endpoints,
                         .body_bytes_max = SLOT_ETCD_BODY_BYTES_MAX};
     slot_etcd *c = NULL;
     char prefix[SLOT_PLACE_PREFIX_BYTES + 1];
@@ -500,8 +503,12 @@ int cmd_rebalance(ctl *x, int argc, char **argv)
     }
     if (o == -2 || (rc = ctl_want_args(x, argc - optind, argv + optind, 0, 0)))
         return rc;
-    if (!placement || !placement[0] || strlen(placement) > SLOT_CLUSTER_NAME_BYTES_MAX)
-        return ctl_usage_error(x, "--placement NAME (1..64 bytes) is required%s", "");
+    if (!placement)
+        return ctl_usage_error(x, "--placement NAME is required%s", "");
+    size_t plen = strlen(placement); /* slotd's --placement: 1..64 characters of [A-Za-z0-9._:-] */
+    if (plen == 0 || plen > SLOT_CLUSTER_NAME_BYTES_MAX ||
+        strspn(placement, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") != plen)
+        return ctl_usage_error(x, "--placement NAME: 1..64 characters of [A-Za-z0-9._:-], not '%s'", placement);
     if (!etcd || !etcd[0])
         return ctl_usage_error(x, "--etcd URL is required (http://HOST:PORT[,...])%s", "");
     if (dry == app)
