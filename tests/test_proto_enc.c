@@ -238,6 +238,7 @@ TEST_IMPL(proto_encode_event_view_ops)
         res.view.closes_at_ms = 0;
         res.view.max_extensions = 100;
         res.view.max_hold_ms = UINT64_C(1) << 40;
+        res.view.holds_made = UINT64_C(1) << 50;
         res.replay = ops[i] == SLOT_OP_CREATE_EVENT;
         json_t *j = roundtrip(&req, &res, buf, sizeof(buf));
         ASSERT_STR_EQ(jstr(j, "id"), "v");
@@ -261,7 +262,11 @@ TEST_IMPL(proto_encode_event_view_ops)
         ASSERT_EQ(jint(j, "waiting_qty"), 0);
         ASSERT_EQ(jint(j, "allocated"), 0); /* v1.2; a root has no parent nor effective_available */
         ASSERT(!json_object_get(j, "parent") && !json_object_get(j, "effective_available"));
-        ASSERT_EQ(json_object_size(j), 20u + (ops[i] == SLOT_OP_CREATE_EVENT));
+        /* holds_made (slotctl rebalance --by holds) is the event op's alone, not the shared view's */
+        ASSERT_EQ(json_object_get(j, "holds_made") != NULL, ops[i] == SLOT_OP_EVENT);
+        if (ops[i] == SLOT_OP_EVENT)
+            ASSERT_EQ(jint(j, "holds_made"), INT64_C(1) << 50);
+        ASSERT_EQ(json_object_size(j), 20u + (ops[i] == SLOT_OP_CREATE_EVENT) + (ops[i] == SLOT_OP_EVENT));
         json_decref(j);
     }
 }

@@ -364,6 +364,30 @@ static const ctl_cmd commands[] = {
      "with its primary. moving: another move runs. With --json, the raw reply.\n"
      "  --to SET              the replica set to move to (required)\n",
      cmd_move},
+    {"rebalance", "--placement NAME --etcd URL --dry-run|--apply [--by events|holds] [--max-moves N] [--interval-ms MS]",
+     "plan moves that even out a placement's sets, and with --apply run them (move_event)",
+     "Reads the placement's map from etcd, asks each set's primary for the view of its events\n"
+     "(op event), and plans moves greedily: while the plan is shorter than --max-moves, the\n"
+     "event of the most loaded set whose move to the least loaded set leaves the smallest\n"
+     "spread (most minus least loaded) moves, if that spread is smaller than now. A set's load\n"
+     "is its events (--by events) or its events' holds made per second between two samples of\n"
+     "their holds_made --interval-ms apart (--by holds). Events moving now and the events of a\n"
+     "family (a parent and its children) are left alone, and said so: a move takes one event,\n"
+     "and a family stays on one set; so are, --by events, the events of a set whose primary\n"
+     "does not answer (--by holds: exit 2). Prints one line per move (event, from, to, both sets' load\n"
+     "before and after) and the spread before and after. --dry-run changes nothing; --apply\n"
+     "sends each move as `slotctl move` does (to the primary of the set that owns the event, as\n"
+     "the map names it) and stops at the first that fails, with its error. --host is not used.\n"
+     "  --placement NAME      the placement (slotd --placement; required)\n"
+     "  --etcd URL            its etcd: http://HOST:PORT[,...] (required)\n"
+     "  --dry-run             print the plan only\n"
+     "  --apply               print the plan, then run its moves\n"
+     "  --by events|holds     what to even out (default events)\n"
+     "  --max-moves N         moves planned at most, 1..1000 (default 10)\n"
+     "  --interval-ms MS      --by holds: the samples' distance, 100..600000 (default 1000)\n"
+     "An unknown placement, one without sets, neither or both of --dry-run and --apply, and a\n"
+     "bad --by are usage errors (exit 64).\n",
+     cmd_rebalance},
     {"watch", "[EVENT] [--once] [--interval MS]", "a live view: units left, holds/s, sold-out/s, latency, commits",
      NULL, cmd_watch},
     {"backup", "FILE", "write a hot backup of the server's store to FILE, on the server's machine (backup)", NULL,

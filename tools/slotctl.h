@@ -14,6 +14,7 @@
 #define SLOTCTL_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +119,49 @@ const ctl_cmd *ctl_find_cmd(const char *name);
 /* ctl_print_cmd_help — the help of the command c (`slotctl help NAME`) into f. */
 void ctl_print_cmd_help(FILE *f, const ctl_cmd *c);
 
+/* ---------------------------------------------------------------- slotctl_move.c */
+
+/*
+ * ctl_line_open — a plain connection (no following) to host:port, then a
+ * hello with x->token when one is set (answered within x->timeout_ms).
+ * Returns 0 with *out the connection (the caller's: slot_client_close), or
+ * EXIT_CONNECTION / EXIT_SERVER_ERROR (hello refused) after a message on
+ * stderr naming x->cmd, with *out NULL. Blocking; slotctl's one thread.
+ */
+int ctl_line_open(ctl *x, const char *host, uint16_t port, slot_client **out);
+
+/*
+ * ctl_line_ask — sends line (one request, ending in a newline) on k and
+ * parses the next reply line, waiting up to timeout_ms (> 0), into *out (a
+ * JSON object, the caller's: json_decref). Returns 0, or EXIT_CONNECTION
+ * after a message on stderr naming cmd (a send or receive error, a timeout,
+ * a reply that is no JSON object), *out NULL. Blocking; one thread.
+ */
+int ctl_line_ask(const char *cmd, slot_client *k, const char *line, int timeout_ms, json_t **out);
+
+/*
+ * ctl_move_send — one move_event of event to the set to, sent once to the
+ * server at host:port (which must be the primary of the set that owns event;
+ * docs/protocol.md, "Placement"), after a hello with x->token when one is
+ * set. Waits up to x->timeout_ms for the hello's answer and up to
+ * SLOT_CTL_MOVE_TIMEOUT_S for the move's. event: 1..SLOT_EVENT_BYTES_MAX
+ * bytes; to: 1..SLOT_CLUSTER_NAME_BYTES_MAX bytes; host: a NUL-terminated
+ * host name or address. Returns 0 with *out the move's answer (ok or an
+ * error; the caller's, json_decref), or EXIT_CONNECTION (no connection, no
+ * answer, an answer that is no JSON) or EXIT_SERVER_ERROR (hello refused)
+ * after a message on stderr naming x->cmd, with *out NULL. Never retries: a
+ * move without an answer may have run. Blocking; slotctl's one thread.
+ */
+int ctl_move_send(ctl *x, const char *host, uint16_t port, const char *event, const char *to, json_t **out);
+
+/*
+ * ctl_move_report — prints the move answer r of event: "moved E to T: gen
+ * ..." on stdout when ok (the raw line instead with --json), else the error
+ * on stderr (a wrong_set with the owner's set, gen and primary). Returns 0
+ * (ok) or EXIT_SERVER_ERROR. r stays the caller's. Slotctl's one thread.
+ */
+int ctl_move_report(const ctl *x, const char *event, json_t *r);
+
 /* ---------------------------------------------------------------- slotctl_cmds.c */
 
 /*
@@ -159,6 +203,8 @@ int cmd_room(ctl *x, int argc, char **argv);
 int cmd_seats(ctl *x, int argc, char **argv);
 /* move (slotctl_move.c; docs/protocol.md, "Placement"). */
 int cmd_move(ctl *x, int argc, char **argv);
+/* rebalance (slotctl_rebalance.c; docs/design.md, "Evening out a placement"). */
+int cmd_rebalance(ctl *x, int argc, char **argv);
 int cmd_status(ctl *x, int argc, char **argv);
 int cmd_window(ctl *x, int argc, char **argv);
 int cmd_cancel(ctl *x, int argc, char **argv);

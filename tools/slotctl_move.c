@@ -7,7 +7,9 @@
  * and waits up to SLOT_CTL_MOVE_TIMEOUT_S for the answer; it is never sent
  * twice (a move that failed part-way is undone or finished by the server,
  * and the operator decides whether to try again). A wrong_set answer is
- * printed with the set and primary that own the event.
+ * printed with the set and primary that own the event. `slotctl rebalance
+ * --apply` sends its moves through the same two functions (ctl_move_send,
+ * ctl_move_report; slotctl.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,8 +38,7 @@ static int first_host(const ctl *x, char *host, size_t n, uint16_t *port)
     return EXIT_USAGE;
 }
 
-/* Sends line on k and parses the answer into *out. 0 or EXIT_CONNECTION. */
-static int ask(const char *cmd, slot_client *k, const char *line, int timeout_ms, json_t **out)
+int ctl_line_ask(const char *cmd, slot_client *k, const char *line, int timeout_ms, json_t **out)
 {
     *out = NULL;
     int rc = slot_client_send_raw(k, line, strlen(line));
@@ -64,6 +65,83 @@ static const char *str(json_t *o, const char *k)
     return s ? s : "";
 }
 
+int ctl_line_open(ctl *x, const char *host, uint16_t port, slot_client **out)
+{
+    *out = NULL;
+    slot_client *k = NULL;
+    int rc = slot_client_connect(host, port, SLOT_CTL_CONNECT_TIMEOUT_MS, &k);
+    if (rc != 0) {
+        fprintf(stderr, "slotctl: %s: cannot connect to %s:%u: %s\n", x->cmd, host, (unsigned)port, strerror(-rc));
+        return EXIT_CONNECTION;
+    }
+    int status = 0;
+    if (x->token) {
+        json_t *r = NULL;
+        json_t *h = json_pack("{s:s,s:s}", "op", "hello", "token", x->token);
+        char *t = h ? json_dumps(h, JSON_COMPACT) : NULL;
+        json_decref(h);
+        char line[SLOT_TOKEN_BYTES_MAX + 64];
+        snprintf(line, sizeof line, "%s\n", t ? t : "");
+        free(t);
+        if ((status = ctl_line_ask(x->cmd, k, line, x->timeout_ms, &r)) == 0 &&
+            !json_is_true(json_object_get(r, "ok"))) {
+            fprintf(stderr, "slotctl: %s: hello: %s: %s\n", x->cmd, str(r, "error"), str(r, "message"));
+            status = EXIT_SERVER_ERROR;
+        }
+        json_decref(r);
+    }
+    if (status != 0)
+        slot_client_close(k);
+    else
+        *out = k;
+    return status;
+}
+
+int ctl_move_send(ctl *x, const char *host, uint16_t port, const char *event, const char *to, json_t **out)
+{
+    *out = NULL;
+    slot_client *k = NULL;
+    int status = ctl_line_open(x, host, port, &k);
+    if (status != 0)
+        return status;
+    json_t *req = json_pack("{s:s,s:s,s:s}", "op", "move_event", "event", event, "to", to);
+    char *t = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    char line[SLOT_EVENT_BYTES_MAX + SLOT_CLUSTER_NAME_BYTES_MAX + 128];
+    snprintf(line, sizeof line, "%s\n", t ? t : "");
+    free(t);
+    status = ctl_line_ask(x->cmd, k, line, SLOT_CTL_MOVE_TIMEOUT_S * 1000, out);
+    slot_client_close(k);
+    return status;
+}
+
+int ctl_move_report(const ctl *x, const char *event, json_t *r)
+{
+    char *raw = x->json ? json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (raw)
+        printf("%s\n", raw);
+    free(raw);
+    if (json_is_true(json_object_get(r, "ok"))) {
+        if (!x->json)
+            printf("moved %s to %s: gen %" PRId64 ", write pause %" PRId64 " ms, total %" PRId64 " ms, %" PRId64
+                   " records\n",
+                   event, str(r, "to"), (int64_t)json_integer_value(json_object_get(r, "gen")),
+                   (int64_t)json_integer_value(json_object_get(r, "pause_ms")),
+                   (int64_t)json_integer_value(json_object_get(r, "total_ms")),
+                   (int64_t)json_integer_value(json_object_get(r, "records")));
+        return 0;
+    }
+    if (strcmp(str(r, "error"), "wrong_set") == 0)
+        fprintf(stderr,
+                "slotctl: %s %s: the event is placed on set %s (gen %" PRId64 ")%s%s: send the move to"
+                " that set's primary\n",
+                x->cmd, event, str(r, "set"), (int64_t)json_integer_value(json_object_get(r, "gen")),
+                str(r, "primary")[0] ? ", primary " : "", str(r, "primary"));
+    else
+        fprintf(stderr, "slotctl: %s %s: %s: %s\n", x->cmd, event, str(r, "error"), str(r, "message"));
+    return EXIT_SERVER_ERROR;
+}
+
 int cmd_move(ctl *x, int argc, char **argv)
 {
     static const struct option opts[] = {{"to", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {0}};
@@ -85,63 +163,10 @@ int cmd_move(ctl *x, int argc, char **argv)
     uint16_t port = 0;
     if ((rc = first_host(x, host, sizeof host, &port)) != 0)
         return rc;
-    slot_client *k = NULL;
-    rc = slot_client_connect(host, port, SLOT_CTL_CONNECT_TIMEOUT_MS, &k);
-    if (rc != 0) {
-        fprintf(stderr, "slotctl: move: cannot connect to %s:%u: %s\n", host, (unsigned)port, strerror(-rc));
-        return EXIT_CONNECTION;
-    }
     json_t *r = NULL;
-    int status = 0;
-    if (x->token) {
-        json_t *h = json_pack("{s:s,s:s}", "op", "hello", "token", x->token);
-        char *t = h ? json_dumps(h, JSON_COMPACT) : NULL;
-        json_decref(h);
-        char line[SLOT_TOKEN_BYTES_MAX + 64];
-        snprintf(line, sizeof line, "%s\n", t ? t : "");
-        free(t);
-        if ((status = ask("move", k, line, x->timeout_ms, &r)) == 0 && !json_is_true(json_object_get(r, "ok"))) {
-            fprintf(stderr, "slotctl: move: hello: %s: %s\n", str(r, "error"), str(r, "message"));
-            status = EXIT_SERVER_ERROR;
-        }
-        json_decref(r);
-        r = NULL;
-    }
-    if (status == 0) {
-        json_t *req = json_pack("{s:s,s:s,s:s}", "op", "move_event", "event", event, "to", to);
-        char *t = req ? json_dumps(req, JSON_COMPACT) : NULL;
-        json_decref(req);
-        char line[SLOT_EVENT_BYTES_MAX + SLOT_CLUSTER_NAME_BYTES_MAX + 128];
-        snprintf(line, sizeof line, "%s\n", t ? t : "");
-        free(t);
-        status = ask("move", k, line, SLOT_CTL_MOVE_TIMEOUT_S * 1000, &r);
-    }
-    if (status == 0) {
-        char *raw = x->json ? json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        if (raw)
-            printf("%s\n", raw);
-        free(raw);
-        if (json_is_true(json_object_get(r, "ok"))) {
-            if (!x->json)
-                printf("moved %s to %s: gen %" PRId64 ", write pause %" PRId64 " ms, total %" PRId64 " ms, %" PRId64
-                       " records\n",
-                       event, str(r, "to"), (int64_t)json_integer_value(json_object_get(r, "gen")),
-                       (int64_t)json_integer_value(json_object_get(r, "pause_ms")),
-                       (int64_t)json_integer_value(json_object_get(r, "total_ms")),
-                       (int64_t)json_integer_value(json_object_get(r, "records")));
-        } else if (strcmp(str(r, "error"), "wrong_set") == 0) {
-            fprintf(stderr,
-                    "slotctl: move %s: the event is placed on set %s (gen %" PRId64 ")%s%s: send the move to"
-                    " that set's primary\n",
-                    event, str(r, "set"), (int64_t)json_integer_value(json_object_get(r, "gen")),
-                    str(r, "primary")[0] ? ", primary " : "", str(r, "primary"));
-            status = EXIT_SERVER_ERROR;
-        } else {
-            fprintf(stderr, "slotctl: move %s: %s: %s\n", event, str(r, "error"), str(r, "message"));
-            status = EXIT_SERVER_ERROR;
-        }
-    }
+    rc = ctl_move_send(x, host, port, event, to, &r);
+    if (rc == 0)
+        rc = ctl_move_report(x, event, r);
     json_decref(r);
-    slot_client_close(k);
-    return status;
+    return rc;
 }

@@ -165,6 +165,17 @@ _Static_assert(2ull * SLOT_HOLD_TTL_MS_MAX <= SLOT_MAX_HOLD_MS_MAX, "the default
 #define SLOT_CTL_FEED_POLL_MS 100     /* the wait for any set's next line when nothing moved */
 #define SLOT_CTL_FEED_STATE_EVERY 100 /* entries between two writes of --state (and at the end) */
 #define SLOT_CTL_FEED_STATE_PATH_BYTES_MAX 4000 /* --state FILE's name (its temporary twin adds 4) */
+/* slotctl rebalance (docs/design.md, "Evening out a placement"). */
+#define SLOT_CTL_REBALANCE_MOVES_DEFAULT 10 /* --max-moves: moves one run plans, at most */
+#define SLOT_CTL_REBALANCE_MOVES_MAX 1000   /* each applied move is a whole move_event: a run of hours at most */
+#define SLOT_CTL_REBALANCE_INTERVAL_MS_DEFAULT 1000 /* --interval-ms: --by holds samples the counts this far apart */
+#define SLOT_CTL_REBALANCE_INTERVAL_MS_MIN 100      /* shorter, a rate is mostly noise */
+#define SLOT_CTL_REBALANCE_INTERVAL_MS_MAX 600000   /* 10 min */
+#define SLOT_CTL_REBALANCE_ETCD_MS 10000 /* the map's read from etcd, all endpoints together, at most */
+_Static_assert(SLOT_CTL_REBALANCE_MOVES_DEFAULT <= SLOT_CTL_REBALANCE_MOVES_MAX, "--max-moves default in range");
+_Static_assert(SLOT_CTL_REBALANCE_INTERVAL_MS_MIN <= SLOT_CTL_REBALANCE_INTERVAL_MS_DEFAULT &&
+                   SLOT_CTL_REBALANCE_INTERVAL_MS_DEFAULT <= SLOT_CTL_REBALANCE_INTERVAL_MS_MAX,
+               "--interval-ms default in range");
 #define SLOT__STR(x) #x
 #define SLOT__XSTR(x) SLOT__STR(x)
 #define SLOT_LISTEN_DEFAULT SLOT_HOST_DEFAULT ":" SLOT__XSTR(SLOT_PORT_DEFAULT)

@@ -321,6 +321,8 @@ typedef struct slot_event_view {
     uint32_t children;                     /* events whose parent this is */
     uint64_t effective_available;          /* the least available over the chain (a child's) */
     uint64_t allocated;                    /* unused units of blocks of this event and its descendants */
+    uint64_t holds_made; /* holds this event has made so far (its next hold seq - 1; every kind: plain, cart
+                            item, waitlist offer, reacquire), on the wire only in the event op's reply */
     uint8_t admission;                     /* SLOT_ADMISSION_*; the rest of the room on the wire when not none */
     uint32_t admit_per_s, grant_ttl_ms;
     uint64_t queue_opens_at_ms;

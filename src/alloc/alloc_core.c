@@ -137,6 +137,7 @@ void slot__view_fill(slot_event_view *v, const char *ev, size_t ev_len, const sl
     v->parent[e->parent_len] = 0;
     v->effective_available = v->available;
     v->children = e->children;
+    v->holds_made = e->next_seq > 0 ? e->next_seq - 1 : 0;
     v->shards = e->shards;
     v->hold_ttl_ms = e->hold_ttl_ms;
     v->max_per_user = e->max_per_user;

@@ -505,7 +505,10 @@ static void put_op_fields(slot__jw *w, const slot_req *req, const slot_res *res)
     case SLOT_OP_GET_HOLD:
         put_get_hold(w, res);
         break;
-    case SLOT_OP_EVENT:
+    case SLOT_OP_EVENT: /* the view, then the count that slotctl rebalance --by holds samples */
+        put_event_view(w, &res->view);
+        slot__jw_key_u64(w, "holds_made", res->view.holds_made);
+        break;
     case SLOT_OP_CREATE_EVENT:
     case SLOT_OP_SET_CAPACITY:
     case SLOT_OP_RESHARD:
