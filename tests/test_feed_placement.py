@@ -48,7 +48,7 @@ import time
 import slotd_kit as kit
 from slotd_kit import check, require, call
 from test_placement import start_etcd, wait_primary, one, ETCD
-from test_placement_move import place_args, call_many, Seller
+from test_placement_move import write_secret, wait_sets, place_args, call_many, Seller
 
 
 def read_feed(port, consumer='truth'):
@@ -189,10 +189,7 @@ def main():
     follow = None
     try:
         _, etcd_url = start_etcd(base)
-        secret = os.path.join(base, 'secret')
-        with open(secret, 'w') as f:
-            f.write('placement-test-secret-0123456789\n')
-        os.chmod(secret, 0o600)
+        secret = write_secret(base)
         sets = {'s1': kit.Server(slotd, os.path.join(base, 's1'), extra=place_args('s1', etcd_url, secret),
                                  stderr_path=os.path.join(base, 's1.log'))}
         require(wait_primary(sets['s1'].port), 's1 (one node) becomes primary')
@@ -202,9 +199,7 @@ def main():
         require(wait_members(s2[0].port, 3), 's2 has three members, none joining')
         sets['s2'] = s2[0]
         p1, p2 = sets['s1'].port, sets['s2'].port
-        end = time.time() + 10
-        while time.time() < end and len(one(p1, {'op': 'placement'}).get('sets', {})) < 2:
-            time.sleep(0.1)
+        wait_sets(p1, 2)
 
         # bad usage
         for extra, want in ((['feed', '--placement', 'p'], 'needs --etcd'),

@@ -33,7 +33,7 @@ import time
 import slotd_kit as kit
 from slotd_kit import check
 from test_placement import start_etcd, wait_primary, one, ETCD
-from test_placement_move import place_args, entry, call_many, hold_all, served_by_one
+from test_placement_move import write_secret, wait_sets, place_args, entry, call_many, hold_all, served_by_one
 
 ROUNDS = int(os.environ.get('SLOT_MOVE_KILL_ROUNDS', '4'))
 HOLDS = 20000
@@ -105,14 +105,9 @@ def main():
 
     try:
         _, etcd_url = start_etcd(base)
-        secret = os.path.join(base, 'secret')
-        with open(secret, 'w') as f:
-            f.write('placement-kill-loop-secret-0123456789\n')
-        os.chmod(secret, 0o600)
+        secret = write_secret(base)
         kit.require(start('s1') and start('s2'), 'both single-node sets become primary')
-        end = time.time() + 10
-        while time.time() < end and len(one(ports['s1'], {'op': 'placement'}).get('sets', {})) < 2:
-            time.sleep(0.1)
+        wait_sets(ports['s1'], 2)
         r = one(ports['s1'], {'op': 'create_event', 'event': 'hot', 'capacity': 1000000, 'shards': 8,
                               'hold_ttl_ms': 3600000})
         kit.require(r.get('ok'), 'create hot on s1', r)

@@ -50,6 +50,22 @@ def place_args(name, etcd_url, secret):
             '--failover-timeout-ms', '600', '--durability', 'nosync']
 
 
+def write_secret(base):
+    """The cluster secret the sets of a test's placement share: BASE/secret, mode 0600."""
+    secret = os.path.join(base, 'secret')
+    with open(secret, 'w') as f:
+        f.write('placement-test-secret-0123456789\n')
+    os.chmod(secret, 0o600)
+    return secret
+
+
+def wait_sets(port, n, timeout_s=10):
+    """Waits (at most timeout_s) until the placement op on port lists n sets."""
+    end = time.time() + timeout_s
+    while time.time() < end and len(one(port, {'op': 'placement'}).get('sets', {})) < n:
+        time.sleep(0.1)
+
+
 def entry(port, ev):
     m = one(port, {'op': 'placement', 'event': ev})
     return m.get('events', {}).get(ev) if m.get('ok') else m
@@ -158,19 +174,14 @@ def main():
     base = tempfile.mkdtemp(prefix='slotd-move-')
     try:
         _, etcd_url = start_etcd(base)
-        secret = os.path.join(base, 'secret')
-        with open(secret, 'w') as f:
-            f.write('placement-test-secret-0123456789\n')
-        os.chmod(secret, 0o600)
+        secret = write_secret(base)
         sets = {}
         for name in ('s1', 's2'):
             sets[name] = kit.Server(slotd, os.path.join(base, name), extra=place_args(name, etcd_url, secret),
                                     stderr_path=os.path.join(base, name + '.log'))
         p1, p2 = sets['s1'].port, sets['s2'].port
         check(wait_primary(p1) and wait_primary(p2), 'both single-node sets become primary')
-        end = time.time() + 10
-        while time.time() < end and len(one(p1, {'op': 'placement'}).get('sets', {})) < 2:
-            time.sleep(0.1)
+        wait_sets(p1, 2)
 
         cap = 100000
         r = one(p1, {'op': 'create_event', 'event': 'hot', 'capacity': cap, 'shards': 8, 'waitlist_max': 10})

@@ -37,6 +37,7 @@ import urllib.request
 import slotd_kit as kit
 from slotd_kit import check, call
 from test_placement import start_etcd, wait_primary, one, ETCD
+from test_placement_move import write_secret, wait_sets
 
 EVENTS = ['e%d' % i for i in range(1, 7)]
 HOLDS_PER_EVENT = 4
@@ -111,19 +112,14 @@ def main():
     base = tempfile.mkdtemp(prefix='slotd-rebalance-')
     try:
         _, etcd_url = start_etcd(base)
-        secret = os.path.join(base, 'secret')
-        with open(secret, 'w') as f:
-            f.write('placement-test-secret-0123456789\n')
-        os.chmod(secret, 0o600)
+        secret = write_secret(base)
         sets = {}
         for name in ('s1', 's2'):
             sets[name] = kit.Server(slotd, os.path.join(base, name), extra=place_args(name, etcd_url, secret),
                                     stderr_path=os.path.join(base, name + '.log'))
         p1, p2 = sets['s1'].port, sets['s2'].port
         check(wait_primary(p1) and wait_primary(p2), 'both single-node sets become primary')
-        end = time.time() + 10
-        while time.time() < end and len(one(p1, {'op': 'placement'}).get('sets', {})) < 2:
-            time.sleep(0.1)
+        wait_sets(p1, 2)
 
         holds = {}  # event -> [(user, hold id, status)]
         for ev in EVENTS:
@@ -243,9 +239,7 @@ def main():
         sets['s3'] = kit.Server(slotd, os.path.join(base, 's3'), extra=place_args('s3', etcd_url, secret),
                                 stderr_path=os.path.join(base, 's3.log'))
         check(wait_primary(sets['s3'].port), 's3 becomes primary')
-        end = time.time() + 10
-        while time.time() < end and len(one(p1, {'op': 'placement'}).get('sets', {})) < 3:
-            time.sleep(0.1)
+        wait_sets(p1, 3)
         sets['s3'].kill()
         before = the_map(p1)
         rc, out, err = rebalance(slotctl, etcd_url, '--apply')
