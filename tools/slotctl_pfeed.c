@@ -40,42 +40,7 @@
 #include "slotctl_feed.h"
 #include "slotctl_handover.h"
 
-#define NAME_CAP CTL_HO_NAME_CAP
-#define ADDRS_CAP (SLOT_FOLLOW_NODES_MAX * (SLOT_CLIENT_ADDR_BYTES_MAX + 1))
-#define FEED_WINDOW SLOT_FEED_WINDOW_DEFAULT /* entries pushed past the last ack; acked every half */
-
-typedef struct pset {
-    char name[NAME_CAP];
-    char addrs[ADDRS_CAP]; /* primary first, then the members, comma-separated */
-    slot_follow *f;        /* the subscription's connection */
-    slot_follow *side;     /* feed_consumers and feed_forget */
-    slot_client *c;        /* f's connection once subscribed; NULL: subscribe again */
-    uint64_t next;         /* the first seq not judged yet (0: from the oldest kept) */
-    uint64_t head0;        /* the head when first subscribed: where a run without --follow ends */
-    uint64_t acked;        /* the last ack sent */
-    bool subscribed_once;
-    json_t *held; /* an entry that waits (its line in held_raw), or NULL */
-    char *held_raw;
-    uint64_t held_since_ms;
-    int probe_set;       /* -1, or the source whose feed this set's held event.arrived waits on */
-    uint64_t probe_head; /* ... until that set's next passes it */
-    uint32_t fails;      /* subscribes in a row that failed */
-    bool probe_warned;   /* a feed_consumers of this set failed once (said once) */
-} pset;
-
-typedef struct pfeed {
-    const slotctl_pfeed_opts *o;
-    char prefix[SLOT_PLACE_PREFIX_BYTES + 8];
-    char me[64];
-    uv_loop_t loop;
-    slot_etcd *etcd;
-    pset sets[SLOT_CTL_FEED_SETS_MAX];
-    uint32_t nsets;
-    ctl_handover ho;                               /* each event's hand-over state */
-    uint64_t printed, dropped, waits, since_state; /* waits: entries held for a hand-over */
-} pfeed;
-
-enum { V_PRINT, V_DROP, V_HOLD, V_FAIL };
+#include "slotctl_pfeed_int.h"
 
 static volatile sig_atomic_t stop_asked;
 static void on_stop(int sig)
@@ -89,18 +54,6 @@ static uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
-static uint64_t jnum(json_t *o, const char *k)
-{
-    json_int_t v = json_integer_value(json_object_get(o, k));
-    return v > 0 ? (uint64_t)v : 0;
 }
 
 /* ---- etcd: blocking reads on a loop of our own */
@@ -227,7 +180,7 @@ static int read_sets(pfeed *p)
     return 0;
 }
 
-static int find_set(const pfeed *p, const char *name)
+int pf_find_set(const pfeed *p, const char *name)
 {
     for (uint32_t i = 0; i < p->nsets; i++)
         if (strcmp(p->sets[i].name, name) == 0)
@@ -291,7 +244,7 @@ static int judge(pfeed *p, int xi, json_t *v)
     const char *type = jstr(v, "type"), *name = jstr(v, "event");
     bool arrived = strcmp(type, "event.arrived") == 0;
     const char *peer = arrived ? jstr(v, "from") : jstr(v, "to");
-    int from = arrived ? find_set(p, peer) : -1;
+    int from = arrived ? pf_find_set(p, peer) : -1;
     bool passed = from < 0 || from == xi || (x->probe_set == from && p->sets[from].next > x->probe_head);
     ctl_ho_verdict h = ctl_handover_judge(&p->ho, x->name, type, name, peer, jnum(v, "gen"), passed);
     if (h == CTL_HO_WAIT && x->probe_set != from && probe(p, x, from) == 0 && p->sets[from].next > x->probe_head)
@@ -306,113 +259,6 @@ static int judge(pfeed *p, int xi, json_t *v)
     if (arrived)
         x->probe_set = -1;
     return h == CTL_HO_TAKE ? V_PRINT : V_DROP;
-}
-
-/* ---- --state: {"placement":P,"sets":{S:{"next":N}},"events":{E:{"owner","gen","open","to","to_gen"}}} */
-
-static int state_load(pfeed *p)
-{
-    json_error_t err;
-    FILE *fp = fopen(p->o->state, "r");
-    if (!fp && errno == ENOENT)
-        return 0;
-    json_t *j = fp ? json_loadf(fp, 0, &err) : NULL;
-    if (fp)
-        fclose(fp);
-    if (!json_is_object(j) || strcmp(jstr(j, "placement"), p->o->placement) != 0) {
-        fprintf(stderr, "slotctl: feed: --state %s: %s\n", p->o->state,
-                !fp  ? strerror(errno)
-                : !j ? err.text
-                     : "not the state of this placement");
-        json_decref(j);
-        return 1;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(j, "sets"), k, v)
-    {
-        int i = find_set(p, k);
-        if (i >= 0)
-            p->sets[i].next = jnum(v, "next");
-    }
-    json_object_foreach(json_object_get(j, "events"), k, v)
-    {
-        ctl_ho_event *e = ctl_handover_get(&p->ho, k);
-        if (!e) {
-            fprintf(stderr, "slotctl: feed: --state %s: event '%.70s' does not fit\n", p->o->state, k);
-            json_decref(j);
-            return 1;
-        }
-        snprintf(e->owner, sizeof e->owner, "%s", jstr(v, "owner"));
-        snprintf(e->to, sizeof e->to, "%s", jstr(v, "to"));
-        e->gen = jnum(v, "gen");
-        e->to_gen = jnum(v, "to_gen");
-        e->open = json_is_true(json_object_get(v, "open"));
-    }
-    json_decref(j);
-    return 0;
-}
-
-/* --from SET=SEQ[,SET=SEQ...] over the positions. 0, or 64 after a message. */
-static int from_load(pfeed *p)
-{
-    for (const char *q = p->o->from; q && *q;) {
-        const char *comma = strchr(q, ','), *eq = strchr(q, '=');
-        size_t len = comma ? (size_t)(comma - q) : strlen(q);
-        char name[NAME_CAP];
-        char *end = NULL;
-        int i = -1;
-        unsigned long long seq = 0;
-        if (eq && eq < q + len && (size_t)(eq - q) < sizeof name) {
-            memcpy(name, q, (size_t)(eq - q));
-            name[eq - q] = 0;
-            i = find_set(p, name);
-            errno = 0;
-            seq = eq[1] >= '0' && eq[1] <= '9' ? strtoull(eq + 1, &end, 10) : 0;
-        }
-        if (i < 0 || !end || end != q + len || errno || seq < 1 || seq > INT64_MAX) {
-            fprintf(stderr,
-                    "slotctl: feed: --from: want SET=SEQ of a set of placement %s and a seq 1..2^63-1,"
-                    " not '%.*s'\n",
-                    p->o->placement, (int)len, q);
-            return 64;
-        }
-        p->sets[i].next = seq;
-        q += len + (comma ? 1 : 0);
-    }
-    return 0;
-}
-
-/* Writes the state (a temporary file, fsync, rename). 0, or 1 after a message. */
-static int state_save(pfeed *p)
-{
-    p->since_state = 0;
-    if (!p->o->state)
-        return 0;
-    json_t *sets = json_object(), *evs = json_object();
-    for (uint32_t i = 0; i < p->nsets; i++)
-        json_object_set_new(sets, p->sets[i].name, json_pack("{s:I}", "next", (json_int_t)p->sets[i].next));
-    for (uint32_t i = 0; i < CTL_HO_SLOTS; i++) {
-        const ctl_ho_event *e = &p->ho.slots[i];
-        if (e->used && e->owner[0])
-            json_object_set_new(evs, e->name,
-                                json_pack("{s:s,s:I,s:b,s:s,s:I}", "owner", e->owner, "gen", (json_int_t)e->gen, "open",
-                                          e->open, "to", e->to, "to_gen", (json_int_t)e->to_gen));
-    }
-    json_t *j = json_pack("{s:s,s:o,s:o}", "placement", p->o->placement, "sets", sets, "events", evs);
-    char tmp[SLOT_CTL_FEED_STATE_PATH_BYTES_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", p->o->state);
-    FILE *fp = fopen(tmp, "w");
-    int bad = !j || !fp || json_dumpf(j, fp, JSON_COMPACT | JSON_SORT_KEYS) != 0 || fputc('\n', fp) == EOF ||
-              fflush(fp) != 0 || fsync(fileno(fp)) != 0;
-    if (fp && fclose(fp) != 0)
-        bad = 1;
-    if (!bad && rename(tmp, p->o->state) != 0)
-        bad = 1;
-    json_decref(j);
-    if (bad)
-        fprintf(stderr, "slotctl: feed: --state %s: %s\n", p->o->state, strerror(errno));
-    return bad;
 }
 
 /* ---- the sets' connections */
@@ -501,7 +347,7 @@ static int act(pfeed *p, pset *s, json_t *v, const char *raw, int verdict)
     s->next = jnum(v, "feed") + 1;
     ack(p, s, false);
     if (++p->since_state >= SLOT_CTL_FEED_STATE_EVERY)
-        return state_save(p);
+        return pf_state_save(p);
     return 0;
 }
 
@@ -683,7 +529,7 @@ int slotctl_pfeed(const slotctl_pfeed_opts *o)
         close_all(p);
         return 64;
     }
-    if ((rc = read_sets(p)) == 0 && (!o->state || (rc = state_load(p)) == 0) && (rc = from_load(p)) == 0) {
+    if ((rc = read_sets(p)) == 0 && (!o->state || (rc = pf_state_load(p)) == 0) && (rc = pf_from_load(p)) == 0) {
         for (uint32_t i = 0; i < p->nsets && rc == 0; i++)
             if (follower(p, &p->sets[i], &p->sets[i].side) != 0)
                 rc = 64;
@@ -695,7 +541,7 @@ int slotctl_pfeed(const slotctl_pfeed_opts *o)
             rc = run(p);
         for (uint32_t i = 0; i < p->nsets; i++)
             ack(p, &p->sets[i], true);
-        if (state_save(p) != 0 && rc == 0)
+        if (pf_state_save(p) != 0 && rc == 0)
             rc = 1;
         finish(p);
     }
