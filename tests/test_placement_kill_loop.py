@@ -174,8 +174,9 @@ def main():
                   'restart; the move answered %s' % (rnd_i, victim or 'nobody', delay * 1000, outcome,
                                                      settled['set'], settled['gen'], time.time() - killed_at,
                                                      r if isinstance(r, str) else r.get('message', r)), flush=True)
-            check(settled['gen'] == gen + (1 if outcome == 'finished' else 0),
-                  'round %d: the gen goes up by one with each finished move' % rnd_i, settled)
+            # finished: T owns at G+1; undone: S owns at G+1 (G when nothing reached T)
+            check(settled['gen'] == gen + 1 or (outcome == 'undone' and settled['gen'] == gen),
+                  'round %d: the gen goes up by one with each finished or undone move' % rnd_i, settled)
             owner, gen = settled['set'], settled['gen']
             time.sleep(0.3)
             acked = dict(before)
@@ -191,6 +192,22 @@ def main():
             check(r.get('ok'), 'round %d: %s takes a new hold' % (rnd_i, owner), r)
             if r.get('ok'):
                 before['r%d' % rnd_i] = r['hold']
+        # no round leaves a set that refuses the event for good: an unharmed move there and
+        # back finishes (an undone move used to leave its target aborted at the gen the
+        # next move staged at)
+        for back in range(2):
+            src, dst = owner, ('s2' if owner == 's1' else 's1')
+            r = None
+            end = time.time() + 30
+            while time.time() < end:
+                r = (kit.call(ports[src], [{'op': 'move_event', 'event': 'hot', 'to': dst}], timeout=60) or [{}])[0]
+                if r.get('error') not in ('unavailable', 'moving'):
+                    break
+                time.sleep(0.3)
+            check(r.get('ok') and r.get('gen') == gen + 1, 'after the rounds: an unharmed move of hot to %s' % dst, r)
+            if not (r and r.get('ok')):
+                break
+            owner, gen = dst, r['gen']
         seller.stop.set()
         seller.join(30)
         check(len(seller.acked) > 0, 'the seller had holds acknowledged (%d)' % len(seller.acked))

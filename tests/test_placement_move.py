@@ -278,8 +278,10 @@ def main():
               'and counts what was held and confirmed', (v.get('held'), held, v.get('confirmed'), len(confirmed)))
 
         # kill -9 of the source in a move: undone, then finished
-        for ev, fp, resolved_to, gen in (('k1', 'kill_move_after_relinquish', 's1', 1),
-                                         ('k2', 'kill_move_after_own', 's2', 2)):
+        # an undone move leaves the source owning the event at G+1 (so a later move may stage
+        # on the same target at G+2); a finished one has the target owning it at G+1
+        for ev, fp, resolved_to, gen, how in (('k1', 'kill_move_after_relinquish', 's1', 2, 'undone'),
+                                              ('k2', 'kill_move_after_own', 's2', 2, 'finished')):
             r = one(sets['s1'].port, {'op': 'create_event', 'event': ev, 'capacity': 1000})
             check(r.get('ok'), 'create %s on s1' % ev, r)
             acked = hold_all(sets['s1'].port, ev, 'k', 200)
@@ -307,7 +309,7 @@ def main():
             check(at is not None and at - t0 <= 30, 'the move of %s is resolved within 30 s' % ev,
                   (e, at and at - t0))
             check(e == {'set': resolved_to, 'gen': gen, 'state': 'serving'},
-                  '%s: %s, on %s at gen %d' % (fp, 'undone' if gen == 1 else 'finished', resolved_to, gen), e)
+                  '%s: %s, on %s at gen %d' % (fp, how, resolved_to, gen), e)
             owner, seen = served_by_one(sets, ev)
             check(owner == resolved_to, '%s is served by exactly one set, %s' % (ev, resolved_to), seen)
             port = sets[resolved_to].port
@@ -356,6 +358,20 @@ def main():
         r = one(sets['s1'].port, {'op': 'hold', 'event': 'k1', 'user': 'down', 'request': 'down', 'qty': 1})
         check(r.get('ok'), 's1 goes on selling k1', r)
         restart(sets, 's2', slotd, base, etcd_url, secret)
+        # the target of k1's undone move takes it now (it stayed refused: aborted at the
+        # gen the next move staged at), with every hold k1 had
+        held_k1 = one(sets['s1'].port, {'op': 'event', 'event': 'k1'}).get('held')
+        end = time.time() + 30  # until s2's restarted primary is published and answers
+        while True:
+            r = (call(sets['s1'].port, [{'op': 'move_event', 'event': 'k1', 'to': 's2'}], timeout=60) or [{}])[0]
+            if r.get('ok') or r.get('error') != 'unavailable' or time.time() > end:
+                break
+            time.sleep(0.2)
+        check(r.get('ok') and r.get('gen') == 3, 'k1, once undone, moves to s2 at gen 3', r)
+        check(entry(sets['s2'].port, 'k1') == {'set': 's2', 'gen': 3, 'state': 'serving'},
+              'the map: k1 serving on s2 at gen 3', entry(sets['s2'].port, 'k1'))
+        v = one(sets['s2'].port, {'op': 'event', 'event': 'k1'})
+        check(v.get('ok') and v.get('held') == held_k1, 's2 holds what k1 held on s1', (v, held_k1))
         for name in ('s1', 's2'):
             c = one(sets[name].port, {'op': 'check'})
             check(c.get('ok') and c.get('violations_total') == 0, 'check is clean on %s at the end' % name, c)

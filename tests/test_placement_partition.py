@@ -20,8 +20,9 @@ its pause, for 9 s, then healed. Checked for each:
   - the outcome: k1 and k2 undone (the mover stops trusting its lock once no
     keep-alive was answered for SLOT_PLACE_LOCK_TRUST_MS, so it never sends
     place_own), k3 finished (own had committed before the cut);
-  - within 30 s of the heal the map entry says serving on that set, at gen 1
-    (undone) or 2 (finished), the owner answers holds and the other set
+  - within 30 s of the heal the map entry says serving on that set, at gen 2
+    (undone: the source owns the event at G+1 again; finished: the target
+    owns it at G+1), the owner answers holds and the other set
     wrong_set naming it;
   - every hold acknowledged before, during and after (seller and probes) is on
     the owner by id; `check` is clean on both sets.
@@ -357,7 +358,7 @@ def inner(slotd_fp):
         end = time.time() + 10
         while time.time() < end and len(one('s1', {'op': 'placement'}).get('sets', {})) < 2:
             time.sleep(0.1)
-        cases = (('k1', 'before place_relinquish', 's1', 1), ('k2', 'after place_relinquish', 's1', 1),
+        cases = (('k1', 'before place_relinquish', 's1', 2), ('k2', 'after place_relinquish', 's1', 2),
                  ('k3', 'after place_own', 's2', 2))
         for ev, _, _, _ in cases:
             r = one('s1', {'op': 'create_event', 'event': ev, 'capacity': 100000, 'shards': 4})
@@ -368,6 +369,16 @@ def inner(slotd_fp):
             check(len(BEFORE[ev]) == 200, '%s: 200 holds on s1 before its move' % ev)
         for case in cases:
             one_case(*case)
+        # an undone move's target takes the event in the next move (it stayed aborted
+        # at the gen that move staged at)
+        r = {}
+        end = time.time() + 30
+        while time.time() < end:
+            r = one('s1', {'op': 'move_event', 'event': 'k1', 'to': 's2'}, timeout=60)
+            if r.get('error') not in ('unavailable', 'moving'):
+                break
+            time.sleep(0.3)
+        check(r.get('ok') and r.get('gen') == 3, 'k1, undone in the cut, moves to s2 at gen 3 after the heal', r)
         for s in ('s1', 's2'):
             r = one(s, {'op': 'check'})
             check(r.get('ok') and r.get('violations_total') == 0, 'check is clean on %s' % s, r)

@@ -93,8 +93,8 @@ int slot__place_fence(ctx *c, bool writes, slot_res *res)
         return moving(c, res);
     case SLOT_PLACE_GONE:
         return wrong_set(c, res, r.peer, r.gen);
-    case SLOT_PLACE_ABORTED:
-        return wrong_set(c, res, r.peer, r.gen - 1);
+    case SLOT_PLACE_ABORTED: /* the undo moved the source to this gen (op_reclaim) */
+        return wrong_set(c, res, r.peer, r.gen);
     default:
         return MDB_CORRUPTED;
     }
@@ -138,7 +138,7 @@ int slot__place_cart_fence(slot_alloc *a, MDB_txn *txn, const slot_req *req, uin
     list[n] = 0;
     if (all_there) { /* every item is on the first item's other set */
         ctx c = {a, a->store, txn, req->items[0].event, req->items[0].event_len, now_ms};
-        return wrong_set(&c, res, recs[0].peer, st[0] == SLOT_PLACE_GONE ? recs[0].gen : recs[0].gen - 1);
+        return wrong_set(&c, res, recs[0].peer, recs[0].gen);
     }
     slot_res_error(res, SLOT_E_CROSS_SET, NULL);
     int rc = fields_set(res, ",\"events\":%s", list);
@@ -360,7 +360,7 @@ static int op_own(ctx *c, const slot_place_args *p, slot_res *res)
     if (r.state == SLOT_PLACE_OWNED && r.gen == p->gen)
         return fields_set(res, ",\"event\":\"%s\",\"gen\":%" PRIu64, c->ev, p->gen);
     if (r.state == SLOT_PLACE_ABORTED && r.gen == p->gen)
-        return wrong_set(c, res, r.peer, r.gen - 1);
+        return wrong_set(c, res, r.peer, r.gen);
     if (r.state != SLOT_PLACE_STAGED || r.gen != p->gen)
         return bad(res, "place_own", c->ev, &r);
     slot_event_rec e;
@@ -421,6 +421,11 @@ static int op_abort(ctx *c, const slot_place_args *p, slot_res *res)
     return fields_set(res, ",\"event\":\"%s\",\"gen\":%" PRIu64, c->ev, p->gen);
 }
 
+/* place_reclaim at G+1: the undo of a move of gen G. The source owns E again,
+ * at G+1, from relinquished or still owned at G (T's abort at G+1 came first,
+ * so nothing else can own E at G+1); again at owned G+1 answers as before.
+ * The new gen is what lets a later move stage on T (aborted at G+1) at G+2
+ * while a stale mover's late place_own at G+1 stays refused there. */
 static int op_reclaim(ctx *c, const slot_place_args *p, slot_res *res)
 {
     slot_place_rec r;
@@ -428,19 +433,26 @@ static int op_reclaim(ctx *c, const slot_place_args *p, slot_res *res)
     int rc = rec_get(c, &r);
     if (rc != 0)
         return rc;
-    bool owned = owned_at(c, &r, p->gen, &exists, &rc);
+    if (p->gen < 2)
+        return bad(res, "place_reclaim", c->ev, &r);
+    if (r.state == SLOT_PLACE_OWNED && r.gen == p->gen)
+        return fields_set(res, ",\"event\":\"%s\",\"gen\":%" PRIu64, c->ev, p->gen);
+    bool owned = owned_at(c, &r, p->gen - 1, &exists, &rc);
     if (rc != 0)
         return rc;
-    if (owned)
-        return fields_set(res, ",\"event\":\"%s\",\"gen\":%" PRIu64, c->ev, p->gen);
-    if (r.state != SLOT_PLACE_RELINQUISHED || r.gen != p->gen)
+    bool relinquished = r.state == SLOT_PLACE_RELINQUISHED && r.gen + 1 == p->gen;
+    if (!owned && !relinquished)
         return bad(res, "place_reclaim", c->ev, &r);
-    char to[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
-    memcpy(to, r.peer, sizeof to);
-    if ((rc = rec_put(c, SLOT_PLACE_OWNED, p->gen, to, r.peer_len)) != 0 || (rc = expiry_index(c, true)) != 0)
+    char peer[SLOT_CLUSTER_NAME_BYTES_MAX + 1];
+    memcpy(peer, r.peer, sizeof peer);
+    if ((rc = rec_put(c, SLOT_PLACE_OWNED, p->gen, peer, r.peer_len)) != 0)
         return rc;
-    if (c->a->idem && slot__idem_cold_add(c->a->idem, c->ev, c->ev_len) != 0)
-        return ENOMEM; /* a start in between left its keys out (cold.c): loaded on need */
+    if (relinquished) { /* relinquish deleted the expiry index and may have left the keys cold */
+        if ((rc = expiry_index(c, true)) != 0)
+            return rc;
+        if (c->a->idem && slot__idem_cold_add(c->a->idem, c->ev, c->ev_len) != 0)
+            return ENOMEM; /* a start in between left its keys out (cold.c): loaded on need */
+    }
     return fields_set(res, ",\"event\":\"%s\",\"gen\":%" PRIu64, c->ev, p->gen);
 }
 

@@ -9,8 +9,8 @@
  *   4 export -> place_stage (pipelined)  5 place_relinquish (pause starts)
  *   6 the tail: what changed since 4  7 place_own on T
  *   8 map: serving on T at G+1 (pause ends)  9 place_done on S, unlock.
- * A failure before 7 is undone (place_abort on T, place_reclaim on S, the
- * map back); after 7 the move is finished. What cannot be done now is left
+ * A failure before 7 is undone (place_abort on T at G+1, place_reclaim on S
+ * at G+1, the map back to serving on S at G+1); after 7 the move is finished. What cannot be done now is left
  * to recovery (mover_recover.c's pass), which the lock's lease frees.
  */
 #include <errno.h>

@@ -7,7 +7,7 @@
  * exists (the dead mover's lease expired): take the lock, ask the target's
  * place_state; owned at G+1: finish (map to serving on T at G+1, place_done
  * here); else place_abort on T (it must succeed, or the pass tries again
- * later), place_reclaim here, map back to serving here at G. With
+ * later), place_reclaim at G+1 here, map back to serving here at G+1. With
  * check_done, also: a local record relinquished at G whose map entry says
  * serving on its target at G+1 gets its place_done.
  */

@@ -161,13 +161,13 @@ int mv_undo(mv_move *m)
         mv_fail(j, SLOT_E_UNAVAILABLE, "%s; the target could not be told to abort: recovery resolves the move", m->why);
         return -1;
     }
-    rc = mv_place(m, &m->src, mv_op(m, "place_reclaim", m->gen, NULL), &r);
+    rc = mv_place(m, &m->src, mv_op(m, "place_reclaim", m->gen + 1, NULL), &r); /* owned here at G+1 */
     json_decref(r);
     if (rc != 0) {
         mv_fail(j, SLOT_E_UNAVAILABLE, "%s; undone on the target, this set's reclaim is left to recovery", m->why);
         return -1;
     }
-    rc = mv_map_cas(m, m->map_rev, j->set, m->gen, "serving", NULL, NULL);
+    rc = mv_map_cas(m, m->map_rev, j->set, m->gen + 1, "serving", NULL, NULL);
     if (rc != 0) {
         mv_fail(j, SLOT_E_UNAVAILABLE, "%s; undone, the map's flip back is left to recovery", m->why);
         return -1;
