@@ -180,6 +180,18 @@ int bench_room_verify_report(room_run *r)
              r->stop_rule_views);
     if (r->unexpected)
         fail(&v, "%" PRIu64 " unexpected answers, the first: %s", r->unexpected, r->first_problem);
+    /* The rate: by t ms after the opening, at most the bucket (admit_per_s) and what it
+     * refilled (admit_per_s per second) are admitted; +1 ms and +1 entry for the clock's
+     * rounding. A room that admits faster than its rate fails here. */
+    uint64_t ahead = 0, ahead_k = 0;
+    for (uint32_t k = 0; k < na; k++) {
+        uint64_t allowed = cfg->admit_per_s + (uint64_t)cfg->admit_per_s * (w_server[k] + 1) / 1000 + 1;
+        if ((uint64_t)k + 1 > allowed && ahead++ == 0)
+            ahead_k = k;
+    }
+    if (ahead)
+        fail(&v, "the rate: %" PRIu64 " admissions ahead of admit_per_s's bucket (the %" PRIu64 "-th at %" PRIu64 " ms)",
+             ahead, ahead_k + 1, w_server[ahead_k]);
     /* cut short, the server may have admitted entries the bench had not seen yet */
     bool admitted_ok = r->stopped_by_duration ? r->v_admitted >= na : r->v_admitted == na;
     if (r->v_joined != n || !admitted_ok || r->v_confirmed != r->confirmed ||
@@ -196,19 +208,23 @@ int bench_room_verify_report(room_run *r)
     double join_s = (double)(r->join_end_ms - r->join_start_ms) / 1000.0;
     double joins_per_s = join_s > 0 ? (double)r->joins_ok / join_s : 0;
     uint64_t last = na ? w_server[na - 1] : 0, first = na ? w_server[0] : 0;
-    uint32_t burst = 0; /* admitted in the first tick */
-    while (burst < na && w_server[burst] == first)
-        burst++;
+    /* The room's bucket is full at opens_at (one second's worth, admit_per_s entries: docs/
+     * protocol.md, "Admission"), and it goes out in the first batches at once. The steady
+     * rate counts the entries after it, over the time from the last of it to the last one. */
+    uint32_t burst = na < cfg->admit_per_s ? na : cfg->admit_per_s;
+    uint64_t burst_end = burst ? w_server[burst - 1] : first;
     double rate_all = last > 0 ? (double)na * 1000.0 / (double)last : 0;
-    double rate_steady = last > first && na > burst ? (double)(na - burst) * 1000.0 / (double)(last - first) : 0;
+    double rate_steady = last > burst_end && na > burst ? (double)(na - burst) * 1000.0 / (double)(last - burst_end) : 0;
     qsort(w_client, na, sizeof(uint64_t), u64cmp);
     printf("slot-bench waiting-room: event %s, %s, crowd %u, admit_per_s %u, %u connections x %u in flight\n",
            cfg->event, cfg->lottery ? "lottery" : "queue", n, cfg->admit_per_s, cfg->connections, cfg->pipeline);
     printf("joins: %" PRIu64 " in %.3f s = %.0f joins/s (%" PRIu64 " refused)\n", r->joins_ok, join_s, joins_per_s,
            r->join_errors);
-    printf("admissions: %u of %u; %.1f/s from the opening to the last (target %u), %.1f/s after the opening burst "
-           "of %u%s\n",
-           na, n, rate_all, cfg->admit_per_s, rate_steady, burst, r->stopped_by_duration ? " (stopped by --duration)" : "");
+    uint64_t earliest = na > cfg->admit_per_s ? (uint64_t)(na - cfg->admit_per_s) * 1000 / cfg->admit_per_s : 0;
+    printf("admissions: %u of %u; %.1f/s from the opening to the last (target %u), %.1f/s after the opening's bucket "
+           "of %u (one second's worth); the last at %" PRIu64 " ms, the bucket allows %" PRIu64 " ms at the earliest%s\n",
+           na, n, rate_all, cfg->admit_per_s, rate_steady, burst, last, earliest,
+           r->stopped_by_duration ? " (stopped by --duration)" : "");
     if (na)
         printf("wait from the opening, ms (server admitted_at / client first saw): first %" PRIu64 " / %" PRIu64
                ", median %" PRIu64 " / %" PRIu64 ", last %" PRIu64 " / %" PRIu64 "\n",
