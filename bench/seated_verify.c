@@ -251,10 +251,11 @@ json_t *bench_seated_json(const bench_run *run)
             json_object_set_new(by, k, json_integer((json_int_t)s->sold_out_by_qty[q]));
         }
     json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:o}", "mode",
-                          s->mode == BENCH_SEAT_ADJACENT ? "adjacent" : "named", (int)s->map->nseats,
-                          (int)s->map->nrows, (int)s->map->nsections, (json_int_t)s->taken, (json_int_t)s->taken_seats,
-                          (json_int_t)s->bad_held, (json_int_t)s->bad_taken, (json_int_t)s->bad_sold_out,
-                          "sold_out_by_qty", by ? by : json_null());
+                          s->mode == BENCH_SEAT_ADJACENT ? "adjacent" : "named", "seats", (int)s->map->nseats, "rows",
+                          (int)s->map->nrows, "sections", (int)s->map->nsections, "taken", (json_int_t)s->taken,
+                          "taken_seats", (json_int_t)s->taken_seats, "bad_held", (json_int_t)s->bad_held, "bad_taken",
+                          (json_int_t)s->bad_taken, "bad_sold_out", (json_int_t)s->bad_sold_out, "sold_out_by_qty",
+                          by ? by : json_null());
     if (!o)
         return NULL;
     if (s->mapped) {
