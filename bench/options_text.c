@@ -13,7 +13,12 @@ const char *const bench_scenario_text[] = {
         "did (nothing oversold), without the sell-out. With --allocation N, N units go to the block\n"
         "\"presale\" first; the --presale-share of the connections hold from it, the rest hold public\n"
         "units, until both are sold out: public held = capacity - N and block held = N (each less a\n"
-        "remainder below the smallest --qty), and the event shows the block's held and remaining.\n",
+        "remainder below the smallest --qty), and the event shows the block's held and remaining.\n"
+        "With --seated FILE the event is seated (its seat map from FILE) and buyers ask for --qty seats\n"
+        "together (--adjacent) or by id (--named); verified besides: every hold's seats by get_hold,\n"
+        "no seat in two holds, seat_map agreeing, every sold_out when no run of its qty was free; and\n"
+        "reported: single free seats left, and (--adjacent) those an offline first-fit model without\n"
+        "the orphan rule leaves for the same acknowledged requests (the server cannot turn it off).\n",
     [BENCH_OPEN_LOOP] =
         "Holds are sent on a fixed schedule of --rate per second, spread over the connections, whatever\n"
         "the replies do; latency is measured from each request's intended send time, so a stalled\n"
