@@ -24,6 +24,9 @@ typedef enum bench_scenario {
     BENCH_WAITING_ROOM, /* a crowd joins a waiting room, is admitted, holds with its grant (room.c) */
 } bench_scenario;
 
+/* hot-release --seated: how a buyer asks for seats (0: an unseated run). */
+typedef enum bench_seat_mode { BENCH_SEAT_NONE, BENCH_SEAT_ADJACENT, BENCH_SEAT_NAMED } bench_seat_mode;
+
 typedef enum bench_target_kind { BENCH_TARGET_SLOTD, BENCH_TARGET_REDIS } bench_target_kind;
 
 /* --peer: which Lua script answers holds on the redis target (bench/peers/). */
@@ -89,6 +92,15 @@ typedef struct bench_config {
     uint32_t crowd, admit_per_s;
     bool lottery;
     double zipf_exponent; /* multi-event: popularity of event i is 1/(i+1)^zipf_exponent */
+    /* hot-release --seated FILE (options_seated.c; docs/protocol.md, "Seated events"): the seat
+     * map's path, how buyers ask (--adjacent: qty N adjacent; --named: N consecutive seat ids of
+     * one row), and the map itself, loaded once the options are checked (owned by the run: freed
+     * by bench_seated_config_free; NULL without --seated). qty_given, capacity_given: those
+     * options were on the command line (--seated derives them otherwise). */
+    const char *seated_path;
+    uint8_t seat_mode; /* bench_seat_mode */
+    bool qty_given, capacity_given;
+    struct bench_seats *seats;
     const char *json_path, *csv_path, *svg_path;
 } bench_config;
 

@@ -39,6 +39,10 @@ json_t *bench_config_json(const bench_config *c)
         json_object_set_new(o, "presale_share_pct", json_integer(c->presale_pct));
         json_object_set_new(o, "presale_connections", json_integer(c->allocation ? c->presale_conns : 0));
     }
+    if (c->scenario == BENCH_HOT_RELEASE && c->seated_path) {
+        json_object_set_new(o, "seated", json_string(c->seated_path));
+        json_object_set_new(o, "seat_mode", json_string(c->seat_mode == BENCH_SEAT_ADJACENT ? "adjacent" : "named"));
+    }
     if (c->scenario == BENCH_OPEN_LOOP)
         json_object_set_new(o, "rate", json_real(c->rate_per_s));
     if (c->scenario == BENCH_CHURN) {

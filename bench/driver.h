@@ -41,6 +41,7 @@ typedef struct bench_event_spec {
     uint64_t opens_at_ms;  /* the sale opens then (ms since the epoch); 0 = now */
     uint32_t waitlist_max; /* entries of its waitlist (slotd only); 0 = none */
     const char *parent;    /* its parent (slotd only, docs/protocol.md "Ticket types"); NULL = none */
+    json_t *seats;         /* a seated event's map, create_event's "seats" (slotd only; borrowed); NULL = none */
 } bench_event_spec;
 
 typedef struct bench_driver {
@@ -69,6 +70,9 @@ typedef struct bench_driver {
      * primary before verification; and "H:P" of the node it is on (borrowed). */
     int (*to_primary)(bench_admin *a, char *err, size_t errlen);
     const char *(*node)(const bench_admin *a);
+    /* optional (NULL: the target has no seated events): seat_map of event, its "rows" object into
+     * *rows (a new reference) and the reply's bytes into *bytes (may be NULL). */
+    int (*seat_map)(bench_admin *a, const char *event, json_t **rows, size_t *bytes, char *err, size_t errlen);
 } bench_driver;
 
 #endif

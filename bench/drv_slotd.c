@@ -3,9 +3,9 @@
  * TCP (docs/protocol.md), following a replica set's primary. Administration
  * is drv_slotd_admin.c, the reply parser drv_slotd_parse.c.
  *
- * The load writes hold lines directly (event names are plain
- * [A-Za-z0-9._:-], user and key names are ours) and encodes the other ops
- * with slot_req_encode.
+ * The load writes hold lines directly (drv_slotd_encode.c: event names are
+ * plain [A-Za-z0-9._:-], user and key names are ours) and encodes the other
+ * ops with slot_req_encode.
  *
  * Following: every connection goes to the run's target (slotd_state). A
  * request answered not_primary or unavailable, a connection closed or
@@ -81,60 +81,6 @@ typedef struct slotd_conn {
 
 /* ---------------------------------------------------------------- requests */
 
-static char *put(char *p, const char *s, size_t n)
-{
-    memcpy(p, s, n);
-    return p + n;
-}
-
-#define PUT_LIT(p, lit) put((p), (lit), sizeof(lit) - 1)
-
-/* A hold line, written directly: every string in it is plain. */
-static size_t encode_hold(const bench_run *run, const bench_ticket *t, char *buf)
-{
-    const char *ev = run->events[t->event].name;
-    char *p = buf;
-    p = PUT_LIT(p, "{\"op\":\"hold\",\"event\":\"");
-    p = put(p, ev, strlen(ev));
-    p = PUT_LIT(p, "\",\"user\":\"");
-    p += bench_user_name(t->user, p, 32);
-    p = PUT_LIT(p, "\",\"request\":\"");
-    p += bench_key_name(t->key, p, 32);
-    p = PUT_LIT(p, "\",\"qty\":");
-    p += snprintf(p, 16, "%u", (unsigned)t->qty);
-    const char *block = run->events[t->event].allocation;
-    if (block[0]) { /* a hold from a block (docs/protocol.md, "Allocations") */
-        p = PUT_LIT(p, ",\"allocation\":\"");
-        p = put(p, block, strlen(block));
-        *p++ = '"';
-    }
-    p = PUT_LIT(p, "}\n");
-    return (size_t)(p - buf);
-}
-
-/* A hold_many line (a cart of t->cart items: events t->event.. in order, t->qty each), written
- * directly like encode_hold: the names are plain. At most 16 x (event + 24) + 96 bytes. */
-static size_t encode_cart(const bench_run *run, const bench_ticket *t, char *buf)
-{
-    char *p = buf;
-    p = PUT_LIT(p, "{\"op\":\"hold_many\",\"user\":\"");
-    p += bench_user_name(t->user, p, 32);
-    p = PUT_LIT(p, "\",\"request\":\"");
-    p += bench_key_name(t->key, p, 32);
-    p = PUT_LIT(p, "\",\"items\":[");
-    for (uint32_t i = 0; i < t->cart; i++) {
-        const char *ev = run->events[t->event + i].name;
-        if (i)
-            *p++ = ',';
-        p = PUT_LIT(p, "{\"event\":\"");
-        p = put(p, ev, strlen(ev));
-        p = PUT_LIT(p, "\",\"qty\":");
-        p += snprintf(p, 16, "%u}", (unsigned)t->qty);
-    }
-    p = PUT_LIT(p, "]}\n");
-    return (size_t)(p - buf);
-}
-
 /* confirm / release / get_hold / extend of ledger entry t->key, through the client codec:
  * a confirm with the ticket's flags (qty for a partial one, reacquire for a late payment),
  * an extend by run->cfg->hold_ttl_ms. */
@@ -191,15 +137,15 @@ static int slotd_send(bench_conn *c, const bench_ticket *t)
 {
     slotd_conn *sc = c->drv;
     size_t room = sc->out_cap - sc->out_len;
-    if (room < (t->cart > 1 ? BENCH_CART_REQ_BYTES : BENCH_REQ_BYTES))
+    if (room < bench_slotd_req_bytes(c->run->cfg, t))
         return -1;
     char *dst = sc->out + sc->out_len;
     bool wait = t->op == BENCH_OP_WAIT_JOIN || t->op == BENCH_OP_WAIT_STATUS || t->op == BENCH_OP_WAIT_LEAVE;
     long n = t->op == BENCH_OP_PING   ? encode_ping(c->run, dst, room)
              : wait                   ? encode_wait_op(c->run, t, dst, room)
              : t->op != BENCH_OP_HOLD ? encode_hold_op(c->run, t, dst, room)
-             : t->cart > 1            ? (long)encode_cart(c->run, t, dst)
-                                      : (long)encode_hold(c->run, t, dst);
+             : t->cart > 1            ? (long)bench_slotd_encode_cart(c->run, t, dst)
+                                      : (long)bench_slotd_encode_hold(c->run, t, dst);
     if (n < 0 || (size_t)n >= room)
         return -1;
     if (c->inflight == 0)
@@ -625,7 +571,7 @@ static int slotd_open(bench_run *run)
     for (uint32_t i = 0; i < run->nconns; i++) {
         bench_conn *c = &run->conns[i];
         slotd_conn *sc = calloc(1, sizeof(*sc));
-        size_t cap = (size_t)depth * (run->cfg->cart > 1 ? BENCH_CART_REQ_BYTES : BENCH_REQ_BYTES);
+        size_t cap = (size_t)depth * bench_slotd_req_bytes(run->cfg, NULL);
         if (!sc || !(sc->out = malloc(cap)) || !(sc->wbuf = malloc(cap))) {
             if (sc)
                 free(sc->out);
@@ -692,4 +638,5 @@ const bench_driver bench_driver_slotd = {
     .allocate = bench_slotd_allocate,
     .to_primary = bench_slotd_admin_to_primary,
     .node = bench_slotd_admin_node,
+    .seat_map = bench_slotd_seat_map,
 };

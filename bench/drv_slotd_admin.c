@@ -67,6 +67,22 @@ static int call_on(bench_admin *a, slot_follow *f, const char *what, const slot_
     return 0;
 }
 
+/* call_on for a request line written here (len bytes, with its "\n"). */
+static int line_on(slot_follow *f, const char *what, const char *line, size_t len, slot_reply *r, char *err,
+                   size_t errlen)
+{
+    int rc = slot_follow_call_line(f, line, len, r);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", what, slot_follow_error(f));
+        return BENCH_EXIT_CONNECTION;
+    }
+    if (!r->ok) {
+        snprintf(err, errlen, "%s: %s: %s", what, r->error, r->message);
+        return BENCH_EXIT_FAILED;
+    }
+    return 0;
+}
+
 static int call(bench_admin *a, const char *what, const slot_req *req, slot_reply *r, char *err, size_t errlen)
 {
     return call_on(a, a->f, what, req, r, err, errlen);
@@ -313,12 +329,13 @@ static void view_blocks(const char *line, bench_view *v)
     json_decref(o);
 }
 
-/* A call whose reply is an event's view (create_event, event): into v. 0 or an exit status. */
-static int view_call(bench_admin *a, slot_follow *f, const char *what, const slot_req *req, bench_view *v, char *err,
-                     size_t errlen)
+/* A call whose reply is an event's view (create_event, event): into v. 0 or an exit status.
+ * line (len bytes) not NULL: that request line instead of req (a seated create_event). */
+static int view_call_line(bench_admin *a, slot_follow *f, const char *what, const slot_req *req, const char *line,
+                          size_t len, bench_view *v, char *err, size_t errlen)
 {
     slot_reply r;
-    int rc = call_on(a, f, what, req, &r, err, errlen);
+    int rc = line ? line_on(f, what, line, len, &r, err, errlen) : call_on(a, f, what, req, &r, err, errlen);
     if (rc == 0) {
         view_blocks(r.line, v);
         v->capacity = r.capacity;
@@ -335,8 +352,68 @@ static int view_call(bench_admin *a, slot_follow *f, const char *what, const slo
     return rc;
 }
 
+static int view_call(bench_admin *a, slot_follow *f, const char *what, const slot_req *req, bench_view *v, char *err,
+                     size_t errlen)
+{
+    return view_call_line(a, f, what, req, NULL, 0, v, err, errlen);
+}
+
+/* create_event of a seated event (hot-release --seated; docs/protocol.md, "Seated events"): the
+ * line written with jansson, "seats" the map file's object as it is (the client codec has no
+ * seat map to send). 0 or an exit status with err. */
+static int create_seated(bench_admin *a, const bench_event_spec *s, bench_view *v, char *err, size_t errlen)
+{
+    json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:i, s:I, s:i, s:O}", "op", "create_event", "event", s->name,
+                          "capacity", (json_int_t)s->capacity, "shards", (int)s->shards, "hold_ttl_ms",
+                          (int)s->hold_ttl_ms, "max_per_user", (json_int_t)s->max_per_user, "max_per_request",
+                          (int)s->max_per_request, "seats", s->seats);
+    if (o && s->opens_at_ms)
+        json_object_set_new(o, "opens_at", json_integer((json_int_t)s->opens_at_ms));
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    size_t n = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, n + 2) : NULL;
+    if (!line) {
+        free(text);
+        snprintf(err, errlen, "create_event %s: out of memory for the seat map's line", s->name);
+        return BENCH_EXIT_FAILED;
+    }
+    memcpy(line + n, "\n", 2);
+    int rc = view_call_line(a, a->f, "create_event (seated)", NULL, line, n + 1, v, err, errlen);
+    free(line);
+    return rc;
+}
+
+int bench_slotd_seat_map(bench_admin *a, const char *event, json_t **rows, size_t *bytes, char *err, size_t errlen)
+{
+    char line[SLOT_EVENT_BYTES_MAX + 48];
+    int n = snprintf(line, sizeof(line), "{\"op\":\"seat_map\",\"event\":\"%s\"}\n", event);
+    *rows = NULL;
+    if (n < 0 || (size_t)n >= sizeof(line)) {
+        snprintf(err, errlen, "seat_map: event name too long");
+        return BENCH_EXIT_USAGE;
+    }
+    slot_reply r;
+    int rc = line_on(follower_of(a, event), "seat_map", line, (size_t)n, &r, err, errlen);
+    json_t *o = rc == 0 && r.line ? json_loads(r.line, 0, NULL) : NULL;
+    if (rc == 0 && !json_is_object(json_object_get(o, "rows"))) {
+        snprintf(err, errlen, "seat_map %s: the reply has no \"rows\" object", event);
+        rc = BENCH_EXIT_FAILED;
+    }
+    if (rc == 0) {
+        *rows = json_incref(json_object_get(o, "rows"));
+        if (bytes)
+            *bytes = strlen(r.line);
+    }
+    json_decref(o);
+    slot_reply_clear(&r);
+    return rc;
+}
+
 int bench_slotd_create_event(bench_admin *a, const bench_event_spec *s, bench_view *v, char *err, size_t errlen)
 {
+    if (s->seats && !a->nsets)
+        return create_seated(a, s, v, err, errlen);
     slot_req req;
     slot_req_event(&req, SLOT_OP_CREATE_EVENT, s->name);
     req.capacity = s->capacity;

@@ -1,6 +1,7 @@
 /*
  * drv_slotd_parse.c — slotd's replies for the load (drv_slotd.h): a small
- * parser for flat objects, the shape of every frontend reply; anything else
+ * parser for flat objects, the shape of every frontend reply (and a seated
+ * answer's "seats" or "taken", an array of plain ids); anything else
  * (escapes, nesting, spaces) goes to the client library's slot_reply_parse.
  */
 #include <jansson.h>
@@ -160,6 +161,45 @@ static bool scan_value(const char **pp, const char *end, int *kind, const char *
 }
 
 /* The fast path: {"k":v,...} with flat values, no spaces, no escapes. 0 or -1. */
+/* A seated answer's "seats" or "taken" on the fast path: ["S-R-N",...] of plain ids (no escape),
+ * each 1..SLOT_SEAT_ID_BYTES_MAX bytes, into r->seat_text as seat_members does (more than
+ * BENCH_SEAT_QTY_MAX: seats_cut). *pp is at the '['; after the ']' on success. false: another
+ * shape (the slow path reads it). */
+static bool scan_ids(const char **pp, const char *end, bench_result *r)
+{
+    const char *p = *pp + 1;
+    size_t off = 0;
+    if (p < end && *p == ']') {
+        *pp = p + 1;
+        return true;
+    }
+    while (p < end && *p == '"') {
+        const char *id = ++p;
+        while (p < end && *p != '"' && *p != '\\')
+            p++;
+        size_t n = (size_t)(p - id);
+        if (p >= end || *p != '"' || n == 0 || n > SLOT_SEAT_ID_BYTES_MAX)
+            return false;
+        if (r->nseats >= BENCH_SEAT_QTY_MAX) {
+            r->seats_cut = true;
+        } else {
+            memcpy(r->seat_text + off, id, n);
+            r->seat_text[off + n] = 0;
+            r->seat_off[r->nseats++] = (uint16_t)off;
+            off += n + 1;
+        }
+        p++;
+        if (p < end && *p == ']') {
+            *pp = p + 1;
+            return true;
+        }
+        if (p >= end || *p != ',')
+            return false;
+        p++;
+    }
+    return false;
+}
+
 static int fast_scan(const char *p, size_t n, bench_result *r)
 {
     if (n < 2 || p[0] != '{' || p[n - 1] != '}')
@@ -180,7 +220,9 @@ static int fast_scan(const char *p, size_t n, bench_result *r)
         int kind;
         const char *v;
         size_t vn;
-        if (p >= end || !scan_value(&p, end, &kind, &v, &vn) || !apply(k, kn, kind, v, vn, r, &saw_ok))
+        bool ids = p < end && *p == '[' && (key_is(k, kn, "seats") || key_is(k, kn, "taken"));
+        if (ids ? (r->nseats > 0 || !scan_ids(&p, end, r))
+                : (p >= end || !scan_value(&p, end, &kind, &v, &vn) || !apply(k, kn, kind, v, vn, r, &saw_ok)))
             return -1;
         if (p < end && (*p != ',' || ++p >= end))
             return -1;

@@ -231,6 +231,7 @@ struct bench_run {
     uint32_t heap_n;
     uint64_t think_due_ns; /* when think_timer fires; 0 = not armed */
     bench_wl wl;           /* the waitlist scenario */
+    struct bench_seated *seated; /* hot-release --seated (seated.h); NULL otherwise */
     uint32_t *abandoned;   /* churn: ledger indices of abandoned holds, in answer order */
     size_t nabandoned, abandoned_head, abandoned_cap;
 

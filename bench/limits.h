@@ -134,6 +134,7 @@
  * and the seats of one hold the bench follows (--qty with --seated: a buyer's 1..6 and room over). */
 #define BENCH_SEAT_MAP_BYTES_MAX (16 << 20)
 #define BENCH_SEAT_QTY_MAX 16u
+#define BENCH_SEAT_QTY_DEFAULT "1:15,2:40,3:10,4:25,5:5,6:5" /* --seated without --qty: parties of 1..6 */
 #define BENCH_SEAT_REQ_BYTES (160 + SLOT_EVENT_BYTES_MAX + BENCH_SEAT_QTY_MAX * (SLOT_SEAT_ID_BYTES_MAX + 3)) /* a named hold */
 /* Following the primary (drv_slotd.c): a connection whose request met not_primary,
  * unavailable, a close or silence is opened again (on the primary, or the next
@@ -151,6 +152,7 @@
 #define BENCH_ADMIN_PRIMARY_PAUSE_MS 100 /* between cluster asks that found no primary */
 
 _Static_assert(BENCH_VERIFY_PIPELINE <= BENCH_PIPELINE_MAX, "verification pipeline above the server's bound");
+_Static_assert(BENCH_SEAT_REQ_BYTES >= BENCH_REQ_BYTES, "a named hold's line room below any other's");
 _Static_assert(BENCH_SEAT_QTY_MAX <= SLOT_MAX_PER_REQUEST_MAX, "--seated --qty above the server's max_per_request");
 _Static_assert(BENCH_HOLD_TTL_MS_MAX >= SLOT_HOLD_TTL_MS_MIN, "--hold-ttl-ms has an empty range");
 

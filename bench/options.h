@@ -65,4 +65,42 @@ int bench_hosts_normalize(bench_config *c);
  */
 int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given);
 
+/* bench_scenario_text — each scenario's paragraph of --help (options_text.c); static strings. */
+extern const char *const bench_scenario_text[];
+
+/* hot-release --seated FILE, --adjacent, --named (options_seated.c; docs/protocol.md, "Seated
+ * events"): the help lines of the option table, */
+#define BENCH_SEATED_HELP                                                                                    \
+    "a seated event: create it from the seat map in FILE (create_event's \"seats\" object, at most 16 MiB; " \
+    "--capacity is its seat count) and sell seats, as --adjacent or --named says; verified: no seat in two " \
+    "holds, the holds' seats against seat_map, every sold_out when no such run was free; reported: single "  \
+    "free seats left, and those of an offline first-fit without the orphan rule"
+#define BENCH_ADJACENT_HELP                                                                        \
+    "with --seated: each buyer asks for --qty seats together (\"qty\":N,\"adjacent\":true; --qty " \
+    "default " BENCH_SEAT_QTY_DEFAULT ", at most 16)"
+#define BENCH_NAMED_HELP                                                                                    \
+    "with --seated: each buyer asks for --qty seats by id (\"seats\":[...]), consecutive seats of one row " \
+    "picked at random; a seat not free is answered taken"
+
+/*
+ * bench_seated_option — one of them, as the parsing loop reads it: mode 0 is --seated (path, borrowed
+ * from argv), else BENCH_SEAT_ADJACENT or BENCH_SEAT_NAMED (path unused). Returns -1 to go on, or
+ * BENCH_EXIT_USAGE after a message (--seated twice).
+ */
+int bench_seated_option(bench_config *c, int mode, const char *path);
+/*
+ * bench_seated_checks — once every option is read: --adjacent or --named needs --seated and
+ * --seated one of them (not both); --seated takes plain holds on slotd on one thread (no --cart,
+ * --types, --allocation, --threads, --warmup, redis); --qty within 1..BENCH_SEAT_QTY_MAX (its
+ * default BENCH_SEAT_QTY_DEFAULT when not given). Without --seated nothing. 0 or BENCH_EXIT_USAGE.
+ */
+int bench_seated_checks(bench_config *c);
+/*
+ * bench_seated_load — the last check: load the map of --seated (bench_seats_load) into a new
+ * c->seats, and derive c->capacity from it (a --capacity that differs is an error), check
+ * --named's --qty against the longest row. 0 (also without --seated), or BENCH_EXIT_USAGE after a
+ * message naming the file (c->seats then NULL).
+ */
+int bench_seated_load(bench_config *c);
+
 #endif

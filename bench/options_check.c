@@ -301,7 +301,7 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
                                  "--placement takes plain holds on slotd, on one thread (no --cart, redis, --threads, "
                                  "--warmup)");
     int rc = allocation_checks(c);
-    if (rc)
+    if (rc || (rc = bench_seated_checks(c)))
         return rc;
     bool waitlist = c->scenario == BENCH_WAITLIST;
     if (waitlist && c->target == BENCH_TARGET_REDIS)
@@ -382,5 +382,5 @@ int bench_cross_checks(bench_config *c, uint32_t v11_given, bool peer_given)
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
         if (reports[i][1] && !report_path_writable(reports[i][1]))
             return bench_usage_error(c, "%s %s: cannot write there: %s", reports[i][0], reports[i][1], strerror(errno));
-    return 0;
+    return bench_seated_load(c); /* last: nothing after it fails, so the map it loads is the run's */
 }

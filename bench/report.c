@@ -10,6 +10,7 @@
 #include "config.h"
 #include "engine.h"
 #include "report.h"
+#include "seated.h"
 #include "verify.h"
 #include "workload.h"
 #include "slot_config.h"
@@ -307,6 +308,7 @@ void bench_report_print(const bench_report *r, FILE *f)
     const bench_ledger *l = &r->run->ledger;
     if (r->verdict->ran)
         fprintf(f, "  ledger            %zu holds asked with get_hold, %" PRIu64 " differ\n", l->n, l->mismatches);
+    bench_seated_print(r->run, f);
 }
 
 /* ---------------------------------------------------------------- machine facts */
@@ -431,6 +433,8 @@ static json_t *counters_json_base(const bench_report *r)
     }
     if (o && r->run->cfg->allocation)
         json_object_set_new(o, "allocation", parts_json(r));
+    if (o && r->run->seated)
+        json_object_set_new(o, "seats", bench_seated_json(r->run));
     if (o && r->run->opens_at_ms > 0)
         json_object_set_new(o, "opening",
                             json_pack("{s:I, s:I, s:I}", "opens_at", (json_int_t)r->run->opens_at_ms, "lag_ms",

@@ -20,6 +20,7 @@
 #include "report.h"
 #include "room.h"
 #include "scenario.h"
+#include "seated.h"
 #include "util.h"
 #include "verify.h"
 #include "workload.h"
@@ -65,6 +66,7 @@ static int create_one(bench_run *run, const bench_event *e, uint32_t ttl_ms, con
         .max_per_request = cfg->qty.max > SLOT_MAX_PER_REQUEST_DEFAULT ? cfg->qty.max : SLOT_MAX_PER_REQUEST_DEFAULT,
         .opens_at_ms = e->measured ? run->opens_at_ms : 0,
         .waitlist_max = cfg->scenario == BENCH_WAITLIST && e->measured ? cfg->waiters : 0,
+        .seats = cfg->seats && e->measured ? cfg->seats->def : NULL, /* --seated: the map file's object */
     };
     bench_view v = {0};
     int rc = run->drv->create_event(run->admin, &spec, &v, err, errlen);
@@ -316,6 +318,12 @@ int bench_run_scenario(bench_scenario scenario, int argc, char **argv)
     run->next_user = cfg.users; /* the pool is u0..u<users-1>; new users come after it */
     char err[512] = "";
     json_t *server = NULL;
+    if (bench_seated_open(run) < 0) {
+        bench_seated_free(run, &cfg);
+        free(run);
+        fprintf(stderr, "slot-bench: %s: out of memory for the seats\n", cfg.name);
+        return BENCH_EXIT_FAILED;
+    }
     if ((rc = run->drv->admin_open(&cfg, &run->admin, err, sizeof(err))) == 0 &&
         (rc = run->drv->server_info(run->admin, &server, err, sizeof(err))) == 0 && scenario != BENCH_PING)
         rc = setup_events(run, err, sizeof(err)); /* ping makes no event */
@@ -329,6 +337,7 @@ int bench_run_scenario(bench_scenario scenario, int argc, char **argv)
     run->drv->admin_close(run->admin);
     free(run->events);
     free(run->zipf_cum);
+    bench_seated_free(run, &cfg);
     free(run);
     return rc;
 }

@@ -18,6 +18,7 @@
 #include "exit.h"
 #include "ledger.h"
 #include "limits.h"
+#include "seated.h"
 #include "util.h"
 #include "verify.h"
 #include "workload.h"
@@ -79,7 +80,8 @@ static void outcome(const bench_run *run, const bench_counters *n, bench_verdict
                           e->capacity);
         else if (cfg->types) /* a ticket type sells out when the venue does (family_checks) */
             continue;
-        else if (e->capacity - e->held_units >= cfg->qty.min && !run->stopped_at_bound)
+        else if (e->capacity - e->held_units >= cfg->qty.min && !run->stopped_at_bound &&
+                 !(run->seated && e->sellout_ns)) /* --adjacent: sold out when no buyer's run is free */
             bench_problem(v, "%s: %" PRIu64 " units held for capacity %" PRIu64 ": not sold out (stopped: %s)", e->name,
                           e->held_units, e->capacity, run->stop_reason ? run->stop_reason : "-");
     }
@@ -394,6 +396,8 @@ int bench_verify(bench_run *run, bench_verdict *v)
         bench_problem(v, "%" PRIu64 " of %zu holds differ (first: %s)", l->mismatches, l->n, l->first_mismatch);
     ledger_totals(run, v);
     carts_whole(run, &n, v);
+    if (run->seated && (rc = bench_seated_verify(run, v)) != 0)
+        return rc;
     if (waitlist) {
         run->stopped_at_bound = stopped_at_bound;
         run->stop_reason = stop_reason;

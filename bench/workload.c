@@ -17,6 +17,7 @@
 #include "exit.h"
 #include "ledger.h"
 #include "limits.h"
+#include "seated.h"
 #include "util.h"
 #include "wire.h"
 #include "workload.h"
@@ -87,6 +88,8 @@ static void new_hold(bench_run *run, bench_conn *c, bench_ticket *t)
     t->user = cfg->users > 0 && !ph->unique_users ? bench_rand(&c->rng) % cfg->users : run->next_user++;
     t->key = run->next_key++;
     t->cart = ph->cart > 1 ? ph->cart : 0;
+    if (run->seated)
+        bench_seated_ticket(run, c, t); /* --seated: adjacent, or the seats it names */
 }
 
 static bool hold_next(bench_run *run, bench_conn *c, bench_ticket *t)
@@ -136,8 +139,12 @@ static void sold_out_answer(bench_run *run, const bench_ticket *t, const bench_r
         n->first_sold_out_ns = now_ns;
     n->last_sold_out_ns = now_ns;
     e->sold_out++;
-    if (r->available >= t->qty)
+    if (run->seated) /* --seated: a sold_out names max_adjacent, below qty (free seats may be apart) */
+        bench_seated_sold_out(run, t, r);
+    else if (r->available >= t->qty)
         n->bad_sold_out++; /* invariant 5, as the client sees it */
+    if (run->seated && r->has_max_adjacent && r->max_adjacent < run->cfg->qty.min)
+        event_sold(run, e, now_ns); /* no buyer's run is free: the seats are sold out */
     if (run->cfg->allocation) {
         /* A block's sold_out names its "remaining", below qty; a public one names none. */
         bool block = e->allocation[0] != 0;
@@ -167,6 +174,8 @@ static long held_answer(bench_run *run, const bench_ticket *t, const bench_resul
     if (run->phase->ledger && (idx = bench_ledger_add(&run->ledger, t, r)) < 0)
         bench_fail(run, BENCH_EXIT_FAILED, "the ledger is full (%u holds) or out of memory: use a smaller run",
                    BENCH_LEDGER_MAX);
+    if (run->seated)
+        bench_seated_held(run, idx, t, r);
     sellout_check(run, e, now_ns);
     if (run->events_sold == measured_events(run) && run->phase->tail == 0)
         bench_stop(run, "sold out");
@@ -219,6 +228,12 @@ static int hold_answer(bench_run *run, const bench_ticket *t, const bench_result
     }
     if (r->sold_out) {
         sold_out_answer(run, t, r, now_ns);
+        return 0;
+    }
+    if (r->taken && run->seated) { /* --named: a seat asked for is not free; nothing changed */
+        bench_seated_taken(run, t, r);
+        if (run->events_sold == measured_events(run) && ++run->n.tail_seen >= run->phase->tail)
+            bench_stop(run, "sold out, and the tail of refusals came back");
         return 0;
     }
     if (t->cart > 1) {

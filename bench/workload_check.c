@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "ledger.h"
 #include "limits.h"
+#include "seated.h"
 #include "wire.h"
 #include "workload.h"
 
@@ -88,6 +89,8 @@ static void verify_on_result(bench_run *run, bench_conn *c, const bench_ticket *
     h->seen = r->ok && r->has_status ? (uint8_t)r->status : (uint8_t)SLOT_HOLD__COUNT;
     char why[160];
     hold_differs(l, t->key, r, why, sizeof(why));
+    if (run->seated) /* --seated: its seats must be its held answer's */
+        bench_seated_got(run, t->key, r);
     if (why[0] == 0)
         return;
     l->mismatches++;

@@ -4,21 +4,26 @@
  * ids go both ways, --named picks stay in one row, and the end-of-run checks
  * catch what they are for: a corrupted ledger (one seat in two holds), a
  * seat_map held seat no hold has, a hold's seat seat_map shows free, a seat a
- * taken answer named that nobody holds; single free seats are counted.
+ * taken answer named that nobody holds; single free seats are counted. And
+ * the load's reply parser (bench/drv_slotd_parse.c) reads a seated answer's
+ * seats, taken ids and max_adjacent on its fast path and on its slow one.
  * $SLOT_SOURCE_ROOT is the source tree.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bench/drv_slotd.h"
 #include "../bench/seats.h"
 #include "harness.h"
 
 TEST_DECLARE(bench_seats_arena_map)
 TEST_DECLARE(bench_seats_corrupted_ledger_fails)
+TEST_DECLARE(bench_seats_replies)
 
 TEST_LIST_START
 TEST_ENTRY(bench_seats_arena_map)
 TEST_ENTRY(bench_seats_corrupted_ledger_fails)
+TEST_ENTRY(bench_seats_replies)
 TEST_LIST_END
 
 static void load_arena(bench_seats *m)
@@ -116,4 +121,49 @@ TEST_IMPL(bench_seats_corrupted_ledger_fails)
     free(owner);
     free(taken);
     bench_seats_free(&m);
+}
+
+/* Reply lines of the shapes slotd sends (docs/protocol.md, "Seated events"): a held answer with
+ * its seats, a taken answer, a sold_out with max_adjacent; the same seats with an escaped id
+ * (the slow path); more ids than the bench keeps (seats_cut); a bad member. */
+TEST_IMPL(bench_seats_replies)
+{
+    static bench_result r;
+    const char *held = "{\"ok\":true,\"status\":\"held\",\"hold\":\"00000000000000a1x\",\"qty\":3,"
+                       "\"expires_at\":1764800000000,\"seats\":[\"S101-4-7\",\"S101-4-8\",\"S101-4-9\"]}";
+    ASSERT_EQ(bench_parse_slotd_reply(held, strlen(held), &r), 0);
+    ASSERT(r.ok && r.has_status && r.status == SLOT_HOLD_HELD && r.qty == 3 && !r.seats_cut);
+    ASSERT_EQ(r.nseats, 3);
+    ASSERT(strcmp(r.seat_text + r.seat_off[0], "S101-4-7") == 0);
+    ASSERT(strcmp(r.seat_text + r.seat_off[2], "S101-4-9") == 0);
+    ASSERT_EQ(r.hold_len, 17);
+
+    const char *taken = "{\"ok\":true,\"status\":\"taken\",\"taken\":[\"A-1-2\"]}";
+    ASSERT_EQ(bench_parse_slotd_reply(taken, strlen(taken), &r), 0);
+    ASSERT(r.ok && r.taken && !r.sold_out);
+    ASSERT_EQ(r.nseats, 1);
+    ASSERT(strcmp(r.seat_text + r.seat_off[0], "A-1-2") == 0);
+
+    const char *sold = "{\"ok\":true,\"status\":\"sold_out\",\"available\":12,\"max_adjacent\":1}";
+    ASSERT_EQ(bench_parse_slotd_reply(sold, strlen(sold), &r), 0);
+    ASSERT(r.sold_out && r.has_max_adjacent && r.max_adjacent == 1 && r.available == 12 && r.nseats == 0);
+
+    const char *escaped = "{\"ok\":true,\"status\":\"held\",\"hold\":\"h1\",\"qty\":2,"
+                          "\"seats\":[\"A-1-\\u0031\",\"A-1-2\"]}";
+    ASSERT_EQ(bench_parse_slotd_reply(escaped, strlen(escaped), &r), 0);
+    ASSERT_EQ(r.nseats, 2);
+    ASSERT(strcmp(r.seat_text + r.seat_off[0], "A-1-1") == 0);
+
+    char many[2048];
+    size_t n = (size_t)snprintf(many, sizeof(many),
+                                "{\"ok\":true,\"status\":\"held\",\"hold\":\"h2\",\"qty\":20,\"seats\":[");
+    for (int i = 1; i <= 20; i++)
+        n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"B-2-%d\"", i > 1 ? "," : "", i);
+    n += (size_t)snprintf(many + n, sizeof(many) - n, "]}");
+    ASSERT_EQ(bench_parse_slotd_reply(many, n, &r), 0);
+    ASSERT(r.seats_cut);
+    ASSERT_EQ(r.nseats, BENCH_SEAT_QTY_MAX);
+
+    const char *bad = "{\"ok\":true,\"status\":\"held\",\"hold\":\"h3\",\"qty\":1,\"seats\":[7]}";
+    ASSERT_EQ(bench_parse_slotd_reply(bad, strlen(bad), &r), -1);
 }
