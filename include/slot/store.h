@@ -453,15 +453,20 @@ int slot_store_client_holds(slot_store *st, MDB_txn *txn, const char *ev, size_t
  *   ev + 'R' + u32 row          one row: names, numbers, category, free, longest run, a state byte a seat
  *   ev + 'N' + name             a row's index by "SECTION-ROW", or a section's marker by "SECTION"
  *   ev + 'S' + u64 hold seq     the hold's seats, in its order (row, number pairs)
- * type: one of "MRNS"; sub: the bytes after it (0..400). A read copies at
+ *   ev + 'P' + u16 shard + u16 block   a shard's row summary: each row's free, longest run,
+ *                               category and section hash (src/alloc/seat_sum.c)
+ * type: one of "MRNSP"; sub: the bytes after it (0..400). A read copies at
  * most cap bytes into out and sets *len to the value's size (a value over
  * cap is MDB_CORRUPTED: the caller's buffer is sized to the largest row).
  * 0, MDB_NOTFOUND or an LMDB error; the caller's transaction.
+ * slot_store_seat_del deletes the key: 0, MDB_NOTFOUND (none) or an LMDB error.
  */
 int slot_store_seat_get(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, char type, const void *sub,
                         size_t sub_len, void *out, size_t cap, size_t *len);
 int slot_store_seat_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, char type, const void *sub,
                         size_t sub_len, const void *val, size_t val_len);
+int slot_store_seat_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, char type, const void *sub,
+                        size_t sub_len);
 
 /*
  * Placement (docs/design.md, "Moving an event"): an event's placement record

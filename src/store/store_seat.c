@@ -14,7 +14,7 @@
 
 static void seat_key(key *k, const char *ev, size_t ev_len, char type, const void *sub, size_t sub_len)
 {
-    SLOT_ASSERT(type == 'M' || type == 'R' || type == 'N' || type == 'S');
+    SLOT_ASSERT(type == 'M' || type == 'R' || type == 'N' || type == 'S' || type == 'P');
     SLOT_ASSERT(sub_len <= SEAT_SUB_BYTES_MAX);
     key_event(k, ev, ev_len);
     put_u8(&k->b, (uint8_t)type);
@@ -50,4 +50,13 @@ int slot_store_seat_put(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_
     seat_key(&k, ev, ev_len, type, sub, sub_len);
     MDB_val kv = key_val(&k), v = {val_len, (void *)val};
     return store_put(st, txn, DB_WAITLIST, &kv, &v, 0);
+}
+
+int slot_store_seat_del(slot_store *st, MDB_txn *txn, const char *ev, size_t ev_len, char type, const void *sub,
+                        size_t sub_len)
+{
+    key k;
+    seat_key(&k, ev, ev_len, type, sub, sub_len);
+    MDB_val kv = key_val(&k);
+    return store_del(st, txn, DB_WAITLIST, &kv);
 }
