@@ -31,6 +31,10 @@
 #define SLOT_SEAT_CATEGORIES_MAX 64     /* distinct categories of one event (kept in its map header) */
 #define SLOT_SEAT_CATEGORY_BYTES_MAX 64 /* a category's name: 1..64 bytes of the event-name rule */
 #define SLOT_SEAT_IDS_BYTES_MAX 2048    /* a hold's "seats": the ids' bytes, each with a NUL, in the request */
+/* A shard's row summary (src/alloc/seat_sum.c): one record per this many of
+ * the shard's rows (7 bytes a row), so a record stays far under a placement
+ * chunk (SLOT_PLACE_CHUNK_BYTES) and a write set's entry. */
+#define SLOT_SEAT_SUM_ROWS_MAX 1024
 
 /* Numbers (docs/protocol.md, "Names and numbers"). */
 #define SLOT_CAPACITY_MAX (UINT64_C(1) << 40) /* capacity and max_per_user: 0..2^40 */

@@ -132,7 +132,7 @@ static int op_hold(ctx *c, const slot_req *req, slot_res *res)
         res->sold_out = true;
     }
     if (rc == 0 && res->err == SLOT_E_OK && res->sold_out && ask.mode != SLOT__SEAT_NONE)
-        rc = slot__answered_ok(slot__seat_sold_out(c, &ask, res)); /* with max_adjacent */
+        rc = slot__answered_ok(slot__seat_sold_out(c, &e, &ask, res)); /* with max_adjacent */
     if (rc != 0 || res->err != SLOT_E_OK || res->sold_out)
         return rc;
     slot__seat_list chosen;
@@ -372,7 +372,7 @@ static int op_edit_event(ctx *c, const slot_req *req, slot_res *res)
             rc = shards_spread(c, req->shards, e.capacity - allocated);
         e.shards = (uint16_t)req->shards;
         if (rc == 0 && e.seated) /* rows regroup: row i in shard i mod shards */
-            rc = slot__seat_reshard(c, &e);
+            rc = slot__seat_reshard(c, &e, before.shards);
         break;
     case SLOT_OP_SET_STATUS:
         e.status = req->status;

@@ -111,7 +111,8 @@ int slot__seat_row_get(ctx *c, uint32_t idx, slot__seat_row *out)
     return 0;
 }
 
-int slot__seat_row_put(ctx *c, const slot__seat_row *r)
+/* The row record alone (create_event writes the summaries after all rows). */
+static int row_rec_put(ctx *c, const slot__seat_row *r)
 {
     uint8_t raw[ROW_REC_BYTES_MAX], sub[4];
     pk b = {raw, 0, sizeof raw, false};
@@ -132,6 +133,12 @@ int slot__seat_row_put(ctx *c, const slot__seat_row *r)
     SLOT_ASSERT(!b.bad);
     row_sub(sub, r->idx);
     return slot_store_seat_put(c->st, c->txn, c->ev, c->ev_len, 'R', sub, 4, raw, b.len);
+}
+
+int slot__seat_row_put(ctx *c, const slot__seat_row *r, uint32_t nrows, uint32_t shards)
+{
+    int rc = row_rec_put(c, r);
+    return rc == 0 ? slot__seat_sum_note(c, nrows, shards, r) : rc;
 }
 
 int slot__seat_hdr_get(ctx *c, slot__seat_hdr *out)
@@ -304,7 +311,7 @@ int slot__seat_create(ctx *c, const slot_event_rec *e, const slot_seat_map *m)
         shard_free[i % e->shards] += r->free;
         if (d->category)
             h->cats[d->category - 1].capacity += r->free;
-        rc = slot__seat_row_put(c, r);
+        rc = row_rec_put(c, r);
         char nm[2 * SLOT_SEAT_NAME_BYTES_MAX + 2];
         int n = snprintf(nm, sizeof nm, "%s-%s", d->section, d->name);
         if (rc == 0)
@@ -316,6 +323,8 @@ int slot__seat_create(ctx *c, const slot_event_rec *e, const slot_seat_map *m)
         rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, (uint16_t)s, shard_free[s]);
     if (rc == 0)
         rc = slot__seat_hdr_put(c, h);
+    if (rc == 0) /* each shard's row summary, from the rows just written */
+        rc = slot__seat_sum_build(c, m->nrows, e->shards, 0);
     free(shard_free);
     free(r);
     free(h);
@@ -396,7 +405,7 @@ int slot__seat_map_op(ctx *c, slot_res *res)
     return rc;
 }
 
-int slot__seat_reshard(ctx *c, const slot_event_rec *e)
+int slot__seat_reshard(ctx *c, const slot_event_rec *e, uint32_t old_shards)
 {
     slot__seat_hdr h;
     int rc = slot__seat_hdr_get(c, &h);
@@ -411,6 +420,8 @@ int slot__seat_reshard(ctx *c, const slot_event_rec *e)
     }
     for (uint32_t s = 0; rc == 0 && s < e->shards; s++)
         rc = slot_store_shard_put(c->st, c->txn, c->ev, c->ev_len, (uint16_t)s, shard_free[s]);
+    if (rc == 0) /* the rows regrouped: every shard's summary anew */
+        rc = slot__seat_sum_build(c, h.nrows, e->shards, old_shards);
     free(shard_free);
     free(r);
     return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
@@ -472,6 +483,8 @@ int slot__seat_check(ctx *c, const slot_event_rec *e, char *detail, size_t detai
         if (g->held != cat_n[k][1] || g->confirmed != cat_n[k][2] || g->capacity != cat_n[k][0] + cat_n[k][1] + cat_n[k][2])
             snprintf(detail, detail_len, "category %s: counters disagree with its seats", g->name);
     }
+    if (rc == 0 && !detail[0]) /* each row's summary entry equals its record */
+        rc = slot__seat_sum_check(c, h->nrows, e->shards, detail, detail_len);
     free(h);
     free(r);
     free(shard_free);

@@ -168,46 +168,6 @@ int slot__seat_resolve(ctx *c, const slot_req *req, const slot_event_rec *e, slo
 
 /* ---- choosing */
 
-static bool row_fits(const slot__seat_ask *ask, const slot__seat_row *r)
-{
-    if (ask->cat != 0 && r->cat != ask->cat)
-        return false;
-    return ask->sec_len == 0 || (r->sec_len == ask->sec_len && memcmp(r->sec, ask->sec, ask->sec_len) == 0);
-}
-
-/* sold_out for ask: available (free seats of the filter) and max_adjacent (its longest free run). */
-static int sold_out(ctx *c, const slot__seat_ask *ask, slot__seat_row *r, slot_res *res)
-{
-    slot__seat_hdr h;
-    int rc = slot__seat_hdr_get(c, &h);
-    uint64_t avail = 0, longest = 0;
-    for (uint32_t i = 0; rc == 0 && i < h.nrows; i++) {
-        rc = slot__seat_row_get(c, i, r);
-        if (rc == 0 && row_fits(ask, r)) {
-            avail += r->free;
-            if (r->longest > longest)
-                longest = r->longest;
-        }
-    }
-    if (rc != 0)
-        return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-    res->sold_out = true;
-    res->seated = true;
-    res->available = avail;
-    res->max_adjacent = longest;
-    return SLOT__ANSWERED;
-}
-
-int slot__seat_sold_out(ctx *c, const slot__seat_ask *ask, slot_res *res)
-{
-    slot__seat_row *r = malloc(sizeof *r);
-    if (!r)
-        return ENOMEM;
-    int rc = sold_out(c, ask, r, res);
-    free(r);
-    return rc;
-}
-
 static int pick_named(ctx *c, const slot__seat_ask *ask, slot__seat_list *out, slot__seat_row *r, slot_res *res)
 {
     char *taken = NULL;
@@ -279,19 +239,34 @@ static bool row_runs(const slot__seat_row *r, uint32_t qty, bool *have_first, ui
     return false;
 }
 
+/* Rows are visited through the shard's summary: only those whose entry says
+ * they can serve are read (the same rows, in the same order, as reading
+ * every row would choose from; docs/design.md, "Seats"). */
 static int pick_adjacent(ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, uint32_t qty, slot__seat_list *out,
                          slot__seat_row *r, slot_res *res)
 {
     slot__seat_hdr h;
     int rc = slot__seat_hdr_get(c, &h);
     uint32_t n = e->shards, start = (uint32_t)(slot__rng_next(c->a) % n);
+    uint16_t hash = slot__seat_sec_hash(ask->sec, ask->sec_len);
+    slot__seat_sum_ent *sum = rc == 0 ? malloc(((size_t)h.nrows / n + 1) * sizeof *sum) : NULL;
+    if (rc == 0 && !sum)
+        rc = ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        uint32_t s = (start + i) % n;
+        uint32_t s = (start + i) % n, cnt = 0;
         bool have = false;
         uint32_t first_row = 0, first = 0, clean = 0;
-        for (uint32_t row = s; rc == 0 && row < h.nrows; row += n) {
+        rc = slot__seat_sum_load(c, h.nrows, n, s, sum, r);
+        if (rc == 0)
+            cnt = slot__seat_sum_rows(h.nrows, n, s);
+        for (uint32_t j = 0; rc == 0 && j < cnt; j++) {
+            uint32_t row = s + j * n;
+            if (sum[j].longest < qty || !slot__seat_sum_may_fit(ask, hash, &sum[j]))
+                continue; /* its record would say the same */
             rc = slot__seat_row_get(c, row, r);
-            if (rc != 0 || !row_fits(ask, r) || r->longest < qty)
+            if (rc == 0 && (r->longest != sum[j].longest || r->cat != sum[j].cat))
+                rc = MDB_CORRUPTED; /* the summary disagrees with the row (check says which) */
+            if (rc != 0 || !slot__seat_row_fits(ask, r))
                 continue;
             bool had = have;
             if (row_runs(r, qty, &have, &first, &clean)) {
@@ -304,6 +279,7 @@ static int pick_adjacent(ctx *c, const slot_event_rec *e, const slot__seat_ask *
                 first_row = row;
         }
         if (rc == 0 && have) { /* the first shard (in turn) with qty adjacent */
+            free(sum);
             out->n = (uint16_t)qty;
             for (uint32_t k = 0; k < qty; k++) {
                 out->s[k].row = first_row;
@@ -315,9 +291,10 @@ static int pick_adjacent(ctx *c, const slot_event_rec *e, const slot__seat_ask *
             return rc;
         }
     }
+    free(sum);
     if (rc != 0)
         return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
-    return res ? sold_out(c, ask, r, res) : SLOT__ANSWERED;
+    return res ? slot__seat_sold_out(c, e, ask, res) : SLOT__ANSWERED;
 }
 
 typedef struct row_free {
@@ -338,32 +315,40 @@ static int pick_any(ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, 
     slot__seat_hdr h;
     int rc = slot__seat_hdr_get(c, &h);
     uint32_t n = e->shards, start = (uint32_t)(slot__rng_next(c->a) % n);
+    uint16_t hash = slot__seat_sec_hash(ask->sec, ask->sec_len);
     row_free *rows = rc == 0 ? malloc(((size_t)h.nrows / n + 1) * sizeof *rows) : NULL;
-    if (rc == 0 && !rows)
+    slot__seat_sum_ent *sum = rc == 0 ? malloc(((size_t)h.nrows / n + 1) * sizeof *sum) : NULL;
+    if (rc == 0 && (!rows || !sum))
         rc = ENOMEM;
     out->n = 0;
     for (uint32_t i = 0; rc == 0 && i < n && out->n < qty; i++) {
         uint32_t s = (start + i) % n, nr = 0;
-        for (uint32_t row = s; rc == 0 && row < h.nrows; row += n) {
-            rc = slot__seat_row_get(c, row, r);
-            if (rc == 0 && r->free > 0 && row_fits(ask, r))
-                rows[nr++] = (row_free){row, r->free};
+        rc = slot__seat_sum_load(c, h.nrows, n, s, sum, r); /* the rows with free seats, unread */
+        for (uint32_t j = 0; rc == 0 && j < slot__seat_sum_rows(h.nrows, n, s); j++) {
+            if (sum[j].free == 0 || !slot__seat_sum_may_fit(ask, hash, &sum[j]))
+                continue;
+            if (ask->sec_len > 0 && (rc = slot__seat_row_get(c, s + j * n, r)) == 0 && !slot__seat_row_fits(ask, r))
+                continue; /* the section's hash matched, its name does not */
+            rows[nr++] = (row_free){s + j * n, sum[j].free};
         }
         qsort(rows, nr, sizeof *rows, by_most_free);
         for (uint32_t k = 0; rc == 0 && k < nr && out->n < qty; k++) {
             rc = slot__seat_row_get(c, rows[k].row, r);
             uint32_t len = r->to - r->from + 1u;
+            if (rc == 0 && r->free != rows[k].free)
+                rc = MDB_CORRUPTED; /* the summary disagrees with the row (check says which) */
             for (uint32_t p = 0; rc == 0 && p < len && out->n < qty; p++)
                 if (r->st[p] == SLOT__SEAT_FREE)
                     out->s[out->n++] = (slot__seat_ref){rows[k].row, r->from + p};
         }
     }
     free(rows);
+    free(sum);
     if (rc != 0)
         return rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc;
     if (out->n == qty)
         return 0;
-    return res ? sold_out(c, ask, r, res) : SLOT__ANSWERED;
+    return res ? slot__seat_sold_out(c, e, ask, res) : SLOT__ANSWERED;
 }
 
 int slot__seat_pick(ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, uint32_t qty, slot__seat_list *out,
@@ -387,6 +372,7 @@ int slot__seat_pick(ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, 
 typedef struct row_cursor {
     slot__seat_row *r;
     bool loaded;
+    uint32_t nrows, shards; /* the header's rows, the event's shards: for the rows' summary */
 } row_cursor;
 
 static int cursor_at(ctx *c, row_cursor *k, uint32_t row)
@@ -396,7 +382,7 @@ static int cursor_at(ctx *c, row_cursor *k, uint32_t row)
     int rc = 0;
     if (k->loaded) {
         slot__seat_row_fix(k->r);
-        rc = slot__seat_row_put(c, k->r);
+        rc = slot__seat_row_put(c, k->r, k->nrows, k->shards);
     }
     k->loaded = false;
     if (rc == 0)
@@ -410,7 +396,7 @@ static int cursor_done(ctx *c, row_cursor *k)
     int rc = 0;
     if (k->loaded) {
         slot__seat_row_fix(k->r);
-        rc = slot__seat_row_put(c, k->r);
+        rc = slot__seat_row_put(c, k->r, k->nrows, k->shards);
     }
     free(k->r);
     return rc;
@@ -445,7 +431,7 @@ int slot__seat_take(ctx *c, const slot_event_rec *e, slot_hold_rec *h, slot_hold
     SLOT_ASSERT(l->n == h->qty);
     slot__seat_hdr hd;
     rc = slot__seat_hdr_get(c, &hd);
-    row_cursor k = {malloc(sizeof(slot__seat_row)), false};
+    row_cursor k = {malloc(sizeof(slot__seat_row)), false, hd.nrows, e->shards};
     if (!k.r)
         return ENOMEM;
     h->nparts = 0;
@@ -495,7 +481,7 @@ int slot__seat_move(ctx *c, const slot_event_rec *e, const slot_hold_rec *h, slo
         rc = MDB_CORRUPTED; /* the list has every seat of the hold */
     if (rc != 0)
         return rc;
-    row_cursor k = {malloc(sizeof(slot__seat_row)), false};
+    row_cursor k = {malloc(sizeof(slot__seat_row)), false, hd.nrows, e->shards};
     if (!k.r)
         return ENOMEM;
     char was = from == SLOT_HOLD_HELD ? SLOT__SEAT_HELD : SLOT__SEAT_CONFIRMED;

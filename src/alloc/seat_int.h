@@ -65,7 +65,11 @@ typedef struct slot__seat_list {
 
 /* Row idx / the header / the hold's list into out. 0, MDB_NOTFOUND, MDB_CORRUPTED (bad bytes) or an LMDB error. */
 int slot__seat_row_get(slot__alloc_ctx *c, uint32_t idx, slot__seat_row *out);
-int slot__seat_row_put(slot__alloc_ctx *c, const slot__seat_row *r);
+/* slot__seat_row_put — write row r (its free and longest fixed) and its
+ * entry in its shard's summary (slot__seat_sum_note): nrows the header's
+ * rows, shards the event's (1..SLOT_SHARDS_MAX). Both in c's write
+ * transaction. 0, ENOMEM or an LMDB error. */
+int slot__seat_row_put(slot__alloc_ctx *c, const slot__seat_row *r, uint32_t nrows, uint32_t shards);
 int slot__seat_hdr_get(slot__alloc_ctx *c, slot__seat_hdr *out);
 int slot__seat_hdr_put(slot__alloc_ctx *c, const slot__seat_hdr *h);
 int slot__seat_list_get(slot__alloc_ctx *c, uint64_t seq, slot__seat_list *out);
@@ -98,9 +102,11 @@ int slot__seat_view(slot__alloc_ctx *c, const slot_event_rec *e, slot_res *res);
  * (invalid_argument on an unseated event). O(seats). 0 or an LMDB error. */
 int slot__seat_map_op(slot__alloc_ctx *c, slot_res *res);
 
-/* slot__seat_reshard — after reshard wrote e->shards shards: each shard's
- * free count := the free seats of its rows (rows regroup by i mod shards). O(rows). */
-int slot__seat_reshard(slot__alloc_ctx *c, const slot_event_rec *e);
+/* slot__seat_reshard — after reshard wrote e->shards shards (old_shards
+ * before): each shard's free count := the free seats of its rows (rows
+ * regroup by i mod shards), and the shards' summaries rebuilt (those of the
+ * old layout not rewritten deleted). O(rows). 0, ENOMEM or an LMDB error. */
+int slot__seat_reshard(slot__alloc_ctx *c, const slot_event_rec *e, uint32_t old_shards);
 
 /*
  * slot__seat_check — check's seat invariant (docs/protocol.md, "Seated
@@ -155,10 +161,6 @@ int slot__seat_resolve(slot__alloc_ctx *c, const slot_req *req, const slot_event
 int slot__seat_pick(slot__alloc_ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, uint32_t qty,
                     slot__seat_list *out, slot_res *res);
 
-/* slot__seat_sold_out — res := sold_out for ask with available and
- * max_adjacent of its filter (the counted check found too few free).
- * SLOT__ANSWERED or an LMDB error. O(rows). */
-int slot__seat_sold_out(slot__alloc_ctx *c, const slot__seat_ask *ask, slot_res *res);
 
 /*
  * slot__seat_take — the seats of c->seats (or best available of h->qty when
@@ -202,5 +204,64 @@ int slot__seat_feed(slot__alloc_ctx *c, const slot_hold_rec *h, char *out, uint3
  * in the same order (a replay's test; after a partial confirm, which moved
  * the kept seats first, the same seats in any order). 0 or an LMDB error. */
 int slot__seat_same(slot__alloc_ctx *c, const slot_req *req, const slot_hold_rec *h, bool *same);
+
+/* ---- seat_sum.c: each shard's row summary (docs/design.md, "Seats") */
+
+/* One row's entry: what its record says of it, for skipping rows unread. */
+typedef struct slot__seat_sum_ent {
+    uint16_t free, longest; /* the row record's free and longest (0..SLOT_SEAT_ROW_SEATS_MAX) */
+    uint8_t cat;            /* the row's category (0: none) */
+    uint16_t sec;           /* slot__seat_sec_hash of its section's name */
+} slot__seat_sum_ent;
+
+/* slot__seat_sec_hash — a 16-bit hash of section name sec (len bytes): equal
+ * names hash equal; a match is confirmed with the row's own name. Pure. */
+uint16_t slot__seat_sec_hash(const char *sec, size_t len);
+
+/* slot__seat_sum_rows — how many of nrows rows shard s (< shards, 1..) has:
+ * rows s, s+shards, ... (its positions 0..). Pure. */
+uint32_t slot__seat_sum_rows(uint32_t nrows, uint32_t shards, uint32_t s);
+
+/*
+ * slot__seat_sum_load — shard s's entries, position j (row s + j*shards)
+ * into out[j], out sized for slot__seat_sum_rows(nrows, shards, s); nrows
+ * the header's. A block missing or not of this layout is rebuilt from the
+ * row records in memory (nothing written; r is scratch). Reads c's
+ * transaction (either kind). 0, ENOMEM, MDB_CORRUPTED (a row missing) or an LMDB error.
+ */
+int slot__seat_sum_load(slot__alloc_ctx *c, uint32_t nrows, uint32_t shards, uint32_t s, slot__seat_sum_ent *out,
+                        slot__seat_row *r);
+
+/* slot__seat_sum_note — row r (already written) into its shard's summary:
+ * one get and one put of its block; a block missing or not of this layout
+ * (a store from before the summary) is built from the rows and written.
+ * c's write transaction. 0, ENOMEM or an LMDB error. */
+int slot__seat_sum_note(slot__alloc_ctx *c, uint32_t nrows, uint32_t shards, const slot__seat_row *r);
+
+/* slot__seat_sum_build — every shard's summary from the rows (create_event,
+ * reshard), deleting old_shards' (0: none) blocks the new layout does not
+ * rewrite. O(rows). c's write transaction. 0, ENOMEM or an LMDB error. */
+int slot__seat_sum_build(slot__alloc_ctx *c, uint32_t nrows, uint32_t shards, uint32_t old_shards);
+
+/* slot__seat_sum_check — check's part: every summary block present is of
+ * this layout and each entry equals its row record (a missing one is
+ * allowed: it is built on the next write). The first mismatch described in
+ * detail (detail_len bytes; left as it is when all holds, and not looked at
+ * when detail is already set). 0 or an LMDB error. */
+int slot__seat_sum_check(slot__alloc_ctx *c, uint32_t nrows, uint32_t shards, char *detail, size_t detail_len);
+
+/* slot__seat_row_fits — whether row r is of ask's category and section. Pure. */
+bool slot__seat_row_fits(const slot__seat_ask *ask, const slot__seat_row *r);
+
+/* slot__seat_sum_may_fit — false when entry x cannot be of ask's category
+ * and section (sec_hash: slot__seat_sec_hash of ask's section); true:
+ * it may (the section then confirmed with slot__seat_row_fits). Pure. */
+bool slot__seat_sum_may_fit(const slot__seat_ask *ask, uint16_t sec_hash, const slot__seat_sum_ent *x);
+
+/* slot__seat_sold_out — res := sold_out for ask on e with available and
+ * max_adjacent of its filter (the counted check found too few free, or no
+ * choice was found), from the shards' summaries. SLOT__ANSWERED, ENOMEM or
+ * an LMDB error. O(rows / SLOT_SEAT_SUM_ROWS_MAX + the section's rows). */
+int slot__seat_sold_out(slot__alloc_ctx *c, const slot_event_rec *e, const slot__seat_ask *ask, slot_res *res);
 
 #endif
