@@ -12,8 +12,16 @@
  *   sold_out is checked against the reference: no run of qty free seats
  *   anywhere (the fallback over shards), available and max_adjacent exact.
  *   check is clean after every batch. Fixed seeds.
+ *   SLOT_SEATS_SEEDS=N runs seeds 1..N instead.
  * seats_bad_input: bad seat maps and bad seat fields answer invalid_argument
  *   and change nothing (the store's digest is the same before and after).
+ * seats_summary_doctored: a shard's row summary written wrong through the
+ *   store (one entry's longest run, then a short record) is found by check's
+ *   seat invariant (invariant 9), and a correct one put back is clean.
+ * seats_summary_absent: the model run with every row summary deleted after
+ *   create_event and after every batch (a store from before the summary):
+ *   the same choices as the reference, check clean, and the summaries the
+ *   write path rebuilds equal to the rows.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -25,10 +33,14 @@
 
 TEST_DECLARE(seats_model)
 TEST_DECLARE(seats_bad_input)
+TEST_DECLARE(seats_summary_doctored)
+TEST_DECLARE(seats_summary_absent)
 
 TEST_LIST_START
 TEST_ENTRY(seats_model)
 TEST_ENTRY(seats_bad_input)
+TEST_ENTRY(seats_summary_doctored)
+TEST_ENTRY(seats_summary_absent)
 TEST_LIST_END
 
 #define NROWS 9
@@ -424,7 +436,17 @@ static void step_reshard(fx *f, model *m)
     slot_res_clear(&r);
 }
 
-static void model_run(uint64_t seed)
+/* Deletes every row summary of "show" (shards 1..4 of at most 9 rows: block 0 of each). */
+static void drop_summaries(fx *f)
+{
+    for (uint32_t s = 0; s < 4; s++) {
+        uint8_t sub[4] = {0, (uint8_t)s, 0, 0};
+        int rc = slot_store_seat_del(f->st, fx_txn(f), "show", 4, 'P', sub, 4);
+        ASSERT(rc == 0 || rc == MDB_NOTFOUND);
+    }
+}
+
+static void model_run(uint64_t seed, bool drop)
 {
     fx f;
     fx_open(&f);
@@ -436,6 +458,8 @@ static void model_run(uint64_t seed)
     for (int i = 0; i < NROWS; i++)
         memset(m.st[i], '.', (size_t)row_len[i]);
     create_map(&f, "show");
+    if (drop)
+        drop_summaries(&f);
     fx_commit(&f);
     for (int step = 0; step < STEPS; step++) {
         uint32_t k = rnd(100);
@@ -455,6 +479,8 @@ static void model_run(uint64_t seed)
             step_reshard(&f, &m);
         if (step % BATCH == BATCH - 1) {
             compare(&f, &m);
+            if (drop && step % (2 * BATCH) == BATCH - 1)
+                drop_summaries(&f); /* every other batch starts without them */
             fx_commit(&f);
         }
     }
@@ -466,8 +492,73 @@ static void model_run(uint64_t seed)
 TEST_IMPL(seats_model)
 {
     static const uint64_t seeds[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const char *env = getenv("SLOT_SEATS_SEEDS");
+    if (env && atoi(env) > 0) {
+        for (uint64_t seed = 1; seed <= (uint64_t)atoi(env); seed++)
+            model_run(seed, false);
+        return;
+    }
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
-        model_run(seeds[i]);
+        model_run(seeds[i], false);
+}
+
+TEST_IMPL(seats_summary_absent)
+{
+    for (uint64_t seed = 11; seed <= 13; seed++)
+        model_run(seed, true);
+}
+
+/* check's violations of invariant 9 on f's write txn (0 when clean); the first detail into detail. */
+static uint32_t seat_violations(fx *f, char *detail, size_t len)
+{
+    slot_res r = {0};
+    ASSERT_EQ(slot_check(f->a.store, fx_txn(f), NULL, 0, &r), 0);
+    ASSERT_EQ(r.err, SLOT_E_OK);
+    uint32_t n = 0;
+    detail[0] = 0;
+    for (uint32_t i = 0; i < r.nviolations && i < SLOT_CHECK_VIOLATIONS_MAX; i++) {
+        if (r.violations[i].invariant == 9 && n++ == 0)
+            snprintf(detail, len, "%s", r.violations[i].detail);
+    }
+    slot_res_clear(&r);
+    return n;
+}
+
+TEST_IMPL(seats_summary_doctored)
+{
+    fx f;
+    fx_open(&f);
+    create_map(&f, "show");
+    slot_res r = {0};
+    jrun(&f, "{\"op\":\"hold\",\"event\":\"show\",\"user\":\"u\",\"request\":\"d1\",\"qty\":3,\"adjacent\":true}", &r);
+    expect_err(&r, SLOT_E_OK);
+    slot_res_clear(&r);
+    fx_commit(&f);
+    /* shard 0 (rows 0, 3, 6): its record, then row 3's entry (the second) with a longest run of 1 */
+    uint8_t sub[4] = {0, 0, 0, 0}, raw[64], good[64];
+    size_t len = 0;
+    ASSERT_EQ(slot_store_seat_get(f.st, fx_txn(&f), "show", 4, 'P', sub, 4, raw, sizeof raw, &len), 0);
+    ASSERT_EQ(len, 9 + 3 * 7);
+    memcpy(good, raw, len);
+    char detail[200];
+    ASSERT_EQ(seat_violations(&f, detail, sizeof detail), 0);
+    size_t at = 9 + 7 + 2; /* entry 1's longest */
+    ASSERT(raw[at] == 0 && raw[at + 1] == 4); /* row B-1: 4 seats, all free */
+    raw[at + 1] = 1;
+    ASSERT_EQ(slot_store_seat_put(f.st, fx_txn(&f), "show", 4, 'P', sub, 4, raw, len), 0);
+    ASSERT(seat_violations(&f, detail, sizeof detail) >= 1);
+    fprintf(stderr, "  doctored entry: %s\n", detail);
+    ASSERT(strstr(detail, "row B-1: summary") != NULL);
+    /* a short record (one entry missing) */
+    ASSERT_EQ(slot_store_seat_put(f.st, fx_txn(&f), "show", 4, 'P', sub, 4, good, len - 7), 0);
+    ASSERT(seat_violations(&f, detail, sizeof detail) >= 1);
+    fprintf(stderr, "  short record: %s\n", detail);
+    ASSERT(strstr(detail, "row summary") != NULL);
+    /* the right one back: clean */
+    ASSERT_EQ(slot_store_seat_put(f.st, fx_txn(&f), "show", 4, 'P', sub, 4, good, len), 0);
+    ASSERT_EQ(seat_violations(&f, detail, sizeof detail), 0);
+    fx_commit(&f);
+    fx_close(&f);
 }
 
 static void digest_of(fx *f, char out[SLOT_DIGEST_HEX_BYTES + 1])
