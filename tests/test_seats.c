@@ -22,6 +22,9 @@
  *   create_event and after every batch (a store from before the summary):
  *   the same choices as the reference, check clean, and the summaries the
  *   write path rebuilds equal to the rows.
+ * seats_summary_placed: placement's export of a seated event (confirmed
+ *   seats) carries its summaries ('P' keys) and, applied to another store,
+ *   gives the same bytes, a clean check and adjacent holds that sell.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -35,12 +38,14 @@ TEST_DECLARE(seats_model)
 TEST_DECLARE(seats_bad_input)
 TEST_DECLARE(seats_summary_doctored)
 TEST_DECLARE(seats_summary_absent)
+TEST_DECLARE(seats_summary_placed)
 
 TEST_LIST_START
 TEST_ENTRY(seats_model)
 TEST_ENTRY(seats_bad_input)
 TEST_ENTRY(seats_summary_doctored)
 TEST_ENTRY(seats_summary_absent)
+TEST_ENTRY(seats_summary_placed)
 TEST_LIST_END
 
 #define NROWS 9
@@ -648,5 +653,64 @@ TEST_IMPL(seats_bad_input)
     ASSERT(!r.taken);
     slot_res_clear(&r);
     fx_commit(&f);
+    fx_close(&f);
+}
+
+TEST_IMPL(seats_summary_placed)
+{
+    fx f, g;
+    fx_open(&f);
+    fx_open(&g);
+    create_map(&f, "show");
+    slot_res r = {0};
+    jrun(&f, "{\"op\":\"hold\",\"event\":\"show\",\"user\":\"u\",\"request\":\"p1\",\"qty\":4,\"adjacent\":true}", &r);
+    expect_err(&r, SLOT_E_OK);
+    char line[256];
+    snprintf(line, sizeof line, "{\"op\":\"confirm\",\"event\":\"show\",\"hold\":\"%s\",\"user\":\"u\"}", r.hold);
+    jrun(&f, line, &r);
+    expect_err(&r, SLOT_E_OK);
+    slot_res_clear(&r);
+    fx_commit(&f);
+    uint8_t *chunk = malloc(SLOT_PLACE_CHUNK_BYTES), cur[SLOT_PLACE_CURSOR_BYTES], next[SLOT_PLACE_CURSOR_BYTES];
+    ASSERT(chunk != NULL);
+    size_t cur_len = 0, next_len = 0, used = 0;
+    uint32_t count = 0, applied = 0, sums = 0;
+    do {
+        ASSERT_EQ(slot_store_place_export(f.st, fx_txn(&f), "show", 4, cur, cur_len, chunk, SLOT_PLACE_CHUNK_BYTES,
+                                          &used, &count, next, &next_len),
+                  0);
+        for (size_t at = 0; at < used;) { /* u8 db, u16 klen, key, u32 vlen, value; key = u8 4 "show" type ... */
+            size_t klen = (size_t)chunk[at + 1] << 8 | chunk[at + 2];
+            const uint8_t *k = chunk + at + 3;
+            size_t vlen = (size_t)k[klen] << 24 | (size_t)k[klen + 1] << 16 | (size_t)k[klen + 2] << 8 | k[klen + 3];
+            if (klen == 1 + 4 + 1 + 4 && memcmp(k + 1, "show", 4) == 0 && k[5] == 'P')
+                sums++;
+            at += 3 + klen + 4 + vlen;
+        }
+        ASSERT_EQ(slot_store_place_apply(g.st, fx_txn(&g), "show", 4, chunk, used, &applied), 0);
+        ASSERT_EQ(applied, count);
+        memcpy(cur, next, next_len);
+        cur_len = next_len;
+    } while (next_len > 0);
+    free(chunk);
+    ASSERT_EQ(sums, SHARDS0); /* one block a shard */
+    fx_commit(&g);
+    for (uint8_t s = 0; s < SHARDS0; s++) {
+        uint8_t sub[4] = {0, s, 0, 0}, a[64], b[64];
+        size_t alen = 0, blen = 0;
+        ASSERT_EQ(slot_store_seat_get(f.st, fx_txn(&f), "show", 4, 'P', sub, 4, a, sizeof a, &alen), 0);
+        ASSERT_EQ(slot_store_seat_get(g.st, fx_txn(&g), "show", 4, 'P', sub, 4, b, sizeof b, &blen), 0);
+        ASSERT(alen == blen && memcmp(a, b, alen) == 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        snprintf(line, sizeof line,
+                 "{\"op\":\"hold\",\"event\":\"show\",\"user\":\"v%d\",\"request\":\"q%d\",\"qty\":3,\"adjacent\":true}", i, i);
+        jrun(&g, line, &r);
+        expect_err(&r, SLOT_E_OK);
+        ASSERT(!r.sold_out);
+        slot_res_clear(&r);
+    }
+    fx_commit(&g);
+    fx_close(&g);
     fx_close(&f);
 }
