@@ -24,7 +24,8 @@
  *   write path rebuilds equal to the rows.
  * seats_summary_placed: placement's export of a seated event (confirmed
  *   seats) carries its summaries ('P' keys) and, applied to another store,
- *   gives the same bytes, a clean check and adjacent holds that sell.
+ *   gives the same bytes, a clean check and adjacent holds that sell; a
+ *   reshard to one shard leaves one summary of every row, the others deleted.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -709,6 +710,20 @@ TEST_IMPL(seats_summary_placed)
         expect_err(&r, SLOT_E_OK);
         ASSERT(!r.sold_out);
         slot_res_clear(&r);
+    }
+    fx_commit(&g);
+    /* a reshard to one shard: its one summary has all 9 rows, the old shards' are gone */
+    jrun(&g, "{\"op\":\"reshard\",\"event\":\"show\",\"shards\":1}", &r);
+    expect_err(&r, SLOT_E_OK);
+    slot_res_clear(&r);
+    uint8_t buf[128];
+    size_t blen = 0;
+    for (uint8_t s = 0; s < SHARDS0; s++) {
+        uint8_t sub[4] = {0, s, 0, 0};
+        int rc = slot_store_seat_get(g.st, fx_txn(&g), "show", 4, 'P', sub, 4, buf, sizeof buf, &blen);
+        ASSERT_EQ(rc, s == 0 ? 0 : MDB_NOTFOUND);
+        if (s == 0)
+            ASSERT_EQ(blen, 9 + NROWS * 7);
     }
     fx_commit(&g);
     fx_close(&g);
