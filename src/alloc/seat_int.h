@@ -3,8 +3,10 @@
  * "Seated events"; docs/design.md, "Seats"). seat.c owns the seat map's
  * records (the header, the rows, the name index, a hold's seat list) and the
  * event-level ops (create, view, seat_map, reshard, check); seat_hold.c the
- * hold's side (resolving ids, choosing seats, taking and giving them back).
- * Both sit at the level of hold.c: they call the store and the random
+ * hold's side (resolving ids, choosing seats, taking and giving them back);
+ * seat_sum.c each shard's row summary, which lets the choosing skip rows
+ * that cannot serve without reading them, and sold_out.
+ * All three sit at the level of hold.c: they call the store and the random
  * numbers, never an op file. Internal to libslot.
  *
  * A seat's state is one byte of its row's record, the very character
