@@ -211,6 +211,10 @@ static void batch_run(server *s)
             uv_sleep(SLOT_FP_SLOW_HANDBACK_MS); /* committed; the loop hears of it late */
         if (rc == 0)
             return;
+        if (rc == SLOT_SERVER_E_NOT_SELLING) {
+            batch_fail(s, SLOT_E_UNAVAILABLE, "this node is not the primary any more; nothing was changed");
+            return;
+        }
         if (rc == MDB_MAP_FULL) {
             if (s->pipe)
                 slot__pipe_commit(s, true); /* the map grows only with no write transaction open */
@@ -274,6 +278,7 @@ static void *commit_thread(void *arg)
         uint64_t t0_ns = uv_hrtime();
         s->batch.failures = 0;
         s->batch.sync_ns = 0;
+        slot__pipe_before(s, job); /* a set's primary: a drop, a deferred commit, no open state under a job */
         if (job)
             s->clu_up->job_run(s);
         else
@@ -367,8 +372,8 @@ void slot__batch_complete(uv_async_t *h)
         return;
     }
     s->stats.commit_failures += failures;
-    if (s->pipe) {
-        slot__pipe_hold(s, tag); /* answered once the log's flush reaches tag: pipe_release */
+    if (s->pipe && !s->pipe->set) {
+        slot__pipe_hold(s, tag); /* answered once the log's flush reaches tag: slot__pipe_release */
         return;
     }
     if (s->clu && s->clu_up->batch_hold(s))

@@ -281,7 +281,7 @@ static int store_start(server *s)
         return -1;
     slot_store_opts so = {.dir = s->opts.data_dir,
                           .nosync = s->opts.nosync,
-                          .nometasync = s->opts.pipelined,
+                          .nometasync = s->opts.pipelined && !s->opts.cluster, /* a set flushes every commit */
                           .map_bytes_max = s->opts.map_bytes_max};
     int rc = slot_store_open(&so, &s->store, err, sizeof(err));
     if (rc != 0) {
