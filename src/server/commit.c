@@ -138,6 +138,7 @@ int slot__batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
             rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
     }
     slot_store_capture_end(s->store);
+    s->batch.wrote = slot_store_writes(s->store) != writes0; /* before a set's record raises seq */
     if (rc == 0 && s->clu) /* every batch of a primary ships a record (docs/design.md, "The primary's rule") */
         rc = s->clu_up->batch_record(s, txn);
     else if (rc == 0 && slot_store_writes(s->store) != writes0)
@@ -293,6 +294,7 @@ static void *commit_thread(void *arg)
         }
         pthread_mutex_lock(&s->batch.mu);
         s->batch.tag = tag;
+        s->batch.tag_wrote = s->batch.wrote;
         s->batch.run_ns = uv_hrtime() - t0_ns;
         s->batch.cold_loading = loading;
         s->batch.cold_loaded = loaded;
@@ -337,6 +339,7 @@ void slot__batch_complete(uv_async_t *h)
     uint64_t run_ns = s->batch.run_ns, sync_ns = s->batch.sync_ns;
     uint64_t walked = s->batch.cold_walked;
     uint64_t tag = s->batch.tag;
+    bool tag_wrote = s->batch.tag_wrote;
     s->park.loading = s->batch.cold_loading; /* the loop's copies: batch_finish reads them */
     uint64_t loaded = s->batch.cold_loaded;
     if (done && job) {
@@ -376,6 +379,8 @@ void slot__batch_complete(uv_async_t *h)
         slot__pipe_hold(s, tag); /* answered once the log's flush reaches tag: slot__pipe_release */
         return;
     }
+    if (s->pipe && tag_wrote && tag > s->pipe->ran_state)
+        s->pipe->ran_state = tag; /* a set: the sold-out read path waits for LMDB to hold it */
     if (s->clu && s->clu_up->batch_hold(s))
         return; /* answered once its acks are in: slot__batch_finish */
     slot__batch_finish(s, SLOT_E_OK, NULL);

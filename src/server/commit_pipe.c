@@ -309,7 +309,9 @@ void slot__pipe_idle_wait(server *s)
         pthread_mutex_lock(&p->mu);
         bool drop = p->drop;
         pthread_mutex_unlock(&p->mu);
-        if (drop || (p->txn && p->commit_due)) { /* a step-down's drop, or a commit deferred past the hand-back */
+        if (drop || p->txn) { /* a step-down's drop; else idle with an open state: nothing to overlap, commit it
+                                 (LMDB then holds what was answered: the sold-out read path and reads need it) */
+            p->commit_due = p->txn != NULL;
             pthread_mutex_unlock(&s->batch.mu);
             slot__pipe_before(s, false);
             pthread_mutex_lock(&s->batch.mu);

@@ -45,7 +45,7 @@ void slot__pipe_reset(server *s, uint64_t seq, uint64_t commit_seq)
     p->selling = true;
     p->gen++;
     pthread_mutex_unlock(&p->mu);
-    p->lmdb_seen = p->released = p->ran = seq;
+    p->lmdb_seen = p->released = p->ran = p->ran_state = seq;
     p->active = true;
 }
 
@@ -100,7 +100,7 @@ uint64_t slot__pipe_drop(server *s)
     pthread_cond_signal(&s->batch.cv);
     pthread_mutex_unlock(&s->batch.mu);
     p->active = false;
-    p->ran = p->released = p->lmdb_seen; /* a follower's reads wait for nothing of ours (slot__pipe_fresh) */
+    p->ran = p->ran_state = p->released = p->lmdb_seen; /* a follower's reads wait for nothing of ours */
     return l;
 }
 

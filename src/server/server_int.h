@@ -334,6 +334,8 @@ typedef struct slot__batch_hand {
                                       the batch being run (open addressing, 0 = empty) */
     uint32_t cold_conns_n;
     uint64_t tag;      /* commit thread, under mu (pipelined): the seq the last batch's replies wait for */
+    bool wrote;        /* commit thread: the last run changed state (beyond a set's seq and record) */
+    bool tag_wrote;    /* commit thread, under mu (pipelined): wrote, handed back with tag */
     bool commit_asked; /* loop, under mu (pipelined): a read waits, commit the open state soon */
     slot_wset *wset;   /* commit thread: where each batch's write set is captured,
                                       for the replication layer to ship; NULL (standalone): no
@@ -388,6 +390,8 @@ typedef struct slot__pipe {
     uint64_t released;  /* the highest tag whose replies went out */
     uint64_t lmdb_seen; /* lmdb_seq as the loop last read it */
     uint64_t ran;       /* the highest tag of a batch that ran */
+    uint64_t ran_state; /* set: the highest tag of a batch that ran and changed state (a set's replays and
+                           sold_out answers ship a record, raising ran, and change nothing the read path reads) */
     bool active;        /* set: this node sells as primary on the open state (slot__pipe_reset .. slot__pipe_drop) */
 } slot__pipe;
 
