@@ -515,6 +515,7 @@ int slot__pipe_replay(server *s, bool keep)
     p->durable = p->appended; /* the open fdatasynced the last segment */
     p->lmdb_seq = p->lmdb_prev = p->lmdb_seen = p->released = p->ran = p->appended;
     p->lmdb_prev = seq; /* the replay's own commit was flushed; the one before it surely */
+    p->point = UINT64_MAX; /* standalone: LMDB commits wait for durable alone (a set's wait for its commit point) */
     p->on = true;
     s->pipe = p;
     s->batch.wset = &p->wset;
