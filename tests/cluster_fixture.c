@@ -133,6 +133,15 @@ const char *failover_ms[NODES] = {"600", "600", "600"};
 bool node_logs;
 char etcd_host[32] = "127.0.0.1";
 
+/* The durability of the set's nodes: SLOT_TEST_SET_DURABILITY (sync, nosync,
+ * pipelined: the cluster tests on that path), else nosync (the tests' speed;
+ * a node's own extra flags come later and win). */
+static const char *set_durability(void)
+{
+    const char *d = getenv("SLOT_TEST_SET_DURABILITY");
+    return d && *d ? d : "nosync";
+}
+
 void node_start(node *n)
 {
     char etcd_url[64];
@@ -152,7 +161,7 @@ void node_start(node *n)
                              "--repl-timeout-ms",
                              "600",
                              "--durability",
-                             "nosync",
+                             set_durability(),
                              NULL};
     size_t k = 16;
     for (size_t e = 0; n->extra[e] && k < 31; e++)

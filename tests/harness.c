@@ -199,10 +199,7 @@ void slot_test_server_start(slot_test_server *s, const char *dir, const char *co
     argv[argc++] = "--data";
     argv[argc++] = s->dir;
     const char *dur = getenv("SLOT_TEST_DURABILITY"); /* the path under test; a case's own flag comes later and wins */
-    bool set_node = false;
-    for (int i = 0; extra && extra[i]; i++)
-        set_node |= strcmp(extra[i], "--cluster") == 0;
-    if (dur && *dur && !(set_node && strcmp(dur, "pipelined") == 0)) { /* pipelined is standalone only */
+    if (dur && *dur) {
         argv[argc++] = "--durability";
         argv[argc++] = dur;
     }

@@ -168,8 +168,8 @@ extern const char *const *slot_test_wrapper;
 extern bool slot_test_start_soft;
 /* $SLOT_TEST_DURABILITY (sync, nosync, pipelined): slot_test_server_start
  * passes --durability with it before the case's own flags (which win), so a
- * suite runs on either commit path; pipelined is not given to a replica
- * set's node (--cluster), which refuses it. */
+ * suite runs on either commit path (a replica set's node too; the cluster
+ * tests' nodes take SLOT_TEST_SET_DURABILITY instead, tests/cluster_fixture.c). */
 
 /*
  * slot_test_server_start — start $SLOTD (the built daemon) with

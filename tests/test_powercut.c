@@ -52,6 +52,7 @@ TEST_DECLARE(powercut_standalone_planted_fault_is_caught)
 TEST_DECLARE(powercut_pipelined_early_reply_is_caught)
 TEST_DECLARE(powercut_set)
 TEST_DECLARE(powercut_set_planted_fault_is_caught)
+TEST_DECLARE(powercut_set_pipelined_early_reply_is_caught)
 
 TEST_LIST_START
 TEST_ENTRY(powercut_standalone)
@@ -59,12 +60,14 @@ TEST_ENTRY(powercut_standalone_planted_fault_is_caught)
 TEST_ENTRY(powercut_pipelined_early_reply_is_caught)
 TEST_ENTRY(powercut_set)
 TEST_ENTRY(powercut_set_planted_fault_is_caught)
+TEST_ENTRY(powercut_set_pipelined_early_reply_is_caught)
 TEST_LIST_END
 
 #define CUTS_CI 6         /* standalone cuts in CI */
 #define SET_CUTS_CI 2     /* replica-set cuts in CI */
 #define PLANT_CUTS_MAX 8  /* the planted fault must be caught within this many */
 #define EARLY_CUTS_MAX 30 /* early_reply loses only what the flush had not reached: more tries */
+#define SET_EARLY_CUTS_MAX 60 /* on a set, only what no member had flushed either (caught at cuts 1, 22, 26) */
 #define CLIENTS 4
 #define RUN_MS_MIN 20
 #define RUN_MS_SPAN 280
@@ -741,6 +744,27 @@ static int verify(int target, bool all, bool quiet)
 static char work[PATHB], journal_dir[PATHB];
 static const char *plant = "no_flush"; /* the failpoint a planted case arms */
 
+/* A case on a path of its own: SLOT_TEST_DURABILITY set to d, and put back
+ * as it was (unset, or the run's own) for the cases after it. */
+static char durability_saved[32];
+static bool durability_was_set;
+
+static void durability_push(const char *d)
+{
+    const char *was = getenv("SLOT_TEST_DURABILITY");
+    durability_was_set = was != NULL;
+    snprintf(durability_saved, sizeof durability_saved, "%s", was ? was : "");
+    setenv("SLOT_TEST_DURABILITY", d, 1);
+}
+
+static void durability_pop(void)
+{
+    if (durability_was_set)
+        setenv("SLOT_TEST_DURABILITY", durability_saved, 1);
+    else
+        unsetenv("SLOT_TEST_DURABILITY");
+}
+
 static void preload_env(bool on, const char *dir, const char *journal)
 {
     if (!on) {
@@ -923,10 +947,11 @@ TEST_IMPL(powercut_pipelined_early_reply_is_caught)
     const char *fp = getenv("SLOTD_FP");
     ASSERT_NOT_NULL(fp);
     setenv("SLOTD", fp, 1);
-    setenv("SLOT_TEST_DURABILITY", "pipelined", 1);
+    durability_push("pipelined");
     planted = true;
     plant = "early_reply"; /* answers when the batch ran, before its record is flushed */
     int bad = standalone_run(EARLY_CUTS_MAX);
+    durability_pop(); /* the cases after it run on their own path (sync by default) */
     if (!bad)
         T_FAIL_("early_reply lost nothing in %d cuts: the test cannot see answers sent before the flush",
                 EARLY_CUTS_MAX);
@@ -963,13 +988,15 @@ static int set_run(int cuts)
         snprintf(nodes[i].dir, sizeof nodes[i].dir, "%s/%s", base_dir, nodes[i].id);
         snprintf(nodes[i].host, sizeof nodes[i].host, "127.0.0.1");
         nodes[i].extra[0] = "--durability"; /* after the fixture's nosync: the later one wins */
-        nodes[i].extra[1] = "sync";
+        const char *dur = getenv("SLOT_TEST_DURABILITY");
+        nodes[i].extra[1] = dur && *dur ? dur : "sync";
         nodes[i].extra[2] = NULL;
         node_start(&nodes[i]);
         nodes[i].up = true;
         if (i == 0)
             sleep_ms(300);
     }
+    printf("  --durability %s\n", nodes[0].extra[1]);
     int p = find_primary(WAIT_LONG_MS);
     ASSERT_GE(p, 0);
     ASSERT(wait_members(3, WAIT_LONG_MS));
@@ -1070,5 +1097,27 @@ TEST_IMPL(powercut_set_planted_fault_is_caught)
     int bad = set_run(PLANT_CUTS_MAX);
     if (!bad)
         T_FAIL_("no_flush lost nothing in %d cuts of the set: the test cannot see a lost write", PLANT_CUTS_MAX);
+    printf("  the planted fault was caught at cut %d (%d failures)\n", round_no - 1, bad);
+}
+
+/* The pipelined path on a set: early_reply answers a batch when it ran,
+ * before its record is flushed here and acked by the members; a cut of all
+ * of them at once must then lose an acknowledged write. */
+TEST_IMPL(powercut_set_pipelined_early_reply_is_caught)
+{
+    signal(SIGPIPE, SIG_IGN);
+    seed_once();
+    const char *fp = getenv("SLOTD_FP");
+    ASSERT_NOT_NULL(fp);
+    setenv("SLOTD", fp, 1);
+    durability_push("pipelined");
+    planted = true;
+    plant = "early_reply";
+    int bad = set_run(SET_EARLY_CUTS_MAX);
+    durability_pop();
+    if (!bad)
+        T_FAIL_("early_reply lost nothing in %d cuts of the set: the test cannot see answers sent before the "
+                "flush and the acks",
+                SET_EARLY_CUTS_MAX);
     printf("  the planted fault was caught at cut %d (%d failures)\n", round_no - 1, bad);
 }

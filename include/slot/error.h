@@ -119,7 +119,8 @@ slot_err slot_err_from_name(const char *name);
     X(STORE, -20201, -20300, "the store's replication apply (slot/store.h)")            \
     X(ALLOC, -20301, -20400, "the allocator's op helpers (src/alloc/alloc_int.h)")      \
     X(ETCD, -20401, -20500, "the etcd client (slot/etcd.h)")                            \
-    X(BACKUP, -21001, -21100, "backups and restores (slot/backup.h)")
+    X(BACKUP, -21001, -21100, "backups and restores (slot/backup.h)")                   \
+    X(SERVER, -21101, -21200, "the server's commit paths (src/server/commit.h)")
 
 #define SLOT_RC_HI (-20001) /* the registry's codes are within SLOT_RC_HI..SLOT_RC_LO */
 #define SLOT_RC_LO (-29999) /* above LMDB's MDB_KEYEXIST (-30799) and far below -errno (> -4096) */
@@ -175,7 +176,8 @@ slot_err slot_err_from_name(const char *name);
     X(BACKUP, SLOT_BACKUP_E_DIGEST, -21006, "the backup's data is not the seq, epoch and digest its header names")    \
     X(BACKUP, SLOT_BACKUP_E_NOT_EMPTY, -21007, "the data folder is not empty")                                        \
     X(BACKUP, SLOT_BACKUP_E_IN_USE, -21008, "the data folder is in use by a slotd")                                   \
-    X(BACKUP, SLOT_BACKUP_E_SHORT, -21009, "the file ended early")
+    X(BACKUP, SLOT_BACKUP_E_SHORT, -21009, "the file ended early")                                                    \
+    X(SERVER, SLOT_SERVER_E_NOT_SELLING, -21101, "this node stopped being primary: the batch did not run")
 
 /* Each wing's bounds: SLOT_RC_<WING>_HI and SLOT_RC_<WING>_LO. */
 enum {

@@ -116,6 +116,7 @@ static const slot__cluster_hooks clu_hooks = {
     .batch_record = slot__clu_batch_record,
     .batch_unrecord = slot__clu_batch_unrecord,
     .batch_hold = slot__clu_batch_hold,
+    .pipe_moved = slot__clu_pipe_moved,
     .read_gate = slot__clu_read_gate,
     .job_run = job_run,
     .job_done = job_done,
@@ -133,6 +134,7 @@ static const slot__cluster_hooks clu_hooks_place = {
     .batch_record = slot__clu_batch_record,
     .batch_unrecord = slot__clu_batch_unrecord,
     .batch_hold = slot__clu_batch_hold,
+    .pipe_moved = slot__clu_pipe_moved,
     .read_gate = slot__clu_read_gate,
     .job_run = job_run,
     .job_done = job_done,
@@ -552,6 +554,10 @@ int slot__cluster_start(server *s)
     }
     s->batch.wset = &c->wset;
     s->clu_up = o->placement ? &clu_hooks_place : &clu_hooks;
+    if (s->opts.pipelined && slot__pipe_attach_set(s, c->rlog, &c->rlog_mu) != 0) {
+        slot__log(SLOT__LOG_ERROR, "--durability pipelined: out of memory");
+        return -1;
+    }
     if (slot__place_start(c) != 0)
         return -1;
     uv_timer_init(s->loop, &c->tick);
@@ -578,6 +584,10 @@ void slot__cluster_stop(server *s)
     if (c->batch_held) {
         c->batch_held = false;
         slot__batch_finish(s, SLOT_E_UNAVAILABLE, "the server is stopping; the outcome is unknown");
+    }
+    if (s->pipe) { /* pipelined: what is held may never commit; the open state is not committed */
+        slot__pipe_fail_held(s, SLOT_E_UNAVAILABLE, "the server is stopping; the outcome is unknown");
+        slot__pipe_drop(s);
     }
     c->stopping = true;
     slot__clu_snap_stop(c);

@@ -343,6 +343,19 @@ void slot__clu_pump(clu *c, clu_node *n);
 void slot__clu_unavailable(clu *c);
 /* the commit-thread side of CLU_JOB_PROMOTE. */
 int slot__clu_job_promote(clu *c);
+
+/* ---- cluster_pipe.c: --durability pipelined on a primary (docs/design.md,
+ * "On a replica set's primary"). Loop thread, each.
+ * slot__clu_pipe_hold — a batch ran in the open state: its record goes to
+ *   every member and its replies are held (slot__pipe_hold) with its seq as
+ *   tag; answered unavailable at once when this node does not sell. True.
+ * slot__clu_pipe_commit_check — the commit point rises to the largest seq
+ *   that is flushed here and acked by every node whose acks count; the held
+ *   batches up to it are answered.
+ * slot__clu_pipe_moved — the flusher's durable or LMDB's seq moved. */
+bool slot__clu_pipe_hold(server *s);
+void slot__clu_pipe_commit_check(clu *c);
+void slot__clu_pipe_moved(server *s);
 /* the loop side of the promote job's end. */
 void slot__clu_promote_done(clu *c);
 void slot__clu_on_ready_primary(clu *c, const slot_repl_peer *peer);

@@ -31,9 +31,10 @@ static int log_err(int rc)
     return rc == -ENOSPC || rc == -EDQUOT ? -rc : EIO;
 }
 
-/* Seals the write set as record seq of our tenure and makes it durable in
- * the log. Commit thread; rlog_mu taken here. */
-static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
+/* Seals the write set as record seq of our tenure and appends it to the
+ * log, made durable there when sync (pipelined batches: the flusher does
+ * it). Commit thread; rlog_mu taken here. */
+static int append_record(clu *c, uint64_t seq, uint64_t commit_seq, bool sync)
 {
     uint64_t prev_t = 0, last = 0;
     pthread_mutex_lock(&c->rlog_mu);
@@ -58,7 +59,7 @@ static int append_record(clu *c, uint64_t seq, uint64_t commit_seq)
         slot__log(SLOT__LOG_ERROR, "cluster: batch log append failed", SLOT__LF_S("error", slot_strerror(rc)));
         rc = log_err(rc);
     }
-    if (rc == 0 && (rc = slot_rlog_sync(c->rlog)) != 0) {
+    if (rc == 0 && sync && (rc = slot_rlog_sync(c->rlog)) != 0) {
         slot__log(SLOT__LOG_ERROR, "cluster: batch log sync failed", SLOT__LF_S("error", slot_strerror(rc)));
         slot_rlog_truncate_after(c->rlog, seq - 1);
         rc = log_err(rc);
@@ -78,8 +79,9 @@ int slot__clu_batch_record(server *s, MDB_txn *txn)
     uint64_t seq = 0;
     c->batch_seq = 0;
     int rc = slot_store_seq_bump(s->store, txn, c->tenure, &seq);
+    /* pipelined: the commit point as published (this thread must not read the loop's) */
     if (rc == 0)
-        rc = append_record(c, seq, c->commit_seq);
+        rc = append_record(c, seq, s->pipe ? slot__pipe_point(s) : c->commit_seq, !s->pipe);
     return rc;
 }
 
@@ -99,6 +101,8 @@ void slot__clu_batch_unrecord(server *s)
 
 bool slot__clu_batch_hold(server *s)
 {
+    if (s->pipe)
+        return slot__clu_pipe_hold(s);
     clu *c = s->clu;
     uint64_t seq = c->batch_seq;
     c->batch_seq = 0;
@@ -176,6 +180,10 @@ static bool all_acked(clu *c, uint64_t seq)
 
 void slot__clu_commit_check(clu *c)
 {
+    if (c->s->pipe) {
+        slot__clu_pipe_commit_check(c);
+        return;
+    }
     if (!is_primary(c) || !c->pending_seq || c->job != CLU_JOB_NONE)
         return;
     if (!all_acked(c, c->pending_seq))
@@ -272,6 +280,15 @@ void slot__clu_step_down(clu *c)
         c->batch_held = false;
         slot__batch_finish(s, SLOT_E_UNAVAILABLE, "this node stopped being primary; the outcome is unknown");
     }
+    if (s->pipe && s->pipe->active) {
+        /* Pipelined: the held batches read state that may never commit; the
+         * open state is aborted, so LMDB holds only committed batches: from
+         * lmdb (<= commit_seq) on, this node applies as a replica does. */
+        slot__pipe_fail_held(s, SLOT_E_UNAVAILABLE, "this node stopped being primary; the outcome is unknown");
+        uint64_t lmdb = slot__pipe_drop(s);
+        SLOT_ASSERT(lmdb <= c->commit_seq);
+        c->applied = lmdb;
+    }
     for (size_t i = 0; i < c->nnodes; i++) {
         clu_node *n = &c->nodes[i];
         slot__clu_snap_drop(c, n);
@@ -330,7 +347,7 @@ int slot__clu_job_promote(clu *c)
     if (rc == 0)
         rc = slot_store_seq_bump(s->store, txn, c->tenure, &seq);
     if (rc == 0)
-        rc = append_record(c, seq, c->job_target);
+        rc = append_record(c, seq, c->job_target, true);
     if (rc == 0) {
         rc = mdb_txn_commit(txn);
         if (rc != 0)
@@ -363,6 +380,8 @@ void slot__clu_promote_done(clu *c)
         return;
     }
     SLOT_ASSERT(c->job == CLU_JOB_NONE && c->pending_seq == 0 && !c->batch_held);
+    if (c->s->pipe) /* pipelined: the open state starts on the tenure record */
+        slot__pipe_reset(c->s, c->applied, c->commit_seq);
     c->pending_seq = c->applied; /* the tenure record */
     c->pending_since_ms = uv_now(c->s->loop);
     for (size_t i = 0; i < c->nnodes; i++) /* members that connected while the job ran */
@@ -376,16 +395,19 @@ void slot__clu_promote_done(clu *c)
 static void ack_timeout(clu *c)
 {
     SLOT_ASSERT(c->pending_seq != 0 && c->job == CLU_JOB_NONE);
+    /* the record whose acks are late: pipelined, the oldest one not committed */
+    uint64_t need = c->s->pipe ? c->commit_seq + 1 : c->pending_seq;
+    SLOT_ASSERT(need >= 1 && need <= c->pending_seq);
     clu_config next = c->cfg;
     next.nmembers = 0;
     size_t silent = 0;
     for (size_t i = 0; i < c->nnodes; i++) /* joiners that fell silent are simply waited for no more */
-        if (c->nodes[i].counted && !slot__clu_is_member(&c->cfg, c->nodes[i].id) && c->nodes[i].acked < c->pending_seq)
+        if (c->nodes[i].counted && !slot__clu_is_member(&c->cfg, c->nodes[i].id) && c->nodes[i].acked < need)
             c->nodes[i].counted = false;
     for (size_t i = 0; i < c->cfg.nmembers; i++) {
         const char *id = c->cfg.members[i];
         clu_node *n = slot__clu_node(c, id, false);
-        if (strcmp(id, c->self) != 0 && (!n || n->acked < c->pending_seq)) {
+        if (strcmp(id, c->self) != 0 && (!n || n->acked < need)) {
             silent++;
             if (n)
                 n->counted = false;
@@ -397,7 +419,7 @@ static void ack_timeout(clu *c)
     /* A member a CAS in doubt may have added, silent too: a CAS on the
      * configuration (the drop, even of nobody) settles what etcd holds. */
     if (c->doubt)
-        silent += unacked_in(c, &c->doubt_cfg, c->pending_seq);
+        silent += unacked_in(c, &c->doubt_cfg, need);
     slot__clu_commit_check(c);
     if (!c->pending_seq || silent == 0)
         return;
@@ -416,7 +438,7 @@ static void ack_timeout(clu *c)
          * other replica on it once left the two that still reached each
          * other without a configuration they could use) */
         clu_node *n = slot__clu_node(c, pi[k].node_id, false);
-        heard = n && pi[k].ready && slot__clu_is_member(&c->cfg, n->id) && n->acked >= c->pending_seq &&
+        heard = n && pi[k].ready && slot__clu_is_member(&c->cfg, n->id) && n->acked >= need &&
                 pi[k].silence_ms < c->repl_to_ms;
     }
     if (heard && next.nmembers - 1 >= c->min_replicas && !c->cas_busy) {
@@ -450,6 +472,8 @@ void slot__clu_unavailable(clu *c)
         slot__batch_finish(c->s, SLOT_E_UNAVAILABLE,
                            "the replicas did not acknowledge in time; the outcome is unknown");
     }
+    if (c->s->pipe) /* every held batch read the oldest one's writes */
+        slot__pipe_fail_held(c->s, SLOT_E_UNAVAILABLE, "the replicas did not acknowledge in time; the outcome is unknown");
 }
 
 void slot__clu_primary_tick(clu *c)

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "cluster_int.h"
+#include "server/commit.h"
 #include "server/loop.h"
 #include "slot/assert.h"
 #include "slot/backup.h"
@@ -555,6 +556,10 @@ static void trim(clu *c)
         return;
     uint64_t lo = last - c->keep_records + 1; /* records from lo on stay */
     uint64_t done = is_primary(c) ? (c->commit_seq < c->applied ? c->commit_seq : c->applied) : c->applied;
+    if (c->s->pipe && c->s->pipe->active) { /* pipelined: a restart starts from LMDB's last commit, below applied */
+        uint64_t lmdb = slot__pipe_lmdb(c->s);
+        done = lmdb < done ? lmdb : done;
+    }
     if (lo > done + 1)
         lo = done + 1;
     for (size_t i = 0; is_primary(c) && i < c->nnodes; i++) { /* what a connected member is still to be sent stays */

@@ -62,9 +62,11 @@ const slot__flag slot__flags[] = {
         "sync: fsync every group commit (default); pipelined: the batch log's flush overlaps the next batch; "
         "nosync: leave flushing to the OS (a machine crash may lose commits)",
         "*sync* (the default): every group commit is flushed to disk (fsync) before its replies are sent. "
-        "*pipelined* (standalone only): each batch's write set is appended to the batch log (_DATA_/rlog) and "
-        "its replies are sent once the log is flushed, while the next batch already runs; LMDB is committed "
-        "every few milliseconds and the log replayed into it at start; as durable as *sync*. "
+        "*pipelined*: each batch's write set is appended to the batch log (_DATA_/rlog) and "
+        "its replies are sent once the log is flushed (on a replica set's primary: and acknowledged by every "
+        "member, which receive the record at once), while the next batch already runs; LMDB is committed "
+        "every few milliseconds (on a primary: only up to the commit point) and the log replayed into it at "
+        "start; as durable as *sync*. "
         "*nosync*: flushing is left to the operating system; a machine crash may lose the last commits, a "
         "crash of slotd alone loses nothing.",
         FIELD(nosync)),

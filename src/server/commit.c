@@ -138,6 +138,7 @@ int slot__batch_ops(server *s, MDB_txn *txn, uint64_t now_ms)
             rc = slot_alloc_run(&s->write_alloc, txn, &e->req, now_ms, &e->res);
     }
     slot_store_capture_end(s->store);
+    s->batch.wrote = slot_store_writes(s->store) != writes0; /* before a set's record raises seq */
     if (rc == 0 && s->clu) /* every batch of a primary ships a record (docs/design.md, "The primary's rule") */
         rc = s->clu_up->batch_record(s, txn);
     else if (rc == 0 && slot_store_writes(s->store) != writes0)
@@ -211,6 +212,10 @@ static void batch_run(server *s)
             uv_sleep(SLOT_FP_SLOW_HANDBACK_MS); /* committed; the loop hears of it late */
         if (rc == 0)
             return;
+        if (rc == SLOT_SERVER_E_NOT_SELLING) {
+            batch_fail(s, SLOT_E_UNAVAILABLE, "this node is not the primary any more; nothing was changed");
+            return;
+        }
         if (rc == MDB_MAP_FULL) {
             if (s->pipe)
                 slot__pipe_commit(s, true); /* the map grows only with no write transaction open */
@@ -274,6 +279,7 @@ static void *commit_thread(void *arg)
         uint64_t t0_ns = uv_hrtime();
         s->batch.failures = 0;
         s->batch.sync_ns = 0;
+        slot__pipe_before(s, job); /* a set's primary: a drop, a deferred commit, no open state under a job */
         if (job)
             s->clu_up->job_run(s);
         else
@@ -288,6 +294,7 @@ static void *commit_thread(void *arg)
         }
         pthread_mutex_lock(&s->batch.mu);
         s->batch.tag = tag;
+        s->batch.tag_wrote = s->batch.wrote;
         s->batch.run_ns = uv_hrtime() - t0_ns;
         s->batch.cold_loading = loading;
         s->batch.cold_loaded = loaded;
@@ -332,6 +339,7 @@ void slot__batch_complete(uv_async_t *h)
     uint64_t run_ns = s->batch.run_ns, sync_ns = s->batch.sync_ns;
     uint64_t walked = s->batch.cold_walked;
     uint64_t tag = s->batch.tag;
+    bool tag_wrote = s->batch.tag_wrote;
     s->park.loading = s->batch.cold_loading; /* the loop's copies: batch_finish reads them */
     uint64_t loaded = s->batch.cold_loaded;
     if (done && job) {
@@ -367,10 +375,12 @@ void slot__batch_complete(uv_async_t *h)
         return;
     }
     s->stats.commit_failures += failures;
-    if (s->pipe) {
-        slot__pipe_hold(s, tag); /* answered once the log's flush reaches tag: pipe_release */
+    if (s->pipe && !s->pipe->set) {
+        slot__pipe_hold(s, tag); /* answered once the log's flush reaches tag: slot__pipe_release */
         return;
     }
+    if (s->pipe && tag_wrote && tag > s->pipe->ran_state)
+        s->pipe->ran_state = tag; /* a set: the sold-out read path waits for LMDB to hold it */
     if (s->clu && s->clu_up->batch_hold(s))
         return; /* answered once its acks are in: slot__batch_finish */
     slot__batch_finish(s, SLOT_E_OK, NULL);

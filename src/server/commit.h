@@ -70,6 +70,58 @@ bool slot__pipe_fresh(server *s);
  * the commit thread is asked to commit the open state now. Loop thread. */
 slot__read_gate slot__pipe_read_gate(server *s, MDB_txn *rtxn);
 
+/* ---- pipelined on a replica set's primary (docs/design.md, "On a replica set's primary") */
+
+/* slot__pipe_attach_set — at start, on a --cluster node run with --durability
+ * pipelined: s->pipe on the cluster's batch log (borrowed: rlog and rlog_mu
+ * stay the cluster's and outlive s->pipe), inactive until slot__pipe_reset.
+ * Returns 0 or -1 (out of memory). Main thread, once, before slot__pipe_start. */
+int slot__pipe_attach_set(server *s, slot_rlog *rlog, pthread_mutex_t *rlog_mu);
+
+/* slot__pipe_reset — the node starts selling as primary: its log ends at
+ * seq (durable: the promote job synced it), LMDB holds seq, the commit point
+ * is commit_seq (<= seq). Loop thread, with the commit thread idle. */
+void slot__pipe_reset(server *s, uint64_t seq, uint64_t commit_seq);
+
+/* slot__pipe_set_point — the loop publishes the commit point c (it only
+ * rises, and c <= slot__pipe_durable): LMDB may commit the open state up to
+ * it. Loop thread. */
+void slot__pipe_set_point(server *s, uint64_t c);
+
+/* slot__pipe_point — the commit point as published (what a record's header
+ * may name as commit_seq). Any thread. */
+uint64_t slot__pipe_point(server *s);
+
+/* slot__pipe_durable — every record of the log up to it is flushed. Any thread. */
+uint64_t slot__pipe_durable(server *s);
+
+/* slot__pipe_lmdb — the seq of LMDB's last commit (on a set, with a full
+ * flush: what a restart starts from; the log keeps every record above it).
+ * Any thread. */
+uint64_t slot__pipe_lmdb(server *s);
+
+/* slot__pipe_drop — the node stops selling (step-down, stop): the commit
+ * thread aborts the open state before its next batch or job (or in a commit
+ * that waits for the commit point), so LMDB keeps only committed batches.
+ * Returns LMDB's seq as last published (LMDB holds at least that and at
+ * most the commit point). Held batches must be answered first
+ * (slot__pipe_fail_held). Loop thread. */
+uint64_t slot__pipe_drop(server *s);
+
+/* slot__pipe_release — answers the held batches whose tag the release point
+ * reached (standalone: durable; set: the commit point published), then
+ * dispatches, flushes, pumps the feed after an LMDB commit. Loop thread. */
+void slot__pipe_release(server *s);
+
+/* slot__pipe_fail_held — answers every held batch err (why: its message):
+ * each read the oldest one's writes, which may never commit. Loop thread. */
+void slot__pipe_fail_held(server *s, slot_err err, const char *why);
+
+/* slot__pipe_before — commit thread, before a batch or a job: an asked drop
+ * aborts the open state; a due commit (set) or any open state before a job
+ * is committed (waiting for the commit point). job: a job follows. */
+void slot__pipe_before(server *s, bool job);
+
 /* Shared by the batch loop (commit.c) and the pipelined path (commit_pipe.c); every one on
  * the commit thread unless it says otherwise (docs/design.md, "Pipelined group commit").
  *
@@ -84,7 +136,7 @@ slot__read_gate slot__pipe_read_gate(server *s, MDB_txn *rtxn);
  *   *parked.
  * slot__flush_dirty — writes the connections' buffered replies (loop thread). */
 int slot__batch_ops(server *s, MDB_txn *txn, uint64_t now_ms);
-int slot__pipe_attempt(server *s, uint64_t now_ms);
+int slot__pipe_attempt(server *s, uint64_t now_ms); /* also SLOT_SERVER_E_NOT_SELLING (a set's node that stepped down) */
 void slot__pipe_commit(server *s, bool in_batch);
 void slot__pipe_hold(server *s, uint64_t tag);
 void slot__pipe_idle_wait(server *s);

@@ -39,6 +39,14 @@ static void pipe_notify(slot__pipe *p)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Whether the flusher has work: records appended since its last flush, and,
+ * on a set, this node sells (a follower's appends are flushed, and acked,
+ * by the replica path: a detach then would mark them clean unflushed). mu. */
+static bool flush_wanted(const slot__pipe *p)
+{
+    return p->appended > p->durable && (!p->set || p->selling);
+}
+
 /* The flusher thread: flushes the log whenever records were appended since
  * its last flush, then publishes how far that flush reached. */
 static void *flusher_thread(void *arg)
@@ -48,13 +56,17 @@ static void *flusher_thread(void *arg)
     slot__pipe *p = s->pipe;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stop && p->appended <= p->durable)
+        while (!p->stop && !flush_wanted(p))
             pthread_cond_wait(&p->cv, &p->mu);
-        if (p->appended <= p->durable)
-            break; /* stopping, and everything appended is flushed */
+        if (!flush_wanted(p))
+            break; /* stopping, and everything appended is flushed (a set: or not ours to flush) */
         int fd = -1, dir_fd = -1;
         uint64_t seq = 0, gen = p->gen;
+        if (p->rlog_mu) /* a set: the log is the cluster's too (lock order: mu, then rlog_mu) */
+            pthread_mutex_lock(p->rlog_mu);
         int rc = slot_rlog_sync_detach(p->rlog, &fd, &dir_fd, &seq);
+        if (p->rlog_mu)
+            pthread_mutex_unlock(p->rlog_mu);
         pthread_mutex_unlock(&p->mu);
         if (rc != 0)
             pipe_fatal("detach", rc);
@@ -114,19 +126,61 @@ static int pipe_append(server *s, uint64_t seq)
 }
 
 /* Takes back record seq (its batch failed after the append): the log ends
- * at seq - 1 again, durably; a flush in flight no longer counts. */
+ * at seq - 1 again, durably; a flush in flight no longer counts. On a set
+ * the cluster takes its record back (it was never sent: the loop sends only
+ * what was handed back). */
 static void pipe_unappend(server *s, uint64_t seq)
 {
     slot__pipe *p = s->pipe;
     pthread_mutex_lock(&p->mu);
-    int rc = slot_rlog_truncate_after(p->rlog, seq - 1);
-    p->gen++;
-    p->appended = seq - 1;
-    if (p->durable > seq - 1)
-        p->durable = seq - 1;
+    int rc = 0;
+    uint64_t last = seq - 1;
+    if (p->set) {
+        s->clu_up->batch_unrecord(s); /* takes rlog_mu (after mu, as the flusher); a no-op with no record */
+        pthread_mutex_lock(p->rlog_mu);
+        slot_rlog_last(p->rlog, NULL, &last);
+        pthread_mutex_unlock(p->rlog_mu);
+    } else {
+        rc = slot_rlog_truncate_after(p->rlog, seq - 1);
+    }
+    SLOT_ASSERT(last <= p->appended); /* the log ends at or below what the open state held before this batch */
+    p->gen++; /* a flush in flight no longer counts (it may have covered the record taken back) */
+    p->appended = last;
+    if (p->durable > last)
+        p->durable = last;
     pthread_mutex_unlock(&p->mu);
     if (rc != 0)
         pipe_fatal("take back a record", rc);
+}
+
+/* Commit thread: the open state is aborted (a set's primary stepped down or
+ * stops: it holds batches that may never commit; LMDB keeps what it had). */
+static void pipe_abort(server *s)
+{
+    slot__pipe *p = s->pipe;
+    SLOT_ASSERT(p->set); /* a standalone server never drops what it answered from */
+    if (p->txn) {
+        mdb_txn_abort(p->txn);
+        p->txn = NULL;
+        p->txn_batches = 0;
+        slot__log(SLOT__LOG_INFO, "pipelined: the open state was dropped (not primary any more)");
+    }
+    p->commit_due = false;
+}
+
+void slot__pipe_before(server *s, bool job)
+{
+    slot__pipe *p = s->pipe;
+    if (!p || !p->set)
+        return;
+    pthread_mutex_lock(&p->mu);
+    bool drop = p->drop;
+    p->drop = false;
+    pthread_mutex_unlock(&p->mu);
+    if (drop)
+        pipe_abort(s);
+    else if (p->txn && (job || p->commit_due))
+        slot__pipe_commit(s, false); /* every batch in it was handed back, so shipped: the acks can come */
 }
 
 /* Commit thread: commits the open state once the log holds it durably
@@ -144,9 +198,17 @@ void slot__pipe_commit(server *s, bool in_batch)
         pipe_fatal("read the open state's seq", rc);
     pthread_mutex_lock(&p->mu);
     SLOT_ASSERT(seq == p->appended); /* every batch that wrote is in the log */
-    while (p->durable < seq)
+    /* A set's LMDB holds only committed batches: it waits for the commit point too, or a drop. */
+    while ((p->durable < seq || p->point < seq) && !p->drop)
         pthread_cond_wait(&p->cv, &p->mu);
+    bool drop = p->drop;
+    p->drop = false;
     pthread_mutex_unlock(&p->mu);
+    if (drop) {
+        pipe_abort(s);
+        return;
+    }
+    p->commit_due = false;
     uint64_t t0_ns = uv_hrtime();
     rc = mdb_txn_commit(p->txn);
     if (in_batch) /* the batch's numbers (handed back under batch.mu); an idle commit counts in none */
@@ -159,7 +221,9 @@ void slot__pipe_commit(server *s, bool in_batch)
     pthread_mutex_lock(&p->mu);
     p->lmdb_prev = p->lmdb_seq;
     p->lmdb_seq = seq;
-    rc = trim_below > 1 ? slot_rlog_trim_before(p->rlog, trim_below) : 0;
+    if (p->set) /* flushed in full (no MDB_NOMETASYNC on a set); the cluster trims its own log */
+        p->lmdb_prev = seq;
+    rc = trim_below > 1 && !p->set ? slot_rlog_trim_before(p->rlog, trim_below) : 0;
     if (p->async_open)
         uv_async_send(&p->async);
     pthread_mutex_unlock(&p->mu);
@@ -176,6 +240,13 @@ int slot__pipe_attempt(server *s, uint64_t now_ms)
     slot__pipe *p = s->pipe;
     MDB_env *env = slot_store_env(s->store);
     int rc = 0;
+    if (p->set) {
+        pthread_mutex_lock(&p->mu);
+        bool selling = p->selling;
+        pthread_mutex_unlock(&p->mu);
+        if (!selling) /* dispatched before a step-down: no open state is begun on a follower's LMDB */
+            return SLOT_SERVER_E_NOT_SELLING;
+    }
     if (!p->txn) {
         rc = mdb_txn_begin(env, NULL, 0, &p->txn);
         if (rc != 0) {
@@ -197,7 +268,14 @@ int slot__pipe_attempt(server *s, uint64_t now_ms)
         rc = EIO;
     if (rc == 0)
         rc = slot_store_seq_get(s->store, txn, &seq1, NULL);
-    if (rc == 0 && seq1 != seq0)
+    if (rc == 0 && seq1 != seq0 && p->set) { /* the cluster's batch_record appended it (unflushed) */
+        pthread_mutex_lock(&p->mu);
+        SLOT_ASSERT(seq1 == p->appended + 1); /* the log follows the open state's seq, without a gap */
+        p->appended = seq1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        logged = true;
+    } else if (rc == 0 && seq1 != seq0)
         logged = (rc = pipe_append(s, seq1)) == 0;
     if (rc == 0 && SLOT_FAIL(COMMIT_FAIL))
         rc = EIO;
@@ -205,7 +283,7 @@ int slot__pipe_attempt(server *s, uint64_t now_ms)
         rc = mdb_txn_commit(txn); /* into the open state; frees txn */
     else if (txn)
         mdb_txn_abort(txn);
-    if (rc != 0 && logged)
+    if (rc != 0 && (logged || p->set)) /* a set: a record appended before a later step failed */
         pipe_unappend(s, seq1);
     if (rc != 0)
         return rc;
@@ -214,7 +292,10 @@ int slot__pipe_attempt(server *s, uint64_t now_ms)
     bool asked = s->batch.commit_asked;
     s->batch.commit_asked = false;
     pthread_mutex_unlock(&s->batch.mu);
-    if (asked || p->txn_batches >= SLOT_PIPE_COMMIT_BATCHES || now_ms - p->txn_since_ms >= SLOT_PIPE_COMMIT_MS)
+    bool due = asked || p->txn_batches >= SLOT_PIPE_COMMIT_BATCHES || now_ms - p->txn_since_ms >= SLOT_PIPE_COMMIT_MS;
+    if (due && p->set) /* this batch's record goes out only once handed back: commit after that */
+        p->commit_due = true;
+    else if (due)
         slot__pipe_commit(s, true);
     return 0;
 }
@@ -224,6 +305,19 @@ int slot__pipe_attempt(server *s, uint64_t now_ms)
 void slot__pipe_idle_wait(server *s)
 {
     slot__pipe *p = s->pipe;
+    if (p->set) {
+        pthread_mutex_lock(&p->mu);
+        bool drop = p->drop;
+        pthread_mutex_unlock(&p->mu);
+        if (drop || p->txn) { /* a step-down's drop; else idle with an open state: nothing to overlap, commit it
+                                 (LMDB then holds what was answered: the sold-out read path and reads need it) */
+            p->commit_due = p->txn != NULL;
+            pthread_mutex_unlock(&s->batch.mu);
+            slot__pipe_before(s, false);
+            pthread_mutex_lock(&s->batch.mu);
+            return;
+        }
+    }
     if (!p->txn) {
         if (s->batch.commit_asked) { /* nothing open: LMDB already holds every batch */
             s->batch.commit_asked = false;
@@ -251,13 +345,15 @@ void slot__pipe_idle_wait(server *s)
     pthread_cond_timedwait(&s->batch.cv, &s->batch.mu, &ts);
 }
 
-/* Loop: the held batches whose tag the log's flush reached are answered;
- * after an LMDB commit the feed is pumped and waiting reads run. */
-static void pipe_release(server *s)
+/* Loop: the held batches whose tag the log's flush reached (a set: the
+ * commit point) are answered; after an LMDB commit the feed is pumped and
+ * waiting reads run. */
+void slot__pipe_release(server *s)
 {
     slot__pipe *p = s->pipe;
     pthread_mutex_lock(&p->mu);
-    uint64_t durable = p->durable, lmdb = p->lmdb_seq;
+    uint64_t durable = p->set ? p->point : p->durable, lmdb = p->lmdb_seq;
+    SLOT_ASSERT(!p->set || p->point <= p->durable); /* the commit point is durable here too */
     pthread_mutex_unlock(&p->mu);
     if (SLOT_ARMED(EARLY_REPLY)) /* the planted fault (slot/failpoint.h): answers before the flush */
         durable = UINT64_MAX;
@@ -291,7 +387,11 @@ static void pipe_release(server *s)
 
 static void pipe_on_async(uv_async_t *h)
 {
-    pipe_release(h->data);
+    server *s = h->data;
+    if (s->pipe->set)
+        s->clu_up->pipe_moved(s); /* the commit point may rise with durable; it releases */
+    else
+        slot__pipe_release(s);
 }
 
 /* Loop: a batch that ran is held until the log's flush reaches its tag. */
@@ -308,7 +408,7 @@ void slot__pipe_hold(server *s, uint64_t tag)
         p->ran = tag;
     s->batch.n = 0;
     s->batch.busy = false;
-    pipe_release(s);
+    slot__pipe_release(s);
 }
 
 static void pipe_ask_commit(server *s)
@@ -415,6 +515,7 @@ int slot__pipe_replay(server *s, bool keep)
     p->durable = p->appended; /* the open fdatasynced the last segment */
     p->lmdb_seq = p->lmdb_prev = p->lmdb_seen = p->released = p->ran = p->appended;
     p->lmdb_prev = seq; /* the replay's own commit was flushed; the one before it surely */
+    p->point = UINT64_MAX; /* standalone: LMDB commits wait for durable alone (a set's wait for its commit point) */
     p->on = true;
     s->pipe = p;
     s->batch.wset = &p->wset;
@@ -454,11 +555,13 @@ void slot__pipe_free(server *s)
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->flusher, NULL);
     }
-    slot_rlog_close(p->rlog);
-    slot_wset_free(&p->wset);
+    if (!p->set) { /* a set's log and capture are the cluster's */
+        slot_rlog_close(p->rlog);
+        slot_wset_free(&p->wset);
+        s->batch.wset = NULL;
+    }
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
-    s->batch.wset = NULL;
     s->pipe = NULL;
     free(p);
 }

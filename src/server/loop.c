@@ -228,7 +228,8 @@ void slot__read_end(server *s)
 bool slot__hold_read(server *s, entry *e)
 {
     if (s->opts.no_read_path || e->req.op != SLOT_OP_HOLD || s->batch.busy || s->queue.len > 0 || s->park.n > 0 ||
-        s->stopping || (s->pipe && (s->pipe->held_n > 0 || s->pipe->lmdb_seen < s->pipe->ran)))
+        s->stopping ||
+        (s->pipe && (s->pipe->held_n > 0 || s->pipe->lmdb_seen < (s->pipe->set ? s->pipe->ran_state : s->pipe->ran))))
         return false; /* a parked write is a pending write too (condition 1); pipelined: answers held, or
                        * batches that ran not yet in LMDB (docs/design.md, "Pipelined group commit") */
     if (s->clu && (s->clu_up->write_pause(s) || s->clu_up->write_gate(s, NULL)))

@@ -187,6 +187,8 @@ void slot__run_read(server *s, entry *e)
     slot__read_gate gate = rc == 0 && s->clu    ? s->clu_up->read_gate(s, s->rtxn, res)
                            : rc == 0 && s->pipe ? slot__pipe_read_gate(s, s->rtxn)
                                                 : SLOT__READ_GO;
+    if (gate == SLOT__READ_GO && rc == 0 && s->clu && s->pipe && s->pipe->active)
+        gate = slot__pipe_read_gate(s, s->rtxn); /* a pipelined primary's LMDB may lag what it answered */
     if (gate == SLOT__READ_WAIT) { /* the state it would read is not committed yet: run it later */
         slot__read_end(s);
         e->state = ENTRY_READ_WAIT;

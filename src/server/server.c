@@ -281,7 +281,7 @@ static int store_start(server *s)
         return -1;
     slot_store_opts so = {.dir = s->opts.data_dir,
                           .nosync = s->opts.nosync,
-                          .nometasync = s->opts.pipelined,
+                          .nometasync = s->opts.pipelined && !s->opts.cluster, /* a set flushes every commit */
                           .map_bytes_max = s->opts.map_bytes_max};
     int rc = slot_store_open(&so, &s->store, err, sizeof(err));
     if (rc != 0) {
@@ -315,11 +315,6 @@ static int store_start(server *s)
  * first (a taken port fails before anything is written), and announced last. */
 static int server_start(server *s)
 {
-    if (s->opts.pipelined && s->opts.cluster) {
-        slot__log(SLOT__LOG_ERROR, "--durability pipelined is for a standalone server (a replica set's primary "
-                                   "already logs every batch; use sync or nosync with --cluster)");
-        return -1;
-    }
 #ifdef SLOT_FAILPOINTS
     char err[256];
     if (slot_failpoints_parse(getenv("SLOT_FAILPOINTS"), err, sizeof(err)) != 0) {

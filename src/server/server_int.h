@@ -229,8 +229,12 @@ typedef struct slot__cluster_hooks {
     /* commit thread: the txn failed after batch_record: take the record back. */
     void (*batch_unrecord)(server *s);
     /* loop: a batch came back from the commit thread; true when the layer
-     * keeps it until its acks are in (it calls slot__batch_finish then). */
+     * keeps it until its acks are in (it calls slot__batch_finish then, or,
+     * pipelined, holds it with slot__pipe_hold). */
     bool (*batch_hold)(server *s);
+    /* loop, pipelined: the flusher's durable or LMDB's seq moved: the commit
+     * point may rise (the layer answers through slot__pipe_release). */
+    void (*pipe_moved)(server *s);
     /* loop: before a read op runs on rtxn: SLOT__READ_GO run it;
      * SLOT__READ_WAIT wait (it stays READ_WAIT; s->reads_waiting is set);
      * SLOT__READ_ANSWERED answered (res has an error). */
@@ -330,6 +334,8 @@ typedef struct slot__batch_hand {
                                       the batch being run (open addressing, 0 = empty) */
     uint32_t cold_conns_n;
     uint64_t tag;      /* commit thread, under mu (pipelined): the seq the last batch's replies wait for */
+    bool wrote;        /* commit thread: the last run changed state (beyond a set's seq and record) */
+    bool tag_wrote;    /* commit thread, under mu (pipelined): wrote, handed back with tag */
     bool commit_asked; /* loop, under mu (pipelined): a read waits, commit the open state soon */
     slot_wset *wset;   /* commit thread: where each batch's write set is captured,
                                       for the replication layer to ship; NULL (standalone): no
@@ -361,6 +367,16 @@ typedef struct slot__pipe {
     uint64_t durable;           /* mu: every record up to this is flushed */
     uint64_t lmdb_seq;          /* mu: the seq of LMDB's last commit */
     uint64_t gen;               /* mu: raised by a take-back (a flush begun before it counts for nothing) */
+    /* A replica set's primary (slot__pipe_attach_set; docs/design.md, "On a replica set's primary"):
+     * the log is the cluster's (borrowed, not closed here), replies wait for the commit point. */
+    bool set;
+    pthread_mutex_t *rlog_mu; /* set: the cluster's lock on rlog; taken after mu, never before it */
+    uint64_t point;           /* mu: set: the commit point the loop published (<= durable); LMDB commits only up
+                                 to it; UINT64_MAX standalone */
+    bool drop;                /* mu: set: the loop stepped down or stops: the open state is aborted, not committed */
+    bool selling;             /* mu: set: between slot__pipe_reset and slot__pipe_drop: batches may run and the
+                                 flusher flushes (a follower's log is the replica path's to flush) */
+    bool commit_due;          /* commit thread, set: the open state is to be committed before the next batch */
     uv_async_t async;           /* flusher or commit thread -> loop: durable or lmdb_seq moved */
     bool async_open;
     /* commit thread only */
@@ -374,6 +390,9 @@ typedef struct slot__pipe {
     uint64_t released;  /* the highest tag whose replies went out */
     uint64_t lmdb_seen; /* lmdb_seq as the loop last read it */
     uint64_t ran;       /* the highest tag of a batch that ran */
+    uint64_t ran_state; /* set: the highest tag of a batch that ran and changed state (a set's replays and
+                           sold_out answers ship a record, raising ran, and change nothing the read path reads) */
+    bool active;        /* set: this node sells as primary on the open state (slot__pipe_reset .. slot__pipe_drop) */
 } slot__pipe;
 
 /* The backup op (server_backup.c): one at a time, on a libuv worker. Loop
