@@ -14,8 +14,8 @@
 #              the full peer with appendfsync everysec
 #   sold-out   slotd sync, slot-bench sold-out     (answers to holds of a sold-out event)
 #   depth      slotd sync and pipelined hot-release and slot-bench ping at pipeline 16
-#   set        a 3-node replica set (etcd and three slotd --durability sync on loopback,
-#              tools/cluster-lib.sh), slot-bench hot-release following its primary
+#   set        a 3-node replica set (etcd and three slotd on loopback, tools/cluster-lib.sh),
+#              --durability sync and pipelined, slot-bench hot-release following its primary
 #
 # Every slotd row also shows the server's CPU (user + system, from /proc) per answer by
 # thread: the loop thread, the commit thread (slotd-commit), the pipelined path's flusher
@@ -354,12 +354,13 @@ N_SYNC16="slotd sync, pipeline $DEEP"
 N_PIPE="slotd pipelined"
 N_PIPE16="slotd pipelined, pipeline $DEEP"
 N_SET="3-node set sync (etcd + 3 slotd)"
+N_SETP="3-node set pipelined (etcd + 3 slotd)"
 
-# set_start ROUND — etcd and a 3-node set (sync) under $TMP/set; the primary's threads
-# and the replicas' totals are what thread_ticks reads.
+# set_start DURABILITY — etcd and a 3-node set (sync or pipelined) under $TMP/set-DURABILITY;
+# the primary's threads and the replicas' totals are what thread_ticks reads.
 set_start() {
-    cl_init "$TMP/set"
-    CL_DURABILITY=sync cl_set_start >&2
+    cl_init "$TMP/set-$1"
+    CL_DURABILITY=$1 cl_set_start >&2
     local primary i k=1
     primary=$(cl_probe primary --wait-s 30)
     SRV_PIDS=() SRV_NAMES=()
@@ -396,8 +397,11 @@ run_all() {
         bench_run "$N_PIPE" "$round" hot-release --port "$PORT" --capacity "$CAPACITY"
         bench_run "$N_PIPE16" "$round" hot-release --port "$PORT" --capacity "$((CAPACITY * 5))" --pipeline "$DEEP"
         stop_pid "$PID"
-        set_start "$round"
+        set_start sync
         bench_run "$N_SET" "$round" hot-release --host "$CL_MEMBERS" --capacity "$CAPACITY"
+        cl_stop_all
+        set_start pipelined
+        bench_run "$N_SETP" "$round" hot-release --host "$CL_MEMBERS" --capacity "$CAPACITY"
         cl_stop_all
         SRV_PIDS=() SRV_NAMES=()
         redis_start redis-always --appendonly yes --appendfsync always
@@ -414,7 +418,7 @@ run_all() {
     rb_row
     bench_row "$N_HELLO" requests_per_s
     local name
-    for name in "$N_SYNC" "$N_NOSYNC" "$N_PIPE" "$N_SET" "$N_FULL" "$N_MIN" "$N_EVERYSEC"; do
+    for name in "$N_SYNC" "$N_NOSYNC" "$N_PIPE" "$N_SET" "$N_SETP" "$N_FULL" "$N_MIN" "$N_EVERYSEC"; do
         bench_row "$name" holds_per_s
     done
     bench_row "$N_SOLD" sold_out_per_s
@@ -523,6 +527,8 @@ report() {
         "$(round_ratio "$N_PIPE16" holds_per_s "" -)"
     target_row "3-node set holds/s ÷ standalone sync, pipeline $PIPELINE (issue 24: 0.8)" \
         "$(ratio3 "${RATE[$N_SET]:-0}" "$sync")" 0.8 ge "$(round_ratio "$N_SET" holds_per_s "$N_SYNC" holds_per_s)"
+    target_row "3-node set pipelined holds/s ÷ standalone pipelined, pipeline $PIPELINE (issue 24: 0.8)" \
+        "$(ratio3 "${RATE[$N_SETP]:-0}" "$pipe")" 0.8 ge "$(round_ratio "$N_SETP" holds_per_s "$N_PIPE" holds_per_s)"
     target_row "sold-out answers/s ÷ PING" "$(ratio3 "${RATE[$N_SOLD]:-0}" "$PING_RPS")" 0.9 ge \
         "$(round_ratio "$N_SOLD" sold_out_per_s "$N_PING" requests_per_s)"
     target_row "slot-bench PING ÷ redis-benchmark PING (the stick reaches the reference)" \
