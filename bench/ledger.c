@@ -7,29 +7,15 @@
 
 #include "ledger.h"
 #include "limits.h"
-
-static bool grow(void **p, size_t *cap, size_t need, size_t item)
-{
-    if (need <= *cap)
-        return true;
-    size_t c = *cap ? *cap : 4096;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * item);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
+#include "util.h"
 
 long bench_ledger_add_hold(bench_ledger *l, const char *id, size_t len, uint64_t user, uint16_t event, uint16_t qty,
                            uint8_t expect, uint64_t expires_at_ms)
 {
     if (l->n >= BENCH_LEDGER_MAX || len == 0 || len > UINT8_MAX || l->ids_len + len > UINT32_MAX)
         return -1;
-    if (!grow((void **)&l->holds, &l->cap, l->n + 1, sizeof(bench_hold)) ||
-        !grow((void **)&l->ids, &l->ids_cap, l->ids_len + len, 1))
+    if (!bench_grow((void **)&l->holds, &l->cap, l->n + 1, sizeof(bench_hold)) ||
+        !bench_grow((void **)&l->ids, &l->ids_cap, l->ids_len + len, 1))
         return -1;
     bench_hold *h = &l->holds[l->n];
     memset(h, 0, sizeof(*h));

@@ -97,21 +97,6 @@ static long seats_of(const bench_seated *s, const bench_result *r, uint32_t *out
     return (long)r->nseats;
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t item)
-{
-    if (need <= *cap)
-        return true;
-    size_t c = *cap ? *cap : 4096;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * item);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
-
 void bench_seated_held(bench_run *run, long idx, const bench_ticket *t, const bench_result *r)
 {
     bench_seated *s = run->seated;
@@ -134,11 +119,11 @@ void bench_seated_held(bench_run *run, long idx, const bench_ticket *t, const be
         n = n < 0 ? 0 : n;
     }
     size_t old_cap = s->holds_cap;
-    bool ok = grow((void **)&s->first, &s->holds_cap, (size_t)idx + 1, sizeof(uint32_t));
+    bool ok = bench_grow((void **)&s->first, &s->holds_cap, (size_t)idx + 1, sizeof(uint32_t));
     uint8_t *nof = ok && s->holds_cap != old_cap ? realloc(s->nof, s->holds_cap) : s->nof;
     if (nof)
         s->nof = nof;
-    if (!ok || !nof || !grow((void **)&s->seat_of, &s->seat_cap, s->nseat_of + (size_t)n, sizeof(uint32_t))) {
+    if (!ok || !nof || !bench_grow((void **)&s->seat_of, &s->seat_cap, s->nseat_of + (size_t)n, sizeof(uint32_t))) {
         bench_fail(run, BENCH_EXIT_FAILED, "out of memory for the seat ledger");
         return;
     }

@@ -1,4 +1,5 @@
-/* util.c — the wall clock and splitmix64 (util.h). */
+/* util.c — the wall clock, splitmix64 and an array's growth (util.h). */
+#include <stdlib.h>
 #include <time.h>
 
 #include "util.h"
@@ -23,4 +24,19 @@ uint64_t bench_rand(uint64_t *state)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+bool bench_grow(void **p, size_t *cap, size_t need, size_t item)
+{
+    if (need <= *cap)
+        return true;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * item);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = c;
+    return true;
 }
