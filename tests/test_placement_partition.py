@@ -326,30 +326,53 @@ NS = {}
 BEFORE = {}
 
 
+def start_hub(base, secret_text):
+    """In the hub: lo up, etcd on HUB_IP:ETCD_PORT (data and log under base, in STARTED),
+    and the cluster secret file (mode 0600). Returns (etcd's client URL, the secret's path)."""
+    sh('ip link set lo up')
+    elog = open(os.path.join(base, 'etcd.log'), 'w')
+    client = 'http://%s:%d' % (HUB_IP, ETCD_PORT)
+    peer = 'http://127.0.0.1:2380'
+    etcd = subprocess.Popen([ETCD, '--name', 't', '--data-dir', os.path.join(base, 'etcd-data'),
+                             '--listen-client-urls', client, '--advertise-client-urls', client,
+                             '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
+                             '--initial-cluster', 't=' + peer], stdout=elog, stderr=elog)
+    STARTED.append(etcd)
+    for _ in range(200):
+        try:
+            socket.create_connection((HUB_IP, ETCD_PORT), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    secret = os.path.join(base, 'secret')
+    with open(secret, 'w') as f:
+        f.write(secret_text + '\n')
+    os.chmod(secret, 0o600)
+    return client, secret
+
+
+def finish(base):
+    """Every process in STARTED killed by its PID; base removed (kept when a check
+    failed); exit 1 when one did, else print ok."""
+    for p in STARTED:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+    if FAILURES:
+        print('folders kept: %s' % base)
+    else:
+        shutil.rmtree(base, ignore_errors=True)
+    if FAILURES:
+        print('%d failed' % len(FAILURES))
+        sys.exit(1)
+    print('ok')
+
+
 def inner(slotd_fp):
     NS.update(json.loads(os.environ['SLOT_PP_NS']))
     base = tempfile.mkdtemp(prefix='slotd-ppart-')
-    etcd = None
     try:
-        sh('ip link set lo up')
-        elog = open(os.path.join(base, 'etcd.log'), 'w')
-        client = 'http://%s:%d' % (HUB_IP, ETCD_PORT)
-        peer = 'http://127.0.0.1:2380'
-        etcd = subprocess.Popen([ETCD, '--name', 't', '--data-dir', os.path.join(base, 'etcd-data'),
-                                 '--listen-client-urls', client, '--advertise-client-urls', client,
-                                 '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
-                                 '--initial-cluster', 't=' + peer], stdout=elog, stderr=elog)
-        STARTED.append(etcd)
-        for _ in range(200):
-            try:
-                socket.create_connection((HUB_IP, ETCD_PORT), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        secret = os.path.join(base, 'secret')
-        with open(secret, 'w') as f:
-            f.write('placement-partition-secret-0123456789\n')
-        os.chmod(secret, 0o600)
+        client, secret = start_hub(base, 'placement-partition-secret-0123456789')
         # k1 passes after_relinquish too (then stops trusting its lock), so that one skips a pass;
         # neither k1 nor k2 reaches place_own
         fps = 'pause_move_before_relinquish*1,pause_move_after_relinquish@1*1,pause_move_after_own*1'
@@ -383,18 +406,7 @@ def inner(slotd_fp):
             r = one(s, {'op': 'check'})
             check(r.get('ok') and r.get('violations_total') == 0, 'check is clean on %s' % s, r)
     finally:
-        for p in STARTED:
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait()
-        if FAILURES:
-            print('folders kept: %s' % base)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-    if FAILURES:
-        print('%d failed' % len(FAILURES))
-        sys.exit(1)
-    print('ok')
+        finish(base)
 
 
 if __name__ == '__main__':

@@ -38,7 +38,6 @@ deleted and every process stopped by its PID on every way out.
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -47,7 +46,7 @@ import threading
 import time
 
 import test_placement_partition as pp
-from test_placement_partition import check, sh, ETCD, NET, HUB_IP, PORT, ETCD_PORT, FAILURES, STARTED
+from test_placement_partition import check, sh, ETCD, NET, HUB_IP, PORT, ETCD_PORT, STARTED
 
 CUT_AFTER_S = 0.3
 CUT_FOR_S = 9.0
@@ -371,25 +370,7 @@ def inner(slotd_fp):
     NS.update(json.loads(os.environ['SLOT_PP_NS']))
     base = tempfile.mkdtemp(prefix='slotd-ppset-')
     try:
-        sh('ip link set lo up')
-        elog = open(os.path.join(base, 'etcd.log'), 'w')
-        client = 'http://%s:%d' % (HUB_IP, ETCD_PORT)
-        peer = 'http://127.0.0.1:2380'
-        etcd = subprocess.Popen([ETCD, '--name', 't', '--data-dir', os.path.join(base, 'etcd-data'),
-                                 '--listen-client-urls', client, '--advertise-client-urls', client,
-                                 '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
-                                 '--initial-cluster', 't=' + peer], stdout=elog, stderr=elog)
-        STARTED.append(etcd)
-        for _ in range(200):
-            try:
-                socket.create_connection((HUB_IP, ETCD_PORT), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        secret = os.path.join(base, 'secret')
-        with open(secret, 'w') as f:
-            f.write('placement-partition-set-secret-0123456789\n')
-        os.chmod(secret, 0o600)
+        client, secret = pp.start_hub(base, 'placement-partition-set-secret-0123456789')
         # n1 (s1's first primary) pauses its first two moves after relinquish; n2 and n3
         # pause theirs after own, so the third case pauses there whichever of them took over
         start_node('s1', 'n1', slotd_fp, base, client, secret, 'pause_move_after_relinquish*2')
@@ -430,18 +411,7 @@ def inner(slotd_fp):
             r = one(p[1], {'op': 'check'}) if p else {}
             check(r.get('ok') and r.get('violations_total') == 0, 'check is clean on %s\'s primary' % s, r)
     finally:
-        for p in STARTED:
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait()
-        if FAILURES:
-            print('folders kept: %s' % base)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-    if FAILURES:
-        print('%d failed' % len(FAILURES))
-        sys.exit(1)
-    print('ok')
+        pp.finish(base)
 
 
 if __name__ == '__main__':
