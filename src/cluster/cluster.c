@@ -388,10 +388,12 @@ static void on_repl_log(void *ctx, const char *msg)
     SLOT__CLU_LOG(c, SLOT__LOG_WARN, "replication", SLOT__LF_S("detail", msg)); /* the channel formats its own text */
 }
 
+/* The batch log's warnings: from whichever thread uses it under rlog_mu
+ * (the loop, the commit thread, the flusher), so no loop fields. */
 static void rlog_log(void *ctx, const char *msg)
 {
     clu *c = ctx;
-    SLOT__CLU_LOG(c, SLOT__LOG_WARN, "batch log", SLOT__LF_S("detail", msg)); /* the log formats its own text */
+    SLOT__CLU_TLOG(c, SLOT__LOG_WARN, "batch log", SLOT__LF_S("detail", msg)); /* the log formats its own text */
 }
 
 /* ---- start and stop */

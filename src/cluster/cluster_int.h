@@ -232,6 +232,10 @@ typedef slot__cluster clu;
 #define SLOT__CLU_LOG(c, level, msg, ...)                                                                        \
     slot__log((level), (msg), SLOT__LF_S("node", (c)->self), SLOT__LF_S("role", slot__clu_role_name((c)->role)), \
               SLOT__LF_U("epoch", (c)->cfg.epoch), __VA_ARGS__)
+/* SLOT__CLU_LOG for a thread other than the loop (the commit thread, the
+ * flusher): the node only, set before the threads start; the role and the
+ * epoch are the loop's, which it may be changing meanwhile. */
+#define SLOT__CLU_TLOG(c, level, msg, ...) slot__log((level), (msg), SLOT__LF_S("node", (c)->self), __VA_ARGS__)
 /* the node entry for id; add: make one when missing (NULL when full). */
 clu_node *slot__clu_node(clu *c, const char *id, bool add);
 bool slot__clu_is_member(const clu_config *cfg, const char *id);

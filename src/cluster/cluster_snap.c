@@ -440,10 +440,10 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
     }
     if (rc != 0) {
         if (slot_backup_refused(rc))
-            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "refused the snapshot", SLOT__LF_S("path", file), SLOT__LF_S("why", err));
+            SLOT__CLU_TLOG(c, SLOT__LOG_WARN, "refused the snapshot", SLOT__LF_S("path", file), SLOT__LF_S("why", err));
         else
-            SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot install the snapshot", SLOT__LF_S("path", file),
-                          SLOT__LF_S("error", err));
+            SLOT__CLU_TLOG(c, SLOT__LOG_WARN, "cannot install the snapshot", SLOT__LF_S("path", file),
+                           SLOT__LF_S("error", err));
         return rc;
     }
     *seq = info.seq;
@@ -452,8 +452,8 @@ static int install(clu *c, uint64_t *seq, uint64_t *tenure)
     rc = slot_rlog_reset(c->rlog, *seq + 1, *tenure);
     pthread_mutex_unlock(&c->rlog_mu);
     if (rc != 0) {
-        SLOT__CLU_LOG(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot", SLOT__LF_U("seq", *seq),
-                      SLOT__LF_S("error", slot_strerror(rc)));
+        SLOT__CLU_TLOG(c, SLOT__LOG_WARN, "cannot reset the batch log after the snapshot", SLOT__LF_U("seq", *seq),
+                       SLOT__LF_S("error", slot_strerror(rc)));
         return rc;
     }
     rm_dir(dir);
