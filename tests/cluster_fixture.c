@@ -28,7 +28,10 @@ int lc_open(line_conn *c, int i)
     c->len = 0;
     c->node = i;
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(nodes[i].srv.port)};
+    /* the load thread calls this while the main thread restarts a node (a new
+     * port): an atomic read of what slot_test_server_start publishes (TSan found it) */
+    uint16_t port = __atomic_load_n(&nodes[i].srv.port, __ATOMIC_ACQUIRE);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     if (inet_pton(AF_INET, nodes[i].host, &a.sin_addr) != 1) {
         if (c->fd >= 0)
             close(c->fd);

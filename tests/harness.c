@@ -219,7 +219,7 @@ void slot_test_server_start(slot_test_server *s, const char *dir, const char *co
     }
     close(out[1]);
     s->pid = pid;
-    s->port = 0;
+    __atomic_store_n(&s->port, 0, __ATOMIC_RELEASE); /* a load thread may read it (cluster_fixture.c's lc_open) */
     char buf[512];
     size_t used = 0;
     uint64_t deadline = slot_test_now_ms() + 10000;
@@ -237,7 +237,7 @@ void slot_test_server_start(slot_test_server *s, const char *dir, const char *co
             unsigned port = 0;
             char *colon = strrchr(buf, ':');
             if (strncmp(buf, "listening on ", 13) == 0 && colon && colon < nl && sscanf(colon + 1, "%u", &port) == 1)
-                s->port = (uint16_t)port;
+                __atomic_store_n(&s->port, (uint16_t)port, __ATOMIC_RELEASE);
             break;
         }
     }

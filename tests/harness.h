@@ -147,7 +147,7 @@ uint64_t slot_test_now_ms(void);
 /* A slotd started by a test. */
 typedef struct slot_test_server {
     pid_t pid;
-    uint16_t port;
+    uint16_t port; /* 0 until it listens; stored atomically (release), so another thread may __atomic_load_n it */
     char *dir; /* data folder (owned when own_dir) */
     bool own_dir;
 } slot_test_server;
