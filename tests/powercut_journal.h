@@ -1,8 +1,8 @@
 /*
  * tests/powercut_journal.h — the entry types of the disk that forgets'
  * journal, shared by tests/powercut_preload.c (which writes it) and
- * tests/test_powercut.c (which reads it); the layout of each is in
- * powercut_preload.c's head comment.
+ * tests/powercut_rebuild.c (which reads it, for tests/test_powercut.c); the
+ * layout of each is in powercut_preload.c's head comment.
  */
 #ifndef SLOT_TEST_POWERCUT_JOURNAL_H
 #define SLOT_TEST_POWERCUT_JOURNAL_H
