@@ -269,7 +269,13 @@ def main():
               'create of a on s2: wrong_set naming s1, gen 1 and its primary', r)
         r = one(p2, {'op': 'place_state', 'event': 'a'})
         check(r.get('exists') is False, 's2 made no event a', r)
+        # s2 redirects from its copy of the map, which its etcd watch keeps (the placement op
+        # above reads etcd itself): wait, bounded, for the watch to bring a, as a client retries
+        deadline = time.time() + 5
         r = one(p2, {'op': 'event', 'event': 'a'})
+        while r.get('error') == 'unknown_event' and time.time() < deadline:
+            time.sleep(0.05)
+            r = one(p2, {'op': 'event', 'event': 'a'})
         check(r.get('error') == 'wrong_set' and r.get('set') == 's1',
               'and answers it wrong_set naming s1 (unknown_event only for a name the map lacks)', r)
 
